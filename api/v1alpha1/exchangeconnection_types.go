@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Exchange names a supported exchange.
+// +kubebuilder:validation:Enum=binance;bybit
+type Exchange string
+
+const (
+	ExchangeBinance Exchange = "binance"
+	ExchangeBybit   Exchange = "bybit"
+)
+
+// Keys of the credentials Secret.
+const (
+	CredentialsKeyAPIKey     = "apiKey"
+	CredentialsKeyAPISecret  = "apiSecret"
+	CredentialsKeyPassphrase = "passphrase"
+)
+
+// ExchangeConnectionSpec connects a user's exchange account.
+type ExchangeConnectionSpec struct {
+	// owner is the email of the account's owner.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:Pattern=`^[^@\s]+@[^@\s]+$`
+	// +required
+	Owner string `json:"owner"`
+
+	// exchange is binance or bybit.
+	// +required
+	Exchange Exchange `json:"exchange"`
+
+	// credentialsSecretRef names a Secret with keys apiKey, apiSecret and optionally passphrase.
+	// +required
+	CredentialsSecretRef LocalObjectReference `json:"credentialsSecretRef"`
+
+	// testnet uses the exchange's test network.
+	// +optional
+	Testnet bool `json:"testnet,omitempty"`
+
+	// endpoints override the exchange's base URLs (testnets, local fakes).
+	// +optional
+	Endpoints EndpointsSpec `json:"endpoints,omitempty"`
+}
+
+// EndpointsSpec holds optional base-URL overrides.
+type EndpointsSpec struct {
+	// spot is the base URL for spot trading.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +optional
+	Spot string `json:"spot,omitempty"`
+
+	// futures is the base URL for futures trading.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +optional
+	Futures string `json:"futures,omitempty"`
+}
+
+// ExchangeConnectionStatus is what the operator observed of the connection.
+type ExchangeConnectionStatus struct {
+	// permissions are the key's permissions as the exchange reports them.
+	// +listType=set
+	// +optional
+	Permissions []string `json:"permissions,omitempty"`
+
+	// lastValidatedAt is when the credentials were last checked.
+	// +optional
+	LastValidatedAt *metav1.Time `json:"lastValidatedAt,omitempty"`
+
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready always; Reconciling and Stalled only while true.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ExchangeConnection is a user's API key on an exchange.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=xconn,categories=sigops
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Exchange",type=string,JSONPath=`.spec.exchange`
+// +kubebuilder:printcolumn:name="Testnet",type=boolean,JSONPath=`.spec.testnet`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ExchangeConnection struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ExchangeConnectionSpec   `json:"spec"`
+	Status ExchangeConnectionStatus `json:"status,omitempty"`
+}
+
+// ExchangeConnectionList is a list of ExchangeConnections.
+//
+// +kubebuilder:object:root=true
+type ExchangeConnectionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ExchangeConnection `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ExchangeConnection{}, &ExchangeConnectionList{})
+}

@@ -1,0 +1,252 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Market is where a bot trades.
+// +kubebuilder:validation:Enum=spot;futures
+type Market string
+
+const (
+	MarketSpot    Market = "spot"
+	MarketFutures Market = "futures"
+)
+
+// Availability says whether a bot takes signals.
+// +kubebuilder:validation:Enum=active;paused;disabled
+type Availability string
+
+const (
+	AvailabilityActive   Availability = "active"
+	AvailabilityPaused   Availability = "paused"
+	AvailabilityDisabled Availability = "disabled"
+)
+
+// PausedReason says why a bot is paused.
+// +kubebuilder:validation:Enum=Manual;Errors;Risk;Downgrade
+type PausedReason string
+
+const (
+	PausedManual    PausedReason = "Manual"
+	PausedErrors    PausedReason = "Errors"
+	PausedRisk      PausedReason = "Risk"
+	PausedDowngrade PausedReason = "Downgrade"
+)
+
+// SignalBotSpec is how a bot trades. Amounts are decimal strings, never floats, so that
+// they survive YAML and JSON without rounding.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.paperAccountRef) != has(self.exchangeConnectionRef)",message="exactly one of paperAccountRef or exchangeConnectionRef must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.leverage) || self.leverage == 1 || (has(self.market) && self.market == 'futures')",message="leverage above 1 needs market futures"
+type SignalBotSpec struct {
+	// owner is the email of the account that owns the bot. The referenced paper account or
+	// exchange connection must have the same owner.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:Pattern=`^[^@\s]+@[^@\s]+$`
+	// +required
+	Owner string `json:"owner"`
+
+	// paperAccountRef makes the bot trade on a simulated account.
+	// +optional
+	PaperAccountRef *LocalObjectReference `json:"paperAccountRef,omitempty"`
+
+	// exchangeConnectionRef makes the bot trade on a real exchange account.
+	// +optional
+	ExchangeConnectionRef *LocalObjectReference `json:"exchangeConnectionRef,omitempty"`
+
+	// market is spot or futures.
+	// +kubebuilder:default=spot
+	// +optional
+	Market Market `json:"market,omitempty"`
+
+	// symbol fixes the pair (BASE/QUOTE); signals may then omit it.
+	// +kubebuilder:validation:Pattern=`^[A-Z0-9]{1,20}/[A-Z0-9]{1,20}$`
+	// +optional
+	Symbol string `json:"symbol,omitempty"`
+
+	// positionSize is the default size: a percentage of the available balance ("10%") or a
+	// base-currency amount ("0.01").
+	// +kubebuilder:default="10%"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?%?$`
+	// +kubebuilder:validation:XValidation:rule="!self.endsWith('%') || (double(self.substring(0, size(self)-1)) > 0.0 && double(self.substring(0, size(self)-1)) <= 100.0)",message="a percentage must be above 0 and at most 100"
+	// +kubebuilder:validation:XValidation:rule="self.endsWith('%') || double(self) > 0.0",message="an amount must be above 0"
+	// +optional
+	PositionSize string `json:"positionSize,omitempty"`
+
+	// leverage is the default leverage (futures only).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=125
+	// +optional
+	Leverage int32 `json:"leverage,omitempty"`
+
+	// stopLoss is the default stop-loss: an absolute price or a percentage from entry.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?%?$`
+	// +optional
+	StopLoss string `json:"stopLoss,omitempty"`
+
+	// takeProfit is the default take-profit: an absolute price or a percentage from entry.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?%?$`
+	// +optional
+	TakeProfit string `json:"takeProfit,omitempty"`
+
+	// dca allows dollar-cost-averaging entries.
+	// +optional
+	DCA DCASpec `json:"dca,omitempty"`
+
+	// risk bounds what the bot may lose.
+	// +optional
+	Risk RiskSpec `json:"risk,omitempty"`
+
+	// rateLimit bounds signals per bot, across all webhookd replicas.
+	// +kubebuilder:default={}
+	// +optional
+	RateLimit RateLimitSpec `json:"rateLimit,omitempty"`
+
+	// dedupeWindow drops byte-identical signal bodies received within it; 0 turns it off.
+	// +kubebuilder:default="0s"
+	// +optional
+	DedupeWindow *metav1.Duration `json:"dedupeWindow,omitempty"`
+
+	// reversals lets an entry opposite to an open futures position close it and open the
+	// other side; false rejects such entries.
+	// +kubebuilder:default=true
+	// +optional
+	Reversals *bool `json:"reversals,omitempty"`
+
+	// webhook controls the bot's webhook URL.
+	// +kubebuilder:default={}
+	// +optional
+	Webhook WebhookSpec `json:"webhook,omitempty"`
+
+	// suspend pauses the bot at once (paused reason Manual).
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// DCASpec configures dollar-cost averaging.
+type DCASpec struct {
+	// enabled allows signals with dca true.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// maxLevels is the highest dcaLevel accepted (level 1 is the initial entry).
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	// +optional
+	MaxLevels int32 `json:"maxLevels,omitempty"`
+}
+
+// RiskSpec bounds a bot's risk; empty fields mean no limit.
+type RiskSpec struct {
+	// maxExposure is the largest fraction of the account the bot's positions may use (0-1].
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]+)?|1(\.0+)?)$`
+	// +kubebuilder:validation:XValidation:rule="double(self) > 0.0",message="maxExposure must be above 0"
+	// +optional
+	MaxExposure string `json:"maxExposure,omitempty"`
+
+	// dailyLossLimit is the realised loss, in quote currency, after which the bot pauses
+	// (reason Risk) until the next UTC day.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +optional
+	DailyLossLimit string `json:"dailyLossLimit,omitempty"`
+
+	// maxConsecutiveLosses pauses the bot (reason Risk) after that many losing trades in a row.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxConsecutiveLosses int32 `json:"maxConsecutiveLosses,omitempty"`
+}
+
+// RateLimitSpec bounds how many signals a bot takes.
+type RateLimitSpec struct {
+	// perMinute is the sustained rate.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=6000
+	// +optional
+	PerMinute int32 `json:"perMinute,omitempty"`
+
+	// burst is how many signals may arrive at once.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// WebhookSpec controls the webhook URL.
+type WebhookSpec struct {
+	// enabled false makes the URL answer WEBHOOK_DISABLED.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// SignalBotStatus is what the operator observed.
+type SignalBotStatus struct {
+	// availability is active, paused or disabled.
+	// +optional
+	Availability Availability `json:"availability,omitempty"`
+
+	// pausedReason is set while availability is paused.
+	// +optional
+	PausedReason PausedReason `json:"pausedReason,omitempty"`
+
+	// webhookSecretName is the Secret holding webhookId and url.
+	// +optional
+	WebhookSecretName string `json:"webhookSecretName,omitempty"`
+
+	// lastHandledRegenerate echoes the last regenerate-webhook annotation value acted on.
+	// +optional
+	LastHandledRegenerate string `json:"lastHandledRegenerate,omitempty"`
+
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready always; Reconciling and Stalled only while true.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SignalBot turns webhook signals into orders on a paper account or an exchange.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 245",message="name must be at most 245 characters (the webhook Secret adds -webhook)"
+// +kubebuilder:resource:shortName=sbot;sbots,categories=sigops
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Availability",type=string,JSONPath=`.status.availability`
+// +kubebuilder:printcolumn:name="Symbol",type=string,JSONPath=`.spec.symbol`
+// +kubebuilder:printcolumn:name="Market",type=string,JSONPath=`.spec.market`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SignalBot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SignalBotSpec   `json:"spec"`
+	Status SignalBotStatus `json:"status,omitempty"`
+}
+
+// SignalBotList is a list of SignalBots.
+//
+// +kubebuilder:object:root=true
+type SignalBotList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SignalBot `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SignalBot{}, &SignalBotList{})
+}

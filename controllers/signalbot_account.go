@@ -1,0 +1,121 @@
+package controllers
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// Field indexes of bots by the account they reference.
+const (
+	indexPaperAccountRef       = "spec.paperAccountRef.name"
+	indexExchangeConnectionRef = "spec.exchangeConnectionRef.name"
+)
+
+// accountCheck is what the bot's referenced account allows.
+type accountCheck struct {
+	kind, name, id  string
+	ready           bool
+	reason, message string // why not ready; the bot's Ready=False reason
+	err             error  // transient: retry
+}
+
+// checkAccount resolves the bot's paper account or exchange connection. The account must
+// exist, be Ready and belong to the bot's owner: a bot must never trade on an account that
+// is not its owner's, whatever the YAML says.
+func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.SignalBot) accountCheck {
+	var (
+		obj  client.Object
+		kind string
+		ref  *tradingv1.LocalObjectReference
+	)
+	if bot.Spec.PaperAccountRef != nil {
+		obj, kind, ref = &tradingv1.PaperAccount{}, "PaperAccount", bot.Spec.PaperAccountRef
+	} else {
+		obj, kind, ref = &tradingv1.ExchangeConnection{}, "ExchangeConnection", bot.Spec.ExchangeConnectionRef
+	}
+	c := accountCheck{kind: registry.AccountPaper, name: ref.Name}
+	if kind == "ExchangeConnection" {
+		c.kind = registry.AccountExchange
+	}
+	err := r.Get(ctx, types.NamespacedName{Namespace: bot.Namespace, Name: ref.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		c.reason, c.message = kind+"NotFound", kind+" "+ref.Name+" not found"
+		return c
+	}
+	if err != nil {
+		c.err = err
+		return c
+	}
+	c.id = string(obj.GetUID())
+	ready, owner := accountReadiness(obj)
+	if normalizeOwner(owner) != normalizeOwner(bot.Spec.Owner) {
+		c.reason, c.message = "AccountOwnerMismatch", kind+" "+ref.Name+" belongs to another owner"
+		return c
+	}
+	if ready == nil || ready.Status != metav1.ConditionTrue {
+		c.reason, c.message = kind+"NotReady", kind+" "+ref.Name+" is not Ready"
+		if ready != nil && ready.Message != "" {
+			c.message += ": " + ready.Message
+		}
+		return c
+	}
+	c.ready = true
+	return c
+}
+
+// accountReadiness returns the Ready condition and owner of a PaperAccount or ExchangeConnection.
+func accountReadiness(obj client.Object) (*metav1.Condition, string) {
+	switch a := obj.(type) {
+	case *tradingv1.PaperAccount:
+		return meta.FindStatusCondition(a.Status.Conditions, tradingv1.ConditionReady), a.Spec.Owner
+	case *tradingv1.ExchangeConnection:
+		return meta.FindStatusCondition(a.Status.Conditions, tradingv1.ConditionReady), a.Spec.Owner
+	}
+	return nil, ""
+}
+
+// accountReadinessChanged passes account events that can change a bot: creation,
+// deletion, a Ready flip or an owner change. Balance updates pass nothing.
+func accountReadinessChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldReady, oldOwner := accountReadiness(e.ObjectOld)
+			newReady, newOwner := accountReadiness(e.ObjectNew)
+			return conditionStatus(oldReady) != conditionStatus(newReady) || oldOwner != newOwner
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+func conditionStatus(c *metav1.Condition) metav1.ConditionStatus {
+	if c == nil {
+		return metav1.ConditionUnknown
+	}
+	return c.Status
+}
+
+// botsReferencing maps an account to the bots in its namespace that reference it.
+func (r *SignalBotReconciler) botsReferencing(index string) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var bots tradingv1.SignalBotList
+		if err := r.List(ctx, &bots, client.InNamespace(obj.GetNamespace()), client.MatchingFields{index: obj.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(bots.Items))
+		for _, b := range bots.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+		}
+		return reqs
+	}
+}

@@ -1,0 +1,211 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// SignalBotReconciler keeps a SignalBot's webhook Secret and its Redis projection in step
+// with the object. Concerns are split across files: the webhook Secret
+// (signalbot_webhook_secret.go), the account reference (signalbot_account.go) and the
+// projection into Redis (signalbot_projection.go).
+type SignalBotReconciler struct {
+	client.Client
+	Registry *registry.Registry
+	Recorder events.EventRecorder
+	// BaseURL is the public origin written into each webhook Secret's url.
+	BaseURL string
+	// TombstoneTTL is how long a deleted bot's URL answers BOT_DELETED before it answers
+	// INVALID_WEBHOOK like any unknown ID.
+	TombstoneTTL time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles (default 1).
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile brings one bot's runtime state in line with its spec.
+func (r *SignalBotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	bot := &tradingv1.SignalBot{}
+	if err := r.Get(ctx, req.NamespacedName, bot); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !bot.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, bot)
+	}
+	if !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) {
+		orig := bot.DeepCopy()
+		controllerutil.AddFinalizer(bot, tradingv1.FinalizerRuntimeCleanup)
+		if err := r.Patch(ctx, bot, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	before := bot.Status.DeepCopy()
+	res, err := r.reconcileBot(ctx, bot)
+	if !equality.Semantic.DeepEqual(before, &bot.Status) {
+		if uerr := r.Status().Update(ctx, bot); uerr != nil {
+			return ctrl.Result{}, errors.Join(err, uerr)
+		}
+	}
+	return res, err
+}
+
+// reconcileBot does the work and records the outcome in bot.Status; the caller writes it.
+func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.SignalBot) (ctrl.Result, error) {
+	hook, err := r.ensureWebhookSecret(ctx, bot)
+	if err != nil {
+		var invalid *invalidSecretError
+		if errors.As(err, &invalid) {
+			r.setOutcome(bot, outcome{reason: "WebhookSecretInvalid", message: invalid.Error(), stalled: true})
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	bot.Status.WebhookSecretName = hook.secretName
+
+	acct := r.checkAccount(ctx, bot)
+	if acct.err != nil {
+		return ctrl.Result{}, acct.err
+	}
+	bot.Status.Availability, bot.Status.PausedReason = availability(bot, acct)
+
+	if err := r.Registry.Project(ctx, projection(bot, acct), hook.hash); err != nil {
+		if errors.Is(err, registry.ErrWebhookInUse) {
+			r.setOutcome(bot, outcome{reason: "WebhookIDConflict", stalled: true,
+				message: "the webhook ID in Secret " + hook.secretName + " already belongs to another bot; delete the Secret or set the regenerate annotation to get a new ID"})
+			return ctrl.Result{}, nil
+		}
+		r.setOutcome(bot, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
+			message: "cannot write the bot to Redis; retrying"})
+		return ctrl.Result{}, fmt.Errorf("project bot: %w", err)
+	}
+	if hook.regenerated != "" {
+		bot.Status.LastHandledRegenerate = hook.regenerated
+		r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "WebhookRegenerated", "Regenerate",
+			"new webhook ID issued; the previous URL no longer works")
+	}
+
+	if !acct.ready {
+		r.setOutcome(bot, outcome{reason: acct.reason, message: acct.message})
+		return ctrl.Result{}, nil
+	}
+	o := outcome{ready: true, reason: "Active", message: "taking signals"}
+	if bot.Status.Availability == tradingv1.AvailabilityPaused {
+		o.reason, o.message = "Paused", "paused: "+string(bot.Status.PausedReason)
+	}
+	r.setOutcome(bot, o)
+	return ctrl.Result{}, nil
+}
+
+// setOutcome records conditions; observedGeneration advances only when the controller did
+// all it could for this generation (not while it is still retrying).
+func (r *SignalBotReconciler) setOutcome(bot *tradingv1.SignalBot, o outcome) {
+	o.apply(&bot.Status.Conditions, bot.Generation)
+	if !o.reconciling {
+		bot.Status.ObservedGeneration = bot.Generation
+	}
+}
+
+// availability decides active, paused or disabled from the spec and the account.
+// A disabled reason wins over a pause: a bot that cannot trade is not merely paused.
+func availability(bot *tradingv1.SignalBot, acct accountCheck) (tradingv1.Availability, tradingv1.PausedReason) {
+	switch {
+	case !acct.ready:
+		return tradingv1.AvailabilityDisabled, ""
+	case bot.Spec.Suspend:
+		return tradingv1.AvailabilityPaused, tradingv1.PausedManual
+	default:
+		return tradingv1.AvailabilityActive, ""
+	}
+}
+
+// finalize removes the runtime state and leaves a tombstone so the old URL answers
+// BOT_DELETED, then lets Kubernetes delete the bot (and, by owner reference, its Secret).
+func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.SignalBot) error {
+	if !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) {
+		return nil
+	}
+	var hashes []string
+	if id, err := r.currentWebhookID(ctx, bot); err != nil {
+		return err
+	} else if id != "" {
+		hashes = append(hashes, registry.HashWebhookID(id))
+	}
+	if err := r.Registry.Remove(ctx, string(bot.UID), r.TombstoneTTL, hashes...); err != nil {
+		return fmt.Errorf("remove runtime state: %w", err)
+	}
+	log.FromContext(ctx).Info("bot runtime state removed", "bot", bot.Name)
+	orig := bot.DeepCopy()
+	controllerutil.RemoveFinalizer(bot, tradingv1.FinalizerRuntimeCleanup)
+	return client.IgnoreNotFound(r.Patch(ctx, bot, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// SetupWithManager wires the watches: the bot itself (spec and annotation changes), its
+// webhook Secret (deleted or edited), and the accounts it references (readiness or owner
+// changes only, so balance updates do not wake every bot).
+func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &tradingv1.SignalBot{}, indexPaperAccountRef, func(o client.Object) []string {
+		if ref := o.(*tradingv1.SignalBot).Spec.PaperAccountRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &tradingv1.SignalBot{}, indexExchangeConnectionRef, func(o client.Object) []string {
+		if ref := o.(*tradingv1.SignalBot).Spec.ExchangeConnectionRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers < 1 {
+		workers = 1
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("signalbot").
+		For(&tradingv1.SignalBot{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Our own Secret creations need no reconcile; edits and deletions do.
+		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+		})).
+		Watches(&tradingv1.PaperAccount{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexPaperAccountRef)),
+			builder.WithPredicates(accountReadinessChanged())).
+		Watches(&tradingv1.ExchangeConnection{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexExchangeConnectionRef)),
+			builder.WithPredicates(accountReadinessChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// normalizeOwner makes owner emails comparable: addresses are case-insensitive here.
+func normalizeOwner(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

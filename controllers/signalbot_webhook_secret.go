@@ -1,0 +1,170 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// Keys and labels of the webhook Secret.
+const (
+	WebhookSecretKeyID  = "webhookId"
+	WebhookSecretKeyURL = "url"
+
+	// LabelSecretKind marks the Secrets the manager caches; it watches no other Secret, so
+	// its memory does not grow with the cluster's Secrets.
+	LabelSecretKind         = "trading.sigops.dev/secret-kind"
+	secretKindWebhook       = "webhook"
+	secretKindCredentials   = "credentials"
+	labelManagedBy          = "app.kubernetes.io/managed-by"
+	labelBot                = "trading.sigops.dev/signalbot"
+	annotationRegeneratedAs = "trading.sigops.dev/regenerated-for"
+)
+
+// WebhookPath is the webhook route; the Secret's url is BaseURL + WebhookPath + ID.
+const WebhookPath = "/api/webhooks/trade/"
+
+// webhookSecretName is the Secret of a bot's webhook ID.
+func webhookSecretName(bot string) string { return bot + "-webhook" }
+
+type webhookState struct {
+	secretName  string
+	hash        string // SHA-256 of the webhook ID, the only form Redis sees
+	regenerated string // the regenerate annotation value acted on in this reconcile
+}
+
+// invalidSecretError: the Secret exists but cannot be used, and the controller will not
+// overwrite it (it may be the only copy of a URL someone configured).
+type invalidSecretError struct{ msg string }
+
+func (e *invalidSecretError) Error() string { return e.msg }
+
+// ensureWebhookSecret makes the bot's webhook Secret if it is missing, never overwrites an
+// existing one, and issues a new ID when the regenerate annotation carries a new value.
+func (r *SignalBotReconciler) ensureWebhookSecret(ctx context.Context, bot *tradingv1.SignalBot) (webhookState, error) {
+	st := webhookState{secretName: webhookSecretName(bot.Name)}
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: bot.Namespace, Name: st.secretName}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		id, err := r.createWebhookSecret(ctx, bot, st.secretName)
+		if err != nil {
+			return st, err
+		}
+		st.hash = registry.HashWebhookID(id)
+		// A fresh ID also satisfies a pending regenerate request.
+		st.regenerated = pendingRegenerate(bot)
+		return st, nil
+	case err != nil:
+		return st, err
+	}
+
+	if owner := metav1.GetControllerOf(secret); owner != nil && owner.UID != bot.UID {
+		if owner.Kind == "SignalBot" && owner.Name == bot.Name {
+			// The Secret of an earlier bot of the same name, still being garbage-collected.
+			return st, fmt.Errorf("secret %s belongs to a previous bot %s; waiting for its removal", st.secretName, owner.UID)
+		}
+		return st, &invalidSecretError{fmt.Sprintf("Secret %s is controlled by %s %s; rename the bot or remove the Secret", st.secretName, owner.Kind, owner.Name)}
+	}
+	id := string(secret.Data[WebhookSecretKeyID])
+	if !validWebhookID(id) {
+		return st, &invalidSecretError{fmt.Sprintf("Secret %s has no valid %s (a UUID v4); delete the Secret to get a new one", st.secretName, WebhookSecretKeyID)}
+	}
+
+	if want := pendingRegenerate(bot); want != "" {
+		if secret.Annotations[annotationRegeneratedAs] != want {
+			// The one deliberate overwrite: the user asked for a new ID.
+			id = newWebhookID()
+			secret.Data = map[string][]byte{WebhookSecretKeyID: []byte(id), WebhookSecretKeyURL: []byte(r.webhookURL(id))}
+			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotationRegeneratedAs, want)
+		}
+		st.regenerated = want
+	}
+	changed := secret.Labels[LabelSecretKind] != secretKindWebhook || metav1.GetControllerOf(secret) == nil || st.regenerated != ""
+	if changed {
+		// Adopt a restored Secret (same URL after a backup restore) and keep the cache label.
+		setWebhookSecretLabels(secret, bot.Name)
+		if err := controllerutil.SetControllerReference(bot, secret, r.Scheme()); err != nil {
+			return st, err
+		}
+		if err := r.Update(ctx, secret); err != nil { // resourceVersion guards against lost updates
+			return st, err
+		}
+	}
+	st.hash = registry.HashWebhookID(id)
+	return st, nil
+}
+
+func (r *SignalBotReconciler) createWebhookSecret(ctx context.Context, bot *tradingv1.SignalBot, name string) (string, error) {
+	id := newWebhookID()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: bot.Namespace, Name: name},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{WebhookSecretKeyID: []byte(id), WebhookSecretKeyURL: []byte(r.webhookURL(id))},
+	}
+	setWebhookSecretLabels(secret, bot.Name)
+	if want := pendingRegenerate(bot); want != "" {
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotationRegeneratedAs, want)
+	}
+	if err := controllerutil.SetControllerReference(bot, secret, r.Scheme()); err != nil {
+		return "", err
+	}
+	if err := r.Create(ctx, secret); err != nil {
+		// AlreadyExists means the cache was behind; the next reconcile reads the real one.
+		return "", err
+	}
+	return id, nil
+}
+
+// currentWebhookID reads the ID from the bot's own Secret; empty when there is none.
+func (r *SignalBotReconciler) currentWebhookID(ctx context.Context, bot *tradingv1.SignalBot) (string, error) {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: bot.Namespace, Name: webhookSecretName(bot.Name)}, secret)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != bot.UID {
+		return "", nil
+	}
+	return string(secret.Data[WebhookSecretKeyID]), nil
+}
+
+func (r *SignalBotReconciler) webhookURL(id string) string { return r.BaseURL + WebhookPath + id }
+
+// pendingRegenerate is the regenerate annotation value not yet handled, or "".
+func pendingRegenerate(bot *tradingv1.SignalBot) string {
+	v := bot.Annotations[tradingv1.AnnotationRegenerateWebhook]
+	if v == "" || v == bot.Status.LastHandledRegenerate {
+		return ""
+	}
+	return v
+}
+
+func setWebhookSecretLabels(s *corev1.Secret, bot string) {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[LabelSecretKind] = secretKindWebhook
+	s.Labels[labelManagedBy] = "sigops"
+	s.Labels[labelBot] = bot
+}
+
+// newWebhookID is a UUID v4: 122 bits from crypto/rand.
+func newWebhookID() string { return uuid.New().String() }
+
+func validWebhookID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.Version() == 4 && len(id) == 36
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sigops needs on a fresh machine: redis-server for the tests and
+# the local stack. Later issues add nginx here. Does nothing when everything is present.
+set -euo pipefail
+
+packages=()
+command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
+[ ${#packages[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to install: ${packages[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "installing ${packages[*]} from Debian (about a minute)..." >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+# Debian starts a system redis on :6379 after install; sigops starts its own on other ports,
+# so leave the system one alone.

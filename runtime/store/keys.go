@@ -1,0 +1,30 @@
+// Package store names every Redis key sigops uses, in one place, so that the controllers,
+// daemons and executor agree on them and no key is spelt as a literal elsewhere.
+//
+// Layout (all keys carry the "sigops:" prefix so that a shared Redis stays readable):
+//
+//	sigops:bots                  set    IDs (Kubernetes UIDs) of every projected bot
+//	sigops:bot:{id}              hash   projected bot: config JSON, webhook hash, owner
+//	sigops:webhook:{sha256}      hash   webhook ID hash -> bot ID (or a tombstone of a deleted bot)
+//	sigops:owner:{email}:bots    set    bot IDs per owner (tier downgrades, listings)
+//	sigops:paper:{id}            hash   simulated balance of a paper account
+package store
+
+import "strings"
+
+const prefix = "sigops:"
+
+// AllBots is the set of every projected bot ID.
+func AllBots() string { return prefix + "bots" }
+
+// Bot is the projected configuration of one bot.
+func Bot(id string) string { return prefix + "bot:" + id }
+
+// Webhook maps the SHA-256 (hex) of a webhook ID to its bot. The raw ID never enters Redis.
+func Webhook(hash string) string { return prefix + "webhook:" + hash }
+
+// OwnerBots is the set of bot IDs owned by one account. Emails are case-insensitive.
+func OwnerBots(owner string) string { return prefix + "owner:" + strings.ToLower(owner) + ":bots" }
+
+// PaperAccount is the simulated balance of one paper account.
+func PaperAccount(id string) string { return prefix + "paper:" + id }
