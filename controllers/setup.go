@@ -25,6 +25,8 @@ type Options struct {
 	PaperSyncPeriod time.Duration
 	// CredentialsRetryPeriod is how often a connection whose Secret is missing looks again.
 	CredentialsRetryPeriod time.Duration
+	// Clock is the time source of refill cooldowns (nil: time.Now); tests move it.
+	Clock func() time.Time
 }
 
 // Setup registers every reconciler with the manager.
@@ -44,6 +46,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Accounts:   paper.NewAccounts(o.Redis),
 		Recorder:   mgr.GetEventRecorder("paperaccount-controller"),
 		SyncPeriod: o.PaperSyncPeriod,
+		Now:        o.Clock,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -1,0 +1,333 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// waitBot waits until the bot's status satisfies ok.
+func waitBot(t *testing.T, ns, name, what string, ok func(*tradingv1.SignalBot) error) *tradingv1.SignalBot {
+	t.Helper()
+	bot := &tradingv1.SignalBot{}
+	eventually(t, what, func() error {
+		if err := k8s.Get(context.Background(), keyOf(ns, name), bot); err != nil {
+			return err
+		}
+		return ok(bot)
+	})
+	return bot
+}
+
+func readyIs(want metav1.ConditionStatus, reason string) func(*tradingv1.SignalBot) error {
+	return func(b *tradingv1.SignalBot) error {
+		c := meta.FindStatusCondition(b.Status.Conditions, tradingv1.ConditionReady)
+		if c == nil || c.Status != want || (reason != "" && c.Reason != reason) || b.Status.ObservedGeneration != b.Generation {
+			return fmt.Errorf("ready = %+v, observedGeneration %d of %d", c, b.Status.ObservedGeneration, b.Generation)
+		}
+		return nil
+	}
+}
+
+func webhookID(t *testing.T, ns, bot string) string {
+	t.Helper()
+	s := &corev1.Secret{}
+	get(t, s, ns, bot+"-webhook")
+	return string(s.Data[controllers.WebhookSecretKeyID])
+}
+
+func TestBotOnPaperAccountBecomesActive(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "Trader@Example.com"))
+	create(t, paperBot(ns, "btc", "trader@example.com", "paper"))
+
+	bot := waitBot(t, ns, "btc", "bot Ready", readyIs(metav1.ConditionTrue, "Active"))
+	if bot.Status.Availability != tradingv1.AvailabilityActive || bot.Status.WebhookSecretName != "btc-webhook" {
+		t.Fatalf("status = %+v", bot.Status)
+	}
+	if !containsString(bot.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
+		t.Fatalf("finalizers = %v", bot.Finalizers)
+	}
+	for _, typ := range []string{tradingv1.ConditionReconciling, tradingv1.ConditionStalled} {
+		if meta.FindStatusCondition(bot.Status.Conditions, typ) != nil {
+			t.Fatalf("%s present on a settled bot", typ)
+		}
+	}
+
+	// The Secret: a UUID v4, the URL built from it, owned by the bot.
+	secret := &corev1.Secret{}
+	get(t, secret, ns, "btc-webhook")
+	id := string(secret.Data[controllers.WebhookSecretKeyID])
+	if u, err := uuid.Parse(id); err != nil || u.Version() != 4 {
+		t.Fatalf("webhookId %q is not a UUID v4", id)
+	}
+	if got := string(secret.Data[controllers.WebhookSecretKeyURL]); got != baseURL+"/api/webhooks/trade/"+id {
+		t.Fatalf("url = %q", got)
+	}
+	if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != bot.UID {
+		t.Fatalf("secret controller = %+v", owner)
+	}
+
+	// Redis: the hash routes to the projected bot; the raw ID appears nowhere.
+	reg := registry.New(rdb)
+	route, err := reg.Resolve(ctx, registry.HashWebhookID(id))
+	if err != nil || route.BotID != string(bot.UID) {
+		t.Fatalf("resolve = %+v, %v", route, err)
+	}
+	p, err := reg.Get(ctx, string(bot.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Owner != "trader@example.com" || p.Symbol != "BTC/USDT" || p.PositionSize != "10%" || p.Availability != "active" ||
+		!p.WebhookEnabled || !p.Reversals || p.RateLimit.PerMinute != 60 || p.Account.Kind != registry.AccountPaper || p.Account.ID == "" {
+		t.Fatalf("projection = %+v", p)
+	}
+	assertNotInRedis(t, id)
+
+	// The Secret is never overwritten: a spec change keeps the same ID.
+	patchBot(t, ns, "btc", func(b *tradingv1.SignalBot) { b.Spec.PositionSize = "25%" })
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool { return p.PositionSize == "25%" })
+	if got := webhookID(t, ns, "btc"); got != id {
+		t.Fatalf("webhook ID changed on a spec update: %s -> %s", id, got)
+	}
+}
+
+func TestSuspendPausesAtOnce(t *testing.T) {
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "active", readyIs(metav1.ConditionTrue, "Active"))
+
+	patchBot(t, ns, "bot", func(b *tradingv1.SignalBot) { b.Spec.Suspend = true })
+	waitBot(t, ns, "bot", "paused", func(b *tradingv1.SignalBot) error {
+		if b.Status.Availability != tradingv1.AvailabilityPaused || b.Status.PausedReason != tradingv1.PausedManual {
+			return fmt.Errorf("availability %s/%s", b.Status.Availability, b.Status.PausedReason)
+		}
+		return readyIs(metav1.ConditionTrue, "Paused")(b)
+	})
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool { return p.Availability == "paused" && p.PausedReason == "Manual" })
+
+	patchBot(t, ns, "bot", func(b *tradingv1.SignalBot) { b.Spec.Suspend = false })
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool { return p.Availability == "active" && p.PausedReason == "" })
+}
+
+func TestRegenerateWebhook(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
+	oldID := webhookID(t, ns, "bot")
+	reg := registry.New(rdb)
+
+	patchBot(t, ns, "bot", func(b *tradingv1.SignalBot) {
+		metav1.SetMetaDataAnnotation(&b.ObjectMeta, tradingv1.AnnotationRegenerateWebhook, "2026-11-21T10:00:00Z")
+	})
+	waitBot(t, ns, "bot", "regenerate echoed", func(b *tradingv1.SignalBot) error {
+		if b.Status.LastHandledRegenerate != "2026-11-21T10:00:00Z" {
+			return fmt.Errorf("lastHandledRegenerate = %q", b.Status.LastHandledRegenerate)
+		}
+		return nil
+	})
+	newID := webhookID(t, ns, "bot")
+	if newID == oldID {
+		t.Fatal("regenerate kept the old ID")
+	}
+	if _, err := reg.Resolve(ctx, registry.HashWebhookID(oldID)); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("old URL still resolves: %v", err)
+	}
+	if r, err := reg.Resolve(ctx, registry.HashWebhookID(newID)); err != nil || r.BotID != string(bot.UID) {
+		t.Fatalf("new URL: %+v %v", r, err)
+	}
+	s := &corev1.Secret{}
+	get(t, s, ns, "bot-webhook")
+	if !strings.HasSuffix(string(s.Data[controllers.WebhookSecretKeyURL]), newID) {
+		t.Fatalf("url not updated: %s", s.Data[controllers.WebhookSecretKeyURL])
+	}
+
+	// Another reconcile with the same annotation value makes no new ID.
+	patchBot(t, ns, "bot", func(b *tradingv1.SignalBot) { b.Spec.PositionSize = "5%" })
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool { return p.PositionSize == "5%" })
+	if got := webhookID(t, ns, "bot"); got != newID {
+		t.Fatalf("ID changed again without a new annotation value")
+	}
+}
+
+func TestDeletedSecretGetsNewIDAndOldStops(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
+	oldID := webhookID(t, ns, "bot")
+	if err := k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bot-webhook"}}); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(rdb)
+	eventually(t, "old ID dead", func() error {
+		if _, err := reg.Resolve(ctx, registry.HashWebhookID(oldID)); !errors.Is(err, registry.ErrNotFound) {
+			return fmt.Errorf("old id: %v", err)
+		}
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, keyOf(ns, "bot-webhook"), s); err != nil {
+			return err
+		}
+		_, err := reg.Resolve(ctx, registry.HashWebhookID(string(s.Data[controllers.WebhookSecretKeyID])))
+		return err
+	})
+}
+
+func TestMissingAccountDisablesUntilCreated(t *testing.T) {
+	ns := namespace(t)
+	create(t, paperBot(ns, "bot", "a@x.io", "later"))
+	bot := waitBot(t, ns, "bot", "disabled", readyIs(metav1.ConditionFalse, "PaperAccountNotFound"))
+	if bot.Status.Availability != tradingv1.AvailabilityDisabled {
+		t.Fatalf("availability = %s", bot.Status.Availability)
+	}
+	c := meta.FindStatusCondition(bot.Status.Conditions, tradingv1.ConditionReady)
+	if !strings.Contains(c.Message, "later") {
+		t.Fatalf("message does not name the account: %q", c.Message)
+	}
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool {
+		return p.Availability == "disabled" && p.DisabledReason == "PaperAccountNotFound"
+	})
+
+	create(t, paperAccount(ns, "later", "a@x.io"))
+	waitBot(t, ns, "bot", "active after account appears", readyIs(metav1.ConditionTrue, "Active"))
+}
+
+func TestAccountOfAnotherOwnerIsRefused(t *testing.T) {
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "victim@x.io"))
+	create(t, paperBot(ns, "bot", "attacker@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "refused", readyIs(metav1.ConditionFalse, "AccountOwnerMismatch"))
+	if bot.Status.Availability != tradingv1.AvailabilityDisabled {
+		t.Fatalf("availability = %s", bot.Status.Availability)
+	}
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool { return p.Availability == "disabled" })
+}
+
+func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
+	id := webhookID(t, ns, "bot")
+
+	if err := k8s.Delete(ctx, bot); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bot gone", func() error {
+		err := k8s.Get(ctx, keyOf(ns, "bot"), &tradingv1.SignalBot{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	reg := registry.New(rdb)
+	r, err := reg.Resolve(ctx, registry.HashWebhookID(id))
+	if err != nil || !r.Deleted || r.BotID != string(bot.UID) {
+		t.Fatalf("after delete: %+v, %v; want a tombstone (BOT_DELETED)", r, err)
+	}
+	if _, err := reg.Get(ctx, string(bot.UID)); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("projection survives: %v", err)
+	}
+	ids, _ := reg.OwnerBots(ctx, "a@x.io")
+	if containsString(ids, string(bot.UID)) {
+		t.Fatal("owner index keeps the deleted bot")
+	}
+}
+
+func TestWebhookDisabledIsProjected(t *testing.T) {
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	off := false
+	b := paperBot(ns, "bot", "a@x.io", "paper")
+	b.Spec.Webhook.Enabled = &off
+	create(t, b)
+	bot := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool { return !p.WebhookEnabled })
+}
+
+func patchBot(t *testing.T, ns, name string, mutate func(*tradingv1.SignalBot)) {
+	t.Helper()
+	eventually(t, "update bot", func() error {
+		b := &tradingv1.SignalBot{}
+		if err := k8s.Get(context.Background(), keyOf(ns, name), b); err != nil {
+			return err
+		}
+		mutate(b)
+		return k8s.Update(context.Background(), b)
+	})
+}
+
+func waitProjection(t *testing.T, id string, ok func(registry.Bot) bool) {
+	t.Helper()
+	reg := registry.New(rdb)
+	eventually(t, "projection", func() error {
+		p, err := reg.Get(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if !ok(p) {
+			return fmt.Errorf("projection = %+v", p)
+		}
+		return nil
+	})
+}
+
+// assertNotInRedis scans every key and value for s.
+func assertNotInRedis(t *testing.T, s string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, s) {
+			t.Fatalf("key %s contains the secret", k)
+		}
+		switch rdb.Type(ctx, k).Val() {
+		case "hash":
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				if strings.Contains(f, s) || strings.Contains(v, s) {
+					t.Fatalf("hash %s holds the secret", k)
+				}
+			}
+		case "set":
+			for _, v := range rdb.SMembers(ctx, k).Val() {
+				if strings.Contains(v, s) {
+					t.Fatalf("set %s holds the secret", k)
+				}
+			}
+		case "string":
+			if strings.Contains(rdb.Get(ctx, k).Val(), s) {
+				t.Fatalf("string %s holds the secret", k)
+			}
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,177 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+// The suite runs the real controllers against a real API server (envtest, binaries built
+// by hack/setup-envtest.sh) and a real redis-server.
+var (
+	k8s      client.Client
+	rdb      *redis.Client
+	clock    = &testClock{}
+	nsSerial atomic.Int64
+)
+
+const baseURL = "https://sigops.test"
+
+func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+
+func runSuite(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join("..", "bin", "k8s"))
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "envtest: run `make envtest` to build the control plane:", err)
+		return 1
+	}
+	defer env.Stop()
+
+	srv, err := storetest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer srv.Stop()
+	rdb = srv.Client()
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = tradingv1.AddToScheme(scheme)
+	cfg.QPS, cfg.Burst = 500, 1000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   controllers.CacheOptions(),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := controllers.Setup(mgr, controllers.Options{
+		Redis: rdb, BaseURL: baseURL, TombstoneTTL: time.Hour, MaxConcurrentReconciles: 4,
+		PaperSyncPeriod: time.Second, CredentialsRetryPeriod: time.Second, Clock: clock.Now,
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+
+	// Tests use a direct client so that they see the API server, not a cache.
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// testClock is time.Now moved forward by the tests (refill cooldowns).
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// namespace creates a fresh namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e6, nsSerial.Add(1))}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// eventually retries check until it returns nil or the timeout passes.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, obj client.Object, ns, name string) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %s: %v", obj.GetName(), err)
+	}
+}
+
+func paperAccount(ns, name, owner string) *tradingv1.PaperAccount {
+	return &tradingv1.PaperAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       tradingv1.PaperAccountSpec{Owner: owner},
+	}
+}
+
+func paperBot(ns, name, owner, account string) *tradingv1.SignalBot {
+	return &tradingv1.SignalBot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: tradingv1.SignalBotSpec{
+			Owner:           owner,
+			PaperAccountRef: &tradingv1.LocalObjectReference{Name: account},
+			Symbol:          "BTC/USDT",
+		},
+	}
+}

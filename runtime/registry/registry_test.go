@@ -1,0 +1,125 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+func bot(id, owner string) registry.Bot {
+	return registry.Bot{ID: id, Namespace: "ns", Name: "b-" + id, Owner: owner, Market: "spot",
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true}
+}
+
+func TestProjectResolveAndRegenerate(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+
+	h1 := registry.HashWebhookID("11111111-1111-4111-8111-111111111111")
+	if err := reg.Project(ctx, bot("uid-1", "a@x.io"), h1); err != nil {
+		t.Fatal(err)
+	}
+	route, err := reg.Resolve(ctx, h1)
+	if err != nil || route.BotID != "uid-1" || route.Deleted {
+		t.Fatalf("resolve = %+v, %v; want uid-1 live", route, err)
+	}
+	got, err := reg.Get(ctx, "uid-1")
+	if err != nil || got.PositionSize != "10%" || got.Owner != "a@x.io" {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+
+	// A new hash (regenerated ID) kills the old one in the same transaction.
+	h2 := registry.HashWebhookID("22222222-2222-4222-8222-222222222222")
+	if err := reg.Project(ctx, bot("uid-1", "a@x.io"), h2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Resolve(ctx, h1); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("old hash after regenerate: err = %v, want ErrNotFound", err)
+	}
+	if route, _ := reg.Resolve(ctx, h2); route.BotID != "uid-1" {
+		t.Fatalf("new hash resolves to %q", route.BotID)
+	}
+}
+
+func TestProjectRefusesWebhookOfAnotherLiveBot(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+	h := registry.HashWebhookID("33333333-3333-4333-8333-333333333333")
+	if err := reg.Project(ctx, bot("uid-a", "a@x.io"), h); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Project(ctx, bot("uid-b", "b@x.io"), h); !errors.Is(err, registry.ErrWebhookInUse) {
+		t.Fatalf("second bot with same webhook: err = %v, want ErrWebhookInUse", err)
+	}
+	if route, _ := reg.Resolve(ctx, h); route.BotID != "uid-a" {
+		t.Fatalf("route hijacked: %q", route.BotID)
+	}
+}
+
+func TestRemoveLeavesTombstoneWithTTL(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+	h := registry.HashWebhookID("44444444-4444-4444-8444-444444444444")
+	if err := reg.Project(ctx, bot("uid-1", "Owner@X.io"), h); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Remove(ctx, "uid-1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	route, err := reg.Resolve(ctx, h)
+	if err != nil || !route.Deleted || route.BotID != "uid-1" {
+		t.Fatalf("after remove: %+v, %v; want tombstone", route, err)
+	}
+	if ttl := rdb.TTL(ctx, store.Webhook(h)).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("tombstone ttl = %v", ttl)
+	}
+	if _, err := reg.Get(ctx, "uid-1"); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("bot still projected: %v", err)
+	}
+	if n, _ := reg.Count(ctx); n != 0 {
+		t.Fatalf("count = %d", n)
+	}
+	if ids, _ := reg.OwnerBots(ctx, "owner@x.io"); len(ids) != 0 {
+		t.Fatalf("owner index keeps %v", ids)
+	}
+	// A hash known only from the Secret (never projected) is tombstoned too.
+	h2 := registry.HashWebhookID("55555555-5555-4555-8555-555555555555")
+	if err := reg.Remove(ctx, "uid-2", time.Hour, h2); err != nil {
+		t.Fatal(err)
+	}
+	if route, _ := reg.Resolve(ctx, h2); !route.Deleted {
+		t.Fatal("extra hash not tombstoned")
+	}
+}
+
+func TestOwnerChangeMovesIndex(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+	h := registry.HashWebhookID("66666666-6666-4666-8666-666666666666")
+	_ = reg.Project(ctx, bot("uid-1", "a@x.io"), h)
+	if err := reg.Project(ctx, bot("uid-1", "b@x.io"), h); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := reg.OwnerBots(ctx, "a@x.io"); len(ids) != 0 {
+		t.Fatalf("old owner keeps %v", ids)
+	}
+	if ids, _ := reg.OwnerBots(ctx, "b@x.io"); len(ids) != 1 {
+		t.Fatalf("new owner has %v", ids)
+	}
+}
+
+func TestHashWebhookID(t *testing.T) {
+	// sha256("abc"), a published test vector.
+	if got := registry.HashWebhookID("abc"); got != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("hash = %s", got)
+	}
+}
