@@ -92,6 +92,7 @@ func (r *PaperAccountReconciler) reconcileAccount(ctx context.Context, acct *tra
 		var cooldown *paper.CooldownError
 		switch {
 		case errors.As(err, &cooldown):
+			refills.WithLabelValues("refused").Inc()
 			// A refused request is handled too: it is not queued for later, so a new
 			// annotation value is needed once the cooldown ends.
 			r.Recorder.Eventf(acct, nil, corev1.EventTypeWarning, "RefillRefused", "Refill",
@@ -101,6 +102,7 @@ func (r *PaperAccountReconciler) reconcileAccount(ctx context.Context, acct *tra
 			return ctrl.Result{}, fmt.Errorf("refill: %w", err)
 		default:
 			state = refilled
+			refills.WithLabelValues("applied").Inc()
 			r.Recorder.Eventf(acct, nil, corev1.EventTypeNormal, "Refilled", "Refill",
 				"balance reset to %s %s", cfg.InitialBalance.String(), cfg.Currency)
 		}

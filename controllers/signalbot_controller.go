@@ -96,15 +96,19 @@ func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.S
 
 	if err := r.Registry.Project(ctx, projection(bot, acct), hook.hash); err != nil {
 		if errors.Is(err, registry.ErrWebhookInUse) {
+			projections.WithLabelValues("conflict").Inc()
 			r.setOutcome(bot, outcome{reason: "WebhookIDConflict", stalled: true,
 				message: "the webhook ID in Secret " + hook.secretName + " already belongs to another bot; delete the Secret or set the regenerate annotation to get a new ID"})
 			return ctrl.Result{}, nil
 		}
+		projections.WithLabelValues("error").Inc()
 		r.setOutcome(bot, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
 			message: "cannot write the bot to Redis; retrying"})
 		return ctrl.Result{}, fmt.Errorf("project bot: %w", err)
 	}
+	projections.WithLabelValues("ok").Inc()
 	if hook.regenerated != "" {
+		regenerations.Inc()
 		bot.Status.LastHandledRegenerate = hook.regenerated
 		r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "WebhookRegenerated", "Regenerate",
 			"new webhook ID issued; the previous URL no longer works")
