@@ -17,8 +17,15 @@ dest="$(cd "$dest" && pwd)"
 log="$dest/build.log"
 staging_version="0.${K8S_VERSION#1.}"
 
+# Builds are kept in a per-user cache too, so a fresh clone on the same machine (CI) links
+# them instead of compiling again.
+cache="${SIGOPS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sigops}/k8s-v${K8S_VERSION}-etcd-v${ETCD_VERSION}"
+mkdir -p "$cache"
 need=()
 for b in etcd kube-apiserver kubectl; do
+  if [ ! -x "$dest/$b" ] && [ -x "$cache/$b" ]; then
+    ln -f "$cache/$b" "$dest/$b" 2>/dev/null || cp "$cache/$b" "$dest/$b"
+  fi
   [ -x "$dest/$b" ] || need+=("$b")
 done
 if [ ${#need[@]} -eq 0 ]; then
@@ -95,4 +102,7 @@ if [ ! -x "$dest/kube-apiserver" ] || [ ! -x "$dest/kubectl" ]; then
   echo "  kube-apiserver and kubectl v${K8S_VERSION} (about 5-7 minutes)..." >&2
   (build_kubernetes)
 fi
+for b in etcd kube-apiserver kubectl; do
+  [ -x "$cache/$b" ] || cp "$dest/$b" "$cache/$b"
+done
 echo "control plane ready in $dest ($(( $(date +%s) - start ))s)" >&2

@@ -1,0 +1,298 @@
+// Command localstack runs the sigops local stack: the Kubernetes control plane (etcd and
+// kube-apiserver), Redis, the manager and the sample resources. `make run`
+// (hack/local-stack.sh) builds and starts it; Ctrl-C stops everything it started.
+//
+// State lives in bin/local: the cluster (etcd) and Redis keep their data across runs, so
+// bots and paper balances survive a restart; -fresh starts from empty.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/test/stack"
+)
+
+const (
+	// redisPort is the local stack's fixed Redis port (a free one if it is taken).
+	redisPort = 6390
+	// baseURL and mcpURL are the public origins; nginx fronts them in a later issue.
+	baseURL = "https://127.0.0.1:8443"
+	mcpURL  = "https://127.0.0.1:8443"
+	// The sample bot whose readiness means the stack works.
+	sampleNamespace = "default"
+	sampleBot       = "demo-btc"
+	readyTimeout    = 2 * time.Minute
+	stopTimeout     = 30 * time.Second
+)
+
+func main() {
+	fresh := flag.Bool("fresh", false, "delete the local cluster's and Redis's data (bin/local/etcd, bin/local/redis) before starting")
+	flag.Parse()
+	// Only warnings and errors of envtest and the client reach the terminal.
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	os.Exit(run(*fresh))
+}
+
+func run(fresh bool) int {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		return fail(err)
+	}
+	p := newPaths(root)
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return fail(err)
+	}
+	lock, err := takeLock(p)
+	if err != nil {
+		return fail(err)
+	}
+	if lock == nil {
+		return 1 // another stack runs; takeLock said so
+	}
+	defer lock.Close() // holds the flock for the life of the process
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		fmt.Println("\nstopping...")
+		cancel()
+		for range signals { // keep Ctrl-C from killing us before the children are stopped
+			fmt.Println("still stopping; waiting for the manager, Redis and the control plane to exit")
+		}
+	}()
+
+	s := &localStack{paths: p}
+	defer func() {
+		s.stop()
+		_ = os.Remove(p.pid)
+		fmt.Println("stopped")
+	}()
+	if fresh {
+		for _, d := range []string{p.etcdDir, p.redisDir} {
+			if err := os.RemoveAll(d); err != nil {
+				return fail(err)
+			}
+		}
+		fmt.Println("removed the previous cluster and Redis data")
+	}
+	if err := s.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 130 // interrupted while starting
+		}
+		return fail(err)
+	}
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-s.manager.Done():
+		return fail(fmt.Errorf("the manager exited (%v); see %s", s.manager.ExitErr(), p.rel(p.managerLog)))
+	case <-s.redis.Done():
+		return fail(fmt.Errorf("redis-server exited (%v); see %s", s.redis.ExitErr(), p.rel(p.redisLog)))
+	}
+}
+
+// paths are the files of the local stack, all under bin/local.
+type paths struct {
+	root, cwd, dir                                 string
+	lock, pid, kubeconfig, env, etcdDir, redisDir  string
+	managerLog, redisLog, samples, kubectl, assets string
+}
+
+func newPaths(root string) paths {
+	dir := filepath.Join(root, "bin", "local")
+	cwd, _ := os.Getwd()
+	return paths{
+		root: root, cwd: cwd, dir: dir,
+		lock: filepath.Join(dir, "lock"), pid: filepath.Join(dir, "pid"),
+		kubeconfig: filepath.Join(dir, "kubeconfig"), env: filepath.Join(dir, "env"),
+		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"),
+		managerLog: filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
+		samples: filepath.Join(root, "config", "samples"),
+		kubectl: filepath.Join(stack.AssetsDir(root), "kubectl"),
+	}
+}
+
+// rel shows a path relative to the working directory when it lies below it.
+func (p paths) rel(path string) string {
+	if r, err := filepath.Rel(p.cwd, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+// takeLock takes bin/local/lock so that only one local stack runs; it returns nil (after
+// saying why) when another one holds it.
+func takeLock(p paths) (*os.File, error) {
+	f, err := os.OpenFile(p.lock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", p.lock, err)
+		}
+		pid := "unknown"
+		if b, err := os.ReadFile(p.pid); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			pid = strings.TrimSpace(string(b))
+		}
+		fmt.Fprintf(os.Stderr, "sigops local stack is already running (pid %s); stop it with Ctrl-C in its terminal\n", pid)
+		return nil, nil
+	}
+	if err := os.WriteFile(p.pid, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// localStack is what run started, stopped in reverse order.
+type localStack struct {
+	paths
+	cp      *stack.ControlPlane
+	redis   *stack.Redis
+	manager *stack.Manager
+}
+
+func (s *localStack) start(ctx context.Context) error {
+	fmt.Println("starting control plane (etcd + kube-apiserver)...")
+	began := time.Now()
+	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: s.root, Kubeconfig: s.kubeconfig, EtcdDataDir: s.etcdDir})
+	if err != nil {
+		return err
+	}
+	s.cp = cp
+	fmt.Printf("control plane up in %s (kubeconfig: %s)\n", time.Since(began).Round(100*time.Millisecond), s.rel(s.kubeconfig))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	port := redisPort
+	if !stack.PortFree(port) {
+		if port, err = stack.FreePort(); err != nil {
+			return err
+		}
+		fmt.Printf("port %d is taken; using %d for Redis\n", redisPort, port)
+	}
+	fmt.Printf("starting redis on 127.0.0.1:%d (data: %s, log: %s)\n", port, s.rel(s.redisDir), s.rel(s.redisLog))
+	if s.redis, err = stack.StartRedis(ctx, stack.RedisOptions{Port: port, DataDir: s.redisDir, LogFile: s.redisLog}); err != nil {
+		return err
+	}
+
+	fmt.Printf("building and starting the manager (log: %s)\n", s.rel(s.managerLog))
+	bin, err := stack.BuildManager(ctx, s.root)
+	if err != nil {
+		return err
+	}
+	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
+		Binary: bin, Kubeconfig: s.kubeconfig, RedisAddr: s.redis.Addr, BaseURL: baseURL, LogFile: s.managerLog,
+	}); err != nil {
+		return err
+	}
+
+	fmt.Printf("creating the samples (%s)\n", s.rel(s.samples))
+	c, err := stack.NewClient(cp.Config, 50, 100)
+	if err != nil {
+		return err
+	}
+	objs, err := stack.ReadKustomization(s.samples)
+	if err != nil {
+		return err
+	}
+	if err := stack.CreateAll(ctx, c, objs); err != nil {
+		return err
+	}
+	fmt.Printf("waiting for SignalBot %s/%s to be Ready...\n", sampleNamespace, sampleBot)
+	key := types.NamespacedName{Namespace: sampleNamespace, Name: sampleBot}
+	bot, err := stack.WaitReady(ctx, c, tradingv1.GroupVersion.WithKind("SignalBot"), key, readyTimeout)
+	if err != nil {
+		return fmt.Errorf("%w (manager log: %s)", err, s.rel(s.managerLog))
+	}
+	secretName, _, _ := unstructured.NestedString(bot.Object, "status", "webhookSecretName")
+	if secretName == "" {
+		secretName = sampleBot + "-webhook"
+	}
+	var secret corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: sampleNamespace, Name: secretName}, &secret); err != nil {
+		return fmt.Errorf("webhook Secret of %s: %w", key, err)
+	}
+	webhookURL := string(secret.Data[controllers.WebhookSecretKeyURL])
+
+	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\n", s.kubeconfig, s.redis.Addr, baseURL, mcpURL)
+	if err := os.WriteFile(s.env, []byte(env), 0o644); err != nil {
+		return err
+	}
+	s.printReady(secretName, webhookURL)
+	return nil
+}
+
+func (s *localStack) printReady(secretName, webhookURL string) {
+	kubectl := s.rel(s.kubectl) + " --kubeconfig " + s.rel(s.kubeconfig)
+	fmt.Printf(`
+sigops local stack ready
+
+  kubeconfig   %s
+  redis        %s
+  manager log  %s
+  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL)
+
+Try:
+  export $(cat %s)
+  %s get signalbots,paperaccounts,exchangeconnections -A
+  %s get secret %s -n %s -o jsonpath='{.data.url}' | base64 -d
+
+Webhook URL of the sample bot %s/%s:
+  %s
+  (webhookd, the signal intake, arrives with a later issue, so this URL is not served yet.)
+
+Ctrl-C stops the stack.
+`, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
+		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
+		sampleNamespace, sampleBot, webhookURL)
+}
+
+// stop stops what start started, newest first: the manager, Redis, the control plane.
+func (s *localStack) stop() {
+	if s.manager != nil {
+		if err := s.manager.Stop(stopTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}
+	if s.redis != nil {
+		if err := s.redis.Stop(stopTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, "redis:", err)
+		}
+	}
+	if s.cp != nil {
+		if err := s.cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "control plane:", err)
+		}
+	}
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "error:", err)
+	return 1
+}
