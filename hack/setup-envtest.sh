@@ -28,7 +28,14 @@ for b in etcd kube-apiserver kubectl; do
   fi
   [ -x "$dest/$b" ] || need+=("$b")
 done
+fill_cache() {
+  local b
+  for b in etcd kube-apiserver kubectl; do
+    [ -x "$cache/$b" ] || cp "$dest/$b" "$cache/$b"
+  done
+}
 if [ ${#need[@]} -eq 0 ]; then
+  fill_cache
   exit 0
 fi
 
@@ -102,7 +109,5 @@ if [ ! -x "$dest/kube-apiserver" ] || [ ! -x "$dest/kubectl" ]; then
   echo "  kube-apiserver and kubectl v${K8S_VERSION} (about 5-7 minutes)..." >&2
   (build_kubernetes)
 fi
-for b in etcd kube-apiserver kubectl; do
-  [ -x "$cache/$b" ] || cp "$dest/$b" "$cache/$b"
-done
+fill_cache
 echo "control plane ready in $dest ($(( $(date +%s) - start ))s)" >&2
