@@ -1,8 +1,13 @@
 package controllers
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 )
@@ -46,3 +51,19 @@ const (
 	reasonRuntimeStoreUnavailable = "RuntimeStoreUnavailable"
 	reasonInvalidSpec             = "InvalidSpec"
 )
+
+// setFinalizer adds (on) or removes the runtime-cleanup finalizer with an optimistic-lock
+// patch, so a concurrent change to the finalizer list is never overwritten. It is a no-op
+// when the object already has the wanted state.
+func setFinalizer(ctx context.Context, c client.Client, obj client.Object, on bool) error {
+	if controllerutil.ContainsFinalizer(obj, tradingv1.FinalizerRuntimeCleanup) == on {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	if on {
+		controllerutil.AddFinalizer(obj, tradingv1.FinalizerRuntimeCleanup)
+	} else {
+		controllerutil.RemoveFinalizer(obj, tradingv1.FinalizerRuntimeCleanup)
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}

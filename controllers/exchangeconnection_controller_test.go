@@ -32,18 +32,13 @@ func connection(ns, name, owner, secret string) *tradingv1.ExchangeConnection {
 
 func waitConnection(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) *tradingv1.ExchangeConnection {
 	t.Helper()
-	c := &tradingv1.ExchangeConnection{}
-	eventually(t, "connection "+reason, func() error {
-		if err := k8s.Get(context.Background(), keyOf(ns, name), c); err != nil {
-			return err
-		}
+	return waitFor(t, &tradingv1.ExchangeConnection{}, ns, name, "connection "+reason, func(c *tradingv1.ExchangeConnection) error {
 		cond := meta.FindStatusCondition(c.Status.Conditions, tradingv1.ConditionReady)
 		if cond == nil || cond.Status != status || cond.Reason != reason {
 			return fmt.Errorf("ready = %+v", cond)
 		}
 		return nil
 	})
-	return c
 }
 
 func TestExchangeConnectionFollowsItsSecret(t *testing.T) {

@@ -52,16 +52,10 @@ func (r *PaperAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err := r.Accounts.Delete(ctx, string(acct.UID)); err != nil {
 			return ctrl.Result{}, err
 		}
-		orig := acct.DeepCopy()
-		controllerutil.RemoveFinalizer(acct, tradingv1.FinalizerRuntimeCleanup)
-		return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, acct, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+		return ctrl.Result{}, setFinalizer(ctx, r.Client, acct, false)
 	}
-	if !controllerutil.ContainsFinalizer(acct, tradingv1.FinalizerRuntimeCleanup) {
-		orig := acct.DeepCopy()
-		controllerutil.AddFinalizer(acct, tradingv1.FinalizerRuntimeCleanup)
-		if err := r.Patch(ctx, acct, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := setFinalizer(ctx, r.Client, acct, true); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	before := acct.Status.DeepCopy()

@@ -19,14 +19,7 @@ import (
 
 func waitAccount(t *testing.T, ns, name, what string, ok func(*tradingv1.PaperAccount) error) *tradingv1.PaperAccount {
 	t.Helper()
-	a := &tradingv1.PaperAccount{}
-	eventually(t, what, func() error {
-		if err := k8s.Get(context.Background(), keyOf(ns, name), a); err != nil {
-			return err
-		}
-		return ok(a)
-	})
-	return a
+	return waitFor(t, &tradingv1.PaperAccount{}, ns, name, what, ok)
 }
 
 func annotateRefill(t *testing.T, ns, name, value string) {

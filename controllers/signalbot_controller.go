@@ -57,12 +57,8 @@ func (r *SignalBotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !bot.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, bot)
 	}
-	if !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) {
-		orig := bot.DeepCopy()
-		controllerutil.AddFinalizer(bot, tradingv1.FinalizerRuntimeCleanup)
-		if err := r.Patch(ctx, bot, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := setFinalizer(ctx, r.Client, bot, true); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	before := bot.Status.DeepCopy()
@@ -164,9 +160,7 @@ func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.Signa
 		return fmt.Errorf("remove runtime state: %w", err)
 	}
 	log.FromContext(ctx).Info("bot runtime state removed", "bot", bot.Name)
-	orig := bot.DeepCopy()
-	controllerutil.RemoveFinalizer(bot, tradingv1.FinalizerRuntimeCleanup)
-	return client.IgnoreNotFound(r.Patch(ctx, bot, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return setFinalizer(ctx, r.Client, bot, false)
 }
 
 // SetupWithManager wires the watches: the bot itself (spec and annotation changes), its

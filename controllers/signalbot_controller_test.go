@@ -21,14 +21,7 @@ import (
 // waitBot waits until the bot's status satisfies ok.
 func waitBot(t *testing.T, ns, name, what string, ok func(*tradingv1.SignalBot) error) *tradingv1.SignalBot {
 	t.Helper()
-	bot := &tradingv1.SignalBot{}
-	eventually(t, what, func() error {
-		if err := k8s.Get(context.Background(), keyOf(ns, name), bot); err != nil {
-			return err
-		}
-		return ok(bot)
-	})
-	return bot
+	return waitFor(t, &tradingv1.SignalBot{}, ns, name, what, ok)
 }
 
 func readyIs(want metav1.ConditionStatus, reason string) func(*tradingv1.SignalBot) error {

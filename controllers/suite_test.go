@@ -175,3 +175,17 @@ func paperBot(ns, name, owner, account string) *tradingv1.SignalBot {
 		},
 	}
 }
+
+// waitFor re-reads obj until ok accepts it.
+func waitFor[T client.Object](t *testing.T, obj T, ns, name, what string, ok func(T) error) T {
+	t.Helper()
+	eventually(t, what, func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+			return err
+		}
+		return ok(obj)
+	})
+	return obj
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
