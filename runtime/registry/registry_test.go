@@ -123,3 +123,33 @@ func TestHashWebhookID(t *testing.T) {
 		t.Fatalf("hash = %s", got)
 	}
 }
+
+// BenchmarkProject is one bot projection (a WATCH/MULTI transaction) against a real Redis.
+func BenchmarkProject(b *testing.B) {
+	ctx := context.Background()
+	_, rdb := storetest.New(b)
+	reg := registry.New(rdb)
+	bt := bot("uid-bench", "bench@x.io")
+	h := registry.HashWebhookID("77777777-7777-4777-8777-777777777777")
+	for b.Loop() {
+		if err := reg.Project(ctx, bt, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResolve is the webhook lookup webhookd will do on every signal.
+func BenchmarkResolve(b *testing.B) {
+	ctx := context.Background()
+	_, rdb := storetest.New(b)
+	reg := registry.New(rdb)
+	h := registry.HashWebhookID("88888888-8888-4888-8888-888888888888")
+	if err := reg.Project(ctx, bot("uid-bench", "bench@x.io"), h); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := reg.Resolve(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
