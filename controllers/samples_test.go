@@ -1,0 +1,33 @@
+package controllers_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/test/stack"
+)
+
+// The samples users copy (and `make run` applies) are valid and become Ready.
+func TestSamplesBecomeReady(t *testing.T) {
+	objs, err := stack.ReadKustomization(filepath.Join("..", "config", "samples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) < 4 {
+		t.Fatalf("samples hold %d objects, want the Secret and the three kinds", len(objs))
+	}
+	if err := stack.CreateAll(context.Background(), k8s, objs); err != nil {
+		t.Fatal(err)
+	}
+	waitBot(t, "default", "demo-btc", "sample bot Ready", readyIs(metav1.ConditionTrue, "Active"))
+	waitConnection(t, "default", "demo-binance", metav1.ConditionTrue, "CredentialsPresent")
+	a := &tradingv1.PaperAccount{}
+	get(t, a, "default", "demo-paper")
+	if a.Spec.Owner != "demo@sigops.local" {
+		t.Fatalf("sample paper account owner = %q", a.Spec.Owner)
+	}
+}
