@@ -56,8 +56,8 @@ build: generate fmt vet ## Build the binaries into bin/.
 	@for b in $(BINARIES); do go build -o $(LOCALBIN)/$$b ./cmd/$$b; done
 
 .PHONY: run
-run: ## Start the whole local stack (control plane, Redis, manager, samples). Ctrl-C stops it.
-	hack/local-stack.sh
+run: ## Start the whole local stack (control plane, Redis, manager, samples). Ctrl-C stops it. ARGS=-fresh starts empty.
+	hack/local-stack.sh $(ARGS)
 
 ##@ Dependencies
 
