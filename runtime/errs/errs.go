@@ -138,3 +138,10 @@ func CodeOf(err error) Code {
 	}
 	return InternalError
 }
+
+// As returns the *Error in err's chain.
+func As(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
