@@ -8,9 +8,15 @@
 //	sigops:webhook:{sha256}      hash   webhook ID hash -> bot ID (or a tombstone of a deleted bot)
 //	sigops:owner:{email}:bots    set    bot IDs per owner (tier downgrades, listings)
 //	sigops:paper:{id}            hash   simulated balance of a paper account
+//	sigops:q:{partition}:p{1-4}  stream signals of one partition at one priority (runtime/queue)
+//
+// Later packages keep their keys in their own files of this package (keys_*.go).
 package store
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 const prefix = "sigops:"
 
@@ -28,3 +34,10 @@ func OwnerBots(owner string) string { return prefix + "owner:" + strings.ToLower
 
 // PaperAccount is the simulated balance of one paper account.
 func PaperAccount(id string) string { return prefix + "paper:" + id }
+
+// QueueStream is the stream of one partition and priority.
+func QueueStream(partition, priority int) string {
+	return prefix + "q:{" + itoa(partition) + "}:p" + itoa(priority)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

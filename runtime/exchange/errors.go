@@ -1,0 +1,6 @@
+package exchange
+
+import "errors"
+
+// ErrOrderNotFound: no order with that client order ID.
+var ErrOrderNotFound = errors.New("order not found")

@@ -1,0 +1,67 @@
+// Package queue carries signals from the intake (webhookd, manual API, price watcher) to the
+// executor through Redis Streams with consumer groups, and carries results back.
+//
+// Layout: bots are spread over Partitions partitions by a hash of the bot ID; each partition
+// has one stream per priority (store.QueueStream). One executor at a time owns a partition
+// (a lease in Redis), so a bot's signals run in arrival order and never two at once, with
+// any number of executor replicas; the owner serves priority 1 before 2, 3 and 4.
+package queue
+
+import (
+	"encoding/json"
+	"hash/fnv"
+)
+
+// Priority orders signals: lower numbers are served first (spec: Signal queue priority).
+type Priority int
+
+// The spec's four priorities.
+const (
+	PriorityManualClose   Priority = 1
+	PriorityStrategyExit  Priority = 2
+	PriorityStrategyEntry Priority = 3
+	PriorityWebhook       Priority = 4
+)
+
+// Priorities lists them highest first.
+var Priorities = []Priority{PriorityManualClose, PriorityStrategyExit, PriorityStrategyEntry, PriorityWebhook}
+
+// Partitions is how many partitions the bots are spread over. Changing it re-maps bots, so
+// it is fixed: drain the queues before changing it.
+const Partitions = 32
+
+// EnvelopeField is the stream entry's single field, holding the Envelope as JSON.
+const EnvelopeField = "e"
+
+// Envelope is one queued signal.
+type Envelope struct {
+	SignalID string   `json:"signalId"`
+	BotID    string   `json:"botId"`
+	Priority Priority `json:"priority"`
+	// Source is webhook, manual, strategy, copy or watcher.
+	Source string `json:"source"`
+	// Signal is the runtime/signal.Signal (webhook and watcher) or a runtime order request
+	// (manual), as JSON.
+	Signal json.RawMessage `json:"signal"`
+	// ReceivedAt is when the intake accepted it, ms since epoch.
+	ReceivedAt int64 `json:"receivedAt"`
+	// ReplyTo is the channel of the webhookd instance waiting for the result; empty when
+	// nobody waits (the result is still stored under the signalId).
+	ReplyTo string `json:"replyTo,omitempty"`
+}
+
+// Sources of signals.
+const (
+	SourceWebhook  = "webhook"
+	SourceManual   = "manual"
+	SourceStrategy = "strategy"
+	SourceCopy     = "copy"
+	SourceWatcher  = "watcher"
+)
+
+// PartitionOf maps a bot to its partition (FNV-1a of the ID).
+func PartitionOf(botID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(botID))
+	return int(h.Sum32() % Partitions)
+}
