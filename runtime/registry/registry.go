@@ -67,7 +67,7 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 			return ErrWebhookInUse
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, botKey, fieldConfig, data, fieldWebhook, webhookHash, fieldOwner, bot.Owner)
+			p.HSet(ctx, botKey, append([]any{fieldConfig, data, fieldWebhook, webhookHash, fieldOwner, bot.Owner}, gateFields(bot)...)...)
 			// Replace whatever was there (a tombstone of a restored ID included).
 			p.Del(ctx, hookKey)
 			p.HSet(ctx, hookKey, fieldBot, bot.ID)
