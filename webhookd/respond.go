@@ -1,0 +1,66 @@
+package webhookd
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/result"
+)
+
+// successBody is the spec's webhook success response, plus the order when one was placed.
+type successBody struct {
+	Success   bool          `json:"success"`
+	Message   string        `json:"message"`
+	SignalID  string        `json:"signalId"`
+	Timestamp int64         `json:"timestamp"`
+	Order     *result.Order `json:"order,omitempty"`
+}
+
+// failureBody is the spec's failure response.
+type failureBody struct {
+	Success   bool           `json:"success"`
+	Error     string         `json:"error"`
+	Code      errs.Code      `json:"code,omitempty"`
+	Timestamp int64          `json:"timestamp"`
+	Details   map[string]any `json:"details,omitempty"`
+	SignalID  string         `json:"signalId,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// writeError answers a typed error with its status; RATE_LIMITED carries Retry-After.
+func writeError(w http.ResponseWriter, err *errs.Error, signalID string, now time.Time) {
+	if err.Code == errs.RateLimited && err.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((err.RetryAfter+time.Second-1)/time.Second), 10))
+	}
+	writeJSON(w, err.Code.HTTPStatus(), failureBody{Error: err.Message, Code: err.Code, Details: err.Details,
+		SignalID: signalID, Timestamp: now.UnixMilli()})
+}
+
+// writeResult answers the executor's result.
+func writeResult(w http.ResponseWriter, res result.Result) {
+	if res.Success {
+		msg := res.Message
+		if msg == "" {
+			msg = "Signal executed"
+		}
+		writeJSON(w, http.StatusOK, successBody{Success: true, Message: msg, SignalID: res.SignalID, Timestamp: res.Timestamp, Order: res.Order})
+		return
+	}
+	writeJSON(w, res.Code.HTTPStatus(), failureBody{Error: res.Error, Code: res.Code, Details: res.Details,
+		SignalID: res.SignalID, Timestamp: res.Timestamp})
+}
+
+// writeNotFound is DESIGN.md decision 1's 404 for a path that is not a webhook ID; the
+// spec gives it no code.
+func writeNotFound(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, failureBody{Error: "not found", Timestamp: time.Now().UnixMilli()})
+}

@@ -1,0 +1,338 @@
+package webhookd_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/webhookd"
+)
+
+const hookID = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"
+
+// fakeWaiter hands results to waiting requests; the tests play the executor.
+type fakeWaiter struct {
+	mu      sync.Mutex
+	waiting map[string]chan result.Result
+}
+
+func (f *fakeWaiter) Register(id string) (<-chan result.Result, func()) {
+	ch := make(chan result.Result, 1)
+	f.mu.Lock()
+	f.waiting[id] = ch
+	f.mu.Unlock()
+	return ch, func() { f.mu.Lock(); delete(f.waiting, id); f.mu.Unlock() }
+}
+func (f *fakeWaiter) Channel() string { return "test-replies" }
+func (f *fakeWaiter) deliver(r result.Result) {
+	f.mu.Lock()
+	ch := f.waiting[r.SignalID]
+	f.mu.Unlock()
+	if ch != nil {
+		ch <- r
+	}
+}
+
+type env struct {
+	srv    *httptest.Server
+	rdb    *redis.Client
+	reg    *registry.Registry
+	waiter *fakeWaiter
+	logs   *bytes.Buffer
+	// respond decides the executor's answer to each queued signal; nil leaves it unanswered.
+	respond func(queue.Envelope) *result.Result
+}
+
+func newEnv(t *testing.T, bot registry.Bot, mutate func(*webhookd.Options)) *env {
+	t.Helper()
+	_, rdb := storetest.New(t)
+	e := &env{rdb: rdb, reg: registry.New(rdb), waiter: &fakeWaiter{waiting: map[string]chan result.Result{}}, logs: &bytes.Buffer{}}
+	if err := e.reg.Project(context.Background(), bot, registry.HashWebhookID(hookID)); err != nil {
+		t.Fatal(err)
+	}
+	opts := webhookd.Options{
+		Intake: intake.New(rdb), Waiter: e.waiter, Symbols: signal.NewSymbols([]string{"BTC/USDT", "ETH/USDT"}),
+		WaitBound: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	s, err := webhookd.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = httptest.NewTLSServer(s.Handler())
+	t.Cleanup(e.srv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go e.executor(ctx, bot.ID)
+	return e
+}
+
+// executor reads the bot's webhook stream and answers through the waiter.
+func (e *env) executor(ctx context.Context, botID string) {
+	stream := store.QueueStream(queue.PartitionOf(botID), int(queue.PriorityWebhook))
+	last := "0"
+	for ctx.Err() == nil {
+		res, err := e.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{stream, last}, Block: 50 * time.Millisecond}).Result()
+		if err != nil {
+			continue
+		}
+		for _, m := range res[0].Messages {
+			last = m.ID
+			var en queue.Envelope
+			_ = json.Unmarshal([]byte(m.Values[queue.EnvelopeField].(string)), &en)
+			if e.respond != nil {
+				if r := e.respond(en); r != nil {
+					e.waiter.deliver(*r)
+				}
+			}
+		}
+	}
+}
+
+func (e *env) post(t *testing.T, path, body string, header map[string]string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "text/plain; charset=utf-8") // as TradingView sends it
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(raw, &out)
+	return resp, out
+}
+
+func bot(id string) registry.Bot {
+	return registry.Bot{ID: id, Name: "b", Owner: "a@x.io", Market: "spot", Availability: "active", WebhookEnabled: true,
+		RateLimit: registry.Limit{PerMinute: 60, Burst: 10}, PositionSize: "10%", Leverage: 1}
+}
+
+const hookPath = "/api/webhooks/trade/" + hookID
+
+func filled(en queue.Envelope) *result.Result {
+	return &result.Result{SignalID: en.SignalID, BotID: en.BotID, Success: true, Message: "Order filled", Timestamp: 1_800_000_000_000,
+		Order: &result.Order{Success: true, OrderID: "o-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
+			Amount: decimal.RequireFromString("0.01538"), FilledAmount: decimal.RequireFromString("0.01538"),
+			AvgPrice: decimal.RequireFromString("65000"), Fee: decimal.RequireFromString("0.9997"), Timestamp: 1_800_000_000_000}}
+}
+
+func TestSuccessWaitsForTheOrder(t *testing.T) {
+	e := newEnv(t, bot("bot-1"), nil)
+	e.respond = filled
+	resp, body := e.post(t, hookPath, `{"action":"long","symbol":"BINANCE:BTCUSDT","size":"10%"}`, nil)
+	if resp.StatusCode != 200 || body["success"] != true || body["message"] != "Order filled" || body["signalId"] == "" || body["timestamp"] == nil {
+		t.Fatalf("%d %v", resp.StatusCode, body)
+	}
+	order := body["order"].(map[string]any)
+	// Numbers are JSON numbers, exact.
+	if order["avgPrice"] != 65000.0 || order["amount"] != 0.01538 || order["status"] != "filled" {
+		t.Fatalf("order = %v", order)
+	}
+}
+
+func TestExecutionFailuresKeepTheirCodes(t *testing.T) {
+	e := newEnv(t, bot("bot-f"), nil)
+	for _, c := range []struct {
+		code   errs.Code
+		status int
+	}{{errs.InsufficientBalance, 422}, {errs.ExchangeError, 502}, {errs.DCANoPosition, 422}, {errs.InvalidAmount, 422}} {
+		code := c.code
+		e.respond = func(en queue.Envelope) *result.Result {
+			return &result.Result{SignalID: en.SignalID, Code: code, Error: "nope", Timestamp: 1,
+				Details: map[string]any{"required": 100.5, "available": 20}}
+		}
+		resp, body := e.post(t, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+		if resp.StatusCode != c.status || body["code"] != string(code) || body["success"] != false {
+			t.Fatalf("%s: %d %v", code, resp.StatusCode, body)
+		}
+		if code == errs.InsufficientBalance {
+			d := body["details"].(map[string]any)
+			if d["required"] != 100.5 || d["available"] != 20.0 {
+				t.Fatalf("details = %v", d)
+			}
+		}
+	}
+}
+
+func TestWaitBoundAndNoWait(t *testing.T) {
+	e := newEnv(t, bot("bot-w"), nil) // nobody answers
+	start := time.Now()
+	resp, body := e.post(t, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 200 || body["success"] != true || !strings.Contains(body["message"].(string), "queued") || time.Since(start) < 500*time.Millisecond {
+		t.Fatalf("past the bound: %d %v after %v", resp.StatusCode, body, time.Since(start))
+	}
+	resp, body = e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 200 || body["message"] != "Signal queued" {
+		t.Fatalf("wait=false: %d %v", resp.StatusCode, body)
+	}
+	n := e.rdb.XLen(context.Background(), store.QueueStream(queue.PartitionOf("bot-w"), 4)).Val()
+	if n != 2 {
+		t.Fatalf("queued %d", n)
+	}
+}
+
+func TestErrorTable(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*registry.Bot)
+		path   string
+		body   string
+		status int
+		code   string
+	}{
+		{"not a uuid", nil, "/api/webhooks/trade/not-a-uuid", `{"action":"buy"}`, 404, ""},
+		{"unknown uuid", nil, "/api/webhooks/trade/7f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b", `{"action":"buy","symbol":"BTCUSDT"}`, 401, "INVALID_WEBHOOK"},
+		{"malformed json", nil, hookPath, `{"action":`, 400, "INVALID_JSON"},
+		{"missing action", nil, hookPath, `{"symbol":"BTCUSDT"}`, 400, "INVALID_JSON"},
+		{"unknown action", nil, hookPath, `{"action":"hodl"}`, 400, "INVALID_ACTION"},
+		{"missing symbol", nil, hookPath, `{"action":"buy"}`, 400, "MISSING_SYMBOL"},
+		{"unknown symbol", nil, hookPath, `{"action":"buy","symbol":"XRPUSDT"}`, 400, "INVALID_SYMBOL"},
+		{"webhook disabled", func(b *registry.Bot) { b.WebhookEnabled = false }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 401, "WEBHOOK_DISABLED"},
+		{"paused", func(b *registry.Bot) { b.Availability, b.PausedReason = "paused", "Manual" }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "BOT_PAUSED"},
+		{"disabled", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "PaperAccountNotFound" }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "BOT_DISABLED"},
+		{"exchange disconnected", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "ExchangeConnectionNotReady" }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "EXCHANGE_DISCONNECTED"},
+		{"too big", nil, hookPath, `{"action":"buy","comment":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "INVALID_JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := bot("bot-e")
+			if c.mutate != nil {
+				c.mutate(&b)
+			}
+			e := newEnv(t, b, nil)
+			resp, body := e.post(t, c.path, c.body, nil)
+			if resp.StatusCode != c.status || (c.code != "" && body["code"] != c.code) || body["success"] != false {
+				t.Fatalf("%d %v; want %d %s", resp.StatusCode, body, c.status, c.code)
+			}
+			if resp.StatusCode == 401 && body["timestamp"] == nil {
+				t.Fatal("authentication error without timestamp")
+			}
+		})
+	}
+}
+
+func TestDeletedBot(t *testing.T) {
+	e := newEnv(t, bot("bot-del"), nil)
+	if err := e.reg.Remove(context.Background(), "bot-del", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := e.post(t, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 403 || body["code"] != "BOT_DELETED" {
+		t.Fatalf("%d %v", resp.StatusCode, body)
+	}
+}
+
+func TestRateLimitedWithRetryAfter(t *testing.T) {
+	b := bot("bot-rl")
+	b.RateLimit = registry.Limit{PerMinute: 1, Burst: 2}
+	e := newEnv(t, b, nil)
+	for i := 0; i < 2; i++ {
+		if resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil); resp.StatusCode != 200 {
+			t.Fatalf("within burst: %d %v", resp.StatusCode, body)
+		}
+	}
+	resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 429 || body["code"] != "RATE_LIMITED" {
+		t.Fatalf("%d %v", resp.StatusCode, body)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Fatalf("Retry-After = %q", ra)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	e := newEnv(t, bot("bot-k"), nil)
+	_, first := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, map[string]string{"Idempotency-Key": "alert-42"})
+	resp, again := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT","comment":"retry"}`, map[string]string{"Idempotency-Key": "alert-42"})
+	if resp.StatusCode != 200 || again["signalId"] != first["signalId"] {
+		t.Fatalf("duplicate: %d %v vs %v", resp.StatusCode, again, first)
+	}
+	if n := e.rdb.XLen(context.Background(), store.QueueStream(queue.PartitionOf("bot-k"), 4)).Val(); n != 1 {
+		t.Fatalf("queued %d", n)
+	}
+}
+
+func TestHTTPSOnly(t *testing.T) {
+	e := newEnv(t, bot("bot-h"), func(o *webhookd.Options) {
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	// The same handler over plain HTTP.
+	plain := httptest.NewServer(e.srv.Config.Handler)
+	defer plain.Close()
+	post := func(proto string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, plain.URL+hookPath+"?wait=false", strings.NewReader(`{"action":"buy","symbol":"BTCUSDT"}`))
+		if proto != "" {
+			req.Header.Set("X-Forwarded-Proto", proto)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := post(""); r.StatusCode != 403 {
+		t.Fatalf("plain HTTP served: %d", r.StatusCode)
+	}
+	if r := post("http"); r.StatusCode != 403 {
+		t.Fatalf("proxy-marked http served: %d", r.StatusCode)
+	}
+	if r := post("https"); r.StatusCode != 200 {
+		t.Fatalf("trusted proxy over https refused: %d", r.StatusCode)
+	}
+
+	// An untrusted peer cannot claim HTTPS.
+	e2 := newEnv(t, bot("bot-h2"), nil)
+	plain2 := httptest.NewServer(e2.srv.Config.Handler)
+	defer plain2.Close()
+	req, _ := http.NewRequest(http.MethodPost, plain2.URL+hookPath, strings.NewReader(`{"action":"buy"}`))
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("untrusted X-Forwarded-Proto honoured: %d", resp.StatusCode)
+	}
+}
+
+func TestWebhookIDNeverLogged(t *testing.T) {
+	e := newEnv(t, bot("bot-l"), nil)
+	e.post(t, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, nil) // times out, logs
+	e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, map[string]string{"Idempotency-Key": "k"})
+	e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, map[string]string{"Idempotency-Key": "k"})
+	if strings.Contains(e.logs.String(), hookID) {
+		t.Fatalf("webhook ID in logs:\n%s", e.logs)
+	}
+	if e.logs.Len() == 0 {
+		t.Fatal("nothing logged: the check proves nothing")
+	}
+}
