@@ -38,6 +38,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		BaseURL:                 o.BaseURL,
 		TombstoneTTL:            o.TombstoneTTL,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		Now:                     o.Clock,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -39,6 +39,8 @@ type SignalBotReconciler struct {
 	TombstoneTTL time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (default 1).
 	MaxConcurrentReconciles int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
@@ -103,6 +105,12 @@ func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.S
 		return ctrl.Result{}, fmt.Errorf("project bot: %w", err)
 	}
 	projections.WithLabelValues("ok").Inc()
+	requeue, err := r.mirrorRuntimePause(ctx, bot)
+	if err != nil {
+		r.setOutcome(bot, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
+			message: "cannot read the bot's runtime state from Redis; retrying"})
+		return ctrl.Result{}, err
+	}
 	if hook.regenerated != "" {
 		regenerations.Inc()
 		bot.Status.LastHandledRegenerate = hook.regenerated
@@ -119,7 +127,7 @@ func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.S
 		o.reason, o.message = "Paused", "paused: "+string(bot.Status.PausedReason)
 	}
 	r.setOutcome(bot, o)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // setOutcome records conditions; observedGeneration advances only when the controller did

@@ -10,6 +10,10 @@ const (
 	// at most once per 24 hours. The handled value is echoed in status.lastHandledRefill.
 	AnnotationRefill = "trading.sigops.dev/refill"
 
+	// AnnotationResume on a SignalBot: a new value clears a pause the executor set (Errors,
+	// or Risk before the next UTC day). The handled value is echoed in status.lastHandledResume.
+	AnnotationResume = "trading.sigops.dev/resume"
+
 	// FinalizerRuntimeCleanup keeps a SignalBot until its runtime state has left Redis and
 	// its webhook answers BOT_DELETED.
 	FinalizerRuntimeCleanup = "trading.sigops.dev/runtime-cleanup"

@@ -208,6 +208,10 @@ type SignalBotStatus struct {
 	// +optional
 	LastHandledRegenerate string `json:"lastHandledRegenerate,omitempty"`
 
+	// lastHandledResume echoes the last resume annotation value acted on.
+	// +optional
+	LastHandledResume string `json:"lastHandledResume,omitempty"`
+
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -1,0 +1,46 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+)
+
+// mirrorRuntimePause shows in status a pause the executor set in Redis (Errors after five
+// consecutive execution errors; Risk until the next UTC day), and clears it when the resume
+// annotation carries a new value. The projection keeps the spec-level availability: the
+// intake reads the runtime pause itself, so a Risk pause ends at midnight UTC without
+// waiting for this controller. It returns when to look again (the end of a timed pause).
+func (r *SignalBotReconciler) mirrorRuntimePause(ctx context.Context, bot *tradingv1.SignalBot) (time.Duration, error) {
+	id := string(bot.UID)
+	if want := bot.Annotations[tradingv1.AnnotationResume]; want != "" && want != bot.Status.LastHandledResume {
+		if err := r.Registry.ClearRuntimePause(ctx, id); err != nil {
+			return 0, err
+		}
+		bot.Status.LastHandledResume = want
+		r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "Resumed", "Resume", "runtime pause cleared")
+	}
+	now := r.now()
+	pause, err := r.Registry.GetRuntimePause(ctx, id, now.UnixMilli())
+	if err != nil || pause.Reason == "" {
+		return 0, err
+	}
+	// Disabled and Manual win over a runtime pause: they need the user either way.
+	if bot.Status.Availability == tradingv1.AvailabilityActive {
+		bot.Status.Availability, bot.Status.PausedReason = tradingv1.AvailabilityPaused, tradingv1.PausedReason(pause.Reason)
+	}
+	if pause.Until > 0 {
+		return time.UnixMilli(pause.Until).Sub(now) + time.Second, nil
+	}
+	return 0, nil
+}
+
+func (r *SignalBotReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
