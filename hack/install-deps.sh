@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sigops needs on a fresh machine: redis-server for the tests and
-# the local stack. Later issues add nginx here. Does nothing when everything is present.
+# the local stack, and nginx (the local stack's HTTPS front, like the Ingress). Does nothing when everything is present.
 set -euo pipefail
 
 packages=()
 command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || packages+=(nginx)
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 sudo=""

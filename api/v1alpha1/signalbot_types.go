@@ -170,7 +170,7 @@ type RateLimitSpec struct {
 	// perMinute is the sustained rate.
 	// +kubebuilder:default=60
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=6000
+	// +kubebuilder:validation:Maximum=60000
 	// +optional
 	PerMinute int32 `json:"perMinute,omitempty"`
 

@@ -14,29 +14,34 @@ import (
 	"time"
 )
 
-// BuildManager compiles cmd/manager into root/bin/manager. It builds beside the target and
-// renames, so a manager that is still running from that path is not disturbed.
-func BuildManager(ctx context.Context, root string) (string, error) {
-	bin := filepath.Join(root, "bin", "manager")
+// Build compiles ./cmd/<name> into root/bin/<name>. It builds beside the target and
+// renames, so a process still running from that path is not disturbed.
+func Build(ctx context.Context, root, name string) (string, error) {
+	bin := filepath.Join(root, "bin", name)
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(filepath.Dir(bin), ".manager.*")
+	f, err := os.CreateTemp(filepath.Dir(bin), "."+name+".*")
 	if err != nil {
 		return "", err
 	}
 	tmp := f.Name()
 	_ = f.Close()
 	defer os.Remove(tmp) // a no-op after the rename
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./cmd/manager")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./cmd/"+name)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/manager: %w\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
 	return bin, nil
+}
+
+// BuildManager compiles cmd/manager into root/bin/manager.
+func BuildManager(ctx context.Context, root string) (string, error) {
+	return Build(ctx, root, "manager")
 }
 
 // ManagerOptions configure StartManager.
