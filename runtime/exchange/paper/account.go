@@ -49,9 +49,16 @@ type Config struct {
 // State is a paper account as it stands.
 type State struct {
 	Balance decimal.Decimal
-	// Equity is the balance plus the value of open positions. Positions arrive with the
-	// executor; until then it equals the balance.
-	Equity         decimal.Decimal
+	// Equity is the balance plus the futures margin reserved by open positions (their
+	// value at entry). Spot holdings and unrealised PnL need market prices and are not in
+	// it; the executor's book values them.
+	Equity decimal.Decimal
+	// Margin is the futures initial margin reserved by open positions.
+	Margin decimal.Decimal
+	// Owner is the owner's email (lower-cased by the controller).
+	Owner string
+	// FeeRate is the simulated fee rate, maker and taker alike.
+	FeeRate        decimal.Decimal
 	InitialBalance decimal.Decimal
 	Currency       string
 	// LastRefillAt is zero when the account was never refilled.
@@ -115,7 +122,7 @@ func (a *Accounts) Refill(ctx context.Context, id string, now time.Time) (State,
 				fieldLastRefillAt, strconv.FormatInt(now.UnixMilli(), 10))
 			return nil
 		})
-		st.Balance, st.Equity, st.LastRefillAt = st.InitialBalance, st.InitialBalance, time.UnixMilli(now.UnixMilli())
+		st.Balance, st.Equity, st.LastRefillAt = st.InitialBalance, st.InitialBalance.Add(st.Margin), time.UnixMilli(now.UnixMilli())
 		out = st
 		return err
 	}
@@ -128,9 +135,10 @@ func (a *Accounts) Refill(ctx context.Context, id string, now time.Time) (State,
 	return State{}, fmt.Errorf("refill %s: too much contention", id)
 }
 
-// Delete removes an account's runtime state.
+// Delete removes an account's runtime state: the balance and the paper exchange's orders,
+// holdings and positions on it.
 func (a *Accounts) Delete(ctx context.Context, id string) error {
-	return a.rdb.Del(ctx, store.PaperAccount(id)).Err()
+	return a.rdb.Del(ctx, store.PaperAccount(id), store.PaperOrders(id), store.PaperPositions(id)).Err()
 }
 
 func parseState(id string, v map[string]string) (State, error) {
@@ -145,8 +153,18 @@ func parseState(id string, v map[string]string) (State, error) {
 	if st.InitialBalance, err = decimal.NewFromString(v[fieldInitial]); err != nil {
 		return State{}, fmt.Errorf("paper account %s: corrupt initial balance: %w", id, err)
 	}
-	st.Equity = st.Balance
+	if st.Margin, err = decOf(v[fieldMargin]); err != nil {
+		return State{}, fmt.Errorf("paper account %s: corrupt margin: %w", id, err)
+	}
+	st.Equity = st.Balance.Add(st.Margin)
 	st.Currency = v[fieldCurrency]
+	st.Owner = v[fieldOwner]
+	st.FeeRate = DefaultFeeRate
+	if fr := v[fieldFeeRate]; fr != "" {
+		if st.FeeRate, err = decimal.NewFromString(fr); err != nil {
+			return State{}, fmt.Errorf("paper account %s: corrupt feeRate: %w", id, err)
+		}
+	}
 	if ms := v[fieldLastRefillAt]; ms != "" {
 		n, err := strconv.ParseInt(ms, 10, 64)
 		if err != nil {

@@ -1,0 +1,332 @@
+// Package executor turns queued signals into orders: for each Envelope it loads the bot,
+// checks its availability and account, plans the legs (entry, DCA add, reversal, close,
+// exit-price change), sizes and places each leg on the bot's exchange with a client order
+// ID derived from the signalId, books the fill (order, position, trade, risk counters) in
+// one Redis transaction guarded by the signalId, and publishes the result.
+//
+// Exactly once: a signal whose result is stored is only re-published; a leg whose fill is
+// booked is never booked again; a leg that reached the exchange is looked up by its client
+// order ID (GetOrder) before it is ever placed again. So a reclaimed or retried signal,
+// even one whose executor died between the fill and the booking, makes one order and moves
+// the money once.
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// ProgressTTL is how long a signal's progress record (its exactly-once guard) is kept; it
+// outlasts queue.ResultTTL so that a signal redelivered after its result expired is still
+// recognised.
+const ProgressTTL = 7 * 24 * time.Hour
+
+// Bots reads projected bots; *registry.Registry is one.
+type Bots interface {
+	Get(ctx context.Context, id string) (registry.Bot, error)
+}
+
+// Deps are the executor's dependencies.
+type Deps struct {
+	// Redis is required.
+	Redis redis.UniversalClient
+	// Bots defaults to registry.New(Redis).
+	Bots Bots
+	// Prices feed the default Venues (paper fills); required unless Venues is given.
+	Prices paper.PriceSource
+	// Venues defaults to &Paper{Redis, Prices} (live accounts: EXCHANGE_DISCONNECTED).
+	Venues Venues
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// Executor executes signals; Handle is its queue.Handler.
+type Executor struct {
+	rdb    redis.UniversalClient
+	bots   Bots
+	venues Venues
+	book   *position.Book
+	log    *slog.Logger
+	now    func() time.Time
+	m      *metrics
+	// afterPlace is a test hook run after a leg's exchange call and before its booking; an
+	// error simulates a crash there.
+	afterPlace func(leg string) error
+}
+
+// New builds an Executor.
+func New(d Deps) *Executor {
+	e := &Executor{rdb: d.Redis, bots: d.Bots, venues: d.Venues, log: d.Logger, now: d.Now, m: newMetrics()}
+	if e.bots == nil {
+		e.bots = registry.New(d.Redis)
+	}
+	if e.venues == nil {
+		e.venues = &Paper{Redis: d.Redis, Prices: d.Prices}
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	e.book = position.NewBook(d.Redis)
+	return e
+}
+
+// Collectors are the executor's (and its watchers') Prometheus metrics, for the caller to
+// register.
+func (e *Executor) Collectors() []prometheus.Collector { return e.m.collectors() }
+
+// Handle executes one envelope; it is a queue.Handler. Business failures become failure
+// results (published, nil returned); only infrastructure failures return an error, and the
+// queue then redelivers the envelope.
+func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
+	start := time.Now()
+	log := e.log.With("signalId", env.SignalID, "botId", env.BotID, "source", env.Source)
+	if res, ok, err := queue.GetResult(ctx, e.rdb, env.SignalID); err != nil {
+		return err
+	} else if ok {
+		e.m.signals.WithLabelValues("duplicate", string(res.Code)).Inc()
+		log.Info("signal already executed; result re-published")
+		return queue.PublishResult(ctx, e.rdb, env, res)
+	}
+	res, execErr, err := e.execute(ctx, env)
+	if err != nil {
+		e.m.signals.WithLabelValues("retry", "").Inc()
+		log.Error("signal not executed; it will be retried", "err", err)
+		return err
+	}
+	if !res.Success && (execErr || res.Code == errs.InternalError) {
+		if err := e.countError(ctx, env, log); err != nil {
+			return err
+		}
+	}
+	if err := queue.PublishResult(ctx, e.rdb, env, res); err != nil {
+		log.Error("result not published; the signal will be retried", "err", err)
+		return err
+	}
+	outcome := "success"
+	if !res.Success {
+		outcome = "failure"
+	}
+	e.m.signals.WithLabelValues(outcome, string(res.Code)).Inc()
+	e.m.execute.Observe(time.Since(start).Seconds())
+	if env.ReceivedAt > 0 {
+		e.m.queued.Observe(max(0, float64(e.now().UnixMilli()-env.ReceivedAt)/1000))
+	}
+	if res.Success {
+		log.Info("signal executed", "message", res.Message)
+	} else {
+		log.Warn("signal failed", "code", res.Code, "error", res.Error)
+	}
+	return nil
+}
+
+// countError counts an execution error once per signal and pauses the bot (reason Errors)
+// at the fifth in a row.
+func (e *Executor) countError(ctx context.Context, env queue.Envelope, log *slog.Logger) error {
+	key := store.SignalProgress(env.SignalID)
+	first, err := e.rdb.HSetNX(ctx, key, "errorCounted", "1").Result()
+	if err != nil {
+		return err
+	}
+	if !first {
+		return nil
+	}
+	e.rdb.Expire(ctx, key, ProgressTTL)
+	pause, err := risk.RecordError(ctx, e.rdb, env.BotID, e.now())
+	if err != nil {
+		return err
+	}
+	if pause != nil {
+		e.m.pauses.WithLabelValues(pause.Reason).Inc()
+		log.Warn("bot paused after consecutive execution errors", "reason", pause.Reason, "errors", risk.MaxConsecutiveErrors)
+	}
+	return nil
+}
+
+// job is one signal being executed.
+type job struct {
+	env      queue.Envelope
+	bot      registry.Bot
+	acct     Account
+	kind     exchange.Kind
+	markets  map[string]exchange.MarketInfo
+	symbols  *signal.Symbols
+	limits   risk.Limits
+	progress map[string]string
+	now      time.Time
+}
+
+func (j *job) sigKey() string { return store.SignalProgress(j.env.SignalID) }
+
+// execute returns a result (success or business failure), whether a failure counts as an
+// execution error, or an infrastructure error.
+func (e *Executor) execute(ctx context.Context, env queue.Envelope) (result.Result, bool, error) {
+	now := e.now()
+	fail := func(err error, execErr bool) (result.Result, bool, error) {
+		if _, ok := errs.As(err); !ok {
+			return result.Result{}, false, err
+		}
+		return result.Failure(env.SignalID, env.BotID, err, now.UnixMilli()), execErr, nil
+	}
+	bot, err := e.bots.Get(ctx, env.BotID)
+	if errors.Is(err, registry.ErrNotFound) {
+		return fail(errs.New(errs.BotDeleted, "bot deleted"), false)
+	}
+	if err != nil {
+		return fail(err, false)
+	}
+	// Exits from the price watcher protect open positions and run even while paused.
+	protective := env.Source == queue.SourceWatcher
+	switch bot.Availability {
+	case "disabled":
+		if strings.HasPrefix(bot.DisabledReason, "ExchangeConnection") {
+			return fail(errs.New(errs.ExchangeDisconnected, "exchange not connected"), false)
+		}
+		return fail(errs.New(errs.BotDisabled, "bot disabled"), false)
+	case "paused":
+		if !protective {
+			return fail(errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason), false)
+		}
+	}
+	if !protective {
+		p, err := risk.ReadPause(ctx, e.rdb, bot.ID, now)
+		if err != nil {
+			return fail(err, false)
+		}
+		if p != nil {
+			return fail(errs.New(errs.BotPaused, "bot paused (%s)", p.Reason), false)
+		}
+	}
+	j := &job{env: env, bot: bot, now: now, kind: exchange.Spot}
+	if bot.Market == string(exchange.Futures) {
+		j.kind = exchange.Futures
+	}
+	if j.limits, err = risk.LimitsOf(bot.Risk); err != nil {
+		return fail(errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid"), false)
+	}
+	if j.acct, err = e.venues.Open(ctx, bot); err != nil {
+		return fail(err, false)
+	}
+	markets, err := j.acct.Exchange.Markets(ctx, j.kind)
+	if err != nil {
+		return fail(err, true)
+	}
+	j.markets = make(map[string]exchange.MarketInfo, len(markets))
+	names := make([]string, 0, len(markets))
+	for _, m := range markets {
+		j.markets[m.Symbol] = m
+		names = append(names, m.Symbol)
+	}
+	j.symbols = signal.NewSymbols(names)
+	if j.progress, err = e.rdb.HGetAll(ctx, j.sigKey()).Result(); err != nil {
+		return fail(err, false)
+	}
+	p, err := e.loadOrPlan(ctx, j)
+	if err != nil {
+		return fail(err, false)
+	}
+	res, execErr, err := e.run(ctx, j, p)
+	if err != nil {
+		return fail(err, execErr)
+	}
+	return res, false, nil
+}
+
+// loadOrPlan returns the signal's stored plan (a retry continues the first attempt's plan,
+// whatever the book says now) or plans it and stores the plan.
+func (e *Executor) loadOrPlan(ctx context.Context, j *job) (plan, error) {
+	if s := j.progress[fieldPlan]; s != "" {
+		var p plan
+		err := json.Unmarshal([]byte(s), &p)
+		return p, err
+	}
+	p, err := e.plan(ctx, j)
+	if err != nil {
+		return plan{}, err
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return plan{}, err
+	}
+	var set *redis.BoolCmd
+	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.HSetNX(ctx, j.sigKey(), fieldPlan, data)
+		p.Expire(ctx, j.sigKey(), ProgressTTL)
+		return nil
+	}); err != nil {
+		return plan{}, err
+	}
+	if !set.Val() { // another attempt planned first: follow its plan
+		if j.progress, err = e.rdb.HGetAll(ctx, j.sigKey()).Result(); err != nil {
+			return plan{}, err
+		}
+		return e.loadOrPlan(ctx, j)
+	}
+	j.progress[fieldPlan] = string(data)
+	return p, nil
+}
+
+// run executes the legs in order and builds the result.
+func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool, error) {
+	var msgs []string
+	var last *exchange.Order
+	for _, l := range p.Legs {
+		done, execErr, err := e.runLeg(ctx, j, l)
+		if err != nil {
+			if ee, ok := errs.As(err); ok && len(msgs) > 0 {
+				// Earlier legs happened: say so in the failure.
+				ee.Message = strings.Join(msgs, "; ") + "; then failed: " + ee.Message
+			}
+			return result.Result{}, execErr, err
+		}
+		msgs = append(msgs, done.Message)
+		if done.Order != nil {
+			last = done.Order
+		}
+		if done.Halt != "" {
+			msgs = append(msgs, done.Halt)
+			break
+		}
+	}
+	res := result.Result{SignalID: j.env.SignalID, BotID: j.bot.ID, Success: true,
+		Message: strings.Join(msgs, "; "), Timestamp: e.now().UnixMilli()}
+	if last != nil {
+		res.Order = &result.Order{
+			Success: true, OrderID: last.ID, Status: string(last.Status), Symbol: last.Symbol,
+			Side: string(last.Side), Type: string(last.Type), Amount: last.Amount,
+			FilledAmount: last.FilledAmount, AvgPrice: last.AvgPrice, Fee: last.Fee, Timestamp: last.UpdatedAt,
+		}
+	}
+	return res, false, nil
+}
+
+// Forget removes a deleted bot's trading state (book, watch entries, risk counters). The
+// SignalBot finalizer calls it beside registry.Remove.
+func Forget(ctx context.Context, rdb redis.UniversalClient, botID string) error {
+	if err := position.Purge(ctx, rdb, botID); err != nil {
+		return err
+	}
+	return rdb.Del(ctx, store.RiskCounters(botID)).Err()
+}

@@ -1,0 +1,5 @@
+package executor
+
+// SetAfterPlace installs a hook that runs after a leg's exchange call and before its
+// booking; an error from it simulates the executor dying there.
+func SetAfterPlace(e *Executor, f func(leg string) error) { e.afterPlace = f }

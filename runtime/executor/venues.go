@@ -1,0 +1,70 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// Account is the exchange account a bot trades on, opened for one signal.
+type Account struct {
+	Exchange exchange.Exchange
+	// FeeRate is the account's fee rate, used to size "N%" orders so that the fee fits.
+	FeeRate decimal.Decimal
+	// Venue names the exchange in metrics and logs (paper, binance, bybit).
+	Venue string
+}
+
+// Venues opens the account of a bot. An implementation must refuse an account whose owner
+// is not the bot's owner (BOT_DISABLED), and answer EXCHANGE_DISCONNECTED when the
+// account cannot be reached for a reason the user must fix. Other errors are retried.
+type Venues interface {
+	Open(ctx context.Context, bot registry.Bot) (Account, error)
+}
+
+// Paper opens paper accounts; exchange accounts go to Live, and while no live adapter is
+// plugged in they answer EXCHANGE_DISCONNECTED.
+type Paper struct {
+	Redis  redis.UniversalClient
+	Prices paper.PriceSource
+	// Live opens exchange connections; nil until the live adapters land.
+	Live Venues
+}
+
+// Open implements Venues.
+func (v *Paper) Open(ctx context.Context, bot registry.Bot) (Account, error) {
+	switch bot.Account.Kind {
+	case registry.AccountPaper:
+		if bot.Account.ID == "" {
+			return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
+		}
+		st, err := paper.NewAccounts(v.Redis).Get(ctx, bot.Account.ID)
+		if errors.Is(err, paper.ErrNotFound) {
+			return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
+		}
+		if err != nil {
+			return Account{}, err
+		}
+		if st.Owner == "" || !strings.EqualFold(st.Owner, bot.Owner) {
+			return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
+		}
+		return Account{
+			Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices),
+			FeeRate:  st.FeeRate, Venue: "paper",
+		}, nil
+	case registry.AccountExchange:
+		if v.Live == nil {
+			return Account{}, errs.New(errs.ExchangeDisconnected, "live exchange connections are not available yet")
+		}
+		return v.Live.Open(ctx, bot)
+	}
+	return Account{}, errs.New(errs.BotDisabled, "the bot has no account")
+}

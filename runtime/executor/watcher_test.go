@@ -1,0 +1,151 @@
+package executor_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+func TestWatcherEnqueuesOneStopLossExit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"2%","takeProfit":"70000"}`))
+	pos := h.position("BTC/USDT")
+	eq(t, "stop", pos.StopLoss.Price, "63700")
+	w := h.ex.NewWatcher(executor.WatcherDeps{Redis: h.rdb, Prices: h.px, Logger: h.quiet})
+
+	h.px.set(exchange.Spot, "BTC/USDT", "63701")
+	if ids, err := w.Scan(h.ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("above the stop: %v %v", ids, err)
+	}
+	h.px.set(exchange.Spot, "BTC/USDT", "63000")
+	ids, err := w.Scan(h.ctx)
+	want := executor.TriggerSignalID(pos.ID, executor.TriggerStopLoss, decimal.RequireFromString("63700"))
+	if err != nil || len(ids) != 1 || ids[0] != want {
+		t.Fatalf("scan = %v, %v; want [%s]", ids, err, want)
+	}
+	// Another scan (or another replica) does not enqueue it again.
+	if ids, err := w.Scan(h.ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("second scan: %v %v", ids, err)
+	}
+	envs := readStream(t, h, queue.PriorityStrategyExit)
+	if len(envs) != 1 {
+		t.Fatalf("%d exit envelopes", len(envs))
+	}
+	env := envs[0]
+	if env.SignalID != want || env.Priority != queue.PriorityStrategyExit || env.Source != queue.SourceWatcher || env.BotID != h.bot.ID {
+		t.Fatalf("envelope = %+v", env)
+	}
+	var sig signal.Signal
+	if err := json.Unmarshal(env.Signal, &sig); err != nil || sig.Action != signal.CloseLong || sig.Symbol != "BTC/USDT" {
+		t.Fatalf("signal = %+v, %v", sig, err)
+	}
+
+	// A stop-loss exit runs even while the bot is paused.
+	if _, err := risk.SetPause(h.ctx, h.rdb, h.bot.ID, risk.Pause{Reason: risk.ReasonErrors}, h.now); err != nil {
+		t.Fatal(err)
+	}
+	res := h.ok(h.run(env))
+	eq(t, "exit price", res.Order.AvgPrice, "63000")
+	if h.position("BTC/USDT") != nil {
+		t.Fatal("position still open")
+	}
+	if tr := h.trades(); len(tr) != 1 || tr[0].Reason != executor.TriggerStopLoss {
+		t.Fatalf("trades = %+v", tr)
+	}
+	if items, _ := position.Watched(h.ctx, h.rdb); len(items) != 0 {
+		t.Fatalf("watch index = %+v", items)
+	}
+	// The same trigger enqueued again (a lost marker) is answered from its result.
+	h.ok(h.run(env))
+	if h.exchangeOrders() != 2 {
+		t.Fatalf("%d exchange orders", h.exchangeOrders())
+	}
+}
+
+func TestWatcherPartialTakeProfitAndLiquidation(t *testing.T) {
+	h := newHarness(t, func(b *registry.Bot) { b.Market, b.Leverage = "futures", 20 })
+	h.px.set(exchange.Futures, "ETH/USDT", "3000")
+	h.ok(h.send(`{"action":"sell","symbol":"ETHUSDT","size":"1"}`)) // short 1 ETH ×20
+	// Manual take_profit closing half at 2800.
+	manual(t, h, `{"type":"take_profit","symbol":"ETH/USDT","takeProfitPrice":2800,"closePercent":50}`)
+	w := h.ex.NewWatcher(executor.WatcherDeps{Prices: h.px, Logger: h.quiet})
+	h.px.set(exchange.Futures, "ETH/USDT", "2799")
+	ids, err := w.Scan(h.ctx)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("scan = %v %v", ids, err)
+	}
+	h.ok(h.run(readStream(t, h, queue.PriorityStrategyExit)[0]))
+	p := h.position("ETH/USDT")
+	eq(t, "half left", p.Size, "0.5")
+	if p.TakeProfit != nil {
+		t.Fatal("fired take-profit kept")
+	}
+	// liquidation: (cost 1500 + margin 75) / (0.5 × 1.005) = 3134.32835820…
+	liq := p.Liquidation()
+	eq(t, "liquidation", liq, "3134.32835820")
+	trig, level, _ := executor.Crossed(position.WatchItem{Side: position.Short, Liquidate: liq}, decimal.RequireFromString("3135"))
+	if trig != executor.TriggerLiquidation || !level.Equal(liq) {
+		t.Fatalf("crossed = %s %s", trig, level)
+	}
+}
+
+// manual runs an internal trading API order through the executor.
+func manual(t *testing.T, h *harness, body string) {
+	t.Helper()
+	h.seq++
+	env := queue.Envelope{SignalID: fmt.Sprintf("m-%d", h.seq), BotID: h.bot.ID, Priority: queue.PriorityManualClose,
+		Source: queue.SourceManual, Signal: json.RawMessage(body), ReceivedAt: h.now.UnixMilli()}
+	h.ok(h.run(env))
+}
+
+func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
+	h := newHarness(t, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"64000"}`))
+	w := h.ex.NewWatcher(executor.WatcherDeps{Prices: h.px, Logger: h.quiet})
+	h.px.set(exchange.Spot, "BTC/USDT", "63000")
+	ids, _ := w.Scan(h.ctx)
+	if len(ids) != 1 {
+		t.Fatalf("ids = %v", ids)
+	}
+	// The exit fails (the bot is disabled at that moment).
+	h.bot.Availability = "disabled"
+	h.project()
+	h.fails(h.run(readStream(t, h, queue.PriorityStrategyExit)[0]), "BOT_DISABLED")
+	h.bot.Availability = "active"
+	h.project()
+	// Once the marker lapses the trigger is enqueued again under a new signalId.
+	h.rdb.Del(h.ctx, store.WatchFired(ids[0]))
+	again, err := w.Scan(h.ctx)
+	if err != nil || len(again) != 1 || again[0] != ids[0]+"-1" {
+		t.Fatalf("retry = %v %v", again, err)
+	}
+	envs := readStream(t, h, queue.PriorityStrategyExit)
+	h.ok(h.run(envs[len(envs)-1]))
+	if h.position("BTC/USDT") != nil {
+		t.Fatal("position still open")
+	}
+	// Forget removes the bot's trading state.
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"60000"}`))
+	if err := executor.Forget(h.ctx, h.rdb, h.bot.ID); err != nil {
+		t.Fatal(err)
+	}
+	if h.position("BTC/USDT") != nil || len(h.trades()) != 0 {
+		t.Fatal("state left")
+	}
+	if items, _ := position.Watched(h.ctx, h.rdb); len(items) != 0 {
+		t.Fatalf("watch = %+v", items)
+	}
+}

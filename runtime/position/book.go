@@ -1,0 +1,282 @@
+package position
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+const (
+	// MaxOrders is how many client order IDs a bot's order list keeps (newest first).
+	MaxOrders = 5000
+	// OrderTTL is how long an order record is kept after its last change.
+	OrderTTL = 90 * 24 * time.Hour
+)
+
+// Book reads a bot's positions, orders and trades. Writes happen inside the executor's
+// record transaction through the Stage functions, so that a fill is booked exactly once
+// together with its risk counters.
+type Book struct{ rdb redis.UniversalClient }
+
+// NewBook returns a Book on rdb.
+func NewBook(rdb redis.UniversalClient) *Book { return &Book{rdb: rdb} }
+
+// Get is the bot's open position on symbol, or nil.
+func (b *Book) Get(ctx context.Context, botID, symbol string) (*Position, error) {
+	return Read(ctx, b.rdb, botID, symbol)
+}
+
+// Read is Get on any client (a transaction's too).
+func Read(ctx context.Context, c redis.Cmdable, botID, symbol string) (*Position, error) {
+	return ReadLater(ctx, c, botID, symbol)()
+}
+
+// ReadLater queues the read on c (a pipeline) and returns the decoder to call once the
+// pipeline has run.
+func ReadLater(ctx context.Context, c redis.Cmdable, botID, symbol string) func() (*Position, error) {
+	cmd := c.Get(ctx, store.BookPosition(botID, symbol))
+	return func() (*Position, error) {
+		var p Position
+		ok, err := decode(cmd, &p)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return &p, nil
+	}
+}
+
+// decode reads a JSON string value; false when the key does not exist.
+func decode(cmd *redis.StringCmd, v any) (bool, error) {
+	data, err := cmd.Bytes()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s: corrupt: %w", cmd.Args()[1], err)
+	}
+	return true, nil
+}
+
+// List is every open position of the bot, by symbol.
+func (b *Book) List(ctx context.Context, botID string) ([]Position, error) {
+	symbols, err := b.rdb.SMembers(ctx, store.BookPositions(botID)).Result()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(symbols)
+	out := make([]Position, 0, len(symbols))
+	for _, s := range symbols {
+		p, err := b.Get(ctx, botID, s)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+// Order is one of the bot's orders by client order ID, or nil.
+func (b *Book) Order(ctx context.Context, botID, clientOrderID string) (*OrderRecord, error) {
+	return ReadOrder(ctx, b.rdb, botID, clientOrderID)
+}
+
+// ReadOrder is Order on any client.
+func ReadOrder(ctx context.Context, c redis.Cmdable, botID, clientOrderID string) (*OrderRecord, error) {
+	return ReadOrderLater(ctx, c, botID, clientOrderID)()
+}
+
+// ReadOrderLater is ReadOrder on a pipeline (see ReadLater).
+func ReadOrderLater(ctx context.Context, c redis.Cmdable, botID, clientOrderID string) func() (*OrderRecord, error) {
+	cmd := c.Get(ctx, store.BookOrder(botID, clientOrderID))
+	return func() (*OrderRecord, error) {
+		var r OrderRecord
+		ok, err := decode(cmd, &r)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return &r, nil
+	}
+}
+
+// Orders is the bot's newest orders, at most limit (0 = 100).
+func (b *Book) Orders(ctx context.Context, botID string, limit int) ([]OrderRecord, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	ids, err := b.rdb.LRange(ctx, store.BookOrders(botID), 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OrderRecord, 0, len(ids))
+	for _, id := range ids {
+		r, err := b.Order(ctx, botID, id)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+// Trades is every realised trade of the bot, oldest first.
+func (b *Book) Trades(ctx context.Context, botID string) ([]Trade, error) {
+	items, err := b.rdb.LRange(ctx, store.BookTrades(botID), 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Trade, 0, len(items))
+	for _, it := range items {
+		var t Trade
+		if err := json.Unmarshal([]byte(it), &t); err != nil {
+			return nil, fmt.Errorf("trade of %s: corrupt: %w", botID, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// StagePosition writes pos (nil: the position is closed) with its index entries.
+func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string, pos *Position) error {
+	key, field := store.BookPosition(botID, symbol), watchField(botID, symbol)
+	if pos == nil || !pos.Size.IsPositive() {
+		p.Del(ctx, key)
+		p.SRem(ctx, store.BookPositions(botID), symbol)
+		p.HDel(ctx, store.Watch(), field)
+		return nil
+	}
+	data, err := json.Marshal(pos)
+	if err != nil {
+		return err
+	}
+	p.Set(ctx, key, data, 0)
+	p.SAdd(ctx, store.BookPositions(botID), symbol)
+	if w, ok := watchItemOf(*pos); ok {
+		wd, err := json.Marshal(w)
+		if err != nil {
+			return err
+		}
+		p.HSet(ctx, store.Watch(), field, wd)
+	} else {
+		p.HDel(ctx, store.Watch(), field)
+	}
+	return nil
+}
+
+// StageOrder writes an order record; isNew also lists it.
+func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew bool) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	p.Set(ctx, store.BookOrder(rec.BotID, rec.ClientOrderID), data, OrderTTL)
+	if isNew {
+		p.LPush(ctx, store.BookOrders(rec.BotID), rec.ClientOrderID)
+		p.LTrim(ctx, store.BookOrders(rec.BotID), 0, MaxOrders-1)
+	}
+	return nil
+}
+
+// StageTrade appends a realised trade.
+func StageTrade(ctx context.Context, p redis.Pipeliner, t Trade) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	p.RPush(ctx, store.BookTrades(t.BotID), data)
+	return nil
+}
+
+// WatchItem is a position the price watcher checks.
+type WatchItem struct {
+	BotID      string          `json:"botId"`
+	Symbol     string          `json:"symbol"`
+	Kind       exchange.Kind   `json:"kind"`
+	PositionID string          `json:"positionId"`
+	Side       Side            `json:"side"`
+	StopLoss   *Exit           `json:"stopLoss,omitempty"`
+	TakeProfit *Exit           `json:"takeProfit,omitempty"`
+	Liquidate  decimal.Decimal `json:"liquidationPrice,omitzero"`
+}
+
+func watchField(botID, symbol string) string { return botID + "|" + symbol }
+
+func watchItemOf(p Position) (WatchItem, bool) {
+	w := WatchItem{BotID: p.BotID, Symbol: p.Symbol, Kind: p.Kind, PositionID: p.ID, Side: p.Side,
+		StopLoss: p.StopLoss, TakeProfit: p.TakeProfit, Liquidate: p.Liquidation()}
+	return w, w.StopLoss != nil || w.TakeProfit != nil || w.Liquidate.IsPositive()
+}
+
+// Watched lists every watched position.
+func Watched(ctx context.Context, c redis.Cmdable) ([]WatchItem, error) {
+	all, err := c.HGetAll(ctx, store.Watch()).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WatchItem, 0, len(all))
+	for field, v := range all {
+		var w WatchItem
+		if err := json.Unmarshal([]byte(v), &w); err != nil {
+			return nil, fmt.Errorf("watch entry %s: corrupt: %w", strings.ReplaceAll(field, "|", " "), err)
+		}
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].BotID != out[j].BotID {
+			return out[i].BotID < out[j].BotID
+		}
+		return out[i].Symbol < out[j].Symbol
+	})
+	return out, nil
+}
+
+// Unwatch removes a position from the watch index.
+func Unwatch(ctx context.Context, c redis.Cmdable, botID, symbol string) error {
+	return c.HDel(ctx, store.Watch(), watchField(botID, symbol)).Err()
+}
+
+// Purge removes a deleted bot's book: positions, orders, trades and watch entries. The
+// bot's SignalBot finalizer calls it with the rest of the bot's runtime state.
+func Purge(ctx context.Context, rdb redis.UniversalClient, botID string) error {
+	symbols, err := rdb.SMembers(ctx, store.BookPositions(botID)).Result()
+	if err != nil {
+		return err
+	}
+	ids, err := rdb.LRange(ctx, store.BookOrders(botID), 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	keys := []string{store.BookPositions(botID), store.BookOrders(botID), store.BookTrades(botID)}
+	fields := make([]string, 0, len(symbols))
+	for _, s := range symbols {
+		keys = append(keys, store.BookPosition(botID, s))
+		fields = append(fields, watchField(botID, s))
+	}
+	for _, id := range ids {
+		keys = append(keys, store.BookOrder(botID, id))
+	}
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, keys...)
+		if len(fields) > 0 {
+			p.HDel(ctx, store.Watch(), fields...)
+		}
+		return nil
+	})
+	return err
+}

@@ -1,0 +1,282 @@
+// Package risk keeps a bot inside its limits: the exposure check before an entry, the
+// daily realised loss and consecutive-loss counters that pause a bot (reason Risk) until
+// the next UTC day, the consecutive execution errors that pause it (reason Errors) until
+// resumed, and the risk score of the Bot risk metrics (DESIGN.md decisions 9 and 11).
+//
+// Runtime pauses are the fields registry.FieldPause and registry.FieldPauseUntil of the
+// bot's hash (read by webhookd's intake script and the controller); every change is
+// published on store.BotEvents() so the manager mirrors it into the SignalBot's status.
+package risk
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// Pause reasons written by the runtime.
+const (
+	ReasonErrors = "Errors"
+	ReasonRisk   = "Risk"
+)
+
+// MaxConsecutiveErrors execution errors in a row pause a bot (decision 11).
+const MaxConsecutiveErrors = 5
+
+// Limits are a bot's risk bounds; zero means no limit.
+type Limits struct {
+	// MaxExposure is the largest fraction of equity the bot's open positions may use.
+	MaxExposure decimal.Decimal
+	// DailyLossLimit is the realised net loss, in quote currency, of one UTC day.
+	DailyLossLimit       decimal.Decimal
+	MaxConsecutiveLosses int
+}
+
+// LimitsOf parses the projected bot's limits.
+func LimitsOf(r registry.Risk) (Limits, error) {
+	var l Limits
+	var err error
+	if r.MaxExposure != "" {
+		if l.MaxExposure, err = decimal.NewFromString(r.MaxExposure); err != nil || l.MaxExposure.IsNegative() {
+			return Limits{}, fmt.Errorf("risk.maxExposure %q is not a fraction", r.MaxExposure)
+		}
+	}
+	if r.DailyLossLimit != "" {
+		if l.DailyLossLimit, err = decimal.NewFromString(r.DailyLossLimit); err != nil || l.DailyLossLimit.IsNegative() {
+			return Limits{}, fmt.Errorf("risk.dailyLossLimit %q is not an amount", r.DailyLossLimit)
+		}
+	}
+	l.MaxConsecutiveLosses = int(r.MaxConsecutiveLosses)
+	return l, nil
+}
+
+// Counters are a bot's running risk figures.
+type Counters struct {
+	// Day is the UTC date (2006-01-02) DayPnl belongs to.
+	Day string
+	// DayPnl is the net realised PnL (after fees) of Day.
+	DayPnl            decimal.Decimal
+	ConsecutiveLosses int
+	ConsecutiveErrors int
+}
+
+// Fields of the risk hash.
+const (
+	fieldDay     = "day"
+	fieldDayPnl  = "dayPnl"
+	fieldLosses  = "consecutiveLosses"
+	fieldErrors  = "consecutiveErrors"
+	dayLayout    = "2006-01-02"
+	pauseScripts = `
+local function pause(botKey, fPause, fUntil, reason, untilMs, now, channel, botId)
+  if redis.call('EXISTS', botKey) == 0 then return 0 end
+  local cur = redis.call('HMGET', botKey, fPause, fUntil)
+  local curUntil = tonumber(cur[2] or '0') or 0
+  if cur[1] and cur[1] ~= '' and (curUntil == 0 or curUntil > now) then
+    -- an active pause that lasts at least as long stays
+    if curUntil == 0 or (untilMs ~= 0 and curUntil >= untilMs) then return 0 end
+  end
+  redis.call('HSET', botKey, fPause, reason, fUntil, tostring(untilMs))
+  redis.call('PUBLISH', channel, botId)
+  return 1
+end
+`
+)
+
+// DailyLossUsed is the realised net loss of the UTC day of now (never negative).
+func (c Counters) DailyLossUsed(now time.Time) decimal.Decimal {
+	if c.Day != now.UTC().Format(dayLayout) || !c.DayPnl.IsNegative() {
+		return decimal.Zero
+	}
+	return c.DayPnl.Neg()
+}
+
+// ReadCounters reads a bot's counters on any client (a transaction's too).
+func ReadCounters(ctx context.Context, c redis.Cmdable, botID string) (Counters, error) {
+	return ReadCountersLater(ctx, c, botID)()
+}
+
+// ReadCountersLater queues the read on c (a pipeline) and returns the decoder to call once
+// the pipeline has run.
+func ReadCountersLater(ctx context.Context, c redis.Cmdable, botID string) func() (Counters, error) {
+	cmd := c.HGetAll(ctx, store.RiskCounters(botID))
+	return func() (Counters, error) { return parseCounters(botID, cmd) }
+}
+
+func parseCounters(botID string, cmd *redis.MapStringStringCmd) (Counters, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return Counters{}, err
+	}
+	out := Counters{Day: v[fieldDay]}
+	if s := v[fieldDayPnl]; s != "" {
+		if out.DayPnl, err = decimal.NewFromString(s); err != nil {
+			return Counters{}, fmt.Errorf("risk %s: corrupt dayPnl: %w", botID, err)
+		}
+	}
+	out.ConsecutiveLosses, _ = strconv.Atoi(v[fieldLosses])
+	out.ConsecutiveErrors, _ = strconv.Atoi(v[fieldErrors])
+	return out, nil
+}
+
+// StageCounters writes the counters into a transaction.
+func StageCounters(ctx context.Context, p redis.Pipeliner, botID string, c Counters) {
+	p.HSet(ctx, store.RiskCounters(botID), fieldDay, c.Day, fieldDayPnl, c.DayPnl.String(),
+		fieldLosses, strconv.Itoa(c.ConsecutiveLosses), fieldErrors, strconv.Itoa(c.ConsecutiveErrors))
+}
+
+// Pause is a runtime pause.
+type Pause struct {
+	Reason string
+	// Until is when it ends; zero means until resumed.
+	Until time.Time
+}
+
+// NextUTCDay is the start of the UTC day after now.
+func NextUTCDay(now time.Time) time.Time {
+	y, m, d := now.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// AfterTrade adds a realised trade's net PnL (after fees) to the counters: a negative net
+// is a loss (break-even is not), a loss extends the run of consecutive losses and anything
+// else ends it. It returns a Risk pause until the next UTC day when this trade makes the
+// day's realised loss reach the daily limit or the run reach the maximum.
+func (c *Counters) AfterTrade(net decimal.Decimal, now time.Time, l Limits) *Pause {
+	today := now.UTC().Format(dayLayout)
+	if c.Day != today {
+		c.Day, c.DayPnl = today, decimal.Zero
+	}
+	c.DayPnl = c.DayPnl.Add(net)
+	if !net.IsNegative() {
+		c.ConsecutiveLosses = 0
+		return nil
+	}
+	c.ConsecutiveLosses++
+	hitDaily := l.DailyLossLimit.IsPositive() && c.DailyLossUsed(now).GreaterThanOrEqual(l.DailyLossLimit)
+	hitRun := l.MaxConsecutiveLosses > 0 && c.ConsecutiveLosses >= l.MaxConsecutiveLosses
+	if hitDaily || hitRun {
+		return &Pause{Reason: ReasonRisk, Until: NextUTCDay(now)}
+	}
+	return nil
+}
+
+var pauseScript = redis.NewScript(pauseScripts + `
+return pause(KEYS[1], ARGV[6], ARGV[7], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5])
+`)
+
+// StagePause adds the pause to a transaction: the fields are written (and the bot ID
+// published) only if the bot still exists and no longer-lasting pause holds.
+func StagePause(ctx context.Context, p redis.Pipeliner, botID string, pause Pause, now time.Time) {
+	pauseScript.Eval(ctx, p, []string{store.Bot(botID)}, pause.Reason, untilMs(pause), now.UnixMilli(), store.BotEvents(), botID,
+		registry.FieldPause, registry.FieldPauseUntil)
+}
+
+// SetPause writes a pause at once (see StagePause); it reports whether it was written.
+func SetPause(ctx context.Context, rdb redis.Scripter, botID string, pause Pause, now time.Time) (bool, error) {
+	n, err := pauseScript.Run(ctx, rdb, []string{store.Bot(botID)}, pause.Reason, untilMs(pause), now.UnixMilli(), store.BotEvents(), botID,
+		registry.FieldPause, registry.FieldPauseUntil).Int()
+	return n == 1, err
+}
+
+func untilMs(p Pause) int64 {
+	if p.Until.IsZero() {
+		return 0
+	}
+	return p.Until.UnixMilli()
+}
+
+var errorScript = redis.NewScript(pauseScripts + `
+local n = redis.call('HINCRBY', KEYS[1], 'consecutiveErrors', 1)
+if n < tonumber(ARGV[1]) then return {n, 0} end
+redis.call('HSET', KEYS[1], 'consecutiveErrors', 0)
+return {n, pause(KEYS[2], ARGV[5], ARGV[6], 'Errors', 0, tonumber(ARGV[2]), ARGV[3], ARGV[4])}
+`)
+
+// RecordError counts an execution error; the MaxConsecutiveErrors-th in a row pauses the
+// bot with reason Errors until resumed and restarts the count (so a resumed bot gets
+// MaxConsecutiveErrors more tries). It returns the pause when one was written.
+func RecordError(ctx context.Context, rdb redis.Scripter, botID string, now time.Time) (*Pause, error) {
+	v, err := errorScript.Run(ctx, rdb, []string{store.RiskCounters(botID), store.Bot(botID)},
+		MaxConsecutiveErrors, now.UnixMilli(), store.BotEvents(), botID, registry.FieldPause, registry.FieldPauseUntil).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) == 2 && v[1] == 1 {
+		return &Pause{Reason: ReasonErrors}, nil
+	}
+	return nil, nil
+}
+
+var clearScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], ARGV[4], ARGV[5])
+if not cur[1] or cur[1] == '' then return 0 end
+if cur[2] ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[4], ARGV[5])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
+`)
+
+// ReadPause is the bot's runtime pause in force at now, or nil. A pause whose time is over
+// is cleared (and published) on the way, so status and the intake agree.
+func ReadPause(ctx context.Context, rdb redis.UniversalClient, botID string, now time.Time) (*Pause, error) {
+	v, err := rdb.HMGet(ctx, store.Bot(botID), registry.FieldPause, registry.FieldPauseUntil).Result()
+	if err != nil {
+		return nil, err
+	}
+	reason, _ := v[0].(string)
+	if reason == "" {
+		return nil, nil
+	}
+	untilText, _ := v[1].(string)
+	ms, _ := strconv.ParseInt(untilText, 10, 64)
+	if ms == 0 {
+		return &Pause{Reason: reason}, nil
+	}
+	if until := time.UnixMilli(ms); until.After(now) {
+		return &Pause{Reason: reason, Until: until}, nil
+	}
+	if err := clearScript.Run(ctx, rdb, []string{store.Bot(botID)}, untilText, store.BotEvents(), botID,
+		registry.FieldPause, registry.FieldPauseUntil).Err(); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// CheckExposure refuses an entry that would make the bot's open positions use more than
+// MaxExposure of equity. used is what the bot's open positions use (margin on futures,
+// cost on spot), add what the new order would use, available the free quote balance;
+// equity is available + used (positions valued at entry). The refusal is INVALID_AMOUNT
+// (1002, "amount too large") with details exposure and maxExposure.
+func CheckExposure(l Limits, used, add, available decimal.Decimal) error {
+	if !l.MaxExposure.IsPositive() || !add.IsPositive() {
+		return nil
+	}
+	after := Exposure(used.Add(add), available.Add(used))
+	if after.GreaterThan(l.MaxExposure) {
+		return errs.New(errs.InvalidAmount, "order would raise the bot's exposure to %s of equity; maxExposure is %s",
+			after.StringFixed(4), l.MaxExposure).
+			WithDetails(map[string]any{"exposure": after.Round(6), "maxExposure": l.MaxExposure})
+	}
+	return nil
+}
+
+// Exposure is used / equity (0 when equity is not positive and nothing is used, 1 when
+// something is used of nothing).
+func Exposure(used, equity decimal.Decimal) decimal.Decimal {
+	if !equity.IsPositive() {
+		if used.IsPositive() {
+			return decimal.NewFromInt(1)
+		}
+		return decimal.Zero
+	}
+	return used.Div(equity)
+}

@@ -1,0 +1,175 @@
+package risk_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+var noon = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func TestAfterTrade(t *testing.T) {
+	l := risk.Limits{DailyLossLimit: d("50"), MaxConsecutiveLosses: 3}
+	var c risk.Counters
+	if p := c.AfterTrade(d("-20"), noon, l); p != nil || c.ConsecutiveLosses != 1 {
+		t.Fatalf("%+v %+v", p, c)
+	}
+	if p := c.AfterTrade(d("10"), noon, l); p != nil || c.ConsecutiveLosses != 0 || !c.DayPnl.Equal(d("-10")) {
+		t.Fatalf("%+v %+v", p, c)
+	}
+	if p := c.AfterTrade(d("0"), noon, l); p != nil || c.ConsecutiveLosses != 0 {
+		t.Fatal("break-even counted as a loss")
+	}
+	// −10 − 39.99 = −49.99: just under the limit.
+	if p := c.AfterTrade(d("-39.99"), noon, l); p != nil {
+		t.Fatalf("paused at %s", c.DayPnl)
+	}
+	p := c.AfterTrade(d("-0.01"), noon, l) // exactly 50
+	if p == nil || p.Reason != risk.ReasonRisk || !p.Until.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("pause = %+v", p)
+	}
+	// A new UTC day starts a new daily total; the run of losses goes on.
+	next := noon.Add(24 * time.Hour)
+	if !c.DailyLossUsed(next).IsZero() {
+		t.Fatal("yesterday's loss counted today")
+	}
+	p = c.AfterTrade(d("-1"), next, l) // third loss in a row
+	if p == nil || c.ConsecutiveLosses != 3 || !c.DayPnl.Equal(d("-1")) {
+		t.Fatalf("pause = %+v, counters %+v", p, c)
+	}
+}
+
+func TestScoreAndLevels(t *testing.T) {
+	cases := []struct {
+		ratios []float64
+		score  int
+		level  string
+	}{
+		{[]float64{0, 0, 0}, 1, "low"},
+		{[]float64{0.25, 0, 0}, 2, "low"},             // 0.175 + 0.025 = 0.2 → 1 + 1.8
+		{[]float64{0.5, 0, 0}, 4, "moderate"},         // 0.35 + 0.05 = 0.4 → 1 + 3.6
+		{[]float64{0.5, 0.5, 0.5}, 5, "high"},         // 0.5 → 1 + 4.5
+		{[]float64{0, 1, 0}, 8, "extreme"},            // a limit reached: 0.8 → 1 + 7.2
+		{[]float64{1, 1, 1}, 10, "extreme"},           // everything at its limit
+		{[]float64{2, -1, 0}, 8, "extreme"},           // clamped
+		{[]float64{0.75, 0.6, 0.2}, 7, "high"},        // 0.525 + 0.155 = 0.68 → 1 + 6.12
+		{[]float64{0.3, 0.3, 0.3}, 3, "moderate"},     // 0.3 → 1 + 2.7
+		{[]float64{0.9, 0.9, 0.9}, 9, "extreme"},      // 0.9 → 1 + 8.1
+		{[]float64{0.6, 0.0, 0.0}, 5, "high"},         // 0.42 + 0.06 = 0.48 → 1 + 4.32
+		{[]float64{0.1, 0.0, 0.0}, 1, "low"},          // 0.08 → 1 + 0.72
+		{[]float64{0.2, 0.2, 0.0}, 2, "low"},          // 0.14 + 0.04 = 0.18 → 1 + 1.62
+		{[]float64{0.4, 0.4, 0.4}, 4, "moderate"},     // 0.4 → 1 + 3.6
+		{[]float64{0.7, 0.7, 0.7}, 7, "high"},         // 0.7 → 1 + 6.3
+		{[]float64{0.78, 0.78, 0.78}, 8, "extreme"},   // 0.78 → 1 + 7.02
+		{[]float64{0.111, 0.111, 0.111}, 1, "low"},    // 0.999 → 1
+		{[]float64{0.1112, 0.1112, 0.1112}, 2, "low"}, // 1.0008 → 2
+	}
+	for _, c := range cases {
+		s := risk.Score(c.ratios...)
+		if s != c.score || risk.Level(s) != c.level {
+			t.Errorf("Score(%v) = %d %s, want %d %s", c.ratios, s, risk.Level(s), c.score, c.level)
+		}
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	l := risk.Limits{MaxExposure: d("0.5"), DailyLossLimit: d("100"), MaxConsecutiveLosses: 4}
+	c := risk.Counters{Day: "2026-11-21", DayPnl: d("-50"), ConsecutiveLosses: 2}
+	m := risk.Metrics("bot-1", l, c, d("0.25"), noon)
+	// ratios 0.5, 0.5, 0.5 → 5 high
+	if m.BotID != "bot-1" || m.RiskScore != 5 || m.RiskLevel != "high" || m.ConsecutiveLosses != 2 || m.MaxConsecutiveLosses != 4 {
+		t.Fatalf("%+v", m)
+	}
+	if !m.DailyLossUsed.Equal(d("50")) || !m.CurrentExposure.Equal(d("0.25")) || !m.MaxExposureAllowed.Equal(d("0.5")) {
+		t.Fatalf("%+v", m)
+	}
+	// No limits: exposure against all of equity, losses against a run of 10.
+	m = risk.Metrics("bot-1", risk.Limits{}, risk.Counters{}, d("0"), noon)
+	if m.RiskScore != 1 || m.RiskLevel != "low" || !m.MaxExposureAllowed.Equal(d("1")) {
+		t.Fatalf("%+v", m)
+	}
+}
+
+func TestCheckExposure(t *testing.T) {
+	l := risk.Limits{MaxExposure: d("0.5")}
+	// used 3000 + 2000 of (5000 free + 3000 used) = 0.625 > 0.5
+	err := risk.CheckExposure(l, d("3000"), d("2000"), d("5000"))
+	if e, ok := errs.As(err); !ok || e.Code != errs.InvalidAmount || !e.Details["exposure"].(decimal.Decimal).Equal(d("0.625")) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := risk.CheckExposure(l, d("3000"), d("1000"), d("5000")); err != nil { // exactly 0.5
+		t.Fatal(err)
+	}
+	if err := risk.CheckExposure(risk.Limits{}, d("3000"), d("9000"), d("5000")); err != nil {
+		t.Fatal("no limit refused")
+	}
+}
+
+func TestLimitsOf(t *testing.T) {
+	l, err := risk.LimitsOf(registry.Risk{MaxExposure: "0.3", DailyLossLimit: "250.5", MaxConsecutiveLosses: 4})
+	if err != nil || !l.MaxExposure.Equal(d("0.3")) || !l.DailyLossLimit.Equal(d("250.5")) || l.MaxConsecutiveLosses != 4 {
+		t.Fatal(l, err)
+	}
+	if _, err := risk.LimitsOf(registry.Risk{MaxExposure: "lots"}); err == nil {
+		t.Fatal("bad maxExposure accepted")
+	}
+}
+
+func TestRecordErrorPausesAtTheFifth(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	rdb.HSet(ctx, store.Bot("b"), "config", "{}")
+	sub := rdb.Subscribe(ctx, store.BotEvents())
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 4; i++ {
+		if p, err := risk.RecordError(ctx, rdb, "b", noon); p != nil || err != nil {
+			t.Fatalf("error %d paused: %v %v", i, p, err)
+		}
+	}
+	p, err := risk.RecordError(ctx, rdb, "b", noon)
+	if err != nil || p == nil || p.Reason != risk.ReasonErrors || !p.Until.IsZero() {
+		t.Fatalf("fifth error: %+v %v", p, err)
+	}
+	if m, err := sub.ReceiveMessage(ctx); err != nil || m.Payload != "b" {
+		t.Fatalf("event: %v %v", m, err)
+	}
+	got, err := risk.ReadPause(ctx, rdb, "b", noon.Add(365*24*time.Hour))
+	if err != nil || got == nil || got.Reason != risk.ReasonErrors {
+		t.Fatalf("pause = %+v %v", got, err)
+	}
+}
+
+func TestReadPauseClearsAnExpiredPause(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	until := risk.NextUTCDay(noon)
+	if ok, err := risk.SetPause(ctx, rdb, "b", risk.Pause{Reason: risk.ReasonRisk, Until: until}, noon); ok || err != nil {
+		t.Fatal("paused a bot that does not exist", ok, err)
+	}
+	rdb.HSet(ctx, store.Bot("b"), "config", "{}")
+	if ok, err := risk.SetPause(ctx, rdb, "b", risk.Pause{Reason: risk.ReasonRisk, Until: until}, noon); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if p, _ := risk.ReadPause(ctx, rdb, "b", until.Add(-time.Millisecond)); p == nil || !p.Until.Equal(until) {
+		t.Fatalf("pause = %+v", p)
+	}
+	if p, _ := risk.ReadPause(ctx, rdb, "b", until); p != nil {
+		t.Fatalf("expired pause = %+v", p)
+	}
+	if n, _ := rdb.HExists(ctx, store.Bot("b"), registry.FieldPause).Result(); n {
+		t.Fatal("expired pause not cleared")
+	}
+}

@@ -1,0 +1,157 @@
+package trading_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/runtime/trading"
+)
+
+type fixedPrice decimal.Decimal
+
+func (p fixedPrice) Price(context.Context, exchange.Kind, string) (decimal.Decimal, error) {
+	return decimal.Decimal(p), nil
+}
+
+func d(s string) *decimal.Decimal { v := decimal.RequireFromString(s); return &v }
+
+func setup(t *testing.T) (context.Context, *redis.Client, *trading.API, *executor.Executor) {
+	t.Helper()
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
+		InitialBalance: decimal.NewFromInt(10000), FeeRate: decimal.RequireFromString("0.001")}); err != nil {
+		t.Fatal(err)
+	}
+	bot := registry.Bot{ID: "bot-1", Owner: "a@x.io", Market: "futures", PositionSize: "10%", Leverage: 5,
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "p", ID: "acct"}, Availability: "active",
+		Reversals: true, DCA: registry.DCA{MaxLevels: 5}, Risk: registry.Risk{MaxExposure: "0.5"}}
+	if err := registry.New(rdb).Project(ctx, bot, "hook"); err != nil {
+		t.Fatal(err)
+	}
+	px := fixedPrice(decimal.NewFromInt(3000))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return ctx, rdb, trading.New(rdb, nil, px), executor.New(executor.Deps{Redis: rdb, Prices: px, Logger: quiet})
+}
+
+// drain runs every queued envelope of the bot at priority p through the executor.
+func drain(t *testing.T, ctx context.Context, rdb *redis.Client, ex *executor.Executor, p queue.Priority) int {
+	t.Helper()
+	msgs, err := rdb.XRange(ctx, queue.StreamOf("bot-1", p), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		var env queue.Envelope
+		if err := json.Unmarshal([]byte(m.Values[queue.EnvelopeField].(string)), &env); err != nil {
+			t.Fatal(err)
+		}
+		if err := ex.Handle(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		rdb.XDel(ctx, queue.StreamOf("bot-1", p), m.ID)
+	}
+	return len(msgs)
+}
+
+func TestManualOrders(t *testing.T) {
+	ctx, rdb, api, ex := setup(t)
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("0.5")}
+	id, err := api.PlaceManual(ctx, "bot-1", buy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := api.Result(ctx, id); ok {
+		t.Fatal("result before execution")
+	}
+	if drain(t, ctx, rdb, ex, queue.PriorityStrategyEntry) != 1 {
+		t.Fatal("entry not queued at priority 3")
+	}
+	res, ok, err := api.Result(ctx, id)
+	if err != nil || !ok || !res.Success || !res.Order.Amount.Equal(*d("0.5")) {
+		t.Fatalf("result = %+v %v %v", res, ok, err)
+	}
+
+	// A stop-loss and a reducing sell go at priority 1.
+	if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.StopLoss, Symbol: "ETH/USDT",
+		StopPrice: d("2700"), ClosePercent: d("100")}); err != nil {
+		t.Fatal(err)
+	}
+	sell := order.Request{Type: exchange.Market, Side: exchange.SideSell, Symbol: "ETH/USDT", Amount: d("0.2")}
+	sellID, err := api.PlaceManual(ctx, "bot-1", sell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drain(t, ctx, rdb, ex, queue.PriorityManualClose) != 2 {
+		t.Fatal("closes not queued at priority 1")
+	}
+	if res, _, _ := api.Result(ctx, sellID); !res.Success {
+		t.Fatalf("sell = %+v", res)
+	}
+	pos, err := api.Positions(ctx, "bot-1")
+	if err != nil || len(pos) != 1 {
+		t.Fatalf("positions = %+v %v", pos, err)
+	}
+	p := pos[0]
+	// A manual sell opposite to the long reduces it (no reversal): 0.5 − 0.2.
+	if p.Side != "long" || !p.Size.Equal(*d("0.3")) || p.StopLoss == nil || !p.StopLoss.Equal(*d("2700")) ||
+		p.Leverage != 5 || p.LiquidationPrice == nil || !p.CurrentPrice.Equal(*d("3000")) {
+		t.Fatalf("position = %+v", p)
+	}
+	orders, err := api.Orders(ctx, "bot-1", 10)
+	if err != nil || len(orders) != 2 || orders[0].Side != exchange.SideSell {
+		t.Fatalf("orders = %+v %v", orders, err)
+	}
+	trades, err := api.Trades(ctx, "bot-1")
+	if err != nil || len(trades) != 1 || trades[0].Reason != "manual" {
+		t.Fatalf("trades = %+v %v", trades, err)
+	}
+	m, err := api.RiskMetrics(ctx, "bot-1")
+	if err != nil || m.BotID != "bot-1" || !m.CurrentExposure.IsPositive() || !m.MaxExposureAllowed.Equal(*d("0.5")) || m.RiskLevel == "" {
+		t.Fatalf("metrics = %+v %v", m, err)
+	}
+}
+
+func TestPlaceManualRefusals(t *testing.T) {
+	ctx, rdb, api, _ := setup(t)
+	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("0.5")}
+	cases := []struct {
+		name  string
+		bot   string
+		req   order.Request
+		setup func()
+		code  errs.Code
+	}{
+		{"invalid amount", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("-1")}, nil, errs.InvalidAmount},
+		{"invalid symbol", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETHUSDT", Amount: d("1")}, nil, errs.InvalidSymbol},
+		{"unknown bot", "bot-x", ok, nil, errs.BotDeleted},
+		{"runtime pause", "bot-1", ok, func() {
+			_, _ = risk.SetPause(ctx, rdb, "bot-1", risk.Pause{Reason: risk.ReasonErrors}, api.Now())
+		}, errs.BotPaused},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.setup != nil {
+				c.setup()
+			}
+			if _, err := api.PlaceManual(ctx, c.bot, c.req); errs.CodeOf(err) != c.code {
+				t.Fatalf("err = %v, want %s", err, c.code)
+			}
+		})
+	}
+}
