@@ -110,6 +110,12 @@ func run(fresh bool) int {
 		return fail(fmt.Errorf("the manager exited (%v); see %s", s.manager.ExitErr(), p.rel(p.managerLog)))
 	case <-s.redis.Done():
 		return fail(fmt.Errorf("redis-server exited (%v); see %s", s.redis.ExitErr(), p.rel(p.redisLog)))
+	case <-s.executor.Done():
+		return fail(fmt.Errorf("the executor exited (%v); see %s", s.executor.ExitErr(), p.rel(p.executorLog)))
+	case <-s.webhookd.Done():
+		return fail(fmt.Errorf("webhookd exited (%v); see %s", s.webhookd.ExitErr(), p.rel(p.webhookdLog)))
+	case <-s.nginx.Done():
+		return fail(fmt.Errorf("nginx exited (%v); see %s", s.nginx.ExitErr(), p.rel(p.nginxLog)))
 	}
 }
 
@@ -118,6 +124,8 @@ type paths struct {
 	root, cwd, dir                                 string
 	lock, pid, kubeconfig, env, etcdDir, redisDir  string
 	managerLog, redisLog, samples, kubectl, assets string
+	webhookdLog, executorLog, nginxDir, nginxLog   string
+	certFile, keyFile                              string
 }
 
 func newPaths(root string) paths {
@@ -129,6 +137,9 @@ func newPaths(root string) paths {
 		kubeconfig: filepath.Join(dir, "kubeconfig"), env: filepath.Join(dir, "env"),
 		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"),
 		managerLog: filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
+		webhookdLog: filepath.Join(dir, "webhookd.log"), executorLog: filepath.Join(dir, "executor.log"),
+		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
+		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
 		samples: filepath.Join(root, "config", "samples"),
 		kubectl: filepath.Join(stack.AssetsDir(root), "kubectl"),
 	}
@@ -174,6 +185,9 @@ type localStack struct {
 	cp      *stack.ControlPlane
 	redis   *stack.Redis
 	manager *stack.Manager
+	// The data plane: executor, webhookd and nginx in front as the {base_url} origin.
+	executor, webhookd *stack.Process
+	nginx              *stack.Nginx
 }
 
 func (s *localStack) start(ctx context.Context) error {
@@ -212,6 +226,10 @@ func (s *localStack) start(ctx context.Context) error {
 		return err
 	}
 
+	if err := s.startDataPlane(ctx); err != nil {
+		return err
+	}
+
 	fmt.Printf("creating the samples (%s)\n", s.rel(s.samples))
 	c, err := stack.NewClient(cp.Config, 50, 100)
 	if err != nil {
@@ -240,7 +258,7 @@ func (s *localStack) start(ctx context.Context) error {
 	}
 	webhookURL := string(secret.Data[controllers.WebhookSecretKeyURL])
 
-	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\n", s.kubeconfig, s.redis.Addr, baseURL, mcpURL)
+	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\n", s.kubeconfig, s.redis.Addr, baseURL, mcpURL, s.certFile)
 	if err := os.WriteFile(s.env, []byte(env), 0o644); err != nil {
 		return err
 	}
@@ -256,25 +274,40 @@ sigops local stack ready
   kubeconfig   %s
   redis        %s
   manager log  %s
-  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL)
+  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL, CURL_CA_BUNDLE)
 
 Try:
   export $(cat %s)
   %s get signalbots,paperaccounts,exchangeconnections -A
   %s get secret %s -n %s -o jsonpath='{.data.url}' | base64 -d
 
-Webhook URL of the sample bot %s/%s:
-  %s
-  (webhookd, the signal intake, arrives with a later issue, so this URL is not served yet.)
+Send a signal to the sample bot %s/%s (paper trading on a simulated market):
+  curl --cacert %s -H 'Content-Type: application/json' \
+    -d '{"action":"buy","symbol":"BTCUSDT","size":"10%%"}' \
+    %s
 
+Logs: %s, %s, %s.
 Ctrl-C stops the stack.
 `, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
 		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
-		sampleNamespace, sampleBot, webhookURL)
+		sampleNamespace, sampleBot, s.rel(s.certFile), webhookURL,
+		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog))
 }
 
 // stop stops what start started, newest first: the manager, Redis, the control plane.
 func (s *localStack) stop() {
+	if s.nginx != nil {
+		if err := s.nginx.Stop(stopTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, "nginx:", err)
+		}
+	}
+	for _, p := range []*stack.Process{s.webhookd, s.executor} { // in-flight signals finish first
+		if p != nil {
+			if err := p.Stop(stopTimeout); err != nil {
+				fmt.Fprintln(os.Stderr, p.Name+":", err)
+			}
+		}
+	}
 	if s.manager != nil {
 		if err := s.manager.Stop(stopTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)

@@ -32,9 +32,6 @@ var intakeScript = redis.NewScript(script)
 // IdempotencyTTL is how long an Idempotency-Key remembers its first signal.
 const IdempotencyTTL = 24 * time.Hour
 
-// StreamMaxLen bounds each stream (approximately); acknowledged entries are trimmed first.
-const StreamMaxLen = 1_000_000
-
 // Request is one signal to admit.
 type Request struct {
 	WebhookHash string // sha256 of the webhook ID from the URL
@@ -93,7 +90,7 @@ func (in *Intake) Admit(ctx context.Context, r Request) (Admission, error) {
 	res, err := intakeScript.Run(ctx, in.rdb, []string{store.Webhook(r.WebhookHash)},
 		r.ReceivedAt.UnixMilli(), r.SignalID, env, needs, r.IdempotencyHash, r.BodyHash,
 		store.BotKeyPrefix(), store.RateLimitPrefix(), store.IdempotencyPrefix(), store.DedupePrefix(),
-		before, after, IdempotencyTTL.Milliseconds(), StreamMaxLen).Slice()
+		before, after, IdempotencyTTL.Milliseconds(), queue.MaxLen).Slice()
 	if err != nil {
 		return Admission{}, fmt.Errorf("intake script: %w", err)
 	}

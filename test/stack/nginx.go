@@ -122,6 +122,9 @@ http {
     ssl_certificate %s;
     ssl_certificate_key %s;
     ssl_protocols TLSv1.2 TLSv1.3;
+    # Plain HTTP on the HTTPS port (nginx's 497) gets the service's JSON refusal.
+    error_page 497 =403 @https_required;
+    location @https_required { return 403 '{"success":false,"error":"HTTPS is required; plain HTTP is not supported","code":"HTTPS_REQUIRED"}'; }
 `, o.Listen, o.CertFile, o.KeyFile)
 	for prefix, name := range names {
 		fmt.Fprintf(&b, `    location %s {

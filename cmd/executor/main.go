@@ -1,0 +1,114 @@
+// Command executor runs the signal pipeline: it consumes its share of the queue partitions,
+// executes each signal (risk, order, exchange, record, confirm) and watches open positions'
+// stop-loss and take-profit.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+func main() {
+	var (
+		metricsAddr, marketData, instance string
+		leaseTTL, watchInterval           time.Duration
+		redisOpts                         store.Options
+		logLevel                          slog.Level
+	)
+	host, _ := os.Hostname()
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz")
+	flag.StringVar(&marketData, "market-data", marketdata.FlagSimulated, "market prices: simulated (deterministic random walk) or binance (public REST)")
+	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's consumer name (unique among live replicas)")
+	flag.DurationVar(&leaseTTL, "lease-ttl", 5*time.Second, "partition lease; bounds how long a dead replica's signals wait")
+	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
+	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
+	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
+	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
+	flag.Parse()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	if err := run(logger, metricsAddr, marketData, instance, leaseTTL, watchInterval, redisOpts); err != nil {
+		logger.Error("executor stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL, watchInterval time.Duration, ro store.Options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rdb, err := store.Connect(ctx, ro)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	// The consumer's 32 blocking readers get their own pool, so they never starve the
+	// pipeline's own Redis calls.
+	qrdb := queue.DedicatedClient(rdb.Options())
+	defer qrdb.Close()
+	prices, err := marketdata.FromFlag(marketData)
+	if err != nil {
+		return err
+	}
+
+	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: logger})
+	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})
+	consumer := queue.NewConsumer(qrdb, queue.Options{Name: instance, LeaseTTL: leaseTTL, Logger: logger})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(exec.Collectors()...)
+	reg.MustRegister(consumer.Collectors()...)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := rdb.Ping(r.Context()).Err(); err != nil {
+			http.Error(w, "redis unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	ops := &http.Server{Addr: metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+
+	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
+	g, gctx := errgroup.WithContext(ctx)
+	// Run returns after finishing the signal in hand once ctx ends (graceful shutdown).
+	g.Go(func() error { return consumer.Run(gctx, exec.Handle) })
+	g.Go(func() error { return watcher.Run(gctx) })
+	g.Go(func() error {
+		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return ops.Shutdown(shutdown)
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

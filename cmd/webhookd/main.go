@@ -1,0 +1,151 @@
+// Command webhookd serves POST /api/webhooks/trade/{webhookId}: it admits signals into the
+// Redis queues and waits a bounded time for the executor's result.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/result"
+	sigsignal "github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/webhookd"
+)
+
+func main() {
+	var (
+		listen, metricsAddr, tlsCert, tlsKey, proxies, instance string
+		waitBound                                               time.Duration
+		redisOpts                                               store.Options
+		logLevel                                                slog.Level
+	)
+	host, _ := os.Hostname()
+	flag.StringVar(&listen, "listen", ":8443", "address of the webhook endpoint")
+	flag.StringVar(&tlsCert, "tls-cert", "", "TLS certificate file; without it only requests a trusted proxy marks as HTTPS are served")
+	flag.StringVar(&tlsKey, "tls-key", "", "TLS key file")
+	flag.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-Proto is believed (e.g. 10.0.0.0/8)")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
+	flag.DurationVar(&waitBound, "wait-bound", webhookd.DefaultWaitBound, "how long a request waits for the execution result")
+	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's name (its result channel)")
+	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
+	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
+	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
+	flag.Parse()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	if err := run(logger, config{listen, metricsAddr, tlsCert, tlsKey, proxies, instance, waitBound, redisOpts}); err != nil {
+		logger.Error("webhookd stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	listen, metricsAddr, tlsCert, tlsKey, proxies, instance string
+	waitBound                                               time.Duration
+	redis                                                   store.Options
+}
+
+func run(logger *slog.Logger, c config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	trusted, err := parseCIDRs(c.proxies)
+	if err != nil {
+		return err
+	}
+	if c.tlsCert == "" && len(trusted) == 0 {
+		return errors.New("give --tls-cert/--tls-key or --trusted-proxies: the endpoint is HTTPS only")
+	}
+	rdb, err := store.Connect(ctx, c.redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	waiter, err := queue.NewWaiter(ctx, rdb, c.instance)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := webhookd.New(webhookd.Options{
+		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: sigsignal.NewSymbols(paper.Symbols()),
+		WaitBound: c.waitBound, TrustedProxies: trusted, Logger: logger, Registerer: reg,
+		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	})
+	if err != nil {
+		return err
+	}
+
+	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: webhookd.DefaultWaitBound + c.waitBound + 5*time.Second, IdleTimeout: 2 * time.Minute}
+	ops := http.NewServeMux()
+	ops.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ops.Handle("/healthz", srv.Handler())
+	ops.Handle("/readyz", srv.Handler())
+	opsSrv := &http.Server{Addr: c.metricsAddr, Handler: ops, ReadHeaderTimeout: 5 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() {
+		if c.tlsCert != "" {
+			errc <- api.ListenAndServeTLS(c.tlsCert, c.tlsKey)
+		} else {
+			errc <- api.ListenAndServe()
+		}
+	}()
+	go func() { errc <- opsSrv.ListenAndServe() }()
+	logger.Info("webhookd listening", "addr", c.listen, "tls", c.tlsCert != "", "instance", c.instance)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	// Graceful: stop taking requests, let in-flight ones get their results (bounded).
+	shutdown, cancel := context.WithTimeout(context.Background(), c.waitBound+5*time.Second)
+	defer cancel()
+	_ = opsSrv.Shutdown(shutdown)
+	return api.Shutdown(shutdown)
+}
+
+func parseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// resultStore reads stored results for duplicate signals.
+type resultStore struct{ rdb *redis.Client }
+
+func (s resultStore) GetResult(ctx context.Context, id string) (result.Result, bool, error) {
+	return queue.GetResult(ctx, s.rdb, id)
+}

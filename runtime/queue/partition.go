@@ -1,0 +1,435 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// worker reads one partition for as long as its lease lasts: one signal at a time, the head
+// of the highest-priority non-empty buffer first.
+//
+// Entries reach the buffers in stream-ID order per priority, first from this consumer's own
+// pending list (after taking over every other consumer's), then new ones (">"). Before each
+// signal the worker reads, without blocking, the streams of higher priority than the best
+// one buffered, so a priority-1 signal waits at most for the signal in hand; it reads a
+// stream only when its buffer is empty, which bounds the buffers to BatchSize per priority.
+// Only when every buffer is empty does it block (Options.Block) on all four streams.
+type worker struct {
+	c       *Consumer
+	l       *lease
+	h       Handler
+	streams [numPriorities]string
+	// cursor is, per priority, the last ID read from this consumer's own pending list, or
+	// ">" once that list is exhausted and only new entries remain.
+	cursor    [numPriorities]string
+	buf       [numPriorities][]redis.XMessage
+	readFails int
+	nextSweep time.Duration
+}
+
+func (c *Consumer) work(l *lease, h Handler) {
+	w := &worker{c: c, l: l, h: h}
+	for i, p := range Priorities {
+		w.streams[i] = store.QueueStream(l.p, int(p))
+	}
+	if !w.retry("taking over the partition", w.recover) {
+		return
+	}
+	for !w.done() {
+		if c.since() >= w.nextSweep && !w.retry("checking for stray pending entries", w.sweep) {
+			return
+		}
+		if !w.fill() {
+			continue
+		}
+		i := w.best()
+		if i < 0 {
+			continue
+		}
+		if !w.process(i, w.buf[i][0]) {
+			return
+		}
+		w.buf[i] = w.buf[i][1:]
+	}
+}
+
+// done: the lease is lost or the worker was asked to stop.
+func (w *worker) done() bool { return w.l.ctx.Err() != nil || w.l.stopping() }
+
+// recover makes the partition ours: it creates the groups if needed, takes over the pending
+// entries of every other consumer and rewinds to read our own pending list first.
+//
+// XAUTOCLAIM runs with min-idle 0. The lease already proves the previous owner has stopped
+// (it gave the lease back, or could not renew it and cancelled itself before Redis expired
+// it), and a positive min-idle would skip recently delivered entries: skipping one and then
+// reading newer ones would break the bot's order.
+func (w *worker) recover() error {
+	if err := w.ensureGroups(); err != nil {
+		return err
+	}
+	if _, err := w.claimForeign(); err != nil {
+		return err
+	}
+	w.tidyConsumers()
+	w.rewind()
+	return nil
+}
+
+// sweep catches entries delivered to another consumer after we took the partition over: a
+// previous owner that froze (not crashed) between checking its lease and sending a blocking
+// read could still have one served. Every LeaseTTL the worker looks at the pending summary
+// and, if anyone else holds entries, claims them and rewinds, so they are executed (late)
+// rather than lost.
+func (w *worker) sweep() error {
+	n, err := w.claimForeign()
+	if isNoGroup(err) {
+		return w.recover() // the streams were deleted under us: start over
+	}
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.c.log.Warn("claimed entries delivered to another consumer after takeover", "partition", w.l.p, "count", n)
+		w.rewind()
+	}
+	w.nextSweep = w.c.since() + w.c.opt.LeaseTTL
+	return nil
+}
+
+func (w *worker) rewind() {
+	for i := range w.cursor {
+		w.cursor[i] = "0"
+		w.buf[i] = nil
+	}
+	w.nextSweep = w.c.since() + w.c.opt.LeaseTTL
+}
+
+// ensureGroups creates each stream's group, starting at the beginning of the stream so that
+// signals queued before any executor ever ran are served too.
+func (w *worker) ensureGroups() error {
+	ctx := w.l.ctx
+	cmds := make([]*redis.StatusCmd, len(w.streams))
+	_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range w.streams {
+			cmds[i] = p.XGroupCreateMkStream(ctx, s, Group, "0")
+		}
+		return nil
+	})
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimForeign moves every entry pending for another consumer to us and returns how many.
+func (w *worker) claimForeign() (int, error) {
+	ctx := w.l.ctx
+	sums := make([]*redis.XPendingCmd, len(w.streams))
+	_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range w.streams {
+			sums[i] = p.XPending(ctx, s, Group)
+		}
+		return nil
+	})
+	total := 0
+	for i, s := range w.streams {
+		sum, err := sums[i].Result()
+		if err != nil {
+			return total, err
+		}
+		foreign := false
+		for name, n := range sum.Consumers {
+			if name != w.c.name && n > 0 {
+				foreign = true
+			}
+		}
+		if !foreign {
+			continue
+		}
+		for start := "0-0"; ; {
+			ids, next, err := w.c.rdb.XAutoClaimJustID(ctx, &redis.XAutoClaimArgs{
+				Stream: s, Group: Group, Consumer: w.c.name, Start: start, Count: 100,
+			}).Result()
+			if err != nil {
+				return total, err
+			}
+			total += len(ids)
+			if next == "0-0" || next == "" {
+				break
+			}
+			start = next
+		}
+	}
+	if total > 0 {
+		w.c.m.reclaimed.Add(float64(total))
+		w.c.log.Info("reclaimed pending signals", "partition", w.l.p, "count", total)
+	}
+	return total, nil
+}
+
+// tidyConsumers deletes consumers that hold nothing in this partition's groups. Every
+// executor start adds a consumer name; without this the groups would collect them forever.
+// Only the lease owner reads these streams, so no live reader is affected (a consumer is
+// re-created when it reads again).
+func (w *worker) tidyConsumers() {
+	ctx := w.l.ctx
+	for _, s := range w.streams {
+		infos, err := w.c.rdb.XInfoConsumers(ctx, s, Group).Result()
+		if err != nil {
+			w.c.log.Debug("listing consumers failed", "stream", s, "err", err)
+			continue
+		}
+		for _, ci := range infos {
+			if ci.Name != w.c.name && ci.Pending == 0 {
+				_ = w.c.rdb.XGroupDelConsumer(ctx, s, Group, ci.Name).Err()
+			}
+		}
+	}
+}
+
+// best is the index of the highest-priority non-empty buffer, or -1.
+func (w *worker) best() int {
+	for i := range w.buf {
+		if len(w.buf[i]) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// fill reads the streams that could outrank what is buffered; false means nothing was read
+// (an error, already backed off, or the lease is uncertain).
+func (w *worker) fill() bool {
+	c := w.c
+	best := w.best()
+	limit := len(w.streams)
+	if best >= 0 {
+		limit = best
+	}
+	if limit == 0 {
+		return true // a priority-1 signal is buffered: nothing can outrank it
+	}
+	block := time.Duration(-1) // no BLOCK argument
+	if best < 0 && !readsPending(w.cursor[:limit]) {
+		block = c.opt.Block
+	}
+	// Never start a read that could be served after the lease has expired in Redis.
+	need := c.renewEvery + max(block, 0)
+	if !w.l.usableFor(c, need) {
+		w.sleep(c.renewEvery / 2)
+		return false
+	}
+	args := make([]string, 0, 2*limit)
+	args = append(args, w.streams[:limit]...)
+	args = append(args, w.cursor[:limit]...)
+	res, err := c.rdb.XReadGroup(w.l.ctx, &redis.XReadGroupArgs{
+		Group: Group, Consumer: c.name, Streams: args, Count: int64(c.opt.BatchSize), Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		res, err = nil, nil
+	}
+	if err != nil {
+		if w.done() {
+			return false
+		}
+		if isNoGroup(err) {
+			// The stream was deleted under us (FLUSHDB, manual cleanup): start over.
+			c.log.Warn("queue stream lost its group; recreating", "partition", w.l.p, "err", err)
+			w.retry("recreating the groups", w.recover)
+			return false
+		}
+		w.readFails++
+		if w.readFails == 1 || w.readFails%30 == 0 {
+			c.log.Warn("reading the queue failed", "partition", w.l.p, "failures", w.readFails, "err", err)
+		}
+		w.sleep(backoff(w.readFails - 1))
+		return false
+	}
+	w.readFails = 0
+	got := make(map[string][]redis.XMessage, len(res))
+	for _, s := range res {
+		got[s.Stream] = s.Messages
+	}
+	for i := 0; i < limit; i++ {
+		msgs := got[w.streams[i]]
+		if w.cursor[i] != ">" {
+			// Reading our own pending list: fewer than asked means it is exhausted.
+			if len(msgs) < c.opt.BatchSize {
+				w.cursor[i] = ">"
+			} else {
+				w.cursor[i] = msgs[len(msgs)-1].ID
+			}
+		}
+		w.buf[i] = append(w.buf[i], msgs...)
+	}
+	return true
+}
+
+// readsPending: some stream is still being read from our own pending list, which answers at
+// once, so the read must not block.
+func readsPending(cursors []string) bool {
+	for _, c := range cursors {
+		if c != ">" {
+			return true
+		}
+	}
+	return false
+}
+
+// process runs the Handler on one entry until it succeeds, then acknowledges it. It returns
+// false when the worker must exit with the entry still pending (lease lost, or asked to stop
+// while the Handler keeps failing).
+func (w *worker) process(i int, msg redis.XMessage) bool {
+	c, prio := w.c, Priorities[i]
+	env, err := decodeEntry(msg)
+	if err != nil {
+		// Retrying cannot fix it; blocking on it would stall every bot of the partition.
+		c.log.Error("dropping malformed queue entry", "stream", w.streams[i], "id", msg.ID, "err", err)
+		c.m.malformed.Inc()
+		return w.ack(i, msg.ID)
+	}
+	log := c.log.With("signalId", env.SignalID, "botId", env.BotID, "priority", int(prio))
+	if PartitionOf(env.BotID) != w.l.p {
+		// A producer used the wrong stream. Executing it here could run two of the bot's
+		// signals at once (its partition may be owned elsewhere), so move it where it belongs.
+		log.Error("queue entry in the wrong partition; moving it", "partition", w.l.p)
+		if !w.retry("moving a misplaced entry", func() error {
+			_, err := Enqueue(w.l.ctx, c.rdb, env)
+			return err
+		}) {
+			return false
+		}
+		return w.ack(i, msg.ID)
+	}
+	if env.ReceivedAt > 0 {
+		c.m.wait.WithLabelValues(prioLabel(prio)).Observe(time.Since(time.UnixMilli(env.ReceivedAt)).Seconds())
+	}
+	for attempt := 0; ; attempt++ {
+		err := call(w.l.ctx, w.h, env)
+		if err == nil {
+			break
+		}
+		c.m.handlerErrors.WithLabelValues(prioLabel(prio)).Inc()
+		log.Warn("signal handler failed; retrying the same signal", "attempt", attempt+1, "err", err)
+		if !w.sleep(backoff(attempt)) {
+			return false
+		}
+	}
+	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
+	return w.ack(i, msg.ID)
+}
+
+// ack acknowledges and deletes a finished entry (XACK + XDEL, one round trip). Deleting keeps
+// each stream as long as its backlog, so XLEN is the queue depth and MaxLen never trims
+// executed history instead of waiting signals. It retries through Redis errors even when the
+// worker was asked to stop (the signal is done; only its ack is missing) and gives up only
+// when the lease is lost: the next owner then redoes the signal, and the Handler's result
+// check turns that into a no-op.
+func (w *worker) ack(i int, id string) bool {
+	c, s := w.c, w.streams[i]
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 2*time.Second)
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.XAck(ctx, s, Group, id)
+			p.XDel(ctx, s, id)
+			return nil
+		})
+		cancel()
+		if err == nil || isNoGroup(err) { // no group: the stream was deleted, entry and all
+			return true
+		}
+		c.log.Warn("acknowledging a signal failed", "stream", s, "id", id, "attempt", attempt+1, "err", err)
+		t := time.NewTimer(backoff(attempt))
+		select {
+		case <-t.C:
+		case <-w.l.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// isNoGroup: the stream or its group no longer exists (deleted by FLUSHDB or by hand).
+func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
+
+// retry runs fn with backoff until it succeeds (true) or the worker is done (false).
+func (w *worker) retry(what string, fn func() error) bool {
+	for attempt := 0; ; attempt++ {
+		if w.done() {
+			return false
+		}
+		err := fn()
+		if err == nil {
+			return true
+		}
+		if w.done() {
+			return false
+		}
+		w.c.log.Warn("queue partition: "+what+" failed", "partition", w.l.p, "attempt", attempt+1, "err", err)
+		if !w.sleep(backoff(attempt)) {
+			return false
+		}
+	}
+}
+
+// sleep waits d; false if the worker became done meanwhile.
+func (w *worker) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.l.ctx.Done():
+		return false
+	case <-w.l.stop:
+		return false
+	}
+}
+
+// backoff is 50 ms doubling per attempt, capped at 2 s.
+func backoff(attempt int) time.Duration {
+	const base, ceiling = 50 * time.Millisecond, 2 * time.Second
+	if attempt >= 6 {
+		return ceiling
+	}
+	return min(base<<attempt, ceiling)
+}
+
+// call runs the Handler, turning a panic into an error: a bug in one signal's handling must
+// not take the executor down (on every replica in turn, as the signal is redelivered).
+func call(ctx context.Context, h Handler, env Envelope) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h(ctx, env)
+}
+
+func decodeEntry(msg redis.XMessage) (Envelope, error) {
+	raw, ok := msg.Values[EnvelopeField]
+	if !ok {
+		// Also what a pending entry trimmed by MaxLen reads as.
+		return Envelope{}, fmt.Errorf("no %q field", EnvelopeField)
+	}
+	s, ok := raw.(string)
+	if !ok {
+		return Envelope{}, fmt.Errorf("field %q is %T", EnvelopeField, raw)
+	}
+	var env Envelope
+	if err := json.Unmarshal([]byte(s), &env); err != nil {
+		return Envelope{}, err
+	}
+	return env, env.Validate()
+}

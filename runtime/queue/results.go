@@ -1,0 +1,106 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// ResultTTL is how long a signal's result stays readable under its signalId (API, MCP, the
+// executor's "already done" check). It must outlast any redelivery of the signal.
+const ResultTTL = 24 * time.Hour
+
+// PublishResult stores res under env's signalId for ResultTTL and, when someone waits
+// (env.ReplyTo), publishes it on that channel: both in one round trip, the store first, so a
+// waiter that hears nothing (a dropped subscription) still finds the result with GetResult.
+// The message is the signalId, a newline and the result JSON: the Waiter dispatches on the
+// ID without decoding results nobody waits for any more.
+func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope, res result.Result) error {
+	if env.SignalID == "" || strings.ContainsAny(env.SignalID, "\r\n") {
+		return fmt.Errorf("queue: publish result: bad signal ID %q", env.SignalID)
+	}
+	switch res.SignalID {
+	case "":
+		res.SignalID = env.SignalID
+	case env.SignalID:
+	default:
+		return fmt.Errorf("queue: publish result: result of %s given for signal %s", res.SignalID, env.SignalID)
+	}
+	if res.BotID == "" {
+		res.BotID = env.BotID
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
+	}
+	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, store.SignalResult(env.SignalID), data, ResultTTL)
+		if env.ReplyTo != "" {
+			p.Publish(ctx, env.ReplyTo, encodeReply(env.SignalID, data))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
+	}
+	return nil
+}
+
+// GetResult reads a stored result; false when there is none (not executed yet, or expired).
+func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) (result.Result, bool, error) {
+	data, err := rdb.Get(ctx, store.SignalResult(signalID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return result.Result{}, false, nil
+	}
+	if err != nil {
+		return result.Result{}, false, fmt.Errorf("queue: read result %s: %w", signalID, err)
+	}
+	var res result.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return result.Result{}, false, fmt.Errorf("queue: result %s: corrupt: %w", signalID, err)
+	}
+	return res, true, nil
+}
+
+// Idempotent wraps h for exactly-once effect under at-least-once delivery: a signal whose
+// result is already stored (its executor finished it, then died or lost its lease before
+// acknowledging) is not executed again; its stored result is re-published to env.ReplyTo
+// instead, in case the waiter missed it. h must store its result (PublishResult) before it
+// returns nil. The window this cannot close, an order placed but its result not yet stored,
+// belongs to the order layer (a client order ID derived from the signal ID).
+func Idempotent(rdb redis.UniversalClient, h Handler) Handler {
+	return func(ctx context.Context, env Envelope) error {
+		res, done, err := GetResult(ctx, rdb, env.SignalID)
+		switch {
+		case err != nil:
+			return err // infrastructure failure: the queue retries
+		case !done:
+			return h(ctx, env)
+		case env.ReplyTo == "":
+			return nil
+		default:
+			return PublishResult(ctx, rdb, env, res)
+		}
+	}
+}
+
+func encodeReply(signalID string, data []byte) string {
+	var b strings.Builder
+	b.Grow(len(signalID) + 1 + len(data))
+	b.WriteString(signalID)
+	b.WriteByte('\n')
+	b.Write(data)
+	return b.String()
+}
+
+func decodeReply(payload string) (signalID, data string, ok bool) {
+	return strings.Cut(payload, "\n")
+}

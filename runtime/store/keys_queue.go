@@ -1,0 +1,27 @@
+package store
+
+// Keys of the signal queue (runtime/queue), beside the streams named by QueueStream:
+//
+//	sigops:q:{partition}:lease   string   consumer name of the executor owning the partition (PX TTL)
+//	sigops:q:executors           zset     live executor instances, score = last heartbeat (ms, Redis clock)
+//	sigops:result:{signalId}     string   result JSON of one signal, kept 24 h
+//	sigops:reply:{instance}      channel  pub/sub channel of one webhookd instance waiting for results
+//
+// A lease carries its partition's hash tag ({partition}), like the partition's streams, so on
+// Redis Cluster the lease and the streams share one slot and one script may touch both.
+
+// QueueLease is the lease of one partition: whoever's name it holds may read the partition's
+// streams.
+func QueueLease(partition int) string { return prefix + "q:{" + itoa(partition) + "}:lease" }
+
+// QueueExecutors is the heartbeat set of live executor instances. Each instance aims to hold
+// its share of the partitions, Partitions / (members of this set), rounded up.
+func QueueExecutors() string { return prefix + "q:executors" }
+
+// SignalResult holds the result of one signal (runtime/result.Result as JSON), read by the
+// API, MCP and the executor's "already done" check.
+func SignalResult(signalID string) string { return prefix + "result:" + signalID }
+
+// ReplyChannel is the pub/sub channel on which one webhookd instance hears the results of the
+// signals it is waiting for (Envelope.ReplyTo).
+func ReplyChannel(instanceID string) string { return prefix + "reply:" + instanceID }

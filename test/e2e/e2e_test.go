@@ -1,0 +1,412 @@
+// Package e2e_test runs the signal path end to end: SignalBot and PaperAccount applied to a
+// real API server (envtest), the real manager controllers, webhookd over HTTPS, the Redis
+// queue and the executor with the paper exchange, all against a real redis-server. Prices
+// are pinned on the simulated market so every figure can be checked to the decimal.
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/runtime/trading"
+	"github.com/sigops/sigops/webhookd"
+)
+
+var (
+	k8s    client.Client
+	rdb    *redis.Client
+	prices *marketdata.Simulated
+	hooks  *httptest.Server
+	api    *trading.API
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join("..", "..", "bin", "k8s"))
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "envtest (make envtest builds it):", err)
+		return 1
+	}
+	defer env.Stop()
+	srv, err := storetest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer srv.Stop()
+	rdb = srv.Client()
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	defer running.Wait() // the daemons stop before Redis and the API server do
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	// The manager's controllers.
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = tradingv1.AddToScheme(scheme)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := controllers.Setup(mgr, controllers.Options{Redis: rdb, BaseURL: "https://sigops.test", TombstoneTTL: time.Hour,
+		MaxConcurrentReconciles: 4, PaperSyncPeriod: 200 * time.Millisecond, CredentialsRetryPeriod: time.Second}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	running.Go(func() { _ = mgr.Start(ctx) })
+
+	// The executor on the simulated market, with pinned prices.
+	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
+	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet})
+	consumer := queue.NewConsumer(queue.DedicatedClient(rdb.Options()), queue.Options{LeaseTTL: time.Second, Logger: quiet})
+	running.Go(func() { _ = consumer.Run(ctx, exec.Handle) })
+	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: 50 * time.Millisecond, Logger: quiet})
+	running.Go(func() { _ = watcher.Run(ctx) })
+	api = trading.New(rdb, registry.New(rdb), prices)
+
+	// webhookd over HTTPS.
+	waiter, err := queue.NewWaiter(ctx, rdb, "e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hs, err := webhookd.New(webhookd.Options{Intake: intake.New(rdb), Waiter: waiter, Symbols: signal.NewSymbols(paper.Symbols()),
+		WaitBound: 5 * time.Second, Logger: quiet})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hooks = httptest.NewTLSServer(hs.Handler())
+	defer hooks.Close()
+
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func pin(t *testing.T, symbol, price string) {
+	t.Helper()
+	if err := prices.SetPrice(exchange.Spot, symbol, decimal.RequireFromString(price)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deploy applies a PaperAccount and a SignalBot and returns the bot's webhook path and ID.
+func deploy(t *testing.T, bot *tradingv1.SignalBot) (path, botID string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	acct := &tradingv1.PaperAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "paper"},
+		Spec: tradingv1.PaperAccountSpec{Owner: "trader@example.com"}}
+	if err := k8s.Create(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	bot.Namespace, bot.Spec.Owner = ns.Name, "trader@example.com"
+	bot.Spec.PaperAccountRef = &tradingv1.LocalObjectReference{Name: "paper"}
+	if err := k8s.Create(ctx, bot); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bot ready", func() error {
+		b := &tradingv1.SignalBot{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(bot), b); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(b.Status.Conditions, tradingv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready = %+v", c)
+		}
+		botID = string(b.UID)
+		return nil
+	})
+	s := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: bot.Name + "-webhook"}, s); err != nil {
+		t.Fatal(err)
+	}
+	url := string(s.Data[controllers.WebhookSecretKeyURL])
+	return strings.TrimPrefix(url, "https://sigops.test"), botID
+}
+
+type reply struct {
+	Status int
+	Body   struct {
+		Success  bool           `json:"success"`
+		Message  string         `json:"message"`
+		SignalID string         `json:"signalId"`
+		Code     string         `json:"code"`
+		Error    string         `json:"error"`
+		Details  map[string]any `json:"details"`
+		Order    *struct {
+			Status       string          `json:"status"`
+			Side         string          `json:"side"`
+			Amount       decimal.Decimal `json:"amount"`
+			FilledAmount decimal.Decimal `json:"filledAmount"`
+			AvgPrice     decimal.Decimal `json:"avgPrice"`
+			Fee          decimal.Decimal `json:"fee"`
+		} `json:"order"`
+	}
+}
+
+func send(t *testing.T, path, body string) reply {
+	t.Helper()
+	resp, err := hooks.Client().Post(hooks.URL+path, "text/plain", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r reply
+	r.Status = resp.StatusCode
+	if err := json.NewDecoder(resp.Body).Decode(&r.Body); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func balance(t *testing.T, botID string) string {
+	t.Helper()
+	b, err := registry.New(rdb).Get(context.Background(), botID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rdb.HGet(context.Background(), store.PaperAccount(b.Account.ID), "balance").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustEqual(t *testing.T, what string, got decimal.Decimal, want string) {
+	t.Helper()
+	if !got.Equal(decimal.RequireFromString(want)) {
+		t.Fatalf("%s = %s, want %s", what, got, want)
+	}
+}
+
+// A spot bot from YAML: buy 10 %, a DCA add, a close; every figure to the decimal.
+func TestSpotBuyDCAAndCloseToTheDecimal(t *testing.T) {
+	ctx := context.Background()
+	path, botID := deploy(t, &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Name: "btc"},
+		Spec: tradingv1.SignalBotSpec{Symbol: "BTC/USDT", DCA: tradingv1.DCASpec{Enabled: true, MaxLevels: 3}}})
+
+	// 10 % of 10,000 USDT at 65,000: 1000/65000 = 0.0153846… rounds down to the 5-decimal
+	// step: 0.01538 BTC, cost 999.70, fee 0.1 % = 0.9997; balance 8999.3003.
+	pin(t, "BTC/USDT", "65000")
+	r := send(t, path, `{"action":"buy","symbol":"BTCUSDT","size":"10%","dca":true,"dcaLevel":1}`)
+	if r.Status != 200 || !r.Body.Success || r.Body.Order == nil {
+		t.Fatalf("buy: %+v", r)
+	}
+	o := r.Body.Order
+	mustEqual(t, "amount", o.Amount, "0.01538")
+	mustEqual(t, "filled", o.FilledAmount, "0.01538")
+	mustEqual(t, "avgPrice", o.AvgPrice, "65000")
+	mustEqual(t, "fee", o.Fee, "0.9997")
+	if o.Status != "filled" || o.Side != "buy" {
+		t.Fatalf("order = %+v", o)
+	}
+	mustEqual(t, "balance", decimal.RequireFromString(balance(t, botID)), "8999.3003")
+
+	// DCA level 2: a fixed 0.01 BTC at 64,000: cost 640, fee 0.64; the entry re-averages to
+	// (999.70 + 640) / 0.02538 = 64605.98896769… ; balance 8358.6603.
+	pin(t, "BTC/USDT", "64000")
+	r = send(t, path, `{"action":"buy","symbol":"BTC/USDT","size":"0.01","dca":true,"dcaLevel":2}`)
+	if r.Status != 200 || !r.Body.Success {
+		t.Fatalf("dca 2: %+v", r)
+	}
+	mustEqual(t, "balance after DCA", decimal.RequireFromString(balance(t, botID)), "8358.6603")
+	pos, err := api.Positions(ctx, botID)
+	if err != nil || len(pos) != 1 {
+		t.Fatalf("positions = %+v, %v", pos, err)
+	}
+	mustEqual(t, "position size", pos[0].Size, "0.02538")
+	if got := pos[0].EntryPrice.StringFixed(6); got != "64605.988968" {
+		t.Fatalf("entry price = %s", pos[0].EntryPrice)
+	}
+	if pos[0].Side != "long" || pos[0].Symbol != "BTC/USDT" || pos[0].CreatedAt == "" {
+		t.Fatalf("position = %+v", pos[0])
+	}
+
+	// Sequence rules through the whole path.
+	if r := send(t, path, `{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":2}`); r.Status != 422 || r.Body.Code != "DCA_INVALID_LEVEL" {
+		t.Fatalf("level 2 twice: %+v", r)
+	}
+	if r := send(t, path, `{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":4}`); r.Status != 422 || r.Body.Code != "DCA_MAX_LEVELS" {
+		t.Fatalf("level 4 of 3: %+v", r)
+	}
+
+	// Close at 66,000: proceeds 1675.08, fee 1.67508; balance 10032.06522; net PnL
+	// 32.06522 = gross 35.38 − fees (0.9997 + 0.64 + 1.67508).
+	pin(t, "BTC/USDT", "66000")
+	r = send(t, path, `{"action":"close"}`)
+	if r.Status != 200 || !r.Body.Success {
+		t.Fatalf("close: %+v", r)
+	}
+	mustEqual(t, "close fee", r.Body.Order.Fee, "1.67508")
+	mustEqual(t, "final balance", decimal.RequireFromString(balance(t, botID)), "10032.06522")
+	trades, err := api.Trades(ctx, botID)
+	if err != nil || len(trades) != 1 {
+		t.Fatalf("trades = %+v, %v", trades, err)
+	}
+	mustEqual(t, "gross pnl", trades[0].Pnl, "35.38")
+	mustEqual(t, "fees", trades[0].Fees, "3.31478")
+	mustEqual(t, "net pnl", trades[0].NetPnl, "32.06522")
+	if pos, _ := api.Positions(ctx, botID); len(pos) != 0 {
+		t.Fatalf("position still open: %+v", pos)
+	}
+
+	// The PaperAccount's status mirrors the balance.
+	eventually(t, "status balance", func() error {
+		list := &tradingv1.PaperAccountList{}
+		if err := k8s.List(ctx, list); err != nil {
+			return err
+		}
+		for _, a := range list.Items {
+			if a.Status.Balance == "10032.06522" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no account shows 10032.06522")
+	})
+
+	// Nothing left to close, and a DCA add without a position.
+	if r := send(t, path, `{"action":"close"}`); r.Status != 422 || r.Body.Code != "POSITION_NOT_FOUND" {
+		t.Fatalf("close again: %+v", r)
+	}
+	if r := send(t, path, `{"action":"buy","size":"0.01","dca":true,"dcaLevel":2}`); r.Status != 422 || r.Body.Code != "DCA_NO_POSITION" {
+		t.Fatalf("dca without position: %+v", r)
+	}
+}
+
+func TestInsufficientBalanceCarriesDetails(t *testing.T) {
+	path, _ := deploy(t, &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Spec: tradingv1.SignalBotSpec{}})
+	pin(t, "ETH/USDT", "3000")
+	// 5 ETH at 3,000 = 15,000 + fee 15 against 10,000 available.
+	r := send(t, path, `{"action":"buy","symbol":"ETHUSDT","size":"5"}`)
+	if r.Status != 422 || r.Body.Code != "INSUFFICIENT_BALANCE" {
+		t.Fatalf("%+v", r)
+	}
+	if r.Body.Details["required"] != 15015.0 || r.Body.Details["available"] != 10000.0 {
+		t.Fatalf("details = %v", r.Body.Details)
+	}
+	// Below the minimum: DOGE's step is 1, so 0.5 DOGE rounds to 0.
+	pin(t, "DOGE/USDT", "0.15")
+	if r := send(t, path, `{"action":"buy","symbol":"DOGEUSDT","size":"0.5"}`); r.Status != 422 || r.Body.Code != "INVALID_AMOUNT" {
+		t.Fatalf("below minimum: %+v", r)
+	}
+}
+
+func TestStopLossTriggersOnPriceCross(t *testing.T) {
+	ctx := context.Background()
+	path, botID := deploy(t, &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Name: "sl"},
+		Spec: tradingv1.SignalBotSpec{Symbol: "SOL/USDT", StopLoss: "2%"}})
+	pin(t, "SOL/USDT", "150")
+	if r := send(t, path, `{"action":"buy","size":"10%"}`); r.Status != 200 {
+		t.Fatalf("buy: %+v", r)
+	}
+	pos, _ := api.Positions(ctx, botID)
+	if len(pos) != 1 || pos[0].StopLoss == nil {
+		t.Fatalf("position = %+v", pos)
+	}
+	mustEqual(t, "stop-loss price", *pos[0].StopLoss, "147") // 2 % below 150 for a long
+	pin(t, "SOL/USDT", "146.5")
+	eventually(t, "stop-loss exit", func() error {
+		trades, err := api.Trades(ctx, botID)
+		if err != nil {
+			return err
+		}
+		if len(trades) != 1 || trades[0].Reason != "stop_loss" {
+			return fmt.Errorf("trades = %+v", trades)
+		}
+		return nil
+	})
+	if pos, _ := api.Positions(ctx, botID); len(pos) != 0 {
+		t.Fatalf("position survives its stop-loss: %+v", pos)
+	}
+}
+
+func TestSuspendedBotRefusesAtTheDoor(t *testing.T) {
+	ctx := context.Background()
+	bot := &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Name: "paused"}, Spec: tradingv1.SignalBotSpec{}}
+	path, _ := deploy(t, bot)
+	b := &tradingv1.SignalBot{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bot), b); err != nil {
+		t.Fatal(err)
+	}
+	b.Spec.Suspend = true
+	if err := k8s.Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "paused at the door", func() error {
+		if r := send(t, path, `{"action":"buy","symbol":"BTCUSDT"}`); r.Status != 403 || r.Body.Code != "BOT_PAUSED" {
+			return fmt.Errorf("%+v", r)
+		}
+		return nil
+	})
+	if err := k8s.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted", func() error {
+		if r := send(t, path, `{"action":"buy","symbol":"BTCUSDT"}`); r.Status != 403 || r.Body.Code != "BOT_DELETED" {
+			return fmt.Errorf("%+v", r)
+		}
+		return nil
+	})
+}
