@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -31,6 +33,10 @@ type Options struct {
 
 // Setup registers every reconciler with the manager.
 func Setup(mgr ctrl.Manager, o Options) error {
+	events := newBotEvents(o.Redis)
+	if err := mgr.Add(events); err != nil {
+		return err
+	}
 	if err := (&SignalBotReconciler{
 		Client:                  mgr.GetClient(),
 		Registry:                registry.New(o.Redis),
@@ -39,6 +45,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		TombstoneTTL:            o.TombstoneTTL,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Now:                     o.Clock,
+		Events:                  events.out,
+		Forget: func(ctx context.Context, botID string) error {
+			return executor.Forget(ctx, o.Redis, botID)
+		},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/registry"
@@ -41,6 +42,11 @@ type SignalBotReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Forget removes a deleted bot's trading state (positions book, watch entries, risk
+	// counters); nil skips it.
+	Forget func(ctx context.Context, botID string) error
+	// Events, when set, wakes the reconciler for bots the executor paused.
+	Events <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
@@ -167,6 +173,11 @@ func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.Signa
 	if err := r.Registry.Remove(ctx, string(bot.UID), r.TombstoneTTL, hashes...); err != nil {
 		return fmt.Errorf("remove runtime state: %w", err)
 	}
+	if r.Forget != nil {
+		if err := r.Forget(ctx, string(bot.UID)); err != nil {
+			return fmt.Errorf("remove trading state: %w", err)
+		}
+	}
 	log.FromContext(ctx).Info("bot runtime state removed", "bot", bot.Name)
 	return setFinalizer(ctx, r.Client, bot, false)
 }
@@ -197,7 +208,7 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers < 1 {
 		workers = 1
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("signalbot").
 		For(&tradingv1.SignalBot{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -209,8 +220,11 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(accountReadinessChanged())).
 		Watches(&tradingv1.ExchangeConnection{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexExchangeConnectionRef)),
 			builder.WithPredicates(accountReadinessChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	if r.Events != nil {
+		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 // normalizeOwner makes owner emails comparable: addresses are case-insensitive here.

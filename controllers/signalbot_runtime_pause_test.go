@@ -75,3 +75,18 @@ func TestManualPauseWinsOverRuntimePause(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	waitBot(t, ns, "bot", "still manual", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedManual))
 }
+
+// The executor announces a pause on store.BotEvents; status follows without any change to
+// the object.
+func TestPauseEventUpdatesStatusAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "active", readyIs(metav1.ConditionTrue, "Active"))
+	rdb.HSet(ctx, store.Bot(string(bot.UID)), registry.FieldPause, "Errors", registry.FieldPauseUntil, "0")
+	if err := rdb.Publish(ctx, store.BotEvents(), string(bot.UID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitBot(t, ns, "bot", "paused by the event", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedErrors))
+}
