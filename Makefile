@@ -6,7 +6,7 @@ ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
-BINARIES := manager
+BINARIES := manager webhookd executor
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
 SHELL := /usr/bin/env bash -o pipefail
@@ -41,8 +41,15 @@ vet: ## go vet the code (with the tools tag, so the pinned later-issue dependenc
 	go vet -tags tools ./hack/deps
 
 .PHONY: test
-test: deps manifests generate fmt vet envtest ## Run every test (unit, envtest controllers, real Redis).
+test: deps manifests generate fmt vet envtest ## Run every test (unit, envtest, real Redis, end to end) and the fuzzers briefly.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+FUZZTIME ?= 1m
+.PHONY: fuzz
+fuzz: ## Fuzz the signal parser and symbol resolver (FUZZTIME each).
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/signal
+	go test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./runtime/signal
 
 .PHONY: bench
 bench: deps envtest ## Run the benchmarks (figures go in docs/benchmarks.md).
