@@ -54,6 +54,7 @@ func (f *fakeWaiter) deliver(r result.Result) {
 }
 
 type env struct {
+	redis  *storetest.Server
 	srv    *httptest.Server
 	rdb    *redis.Client
 	reg    *registry.Registry
@@ -65,8 +66,8 @@ type env struct {
 
 func newEnv(t *testing.T, bot registry.Bot, mutate func(*webhookd.Options)) *env {
 	t.Helper()
-	_, rdb := storetest.New(t)
-	e := &env{rdb: rdb, reg: registry.New(rdb), waiter: &fakeWaiter{waiting: map[string]chan result.Result{}}, logs: &bytes.Buffer{}}
+	rs, rdb := storetest.New(t)
+	e := &env{redis: rs, rdb: rdb, reg: registry.New(rdb), waiter: &fakeWaiter{waiting: map[string]chan result.Result{}}, logs: &bytes.Buffer{}}
 	if err := e.reg.Project(context.Background(), bot, registry.HashWebhookID(hookID)); err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +335,15 @@ func TestWebhookIDNeverLogged(t *testing.T) {
 	}
 	if e.logs.Len() == 0 {
 		t.Fatal("nothing logged: the check proves nothing")
+	}
+}
+
+// Redis down: 503 without a code, never a claim that the signal was queued.
+func TestRedisDownIs503(t *testing.T) {
+	e := newEnv(t, bot("bot-down"), nil)
+	e.redis.Stop()
+	resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 503 || body["success"] != false || body["signalId"] != nil {
+		t.Fatalf("%d %v", resp.StatusCode, body)
 	}
 }

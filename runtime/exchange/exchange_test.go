@@ -1,0 +1,57 @@
+package exchange_test
+
+import (
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/exchange"
+)
+
+// DESIGN.md decision 10, every pair of states.
+func TestOrderStatusMachine(t *testing.T) {
+	all := []exchange.OrderStatus{exchange.StatusPending, exchange.StatusOpen, exchange.StatusPartiallyFilled,
+		exchange.StatusFilled, exchange.StatusCancelled, exchange.StatusRejected, exchange.StatusExpired}
+	allowed := map[[2]exchange.OrderStatus]bool{
+		{exchange.StatusPending, exchange.StatusOpen}:              true,
+		{exchange.StatusPending, exchange.StatusPartiallyFilled}:   true,
+		{exchange.StatusPending, exchange.StatusFilled}:            true, // a market order fills at once
+		{exchange.StatusPending, exchange.StatusCancelled}:         true,
+		{exchange.StatusPending, exchange.StatusExpired}:           true,
+		{exchange.StatusPending, exchange.StatusRejected}:          true,
+		{exchange.StatusOpen, exchange.StatusPartiallyFilled}:      true,
+		{exchange.StatusOpen, exchange.StatusFilled}:               true,
+		{exchange.StatusOpen, exchange.StatusCancelled}:            true,
+		{exchange.StatusOpen, exchange.StatusExpired}:              true,
+		{exchange.StatusPartiallyFilled, exchange.StatusFilled}:    true,
+		{exchange.StatusPartiallyFilled, exchange.StatusCancelled}: true,
+		{exchange.StatusPartiallyFilled, exchange.StatusExpired}:   true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			if got, want := from.CanBecome(to), allowed[[2]exchange.OrderStatus{from, to}]; got != want {
+				t.Errorf("%s -> %s: %v, want %v", from, to, got, want)
+			}
+		}
+	}
+	for _, s := range []exchange.OrderStatus{exchange.StatusFilled, exchange.StatusCancelled, exchange.StatusRejected, exchange.StatusExpired} {
+		if !s.Terminal() {
+			t.Errorf("%s is not terminal", s)
+		}
+	}
+}
+
+// Amounts round down to the step, prices down to the tick (DESIGN.md decision 6).
+func TestRounding(t *testing.T) {
+	m := exchange.MarketInfo{TickSize: decimal.RequireFromString("0.01"), StepSize: decimal.RequireFromString("0.00001")}
+	if got := m.RoundAmount(decimal.RequireFromString("0.0153846")); got.String() != "0.01538" {
+		t.Errorf("amount = %s", got)
+	}
+	if got := m.RoundPrice(decimal.RequireFromString("65000.129")); got.String() != "65000.12" {
+		t.Errorf("price = %s", got)
+	}
+	doge := exchange.MarketInfo{TickSize: decimal.RequireFromString("0.00001"), StepSize: decimal.RequireFromString("1")}
+	if got := doge.RoundAmount(decimal.RequireFromString("99.99")); got.String() != "99" {
+		t.Errorf("doge amount = %s", got)
+	}
+}
