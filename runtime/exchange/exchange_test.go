@@ -1,6 +1,8 @@
 package exchange_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -53,5 +55,24 @@ func TestRounding(t *testing.T) {
 	doge := exchange.MarketInfo{TickSize: decimal.RequireFromString("0.00001"), StepSize: decimal.RequireFromString("1")}
 	if got := doge.RoundAmount(decimal.RequireFromString("99.99")); got.String() != "99" {
 		t.Errorf("doge amount = %s", got)
+	}
+}
+
+func TestCredentialsNeverPrint(t *testing.T) {
+	c := exchange.Credentials{APIKey: "key-123", APISecret: "secret-456"}
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)} {
+		if strings.Contains(s, "key-123") || strings.Contains(s, "secret-456") {
+			t.Fatalf("credentials printed: %s", s)
+		}
+	}
+}
+
+func TestPermissionsList(t *testing.T) {
+	p := exchange.Permissions{Read: true, FuturesTrade: true, Withdraw: true}
+	if got := strings.Join(p.List(), ","); got != "futures,read,withdraw" {
+		t.Fatalf("list = %s", got)
+	}
+	if p.CanTrade(exchange.Spot) || !p.CanTrade(exchange.Futures) {
+		t.Fatal("CanTrade wrong")
 	}
 }
