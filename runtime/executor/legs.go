@@ -81,7 +81,9 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, bool, er
 	o, err := ex.PlaceOrder(ctx, req)
 	e.m.exchange.WithLabelValues(j.acct.Venue).Observe(time.Since(t0).Seconds())
 	if err != nil {
-		if ee, ok := errs.As(err); ok {
+		// A refusal is final; an unknown outcome (no answer, time-out: ErrUnreachable) is
+		// not: the signal is redelivered and the order looked up by client ID first.
+		if ee, ok := errs.As(err); ok && !errors.Is(err, exchange.ErrUnreachable) {
 			if rerr := e.reject(ctx, j, cid, ee); rerr != nil {
 				return legDone{}, false, rerr
 			}
@@ -273,7 +275,11 @@ func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.Ord
 		m := j.markets[sym]
 		var trade *position.Trade
 		if o != nil && o.FilledAmount.IsPositive() {
-			f := position.Fill{Amount: o.FilledAmount, Price: o.AvgPrice, Fee: o.Fee, At: now.UnixMilli()}
+			f := position.Fill{Amount: o.FilledAmount, Price: o.AvgPrice, Fee: feeInQuote(*o, m), At: now.UnixMilli()}
+			if j.kind == exchange.Spot && o.Side == exchange.SideBuy && o.FeeAsset != "" && o.FeeAsset == m.Base {
+				// The exchange kept the fee out of the coins bought: the holding is smaller.
+				f.Amount = o.FilledAmount.Sub(o.Fee)
+			}
 			switch l.Op {
 			case opOpen, opAdd:
 				if pos == nil {
@@ -389,4 +395,17 @@ func setExits(p *position.Position, l leg, m exchange.MarketInfo) {
 	if a := l.TakeProfit; a != nil {
 		p.SetExit(false, a.Value, a.Percent, l.ClosePercent, m)
 	}
+}
+
+// feeInQuote is a fill's fee in the quote currency, which PnL is counted in. A fee taken in
+// the base coin is worth fee × price; a fee paid in a third asset (a discount token) moves
+// neither base nor quote and is not counted.
+func feeInQuote(o exchange.Order, m exchange.MarketInfo) decimal.Decimal {
+	switch o.FeeAsset {
+	case "", m.Quote:
+		return o.Fee
+	case m.Base:
+		return o.Fee.Mul(o.AvgPrice)
+	}
+	return decimal.Zero
 }
