@@ -3,51 +3,102 @@ package controllers
 import (
 	"context"
 	"errors"
-	"sort"
-	"strings"
+	"fmt"
+	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/exchange"
 )
 
 const indexCredentialsSecret = "spec.credentialsSecretRef.name"
 
-// ExchangeConnectionReconciler checks that a connection's credentials Secret exists and
-// holds the required keys. (Validation against the exchange itself is a later issue.)
-// Secret values are read only to test for presence; they never reach logs, events or status.
+// Defaults of the ExchangeConnectionReconciler's periods.
+const (
+	DefaultExchangeRevalidatePeriod  = 10 * time.Minute
+	DefaultExchangeValidationTimeout = 5 * time.Second
+	DefaultExchangeRetryBackoff      = 5 * time.Second
+)
+
+// ExchangeConnectionReconciler validates a connection's API key against its exchange and
+// projects the connection into Redis with the credentials sealed under the master key.
+// Concerns are split across files: the credentials Secret (exchangeconnection_secret.go),
+// the exchange call and its verdict (exchangeconnection_validate.go) and the projection
+// (exchangeconnection_projection.go).
+//
+// Secret values are held in memory only for the exchange call and the seal; they never reach
+// logs, events, status or errors, and Redis only ever sees them sealed.
 type ExchangeConnectionReconciler struct {
 	client.Client
 	// APIReader reads the credentials Secret directly: the manager's cache holds only
 	// Secrets labelled trading.sigops.dev/secret-kind, and a user's new Secret is not yet.
 	APIReader client.Reader
+	// Connections is the Redis projection.
+	Connections *credentials.Connections
+	// Keys seals the credentials; nil leaves every connection not Ready (MasterKeyMissing).
+	Keys *credentials.Ring
+	// Connectors by exchange name (spec.exchange); a missing one is ExchangeNotSupported.
+	Connectors map[string]exchange.Connector
+	// Recorder, when set, records an event when the Ready verdict changes.
+	Recorder events.EventRecorder
 	// RetryPeriod is how often a connection whose Secret is missing looks again (a Secret
 	// without our label is not watched until the controller labels it).
 	RetryPeriod time.Duration
+	// RevalidatePeriod is how often the key is checked with the exchange again
+	// (default DefaultExchangeRevalidatePeriod). Secret changes re-validate at once.
+	RevalidatePeriod time.Duration
+	// ValidationTimeout bounds the authenticated exchange call (default 5 s).
+	ValidationTimeout time.Duration
+	// RetryBackoff is the first retry delay while the exchange is unreachable; it doubles
+	// on each failure up to RevalidatePeriod (default 5 s).
+	RetryBackoff time.Duration
+	// MaxConcurrentReconciles bounds parallel validations (default 1). Each may wait up to
+	// ValidationTimeout on an exchange, so a manager with many connections needs several.
+	MaxConcurrentReconciles int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+
+	retries backoff
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections/finalizers,verbs=update
 
-// Reconcile checks one connection's credentials Secret.
+// Reconcile validates one connection and projects it.
 func (r *ExchangeConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	conn := &tradingv1.ExchangeConnection{}
 	if err := r.Get(ctx, req.NamespacedName, conn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !conn.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, conn)
+	}
+	if err := setFinalizer(ctx, r.Client, conn, true); err != nil {
+		return ctrl.Result{}, err
+	}
+
 	before := conn.Status.DeepCopy()
 	res, err := r.reconcileConnection(ctx, conn)
 	if !equality.Semantic.DeepEqual(before, &conn.Status) {
+		r.recordVerdict(conn, before)
 		if uerr := r.Status().Update(ctx, conn); uerr != nil {
 			return ctrl.Result{}, errors.Join(err, uerr)
 		}
@@ -55,50 +106,59 @@ func (r *ExchangeConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 	return res, err
 }
 
+// reconcileConnection does the work and records the outcome in conn.Status; the caller
+// writes it. Every refusal is projected (ready=0, no credentials) before status says so.
 func (r *ExchangeConnectionReconciler) reconcileConnection(ctx context.Context, conn *tradingv1.ExchangeConnection) (ctrl.Result, error) {
-	name := conn.Spec.CredentialsSecretRef.Name
-	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: conn.Namespace, Name: name}, secret)
-	if apierrors.IsNotFound(err) {
-		r.setOutcome(conn, outcome{reason: "SecretNotFound", message: "credentials Secret " + name + " not found"})
-		return ctrl.Result{RequeueAfter: r.RetryPeriod}, nil
-	}
+	secret, err := r.credentialsSecret(ctx, conn)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if secret.Labels[LabelSecretKind] == "" {
-		// Label the Secret so the cache (and so this controller) sees its later changes.
-		orig := secret.DeepCopy()
-		if secret.Labels == nil {
-			secret.Labels = map[string]string{}
-		}
-		secret.Labels[LabelSecretKind] = secretKindCredentials
-		if err := r.Patch(ctx, secret, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, err
-		}
+	name := conn.Spec.CredentialsSecretRef.Name
+	if secret == nil {
+		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonSecretNotFound, stalled: true,
+			message: "credentials Secret " + name + " not found"}}, r.RetryPeriod)
 	}
 	if missing := missingCredentialKeys(secret); len(missing) > 0 {
-		r.setOutcome(conn, outcome{reason: "SecretMissingKeys",
-			message: "credentials Secret " + name + " lacks " + strings.Join(missing, ", ")})
-		return ctrl.Result{}, nil
+		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonSecretMissingKeys, stalled: true,
+			message: "credentials Secret " + name + " lacks " + joinNames(missing)}}, 0)
 	}
-	r.setOutcome(conn, outcome{ready: true, reason: "CredentialsPresent",
-		message: "credentials Secret has apiKey and apiSecret"})
-	return ctrl.Result{}, nil
-}
+	connector := r.Connectors[string(conn.Spec.Exchange)]
+	if connector == nil {
+		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonExchangeNotSupported, stalled: true,
+			message: "this manager has no connector for exchange " + string(conn.Spec.Exchange)}}, 0)
+	}
+	if r.Keys == nil {
+		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonMasterKeyMissing, stalled: true,
+			message: "the manager has no master key (--master-key-file), so credentials cannot be stored encrypted"}}, 0)
+	}
 
-// missingCredentialKeys names the required keys that are absent or empty (names only).
-func missingCredentialKeys(s *corev1.Secret) []string {
-	var missing []string
-	for _, k := range []string{tradingv1.CredentialsKeyAPIKey, tradingv1.CredentialsKeyAPISecret} {
-		if len(strings.TrimSpace(string(s.Data[k]))) == 0 {
-			missing = append(missing, k)
+	creds := credentialsOf(secret)
+	v := r.validate(ctx, connector, creds, endpointsOf(conn))
+	if !v.ready {
+		requeue := r.nextValidation()
+		if v.reconciling {
+			requeue = r.retries.next(conn.UID, r.retryBackoff(), r.revalidatePeriod())
 		}
+		return r.refuse(ctx, conn, v, requeue)
 	}
-	sort.Strings(missing)
-	return missing
+	return r.accept(ctx, conn, creds, v)
 }
 
+// finalize removes the projection (and with it the sealed credentials) from Redis.
+func (r *ExchangeConnectionReconciler) finalize(ctx context.Context, conn *tradingv1.ExchangeConnection) error {
+	if !controllerutil.ContainsFinalizer(conn, tradingv1.FinalizerRuntimeCleanup) {
+		return nil
+	}
+	if err := r.Connections.Delete(ctx, string(conn.UID)); err != nil {
+		return fmt.Errorf("remove exchange connection from the runtime store: %w", err)
+	}
+	r.retries.reset(conn.UID)
+	log.FromContext(ctx).Info("exchange connection runtime state removed", "connection", conn.Name)
+	return setFinalizer(ctx, r.Client, conn, false)
+}
+
+// setOutcome records conditions; observedGeneration advances only when the controller did
+// all it could for this generation (not while it is still retrying).
 func (r *ExchangeConnectionReconciler) setOutcome(conn *tradingv1.ExchangeConnection, o outcome) {
 	o.apply(&conn.Status.Conditions, conn.Generation)
 	if !o.reconciling {
@@ -106,7 +166,54 @@ func (r *ExchangeConnectionReconciler) setOutcome(conn *tradingv1.ExchangeConnec
 	}
 }
 
-// SetupWithManager watches connections and their (labelled) credentials Secrets.
+// recordVerdict records an event when the Ready reason changes: Normal when the key is
+// validated, Warning when it is refused. Messages are the condition's (no secret values).
+func (r *ExchangeConnectionReconciler) recordVerdict(conn *tradingv1.ExchangeConnection, before *tradingv1.ExchangeConnectionStatus) {
+	if r.Recorder == nil {
+		return
+	}
+	now := meta.FindStatusCondition(conn.Status.Conditions, tradingv1.ConditionReady)
+	if now == nil {
+		return
+	}
+	if was := meta.FindStatusCondition(before.Conditions, tradingv1.ConditionReady); was != nil && was.Reason == now.Reason {
+		return
+	}
+	typ := corev1.EventTypeWarning
+	if now.Status == metav1.ConditionTrue {
+		typ = corev1.EventTypeNormal
+	}
+	r.Recorder.Eventf(conn, nil, typ, now.Reason, "Validate", "%s", now.Message)
+}
+
+func (r *ExchangeConnectionReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *ExchangeConnectionReconciler) revalidatePeriod() time.Duration {
+	return orDefault(r.RevalidatePeriod, DefaultExchangeRevalidatePeriod)
+}
+
+// nextValidation is the revalidate period plus up to a fifth of it at random, so that the
+// connections validated together at start-up do not all call their exchange again in the
+// same second (exchanges rate-limit per IP).
+func (r *ExchangeConnectionReconciler) nextValidation() time.Duration {
+	p := r.revalidatePeriod()
+	if p < 5 {
+		return p
+	}
+	return p + rand.N(p/5)
+}
+
+func (r *ExchangeConnectionReconciler) retryBackoff() time.Duration {
+	return orDefault(r.RetryBackoff, DefaultExchangeRetryBackoff)
+}
+
+// SetupWithManager watches connections and their (labelled) credentials Secrets: any change
+// of a Secret re-validates the connections that use it.
 func (r *ExchangeConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tradingv1.ExchangeConnection{}, indexCredentialsSecret,
 		func(o client.Object) []string {
@@ -114,8 +221,13 @@ func (r *ExchangeConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		}); err != nil {
 		return err
 	}
+	workers := r.MaxConcurrentReconciles
+	if workers < 1 {
+		workers = 1
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("exchangeconnection").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&tradingv1.ExchangeConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsUsing),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {

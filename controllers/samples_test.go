@@ -24,7 +24,7 @@ func TestSamplesBecomeReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBot(t, "default", "demo-btc", "sample bot Ready", readyIs(metav1.ConditionTrue, "Active"))
-	waitConnection(t, "default", "demo-binance", metav1.ConditionTrue, "CredentialsPresent")
+	waitConnection(t, "default", "demo-binance", metav1.ConditionTrue, "Validated") // the suite's stub exchange accepts any unknown key
 	a := &tradingv1.PaperAccount{}
 	get(t, a, "default", "demo-paper")
 	if a.Spec.Owner != "demo@sigops.local" {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/registry"
@@ -29,6 +32,22 @@ type Options struct {
 	CredentialsRetryPeriod time.Duration
 	// Clock is the time source of refill cooldowns (nil: time.Now); tests move it.
 	Clock func() time.Time
+
+	// MasterKeys seal exchange credentials before they reach Redis (--master-key-file,
+	// --previous-master-key-files). Nil: no connection becomes Ready (MasterKeyMissing).
+	MasterKeys *credentials.Ring
+	// Connectors by exchange name as ExchangeConnection.spec.exchange spells it ("binance",
+	// "bybit"); each must answer that name from Name(). An exchange without one is
+	// ExchangeNotSupported.
+	Connectors map[string]exchange.Connector
+	// ExchangeRevalidatePeriod is how often a connection's key is checked with the exchange
+	// again (0: 10 minutes). A change of its Secret re-validates at once.
+	ExchangeRevalidatePeriod time.Duration
+	// ExchangeValidationTimeout bounds the authenticated validation call (0: 5 s).
+	ExchangeValidationTimeout time.Duration
+	// ExchangeRetryBackoff is the first retry delay while an exchange is unreachable; it
+	// doubles up to ExchangeRevalidatePeriod (0: 5 s).
+	ExchangeRetryBackoff time.Duration
 }
 
 // Setup registers every reconciler with the manager.
@@ -61,10 +80,24 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	for name, c := range o.Connectors {
+		if c == nil || c.Name() != name {
+			return fmt.Errorf("exchange connector registered as %q answers to another name", name)
+		}
+	}
 	return (&ExchangeConnectionReconciler{
-		Client:      mgr.GetClient(),
-		APIReader:   mgr.GetAPIReader(),
-		RetryPeriod: o.CredentialsRetryPeriod,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Connections:       credentials.NewConnections(o.Redis),
+		Keys:              o.MasterKeys,
+		Connectors:        o.Connectors,
+		Recorder:          mgr.GetEventRecorder("exchangeconnection-controller"),
+		RetryPeriod:       o.CredentialsRetryPeriod,
+		RevalidatePeriod:  o.ExchangeRevalidatePeriod,
+		ValidationTimeout: o.ExchangeValidationTimeout,
+		RetryBackoff:      o.ExchangeRetryBackoff,
+		// Validations wait on exchanges; they get as many workers as bots do.
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}).SetupWithManager(mgr)
 }
 

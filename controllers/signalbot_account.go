@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -32,7 +35,13 @@ type accountCheck struct {
 
 // checkAccount resolves the bot's paper account or exchange connection. The account must
 // exist, be Ready and belong to the bot's owner: a bot must never trade on an account that
-// is not its owner's, whatever the YAML says.
+// is not its owner's, whatever the YAML says. An exchange connection's key must also hold
+// the trade permission of the bot's market (status.permissions).
+//
+// The reasons become the projection's disabledReason. Those starting with
+// "ExchangeConnection" (NotFound, NotReady) make webhookd answer 403 EXCHANGE_DISCONNECTED;
+// MissingTradePermission and AccountOwnerMismatch answer 403 BOT_DISABLED: the connection
+// works, the bot's settings do not fit it.
 func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.SignalBot) accountCheck {
 	var (
 		obj  client.Object
@@ -70,8 +79,24 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 		}
 		return c
 	}
+	if xc, ok := obj.(*tradingv1.ExchangeConnection); ok {
+		need := credentials.TradePermission(botMarket(bot))
+		if !slices.Contains(xc.Status.Permissions, need) {
+			c.reason = reasonMissingTradePermission
+			c.message = kind + " " + ref.Name + "'s API key lacks the " + need + " trading permission the bot's market needs"
+			return c
+		}
+	}
 	c.ready = true
 	return c
+}
+
+// botMarket is the exchange kind the bot trades (spot unless futures).
+func botMarket(bot *tradingv1.SignalBot) exchange.Kind {
+	if bot.Spec.Market == tradingv1.MarketFutures {
+		return exchange.Futures
+	}
+	return exchange.Spot
 }
 
 // accountReadiness returns the Ready condition and owner of a PaperAccount or ExchangeConnection.
@@ -86,16 +111,26 @@ func accountReadiness(obj client.Object) (*metav1.Condition, string) {
 }
 
 // accountReadinessChanged passes account events that can change a bot: creation,
-// deletion, a Ready flip or an owner change. Balance updates pass nothing.
+// deletion, a Ready flip, an owner change or (connections) a permissions change. Balance
+// updates and periodic re-validations pass nothing.
 func accountReadinessChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldReady, oldOwner := accountReadiness(e.ObjectOld)
 			newReady, newOwner := accountReadiness(e.ObjectNew)
-			return conditionStatus(oldReady) != conditionStatus(newReady) || oldOwner != newOwner
+			return conditionStatus(oldReady) != conditionStatus(newReady) || oldOwner != newOwner ||
+				!slices.Equal(accountPermissions(e.ObjectOld), accountPermissions(e.ObjectNew))
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// accountPermissions are an exchange connection's key permissions (nil for paper accounts).
+func accountPermissions(obj client.Object) []string {
+	if xc, ok := obj.(*tradingv1.ExchangeConnection); ok {
+		return xc.Status.Permissions
+	}
+	return nil
 }
 
 func conditionStatus(c *metav1.Condition) metav1.ConditionStatus {

@@ -1,8 +1,10 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +25,8 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -32,6 +37,13 @@ var (
 	rdb      *redis.Client
 	clock    = &testClock{}
 	nsSerial atomic.Int64
+
+	// masterKey seals credentials in the suite's manager; exchanges is its only connector
+	// (binance), a stub answering by API key; logs holds everything the manager logged.
+	masterKey  = bytes.Repeat([]byte{0x5e, 0xc7, 0x21, 0x9a}, 8)
+	masterKeys *credentials.Ring
+	exchanges  = newStubConnector("binance")
+	logs       = &syncBuffer{}
 )
 
 const baseURL = "https://sigops.test"
@@ -61,6 +73,12 @@ func runSuite(m *testing.M) int {
 	defer srv.Stop()
 	rdb = srv.Client()
 
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if masterKeys, err = credentials.NewRing(masterKey); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = tradingv1.AddToScheme(scheme)
@@ -77,6 +95,8 @@ func runSuite(m *testing.M) int {
 	if err := controllers.Setup(mgr, controllers.Options{
 		Redis: rdb, BaseURL: baseURL, TombstoneTTL: time.Hour, MaxConcurrentReconciles: 4,
 		PaperSyncPeriod: time.Second, CredentialsRetryPeriod: time.Second, Clock: clock.Now,
+		MasterKeys: masterKeys, Connectors: map[string]exchange.Connector{"binance": exchanges},
+		ExchangeRetryBackoff: 200 * time.Millisecond,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -98,6 +118,24 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// syncBuffer collects the manager's logs for leak checks.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // testClock is time.Now moved forward by the tests (refill cooldowns).

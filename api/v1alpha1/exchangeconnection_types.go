@@ -72,6 +72,13 @@ type ExchangeConnectionStatus struct {
 	// +optional
 	LastValidatedAt *metav1.Time `json:"lastValidatedAt,omitempty"`
 
+	// encryptionKeyID is the ID of the master key the credentials are sealed with in the
+	// runtime store (a short hash, not the key); empty while the connection is not Ready.
+	// After a master-key rotation every Ready connection shows the new key's ID.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	EncryptionKeyID string `json:"encryptionKeyID,omitempty"`
+
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -91,6 +98,8 @@ type ExchangeConnectionStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Exchange",type=string,JSONPath=`.spec.exchange`
 // +kubebuilder:printcolumn:name="Testnet",type=boolean,JSONPath=`.spec.testnet`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Permissions",type=string,JSONPath=`.status.permissions`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ExchangeConnection struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
@@ -29,6 +31,7 @@ import (
 func main() {
 	var (
 		metricsAddr, marketData, instance string
+		masterKeyFile, previousKeyFiles   string
 		leaseTTL, watchInterval           time.Duration
 		redisOpts                         store.Options
 		logLevel                          slog.Level
@@ -39,6 +42,8 @@ func main() {
 	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's consumer name (unique among live replicas)")
 	flag.DurationVar(&leaseTTL, "lease-ttl", 5*time.Second, "partition lease; bounds how long a dead replica's signals wait")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
+	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
+	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, still accepted for opening during a rotation")
 	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
 	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
 	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
@@ -46,13 +51,18 @@ func main() {
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
-	if err := run(logger, metricsAddr, marketData, instance, leaseTTL, watchInterval, redisOpts); err != nil {
+	keys, err := credentials.FromFlags(masterKeyFile, previousKeyFiles)
+	if err != nil {
+		logger.Error("executor stopped", "error", err)
+		os.Exit(1)
+	}
+	if err := run(logger, metricsAddr, marketData, instance, leaseTTL, watchInterval, redisOpts, keys); err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL, watchInterval time.Duration, ro store.Options) error {
+func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL, watchInterval time.Duration, ro store.Options, keys *credentials.Ring) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rdb, err := store.Connect(ctx, ro)
@@ -69,7 +79,21 @@ func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL
 		return err
 	}
 
-	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: logger})
+	// ---- Exchange connectors: the lead wires the live adapters here. ----
+	// TODO(lead): connectors := map[string]exchange.Connector{"binance": binance.Connector{}, "bybit": bybit.Connector{}}
+	// once runtime/exchange/binance and runtime/exchange/bybit land (keep the manager's map
+	// the same). Until then exchange accounts answer EXCHANGE_DISCONNECTED.
+	connectors := map[string]exchange.Connector{}
+	// ---- end of the connectors ----
+	if keys == nil {
+		logger.Warn("no --master-key-file: bots on exchange connections answer EXCHANGE_DISCONNECTED")
+	} else {
+		logger.Info("master keys loaded", "currentKeyId", keys.CurrentKeyID(), "keyIds", keys.KeyIDs())
+	}
+	venues := &executor.Paper{Redis: rdb, Prices: prices,
+		Live: &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: connectors}}
+
+	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Venues: venues, Logger: logger})
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})
 	consumer := queue.NewConsumer(qrdb, queue.Options{Name: instance, LeaseTTL: leaseTTL, Logger: logger})
 

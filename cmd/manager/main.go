@@ -20,16 +20,20 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store"
 )
 
 func main() {
 	var (
 		metricsAddr, probeAddr, baseURL    string
+		masterKeyFile, previousKeyFiles    string
 		leaderElect                        bool
 		qps                                float64
 		burst, workers                     int
 		tombstoneTTL, paperSync, credRetry time.Duration
+		revalidate                         time.Duration
 		redisOpts                          store.Options
 		logLevel                           slog.Level
 	)
@@ -43,6 +47,9 @@ func main() {
 	flag.DurationVar(&tombstoneTTL, "tombstone-ttl", 90*24*time.Hour, "how long a deleted bot's URL answers BOT_DELETED")
 	flag.DurationVar(&paperSync, "paper-sync-period", 30*time.Second, "how often paper account status re-reads the balance")
 	flag.DurationVar(&credRetry, "credentials-retry-period", 30*time.Second, "how often a connection with a missing Secret looks again")
+	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that seals exchange credentials; mount a Secret. Without it no exchange connection becomes Ready")
+	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, accepted for opening until every connection is re-sealed")
+	flag.DurationVar(&revalidate, "exchange-revalidate-period", controllers.DefaultExchangeRevalidatePeriod, "how often an exchange connection's API key is checked with the exchange again")
 	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
 	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
 	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
@@ -51,11 +58,23 @@ func main() {
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	keys, err := credentials.FromFlags(masterKeyFile, previousKeyFiles)
+	if err != nil {
+		logger.Error("manager stopped", "error", err)
+		os.Exit(1)
+	}
+	// ---- Exchange connectors: the lead wires the live adapters here. ----
+	// TODO(lead): connectors := map[string]exchange.Connector{"binance": binance.Connector{}, "bybit": bybit.Connector{}}
+	// once runtime/exchange/binance and runtime/exchange/bybit land (keep the executor's map
+	// the same). Until then connections are Ready=False, reason ExchangeNotSupported.
+	connectors := map[string]exchange.Connector{}
+	// ---- end of the connectors ----
 	if err := run(ctrl.SetupSignalHandler(), logger, managerConfig{
 		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElect: leaderElect, qps: qps, burst: burst,
 		redis: redisOpts, controllers: controllers.Options{
 			BaseURL: baseURL, TombstoneTTL: tombstoneTTL, MaxConcurrentReconciles: workers,
 			PaperSyncPeriod: paperSync, CredentialsRetryPeriod: credRetry,
+			MasterKeys: keys, Connectors: connectors, ExchangeRevalidatePeriod: revalidate,
 		},
 	}); err != nil {
 		logger.Error("manager stopped", "error", err)
@@ -112,6 +131,12 @@ func run(ctx context.Context, logger *slog.Logger, c managerConfig) error {
 	// Ready only while Redis answers: without it no bot can be projected.
 	if err := mgr.AddReadyzCheck("redis", func(r *http.Request) error { return rdb.Ping(r.Context()).Err() }); err != nil {
 		return err
+	}
+	if k := c.controllers.MasterKeys; k == nil {
+		logger.Warn("no --master-key-file: exchange connections stay not Ready (MasterKeyMissing)")
+	} else {
+		// Key IDs are short hashes, safe to log; rotation progress is status.encryptionKeyID.
+		logger.Info("master keys loaded", "currentKeyId", k.CurrentKeyID(), "keyIds", k.KeyIDs())
 	}
 	logger.Info("starting manager", "redis", c.redis.Addr, "baseURL", c.controllers.BaseURL)
 	return mgr.Start(ctx)

@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sigops/sigops/runtime/exchange"
+)
+
+// Ready reasons of an ExchangeConnection.
+const (
+	reasonValidated                   = "Validated"
+	reasonSecretNotFound              = "SecretNotFound"
+	reasonSecretMissingKeys           = "SecretMissingKeys"
+	reasonExchangeNotSupported        = "ExchangeNotSupported"
+	reasonMasterKeyMissing            = "MasterKeyMissing"
+	reasonConnectFailed               = "ConnectFailed"
+	reasonInvalidCredentials          = "InvalidCredentials"
+	reasonUnreachable                 = "Unreachable"
+	reasonValidationFailed            = "ValidationFailed"
+	reasonWithdrawalPermissionEnabled = "WithdrawalPermissionEnabled"
+	reasonMissingReadPermission       = "MissingReadPermission"
+	// reasonMissingTradePermission is a connection's reason when its key can trade neither
+	// spot nor futures, and a bot's when the key lacks its market's permission.
+	reasonMissingTradePermission = "MissingTradePermission"
+	reasonSealFailed             = "SealFailed"
+)
+
+// verdict is the outcome of checking a key, with what the exchange reported.
+type verdict struct {
+	outcome
+	// answered: the exchange answered about the key (accepted or refused it), which sets
+	// status.lastValidatedAt.
+	answered bool
+	// perms are the permissions the exchange reported; nil when it did not report them.
+	perms []string
+}
+
+// validate connects with creds and makes the authenticated permissions call, bounded by the
+// validation timeout, and judges the key: it must be accepted, able to read, able to trade
+// spot or futures, and unable to withdraw or transfer. Messages never hold a credential:
+// the connector's own error text is included only for unexpected errors, redacted.
+func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector exchange.Connector, creds exchange.Credentials, ep exchange.Endpoints) verdict {
+	name := connector.Name()
+	where := name
+	if ep.Testnet {
+		where += " (testnet)"
+	}
+	live, err := connector.Connect(creds, ep)
+	if errors.Is(err, exchange.ErrInvalidCredentials) {
+		return verdict{outcome: outcome{reason: reasonInvalidCredentials, stalled: true,
+			message: name + " does not accept the API key's format; put a valid key in the credentials Secret"}}
+	}
+	if err != nil {
+		return verdict{outcome: outcome{reason: reasonConnectFailed, stalled: true,
+			message: "cannot set up the " + name + " client (check spec.endpoints): " + redact(err.Error(), creds)}}
+	}
+	vctx, cancel := context.WithTimeout(ctx, orDefault(r.ValidationTimeout, DefaultExchangeValidationTimeout))
+	defer cancel()
+	p, err := live.Permissions(vctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, exchange.ErrInvalidCredentials):
+		return verdict{answered: true, outcome: outcome{reason: reasonInvalidCredentials, stalled: true,
+			message: where + " refused the API key (wrong, expired or deleted, or this address is not on its IP allow-list); put a valid key in the credentials Secret"}}
+	case errors.Is(err, exchange.ErrUnreachable), errors.Is(err, context.DeadlineExceeded), vctx.Err() != nil:
+		return verdict{outcome: outcome{reason: reasonUnreachable, reconciling: true,
+			message: where + " cannot be reached; retrying with backoff"}}
+	default:
+		return verdict{outcome: outcome{reason: reasonValidationFailed, reconciling: true,
+			message: "checking the API key with " + where + " failed: " + redact(err.Error(), creds) + "; retrying with backoff"}}
+	}
+
+	list := p.List()
+	shown := "permissions " + strings.Join(list, ", ")
+	if len(list) == 0 {
+		shown = "no permissions"
+	}
+	v := verdict{answered: true, perms: list}
+	if v.perms == nil {
+		v.perms = []string{}
+	}
+	switch {
+	case p.Withdraw || p.Transfer:
+		v.outcome = outcome{reason: reasonWithdrawalPermissionEnabled, stalled: true,
+			message: "the API key can " + movesFunds(p) + " (" + shown + "); sigops never uses such keys: make a key without withdrawal and transfer permissions"}
+	case !p.Read:
+		v.outcome = outcome{reason: reasonMissingReadPermission, stalled: true,
+			message: "the API key cannot read the account (" + shown + "); enable reading on the key"}
+	case !p.SpotTrade && !p.FuturesTrade:
+		v.outcome = outcome{reason: reasonMissingTradePermission, stalled: true,
+			message: "the API key can trade neither spot nor futures (" + shown + "); enable the trading permission your bots' market needs"}
+	default:
+		v.outcome = outcome{ready: true, reason: reasonValidated, message: "validated with " + where + ": " + shown}
+	}
+	return v
+}
+
+func movesFunds(p exchange.Permissions) string {
+	switch {
+	case p.Withdraw && p.Transfer:
+		return "withdraw and transfer funds"
+	case p.Withdraw:
+		return "withdraw funds"
+	}
+	return "transfer funds"
+}
+
+// backoff counts consecutive transient failures per connection, so that an unreachable
+// exchange is retried after a delay that doubles each time (and the exchange is not
+// hammered by the controller-runtime default of a few milliseconds).
+type backoff struct {
+	mu       sync.Mutex
+	failures map[types.UID]int
+}
+
+// next counts a failure and returns the delay before the next attempt: base, 2·base, 4·base…
+// never above limit.
+func (b *backoff) next(uid types.UID, base, limit time.Duration) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failures == nil {
+		b.failures = map[types.UID]int{}
+	}
+	n := b.failures[uid]
+	b.failures[uid] = n + 1
+	d := base
+	for i := 0; i < n && d < limit; i++ {
+		d *= 2
+	}
+	if d > limit {
+		d = limit
+	}
+	return d
+}
+
+func (b *backoff) reset(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.failures, uid)
+}

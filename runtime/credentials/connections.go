@@ -1,0 +1,156 @@
+package credentials
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// Fields of the connection hash (store.ExchangeConnection).
+const (
+	fieldNamespace       = "namespace"
+	fieldName            = "name"
+	fieldExchange        = "exchange"
+	fieldOwner           = "owner"
+	fieldTestnet         = "testnet"
+	fieldSpotEndpoint    = "endpointSpot"
+	fieldFuturesEndpoint = "endpointFutures"
+	fieldReady           = "ready"
+	fieldReason          = "reason"
+	fieldPermissions     = "permissions"
+	fieldValidatedAt     = "validatedAt"
+	fieldCredentials     = "credentials"
+	fieldKeyID           = "keyId"
+)
+
+// ErrNotFound: no projection of that connection.
+var ErrNotFound = errors.New("exchange connection not found")
+
+// Connection is an ExchangeConnection as the runtime sees it. The controller writes it; the
+// executor reads it to trade. Sealed is set only while Ready.
+type Connection struct {
+	// UID is the ExchangeConnection's Kubernetes UID (a bot's Account.ID).
+	UID       string
+	Namespace string
+	Name      string
+	// Exchange is spec.exchange (binance, bybit): the Connector to use.
+	Exchange string
+	// Owner is the owner's email, lower-cased.
+	Owner           string
+	Testnet         bool
+	SpotEndpoint    string
+	FuturesEndpoint string
+	// Ready: the exchange accepted the key and its permissions are acceptable.
+	Ready bool
+	// Reason is the connection's Ready reason (Validated, WithdrawalPermissionEnabled, ...).
+	Reason string
+	// Permissions as exchange.Permissions.List names them.
+	Permissions []string
+	// ValidatedAt is when the exchange last answered about the key (ms since epoch).
+	ValidatedAt int64
+	// Sealed is the credentials blob (SealCredentials with AAD(UID)); KeyID names its key.
+	Sealed string
+	KeyID  string
+}
+
+// Endpoints are the connection's base-URL overrides, as a Connector takes them.
+func (c Connection) Endpoints() exchange.Endpoints {
+	return exchange.Endpoints{Spot: c.SpotEndpoint, Futures: c.FuturesEndpoint, Testnet: c.Testnet}
+}
+
+// CanTrade reports whether the key holds the trade permission of kind.
+func (c Connection) CanTrade(kind exchange.Kind) bool {
+	return slices.Contains(c.Permissions, TradePermission(kind))
+}
+
+// Connections reads and writes connection projections in Redis.
+type Connections struct{ rdb redis.UniversalClient }
+
+// NewConnections returns a store on rdb.
+func NewConnections(rdb redis.UniversalClient) *Connections { return &Connections{rdb: rdb} }
+
+// Save writes c. A connection that is not Ready, or has no sealed credentials, loses its
+// credentials fields in the same transaction: a refused key is never left usable.
+func (s *Connections) Save(ctx context.Context, c Connection) error {
+	if c.UID == "" {
+		return errors.New("save exchange connection: empty UID")
+	}
+	key := store.ExchangeConnection(c.UID)
+	usable := c.Ready && c.Sealed != ""
+	fields := []any{
+		fieldNamespace, c.Namespace,
+		fieldName, c.Name,
+		fieldExchange, c.Exchange,
+		fieldOwner, strings.ToLower(strings.TrimSpace(c.Owner)),
+		fieldTestnet, flag(c.Testnet),
+		fieldSpotEndpoint, c.SpotEndpoint,
+		fieldFuturesEndpoint, c.FuturesEndpoint,
+		fieldReady, flag(usable),
+		fieldReason, c.Reason,
+		fieldPermissions, strings.Join(c.Permissions, ","),
+		fieldValidatedAt, strconv.FormatInt(c.ValidatedAt, 10),
+	}
+	if usable {
+		fields = append(fields, fieldCredentials, c.Sealed, fieldKeyID, c.KeyID)
+	}
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if !usable {
+			p.HDel(ctx, key, fieldCredentials, fieldKeyID)
+		}
+		p.HSet(ctx, key, fields...)
+		return nil
+	})
+	return err
+}
+
+// Get reads one connection.
+func (s *Connections) Get(ctx context.Context, uid string) (Connection, error) {
+	if uid == "" {
+		return Connection{}, ErrNotFound
+	}
+	v, err := s.rdb.HGetAll(ctx, store.ExchangeConnection(uid)).Result()
+	if err != nil {
+		return Connection{}, err
+	}
+	if len(v) == 0 {
+		return Connection{}, ErrNotFound
+	}
+	c := Connection{
+		UID:             uid,
+		Namespace:       v[fieldNamespace],
+		Name:            v[fieldName],
+		Exchange:        v[fieldExchange],
+		Owner:           v[fieldOwner],
+		Testnet:         v[fieldTestnet] == "1",
+		SpotEndpoint:    v[fieldSpotEndpoint],
+		FuturesEndpoint: v[fieldFuturesEndpoint],
+		Ready:           v[fieldReady] == "1",
+		Reason:          v[fieldReason],
+		Sealed:          v[fieldCredentials],
+		KeyID:           v[fieldKeyID],
+	}
+	if p := v[fieldPermissions]; p != "" {
+		c.Permissions = strings.Split(p, ",")
+	}
+	c.ValidatedAt, _ = strconv.ParseInt(v[fieldValidatedAt], 10, 64)
+	return c, nil
+}
+
+// Delete removes a connection's projection (the connection was deleted).
+func (s *Connections) Delete(ctx context.Context, uid string) error {
+	return s.rdb.Del(ctx, store.ExchangeConnection(uid)).Err()
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
