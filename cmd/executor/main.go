@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sigops/sigops/runtime/credentials"
-	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
@@ -79,19 +79,14 @@ func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL
 		return err
 	}
 
-	// ---- Exchange connectors: the lead wires the live adapters here. ----
-	// TODO(lead): connectors := map[string]exchange.Connector{"binance": binance.Connector{}, "bybit": bybit.Connector{}}
-	// once runtime/exchange/binance and runtime/exchange/bybit land (keep the manager's map
-	// the same). Until then exchange accounts answer EXCHANGE_DISCONNECTED.
-	connectors := map[string]exchange.Connector{}
-	// ---- end of the connectors ----
+	exchanges := connectors.All()
 	if keys == nil {
 		logger.Warn("no --master-key-file: bots on exchange connections answer EXCHANGE_DISCONNECTED")
 	} else {
 		logger.Info("master keys loaded", "currentKeyId", keys.CurrentKeyID(), "keyIds", keys.KeyIDs())
 	}
 	venues := &executor.Paper{Redis: rdb, Prices: prices,
-		Live: &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: connectors}}
+		Live: &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: exchanges}}
 
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Venues: venues, Logger: logger})
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})

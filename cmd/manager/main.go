@@ -21,7 +21,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/credentials"
-	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -63,18 +63,13 @@ func main() {
 		logger.Error("manager stopped", "error", err)
 		os.Exit(1)
 	}
-	// ---- Exchange connectors: the lead wires the live adapters here. ----
-	// TODO(lead): connectors := map[string]exchange.Connector{"binance": binance.Connector{}, "bybit": bybit.Connector{}}
-	// once runtime/exchange/binance and runtime/exchange/bybit land (keep the executor's map
-	// the same). Until then connections are Ready=False, reason ExchangeNotSupported.
-	connectors := map[string]exchange.Connector{}
-	// ---- end of the connectors ----
+	exchanges := connectors.All()
 	if err := run(ctrl.SetupSignalHandler(), logger, managerConfig{
 		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElect: leaderElect, qps: qps, burst: burst,
 		redis: redisOpts, controllers: controllers.Options{
 			BaseURL: baseURL, TombstoneTTL: tombstoneTTL, MaxConcurrentReconciles: workers,
 			PaperSyncPeriod: paperSync, CredentialsRetryPeriod: credRetry,
-			MasterKeys: keys, Connectors: connectors, ExchangeRevalidatePeriod: revalidate,
+			MasterKeys: keys, Connectors: exchanges, ExchangeRevalidatePeriod: revalidate,
 		},
 	}); err != nil {
 		logger.Error("manager stopped", "error", err)

@@ -35,7 +35,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	fmt.Printf("starting the executor (simulated market; log: %s)\n", s.rel(s.executorLog))
 	if s.executor, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "executor", Binary: bins["executor"], LogFile: s.executorLog,
-		Args:     []string{"--redis-addr=" + s.redis.Addr, "--market-data=simulated", "--metrics-bind-address=" + execMetrics},
+		Args: []string{"--redis-addr=" + s.redis.Addr, "--market-data=simulated", "--metrics-bind-address=" + execMetrics,
+			"--master-key-file=" + s.masterKey},
 		ReadyURL: "http://" + execMetrics + "/readyz",
 	}); err != nil {
 		return err

@@ -125,7 +125,7 @@ type paths struct {
 	lock, pid, kubeconfig, env, etcdDir, redisDir  string
 	managerLog, redisLog, samples, kubectl, assets string
 	webhookdLog, executorLog, nginxDir, nginxLog   string
-	certFile, keyFile                              string
+	certFile, keyFile, masterKey                   string
 }
 
 func newPaths(root string) paths {
@@ -140,8 +140,9 @@ func newPaths(root string) paths {
 		webhookdLog: filepath.Join(dir, "webhookd.log"), executorLog: filepath.Join(dir, "executor.log"),
 		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
-		samples: filepath.Join(root, "config", "samples"),
-		kubectl: filepath.Join(stack.AssetsDir(root), "kubectl"),
+		masterKey: filepath.Join(dir, "master.key"),
+		samples:   filepath.Join(root, "config", "samples"),
+		kubectl:   filepath.Join(stack.AssetsDir(root), "kubectl"),
 	}
 }
 
@@ -203,6 +204,12 @@ func (s *localStack) start(ctx context.Context) error {
 		return err
 	}
 
+	// The master key that seals exchange credentials (kept across runs: sealed blobs in
+	// Redis need it; -fresh removes both).
+	if err := stack.MasterKey(s.masterKey); err != nil {
+		return err
+	}
+
 	port := redisPort
 	if !stack.PortFree(port) {
 		if port, err = stack.FreePort(); err != nil {
@@ -222,6 +229,7 @@ func (s *localStack) start(ctx context.Context) error {
 	}
 	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
 		Binary: bin, Kubeconfig: s.kubeconfig, RedisAddr: s.redis.Addr, BaseURL: baseURL, LogFile: s.managerLog,
+		Args: []string{"--master-key-file=" + s.masterKey},
 	}); err != nil {
 		return err
 	}

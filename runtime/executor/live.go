@@ -99,7 +99,15 @@ func (v *LiveVenues) Open(ctx context.Context, bot registry.Bot) (Account, error
 	if fee.IsZero() {
 		fee = DefaultLiveFeeRate
 	}
-	return Account{Exchange: live, FeeRate: fee, Venue: c.Exchange}, nil
+	var ex exchange.Exchange = live
+	// An adapter whose spot and futures wallets differ (Binance) gives the view of the
+	// bot's market, so that balances and sizing read the right wallet.
+	if k, ok := live.(interface {
+		ForKind(exchange.Kind) exchange.Live
+	}); ok {
+		ex = k.ForKind(kind)
+	}
+	return Account{Exchange: ex, FeeRate: fee, Venue: c.Exchange}, nil
 }
 
 // client returns the cached client of c or connects a new one.

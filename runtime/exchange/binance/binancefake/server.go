@@ -1,0 +1,622 @@
+// Package binancefake is an in-process Binance (spot and USDⓈ-M futures on one
+// httptest server, told apart by path) for the adapter's tests. It authenticates like
+// Binance (X-MBX-APIKEY, HMAC-SHA256 signature over the exact query string + body,
+// timestamp within recvWindow of its clock) and refuses with Binance's codes; it keeps
+// balances, positions, orders (by orderId and clientOrderId), trades and conditional (algo)
+// orders; and it injects failures (error answers, 429/418 with Retry-After, 5xx, delays,
+// dropped connections before or after an order is applied).
+//
+// Matching model (simplified, documented):
+//   - market orders fill completely at the price set with SetPrice;
+//   - limit orders that are marketable (buy at or above the price, sell at or below) fill
+//     at once at the current price; others rest (status NEW, funds locked on spot) and fill
+//     at their limit price when SetPrice crosses them;
+//   - spot STOP_LOSS / TAKE_PROFIT and futures algo orders trigger when SetPrice crosses
+//     their stop/trigger price, and then fill as market orders (…_LIMIT / STOP / TAKE_PROFIT
+//     become limit orders at their price);
+//   - fees: spot 0.1 % (buys pay in the base asset, sells in the quote asset, like
+//     Binance without BNB), futures 0.05 % in USDT; SetFeeRates changes them;
+//   - futures: one-way mode, margin = |position| × entry / leverage, available balance =
+//     wallet − margin (unrealised PnL ignored);
+//   - a client order ID is refused as a duplicate only while an order holding it is open,
+//     as on Binance (a filled order's ID can be used again: the adapter must look up
+//     first).
+package binancefake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The key pair New registers.
+const (
+	APIKey    = "fakeKey0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+	APISecret = "fakeSecret9876543210zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIH"
+)
+
+// Restrictions is the apiRestrictions document of the key.
+type Restrictions struct {
+	IPRestrict                 bool
+	EnableReading              bool
+	EnableSpotAndMarginTrading bool
+	EnableFutures              bool
+	EnableMargin               bool
+	EnableWithdrawals          bool
+	EnableInternalTransfer     bool
+	PermitsUniversalTransfer   bool
+}
+
+// Request is one request the server received (signature left out).
+type Request struct {
+	Method, Path string
+	Params       url.Values
+}
+
+// Server is the fake Binance.
+type Server struct {
+	ts        *httptest.Server
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	mu           sync.Mutex
+	keys         map[string]string
+	skew         time.Duration
+	restrictions Restrictions
+	spotFee      decimal.Decimal
+	futFee       decimal.Decimal
+	prices       map[string]decimal.Decimal
+	spotBal      map[string]*balance
+	futWallet    map[string]decimal.Decimal
+	positions    map[string]*position
+	leverage     map[string]int
+	orders       []*order
+	byID         map[int64]*order
+	byCID        map[string][]*order // "s|cid" / "f|cid", oldest first
+	algos        []*algoOrder
+	nextID       int64
+	nextTrade    int64
+	faults       []*armed
+	placed       map[string]int
+	reqs         []Request
+	routes       map[string]endpoint
+}
+
+type balance struct{ free, locked decimal.Decimal }
+
+type position struct{ amt, entry decimal.Decimal }
+
+// New starts a fake with the key pair APIKey/APISecret, prices BTCUSDT 50000, ETHUSDT 3000,
+// DOGEUSDT 0.1, 10000 USDT in the spot wallet and 10000 USDT in the futures wallet, a key
+// that may read and trade spot and futures (no withdrawals, no transfers, no IP
+// restriction), and leverage 20 on every futures symbol.
+func New() *Server {
+	s := &Server{
+		closing:      make(chan struct{}),
+		keys:         map[string]string{APIKey: APISecret},
+		restrictions: Restrictions{EnableReading: true, EnableSpotAndMarginTrading: true, EnableFutures: true},
+		spotFee:      decimal.RequireFromString("0.001"),
+		futFee:       decimal.RequireFromString("0.0005"),
+		prices: map[string]decimal.Decimal{
+			"BTCUSDT": decimal.RequireFromString("50000"), "ETHUSDT": decimal.RequireFromString("3000"),
+			"DOGEUSDT": decimal.RequireFromString("0.1"),
+		},
+		spotBal:   map[string]*balance{"USDT": {free: decimal.NewFromInt(10000)}},
+		futWallet: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)},
+		positions: map[string]*position{},
+		byID:      map[int64]*order{},
+		byCID:     map[string][]*order{},
+		leverage:  map[string]int{},
+		nextID:    1000,
+		nextTrade: 5000,
+		placed:    map[string]int{},
+	}
+	s.routes = s.buildRoutes()
+	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.ts.Start()
+	return s
+}
+
+// URL is the base URL of both APIs.
+func (s *Server) URL() string { return s.ts.URL }
+
+// Close stops the server; delayed requests are abandoned.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.ts.CloseClientConnections()
+	s.ts.Close()
+}
+
+// AddKey registers another key pair (all keys share one account).
+func (s *Server) AddKey(key, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[key] = secret
+}
+
+// SetPermissions sets the key's restrictions.
+func (s *Server) SetPermissions(r Restrictions) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restrictions = r
+}
+
+// SetClockSkew moves the server's clock (positive: the server is ahead).
+func (s *Server) SetClockSkew(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew = d
+}
+
+// SetFeeRates sets the spot and futures fee rates ("0.001").
+func (s *Server) SetFeeRates(spot, futures string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spotFee, s.futFee = decimal.RequireFromString(spot), decimal.RequireFromString(futures)
+}
+
+// SetPrice sets a symbol's price (spot and futures alike, "BTCUSDT") and fills the resting
+// orders and triggers the conditional orders it crosses.
+func (s *Server) SetPrice(symbol, price string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prices[symbol] = decimal.RequireFromString(price)
+	s.matchSpot(symbol)
+	s.matchFutures(symbol)
+}
+
+// SetSpotBalance sets the free spot balance of an asset.
+func (s *Server) SetSpotBalance(asset, free string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spot(asset).free = decimal.RequireFromString(free)
+}
+
+// SetFuturesBalance sets the futures wallet balance of an asset.
+func (s *Server) SetFuturesBalance(asset, wallet string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.futWallet[asset] = decimal.RequireFromString(wallet)
+}
+
+// SpotBalance is the spot wallet's free and locked balance of asset.
+func (s *Server) SpotBalance(asset string) (free, locked decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.spot(asset)
+	return b.free, b.locked
+}
+
+// FuturesBalance is the futures wallet balance of asset and the available balance.
+func (s *Server) FuturesBalance(asset string) (wallet, available decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.futWallet[asset], s.available(asset)
+}
+
+// Position is the futures position of symbol: signed amount and entry price.
+func (s *Server) Position(symbol string) (amount, entry decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.positions[symbol]
+	if p == nil {
+		return decimal.Zero, decimal.Zero
+	}
+	return p.amt, p.entry
+}
+
+// Leverage is the futures leverage of symbol.
+func (s *Server) Leverage(symbol string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lev(symbol)
+}
+
+// Placed is how many orders (regular or conditional, spot or futures) were created with
+// the client order ID.
+func (s *Server) Placed(clientOrderID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.placed[clientOrderID]
+}
+
+// Requests lists the requests received, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Count is how many requests had the method and path.
+func (s *Server) Count(method, path string) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Method == method && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
+// Fault is an injected failure. Method and Path (empty: any) select the requests it hits.
+type Fault struct {
+	Method, Path string
+	// Status and Code answer with an error instead of handling the request (Code 0: the
+	// body is Body, or empty). RetryAfter is sent as the Retry-After header.
+	Status     int
+	Code       int
+	Msg        string
+	Body       string
+	RetryAfter string
+	// Delay holds the request before anything else (then it is handled normally unless
+	// another field says otherwise). The recvWindow is checked after the delay, as
+	// Binance checks it on arrival.
+	Delay time.Duration
+	// Drop closes the connection without handling the request.
+	Drop bool
+	// DropAfterApply handles the request (an order is placed) and closes the connection
+	// without answering.
+	DropAfterApply bool
+}
+
+// On restricts the fault to one endpoint.
+func (f Fault) On(method, path string) Fault {
+	f.Method, f.Path = method, path
+	return f
+}
+
+// Reject answers HTTP 400 with a Binance error code.
+func Reject(code int, msg string) Fault {
+	return Fault{Status: http.StatusBadRequest, Code: code, Msg: msg}
+}
+
+// RateLimited answers 429 -1003 with Retry-After.
+func RateLimited(retryAfterSeconds int) Fault {
+	return Fault{Status: http.StatusTooManyRequests, Code: -1003, RetryAfter: strconv.Itoa(retryAfterSeconds),
+		Msg: "Too much request weight used; current limit is 6000 request weight per 1 MINUTE. Please use WebSocket Streams for live updates to avoid polling the API."}
+}
+
+// Banned answers 418 -1003 with Retry-After (an IP ban).
+func Banned(retryAfterSeconds int) Fault {
+	return Fault{Status: http.StatusTeapot, Code: -1003, RetryAfter: strconv.Itoa(retryAfterSeconds),
+		Msg: "Way too much request weight used; IP banned until 1700000000000. Please use WebSocket Streams for live updates to avoid bans."}
+}
+
+// ServerError answers a 5xx: 500 and 503 with Binance's JSON (-1000, -1008), others with
+// a gateway's HTML page.
+func ServerError(status int) Fault {
+	switch status {
+	case http.StatusInternalServerError:
+		return Fault{Status: status, Code: -1000, Msg: "An unknown error occurred while processing the request."}
+	case http.StatusServiceUnavailable:
+		return Fault{Status: status, Code: -1008, Msg: "Server is currently overloaded with other requests. Please try again in a few minutes."}
+	}
+	return Fault{Status: status, Body: fmt.Sprintf("<html><body><h1>%d %s</h1></body></html>", status, http.StatusText(status))}
+}
+
+// Delay holds requests for d.
+func Delay(d time.Duration) Fault { return Fault{Delay: d} }
+
+// Drop closes the connection without handling the request.
+func Drop() Fault { return Fault{Drop: true} }
+
+// DropAfterApply handles the request and closes the connection without answering.
+func DropAfterApply() Fault { return Fault{DropAfterApply: true} }
+
+type armed struct {
+	f Fault
+	n int
+}
+
+// FailNext arms f for the next n requests it matches.
+func (s *Server) FailNext(n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &armed{f: f, n: n})
+}
+
+func (s *Server) takeFault(method, path string) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, a := range s.faults {
+		if (a.f.Method == "" || a.f.Method == method) && (a.f.Path == "" || a.f.Path == path) {
+			f := a.f
+			if a.n--; a.n <= 0 {
+				s.faults = append(s.faults[:i], s.faults[i+1:]...)
+			}
+			return &f
+		}
+	}
+	return nil
+}
+
+// call is one request being handled.
+type call struct {
+	r      *http.Request
+	body   string
+	params url.Values
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	c := &call{r: r, body: string(raw), params: url.Values{}}
+	for _, src := range []string{r.URL.RawQuery, c.body} {
+		v, _ := url.ParseQuery(src)
+		for k, vs := range v {
+			if k != "signature" {
+				c.params[k] = append(c.params[k], vs...)
+			}
+		}
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Params: c.params})
+	s.mu.Unlock()
+
+	f := s.takeFault(r.Method, r.URL.Path)
+	if f != nil {
+		if f.Delay > 0 {
+			t := time.NewTimer(f.Delay)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+				return
+			}
+		}
+		if f.Drop {
+			hangUp(w)
+			return
+		}
+		if f.Status != 0 {
+			if f.RetryAfter != "" {
+				w.Header().Set("Retry-After", f.RetryAfter)
+			}
+			if f.Code != 0 {
+				writeErr(w, f.Status, f.Code, f.Msg)
+			} else {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(f.Status)
+				io.WriteString(w, f.Body)
+			}
+			return
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.route(rec, c)
+	if f != nil && f.DropAfterApply {
+		hangUp(w)
+		return
+	}
+	for k, vs := range rec.Header() {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// hangUp closes the connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+func writeErr(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"code": code, "msg": msg})
+}
+
+// apiErr is a Binance refusal raised inside a handler.
+type apiErr struct {
+	status int
+	code   int
+	msg    string
+}
+
+func reject(code int, msg string) *apiErr { return &apiErr{http.StatusBadRequest, code, msg} }
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+type perm int
+
+const (
+	permRead perm = iota
+	permSpot
+	permFutures
+)
+
+// now is the server's clock in ms.
+func (s *Server) now() int64 { return time.Now().Add(s.skew).UnixMilli() }
+
+// authenticate checks a signed request like Binance: the key, the signature over the
+// exact query string + body (the signature parameter removed), the timestamp within
+// recvWindow, and the key's permission for the endpoint.
+func (s *Server) authenticate(c *call, need perm) *apiErr {
+	key := c.r.Header.Get("X-MBX-APIKEY")
+	if key == "" {
+		return &apiErr{http.StatusUnauthorized, -2014, "API-key format invalid."}
+	}
+	secret, ok := s.keys[key]
+	if !ok {
+		return &apiErr{http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action."}
+	}
+	sig := c.r.URL.Query().Get("signature")
+	if sig == "" {
+		v, _ := url.ParseQuery(c.body)
+		sig = v.Get("signature")
+	}
+	if sig == "" {
+		return reject(-1102, "Mandatory parameter 'signature' was not sent, was empty/null, or malformed.")
+	}
+	ts, err := strconv.ParseInt(c.params.Get("timestamp"), 10, 64)
+	if err != nil {
+		return reject(-1102, "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.")
+	}
+	window := int64(5000)
+	if v := c.params.Get("recvWindow"); v != "" {
+		if window, err = strconv.ParseInt(v, 10, 64); err != nil || window <= 0 {
+			return reject(-1100, "Illegal characters found in parameter 'recvWindow'.")
+		}
+		if window > 60000 {
+			return reject(-1131, "recvWindow must be less than 60000")
+		}
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(withoutSignature(c.r.URL.RawQuery) + withoutSignature(c.body)))
+	want := hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(strings.ToLower(sig))) {
+		return reject(-1022, "Signature for this request is not valid.")
+	}
+	if now := s.now(); ts >= now+1000 || now-ts > window {
+		return reject(-1021, "Timestamp for this request is outside of the recvWindow.")
+	}
+	r := s.restrictions
+	if (need == permRead && !r.EnableReading) || (need == permSpot && !r.EnableSpotAndMarginTrading) ||
+		(need == permFutures && !r.EnableFutures) {
+		return &apiErr{http.StatusUnauthorized, -2015, "Invalid API-key, IP, or permissions for action."}
+	}
+	return nil
+}
+
+// withoutSignature removes the signature parameter from a query string or body, keeping
+// every other byte as sent.
+func withoutSignature(s string) string {
+	if s == "" {
+		return ""
+	}
+	parts := strings.Split(s, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		if !strings.HasPrefix(p, "signature=") {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "&")
+}
+
+type endpoint struct {
+	need   perm
+	signed bool
+	h      func(*call) (any, *apiErr)
+}
+
+func (s *Server) buildRoutes() map[string]endpoint {
+	return map[string]endpoint{
+		"GET /api/v3/time":                     {h: s.serverTime},
+		"GET /api/v3/exchangeInfo":             {h: s.spotInfo},
+		"GET /api/v3/ticker/price":             {h: s.tickerPrice},
+		"GET /api/v3/account":                  {need: permRead, signed: true, h: s.spotAccount},
+		"POST /api/v3/order":                   {need: permSpot, signed: true, h: s.spotNewOrder},
+		"GET /api/v3/order":                    {need: permRead, signed: true, h: s.spotGetOrder},
+		"DELETE /api/v3/order":                 {need: permSpot, signed: true, h: s.spotCancelOrder},
+		"GET /api/v3/myTrades":                 {need: permRead, signed: true, h: s.spotTrades},
+		"GET /sapi/v1/account/apiRestrictions": {need: permRead, signed: true, h: s.apiRestrictions},
+		"GET /fapi/v1/time":                    {h: s.serverTime},
+		"GET /fapi/v1/exchangeInfo":            {h: s.futuresInfo},
+		"GET /fapi/v1/ticker/price":            {h: s.tickerPrice},
+		"GET /fapi/v2/ticker/price":            {h: s.tickerPrice},
+		"GET /fapi/v2/balance":                 {need: permFutures, signed: true, h: s.futuresBalance},
+		"GET /fapi/v3/balance":                 {need: permFutures, signed: true, h: s.futuresBalance},
+		"POST /fapi/v1/leverage":               {need: permFutures, signed: true, h: s.futuresLeverage},
+		"POST /fapi/v1/order":                  {need: permFutures, signed: true, h: s.futuresNewOrder},
+		"GET /fapi/v1/order":                   {need: permFutures, signed: true, h: s.futuresGetOrder},
+		"DELETE /fapi/v1/order":                {need: permFutures, signed: true, h: s.futuresCancelOrder},
+		"GET /fapi/v1/userTrades":              {need: permFutures, signed: true, h: s.futuresTrades},
+		"POST /fapi/v1/algoOrder":              {need: permFutures, signed: true, h: s.algoNew},
+		"GET /fapi/v1/algoOrder":               {need: permFutures, signed: true, h: s.algoGet},
+		"DELETE /fapi/v1/algoOrder":            {need: permFutures, signed: true, h: s.algoCancel},
+	}
+}
+
+// route dispatches one request; signed endpoints are authenticated first.
+func (s *Server) route(w http.ResponseWriter, c *call) {
+	ep, ok := s.routes[c.r.Method+" "+c.r.URL.Path]
+	if !ok {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "<html><body><h1>404 Not Found</h1></body></html>")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ep.signed {
+		if e := s.authenticate(c, ep.need); e != nil {
+			writeErr(w, e.status, e.code, e.msg)
+			return
+		}
+	}
+	v, e := ep.h(c)
+	if e != nil {
+		writeErr(w, e.status, e.code, e.msg)
+		return
+	}
+	writeJSON(w, v)
+}
+
+func (s *Server) serverTime(*call) (any, *apiErr) {
+	return map[string]any{"serverTime": s.now()}, nil
+}
+
+func (s *Server) tickerPrice(c *call) (any, *apiErr) {
+	sym := c.params.Get("symbol")
+	p, ok := s.prices[sym]
+	if !ok || (spotMarket(sym) == nil && futMarket(sym) == nil) {
+		return nil, reject(-1121, "Invalid symbol.")
+	}
+	return map[string]any{"symbol": sym, "price": p.StringFixed(8), "time": s.now()}, nil
+}
+
+func (s *Server) apiRestrictions(*call) (any, *apiErr) {
+	r := s.restrictions
+	return map[string]any{
+		"ipRestrict": r.IPRestrict, "createTime": int64(1698645219000),
+		"enableReading": r.EnableReading, "enableSpotAndMarginTrading": r.EnableSpotAndMarginTrading,
+		"enableFutures": r.EnableFutures, "enableMargin": r.EnableMargin,
+		"enableWithdrawals": r.EnableWithdrawals, "enableInternalTransfer": r.EnableInternalTransfer,
+		"permitsUniversalTransfer": r.PermitsUniversalTransfer, "enableVanillaOptions": false,
+		"enablePortfolioMarginTrading": false, "enableFixApiTrade": false, "enableFixReadOnly": false,
+	}, nil
+}
+
+func (s *Server) spot(asset string) *balance {
+	b := s.spotBal[asset]
+	if b == nil {
+		b = &balance{}
+		s.spotBal[asset] = b
+	}
+	return b
+}
+
+func (s *Server) lev(symbol string) int {
+	if l := s.leverage[symbol]; l > 0 {
+		return l
+	}
+	return 20
+}
+
+func (s *Server) id() int64 {
+	s.nextID++
+	return s.nextID
+}
