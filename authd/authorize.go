@@ -1,0 +1,206 @@
+package authd
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/sigops/sigops/runtime/auth"
+)
+
+type scopeText struct{ Name, Text string }
+
+var scopeTexts = map[string]string{
+	auth.ScopeRead:  "read your bots, positions, orders, analytics and account",
+	auth.ScopePaper: "read everything, and trade on your paper (simulated) accounts",
+	auth.ScopeLive:  "read everything, trade with real money on your exchange accounts, and charge your Strategy Lab wallet",
+}
+
+// maxStateLen bounds the opaque state a client round-trips through us.
+const maxStateLen = 1024
+
+// authorizeParams are the single-valued parameters of an authorization request (RFC 6749
+// §3.1: none may repeat).
+var authorizeParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
+	"code_challenge", "code_challenge_method", "resource"}
+
+// redirectError sends the user agent back to the client with an error (RFC 6749 §4.1.2.1),
+// once the redirect URI is known to be the client's.
+func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirectURI, state, code, desc string) {
+	http.Redirect(w, r, withParams(redirectURI, map[string]string{
+		"error": code, "error_description": desc, "state": state, "iss": s.o.BaseURL}), http.StatusSeeOther)
+}
+
+func withParams(uri string, p map[string]string) string {
+	u, _ := url.Parse(uri)
+	q := u.Query()
+	for k, v := range p {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// handleAuthorize is GET /api/oauth/authorize. Until the client and its redirect URI are
+// validated, errors are shown to the user and never redirected (an open redirector would
+// otherwise send codes or users anywhere); after that, errors go back to the client.
+func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	if len(q["client_id"]) > 1 || len(q["redirect_uri"]) > 1 {
+		s.errorPage(w, http.StatusBadRequest, "Invalid request", "client_id and redirect_uri must appear once.")
+		return
+	}
+	client, err := s.oauth.GetClient(ctx, q.Get("client_id"))
+	if errors.Is(err, auth.ErrNotFound) {
+		s.errorPage(w, http.StatusBadRequest, "Unknown application", "The application is not registered (unknown client_id).")
+		return
+	}
+	if err != nil {
+		s.log().Error("authorize: client", "error", err)
+		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		return
+	}
+	redirectURI := q.Get("redirect_uri")
+	if redirectURI == "" || !client.MatchRedirect(redirectURI, s.o.AllowLocalhostRedirects) {
+		s.errorPage(w, http.StatusBadRequest, "Invalid redirect", "The redirect_uri is missing or is not one this application registered.")
+		return
+	}
+	state := q.Get("state")
+	for _, p := range authorizeParams {
+		if len(q[p]) > 1 {
+			s.redirectError(w, r, redirectURI, state, "invalid_request", p+" must appear once")
+			return
+		}
+	}
+	if len(state) > maxStateLen {
+		s.redirectError(w, r, redirectURI, "", "invalid_request", "state is longer than 1024 bytes")
+		return
+	}
+	if q.Get("response_type") != auth.ResponseTypeCode {
+		s.redirectError(w, r, redirectURI, state, "unsupported_response_type", "response_type must be code")
+		return
+	}
+	challenge, method := q.Get("code_challenge"), q.Get("code_challenge_method")
+	switch {
+	case challenge == "":
+		s.redirectError(w, r, redirectURI, state, "invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
+		return
+	case method != "S256":
+		s.redirectError(w, r, redirectURI, state, "invalid_request", "code_challenge_method must be S256 (plain is not supported)")
+		return
+	case len(challenge) != 43 || !auth.ValidPKCEValue(challenge):
+		s.redirectError(w, r, redirectURI, state, "invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)")
+		return
+	}
+	scope, err := auth.NormalizeScope(q.Get("scope"))
+	if err != nil {
+		s.redirectError(w, r, redirectURI, state, "invalid_scope", err.Error())
+		return
+	}
+	if scope == "" {
+		scope = client.Scope
+		if scope == "" {
+			scope = auth.ScopeRead
+		}
+	}
+	if client.Scope != "" && auth.ScopeLevel(scope) > auth.ScopeLevel(client.Scope) {
+		s.redirectError(w, r, redirectURI, state, "invalid_scope", "the client registered scope "+client.Scope+" only")
+		return
+	}
+	resource := q.Get("resource")
+	switch resource {
+	case "":
+		resource = s.apiResource
+	case s.apiResource, s.mcpResource:
+	default:
+		s.redirectError(w, r, redirectURI, state, "invalid_target", "resource must be "+s.apiResource+" or "+s.mcpResource)
+		return
+	}
+	sc, ok, err := s.currentSession(w, r)
+	if err != nil {
+		s.log().Error("authorize: session", "error", err)
+		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		return
+	}
+	if !ok {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	id, err := s.oauth.SavePending(ctx, auth.PendingRequest{ClientID: client.ID, RedirectURI: redirectURI, State: state,
+		Challenge: challenge, Scope: scope, Resource: resource, UserID: sc.user.ID, SessionHash: sc.sess.Hash})
+	if err != nil {
+		s.log().Error("authorize: pending", "error", err)
+		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		return
+	}
+	http.Redirect(w, r, "/oauth/consent?request="+url.QueryEscape(id), http.StatusSeeOther)
+}
+
+// pendingFor loads a pending request and checks it belongs to this session.
+func (s *Server) pendingFor(r *http.Request, sc sessionCtx, id string, take bool) (auth.PendingRequest, auth.Client, bool) {
+	var p auth.PendingRequest
+	var err error
+	if take {
+		p, err = s.oauth.TakePending(r.Context(), id)
+	} else {
+		p, err = s.oauth.GetPending(r.Context(), id)
+	}
+	if err != nil || p.UserID != sc.user.ID || p.SessionHash != sc.sess.Hash {
+		return auth.PendingRequest{}, auth.Client{}, false
+	}
+	c, err := s.oauth.GetClient(r.Context(), p.ClientID)
+	if err != nil {
+		return auth.PendingRequest{}, auth.Client{}, false
+	}
+	return p, c, true
+}
+
+// handleConsentPage shows who asks (the client's self-declared name), where the browser will
+// go (the redirect host) and what for (the scopes).
+func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request, sc sessionCtx) {
+	p, c, ok := s.pendingFor(r, sc, r.URL.Query().Get("request"), false)
+	if !ok {
+		s.errorPage(w, http.StatusBadRequest, "Request expired", "This authorization request is unknown or has expired. Start again from the application.")
+		return
+	}
+	var scopes []scopeText
+	for _, sc := range auth.SupportedScopes {
+		if sc == p.Scope {
+			scopes = append(scopes, scopeText{Name: sc, Text: scopeTexts[sc]})
+		}
+	}
+	s.render(w, http.StatusOK, "consent", pageData{Title: "Authorize " + c.Name, User: &sc.user, CSRF: sc.sess.CSRF,
+		ClientName: c.Name, RedirectHost: auth.RedirectHost(p.RedirectURI), Resource: p.Resource, Request: p.ID, Scopes: scopes},
+		originOf(p.RedirectURI))
+}
+
+// handleConsentForm answers the consent: deny sends access_denied back to the client,
+// approve sends a code (60 s, single use). The request is spent either way.
+func (s *Server) handleConsentForm(w http.ResponseWriter, r *http.Request, sc sessionCtx) {
+	if !parseForm(w, r) || !s.checkCSRF(r, sc.sess.CSRF) {
+		s.errorPage(w, http.StatusForbidden, "Request refused", "The form was not sent from this site. Start again from the application.")
+		return
+	}
+	p, c, ok := s.pendingFor(r, sc, r.PostFormValue("request"), true)
+	if !ok {
+		s.errorPage(w, http.StatusBadRequest, "Request expired", "This authorization request is unknown or has expired. Start again from the application.")
+		return
+	}
+	if r.PostFormValue("action") != "approve" {
+		s.log().Info("consent denied", "user", sc.user.ID, "client", c.ID)
+		s.redirectError(w, r, p.RedirectURI, p.State, "access_denied", "the user denied the request")
+		return
+	}
+	code, err := s.oauth.CreateCode(r.Context(), auth.CodeGrant{ClientID: c.ID, UserID: sc.user.ID, Gen: sc.user.Generation,
+		RedirectURI: p.RedirectURI, Challenge: p.Challenge, Scope: p.Scope, Resource: p.Resource})
+	if err != nil {
+		s.log().Error("consent: code", "error", err)
+		s.redirectError(w, r, p.RedirectURI, p.State, "temporarily_unavailable", "try again")
+		return
+	}
+	s.log().Info("consent granted", "user", sc.user.ID, "client", c.ID, "scope", p.Scope)
+	http.Redirect(w, r, withParams(p.RedirectURI, map[string]string{"code": code, "state": p.State, "iss": s.o.BaseURL}), http.StatusSeeOther)
+}

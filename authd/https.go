@@ -1,0 +1,107 @@
+package authd
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// requireHTTPS serves a request only when it arrived over TLS or from a trusted proxy that
+// says the client used HTTPS: cookies are Secure and credentials never travel in clear.
+func (s *Server) requireHTTPS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil || s.trustedPeer(r) && forwardedHTTPS(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeJSON(w, http.StatusForbidden, failureBody{Error: "HTTPS is required; plain HTTP is not supported",
+			Code: "HTTPS_REQUIRED", Timestamp: s.o.Now().UnixMilli()})
+	})
+}
+
+func forwardedHTTPS(r *http.Request) bool {
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
+func peerAddr(r *http.Request) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.o.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) trustedPeer(r *http.Request) bool {
+	a, ok := peerAddr(r)
+	return ok && s.trusted(a)
+}
+
+// clientKey is the address the brute-force and registration limits count: the peer, or
+// behind trusted proxies the right-most X-Forwarded-For entry that is not itself a trusted
+// proxy (entries further left are the client's to forge). IPv6 addresses count by /64, the
+// smallest block a client is usually given.
+func (s *Server) clientKey(r *http.Request) string {
+	a, ok := peerAddr(r)
+	if !ok {
+		return "unknown"
+	}
+	if s.trusted(a) {
+		hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break
+			}
+			a = h.Unmap()
+			if !s.trusted(a) {
+				break
+			}
+		}
+	}
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// securityHeaders are set on every response of the public routes.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Strict-Transport-Security", "max-age=63072000")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// openCORS lets browser-based MCP clients read discovery documents and call the token,
+// registration and revocation endpoints; none of them reads cookies, so no credentials are
+// allowed across origins.
+func openCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version")
+		h.Set("Access-Control-Max-Age", "600")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,184 @@
+// Command authd serves accounts, dashboard sessions, bearer JWTs and the OAuth 2.1
+// authorization server (`authd serve`), and administers accounts (`authd users ...`).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sigops/sigops/authd"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+const usage = `usage:
+  authd serve [flags]                 serve HTTP (authd serve -h for flags)
+  authd users create        --email E [--name N] [--tier free|pro|team] [--wallet USD] [--password-file F | --password-stdin]
+  authd users ensure        --email E [--name N] [--tier T] [--wallet USD] (--password-file F | --password-stdin)
+  authd users set-tier      --email E --tier T          (or: set-tier E T)
+  authd users set-password  --email E [--password-file F | --password-stdin]
+  authd users credit-wallet --email E --amount USD      (or: credit-wallet E USD)
+  authd users show          --email E
+Every users command takes --redis-addr, --redis-db and --redis-password-file. Passwords are
+read from a file, from standard input, or typed at a terminal without echo; never from a flag value.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "users":
+		err = users(os.Args[2:], os.Stdin, os.Stdout)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "authd:", err)
+		os.Exit(1)
+	}
+}
+
+type serveConfig struct {
+	listen, metricsAddr, tlsCert, tlsKey, proxies   string
+	baseURL, mcpURL, keyFile, prevKeyFile, stdioPkg string
+	allowLocalhost                                  bool
+	redis                                           store.Options
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	var c serveConfig
+	var logLevel slog.Level
+	fs.StringVar(&c.listen, "listen", ":8080", "address of the HTTP server")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file; without it only requests a trusted proxy marks as HTTPS are served")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS key file")
+	fs.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-Proto and X-Forwarded-For are believed")
+	fs.StringVar(&c.baseURL, "issuer", "", "{base_url}: the issuer and public origin, e.g. https://127.0.0.1:8443 (required)")
+	fs.StringVar(&c.baseURL, "base-url", "", "alias of --issuer")
+	fs.StringVar(&c.mcpURL, "mcp-url", "", "{mcp_url}: origin of the hosted MCP server (default: the issuer)")
+	fs.StringVar(&c.keyFile, "jwt-key-file", "", "file holding the HS256 signing key, at least 32 bytes (required)")
+	fs.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding the previous signing key during a rotation")
+	fs.BoolVar(&c.allowLocalhost, "allow-localhost-redirects", false, "accept http://localhost redirect URIs as loopback (RFC 8252 §8.3 advises against)")
+	fs.StringVar(&c.stdioPkg, "stdio-package", "github.com/sigops/sigops/cmd/mcpd", "the stdio MCP client package named in the server card")
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
+	redisFlags(fs, &c.redis)
+	fs.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
+	_ = fs.Parse(args)
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	if err := run(logger, c); err != nil {
+		logger.Error("authd stopped", "error", err)
+		return err
+	}
+	return nil
+}
+
+func redisFlags(fs *flag.FlagSet, o *store.Options) {
+	fs.StringVar(&o.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
+	fs.IntVar(&o.DB, "redis-db", 0, "Redis database")
+	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+}
+
+func run(logger *slog.Logger, c serveConfig) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	trusted, err := parseCIDRs(c.proxies)
+	if err != nil {
+		return err
+	}
+	if c.tlsCert == "" && len(trusted) == 0 {
+		return errors.New("give --tls-cert/--tls-key or --trusted-proxies: authd is HTTPS only")
+	}
+	if c.baseURL == "" {
+		return errors.New("--issuer is required")
+	}
+	keys, err := auth.LoadKeyring(c.keyFile, c.prevKeyFile)
+	if err != nil {
+		return err
+	}
+	rdb, err := store.Connect(ctx, c.redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL,
+		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version, StdioPackage: c.stdioPkg,
+		Logger: logger, Registerer: reg, Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
+	if err != nil {
+		return err
+	}
+	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 32 << 10}
+	ops := http.NewServeMux()
+	ops.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ops.Handle("/healthz", srv.Handler())
+	ops.Handle("/readyz", srv.Handler())
+	opsSrv := &http.Server{Addr: c.metricsAddr, Handler: ops, ReadHeaderTimeout: 5 * time.Second}
+
+	errc := make(chan error, 2)
+	go func() {
+		if c.tlsCert != "" {
+			errc <- api.ListenAndServeTLS(c.tlsCert, c.tlsKey)
+		} else {
+			errc <- api.ListenAndServe()
+		}
+	}()
+	go func() { errc <- opsSrv.ListenAndServe() }()
+	logger.Info("authd listening", "addr", c.listen, "tls", c.tlsCert != "", "issuer", c.baseURL, "kid", keys.KID())
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = opsSrv.Shutdown(shutdown)
+	return api.Shutdown(shutdown)
+}
+
+func parseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

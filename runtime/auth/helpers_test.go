@@ -1,0 +1,80 @@
+package auth
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	rdb      *redis.Client
+	clk      *clock
+	users    *Users
+	oauth    *OAuth
+	sessions *Sessions
+	keys     *Keyring
+	issuer   *Issuer
+	verifier *Verifier
+}
+
+const (
+	testIssuer = "https://auth.test"
+	testAPI    = "https://auth.test/api"
+	testMCP    = "https://mcp.test/mcp"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef-test-key")
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	_, rdb := storetest.New(t)
+	clk := newClock()
+	keys, err := NewKeyring(testKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{rdb: rdb, clk: clk, keys: keys}
+	f.users = NewUsers(rdb, UsersOptions{KDF: TestKDF, Now: clk.Now})
+	f.oauth = NewOAuth(rdb, OAuthOptions{Now: clk.Now})
+	f.sessions = NewSessions(rdb, clk.Now)
+	f.issuer = NewIssuer(IssuerOptions{Redis: rdb, Keys: keys, Issuer: testIssuer, APIAudience: testAPI, Now: clk.Now})
+	f.verifier, err = NewVerifier(VerifierOptions{Redis: rdb, Keys: keys, Issuer: testIssuer,
+		Audiences: []string{testAPI, testMCP}, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) user(t *testing.T, email, tier string) User {
+	t.Helper()
+	u, err := f.users.Create(t.Context(), NewUser{Email: email, Password: "correct horse battery", Tier: tier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,488 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// Fields of a user hash (store.User).
+const (
+	fUserID       = "id"
+	fUserName     = "name"
+	fUserEmail    = "email"
+	fUserPassword = "pw"
+	fUserTier     = "tier"
+	fUserWallet   = "wallet"
+	fUserTelegram = "telegramLinked"
+	fUserGen      = "gen"
+	fUserCreated  = "createdAt"
+)
+
+var (
+	// ErrNotFound: no such user (or record).
+	ErrNotFound = errors.New("not found")
+	// ErrEmailTaken: another account has that email (case-insensitively).
+	ErrEmailTaken = errors.New("an account with that email already exists")
+	// ErrInvalidCredentials: wrong email or password; which one is never said.
+	ErrInvalidCredentials = errors.New("invalid email or password")
+	// ErrInsufficientFunds: a debit larger than the wallet.
+	ErrInsufficientFunds = errors.New("insufficient Strategy Lab balance")
+)
+
+// User is an account as the rest of the service sees it. The password hash stays inside
+// this package.
+type User struct {
+	ID             string
+	Name           string
+	Email          string
+	TelegramLinked bool
+	Tier           Tier
+	// StrategyLabBalanceUsd is the wallet that wallet-charging tools draw from.
+	StrategyLabBalanceUsd decimal.Decimal
+	// Generation is bumped by every password change; sessions and tokens carry the value they
+	// were made under and die when it moves.
+	Generation int64
+	CreatedAt  time.Time
+
+	passwordHash string
+}
+
+// NewUser is what Create needs.
+type NewUser struct {
+	Name     string
+	Email    string
+	Password string
+	Tier     string
+	Wallet   decimal.Decimal
+}
+
+// UsersOptions configure Users.
+type UsersOptions struct {
+	// KDF is argon2id's cost (zero: DefaultKDF).
+	KDF KDFParams
+	// HashConcurrency bounds simultaneous argon2id computations (0: 4).
+	HashConcurrency int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Users stores accounts in Redis.
+type Users struct {
+	rdb   redis.UniversalClient
+	h     *hasher
+	now   func() time.Time
+	dummy string // a hash verified for unknown emails, so both paths cost the same
+	oauth *OAuth // revokes authorizations on a password change
+}
+
+// NewUsers returns the account store.
+func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
+	if o.KDF == (KDFParams{}) {
+		o.KDF = DefaultKDF
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency), now: o.Now}
+	u.oauth = &OAuth{rdb: rdb, now: o.Now}
+	u.dummy, _ = u.h.Hash(context.Background(), RandomToken(24))
+	return u
+}
+
+// NormalizeEmail validates an email address and lower-cases it.
+func NormalizeEmail(email string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(email))
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || len(e) > 254 || !strings.Contains(e, "@") {
+		return "", fmt.Errorf("%q is not a valid email address", email)
+	}
+	return e, nil
+}
+
+func cleanName(name, email string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name, _, _ = strings.Cut(email, "@")
+	}
+	if len(name) > 100 {
+		return "", errors.New("name is longer than 100 bytes")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return "", errors.New("name has control characters")
+		}
+	}
+	return name, nil
+}
+
+var createScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') == false then return 0 end
+redis.call('HSET', KEYS[2], unpack(ARGV, 2))
+redis.call('SADD', KEYS[3], ARGV[1])
+return 1
+`)
+
+// Create adds an account. The email is unique case-insensitively.
+func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
+	email, err := NormalizeEmail(n.Email)
+	if err != nil {
+		return User{}, err
+	}
+	name, err := cleanName(n.Name, email)
+	if err != nil {
+		return User{}, err
+	}
+	if n.Tier == "" {
+		n.Tier = TierFree
+	}
+	tier, err := TierOf(n.Tier)
+	if err != nil {
+		return User{}, err
+	}
+	if n.Wallet.IsNegative() {
+		return User{}, errors.New("wallet cannot be negative")
+	}
+	if err := CheckPasswordPolicy(n.Password); err != nil {
+		return User{}, err
+	}
+	hash, err := u.h.Hash(ctx, n.Password)
+	if err != nil {
+		return User{}, err
+	}
+	usr := User{ID: uuid.NewString(), Name: name, Email: email, Tier: tier, StrategyLabBalanceUsd: n.Wallet,
+		Generation: 1, CreatedAt: u.now().UTC(), passwordHash: hash}
+	ok, err := createScript.Run(ctx, u.rdb, []string{store.UserByEmail(email), store.User(usr.ID), store.Users()},
+		usr.ID, fUserID, usr.ID, fUserName, name, fUserEmail, email, fUserPassword, hash, fUserTier, tier.Slug,
+		fUserWallet, n.Wallet.String(), fUserTelegram, "0", fUserGen, "1",
+		fUserCreated, strconv.FormatInt(usr.CreatedAt.UnixMilli(), 10)).Int()
+	if err != nil {
+		return User{}, err
+	}
+	if ok == 0 {
+		return User{}, ErrEmailTaken
+	}
+	return usr, nil
+}
+
+// Get reads one account.
+func (u *Users) Get(ctx context.Context, id string) (User, error) {
+	if id == "" {
+		return User{}, ErrNotFound
+	}
+	m, err := u.rdb.HGetAll(ctx, store.User(id)).Result()
+	if err != nil {
+		return User{}, err
+	}
+	if len(m) == 0 || m[fUserID] == "" {
+		return User{}, ErrNotFound
+	}
+	return decodeUser(m)
+}
+
+// ByEmail reads an account by email (case-insensitive).
+func (u *Users) ByEmail(ctx context.Context, email string) (User, error) {
+	id, err := u.rdb.Get(ctx, store.UserByEmail(email)).Result()
+	if errors.Is(err, redis.Nil) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, err
+	}
+	return u.Get(ctx, id)
+}
+
+func decodeUser(m map[string]string) (User, error) {
+	tier, err := TierOf(m[fUserTier])
+	if err != nil {
+		return User{}, fmt.Errorf("user %s: %w", m[fUserID], err)
+	}
+	wallet, err := decimal.NewFromString(orZero(m[fUserWallet]))
+	if err != nil {
+		return User{}, fmt.Errorf("user %s: corrupt wallet", m[fUserID])
+	}
+	gen, _ := strconv.ParseInt(m[fUserGen], 10, 64)
+	created, _ := strconv.ParseInt(m[fUserCreated], 10, 64)
+	return User{ID: m[fUserID], Name: m[fUserName], Email: m[fUserEmail], TelegramLinked: m[fUserTelegram] == "1",
+		Tier: tier, StrategyLabBalanceUsd: wallet, Generation: gen, CreatedAt: time.UnixMilli(created).UTC(),
+		passwordHash: m[fUserPassword]}, nil
+}
+
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+// Authenticate checks an email and password. An unknown email costs the same argon2id
+// computation as a known one and gives the same error, so neither timing nor message tells
+// whether an account exists.
+func (u *Users) Authenticate(ctx context.Context, email, password string) (User, error) {
+	if len(password) > MaxPasswordLen {
+		return User{}, ErrInvalidCredentials
+	}
+	usr, err := u.ByEmail(ctx, email)
+	if errors.Is(err, ErrNotFound) {
+		_, _, _ = u.h.Verify(ctx, password, u.dummy)
+		return User{}, ErrInvalidCredentials
+	}
+	if err != nil {
+		return User{}, err
+	}
+	ok, rehash, err := u.h.Verify(ctx, password, usr.passwordHash)
+	if err != nil || !ok {
+		return User{}, ErrInvalidCredentials
+	}
+	if rehash {
+		// Upgrade the stored parameters; only if the password did not change meanwhile.
+		if h, err := u.h.Hash(ctx, password); err == nil {
+			_ = rehashScript.Run(ctx, u.rdb, []string{store.User(usr.ID)}, usr.passwordHash, h).Err()
+		}
+	}
+	return usr, nil
+}
+
+var rehashScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'pw') == ARGV[1] then redis.call('HSET', KEYS[1], 'pw', ARGV[2]) end
+return 1
+`)
+
+var setPasswordScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+redis.call('HSET', KEYS[1], 'pw', ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'gen', 1)
+`)
+
+// SetPassword replaces a password. It bumps the user's generation, which invalidates every
+// dashboard session, bearer JWT and OAuth access token of the user at once (the verifier
+// compares generations), deletes the sessions and revokes every OAuth authorization, so no
+// refresh token survives either.
+func (u *Users) SetPassword(ctx context.Context, id, password string) error {
+	if err := CheckPasswordPolicy(password); err != nil {
+		return err
+	}
+	hash, err := u.h.Hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	gen, err := setPasswordScript.Run(ctx, u.rdb, []string{store.User(id)}, hash).Int64()
+	if err != nil {
+		return err
+	}
+	if gen < 0 {
+		return ErrNotFound
+	}
+	return u.invalidateAll(ctx, id, "password_change")
+}
+
+func (u *Users) invalidateAll(ctx context.Context, id, reason string) error {
+	sessions, err := u.rdb.SMembers(ctx, store.UserSessions(id)).Result()
+	if err != nil {
+		return err
+	}
+	keys := []string{store.UserSessions(id)}
+	for _, h := range sessions {
+		keys = append(keys, store.Session(h))
+	}
+	if err := u.rdb.Del(ctx, keys...).Err(); err != nil {
+		return err
+	}
+	auths, err := u.rdb.SMembers(ctx, store.UserAuthorizations(id)).Result()
+	if err != nil {
+		return err
+	}
+	for _, a := range auths {
+		if err := u.oauth.revoke(ctx, a, reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TierChange reports what SetTier did.
+type TierChange struct {
+	From, To Tier
+	// Paused are the live bots paused with reason Downgrade; Resumed those whose Downgrade
+	// pause was lifted.
+	Paused, Resumed []string
+}
+
+// SetTier changes a user's tier and keeps their live bots in line with it (DESIGN.md
+// decision 12): without live trading every live bot is paused with reason Downgrade; with
+// it, Downgrade pauses (and only those) are lifted. See LiveBotGate.
+func (u *Users) SetTier(ctx context.Context, id, slug string) (TierChange, error) {
+	to, err := TierOf(slug)
+	if err != nil {
+		return TierChange{}, err
+	}
+	usr, err := u.Get(ctx, id)
+	if err != nil {
+		return TierChange{}, err
+	}
+	if err := u.rdb.HSet(ctx, store.User(id), fUserTier, to.Slug).Err(); err != nil {
+		return TierChange{}, err
+	}
+	ch := TierChange{From: usr.Tier, To: to}
+	gate := LiveBotGate{rdb: u.rdb}
+	if to.Capabilities.AllowLiveTrading {
+		ch.Resumed, err = gate.Resume(ctx, usr.Email)
+	} else {
+		ch.Paused, err = gate.Pause(ctx, usr.Email)
+	}
+	return ch, err
+}
+
+// SetTelegramLinked records whether the user linked Telegram.
+func (u *Users) SetTelegramLinked(ctx context.Context, id string, linked bool) error {
+	v := "0"
+	if linked {
+		v = "1"
+	}
+	n, err := u.rdb.Exists(ctx, store.User(id)).Result()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return u.rdb.HSet(ctx, store.User(id), fUserTelegram, v).Err()
+}
+
+// CreditWallet adds a positive amount to the Strategy Lab wallet and returns the balance.
+func (u *Users) CreditWallet(ctx context.Context, id string, amount decimal.Decimal) (decimal.Decimal, error) {
+	if !amount.IsPositive() {
+		return decimal.Decimal{}, errors.New("credit must be positive")
+	}
+	return u.adjustWallet(ctx, id, amount)
+}
+
+// DebitWallet takes a positive amount from the wallet; it refuses to go below zero.
+func (u *Users) DebitWallet(ctx context.Context, id string, amount decimal.Decimal) (decimal.Decimal, error) {
+	if !amount.IsPositive() {
+		return decimal.Decimal{}, errors.New("debit must be positive")
+	}
+	return u.adjustWallet(ctx, id, amount.Neg())
+}
+
+// adjustWallet changes the balance with decimal arithmetic in an optimistic transaction
+// (Lua numbers are doubles, which money never is).
+func (u *Users) adjustWallet(ctx context.Context, id string, delta decimal.Decimal) (decimal.Decimal, error) {
+	key := store.User(id)
+	var out decimal.Decimal
+	for range 20 {
+		err := u.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			v, err := tx.HMGet(ctx, key, fUserID, fUserWallet).Result()
+			if err != nil {
+				return err
+			}
+			if s, _ := v[0].(string); s == "" {
+				return ErrNotFound
+			}
+			s, _ := v[1].(string)
+			cur, err := decimal.NewFromString(orZero(s))
+			if err != nil {
+				return fmt.Errorf("user %s: corrupt wallet", id)
+			}
+			next := cur.Add(delta)
+			if next.IsNegative() {
+				return ErrInsufficientFunds
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, key, fUserWallet, next.String())
+				return nil
+			})
+			out = next
+			return err
+		}, key)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return out, err
+		}
+	}
+	return decimal.Decimal{}, errors.New("wallet update: too much contention")
+}
+
+// EnsureResult says what Ensure did.
+type EnsureResult string
+
+// Ensure results.
+const (
+	EnsureCreated   EnsureResult = "created"
+	EnsureUpdated   EnsureResult = "updated"
+	EnsureUnchanged EnsureResult = "unchanged"
+)
+
+// Ensure makes an account match n, for bootstrapping: it creates the user when the email is
+// unknown (with n.Wallet as the starting balance); for an existing user it sets the tier
+// when it differs and the password when it does not verify, and leaves the wallet alone
+// (crediting again would not be idempotent). Running it twice changes nothing.
+func (u *Users) Ensure(ctx context.Context, n NewUser) (User, EnsureResult, error) {
+	usr, err := u.ByEmail(ctx, n.Email)
+	if errors.Is(err, ErrNotFound) {
+		usr, err = u.Create(ctx, n)
+		if errors.Is(err, ErrEmailTaken) { // lost a race with another Ensure
+			return u.Ensure(ctx, n)
+		}
+		return usr, EnsureCreated, err
+	}
+	if err != nil {
+		return User{}, "", err
+	}
+	res := EnsureUnchanged
+	if n.Tier != "" {
+		t, err := TierOf(n.Tier)
+		if err != nil {
+			return User{}, "", err
+		}
+		if t.Slug != usr.Tier.Slug {
+			if _, err := u.SetTier(ctx, usr.ID, t.Slug); err != nil {
+				return User{}, "", err
+			}
+			res = EnsureUpdated
+		}
+	}
+	if n.Password != "" {
+		ok, _, err := u.h.Verify(ctx, n.Password, usr.passwordHash)
+		if err != nil || !ok {
+			if err := u.SetPassword(ctx, usr.ID, n.Password); err != nil {
+				return User{}, "", err
+			}
+			res = EnsureUpdated
+		}
+	}
+	if res == EnsureUpdated {
+		usr, err = u.Get(ctx, usr.ID)
+	}
+	return usr, res, err
+}
+
+// List returns every account (admin CLI).
+func (u *Users) List(ctx context.Context) ([]User, error) {
+	ids, err := u.rdb.SMembers(ctx, store.Users()).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]User, 0, len(ids))
+	for _, id := range ids {
+		usr, err := u.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, usr)
+	}
+	return out, nil
+}

@@ -1,0 +1,320 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+func TestUsersCreateAndEmailUniqueness(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u, err := f.users.Create(ctx, NewUser{Name: "Ada", Email: "Ada@Example.COM", Password: "correct horse battery", Tier: "pro",
+		Wallet: decimal.RequireFromString("12.5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Email != "ada@example.com" || u.Tier.Slug != TierPro || u.Generation != 1 {
+		t.Fatalf("user %+v", u)
+	}
+	if _, err := f.users.Create(ctx, NewUser{Email: "ADA@example.com", Password: "another password"}); !errors.Is(err, ErrEmailTaken) {
+		t.Fatalf("duplicate email: %v", err)
+	}
+	got, err := f.users.ByEmail(ctx, "  ada@EXAMPLE.com ")
+	if err != nil || got.ID != u.ID || !got.StrategyLabBalanceUsd.Equal(decimal.RequireFromString("12.5")) {
+		t.Fatalf("ByEmail = %+v, %v", got, err)
+	}
+	// The stored hash is argon2id, never the password.
+	pw, _ := f.rdb.HGet(ctx, store.User(u.ID), fUserPassword).Result()
+	if pw == "" || pw[:10] != "$argon2id$" {
+		t.Fatalf("stored password %q", pw)
+	}
+	for _, bad := range []NewUser{
+		{Email: "not-an-email", Password: "correct horse battery"},
+		{Email: "x@y.z", Password: "short"},
+		{Email: "x@y.z", Password: "correct horse battery", Tier: "platinum"},
+		{Email: "x@y.z", Password: "correct horse battery", Wallet: decimal.NewFromInt(-1)},
+	} {
+		if _, err := f.users.Create(ctx, bad); err == nil {
+			t.Errorf("Create(%+v) accepted", bad)
+		}
+	}
+}
+
+func TestUsersAuthenticate(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u := f.user(t, "bob@example.com", TierFree)
+	if got, err := f.users.Authenticate(ctx, "BOB@example.com", "correct horse battery"); err != nil || got.ID != u.ID {
+		t.Fatalf("good login: %v", err)
+	}
+	if _, err := f.users.Authenticate(ctx, "bob@example.com", "wrong password!"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if _, err := f.users.Authenticate(ctx, "nobody@example.com", "correct horse battery"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("unknown email: %v", err)
+	}
+}
+
+func TestSetPasswordInvalidatesEverything(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u := f.user(t, "carol@example.com", TierPro)
+	raw, _, err := f.sessions.Create(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := f.issuer.IssueAPIToken(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, refresh, access := f.authorize(t, u, "mcp:live")
+	for _, tok := range []string{api.Token, access} {
+		if _, err := f.verifier.Verify(ctx, tok); err != nil {
+			t.Fatalf("before: %v", err)
+		}
+	}
+	if err := f.users.SetPassword(ctx, u.ID, "a brand new password"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Add(2 * time.Second) // past the verifier's cache
+	for _, tok := range []string{api.Token, access} {
+		if _, err := f.verifier.Verify(ctx, tok); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("token after password change: %v", err)
+		}
+	}
+	if _, err := f.sessions.Lookup(ctx, raw); !errors.Is(err, ErrNoSession) {
+		t.Fatalf("session after password change: %v", err)
+	}
+	if _, _, err := f.oauth.Rotate(ctx, RotateRequest{Token: refresh, ClientID: "c1"}); !errors.Is(err, ErrGrantRevoked) {
+		t.Fatalf("refresh after password change: %v", err)
+	}
+	if _, err := f.users.Authenticate(ctx, u.Email, "a brand new password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.users.Authenticate(ctx, u.Email, "correct horse battery"); err == nil {
+		t.Fatal("old password still works")
+	}
+}
+
+func TestWallet(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u := f.user(t, "dan@example.com", TierTeam)
+	bal, err := f.users.CreditWallet(ctx, u.ID, decimal.RequireFromString("0.10"))
+	if err != nil || bal.String() != "0.1" {
+		t.Fatalf("credit: %v %v", bal, err)
+	}
+	bal, err = f.users.CreditWallet(ctx, u.ID, decimal.RequireFromString("0.20"))
+	if err != nil || !bal.Equal(decimal.RequireFromString("0.3")) { // exact: 0.1 + 0.2 == 0.3 in decimal
+		t.Fatalf("credit: %v %v", bal, err)
+	}
+	if _, err := f.users.DebitWallet(ctx, u.ID, decimal.RequireFromString("0.31")); !errors.Is(err, ErrInsufficientFunds) {
+		t.Fatalf("overdraft: %v", err)
+	}
+	if bal, err = f.users.DebitWallet(ctx, u.ID, decimal.RequireFromString("0.30")); err != nil || !bal.IsZero() {
+		t.Fatalf("debit: %v %v", bal, err)
+	}
+	if _, err := f.users.CreditWallet(ctx, u.ID, decimal.NewFromInt(-5)); err == nil {
+		t.Fatal("negative credit accepted")
+	}
+	if _, err := f.users.CreditWallet(ctx, "nope", decimal.NewFromInt(5)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown user: %v", err)
+	}
+}
+
+func TestEnsureIsIdempotent(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	n := NewUser{Email: "demo@sigops.local", Name: "Demo", Tier: "team", Wallet: decimal.NewFromInt(100), Password: "demo password 1"}
+	u, res, err := f.users.Ensure(ctx, n)
+	if err != nil || res != EnsureCreated || u.Tier.Slug != TierTeam {
+		t.Fatalf("first: %v %v %+v", res, err, u)
+	}
+	u2, res, err := f.users.Ensure(ctx, n)
+	if err != nil || res != EnsureUnchanged || u2.ID != u.ID || u2.Generation != 1 || !u2.StrategyLabBalanceUsd.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("second: %v %v %+v", res, err, u2)
+	}
+	n.Password, n.Tier = "demo password 2", "pro"
+	u3, res, err := f.users.Ensure(ctx, n)
+	if err != nil || res != EnsureUpdated || u3.Tier.Slug != TierPro || u3.Generation != 2 {
+		t.Fatalf("third: %v %v %+v", res, err, u3)
+	}
+	if _, err := f.users.Authenticate(ctx, n.Email, "demo password 2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// project puts a bot of owner on account kind into the registry.
+func project(t *testing.T, f *fixture, id, owner, kind string) {
+	t.Helper()
+	b := registry.Bot{ID: id, Namespace: "default", Name: id, Owner: owner, Account: registry.Account{Kind: kind, Name: "acct"},
+		Availability: "active", WebhookEnabled: true}
+	if err := registry.New(f.rdb).Project(t.Context(), b, registry.HashWebhookID(id+"-hook")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u := f.user(t, "erin@example.com", TierPro)
+	project(t, f, "live-1", u.Email, registry.AccountExchange)
+	project(t, f, "live-2", u.Email, registry.AccountExchange)
+	project(t, f, "paper-1", u.Email, registry.AccountPaper)
+	project(t, f, "other-live", "someone@else.com", registry.AccountExchange)
+	// live-2 carries a Risk pause before the downgrade.
+	riskUntil := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
+	f.rdb.HSet(ctx, store.Bot("live-2"), registry.FieldPause, "Risk", registry.FieldPauseUntil, riskUntil)
+
+	sub := f.rdb.Subscribe(ctx, store.BotEvents())
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	ch, err := f.users.SetTier(ctx, u.ID, TierFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Paused) != 2 || ch.From.Slug != TierPro || ch.To.Slug != TierFree {
+		t.Fatalf("change %+v", ch)
+	}
+	pause := func(id string) (string, string) {
+		v, _ := f.rdb.HMGet(ctx, store.Bot(id), registry.FieldPause, registry.FieldPauseUntil).Result()
+		a, _ := v[0].(string)
+		b, _ := v[1].(string)
+		return a, b
+	}
+	for _, id := range []string{"live-1", "live-2"} {
+		if r, until := pause(id); r != ReasonDowngrade || until != "0" {
+			t.Errorf("%s: pause %q until %q", id, r, until)
+		}
+	}
+	for _, id := range []string{"paper-1", "other-live"} {
+		if r, _ := pause(id); r != "" {
+			t.Errorf("%s paused: %q", id, r)
+		}
+	}
+	got := map[string]bool{}
+	for range 2 {
+		m, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[m.Payload] = true
+	}
+	if !got["live-1"] || !got["live-2"] {
+		t.Fatalf("published %v", got)
+	}
+	// Idempotent: a second downgrade changes and publishes nothing.
+	if ch, err := f.users.SetTier(ctx, u.ID, TierFree); err != nil || len(ch.Paused) != 0 {
+		t.Fatalf("second downgrade %+v %v", ch, err)
+	}
+
+	// A Manual pause set meanwhile by someone else on live-1 is not ours to lift.
+	f.rdb.HSet(ctx, store.Bot("live-1"), registry.FieldPause, "Errors", registry.FieldPauseUntil, "0")
+	ch, err = f.users.SetTier(ctx, u.ID, TierTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Resumed) != 1 || ch.Resumed[0] != "live-2" {
+		t.Fatalf("resumed %v", ch.Resumed)
+	}
+	if r, _ := pause("live-2"); r != "" {
+		t.Errorf("live-2 still paused: %q", r)
+	}
+	if r, _ := pause("live-1"); r != "Errors" {
+		t.Errorf("live-1 pause %q: only Downgrade pauses are lifted", r)
+	}
+	m, err := sub.ReceiveMessage(ctx)
+	if err != nil || m.Payload != "live-2" {
+		t.Fatalf("resume publish %v %v", m, err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	u := f.user(t, "fay@example.com", TierFree)
+	raw, s, err := f.sessions.Create(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) < 43 || s.CSRF == "" {
+		t.Fatal("weak session values")
+	}
+	// Only the hash is a key; the raw value appears nowhere in Redis.
+	keys, _ := f.rdb.Keys(ctx, "*").Result()
+	for _, k := range keys {
+		if v, _ := f.rdb.Dump(ctx, k).Result(); strings.Contains(k+v, raw) {
+			t.Fatalf("raw cookie stored under %s", k)
+		}
+	}
+	ttl0, _ := f.rdb.TTL(ctx, store.Session(s.Hash)).Result()
+	if ttl0 < SessionIdle-time.Minute || ttl0 > SessionIdle {
+		t.Fatalf("TTL %v", ttl0)
+	}
+	f.clk.Add(3 * 24 * time.Hour)
+	got, err := f.sessions.Lookup(ctx, raw)
+	if err != nil || got.UserID != u.ID {
+		t.Fatalf("lookup %v", err)
+	}
+	if !got.ExpiresAt.Equal(f.clk.Now().Add(SessionIdle)) {
+		t.Fatalf("not slid: %v", got.ExpiresAt)
+	}
+	if _, err := f.sessions.Lookup(ctx, raw+"x"); !errors.Is(err, ErrNoSession) {
+		t.Fatal("forged cookie accepted")
+	}
+	if err := f.sessions.Destroy(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sessions.Lookup(ctx, raw); !errors.Is(err, ErrNoSession) {
+		t.Fatal("destroyed session lives")
+	}
+	// Absolute cap.
+	raw, _, _ = f.sessions.Create(ctx, u)
+	for range 6 {
+		f.clk.Add(6 * 24 * time.Hour)
+		if _, err := f.sessions.Lookup(ctx, raw); err != nil {
+			break
+		}
+	}
+	if _, err := f.sessions.Lookup(ctx, raw); !errors.Is(err, ErrNoSession) {
+		t.Fatal("session outlived its 30-day cap")
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	l := NewLimiter(f.rdb)
+	lim := Limit{Kind: "t", Max: 3, Window: time.Minute}
+	for i := 1; i <= 3; i++ {
+		if blocked, _, _ := l.Blocked(ctx, lim, "s"); blocked {
+			t.Fatalf("blocked before %d", i)
+		}
+		if blocked, _, err := l.Hit(ctx, lim, "s"); blocked || err != nil {
+			t.Fatalf("hit %d blocked", i)
+		}
+	}
+	blocked, retry, _ := l.Blocked(ctx, lim, "s")
+	if !blocked || retry <= 0 || retry > time.Minute {
+		t.Fatalf("after max: %v %v", blocked, retry)
+	}
+	if blocked, _, _ := l.Blocked(ctx, lim, "other"); blocked {
+		t.Fatal("subjects share counts")
+	}
+	_ = l.Reset(ctx, lim, "s")
+	if blocked, _, _ := l.Blocked(ctx, lim, "s"); blocked {
+		t.Fatal("reset did not clear")
+	}
+}

@@ -1,0 +1,416 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// MaxCacheTTL bounds how stale a verifier's view of Redis may be: a revocation or a password
+// change takes effect on every replica within this time (and at once on the replica that
+// made it, which calls Purge).
+const MaxCacheTTL = time.Second
+
+// maxTokenLen refuses absurd inputs before any parsing.
+const maxTokenLen = 4096
+
+var (
+	// ErrNoToken: the request carries no bearer token.
+	ErrNoToken = errors.New("no bearer token")
+	// ErrInvalidToken: the token is malformed, forged, expired, for another audience, revoked
+	// or from before a password change. Callers answer 401 and never say which.
+	ErrInvalidToken = errors.New("invalid token")
+	// ErrUnavailable: the revocation state could not be read (Redis down); answer 503.
+	ErrUnavailable = errors.New("token state unavailable")
+)
+
+// InvalidTokenError carries why a token was refused, for logs and metrics only.
+type InvalidTokenError struct{ Reason string }
+
+func (e *InvalidTokenError) Error() string        { return "invalid token: " + e.Reason }
+func (e *InvalidTokenError) Is(target error) bool { return target == ErrInvalidToken }
+
+func invalid(reason string) error { return &InvalidTokenError{Reason: reason} }
+
+// Principal is who a verified token speaks for.
+type Principal struct {
+	UserID string
+	// Kind is KindAPI (bearer JWT: full access, no scope) or KindOAuth.
+	Kind string
+	JTI  string
+	// Scope is the OAuth scope; empty for KindAPI.
+	Scope    string
+	ClientID string
+	// AuthorizationID is the OAuth token family (sid); empty for KindAPI.
+	AuthorizationID string
+	Audience        []string
+	IssuedAt        time.Time
+	ExpiresAt       time.Time
+	Generation      int64
+}
+
+// Allows reports whether the principal may do what needs scope: bearer JWTs have full API
+// access; OAuth tokens follow the scope hierarchy.
+func (p *Principal) Allows(scope string) bool {
+	if p.Kind == KindAPI {
+		return true
+	}
+	return ScopeAllows(p.Scope, scope)
+}
+
+// VerifierOptions configure a Verifier.
+type VerifierOptions struct {
+	Redis redis.UniversalClient
+	Keys  *Keyring
+	// Issuer is the expected iss: {base_url}.
+	Issuer string
+	// Audiences are the resources this daemon serves; a token must name one of them
+	// (mcpd: {mcp_url}/mcp; the API: {base_url}/api).
+	Audiences []string
+	// CacheTTL is how long Redis facts are reused (0 or above MaxCacheTTL: MaxCacheTTL).
+	CacheTTL time.Duration
+	// CacheEntries bounds the cache (0: 100,000 tokens).
+	CacheEntries int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Verifier checks sigops tokens: the one implementation every daemon uses.
+//
+// A token passes when its signature verifies with a known key (kid) under HS256 and nothing
+// else; it has iss, sub, jti, iat and exp, is unexpired and names one of the audiences; and
+// Redis says it is live: for a bearer JWT its record exists (an idle window that each
+// successful check slides by APITokenIdle), for an OAuth token its authorization exists
+// and is not revoked and its jti is not revoked; for both, the user's password generation
+// equals the token's. Those Redis facts are cached per jti for at most CacheTTL (≤ 1 s).
+type Verifier struct {
+	o      VerifierOptions
+	parser *jwt.Parser
+	cache  *factCache
+}
+
+// NewVerifier returns a verifier.
+func NewVerifier(o VerifierOptions) (*Verifier, error) {
+	if o.Redis == nil || o.Keys == nil || o.Issuer == "" || len(o.Audiences) == 0 {
+		return nil, errors.New("verifier needs Redis, keys, an issuer and at least one audience")
+	}
+	if o.CacheTTL <= 0 || o.CacheTTL > MaxCacheTTL {
+		o.CacheTTL = MaxCacheTTL
+	}
+	if o.CacheEntries <= 0 {
+		o.CacheEntries = 100_000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithIssuer(o.Issuer),
+		jwt.WithAudience(o.Audiences...),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(o.Now),
+		jwt.WithStrictDecoding(),
+	)
+	return &Verifier{o: o, parser: p, cache: newFactCache(o.CacheEntries)}, nil
+}
+
+// VerifyRequest verifies the Authorization: Bearer token of r. A token anywhere else (query,
+// body) is not looked at.
+func (v *Verifier) VerifyRequest(r *http.Request) (*Principal, error) {
+	raw, ok := BearerToken(r)
+	if !ok {
+		return nil, ErrNoToken
+	}
+	return v.Verify(r.Context(), raw)
+}
+
+// BearerToken extracts the token of an "Authorization: Bearer" header.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// Verify checks a raw token and returns its principal.
+func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
+	if raw == "" || len(raw) > maxTokenLen {
+		return nil, invalid("size")
+	}
+	var c Claims
+	t, err := v.parser.ParseWithClaims(raw, &c, v.o.Keys.keyFunc)
+	if err != nil {
+		return nil, invalid(jwtReason(err))
+	}
+	// The typ header must agree with the kind (RFC 9068 at+jwt for OAuth access tokens).
+	if typ, _ := t.Header["typ"].(string); (c.Kind == KindOAuth) != (typ == typOAuth) {
+		return nil, invalid("typ")
+	}
+	p, err := v.principal(&c)
+	if err != nil {
+		return nil, err
+	}
+	now := v.o.Now()
+	if f, ok := v.cache.get(p.JTI, now); ok {
+		if !f.live {
+			return nil, invalid(f.reason)
+		}
+		return p, nil
+	}
+	f, err := v.fetch(ctx, p, now)
+	if err != nil {
+		return nil, err
+	}
+	v.cache.put(p.JTI, f, now.Add(v.o.CacheTTL))
+	if !f.live {
+		return nil, invalid(f.reason)
+	}
+	return p, nil
+}
+
+func jwtReason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "expired"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "audience"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "issuer"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "signature"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed"
+	}
+	return "claims"
+}
+
+// principal checks the claims sigops always sets and returns the principal.
+func (v *Verifier) principal(c *Claims) (*Principal, error) {
+	if c.ID == "" {
+		// Tokens of the deprecated /api/oauth/mcp/token endpoint had no jti.
+		return nil, invalid("no jti")
+	}
+	if c.Subject == "" || c.IssuedAt == nil || c.ExpiresAt == nil || c.Gen <= 0 {
+		return nil, invalid("claims")
+	}
+	life := c.ExpiresAt.Sub(c.IssuedAt.Time)
+	p := &Principal{UserID: c.Subject, Kind: c.Kind, JTI: c.ID, Audience: c.Audience, IssuedAt: c.IssuedAt.Time,
+		ExpiresAt: c.ExpiresAt.Time, Generation: c.Gen}
+	switch c.Kind {
+	case KindAPI:
+		if c.Scope != "" || c.ClientID != "" || c.SID != "" || life > APITokenMaxLifetime {
+			return nil, invalid("claims")
+		}
+	case KindOAuth:
+		if c.ClientID == "" || c.SID == "" || ScopeLevel(c.Scope) == 0 || life > AccessTokenLifetime {
+			return nil, invalid("claims")
+		}
+		p.Scope, p.ClientID, p.AuthorizationID = c.Scope, c.ClientID, c.SID
+	default:
+		return nil, invalid("kind")
+	}
+	return p, nil
+}
+
+type facts struct {
+	live   bool
+	reason string
+}
+
+// fetch reads the token's live state from Redis in one round trip.
+func (v *Verifier) fetch(ctx context.Context, p *Principal, now time.Time) (facts, error) {
+	pipe := v.o.Redis.Pipeline()
+	gen := pipe.HGet(ctx, store.User(p.UserID), fUserGen)
+	var bearer *redis.BoolCmd
+	var auth *redis.SliceCmd
+	var revoked *redis.IntCmd
+	if p.Kind == KindAPI {
+		// Sliding idle window: the record exists while the token is live, and each
+		// (uncached) successful use pushes its end APITokenIdle ahead.
+		bearer = pipe.Expire(ctx, store.Bearer(p.JTI), APITokenIdle)
+	} else {
+		auth = pipe.HMGet(ctx, store.OAuthAuthorization(p.AuthorizationID), fAuthUser, fAuthRevokedAt)
+		revoked = pipe.Exists(ctx, store.OAuthRevokedToken(p.JTI))
+		if v.cache.touchDue(p.AuthorizationID, now) {
+			pipe.Eval(ctx, touchScript, []string{store.OAuthAuthorization(p.AuthorizationID)}, now.UnixMilli())
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return facts{}, ErrUnavailable
+	}
+	g, err := gen.Result()
+	if errors.Is(err, redis.Nil) {
+		return facts{reason: "no user"}, nil
+	}
+	if err != nil {
+		return facts{}, ErrUnavailable
+	}
+	if n, _ := strconv.ParseInt(g, 10, 64); n != p.Generation {
+		return facts{reason: "password changed"}, nil
+	}
+	if bearer != nil {
+		if !bearer.Val() {
+			return facts{reason: "bearer expired or revoked"}, nil
+		}
+		return facts{live: true}, nil
+	}
+	a := auth.Val()
+	if len(a) != 2 {
+		return facts{}, ErrUnavailable
+	}
+	if uid, _ := a[0].(string); uid != p.UserID {
+		return facts{reason: "no authorization"}, nil
+	}
+	if r, _ := a[1].(string); r != "" {
+		return facts{reason: "authorization revoked"}, nil
+	}
+	if revoked.Val() != 0 {
+		return facts{reason: "token revoked"}, nil
+	}
+	return facts{live: true}, nil
+}
+
+// touchScript stamps an authorization's last use (Connected Apps) if it still exists.
+const touchScript = `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'lastUsed', ARGV[1]) end return 1`
+
+// Purge drops every cached fact, so a revocation made by this process applies to its own
+// next verification at once (other replicas follow within CacheTTL).
+func (v *Verifier) Purge() { v.cache.purge() }
+
+// touchEvery is how often a verifier stamps an authorization's last-used time.
+const touchEvery = time.Minute
+
+// factCache is a sharded map from jti to facts with a deadline, bounded in size.
+type factCache struct {
+	seed   maphash.Seed
+	max    int
+	shards [cacheShards]cacheShard
+}
+
+const cacheShards = 32
+
+type cacheShard struct {
+	mu      sync.RWMutex
+	entries map[string]cacheEntry
+	touched map[string]time.Time
+}
+
+type cacheEntry struct {
+	f        facts
+	deadline time.Time
+}
+
+func newFactCache(max int) *factCache {
+	c := &factCache{seed: maphash.MakeSeed(), max: max/cacheShards + 1}
+	for i := range c.shards {
+		c.shards[i].entries = map[string]cacheEntry{}
+		c.shards[i].touched = map[string]time.Time{}
+	}
+	return c
+}
+
+func (c *factCache) shard(k string) *cacheShard {
+	return &c.shards[maphash.String(c.seed, k)%uint64(len(c.shards))]
+}
+
+func (c *factCache) get(jti string, now time.Time) (facts, bool) {
+	s := c.shard(jti)
+	s.mu.RLock()
+	e, ok := s.entries[jti]
+	s.mu.RUnlock()
+	if !ok || !now.Before(e.deadline) {
+		return facts{}, false
+	}
+	return e.f, true
+}
+
+func (c *factCache) put(jti string, f facts, deadline time.Time) {
+	s := c.shard(jti)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.entries) >= c.max {
+		now := deadline.Add(-MaxCacheTTL)
+		for k, e := range s.entries {
+			if !now.Before(e.deadline) {
+				delete(s.entries, k)
+			}
+		}
+		if len(s.entries) >= c.max {
+			clear(s.entries)
+		}
+	}
+	s.entries[jti] = cacheEntry{f: f, deadline: deadline}
+}
+
+// touchDue reports (and records) whether the authorization's last-used stamp is due.
+func (c *factCache) touchDue(sid string, now time.Time) bool {
+	s := c.shard(sid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.touched[sid]; ok && now.Sub(t) < touchEvery {
+		return false
+	}
+	if len(s.touched) >= c.max {
+		clear(s.touched)
+	}
+	s.touched[sid] = now
+	return true
+}
+
+func (c *factCache) purge() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		clear(s.entries)
+		s.mu.Unlock()
+	}
+}
+
+type principalKey struct{}
+
+// WithPrincipal stores p in ctx.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal Middleware stored, if any.
+func PrincipalFrom(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok
+}
+
+// Middleware requires a valid bearer token: 401 (with the RFC 6750/9728 challenge naming
+// resourceMetadata) without one, 503 when Redis cannot be read; otherwise the principal is
+// in the request's context (PrincipalFrom). Scope checks are the handler's, with
+// Principal.Allows and WriteInsufficientScope.
+func (v *Verifier) Middleware(resourceMetadata string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, err := v.VerifyRequest(r)
+			switch {
+			case errors.Is(err, ErrUnavailable):
+				writeJSONError(w, http.StatusServiceUnavailable, map[string]any{
+					"success": false, "error": "service unavailable", "code": "INTERNAL_ERROR", "timestamp": v.o.Now().UnixMilli()})
+				return
+			case err != nil:
+				WriteUnauthorized(w, !errors.Is(err, ErrNoToken), resourceMetadata, v.o.Now().UnixMilli())
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		})
+	}
+}

@@ -1,0 +1,70 @@
+package store
+
+import "strings"
+
+// Keys of authd and runtime/auth: accounts, dashboard sessions, bearer JWTs, the OAuth 2.1
+// authorization server and the brute-force counters. Secrets (passwords, session cookies,
+// codes, refresh tokens, client secrets) never appear in a key or a value: keys carry their
+// SHA-256 (hex) and values carry KDF hashes.
+//
+//	sigops:users                               set    every user ID
+//	sigops:user:{id}                           hash   account: name, email, password hash, tier, wallet, generation
+//	sigops:user:email:{email}                  string lower-cased email -> user ID (uniqueness)
+//	sigops:user:{id}:sessions                  set    session hashes of a user (clean-up on password change)
+//	sigops:user:{id}:oauth                     set    OAuth authorization IDs of a user (connected apps)
+//	sigops:session:{sha256}                    hash   dashboard session: user, generation, CSRF token; TTL 7 days sliding
+//	sigops:bearer:{jti}                        string live bearer JWT (login/dashboard token) -> user ID; TTL 7 days sliding
+//	sigops:oauth:client:{clientId}             hash   registered OAuth client
+//	sigops:oauth:code:{sha256}                 hash   authorization code (60 s, single use; kept longer to catch replays)
+//	sigops:oauth:pending:{id}                  hash   an authorization request waiting for consent
+//	sigops:oauth:auth:{authId}                 hash   one authorization (token family): user, client, scope, revokedAt
+//	sigops:oauth:auth:{authId}:rt:{sha256}     hash   one refresh token of that family (current or used)
+//	sigops:oauth:revoked:{jti}                 string one revoked access token until its expiry
+//	sigops:ratelimit:{kind}:{subject}          string failure/attempt counter of a window (login, registration)
+//
+// An authorization's keys share the hash tag {authId}, so the refresh rotation script
+// touches one Redis Cluster slot.
+
+// Users is the set of every user ID.
+func Users() string { return prefix + "users" }
+
+// User is one account.
+func User(id string) string { return prefix + "user:" + id }
+
+// UserByEmail maps a lower-cased email to its user ID. Emails are case-insensitive.
+func UserByEmail(email string) string {
+	return prefix + "user:email:" + strings.ToLower(strings.TrimSpace(email))
+}
+
+// UserSessions is the set of session hashes of one user.
+func UserSessions(userID string) string { return User(userID) + ":sessions" }
+
+// UserAuthorizations is the set of OAuth authorization IDs of one user.
+func UserAuthorizations(userID string) string { return User(userID) + ":oauth" }
+
+// Session is one dashboard session, by the SHA-256 (hex) of its cookie value.
+func Session(hash string) string { return prefix + "session:" + hash }
+
+// Bearer marks a live bearer JWT (login or dashboard token) by its jti.
+func Bearer(jti string) string { return prefix + "bearer:" + jti }
+
+// OAuthClient is one registered OAuth client.
+func OAuthClient(clientID string) string { return prefix + "oauth:client:" + clientID }
+
+// OAuthCode is one authorization code, by the SHA-256 (hex) of the code.
+func OAuthCode(hash string) string { return prefix + "oauth:code:" + hash }
+
+// OAuthPending is an authorization request waiting for the user's consent.
+func OAuthPending(id string) string { return prefix + "oauth:pending:" + id }
+
+// OAuthAuthorization is one authorization (a token family).
+func OAuthAuthorization(authID string) string { return prefix + "oauth:auth:{" + authID + "}" }
+
+// OAuthRefresh is one refresh token of an authorization, by the SHA-256 (hex) of its secret.
+func OAuthRefresh(authID, hash string) string { return OAuthAuthorization(authID) + ":rt:" + hash }
+
+// OAuthRevokedToken marks one revoked access token by its jti.
+func OAuthRevokedToken(jti string) string { return prefix + "oauth:revoked:" + jti }
+
+// RateLimit is a counter of one kind (login-account, login-ip, register-ip) and subject.
+func RateLimit(kind, subject string) string { return prefix + "ratelimit:" + kind + ":" + subject }
