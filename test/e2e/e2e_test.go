@@ -6,6 +6,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,7 +33,9 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/intake"
@@ -89,8 +92,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ring, err := credentials.NewRing(key)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	exchanges := connectors.All()
 	if err := controllers.Setup(mgr, controllers.Options{Redis: rdb, BaseURL: "https://sigops.test", TombstoneTTL: time.Hour,
-		MaxConcurrentReconciles: 4, PaperSyncPeriod: 200 * time.Millisecond, CredentialsRetryPeriod: time.Second}); err != nil {
+		MaxConcurrentReconciles: 4, PaperSyncPeriod: 200 * time.Millisecond, CredentialsRetryPeriod: time.Second,
+		MasterKeys: ring, Connectors: exchanges}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -98,7 +113,8 @@ func run(m *testing.M) int {
 
 	// The executor on the simulated market, with pinned prices.
 	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
-	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet})
+	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet, Venues: &executor.Paper{Redis: rdb, Prices: prices,
+		Live: &executor.LiveVenues{Redis: rdb, Keys: ring, Connectors: exchanges}}})
 	consumer := queue.NewConsumer(queue.DedicatedClient(rdb.Options()), queue.Options{LeaseTTL: time.Second, Logger: quiet})
 	running.Go(func() { _ = consumer.Run(ctx, exec.Handle) })
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: 50 * time.Millisecond, Logger: quiet})
