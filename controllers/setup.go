@@ -59,6 +59,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := (&SignalBotReconciler{
 		Client:                  mgr.GetClient(),
 		Registry:                registry.New(o.Redis),
+		Redis:                   o.Redis,
 		Recorder:                mgr.GetEventRecorder("signalbot-controller"),
 		BaseURL:                 o.BaseURL,
 		TombstoneTTL:            o.TombstoneTTL,

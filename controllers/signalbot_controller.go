@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/redis/go-redis/v9"
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -32,6 +33,8 @@ import (
 type SignalBotReconciler struct {
 	client.Client
 	Registry *registry.Registry
+	// Redis reads owners' tiers (live bots need live trading); nil skips the check.
+	Redis    redis.UniversalClient
 	Recorder events.EventRecorder
 	// BaseURL is the public origin written into each webhook Secret's url.
 	BaseURL string
@@ -126,6 +129,10 @@ func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.S
 
 	if !acct.ready {
 		r.setOutcome(bot, outcome{reason: acct.reason, message: acct.message})
+		if acct.reason == reasonOwnerLacksLiveTrading || acct.reason == reasonOwnerAccountNotFound {
+			// Tiers live in authd's store, which sends no event for these bots: look again.
+			return ctrl.Result{RequeueAfter: tierRecheckPeriod}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 	o := outcome{ready: true, reason: "Active", message: "taking signals"}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/auth"
 )
 
 // mirrorRuntimePause shows in status a pause the executor set in Redis (Errors after five
@@ -16,14 +17,30 @@ import (
 // waiting for this controller. It returns when to look again (the end of a timed pause).
 func (r *SignalBotReconciler) mirrorRuntimePause(ctx context.Context, bot *tradingv1.SignalBot) (time.Duration, error) {
 	id := string(bot.UID)
+	now := r.now()
 	if want := bot.Annotations[tradingv1.AnnotationResume]; want != "" && want != bot.Status.LastHandledResume {
-		if err := r.Registry.ClearRuntimePause(ctx, id); err != nil {
+		current, err := r.Registry.GetRuntimePause(ctx, id, now.UnixMilli())
+		if err != nil {
 			return 0, err
 		}
+		allowed := true
+		if current.Reason == auth.ReasonDowngrade {
+			// A Downgrade pause ends with the tier, not with an annotation.
+			if allowed, err = r.liveTradingAllowed(ctx, bot); err != nil {
+				return 0, err
+			}
+		}
+		if allowed {
+			if err := r.Registry.ClearRuntimePause(ctx, id); err != nil {
+				return 0, err
+			}
+			r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "Resumed", "Resume", "runtime pause cleared")
+		} else {
+			r.Recorder.Eventf(bot, nil, corev1.EventTypeWarning, "ResumeRefused", "Resume",
+				"paused by a tier downgrade: the owner's tier must include live trading first")
+		}
 		bot.Status.LastHandledResume = want
-		r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "Resumed", "Resume", "runtime pause cleared")
 	}
-	now := r.now()
 	pause, err := r.Registry.GetRuntimePause(ctx, id, now.UnixMilli())
 	if err != nil || pause.Reason == "" {
 		return 0, err

@@ -25,6 +25,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -33,6 +34,7 @@ import (
 // The suite runs the real controllers against a real API server (envtest, binaries built
 // by hack/setup-envtest.sh) and a real redis-server.
 var (
+	users    *auth.Users
 	k8s      client.Client
 	rdb      *redis.Client
 	clock    = &testClock{}
@@ -72,6 +74,12 @@ func runSuite(m *testing.M) int {
 	}
 	defer srv.Stop()
 	rdb = srv.Client()
+	// The owner of the live bots in these tests: an account whose tier includes live trading.
+	users = auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.KDFParams{MemoryKiB: 64, Time: 1, Threads: 1}})
+	if _, err := users.Create(context.Background(), auth.NewUser{Email: "a@x.io", Password: "correct horse battery", Tier: auth.TierTeam}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	ctrl.SetLogger(logr.FromSlogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if masterKeys, err = credentials.NewRing(masterKey); err != nil {

@@ -1,8 +1,14 @@
 package auth
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // Capabilities are what a tier allows (the spec's Authentication status block).
@@ -42,4 +48,26 @@ func TierOf(slug string) (Tier, error) {
 		return Tier{}, fmt.Errorf("unknown tier %q (free, pro or team)", slug)
 	}
 	return t, nil
+}
+
+// OwnerTier reads the tier of the account with this email without loading the rest of it
+// (the manager checks a live bot's owner on every reconcile). found is false when there is
+// no such account.
+func OwnerTier(ctx context.Context, rdb redis.UniversalClient, email string) (t Tier, found bool, err error) {
+	id, err := rdb.Get(ctx, store.UserByEmail(email)).Result()
+	if errors.Is(err, redis.Nil) {
+		return Tier{}, false, nil
+	}
+	if err != nil {
+		return Tier{}, false, err
+	}
+	slug, err := rdb.HGet(ctx, store.User(id), fUserTier).Result()
+	if errors.Is(err, redis.Nil) {
+		return Tier{}, false, nil
+	}
+	if err != nil {
+		return Tier{}, false, err
+	}
+	t, err = TierOf(slug)
+	return t, err == nil, err
 }

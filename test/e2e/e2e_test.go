@@ -33,6 +33,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
@@ -78,6 +79,14 @@ func run(m *testing.M) int {
 	}
 	defer srv.Stop()
 	rdb = srv.Client()
+	// Live bots need owners whose tier includes live trading.
+	accounts := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.KDFParams{MemoryKiB: 64, Time: 1, Threads: 1}})
+	for _, email := range []string{"trader@example.com", "bench@example.com"} {
+		if _, err := accounts.Create(context.Background(), auth.NewUser{Email: email, Password: "correct horse battery", Tier: auth.TierTeam}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var running sync.WaitGroup
 	defer running.Wait() // the daemons stop before Redis and the API server do

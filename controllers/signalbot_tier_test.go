@@ -1,0 +1,77 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// Live trading is a tier capability: a live bot of an owner without an account, or on the
+// free tier, is disabled; a downgrade pauses a running live bot (Downgrade), which the
+// resume annotation cannot lift; an upgrade resumes it.
+func TestLiveBotFollowsItsOwnersTier(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cr := newCreds(ns, "tier")
+	exchanges.answer(cr.key, permsTrade, nil)
+	create(t, credentialsSecret(ns, "creds", cr, false))
+
+	// No account for the owner.
+	create(t, connection(ns, "bn-ghost", "ghost@x.io", "creds"))
+	waitConnection(t, ns, "bn-ghost", metav1.ConditionTrue, "Validated")
+	create(t, exchangeBot(ns, "ghost", "ghost@x.io", "bn-ghost", tradingv1.MarketSpot))
+	waitBot(t, ns, "ghost", "no owner account", readyIs(metav1.ConditionFalse, "OwnerAccountNotFound"))
+
+	// A free-tier owner.
+	free, err := users.Create(ctx, auth.NewUser{Email: "free-" + ns + "@x.io", Password: "correct horse battery", Tier: auth.TierFree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, connection(ns, "bn-free", free.Email, "creds"))
+	waitConnection(t, ns, "bn-free", metav1.ConditionTrue, "Validated")
+	create(t, exchangeBot(ns, "free", free.Email, "bn-free", tradingv1.MarketSpot))
+	waitBot(t, ns, "free", "free tier", readyIs(metav1.ConditionFalse, "OwnerLacksLiveTrading"))
+
+	// A pro owner whose live bot runs, then is downgraded.
+	pro, err := users.Create(ctx, auth.NewUser{Email: "pro-" + ns + "@x.io", Password: "correct horse battery", Tier: auth.TierPro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, connection(ns, "bn-pro", pro.Email, "creds"))
+	waitConnection(t, ns, "bn-pro", metav1.ConditionTrue, "Validated")
+	create(t, exchangeBot(ns, "pro", pro.Email, "bn-pro", tradingv1.MarketSpot))
+	bot := waitBot(t, ns, "pro", "pro bot active", readyIs(metav1.ConditionTrue, "Active"))
+
+	ch, err := users.SetTier(ctx, pro.ID, auth.TierFree)
+	if err != nil || len(ch.Paused) != 1 || ch.Paused[0] != string(bot.UID) {
+		t.Fatalf("downgrade = %+v, %v", ch, err)
+	}
+	waitBot(t, ns, "pro", "paused by the downgrade", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedDowngrade))
+
+	// The resume annotation does not lift a Downgrade pause while the tier lacks live trading.
+	annotateBot(t, ns, "pro", tradingv1.AnnotationResume, "r1")
+	waitBot(t, ns, "pro", "resume handled", func(b *tradingv1.SignalBot) error {
+		if b.Status.LastHandledResume != "r1" {
+			return errString("resume not handled yet")
+		}
+		return availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedDowngrade)(b)
+	})
+	if p, _ := registry.New(rdb).GetRuntimePause(ctx, string(bot.UID), 0); p.Reason != auth.ReasonDowngrade {
+		t.Fatalf("runtime pause = %+v", p)
+	}
+
+	// An upgrade resumes it.
+	if _, err := users.SetTier(ctx, pro.ID, auth.TierTeam); err != nil {
+		t.Fatal(err)
+	}
+	waitBot(t, ns, "pro", "resumed by the upgrade", availabilityIs(tradingv1.AvailabilityActive, ""))
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
