@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 
@@ -16,7 +17,7 @@ import (
 // certificate, routing /api/webhooks/ to webhookd as config/ingress does.
 func (s *localStack) startDataPlane(ctx context.Context) error {
 	bins := map[string]string{}
-	for _, name := range []string{"executor", "webhookd"} {
+	for _, name := range []string{"executor", "webhookd", "authd"} {
 		fmt.Printf("building %s...\n", name)
 		bin, err := stack.Build(ctx, s.root, name)
 		if err != nil {
@@ -60,6 +61,31 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		return err
 	}
 
+	// authd, and the demo account the samples belong to (tier team, some wallet credit).
+	fmt.Printf("creating the demo account %s (tier team)\n", demoEmail)
+	ensure := exec.CommandContext(ctx, bins["authd"], "users", "ensure", "--email", demoEmail, "--name", "Demo",
+		"--tier", "team", "--wallet", "100", "--password-file", s.demoPassword, "--redis-addr", s.redis.Addr)
+	if out, err := ensure.CombinedOutput(); err != nil {
+		return fmt.Errorf("authd users ensure: %w\n%s", err, out)
+	}
+	authAddr, err := addr()
+	if err != nil {
+		return err
+	}
+	authMetrics, err := addr()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("starting authd (log: %s)\n", s.rel(s.authdLog))
+	if s.authd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
+		Name: "authd", Binary: bins["authd"], LogFile: s.authdLog,
+		Args: []string{"serve", "--redis-addr=" + s.redis.Addr, "--listen=" + authAddr, "--metrics-bind-address=" + authMetrics,
+			"--trusted-proxies=127.0.0.1/32", "--issuer=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey},
+		ReadyURL: "http://" + authMetrics + "/readyz",
+	}); err != nil {
+		return err
+	}
+
 	if err := os.MkdirAll(filepath.Dir(s.certFile), 0o700); err != nil {
 		return err
 	}
@@ -69,10 +95,18 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	fmt.Printf("starting nginx on %s (certificate: %s)\n", originAddr, s.rel(s.certFile))
 	s.nginx, err = stack.StartNginx(ctx, stack.NginxOptions{
 		Listen: originAddr, Dir: s.nginxDir, CertFile: s.certFile, KeyFile: s.keyFile, LogFile: s.nginxLog,
-		Routes: map[string]string{"/api/webhooks/": hookAddr},
+		Routes: map[string]string{
+			"/api/webhooks/": hookAddr,
+			// authd: discovery, OAuth, logins, identity and the dashboard pages.
+			"/.well-known/": authAddr, "/api/oauth/": authAddr, "/api/auth/": authAddr, "/api/user/": authAddr,
+			"/oauth/": authAddr, "/login": authAddr, "/logout": authAddr, "/dashboard": authAddr,
+		},
 	})
 	return err
 }
 
 // originAddr is where nginx serves {base_url}.
 const originAddr = "127.0.0.1:8443"
+
+// demoEmail owns the samples and is the local stack's login.
+const demoEmail = "demo@sigops.local"

@@ -112,6 +112,8 @@ func run(fresh bool) int {
 		return fail(fmt.Errorf("redis-server exited (%v); see %s", s.redis.ExitErr(), p.rel(p.redisLog)))
 	case <-s.executor.Done():
 		return fail(fmt.Errorf("the executor exited (%v); see %s", s.executor.ExitErr(), p.rel(p.executorLog)))
+	case <-s.authd.Done():
+		return fail(fmt.Errorf("authd exited (%v); see %s", s.authd.ExitErr(), p.rel(p.authdLog)))
 	case <-s.webhookd.Done():
 		return fail(fmt.Errorf("webhookd exited (%v); see %s", s.webhookd.ExitErr(), p.rel(p.webhookdLog)))
 	case <-s.nginx.Done():
@@ -126,6 +128,7 @@ type paths struct {
 	managerLog, redisLog, samples, kubectl, assets string
 	webhookdLog, executorLog, nginxDir, nginxLog   string
 	certFile, keyFile, masterKey                   string
+	authdLog, jwtKey, demoPassword                 string
 }
 
 func newPaths(root string) paths {
@@ -140,9 +143,10 @@ func newPaths(root string) paths {
 		webhookdLog: filepath.Join(dir, "webhookd.log"), executorLog: filepath.Join(dir, "executor.log"),
 		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
-		masterKey: filepath.Join(dir, "master.key"),
-		samples:   filepath.Join(root, "config", "samples"),
-		kubectl:   filepath.Join(stack.AssetsDir(root), "kubectl"),
+		masterKey: filepath.Join(dir, "master.key"), jwtKey: filepath.Join(dir, "jwt.key"),
+		demoPassword: filepath.Join(dir, "demo.password"), authdLog: filepath.Join(dir, "authd.log"),
+		samples: filepath.Join(root, "config", "samples"),
+		kubectl: filepath.Join(stack.AssetsDir(root), "kubectl"),
 	}
 }
 
@@ -187,8 +191,9 @@ type localStack struct {
 	redis   *stack.Redis
 	manager *stack.Manager
 	// The data plane: executor, webhookd and nginx in front as the {base_url} origin.
-	executor, webhookd *stack.Process
-	nginx              *stack.Nginx
+	executor, webhookd, authd *stack.Process
+	password                  string // the demo account's
+	nginx                     *stack.Nginx
 }
 
 func (s *localStack) start(ctx context.Context) error {
@@ -206,8 +211,10 @@ func (s *localStack) start(ctx context.Context) error {
 
 	// The master key that seals exchange credentials (kept across runs: sealed blobs in
 	// Redis need it; -fresh removes both).
-	if err := stack.MasterKey(s.masterKey); err != nil {
-		return err
+	for _, f := range []string{s.masterKey, s.jwtKey, s.demoPassword} {
+		if err := stack.SecretFile(f); err != nil {
+			return err
+		}
 	}
 
 	port := redisPort
@@ -266,8 +273,14 @@ func (s *localStack) start(ctx context.Context) error {
 	}
 	webhookURL := string(secret.Data[controllers.WebhookSecretKeyURL])
 
-	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\n", s.kubeconfig, s.redis.Addr, baseURL, mcpURL, s.certFile)
-	if err := os.WriteFile(s.env, []byte(env), 0o644); err != nil {
+	password, err := os.ReadFile(s.demoPassword)
+	if err != nil {
+		return err
+	}
+	s.password = strings.TrimSpace(string(password))
+	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\n",
+		s.kubeconfig, s.redis.Addr, baseURL, mcpURL, s.certFile, demoEmail, s.password)
+	if err := os.WriteFile(s.env, []byte(env), 0o600); err != nil { // it holds the demo password
 		return err
 	}
 	s.printReady(secretName, webhookURL)
@@ -282,7 +295,7 @@ sigops local stack ready
   kubeconfig   %s
   redis        %s
   manager log  %s
-  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL, CURL_CA_BUNDLE)
+  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL, CURL_CA_BUNDLE, SIGOPS_EMAIL, SIGOPS_PASSWORD)
 
 Try:
   export $(cat %s)
@@ -294,12 +307,17 @@ Send a signal to the sample bot %s/%s (paper trading on a simulated market):
     -d '{"action":"buy","symbol":"BTCUSDT","size":"10%%"}' \
     %s
 
-Logs: %s, %s, %s.
+Log in at %s/login as %s with password %s
+(also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD), or get a bearer token:
+  curl -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login
+
+Logs: %s, %s, %s, %s.
 Ctrl-C stops the stack.
 `, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
 		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
 		sampleNamespace, sampleBot, s.rel(s.certFile), webhookURL,
-		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog))
+		baseURL, demoEmail, s.password, s.rel(s.env),
+		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog), s.rel(s.authdLog))
 }
 
 // stop stops what start started, newest first: the manager, Redis, the control plane.
@@ -309,7 +327,7 @@ func (s *localStack) stop() {
 			fmt.Fprintln(os.Stderr, "nginx:", err)
 		}
 	}
-	for _, p := range []*stack.Process{s.webhookd, s.executor} { // in-flight signals finish first
+	for _, p := range []*stack.Process{s.authd, s.webhookd, s.executor} { // in-flight signals finish first
 		if p != nil {
 			if err := p.Stop(stopTimeout); err != nil {
 				fmt.Fprintln(os.Stderr, p.Name+":", err)

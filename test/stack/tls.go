@@ -60,9 +60,9 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// MasterKey writes a random 32-byte AES-256 key (base64) to path unless it exists, readable
-// by the owner only.
-func MasterKey(path string) error {
+// SecretFile writes 32 random bytes (base64) to path unless it exists, readable by the owner
+// only: the master key that seals exchange credentials, the JWT signing key, a password.
+func SecretFile(path string) error {
 	if fileExists(path) {
 		return nil
 	}
