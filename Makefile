@@ -6,7 +6,7 @@ ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
-BINARIES := manager webhookd executor
+BINARIES := manager webhookd executor authd
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
 SHELL := /usr/bin/env bash -o pipefail
@@ -54,7 +54,8 @@ fuzz: ## Fuzz the signal parser and symbol resolver (FUZZTIME each).
 .PHONY: bench
 bench: deps envtest ## Run the benchmarks (figures go in docs/benchmarks.md).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/scale/...
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/scale)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./test/load/...
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v -e /test/scale -e /test/load)
 
 ##@ Build
 

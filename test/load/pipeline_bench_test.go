@@ -1,0 +1,555 @@
+package load_test
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sigops/sigops/test/load"
+	"github.com/sigops/sigops/test/stack"
+)
+
+// reconcileBound is how long, after a scenario's last answer, every accepted signal may
+// take to have its result (the executor draining what the intake queued faster than it
+// executes).
+const reconcileBound = 60 * time.Second
+
+// maxBackground is how busy (cores) processes outside the benchmark, and the kernel, may
+// keep the machine in the second before a step before the benchmark warns that its figures
+// are not representative (another workload shares the CPUs).
+const maxBackground = 0.25
+
+// BenchmarkSignalPipeline starts the whole signal path as real processes (etcd and
+// kube-apiserver through envtest, redis-server, and the manager, executor and webhookd
+// binaries with their real flags, --log-level=WARN), sets up 100 paper bots, and runs
+// load.PipelineScenarios against webhookd directly (plain HTTP from 127.0.0.1 with
+// X-Forwarded-Proto: https, as the Ingress sends): throughput and latency percentiles per
+// scenario, and after each a reconciliation that every accepted signal produced exactly one
+// result and at most one order. Lost or duplicated signals fail it. Run it once:
+// -benchtime 1x.
+//
+// intake-max runs twice: first as intake-max-noexec, before the executor starts (webhookd,
+// Redis and the load generator alone on the machine, as the bare-handler reference
+// was measured); then, with the executor running, as intake-max, while the executor drains
+// what the intake queues faster than it executes, on the same two cores.
+//
+// Per step it prints, on stdout, the cores each process used, Redis's commands per signal
+// and the daemons' mean latencies from their /metrics; it warns when processes outside the
+// benchmark kept the machine busy (the figures assume it otherwise idle).
+//
+// SIGOPS_LOAD_NGINX=1 also runs intake-max and fill-500 through nginx terminating TLS in
+// front of webhookd (the local stack's origin), for a reference figure.
+func BenchmarkSignalPipeline(b *testing.B) {
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	ctx := b.Context()
+	root, err := stack.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	s := startStack(ctx, b, root, dir)
+
+	c, err := stack.NewClient(s.cp.Config, 200, 400)
+	if err != nil {
+		b.Fatal(err)
+	}
+	began := time.Now()
+	fleet, err := load.Setup(ctx, c, load.SetupOptions{})
+	if err != nil {
+		b.Fatalf("%v\nmanager output:\n%s", err, s.manager.Tail())
+	}
+	b.Logf("%d bots Ready in %.1f s", len(fleet.Bots), time.Since(began).Seconds())
+	rdb := s.redis.Client()
+	b.Cleanup(func() { _ = rdb.Close() })
+	s.rdb = rdb
+	checker := load.NewChecker(rdb, fleet)
+
+	direct, err := load.NewRunner(load.Target{BaseURL: "http://" + s.hookAddr, ForwardedProto: true}, fleet.Paths())
+	if err != nil {
+		b.Fatal(err)
+	}
+	type step struct {
+		scenario load.Scenario
+		runner   *load.Runner
+		// noExecutor: the step runs before the executor starts (intake alone); its
+		// signals wait in the queue and are reconciled once the executor has run them.
+		noExecutor bool
+	}
+	var steps []step
+	for _, sc := range load.PipelineScenarios() {
+		if sc.Name == "intake-max" {
+			solo := sc
+			solo.Name = "intake-max-noexec"
+			steps = append(steps, step{solo, direct, true})
+		}
+		steps = append(steps, step{sc, direct, false})
+	}
+	if os.Getenv("SIGOPS_LOAD_NGINX") == "1" {
+		viaNginx := startNginx(ctx, b, dir, s.hookAddr, fleet)
+		for _, sc := range load.PipelineScenarios() {
+			if sc.Name == "intake-max" || sc.Name == "fill-500" {
+				sc.Name += "-nginx"
+				steps = append(steps, step{sc, viaNginx, false})
+			}
+		}
+	}
+
+	b.ResetTimer()
+	for i := range b.N {
+		var rows []load.Row
+		var verdicts, warnings []string
+		for _, st := range steps {
+			if st.noExecutor && i > 0 {
+				continue
+			}
+			b.StopTimer()
+			if !st.noExecutor && s.executor == nil {
+				s.startExecutor(ctx, b)
+			}
+			// Let the previous step's stragglers settle, and see whether anything else
+			// keeps the machine busy meanwhile (the figures assume it idle).
+			busy0, ours0 := machineBusy(), ourCPU()
+			time.Sleep(time.Second)
+			busy1, ours1 := machineBusy(), ourCPU()
+			ours := (ours1 - ours0).Seconds()
+			background := (busy1 - busy0).Seconds() - ours
+			before := sample(b, s)
+			b.StartTimer()
+			res, err := st.runner.Run(ctx, st.scenario)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			after := sample(b, s)
+			if s.executor == nil {
+				s.startExecutor(ctx, b)
+			}
+			rec, err := checker.Reconcile(ctx, res, reconcileBound)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows = append(rows, load.Row{Result: res, Check: rec})
+			name := st.scenario.Name
+			b.ReportMetric(res.Throughput(), name+"-signals/s")
+			b.ReportMetric(msOf(res.Percentile(0.50)), name+"-p50-ms")
+			b.ReportMetric(msOf(res.Percentile(0.99)), name+"-p99-ms")
+			fmt.Printf("%s\n  %s\n  in the second before it: the stack %.2f cores, the kernel and other processes %.2f\n",
+				st.scenario, describe(before, after, res.Elapsed, len(res.Accepted)), ours, max(0, background))
+			if during := foreignLoad(before, after, res.Elapsed); during > maxBackground {
+				warnings = append(warnings, fmt.Sprintf("%s: processes outside the benchmark, and the kernel, kept %.2f cores busy during it: its figures are not representative", name, during))
+			}
+			if background > maxBackground {
+				warnings = append(warnings, fmt.Sprintf("%s: processes outside the benchmark kept %.2f cores busy in the second before it: its figures are not representative", name, background))
+			}
+			b.Logf("%s: %.0f signals/s accepted, p50 %s, p99 %s, max %s; lost %d, duplicated %d",
+				name, res.Throughput(), fmtMs(res.Percentile(0.5)), fmtMs(res.Percentile(0.99)), fmtMs(res.Max()),
+				rec.Lost, rec.DuplicatedTotal())
+			if g, ok := load.Goals[name]; ok {
+				verdicts = append(verdicts, g.Verdicts(res)...)
+			}
+			if !rec.OK() {
+				var out strings.Builder
+				load.WriteTable(&out, rows)
+				b.Fatalf("%s: reconciliation failed: %s\n%s", name, rec.Problems(), out.String())
+			}
+			b.StartTimer()
+		}
+		b.StopTimer()
+		// On stdout: the testing package keeps only the first lines of a benchmark's log.
+		fmt.Printf("\nsignal pipeline, %d bots, webhookd at %s (direct, X-Forwarded-Proto: https):\n", len(fleet.Bots), s.hookAddr)
+		load.WriteTable(os.Stdout, rows)
+		fmt.Printf("\ntargets:\n  %s\n", strings.Join(verdicts, "\n  "))
+		for _, w := range warnings {
+			fmt.Println("WARNING: " + w)
+			b.Log("WARNING: " + w)
+		}
+	}
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2f ms", msOf(d)) }
+
+// pipeline is the stack the benchmark runs.
+type pipeline struct {
+	cp                             *stack.ControlPlane
+	redis                          *stack.Redis
+	manager                        *stack.Manager
+	executor, webhookd             *stack.Process
+	hookAddr, hookOps, executorOps string
+	executorBin, dir               string
+	rdb                            *redis.Client // for INFO
+}
+
+func startStack(ctx context.Context, b *testing.B, root, dir string) *pipeline {
+	b.Helper()
+	s := &pipeline{}
+	var err error
+	if s.cp, err = stack.StartControlPlane(stack.ControlPlaneOptions{Root: root, Kubeconfig: filepath.Join(dir, "kubeconfig")}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.cp.Stop(); err != nil {
+			b.Error("stop control plane:", err)
+		}
+	})
+	if s.redis, err = stack.StartRedis(ctx, stack.RedisOptions{LogFile: filepath.Join(dir, "redis.log")}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.redis.Stop(10 * time.Second); err != nil {
+			b.Error(err)
+		}
+	})
+	bins := map[string]string{}
+	for _, name := range []string{"manager", "executor", "webhookd"} {
+		if bins[name], err = stack.Build(ctx, root, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
+		Binary: bins["manager"], Kubeconfig: s.cp.Kubeconfig, RedisAddr: s.redis.Addr,
+		BaseURL: "https://sigops.bench", LogFile: filepath.Join(dir, "manager.log"),
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.manager.Stop(30 * time.Second); err != nil {
+			b.Error(err)
+		}
+	})
+	addr := func() string {
+		port, err := stack.FreePort()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	s.executorBin, s.dir = bins["executor"], dir
+	s.hookAddr, s.hookOps = addr(), addr()
+	if s.webhookd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
+		Name: "webhookd", Binary: bins["webhookd"], LogFile: filepath.Join(dir, "webhookd.log"),
+		Args: []string{"--redis-addr=" + s.redis.Addr, "--listen=" + s.hookAddr, "--metrics-bind-address=" + s.hookOps,
+			"--trusted-proxies=127.0.0.1/32", "--log-level=WARN"},
+		ReadyURL: "http://" + s.hookOps + "/readyz",
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { // cleanups run last first: webhookd stops before the executor
+		if err := s.webhookd.Stop(30 * time.Second); err != nil {
+			b.Error(err)
+		}
+	})
+	return s
+}
+
+// startExecutor starts the executor (simulated market, paper trading) with its real flags.
+func (s *pipeline) startExecutor(ctx context.Context, b *testing.B) {
+	b.Helper()
+	port, err := stack.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.executorOps = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if s.executor, err = stack.StartDaemon(ctx, stack.DaemonOptions{
+		Name: "executor", Binary: s.executorBin, LogFile: filepath.Join(s.dir, "executor.log"),
+		Args: []string{"--redis-addr=" + s.redis.Addr, "--market-data=simulated",
+			"--metrics-bind-address=" + s.executorOps, "--log-level=WARN"},
+		ReadyURL: "http://" + s.executorOps + "/readyz",
+	}); err != nil {
+		b.Fatal(err)
+	}
+	// Registered after webhookd's, so it runs before it: stop the webhookd first, so
+	// in-flight waits get their results.
+	b.Cleanup(func() {
+		if err := s.webhookd.Stop(30 * time.Second); err != nil {
+			b.Error(err)
+		}
+		if err := s.executor.Stop(30 * time.Second); err != nil {
+			b.Error(err)
+		}
+	})
+}
+
+// startNginx puts nginx with a self-signed certificate in front of webhookd and returns a
+// runner through it.
+func startNginx(ctx context.Context, b *testing.B, dir, hookAddr string, fleet *load.Fleet) *load.Runner {
+	b.Helper()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := stack.SelfSignedCert(cert, key); err != nil {
+		b.Fatal(err)
+	}
+	port, err := stack.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	n, err := stack.StartNginx(ctx, stack.NginxOptions{Listen: listen, Dir: filepath.Join(dir, "nginx"), CertFile: cert, KeyFile: key,
+		LogFile: filepath.Join(dir, "nginx.log"), Routes: map[string]string{"/api/webhooks/": hookAddr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = n.Stop(10 * time.Second) })
+	pem, err := os.ReadFile(cert)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	r, err := load.NewRunner(load.Target{BaseURL: "https://" + listen, RootCAs: pool}, fleet.Paths())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// snapshot is the CPU time used so far by the daemons and by this process (the load
+// generator), and the daemons' latency histograms' sums and counts.
+type snapshot struct {
+	cpu     map[string]time.Duration
+	metrics map[string]float64
+	// machine is the whole machine's /proc/stat cpu line: busy, idle (with iowait) and
+	// steal time.
+	busy, idle, steal time.Duration
+	// redis is Redis's INFO stats counters: total_commands_processed and
+	// total_reads_processed (read events: about one per client round trip).
+	redis map[string]float64
+}
+
+// The histograms read from /metrics (sum and count give a mean per scenario).
+var histograms = map[string]string{
+	"webhookd": "sigops_webhook_receive_to_queued_seconds sigops_webhook_receive_to_result_seconds",
+	"executor": "sigops_executor_queued_to_executed_seconds sigops_executor_execute_seconds sigops_executor_exchange_seconds",
+}
+
+func sample(b *testing.B, s *pipeline) snapshot {
+	snap := snapshot{cpu: map[string]time.Duration{}, metrics: map[string]float64{}}
+	for name, t := range stackCPU() {
+		snap.cpu[name] = t
+	}
+	snap.cpu["load generator"] = cpuTime(os.Getpid())
+	snap.busy, snap.idle, snap.steal = machineTime()
+	snap.redis = map[string]float64{}
+	if info, err := s.rdb.Info(context.Background(), "stats", "commandstats").Result(); err == nil {
+		for _, line := range strings.Split(info, "\r\n") {
+			k, v, ok := strings.Cut(line, ":")
+			switch {
+			case !ok:
+			case k == "total_commands_processed" || k == "total_reads_processed":
+				snap.redis[k], _ = strconv.ParseFloat(v, 64)
+			case strings.HasPrefix(k, "cmdstat_"): // cmdstat_get:calls=12,usec=...
+				calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+				snap.redis[k], _ = strconv.ParseFloat(calls, 64)
+			}
+		}
+	}
+	for daemon, addr := range map[string]string{"webhookd": s.hookOps, "executor": s.executorOps} {
+		if addr == "" {
+			continue
+		}
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			b.Logf("metrics of %s: %v", daemon, err)
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			name, value, ok := strings.Cut(sc.Text(), " ")
+			if !ok {
+				continue
+			}
+			key, _, _ := strings.Cut(name, "{") // summed over labels
+			base := strings.TrimSuffix(strings.TrimSuffix(key, "_sum"), "_count")
+			if base == key || !slices.Contains(strings.Fields(histograms[daemon]), base) {
+				continue
+			}
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				snap.metrics[key] += v
+			}
+		}
+		_ = resp.Body.Close()
+	}
+	return snap
+}
+
+// describe reports the cores each process used, Redis's work per signal and the daemons'
+// mean latencies over one scenario.
+func describe(before, after snapshot, elapsed time.Duration, signals int) string {
+	var parts []string
+	for _, name := range []string{"load generator", "webhookd", "executor", "redis-server", "manager", "kube-apiserver", "etcd", "nginx"} {
+		if _, ok := after.cpu[name]; !ok {
+			continue
+		}
+		used := after.cpu[name] - before.cpu[name]
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, used.Seconds()/elapsed.Seconds()))
+	}
+	busy, idle, steal := after.busy-before.busy, after.idle-before.idle, after.steal-before.steal
+	var named time.Duration
+	for name := range after.cpu {
+		named += after.cpu[name] - before.cpu[name]
+	}
+	// Per-process and machine-wide tick counts round differently: small negatives are 0.
+	parts = append(parts, fmt.Sprintf("the kernel and other processes %.2f", max(0, (busy-named).Seconds()/elapsed.Seconds())))
+	parts = append(parts, fmt.Sprintf("machine busy %.2f, idle %.2f, steal %.2f",
+		busy.Seconds()/elapsed.Seconds(), idle.Seconds()/elapsed.Seconds(), steal.Seconds()/elapsed.Seconds()))
+	out := "cores used: " + strings.Join(parts, ", ")
+	if signals > 0 {
+		out += fmt.Sprintf("\n  redis per signal during the run: %.1f commands, %.1f read events",
+			(after.redis["total_commands_processed"]-before.redis["total_commands_processed"])/float64(signals),
+			(after.redis["total_reads_processed"]-before.redis["total_reads_processed"])/float64(signals))
+		type cmd struct {
+			name string
+			n    float64
+		}
+		var cmds []cmd
+		for k, v := range after.redis {
+			if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
+				if n := (v - before.redis[k]) / float64(signals); n >= 0.05 {
+					cmds = append(cmds, cmd{name, n})
+				}
+			}
+		}
+		slices.SortFunc(cmds, func(a, b cmd) int { return cmp.Compare(b.n, a.n) })
+		var list []string
+		for _, c := range cmds {
+			list = append(list, fmt.Sprintf("%s %.1f", c.name, c.n))
+		}
+		out += " (" + strings.Join(list, ", ") + ")"
+	}
+	var means []string
+	for _, daemon := range []string{"webhookd", "executor"} {
+		for _, h := range strings.Fields(histograms[daemon]) {
+			n := after.metrics[h+"_count"] - before.metrics[h+"_count"]
+			if n <= 0 {
+				continue
+			}
+			sum := after.metrics[h+"_sum"] - before.metrics[h+"_sum"]
+			short := strings.TrimPrefix(strings.TrimPrefix(h, "sigops_"), "webhook_")
+			means = append(means, fmt.Sprintf("%s %.2f ms", strings.TrimSuffix(short, "_seconds"), sum/n*1000))
+		}
+	}
+	if len(means) > 0 {
+		out += "\n  daemon means: " + strings.Join(means, ", ")
+	}
+	return out
+}
+
+// cpuTime is a process's user plus system CPU time (/proc/<pid>/stat, clock ticks of 10 ms).
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; the fields after it follow its ")".
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// machineTime reads the machine's CPU time from /proc/stat: busy (user, nice, system, irq,
+// softirq), idle (idle, iowait) and steal (taken by the hypervisor).
+func machineTime() (busy, idle, steal time.Duration) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, 0
+	}
+	v := func(i int) time.Duration {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(n) * 10 * time.Millisecond
+	}
+	return v(1) + v(2) + v(3) + v(6) + v(7), v(4) + v(5), v(8)
+}
+
+// stackCPU is the CPU time of every process the benchmark started (its descendants: the
+// control plane, redis-server, the daemons, nginx), by command name.
+func stackCPU() map[string]time.Duration {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	comm := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		st := string(data)
+		open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(st[end+1:]) // state ppid ...
+		if len(f) < 2 {
+			continue
+		}
+		parent[pid], _ = strconv.Atoi(f[1])
+		comm[pid] = st[open+1 : end]
+	}
+	self := os.Getpid()
+	out := map[string]time.Duration{}
+	for pid := range parent {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == self {
+				out[comm[pid]] += cpuTime(pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func machineBusy() time.Duration {
+	busy, _, _ := machineTime()
+	return busy
+}
+
+// ourCPU is the CPU time of this process and every process it started.
+func ourCPU() time.Duration {
+	t := cpuTime(os.Getpid())
+	for _, d := range stackCPU() {
+		t += d
+	}
+	return t
+}
+
+// foreignLoad is the cores the kernel and processes outside the benchmark used between
+// two snapshots.
+func foreignLoad(before, after snapshot, elapsed time.Duration) float64 {
+	busy := after.busy - before.busy
+	for name := range after.cpu {
+		busy -= after.cpu[name] - before.cpu[name]
+	}
+	return busy.Seconds() / elapsed.Seconds()
+}

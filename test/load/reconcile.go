@@ -1,0 +1,392 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// batch is how many commands one pipelined round trip carries.
+const batch = 2000
+
+// Checker reconciles what a load run was told with what the pipeline stored: every
+// accepted signal must get exactly one result, and at most one order. It remembers every
+// signal accepted since it was made, so that it can tell results and orders nobody was
+// told about from earlier scenarios' own.
+type Checker struct {
+	rdb   redis.UniversalClient
+	fleet *Fleet
+	bots  map[string]int // bot ID -> index in fleet
+	// since is when the checker was made: older results and orders of the fleet's bots
+	// belong to earlier runs (hack/loadgen on a long-lived stack).
+	since    time.Time
+	accepted map[string]struct{}
+	// orderSig caches client order ID -> signal ID of order records already read (a
+	// record's signal never changes).
+	orderSig map[string]orderInfo
+}
+
+type orderInfo struct {
+	signal  string
+	created int64 // ms
+	// filled: the book booked a fill (status filled); otherwise the exchange refused it or
+	// it is still pending.
+	filled bool
+}
+
+// NewChecker returns a Checker of the fleet's signals on rdb.
+func NewChecker(rdb redis.UniversalClient, fleet *Fleet) *Checker {
+	c := &Checker{rdb: rdb, fleet: fleet, bots: map[string]int{}, since: time.Now(),
+		accepted: map[string]struct{}{}, orderSig: map[string]orderInfo{}}
+	for i, b := range fleet.Bots {
+		c.bots[b.ID] = i
+	}
+	return c
+}
+
+// Reconciliation is the outcome of one scenario's check.
+type Reconciliation struct {
+	// Accepted is how many signal IDs the scenario was answered with.
+	Accepted int
+	// Results is how many of them have a stored result; Lost how many had none when the
+	// bound passed (LostIDs: a few of them).
+	Results int
+	Lost    int
+	LostIDs []string
+	// ResultCodes counts the stored results: "ok" or the failure's code.
+	ResultCodes map[string]int
+	// Waited is how long the results took to be complete after the scenario's last answer
+	// (the executor draining its backlog), or the bound.
+	Waited time.Duration
+	// Orders is how many order records the book holds for the accepted signals; Fills how
+	// many orders the paper exchange holds for them.
+	Orders, Fills int
+	// Duplicated counts accepted signals with more than one order record (each of these
+	// signals plans at most one order), or with an order listed twice.
+	Duplicated    int
+	DuplicatedIDs []string
+	// Mismatched counts orders on which the book and the paper exchange disagree: a booked
+	// fill the exchange does not hold, a refused or pending order it does, or a difference
+	// between an account's order count and its bot's booked fills.
+	Mismatched int
+	// RepeatedIDs counts answers that repeated a signal ID already accepted.
+	RepeatedIDs int
+	// UnknownResults and UnknownOrders count results and orders of the fleet's bots, made
+	// since the checker started, for signals no answer ever named.
+	UnknownResults, UnknownOrders int
+}
+
+// OK reports whether every accepted signal produced exactly one result and at most one
+// order, and nothing else was produced.
+func (r *Reconciliation) OK() bool {
+	return r.Lost == 0 && r.Duplicated == 0 && r.Mismatched == 0 && r.RepeatedIDs == 0 &&
+		r.UnknownResults == 0 && r.UnknownOrders == 0
+}
+
+// DuplicatedTotal is everything that counts as a duplicate: signals with more than one
+// order, IDs answered twice, and results or orders of signals never answered.
+func (r *Reconciliation) DuplicatedTotal() int {
+	return r.Duplicated + r.RepeatedIDs + r.UnknownResults + r.UnknownOrders
+}
+
+// Problems describes what is wrong, for an error message ("" when OK).
+func (r *Reconciliation) Problems() string {
+	var p []string
+	if r.Lost > 0 {
+		p = append(p, fmt.Sprintf("%d accepted signals without a result (e.g. %s)", r.Lost, strings.Join(r.LostIDs, ", ")))
+	}
+	if r.Duplicated > 0 {
+		p = append(p, fmt.Sprintf("%d signals with more than one order (e.g. %s)", r.Duplicated, strings.Join(r.DuplicatedIDs, ", ")))
+	}
+	if r.Mismatched > 0 {
+		p = append(p, fmt.Sprintf("%d orders on which the book and the paper exchange disagree", r.Mismatched))
+	}
+	if r.RepeatedIDs > 0 {
+		p = append(p, fmt.Sprintf("%d answers repeated an accepted signal ID", r.RepeatedIDs))
+	}
+	if r.UnknownResults > 0 || r.UnknownOrders > 0 {
+		p = append(p, fmt.Sprintf("%d results and %d orders of signals never accepted", r.UnknownResults, r.UnknownOrders))
+	}
+	return strings.Join(p, "; ")
+}
+
+// Reconcile waits up to bound for every signal res accepted to have a stored result, then
+// counts the scenario's orders and looks for anything produced that no answer named.
+func (c *Checker) Reconcile(ctx context.Context, res *Result, bound time.Duration) (*Reconciliation, error) {
+	rec := &Reconciliation{Accepted: len(res.Accepted), ResultCodes: map[string]int{}, RepeatedIDs: res.RepeatedIDs}
+	for _, id := range res.Accepted {
+		c.accepted[id] = struct{}{}
+	}
+	began := time.Now()
+	if err := c.waitResults(ctx, res.Accepted, bound, rec); err != nil {
+		return nil, err
+	}
+	rec.Waited = time.Since(began)
+	if err := c.checkOrders(ctx, res.Accepted, rec); err != nil {
+		return nil, err
+	}
+	var err error
+	if rec.UnknownResults, err = c.unknownResults(ctx); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// waitResults polls, with pipelined GETs, until each ID has a result or the bound passes.
+func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Duration, rec *Reconciliation) error {
+	pending := append([]string(nil), ids...)
+	deadline := time.Now().Add(bound)
+	for {
+		var still []string
+		for start := 0; start < len(pending); start += batch {
+			part := pending[start:min(start+batch, len(pending))]
+			cmds := make([]*redis.StringCmd, len(part))
+			if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, id := range part {
+					cmds[i] = p.Get(ctx, store.SignalResult(id))
+				}
+				return nil
+			}); err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("read results: %w", err)
+			}
+			for i, cmd := range cmds {
+				data, err := cmd.Bytes()
+				if errors.Is(err, redis.Nil) {
+					still = append(still, part[i])
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("read result %s: %w", part[i], err)
+				}
+				var r struct {
+					SignalID string `json:"signalId"`
+					Success  bool   `json:"success"`
+					Code     string `json:"code"`
+				}
+				if err := json.Unmarshal(data, &r); err != nil {
+					return fmt.Errorf("result %s: %w", part[i], err)
+				}
+				if r.SignalID != part[i] {
+					return fmt.Errorf("the result stored under %s is signal %s's", part[i], r.SignalID)
+				}
+				rec.Results++
+				if r.Success {
+					rec.ResultCodes["ok"]++
+				} else {
+					rec.ResultCodes[r.Code]++
+				}
+			}
+		}
+		pending = still
+		if len(pending) == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	rec.Lost = len(pending)
+	rec.LostIDs = pending[:min(len(pending), 5)]
+	return nil
+}
+
+// checkOrders counts the order records of each accepted signal in its bot's book (every
+// bot's order list, read whole) and checks the book against the paper exchange, where each
+// bot has its own account: every booked fill must be an order in the account's order hash
+// and every other record (refused, pending) must not, by client order ID; and the account
+// must hold exactly as many orders as the book lists fills, so that an order placed but
+// never booked shows too.
+func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconciliation) error {
+	bots := c.fleet.Bots
+	lists := make([]*redis.StringSliceCmd, len(bots))
+	hlens := make([]*redis.IntCmd, len(bots))
+	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range bots {
+			lists[i] = p.LRange(ctx, store.BookOrders(b.ID), 0, -1)
+			hlens[i] = p.HLen(ctx, store.PaperOrders(b.AccountID))
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read order lists: %w", err)
+	}
+	type ref struct {
+		bot int
+		cid string
+	}
+	var unread, all []ref
+	listed := map[string]int{} // client order ID -> times listed
+	for i, cmd := range lists {
+		for _, cid := range cmd.Val() {
+			listed[cid]++
+			if listed[cid] > 1 {
+				continue
+			}
+			all = append(all, ref{i, cid})
+			if _, ok := c.orderSig[cid]; !ok {
+				unread = append(unread, ref{i, cid})
+			}
+		}
+	}
+	for start := 0; start < len(unread); start += batch {
+		part := unread[start:min(start+batch, len(unread))]
+		cmds := make([]*redis.StringCmd, len(part))
+		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range part {
+				cmds[i] = p.Get(ctx, store.BookOrder(bots[r.bot].ID, r.cid))
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("read orders: %w", err)
+		}
+		for i, cmd := range cmds {
+			data, err := cmd.Bytes()
+			if errors.Is(err, redis.Nil) {
+				continue // expired long ago; not this run's
+			}
+			if err != nil {
+				return err
+			}
+			var o struct {
+				SignalID  string `json:"signalId"`
+				CreatedAt int64  `json:"createdAt"`
+				Status    string `json:"status"`
+			}
+			if err := json.Unmarshal(data, &o); err != nil {
+				return fmt.Errorf("order %s: %w", part[i].cid, err)
+			}
+			// Read once the signal's result is stored, the record is final.
+			c.orderSig[part[i].cid] = orderInfo{signal: o.SignalID, created: o.CreatedAt, filled: o.Status == string(exchange.StatusFilled)}
+		}
+	}
+
+	current := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		current[id] = struct{}{}
+	}
+	perSignal := map[string]int{}
+	relisted := map[string]bool{}
+	fillsOf := make([]int64, len(bots)) // booked fills per bot, all listed orders
+	var mine []ref                      // this scenario's records
+	sinceMs := c.since.UnixMilli()
+	for _, r := range all {
+		info, ok := c.orderSig[r.cid]
+		if !ok {
+			continue
+		}
+		if info.filled {
+			fillsOf[r.bot]++
+		}
+		if _, ok := current[info.signal]; ok {
+			perSignal[info.signal]++
+			if listed[r.cid] > 1 {
+				relisted[info.signal] = true
+			}
+			mine = append(mine, r)
+		} else if _, known := c.accepted[info.signal]; !known && info.created >= sinceMs {
+			rec.UnknownOrders++
+		}
+	}
+	for _, id := range ids {
+		n := perSignal[id]
+		rec.Orders += n
+		if n > 1 || relisted[id] {
+			rec.Duplicated++
+			if len(rec.DuplicatedIDs) < 5 {
+				rec.DuplicatedIDs = append(rec.DuplicatedIDs, id)
+			}
+		}
+	}
+
+	// The exchange's side of this scenario's records, by client order ID.
+	for start := 0; start < len(mine); start += batch {
+		part := mine[start:min(start+batch, len(mine))]
+		exists := make([]*redis.BoolCmd, len(part))
+		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range part {
+				exists[i] = p.HExists(ctx, store.PaperOrders(bots[r.bot].AccountID), r.cid)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read exchange orders: %w", err)
+		}
+		for i, r := range part {
+			onExchange := exists[i].Val()
+			if onExchange {
+				rec.Fills++
+			}
+			if onExchange != c.orderSig[r.cid].filled {
+				rec.Mismatched++
+			}
+		}
+	}
+	// Totals per account, while the bot's list still holds all its orders (the book keeps
+	// the newest position.MaxOrders).
+	for i := range bots {
+		if len(lists[i].Val()) < position.MaxOrders {
+			if d := hlens[i].Val() - fillsOf[i]; d != 0 {
+				rec.Mismatched += int(max(d, -d))
+			}
+		}
+	}
+	return nil
+}
+
+// unknownResults scans the stored results for ones of the fleet's bots, stored since the
+// checker started, whose signal no answer named.
+func (c *Checker) unknownResults(ctx context.Context) (int, error) {
+	prefix := store.SignalResult("")
+	var candidates []string
+	var cursor uint64
+	for {
+		keys, next, err := c.rdb.Scan(ctx, cursor, prefix+"*", 5000).Result()
+		if err != nil {
+			return 0, fmt.Errorf("scan results: %w", err)
+		}
+		for _, k := range keys {
+			if _, ok := c.accepted[strings.TrimPrefix(k, prefix)]; !ok {
+				candidates = append(candidates, k)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	unknown := 0
+	sinceMs := c.since.UnixMilli()
+	for start := 0; start < len(candidates); start += batch {
+		part := candidates[start:min(start+batch, len(candidates))]
+		cmds := make([]*redis.StringCmd, len(part))
+		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range part {
+				cmds[i] = p.Get(ctx, k)
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		for _, cmd := range cmds {
+			var r struct {
+				BotID     string `json:"botId"`
+				Timestamp int64  `json:"timestamp"`
+			}
+			if data, err := cmd.Bytes(); err != nil || json.Unmarshal(data, &r) != nil {
+				continue
+			}
+			if _, ours := c.bots[r.BotID]; ours && r.Timestamp >= sinceMs {
+				unknown++
+			}
+		}
+	}
+	return unknown, nil
+}

@@ -1,0 +1,148 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeHook answers like webhookd: wait=false queues; a buy fills; a close fails with
+// POSITION_NOT_FOUND; every third request to bot "b" is refused without a signal ID.
+type fakeHook struct {
+	n       atomic.Int64
+	mu      sync.Mutex
+	bodies  map[string][]string // path -> bodies in arrival order
+	noProto atomic.Int64
+}
+
+func (f *fakeHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Header.Get("X-Forwarded-Proto") != "https" {
+		f.noProto.Add(1)
+	}
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.bodies[r.URL.Path] = append(f.bodies[r.URL.Path], string(body))
+	f.mu.Unlock()
+	id := fmt.Sprintf("sig-%d", f.n.Add(1))
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/b") && f.n.Load()%3 == 0:
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"success":false,"error":"slow down","code":"RATE_LIMITED"}`)
+	case r.URL.Query().Get("wait") == "false":
+		fmt.Fprintf(w, `{"success":true,"message":"Signal queued","signalId":%q}`, id)
+	case strings.Contains(string(body), "buy"):
+		fmt.Fprintf(w, `{"success":true,"message":"Bought","signalId":%q,"order":{"orderId":"o"}}`, id)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `{"success":false,"error":"nothing open","code":"POSITION_NOT_FOUND","signalId":%q}`, id)
+	}
+}
+
+func TestRunnerFixedRate(t *testing.T) {
+	f := &fakeHook{bodies: map[string][]string{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := NewRunner(Target{BaseURL: srv.URL, ForwardedProto: true}, []string{"/hook/a", "/hook/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), Scenario{Name: "t", Rate: 200, Duration: 500 * time.Millisecond, Connections: 4, Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 100 || res.TransportErrors != 0 {
+		t.Fatalf("sent %d (errors %d: %s), want 100", res.Sent, res.TransportErrors, res.FirstError)
+	}
+	if f.noProto.Load() != 0 {
+		t.Errorf("%d requests without X-Forwarded-Proto", f.noProto.Load())
+	}
+	limited := res.Outcomes["429 RATE_LIMITED"]
+	if limited == 0 || len(res.Accepted) != 100-limited {
+		t.Errorf("accepted %d, rate limited %d: want the rest accepted; outcomes %v", len(res.Accepted), limited, res.Outcomes)
+	}
+	if res.Outcomes["200 filled"] == 0 || res.Outcomes["404 POSITION_NOT_FOUND"] == 0 {
+		t.Errorf("outcomes %v: want fills and failures", res.Outcomes)
+	}
+	// Open loop: 100 requests at 200/s take about 0.5 s, not less.
+	if res.Elapsed < 450*time.Millisecond || res.Elapsed > 2*time.Second {
+		t.Errorf("elapsed %s for 0.5 s of schedule", res.Elapsed)
+	}
+	if len(res.Latencies) != 100 || res.Percentile(0.5) > res.Percentile(0.99) || res.Percentile(0.99) > res.Max() {
+		t.Errorf("latencies: %d samples, p50 %s p99 %s max %s", len(res.Latencies), res.Percentile(0.5), res.Percentile(0.99), res.Max())
+	}
+	// Each bot alternates buy and close, starting with a buy.
+	for path, bodies := range f.bodies {
+		if len(bodies) != 50 {
+			t.Errorf("%s got %d requests, want 50", path, len(bodies))
+		}
+		buys := 0
+		for _, b := range bodies {
+			if strings.Contains(b, `"buy"`) {
+				buys++
+			}
+		}
+		if buys != 25 {
+			t.Errorf("%s got %d buys of %d", path, buys, len(bodies))
+		}
+	}
+}
+
+func TestRunnerFullSpeedNoWait(t *testing.T) {
+	f := &fakeHook{bodies: map[string][]string{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := NewRunner(Target{BaseURL: srv.URL}, []string{"/hook/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), Scenario{Name: "t", Duration: 200 * time.Millisecond, Connections: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent == 0 || res.Outcomes["200 queued"] != res.Sent || len(res.Accepted) != res.Sent {
+		t.Fatalf("sent %d, accepted %d, outcomes %v", res.Sent, len(res.Accepted), res.Outcomes)
+	}
+	if res.Throughput() <= 0 {
+		t.Error("no throughput")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	r := &Result{}
+	for i := 1; i <= 100; i++ {
+		r.Latencies = append(r.Latencies, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := r.Percentile(c.p); got != c.want {
+			t.Errorf("p%v = %s, want %s", c.p*100, got, c.want)
+		}
+	}
+}
+
+func TestParseScenario(t *testing.T) {
+	s, err := ParseScenario("name=x,wait=false,rate=1000,duration=3s,conns=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != (Scenario{Name: "x", Wait: false, Rate: 1000, Duration: 3 * time.Second, Connections: 8}) {
+		t.Errorf("parsed %+v", s)
+	}
+	if _, err := ParseScenario("rate=fast"); err == nil {
+		t.Error("rate=fast accepted")
+	}
+}

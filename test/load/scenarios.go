@@ -1,0 +1,95 @@
+package load
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PipelineScenarios are the pipeline benchmark's steps, in order:
+//
+//	intake-max   wait=false, full speed over 50 connections, 5 s   (target: ≥ 10,000 signals/s)
+//	intake-1000  wait=false, 1,000 signals/s, 10 s                  (target: p99 < 5 ms)
+//	fill-500     wait=true, 500 signals/s, 10 s                     (target: p50 < 2 ms, p99 < 10 ms)
+//	fill-max     wait=true, full speed over 50 connections, 5 s     (reference)
+func PipelineScenarios() []Scenario {
+	return []Scenario{
+		{Name: "intake-max", Duration: 5 * time.Second, Connections: 50, Wait: false},
+		{Name: "intake-1000", Rate: 1000, Duration: 10 * time.Second, Connections: 50, Wait: false},
+		{Name: "fill-500", Rate: 500, Duration: 10 * time.Second, Connections: 50, Wait: true},
+		{Name: "fill-max", Duration: 5 * time.Second, Connections: 50, Wait: true},
+	}
+}
+
+// Goal is a scenario's target figures from the issue; a zero field sets no target.
+type Goal struct {
+	MinThroughput  float64
+	MaxP50, MaxP99 time.Duration
+}
+
+// Goals are the issue's targets for PipelineScenarios.
+var Goals = map[string]Goal{
+	"intake-max":  {MinThroughput: 10000},
+	"intake-1000": {MaxP99: 5 * time.Millisecond},
+	"fill-500":    {MaxP50: 2 * time.Millisecond, MaxP99: 10 * time.Millisecond},
+}
+
+// Verdicts compares a result with its goal: one line per target, "met" or "missed".
+func (g Goal) Verdicts(r *Result) []string {
+	var out []string
+	say := func(ok bool, what string) {
+		v := "met"
+		if !ok {
+			v = "MISSED"
+		}
+		out = append(out, fmt.Sprintf("%s: %s %s", r.Scenario.Name, what, v))
+	}
+	if g.MinThroughput > 0 {
+		say(r.Throughput() >= g.MinThroughput, fmt.Sprintf("throughput %.0f/s (target ≥ %.0f/s)", r.Throughput(), g.MinThroughput))
+	}
+	if g.MaxP50 > 0 {
+		say(r.Percentile(0.5) < g.MaxP50, fmt.Sprintf("p50 %s (target < %s)", ms(r.Percentile(0.5)), ms(g.MaxP50)))
+	}
+	if g.MaxP99 > 0 {
+		say(r.Percentile(0.99) < g.MaxP99, fmt.Sprintf("p99 %s (target < %s)", ms(r.Percentile(0.99)), ms(g.MaxP99)))
+	}
+	return out
+}
+
+// ParseScenario reads "name=x,wait=false,rate=1000,duration=10s,conns=50" (rate 0 or
+// absent: full speed; wait defaults to true, conns to 50, duration to 10s).
+func ParseScenario(spec string) (Scenario, error) {
+	s := Scenario{Duration: 10 * time.Second, Connections: 50, Wait: true}
+	for _, part := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return s, fmt.Errorf("scenario %q: %q is not key=value", spec, part)
+		}
+		var err error
+		switch k {
+		case "name":
+			s.Name = v
+		case "wait":
+			s.Wait, err = strconv.ParseBool(v)
+		case "rate":
+			s.Rate, err = strconv.ParseFloat(v, 64)
+		case "duration":
+			s.Duration, err = time.ParseDuration(v)
+		case "conns", "connections":
+			s.Connections, err = strconv.Atoi(v)
+		default:
+			return s, fmt.Errorf("scenario %q: unknown key %q (name, wait, rate, duration, conns)", spec, k)
+		}
+		if err != nil {
+			return s, fmt.Errorf("scenario %q: %s: %w", spec, k, err)
+		}
+	}
+	if s.Rate < 0 || s.Duration <= 0 || s.Connections <= 0 {
+		return s, fmt.Errorf("scenario %q: rate must be ≥ 0, duration and conns positive", spec)
+	}
+	if s.Name == "" {
+		s.Name = "custom"
+	}
+	return s, nil
+}
