@@ -1,17 +1,16 @@
 package authd
 
 import (
-	"net"
 	"net/http"
-	"net/netip"
-	"strings"
+
+	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
 // requireHTTPS serves a request only when it arrived over TLS or from a trusted proxy that
 // says the client used HTTPS: cookies are Secure and credentials never travel in clear.
 func (s *Server) requireHTTPS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil || s.trustedPeer(r) && forwardedHTTPS(r) {
+		if trustedproxy.Proxies(s.o.TrustedProxies).OverHTTPS(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -20,58 +19,14 @@ func (s *Server) requireHTTPS(next http.Handler) http.Handler {
 	})
 }
 
-func forwardedHTTPS(r *http.Request) bool {
-	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
-	return strings.EqualFold(strings.TrimSpace(proto), "https")
-}
-
-func peerAddr(r *http.Request) (netip.Addr, bool) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}, false
-	}
-	return a.Unmap(), true
-}
-
-func (s *Server) trusted(a netip.Addr) bool {
-	for _, p := range s.o.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Server) trustedPeer(r *http.Request) bool {
-	a, ok := peerAddr(r)
-	return ok && s.trusted(a)
-}
-
 // clientKey is the address the brute-force and registration limits count: the peer, or
 // behind trusted proxies the right-most X-Forwarded-For entry that is not itself a trusted
 // proxy (entries further left are the client's to forge). IPv6 addresses count by /64, the
 // smallest block a client is usually given.
 func (s *Server) clientKey(r *http.Request) string {
-	a, ok := peerAddr(r)
+	a, ok := trustedproxy.Proxies(s.o.TrustedProxies).Client(r)
 	if !ok {
 		return "unknown"
-	}
-	if s.trusted(a) {
-		hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break
-			}
-			a = h.Unmap()
-			if !s.trusted(a) {
-				break
-			}
-		}
 	}
 	if a.Is6() {
 		p, _ := a.Prefix(64)

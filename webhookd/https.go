@@ -1,10 +1,9 @@
 package webhookd
 
 import (
-	"net"
 	"net/http"
-	"net/netip"
-	"strings"
+
+	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
 // requireHTTPS enforces the spec's "HTTPS only": a request is served when it arrived over
@@ -13,7 +12,7 @@ import (
 // untrusted peers, who could otherwise claim HTTPS.
 func (s *Server) requireHTTPS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil || s.fromTrustedProxyOverHTTPS(r) {
+		if trustedproxy.Proxies(s.opts.TrustedProxies).OverHTTPS(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -22,29 +21,4 @@ func (s *Server) requireHTTPS(next http.Handler) http.Handler {
 			Error: "HTTPS is required; plain HTTP is not supported", Code: "HTTPS_REQUIRED", Timestamp: s.opts.Now().UnixMilli(),
 		})
 	})
-}
-
-func (s *Server) fromTrustedProxyOverHTTPS(r *http.Request) bool {
-	if len(s.opts.TrustedProxies) == 0 {
-		return false
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	addr = addr.Unmap()
-	trusted := false
-	for _, p := range s.opts.TrustedProxies {
-		if p.Contains(addr) {
-			trusted = true
-			break
-		}
-	}
-	// With several proxies the header is a list; the first entry is the client's scheme.
-	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
-	return trusted && strings.EqualFold(strings.TrimSpace(proto), "https")
 }

@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -108,7 +107,7 @@ func redisFlags(fs *flag.FlagSet, o *store.Options) {
 func run(logger *slog.Logger, c serveConfig) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	trusted, err := parseCIDRs(c.proxies)
+	trusted, err := trustedproxy.Parse(c.proxies)
 	if err != nil {
 		return err
 	}
@@ -166,19 +165,4 @@ func run(logger *slog.Logger, c serveConfig) error {
 	defer cancel()
 	_ = opsSrv.Shutdown(shutdown)
 	return api.Shutdown(shutdown)
-}
-
-func parseCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-proxies: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }

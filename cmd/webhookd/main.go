@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/sigops/sigops/runtime/result"
 	sigsignal "github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/trustedproxy"
 	"github.com/sigops/sigops/webhookd"
 )
 
@@ -67,7 +66,7 @@ type config struct {
 func run(logger *slog.Logger, c config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	trusted, err := parseCIDRs(c.proxies)
+	trusted, err := trustedproxy.Parse(c.proxies)
 	if err != nil {
 		return err
 	}
@@ -126,21 +125,6 @@ func run(logger *slog.Logger, c config) error {
 	defer cancel()
 	_ = opsSrv.Shutdown(shutdown)
 	return api.Shutdown(shutdown)
-}
-
-func parseCIDRs(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-proxies: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // resultStore reads stored results for duplicate signals.
