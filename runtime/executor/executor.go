@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -72,6 +73,14 @@ type Executor struct {
 	// afterPlace is a test hook run after a leg's exchange call and before its booking; an
 	// error simulates a crash there.
 	afterPlace func(leg string) error
+
+	// pipelineBots: bots are read in the signal's first pipeline (Deps.Bots was not given).
+	pipelineBots bool
+	// paper is the default paper venue when it trades on Redis: its accounts are read in
+	// the first pipeline too (see prefetch.go).
+	paper      *Paper
+	hints      hints
+	catalogues catalogues
 }
 
 // New builds an Executor.
@@ -90,6 +99,10 @@ func New(d Deps) *Executor {
 		e.now = time.Now
 	}
 	e.book = position.NewBook(d.Redis)
+	e.pipelineBots = d.Bots == nil
+	if p, ok := e.venues.(*Paper); ok && sameClient(p.Redis, d.Redis) {
+		e.paper = p
+	}
 	return e
 }
 
@@ -102,27 +115,39 @@ func (e *Executor) Collectors() []prometheus.Collector { return e.m.collectors()
 // queue then redelivers the envelope.
 func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	start := time.Now()
-	log := e.log.With("signalId", env.SignalID, "botId", env.BotID, "source", env.Source)
-	if res, ok, err := queue.GetResult(ctx, e.rdb, env.SignalID); err != nil {
+	// The signal's logger is built only when something is logged.
+	log := func() *slog.Logger {
+		return e.log.With("signalId", env.SignalID, "botId", env.BotID, "source", env.Source)
+	}
+	now := e.now()
+	// One round trip for the independent reads (prefetch.go), decoded one by one below and
+	// in execute where each used to be read.
+	pre := e.begin(ctx, env, now)
+	if res, ok, err := pre.result(); err != nil {
 		return err
 	} else if ok {
 		e.m.signals.WithLabelValues("duplicate", string(res.Code)).Inc()
-		log.Info("signal already executed; result re-published")
+		if e.log.Enabled(ctx, slog.LevelInfo) {
+			log().Info("signal already executed; result re-published")
+		}
 		return queue.PublishResult(ctx, e.rdb, env, res)
 	}
-	res, execErr, err := e.execute(ctx, env)
+	if pre.err != nil {
+		return pre.err
+	}
+	res, execErr, err := e.execute(ctx, env, pre, now)
 	if err != nil {
 		e.m.signals.WithLabelValues("retry", "").Inc()
-		log.Error("signal not executed; it will be retried", "err", err)
+		log().Error("signal not executed; it will be retried", "err", err)
 		return err
 	}
 	if !res.Success && (execErr || res.Code == errs.InternalError) {
-		if err := e.countError(ctx, env, log); err != nil {
+		if err := e.countError(ctx, env, log()); err != nil {
 			return err
 		}
 	}
 	if err := queue.PublishResult(ctx, e.rdb, env, res); err != nil {
-		log.Error("result not published; the signal will be retried", "err", err)
+		log().Error("result not published; the signal will be retried", "err", err)
 		return err
 	}
 	outcome := "success"
@@ -135,9 +160,11 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 		e.m.queued.Observe(max(0, float64(e.now().UnixMilli()-env.ReceivedAt)/1000))
 	}
 	if res.Success {
-		log.Info("signal executed", "message", res.Message)
+		if e.log.Enabled(ctx, slog.LevelInfo) {
+			log().Info("signal executed", "message", res.Message)
+		}
 	} else {
-		log.Warn("signal failed", "code", res.Code, "error", res.Error)
+		log().Warn("signal failed", "code", res.Code, "error", res.Error)
 	}
 	return nil
 }
@@ -176,21 +203,26 @@ type job struct {
 	limits   risk.Limits
 	progress map[string]string
 	now      time.Time
+	// snap is what the attempt read before its first leg ran (prefetch.go); nil after.
+	snap *snapshot
+	// sig is the signal parsed once (nil: manual or malformed).
+	sig *signal.Signal
+	// unsaved is a plan made by this attempt and not stored yet (see loadOrPlan).
+	unsaved []byte
 }
 
 func (j *job) sigKey() string { return store.SignalProgress(j.env.SignalID) }
 
 // execute returns a result (success or business failure), whether a failure counts as an
 // execution error, or an infrastructure error.
-func (e *Executor) execute(ctx context.Context, env queue.Envelope) (result.Result, bool, error) {
-	now := e.now()
+func (e *Executor) execute(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (result.Result, bool, error) {
 	fail := func(err error, execErr bool) (result.Result, bool, error) {
 		if _, ok := errs.As(err); !ok {
 			return result.Result{}, false, err
 		}
 		return result.Failure(env.SignalID, env.BotID, err, now.UnixMilli()), execErr, nil
 	}
-	bot, err := e.bots.Get(ctx, env.BotID)
+	bot, err := e.getBot(ctx, pre, env.BotID)
 	if errors.Is(err, registry.ErrNotFound) {
 		return fail(errs.New(errs.BotDeleted, "bot deleted"), false)
 	}
@@ -211,7 +243,12 @@ func (e *Executor) execute(ctx context.Context, env queue.Envelope) (result.Resu
 		}
 	}
 	if !protective {
-		p, err := risk.ReadPause(ctx, e.rdb, bot.ID, now)
+		// Read ahead under env.BotID: the same bot's unless the projection's ID differs.
+		readPause := pre.pause
+		if bot.ID != env.BotID {
+			readPause = func() (*risk.Pause, error) { return risk.ReadPause(ctx, e.rdb, bot.ID, now) }
+		}
+		p, err := readPause()
 		if err != nil {
 			return fail(err, false)
 		}
@@ -219,35 +256,54 @@ func (e *Executor) execute(ctx context.Context, env queue.Envelope) (result.Resu
 			return fail(errs.New(errs.BotPaused, "bot paused (%s)", p.Reason), false)
 		}
 	}
-	j := &job{env: env, bot: bot, now: now, kind: exchange.Spot}
+	j := &job{env: env, bot: bot, now: now, kind: exchange.Spot, sig: pre.sig}
 	if bot.Market == string(exchange.Futures) {
 		j.kind = exchange.Futures
 	}
 	if j.limits, err = risk.LimitsOf(bot.Risk); err != nil {
 		return fail(errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid"), false)
 	}
-	if j.acct, err = e.venues.Open(ctx, bot); err != nil {
+	if j.acct, err = e.open(ctx, pre, bot); err != nil {
 		return fail(err, false)
 	}
 	markets, err := j.acct.Exchange.Markets(ctx, j.kind)
 	if err != nil {
 		return fail(err, true)
 	}
-	j.markets = make(map[string]exchange.MarketInfo, len(markets))
-	names := make([]string, 0, len(markets))
-	for _, m := range markets {
-		j.markets[m.Symbol] = m
-		names = append(names, m.Symbol)
-	}
-	j.symbols = signal.NewSymbols(names)
-	if j.progress, err = e.rdb.HGetAll(ctx, j.sigKey()).Result(); err != nil {
+	cat := e.catalogues.of(j.acct.Venue, j.kind, markets)
+	j.markets, j.symbols = cat.markets, cat.symbols
+	if j.progress, err = pre.progress.Result(); err != nil {
 		return fail(err, false)
 	}
+	j.snap = snapshotOf(pre, j)
 	p, err := e.loadOrPlan(ctx, j)
 	if err != nil {
 		return fail(err, false)
 	}
+	if len(p.Legs) > 0 {
+		// What the next signal of this bot reads ahead.
+		h := hint{symbol: p.Legs[0].Symbol}
+		if e.paper != nil && bot.Account.Kind == registry.AccountPaper {
+			h.account = bot.Account.ID
+		}
+		e.hints.set(env.BotID, h)
+	}
 	res, execErr, err := e.run(ctx, j, p)
+	for tries := 0; errors.Is(err, errPlanLost); tries++ {
+		// Another attempt stored its plan first: follow it, as the first attempt's, from
+		// fresh reads (nothing of this attempt's plan was stored or sent).
+		if tries == maxTxRetries {
+			return fail(fmt.Errorf("planning %s: too much contention", env.SignalID), false)
+		}
+		j.snap, j.unsaved = nil, nil
+		if j.progress, err = e.rdb.HGetAll(ctx, j.sigKey()).Result(); err != nil {
+			return fail(err, false)
+		}
+		if p, err = e.loadOrPlan(ctx, j); err != nil {
+			return fail(err, false)
+		}
+		res, execErr, err = e.run(ctx, j, p)
+	}
 	if err != nil {
 		return fail(err, execErr)
 	}
@@ -255,7 +311,10 @@ func (e *Executor) execute(ctx context.Context, env queue.Envelope) (result.Resu
 }
 
 // loadOrPlan returns the signal's stored plan (a retry continues the first attempt's plan,
-// whatever the book says now) or plans it and stores the plan.
+// whatever the book says now) or plans it. A new plan is kept in j.unsaved: it is stored
+// together with the first leg's pending order (stagePending), or by itself (savePlan) before
+// anything else of the signal is written or sent; either way with HSETNX, so that when
+// another attempt stored a plan first, this one follows that plan (errPlanLost).
 func (e *Executor) loadOrPlan(ctx context.Context, j *job) (plan, error) {
 	if s := j.progress[fieldPlan]; s != "" {
 		var p plan
@@ -266,26 +325,38 @@ func (e *Executor) loadOrPlan(ctx context.Context, j *job) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	data, err := json.Marshal(p)
-	if err != nil {
+	if j.unsaved, err = json.Marshal(p); err != nil {
 		return plan{}, err
+	}
+	return p, nil
+}
+
+// errPlanLost: another attempt of the signal stored its plan first; execute follows it.
+var errPlanLost = errors.New("another attempt stored its plan first")
+
+// savePlan stores the attempt's new plan by itself, if it has one.
+func (e *Executor) savePlan(ctx context.Context, j *job) error {
+	if j.unsaved == nil {
+		return nil
 	}
 	var set *redis.BoolCmd
 	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.HSetNX(ctx, j.sigKey(), fieldPlan, data)
+		set = p.HSetNX(ctx, j.sigKey(), fieldPlan, j.unsaved)
 		p.Expire(ctx, j.sigKey(), ProgressTTL)
 		return nil
 	}); err != nil {
-		return plan{}, err
+		return err
 	}
-	if !set.Val() { // another attempt planned first: follow its plan
-		if j.progress, err = e.rdb.HGetAll(ctx, j.sigKey()).Result(); err != nil {
-			return plan{}, err
-		}
-		return e.loadOrPlan(ctx, j)
+	if !set.Val() {
+		return errPlanLost
 	}
-	j.progress[fieldPlan] = string(data)
-	return p, nil
+	j.planSaved()
+	return nil
+}
+
+func (j *job) planSaved() {
+	j.progress[fieldPlan] = string(j.unsaved)
+	j.unsaved = nil
 }
 
 // run executes the legs in order and builds the result.
@@ -294,6 +365,8 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool
 	var last *exchange.Order
 	for _, l := range p.Legs {
 		done, execErr, err := e.runLeg(ctx, j, l)
+		// The leg may have moved the position and the balance: later legs read them anew.
+		j.snap = nil
 		if err != nil {
 			if ee, ok := errs.As(err); ok && len(msgs) > 0 {
 				// Earlier legs happened: say so in the failure.
@@ -309,6 +382,9 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool
 			msgs = append(msgs, done.Halt)
 			break
 		}
+	}
+	if err := e.savePlan(ctx, j); err != nil { // a plan of no legs (none is made today)
+		return result.Result{}, false, err
 	}
 	res := result.Result{SignalID: j.env.SignalID, BotID: j.bot.ID, Success: true,
 		Message: strings.Join(msgs, "; "), Timestamp: e.now().UnixMilli()}

@@ -38,6 +38,9 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, bool, er
 		return d, false, err
 	}
 	if l.Op == opProtect {
+		if err := e.savePlan(ctx, j); err != nil {
+			return legDone{}, false, err
+		}
 		d, err := e.bookLeg(ctx, j, l, nil, nil)
 		return d, false, err
 	}
@@ -71,6 +74,11 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, bool, er
 	} else {
 		var err error
 		if req, err = e.buildRequest(ctx, j, l, cid); err != nil {
+			// The plan is stored before the failure is answered, as when it was stored
+			// before sizing (and if another attempt's plan won, that one is followed).
+			if serr := e.savePlan(ctx, j); serr != nil {
+				return legDone{}, false, serr
+			}
 			return legDone{}, false, err
 		}
 		if err := e.stagePending(ctx, j, l, req); err != nil {
@@ -116,13 +124,13 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 		if err != nil {
 			return req, err
 		}
-		bal, err := j.acct.Exchange.Balance(ctx, m.Quote)
+		bal, err := e.quoteBalance(ctx, j, m.Quote)
 		if err != nil {
 			return req, err
 		}
 		lev := l.Leverage
 		if l.Op == opAdd {
-			pos, err := e.book.Get(ctx, j.bot.ID, l.Symbol)
+			pos, err := e.position(ctx, j, l.Symbol)
 			if err != nil {
 				return req, err
 			}
@@ -140,7 +148,7 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 			return req, err
 		}
 		if j.limits.MaxExposure.IsPositive() {
-			open, err := e.book.List(ctx, j.bot.ID)
+			open, err := e.openPositions(ctx, j)
 			if err != nil {
 				return req, err
 			}
@@ -154,7 +162,7 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 		}
 		req.Side, req.Amount, req.Leverage = l.Side.EntrySide(), amount, lev
 	case opReduce:
-		pos, err := e.book.Get(ctx, j.bot.ID, l.Symbol)
+		pos, err := e.position(ctx, j, l.Symbol)
 		if err != nil {
 			return req, err
 		}
@@ -174,7 +182,8 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 }
 
 // stagePending stores the request and a pending order record before the exchange call, so
-// that a retry knows to look the order up instead of placing it again.
+// that a retry knows to look the order up instead of placing it again. The first leg of a
+// plan made by this attempt stores the plan in the same step (stageWithPlan).
 func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange.OrderRequest) error {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -187,15 +196,61 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 		Amount: req.Amount, Price: req.Price, ReduceOnly: req.ReduceOnly, Leverage: req.Leverage,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	_, err = e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	if j.unsaved != nil {
+		if err := e.stageWithPlan(ctx, j, l, data, rec); err != nil {
+			return err
+		}
+	} else if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, j.sigKey(), prefixReq+l.Name, data)
 		p.Expire(ctx, j.sigKey(), ProgressTTL)
 		return position.StageOrder(ctx, p, rec, true)
-	})
-	if err == nil {
-		j.progress[prefixReq+l.Name] = string(data)
+	}); err != nil {
+		return err
 	}
-	return err
+	j.progress[prefixReq+l.Name] = string(data)
+	return nil
+}
+
+// stageWithPlanScript is the plan's HSETNX and, only if it won, stagePending's transaction
+// (the request under the signal, the pending order record as position.StageOrder writes a
+// new one), atomically: one round trip instead of two. Either both are stored or, when
+// another attempt's plan is there, nothing is.
+//
+// Crash points: before the script, nothing of the signal is stored and nothing was sent; a
+// retry plans again from the same book. After it, plan and pending order are stored before
+// the exchange call, as they were when written one after the other; a retry continues the
+// plan and looks the order up by client order ID before placing it (runLeg). The state
+// "plan stored, pending order not" no longer occurs; it was handled as "nothing sent yet",
+// which the retry still is. TestStageWithPlanWritesWhatStageOrderWrites keeps the record's
+// writes in step with position.StageOrder.
+var stageWithPlanScript = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('SET', KEYS[2], ARGV[6], 'EX', ARGV[7])
+redis.call('LPUSH', KEYS[3], ARGV[8])
+redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[9]) - 1)
+return 1
+`)
+
+// stageWithPlan runs stageWithPlanScript; errPlanLost when another attempt's plan is stored.
+func (e *Executor) stageWithPlan(ctx context.Context, j *job, l leg, req []byte, rec position.OrderRecord) error {
+	recData, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	keys := []string{j.sigKey(), store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID)}
+	won, err := stageWithPlanScript.Run(ctx, e.rdb, keys,
+		fieldPlan, j.unsaved, prefixReq+l.Name, req, int64(ProgressTTL/time.Second),
+		recData, int64(position.OrderTTL/time.Second), rec.ClientOrderID, position.MaxOrders).Int()
+	if err != nil {
+		return err
+	}
+	if won == 0 {
+		return errPlanLost
+	}
+	j.planSaved()
+	return nil
 }
 
 // reject moves the pending order record to rejected with the exchange's reason.
@@ -228,14 +283,41 @@ func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.Ord
 	now := e.now()
 	var done legDone
 	var pause *risk.Pause
+	// On a plain client the WATCH goes out with the reads, in their round trip, instead of
+	// in one of its own (Client.Watch without keys sends none): Redis runs the pipeline in
+	// order on the transaction's connection, so the keys are watched before they are read,
+	// exactly as with a separate WATCH, and EXEC still fails if any of them changed since.
+	// Tx.Close releases only a watch set through Tx.Watch, so txf releases this one itself
+	// (UNWATCH) when it returns without EXEC having run, before the connection goes back to
+	// the pool.
+	_, watchInPipeline := e.rdb.(*redis.Client)
+	watchKeys := keys
+	if watchInPipeline {
+		watchKeys = nil
+	}
 	txf := func(tx *redis.Tx) error {
 		done, pause = legDone{}, nil
+		watching := watchInPipeline
+		defer func() {
+			if watching {
+				_ = tx.Unwatch(ctx).Err()
+			}
+		}()
 		// The reads in one round trip: the done marker, position, counters, order record.
+		var watchCmd *redis.Cmd
 		var doneCmd *redis.StringCmd
 		var readPos func() (*position.Position, error)
 		var readCnt func() (risk.Counters, error)
 		readRec := func() (*position.OrderRecord, error) { return nil, nil }
 		_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if watchInPipeline {
+				args := make([]any, 0, 1+len(keys))
+				args = append(args, "watch")
+				for _, k := range keys {
+					args = append(args, k)
+				}
+				watchCmd = p.Do(ctx, args...)
+			}
 			doneCmd = p.HGet(ctx, sigKey, doneField)
 			readPos = position.ReadLater(ctx, p, botID, sym)
 			readCnt = risk.ReadCountersLater(ctx, p, botID)
@@ -246,6 +328,9 @@ func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.Ord
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
+		}
+		if watchCmd != nil && watchCmd.Err() != nil {
+			return watchCmd.Err()
 		}
 		if s, err := doneCmd.Result(); err == nil {
 			return json.Unmarshal([]byte(s), &done)
@@ -367,10 +452,13 @@ func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.Ord
 			p.Expire(ctx, sigKey, ProgressTTL)
 			return nil
 		})
+		if err == nil || errors.Is(err, redis.TxFailedErr) {
+			watching = false // EXEC ran: committed or aborted, it released the watch
+		}
 		return err
 	}
 	for i := 0; i < maxTxRetries; i++ {
-		err := e.rdb.Watch(ctx, txf, keys...)
+		err := e.rdb.Watch(ctx, txf, watchKeys...)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue
 		}

@@ -69,7 +69,9 @@ func (e *Executor) plan(ctx context.Context, j *job) (plan, error) {
 		return e.planManual(ctx, j, req)
 	}
 	var sig signal.Signal
-	if err := json.Unmarshal(j.env.Signal, &sig); err != nil {
+	if j.sig != nil {
+		sig = *j.sig
+	} else if err := json.Unmarshal(j.env.Signal, &sig); err != nil {
 		return plan{}, errs.New(errs.InvalidJSON, "malformed signal")
 	}
 	if sig.Action.IsEntry() {
@@ -144,7 +146,7 @@ func (e *Executor) planEntry(ctx context.Context, j *job, sig signal.Signal) (pl
 		}
 		typ, price = exchange.Limit, &lp
 	}
-	pos, err := e.book.Get(ctx, j.bot.ID, sym)
+	pos, err := e.position(ctx, j, sym)
 	if err != nil {
 		return plan{}, err
 	}
@@ -244,7 +246,7 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 		}
 		symbols = []string{sym}
 	} else {
-		open, err := e.book.List(ctx, j.bot.ID)
+		open, err := e.openPositions(ctx, j)
 		if err != nil {
 			return plan{}, err
 		}
@@ -266,7 +268,7 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 	}
 	var legs []leg
 	for _, sym := range symbols {
-		p, err := e.book.Get(ctx, j.bot.ID, sym)
+		p, err := e.position(ctx, j, sym)
 		if err != nil {
 			return plan{}, err
 		}
@@ -311,7 +313,7 @@ func (e *Executor) planManual(ctx context.Context, j *job, req order.Request) (p
 		return plan{}, err
 	}
 	m := j.markets[sym]
-	pos, err := e.book.Get(ctx, j.bot.ID, sym)
+	pos, err := e.position(ctx, j, sym)
 	if err != nil {
 		return plan{}, err
 	}

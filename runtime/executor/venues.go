@@ -21,6 +21,10 @@ type Account struct {
 	FeeRate decimal.Decimal
 	// Venue names the exchange in metrics and logs (paper, binance, bybit).
 	Venue string
+
+	// quote is the account's quote balance when it was read together with the account
+	// (paper), as Exchange.Balance of that asset would answer; nil otherwise.
+	quote *exchange.Balance
 }
 
 // Venues opens the account of a bot. An implementation must refuse an account whose owner
@@ -47,19 +51,7 @@ func (v *Paper) Open(ctx context.Context, bot registry.Bot) (Account, error) {
 			return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
 		}
 		st, err := paper.NewAccounts(v.Redis).Get(ctx, bot.Account.ID)
-		if errors.Is(err, paper.ErrNotFound) {
-			return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
-		}
-		if err != nil {
-			return Account{}, err
-		}
-		if st.Owner == "" || !strings.EqualFold(st.Owner, bot.Owner) {
-			return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
-		}
-		return Account{
-			Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices),
-			FeeRate:  st.FeeRate, Venue: "paper",
-		}, nil
+		return v.openPaper(bot, st, err)
 	case registry.AccountExchange:
 		if v.Live == nil {
 			return Account{}, errs.New(errs.ExchangeDisconnected, "live exchange connections are not available yet")
@@ -67,4 +59,39 @@ func (v *Paper) Open(ctx context.Context, bot registry.Bot) (Account, error) {
 		return v.Live.Open(ctx, bot)
 	}
 	return Account{}, errs.New(errs.BotDisabled, "the bot has no account")
+}
+
+// openPaper opens the paper account bot.Account.ID from its state as read (st, err).
+func (v *Paper) openPaper(bot registry.Bot, st paper.State, err error) (Account, error) {
+	if errors.Is(err, paper.ErrNotFound) {
+		return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
+	}
+	if err != nil {
+		return Account{}, err
+	}
+	if st.Owner == "" || !strings.EqualFold(st.Owner, bot.Owner) {
+		return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
+	}
+	return Account{
+		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices),
+		FeeRate:  st.FeeRate, Venue: "paper",
+		// The same two fields the paper exchange's Balance(Quote) reads.
+		quote: &exchange.Balance{Asset: paper.Quote, Free: st.Balance, Locked: st.Margin},
+	}, nil
+}
+
+// prefetchPaper queues the read of paper account accountID on p, for a signal whose bot
+// is not read yet. The returned open, called with the bot once the pipeline has run,
+// opens the account as Open would from that read (ok), or reports !ok when the bot does
+// not trade on that paper account (Open must then be called).
+func (v *Paper) prefetchPaper(ctx context.Context, p redis.Pipeliner, accountID string) (open func(registry.Bot) (a Account, ok bool, err error)) {
+	read := paper.ReadAccountLater(ctx, p, accountID)
+	return func(bot registry.Bot) (Account, bool, error) {
+		if bot.Account.Kind != registry.AccountPaper || bot.Account.ID == "" || bot.Account.ID != accountID {
+			return Account{}, false, nil
+		}
+		st, err := read()
+		a, err := v.openPaper(bot, st, err)
+		return a, true, err
+	}
 }

@@ -56,18 +56,27 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 
 // GetResult reads a stored result; false when there is none (not executed yet, or expired).
 func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) (result.Result, bool, error) {
-	data, err := rdb.Get(ctx, store.SignalResult(signalID)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return result.Result{}, false, nil
+	return GetResultLater(ctx, rdb, signalID)()
+}
+
+// GetResultLater queues GetResult's read on c (a pipeline) and returns the decoder to call
+// once the pipeline has run, so that the read can share a round trip with others.
+func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Result, bool, error) {
+	cmd := c.Get(ctx, store.SignalResult(signalID))
+	return func() (result.Result, bool, error) {
+		data, err := cmd.Bytes()
+		if errors.Is(err, redis.Nil) {
+			return result.Result{}, false, nil
+		}
+		if err != nil {
+			return result.Result{}, false, fmt.Errorf("queue: read result %s: %w", signalID, err)
+		}
+		var res result.Result
+		if err := json.Unmarshal(data, &res); err != nil {
+			return result.Result{}, false, fmt.Errorf("queue: result %s: corrupt: %w", signalID, err)
+		}
+		return res, true, nil
 	}
-	if err != nil {
-		return result.Result{}, false, fmt.Errorf("queue: read result %s: %w", signalID, err)
-	}
-	var res result.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		return result.Result{}, false, fmt.Errorf("queue: result %s: corrupt: %w", signalID, err)
-	}
-	return res, true, nil
 }
 
 // Idempotent wraps h for exactly-once effect under at-least-once delivery: a signal whose

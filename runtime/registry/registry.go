@@ -147,18 +147,27 @@ func (r *Registry) Resolve(ctx context.Context, webhookHash string) (Route, erro
 
 // Get reads one projected bot.
 func (r *Registry) Get(ctx context.Context, id string) (Bot, error) {
-	data, err := r.rdb.HGet(ctx, store.Bot(id), fieldConfig).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Bot{}, ErrNotFound
+	return GetLater(ctx, r.rdb, id)()
+}
+
+// GetLater queues Get's read on c (a pipeline) and returns the decoder to call once the
+// pipeline has run, so that the read can share a round trip with others.
+func GetLater(ctx context.Context, c redis.Cmdable, id string) func() (Bot, error) {
+	cmd := c.HGet(ctx, store.Bot(id), fieldConfig)
+	return func() (Bot, error) {
+		data, err := cmd.Bytes()
+		if errors.Is(err, redis.Nil) {
+			return Bot{}, ErrNotFound
+		}
+		if err != nil {
+			return Bot{}, err
+		}
+		var b Bot
+		if err := json.Unmarshal(data, &b); err != nil {
+			return Bot{}, fmt.Errorf("bot %s: corrupt projection: %w", id, err)
+		}
+		return b, nil
 	}
-	if err != nil {
-		return Bot{}, err
-	}
-	var b Bot
-	if err := json.Unmarshal(data, &b); err != nil {
-		return Bot{}, fmt.Errorf("bot %s: corrupt projection: %w", id, err)
-	}
-	return b, nil
 }
 
 // Count is the number of projected bots.

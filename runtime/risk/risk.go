@@ -228,27 +228,37 @@ return 1
 // ReadPause is the bot's runtime pause in force at now, or nil. A pause whose time is over
 // is cleared (and published) on the way, so status and the intake agree.
 func ReadPause(ctx context.Context, rdb redis.UniversalClient, botID string, now time.Time) (*Pause, error) {
-	v, err := rdb.HMGet(ctx, store.Bot(botID), registry.FieldPause, registry.FieldPauseUntil).Result()
-	if err != nil {
-		return nil, err
-	}
-	reason, _ := v[0].(string)
-	if reason == "" {
+	return ReadPauseLater(ctx, rdb, rdb, botID, now)()
+}
+
+// ReadPauseLater queues ReadPause's read on c (a pipeline) and returns the function to call
+// once the pipeline has run: it decodes the pause and, like ReadPause, clears one whose
+// time is over through rdb (a round trip of its own, only then).
+func ReadPauseLater(ctx context.Context, c redis.Cmdable, rdb redis.Scripter, botID string, now time.Time) func() (*Pause, error) {
+	cmd := c.HMGet(ctx, store.Bot(botID), registry.FieldPause, registry.FieldPauseUntil)
+	return func() (*Pause, error) {
+		v, err := cmd.Result()
+		if err != nil {
+			return nil, err
+		}
+		reason, _ := v[0].(string)
+		if reason == "" {
+			return nil, nil
+		}
+		untilText, _ := v[1].(string)
+		ms, _ := strconv.ParseInt(untilText, 10, 64)
+		if ms == 0 {
+			return &Pause{Reason: reason}, nil
+		}
+		if until := time.UnixMilli(ms); until.After(now) {
+			return &Pause{Reason: reason, Until: until}, nil
+		}
+		if err := clearScript.Run(ctx, rdb, []string{store.Bot(botID)}, untilText, store.BotEvents(), botID,
+			registry.FieldPause, registry.FieldPauseUntil).Err(); err != nil {
+			return nil, err
+		}
 		return nil, nil
 	}
-	untilText, _ := v[1].(string)
-	ms, _ := strconv.ParseInt(untilText, 10, 64)
-	if ms == 0 {
-		return &Pause{Reason: reason}, nil
-	}
-	if until := time.UnixMilli(ms); until.After(now) {
-		return &Pause{Reason: reason, Until: until}, nil
-	}
-	if err := clearScript.Run(ctx, rdb, []string{store.Bot(botID)}, untilText, store.BotEvents(), botID,
-		registry.FieldPause, registry.FieldPauseUntil).Err(); err != nil {
-		return nil, err
-	}
-	return nil, nil
 }
 
 // CheckExposure refuses an entry that would make the bot's open positions use more than

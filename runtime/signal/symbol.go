@@ -13,6 +13,9 @@ type Symbols struct {
 	compact map[string]string // "BTCUSDT" -> "BTC/USDT"
 }
 
+// separators are the symbol separators Resolve drops (a Replacer is safe for concurrent use).
+var separators = strings.NewReplacer("/", "", "-", "", "_", "")
+
 // NewSymbols indexes canonical BASE/QUOTE symbols.
 func NewSymbols(canonical []string) *Symbols {
 	s := &Symbols{compact: make(map[string]string, len(canonical))}
@@ -41,7 +44,7 @@ func (s *Symbols) Resolve(raw string) (string, error) {
 			break
 		}
 	}
-	compact := strings.NewReplacer("/", "", "-", "", "_", "").Replace(sym)
+	compact := separators.Replace(sym)
 	if compact == "" {
 		return "", errs.New(errs.InvalidSymbol, "empty symbol")
 	}

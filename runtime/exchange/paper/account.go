@@ -90,11 +90,20 @@ func (a *Accounts) Ensure(ctx context.Context, c Config) (State, error) {
 
 // Get reads an account.
 func (a *Accounts) Get(ctx context.Context, id string) (State, error) {
-	v, err := a.rdb.HGetAll(ctx, store.PaperAccount(id)).Result()
-	if err != nil {
-		return State{}, err
+	return ReadAccountLater(ctx, a.rdb, id)()
+}
+
+// ReadAccountLater queues Get's read on c (a pipeline) and returns the decoder to call once
+// the pipeline has run, so that the read can share a round trip with others.
+func ReadAccountLater(ctx context.Context, c redis.Cmdable, id string) func() (State, error) {
+	cmd := c.HGetAll(ctx, store.PaperAccount(id))
+	return func() (State, error) {
+		v, err := cmd.Result()
+		if err != nil {
+			return State{}, err
+		}
+		return parseState(id, v)
 	}
-	return parseState(id, v)
 }
 
 // Refill resets the balance to the initial balance if the last refill is at least

@@ -1,0 +1,335 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// Fewer round trips per signal (docs/benchmarks.md, "Signal pipeline under load").
+//
+// A signal starts with reads that do not depend on one another: the stored result, the bot
+// projection, the runtime pause, the signal's progress record and, for a paper bot, its
+// paper account. They go to Redis in one pipeline (begin), together with reads guessed from
+// the bot's previous signal (hints): the position it planned on and, for a close without a
+// symbol, the set of its open positions. Each value is then decoded at the very point of
+// Handle and execute where it used to be read, so the checks keep their order and codes:
+// the stored result first (found: re-published, nothing else looked at), then deleted,
+// disabled, paused; a watcher exit never looks at the pause and so never clears one; the
+// account's errors come after the risk settings' as before.
+//
+// Why the values read ahead are the ones the old sequence would have read: from the
+// pipeline to the point where a value is used, the attempt writes none of the keys read
+// ahead. Its only write before the first leg's exchange call, other than an expired pause
+// cleared from the bot's hash (ReadPause; nothing read ahead reads those fields afterwards),
+// is the plan with the first pending order (stagePending), into the progress record and the
+// order records: no position, balance or position set. When that plan loses to another
+// attempt's (HSETNX), the record is read again and every later read is fresh. So each value
+// is one the old code would have read had the attempt run a few hundred microseconds
+// earlier. Writers outside the attempt (another bot on a shared paper account, an attempt of
+// the same signal reclaimed by another executor) were never ordered against these reads,
+// and what must be exact is still decided where it was: the plan's HSETNX, the exchange's
+// client-order-ID transaction and the booking's WATCH transaction, none of which uses a
+// value read ahead.
+//
+// The same argument lets the first leg's sizing reuse the position and the quote balance
+// read for planning and with the account (snapshot), instead of reading the same keys again
+// (it happens before the plan is stored); run drops the snapshot once a leg has run, so a
+// later leg (a reversal's entry) is sized from fresh reads of what the earlier legs left.
+
+// prefetch is a signal's first pipeline; each field decodes one of its reads.
+type prefetch struct {
+	// err is the pipeline's error when it is not a Redis reply (the connection failed).
+	err      error
+	result   func() (result.Result, bool, error)
+	bot      func() (registry.Bot, error) // nil: read through Deps.Bots
+	pause    func() (*risk.Pause, error)
+	progress *redis.MapStringStringCmd
+	// account opens the bot's paper account from the read ahead; nil or !ok: Venues.Open.
+	account func(registry.Bot) (Account, bool, error)
+	// pos is the bot's position on posSym (hinted), members its open positions' symbols.
+	posSym  string
+	pos     func() (*position.Position, error)
+	members *redis.StringSliceCmd
+	// sig is the webhook or watcher signal, parsed once (nil: manual, or malformed: plan
+	// parses it again and answers INVALID_JSON).
+	sig *signal.Signal
+}
+
+// begin sends a signal's first pipeline (see above).
+func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time) *prefetch {
+	pre := &prefetch{}
+	if env.Source != queue.SourceManual {
+		var sig signal.Signal
+		if json.Unmarshal(env.Signal, &sig) == nil {
+			pre.sig = &sig
+		}
+	}
+	h := e.hints.get(env.BotID)
+	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		pre.result = queue.GetResultLater(ctx, p, env.SignalID)
+		if e.pipelineBots {
+			pre.bot = registry.GetLater(ctx, p, env.BotID)
+		}
+		pre.pause = risk.ReadPauseLater(ctx, p, e.rdb, env.BotID, now)
+		pre.progress = p.HGetAll(ctx, store.SignalProgress(env.SignalID))
+		if e.paper != nil && h.account != "" {
+			pre.account = e.paper.prefetchPaper(ctx, p, h.account)
+		}
+		if h.symbol != "" {
+			pre.posSym, pre.pos = h.symbol, position.ReadLater(ctx, p, env.BotID, h.symbol)
+		}
+		if s := pre.sig; s != nil && s.Symbol == "" && (s.Action == signal.Close || s.Action == signal.CloseLong || s.Action == signal.CloseShort) {
+			pre.members = p.SMembers(ctx, store.BookPositions(env.BotID))
+		}
+		return nil
+	})
+	// A reply error (redis.Nil for a missing key included) belongs to its command and is
+	// decoded there; any other error failed the round trip.
+	if tripFailed(err) {
+		pre.err = err
+	}
+	return pre
+}
+
+// tripFailed reports whether a pipeline's error failed the round trip, rather than being
+// one command's Redis reply (redis.Nil for a missing key included), which that command's
+// decoder reports.
+func tripFailed(err error) bool {
+	var re redis.Error
+	return err != nil && !errors.As(err, &re)
+}
+
+// getBot decodes the bot read ahead, or reads it.
+func (e *Executor) getBot(ctx context.Context, pre *prefetch, id string) (registry.Bot, error) {
+	if pre.bot != nil {
+		return pre.bot()
+	}
+	return e.bots.Get(ctx, id)
+}
+
+// open opens the bot's account from the read ahead when it was the right one.
+func (e *Executor) open(ctx context.Context, pre *prefetch, bot registry.Bot) (Account, error) {
+	if pre.account != nil {
+		if a, ok, err := pre.account(bot); ok {
+			return a, err
+		}
+	}
+	return e.venues.Open(ctx, bot)
+}
+
+// snapshotOf starts the attempt's snapshot with the quote balance read with the account
+// and the reads ahead of the bot's positions (when they are this bot's).
+func snapshotOf(pre *prefetch, j *job) *snapshot {
+	s := &snapshot{quote: j.acct.quote, positions: map[string]*position.Position{}}
+	if j.bot.ID != j.env.BotID {
+		return s // read ahead under another ID: not this bot's keys
+	}
+	if pre.pos != nil {
+		// An error is not kept: planning reads the key again and meets it there.
+		if p, err := pre.pos(); err == nil {
+			s.positions[pre.posSym] = p
+		}
+	}
+	if pre.members != nil {
+		if m, err := pre.members.Result(); err == nil {
+			s.members, s.listed = m, true
+		}
+	}
+	return s
+}
+
+// snapshot is what an attempt read before its first leg ran (see above).
+type snapshot struct {
+	// quote is the account's quote balance, read with the account (nil: not read).
+	quote *exchange.Balance
+	// positions by symbol (a nil value: none open).
+	positions map[string]*position.Position
+	// members are the bot's open-position symbols, when listed.
+	members []string
+	listed  bool
+}
+
+// position is the bot's open position on symbol, or nil (position.Book.Get), from the
+// snapshot while there is one.
+func (e *Executor) position(ctx context.Context, j *job, symbol string) (*position.Position, error) {
+	if j.snap == nil {
+		return e.book.Get(ctx, j.bot.ID, symbol)
+	}
+	p, ok := j.snap.positions[symbol]
+	if !ok {
+		var err error
+		if p, err = e.book.Get(ctx, j.bot.ID, symbol); err != nil {
+			return nil, err
+		}
+		j.snap.positions[symbol] = p
+	}
+	if p == nil {
+		return nil, nil
+	}
+	cp := *p
+	return &cp, nil
+}
+
+// openPositions is every open position of the bot, by symbol (position.Book.List), its
+// records read in one pipeline, from the snapshot while there is one.
+func (e *Executor) openPositions(ctx context.Context, j *job) ([]position.Position, error) {
+	s := j.snap
+	var members []string
+	if s != nil && s.listed {
+		members = s.members
+	} else {
+		var err error
+		if members, err = e.rdb.SMembers(ctx, store.BookPositions(j.bot.ID)).Result(); err != nil {
+			return nil, err
+		}
+		if s != nil {
+			s.members, s.listed = members, true
+		}
+	}
+	members = slices.Sorted(slices.Values(members))
+	reads := make([]func() (*position.Position, error), len(members))
+	var missing []int
+	for i, sym := range members {
+		if s != nil {
+			if p, ok := s.positions[sym]; ok {
+				reads[i] = func() (*position.Position, error) { return p, nil }
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	if len(missing) > 0 {
+		_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range missing {
+				reads[i] = position.ReadLater(ctx, p, j.bot.ID, members[i])
+			}
+			return nil
+		})
+		if tripFailed(err) {
+			return nil, err
+		}
+	}
+	out := make([]position.Position, 0, len(members))
+	for i, sym := range members {
+		p, err := reads[i]()
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			s.positions[sym] = p
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+// quoteBalance is the account's balance of asset (Exchange.Balance), from the snapshot
+// while there is one and it holds that asset.
+func (e *Executor) quoteBalance(ctx context.Context, j *job, asset string) (exchange.Balance, error) {
+	if j.snap != nil && j.snap.quote != nil && j.snap.quote.Asset == asset {
+		return *j.snap.quote, nil
+	}
+	return j.acct.Exchange.Balance(ctx, asset)
+}
+
+// hints remember, per bot, the paper account and the symbol of its last signal: they only
+// choose what the first pipeline reads ahead. A wrong or missing hint costs a wasted read
+// or a round trip more, never a wrong value (the read ahead is used only when the bot turns
+// out to trade on that account, or planning asks for that symbol).
+type hints struct {
+	mu sync.Mutex
+	m  map[string]hint
+}
+
+type hint struct{ account, symbol string }
+
+// maxHints bounds the hints; past it they start over.
+const maxHints = 1 << 16
+
+func (h *hints) get(botID string) hint {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[botID]
+}
+
+func (h *hints) set(botID string, v hint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m[botID] == v {
+		return
+	}
+	if h.m == nil || len(h.m) >= maxHints {
+		h.m = make(map[string]hint)
+	}
+	h.m[botID] = v
+}
+
+// catalogue is a venue's market list of one kind, indexed for jobs (read-only once built).
+type catalogue struct {
+	list    []exchange.MarketInfo
+	markets map[string]exchange.MarketInfo
+	symbols *signal.Symbols
+}
+
+type catalogueKey struct {
+	venue string
+	kind  exchange.Kind
+}
+
+// catalogues keep the last index built per venue and kind.
+type catalogues struct {
+	mu sync.RWMutex
+	m  map[catalogueKey]*catalogue
+}
+
+// of indexes markets, reusing the index of the same venue and kind when the list is the
+// same (the paper catalogue never changes).
+func (c *catalogues) of(venue string, kind exchange.Kind, markets []exchange.MarketInfo) *catalogue {
+	key := catalogueKey{venue, kind}
+	c.mu.RLock()
+	cat := c.m[key]
+	c.mu.RUnlock()
+	if cat != nil && slices.Equal(cat.list, markets) {
+		return cat
+	}
+	cat = &catalogue{list: slices.Clone(markets), markets: make(map[string]exchange.MarketInfo, len(markets))}
+	names := make([]string, 0, len(markets))
+	for _, m := range markets {
+		cat.markets[m.Symbol] = m
+		names = append(names, m.Symbol)
+	}
+	cat.symbols = signal.NewSymbols(names)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[catalogueKey]*catalogue{}
+	}
+	c.m[key] = cat
+	c.mu.Unlock()
+	return cat
+}
+
+// sameClient reports whether two clients are the same one.
+func sameClient(a, b redis.UniversalClient) bool {
+	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
+}
