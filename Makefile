@@ -55,7 +55,8 @@ fuzz: ## Fuzz the signal parser and symbol resolver (FUZZTIME each).
 bench: deps envtest ## Run the benchmarks (figures go in docs/benchmarks.md).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/scale/...
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./test/load/...
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v -e /test/scale -e /test/load)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./test/e2e/...
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v -e /test/scale -e /test/load -e /test/e2e)
 
 ##@ Build
 
