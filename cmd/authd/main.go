@@ -14,12 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 )
@@ -127,8 +124,7 @@ func run(logger *slog.Logger, c serveConfig) error {
 	}
 	defer rdb.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemon.NewRegistry()
 	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL,
 		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version, StdioPackage: c.stdioPkg,
 		Logger: logger, Registerer: reg, Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
@@ -137,32 +133,6 @@ func run(logger *slog.Logger, c serveConfig) error {
 	}
 	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 32 << 10}
-	ops := http.NewServeMux()
-	ops.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ops.Handle("/healthz", srv.Handler())
-	ops.Handle("/readyz", srv.Handler())
-	opsSrv := &http.Server{Addr: c.metricsAddr, Handler: ops, ReadHeaderTimeout: 5 * time.Second}
-
-	errc := make(chan error, 2)
-	go func() {
-		if c.tlsCert != "" {
-			errc <- api.ListenAndServeTLS(c.tlsCert, c.tlsKey)
-		} else {
-			errc <- api.ListenAndServe()
-		}
-	}()
-	go func() { errc <- opsSrv.ListenAndServe() }()
 	logger.Info("authd listening", "addr", c.listen, "tls", c.tlsCert != "", "issuer", c.baseURL, "kid", keys.KID())
-
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_ = opsSrv.Shutdown(shutdown)
-	return api.Shutdown(shutdown)
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Handler()), c.tlsCert, c.tlsKey, 15*time.Second)
 }

@@ -14,11 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/queue"
@@ -83,8 +81,7 @@ func run(logger *slog.Logger, c config) error {
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemon.NewRegistry()
 	srv, err := webhookd.New(webhookd.Options{
 		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: sigsignal.NewSymbols(paper.Symbols()),
 		WaitBound: c.waitBound, TrustedProxies: trusted, Logger: logger, Registerer: reg,
@@ -96,35 +93,9 @@ func run(logger *slog.Logger, c config) error {
 
 	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: webhookd.DefaultWaitBound + c.waitBound + 5*time.Second, IdleTimeout: 2 * time.Minute}
-	ops := http.NewServeMux()
-	ops.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ops.Handle("/healthz", srv.Handler())
-	ops.Handle("/readyz", srv.Handler())
-	opsSrv := &http.Server{Addr: c.metricsAddr, Handler: ops, ReadHeaderTimeout: 5 * time.Second}
-
-	errc := make(chan error, 2)
-	go func() {
-		if c.tlsCert != "" {
-			errc <- api.ListenAndServeTLS(c.tlsCert, c.tlsKey)
-		} else {
-			errc <- api.ListenAndServe()
-		}
-	}()
-	go func() { errc <- opsSrv.ListenAndServe() }()
 	logger.Info("webhookd listening", "addr", c.listen, "tls", c.tlsCert != "", "instance", c.instance)
-
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	}
 	// Graceful: stop taking requests, let in-flight ones get their results (bounded).
-	shutdown, cancel := context.WithTimeout(context.Background(), c.waitBound+5*time.Second)
-	defer cancel()
-	_ = opsSrv.Shutdown(shutdown)
-	return api.Shutdown(shutdown)
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Handler()), c.tlsCert, c.tlsKey, c.waitBound+5*time.Second)
 }
 
 // resultStore reads stored results for duplicate signals.

@@ -1,0 +1,57 @@
+// Package daemon holds what every HTTP daemon's main does the same way: the ops endpoints
+// (metrics and probes on their own plain-HTTP port) and serving until a signal, then a
+// graceful shutdown.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// NewRegistry is a Prometheus registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// OpsServer serves /metrics from reg and /healthz and /readyz from probes on addr.
+func OpsServer(addr string, reg *prometheus.Registry, probes http.Handler) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", probes)
+	mux.Handle("/readyz", probes)
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}
+
+// Serve runs api (over TLS when tlsCert is set) and ops until ctx ends or one of them
+// fails, then stops taking requests and lets in-flight ones finish within grace.
+func Serve(ctx context.Context, api, ops *http.Server, tlsCert, tlsKey string, grace time.Duration) error {
+	errc := make(chan error, 2)
+	go func() {
+		if tlsCert != "" {
+			errc <- api.ListenAndServeTLS(tlsCert, tlsKey)
+		} else {
+			errc <- api.ListenAndServe()
+		}
+	}()
+	go func() { errc <- ops.ListenAndServe() }()
+	var failed error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			failed = err
+		}
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	_ = ops.Shutdown(shutdown)
+	return errors.Join(failed, api.Shutdown(shutdown))
+}
