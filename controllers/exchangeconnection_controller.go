@@ -26,6 +26,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 const indexCredentialsSecret = "spec.credentialsSecretRef.name"
@@ -52,6 +53,8 @@ type ExchangeConnectionReconciler struct {
 	APIReader client.Reader
 	// Connections is the Redis projection.
 	Connections *credentials.Connections
+	// Registry records the symbols validated keys can trade (for webhookd); nil skips it.
+	Registry *registry.Registry
 	// Keys seals the credentials; nil leaves every connection not Ready (MasterKeyMissing).
 	Keys *credentials.Ring
 	// Connectors by exchange name (spec.exchange); a missing one is ExchangeNotSupported.

@@ -74,3 +74,8 @@ var (
 	permsSpot     = exchange.Permissions{Read: true, SpotTrade: true}
 	permsWithdraw = exchange.Permissions{Read: true, SpotTrade: true, Withdraw: true}
 )
+
+// Markets lists one symbol per kind, which the controller records for webhookd.
+func (l *stubLive) Markets(_ context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
+	return []exchange.MarketInfo{{Symbol: "ETH/USDT", Base: "ETH", Quote: "USDT", Kind: kind}}, nil
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sigops/sigops/runtime/exchange"
 )
@@ -97,8 +98,35 @@ func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector e
 			message: "the API key can trade neither spot nor futures (" + shown + "); enable the trading permission your bots' market needs"}
 	default:
 		v.outcome = outcome{ready: true, reason: reasonValidated, message: "validated with " + where + ": " + shown}
+		r.publishSymbols(vctx, live, p)
 	}
 	return v
+}
+
+// publishSymbols records the symbols this key can trade, so that webhookd accepts them at the
+// door. Best effort: without them webhookd refuses the exchange-only symbols with
+// INVALID_SYMBOL until the next validation records them.
+func (r *ExchangeConnectionReconciler) publishSymbols(ctx context.Context, live exchange.Live, p exchange.Permissions) {
+	if r.Registry == nil {
+		return
+	}
+	for _, kind := range []exchange.Kind{exchange.Spot, exchange.Futures} {
+		if !p.CanTrade(kind) {
+			continue
+		}
+		markets, err := live.Markets(ctx, kind)
+		if err != nil {
+			log.FromContext(ctx).Info("cannot list the exchange's markets; webhookd keeps its known symbols", "kind", kind)
+			continue
+		}
+		symbols := make([]string, 0, len(markets))
+		for _, m := range markets {
+			symbols = append(symbols, m.Symbol)
+		}
+		if err := r.Registry.AddSymbols(ctx, symbols); err != nil {
+			log.FromContext(ctx).Error(err, "cannot record the exchange's symbols")
+		}
+	}
 }
 
 func movesFunds(p exchange.Permissions) string {

@@ -90,6 +90,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Connections:       credentials.NewConnections(o.Redis),
+		Registry:          registry.New(o.Redis),
 		Keys:              o.MasterKeys,
 		Connectors:        o.Connectors,
 		Recorder:          mgr.GetEventRecorder("exchangeconnection-controller"),

@@ -47,7 +47,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sig.Symbol != "" {
-		if sig.Symbol, err = s.opts.Symbols.Resolve(sig.Symbol); err != nil {
+		if sig.Symbol, err = s.opts.Symbols().Resolve(sig.Symbol); err != nil {
 			s.refuse(w, "", err, 0, received)
 			return
 		}

@@ -45,9 +45,10 @@ type Options struct {
 	Intake  *intake.Intake
 	Waiter  Waiter
 	Results ResultStore
-	// Symbols resolves symbol forms against every market the service trades; the executor
-	// checks the bot's own exchange again.
-	Symbols *signal.Symbols
+	// Symbols returns the index that resolves symbol forms against every market the service
+	// trades (it changes as exchange connections are validated); the executor checks the
+	// bot's own exchange again.
+	Symbols func() *signal.Symbols
 	// WaitBound is how long a request waits for the result (0: DefaultWaitBound).
 	WaitBound time.Duration
 	// TrustedProxies may mark a plain-HTTP request as HTTPS with X-Forwarded-Proto.

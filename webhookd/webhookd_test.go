@@ -72,7 +72,7 @@ func newEnv(t *testing.T, bot registry.Bot, mutate func(*webhookd.Options)) *env
 		t.Fatal(err)
 	}
 	opts := webhookd.Options{
-		Intake: intake.New(rdb), Waiter: e.waiter, Symbols: signal.NewSymbols([]string{"BTC/USDT", "ETH/USDT"}),
+		Intake: intake.New(rdb), Waiter: e.waiter, Symbols: fixedSymbols("BTC/USDT", "ETH/USDT"),
 		WaitBound: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if mutate != nil {
@@ -345,5 +345,31 @@ func TestRedisDownIs503(t *testing.T) {
 	resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
 	if resp.StatusCode != 503 || body["success"] != false || body["signalId"] != nil {
 		t.Fatalf("%d %v", resp.StatusCode, body)
+	}
+}
+
+func fixedSymbols(list ...string) func() *signal.Symbols {
+	s := signal.NewSymbols(list)
+	return func() *signal.Symbols { return s }
+}
+
+// Symbols recorded by validated exchange connections are accepted after a refresh.
+func TestKnownSymbolsFollowRedis(t *testing.T) {
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+	known := webhookd.NewKnownSymbols([]string{"BTC/USDT"})
+	if _, err := known.Get().Resolve("ADAUSDT"); errs.CodeOf(err) != errs.InvalidSymbol {
+		t.Fatalf("ADA before: %v", err)
+	}
+	if err := reg.AddSymbols(context.Background(), []string{"ADA/USDT"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := known.Refresh(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{"ADAUSDT": "ADA/USDT", "BTCUSDT": "BTC/USDT"} {
+		if got, err := known.Get().Resolve(in); err != nil || got != want {
+			t.Fatalf("%s: %q %v", in, got, err)
+		}
 	}
 }

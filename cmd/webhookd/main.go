@@ -20,8 +20,8 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
-	sigsignal "github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 	"github.com/sigops/sigops/webhookd"
@@ -82,8 +82,11 @@ func run(logger *slog.Logger, c config) error {
 	}
 
 	reg := daemon.NewRegistry()
+	// Symbols: the paper catalogue plus what validated exchange connections recorded.
+	known := webhookd.NewKnownSymbols(paper.Symbols())
+	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
 	srv, err := webhookd.New(webhookd.Options{
-		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: sigsignal.NewSymbols(paper.Symbols()),
+		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: known.Get,
 		WaitBound: c.waitBound, TrustedProxies: trusted, Logger: logger, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 	})

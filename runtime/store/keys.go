@@ -41,3 +41,7 @@ func QueueStream(partition, priority int) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// KnownSymbols is the set of canonical symbols (BASE/QUOTE) the connected exchanges list;
+// webhookd resolves signal symbols against it and the paper catalogue.
+func KnownSymbols() string { return prefix + "symbols" }

@@ -51,6 +51,8 @@ import (
 	"github.com/sigops/sigops/webhookd"
 )
 
+var paperSymbols = signal.NewSymbols(paper.Symbols())
+
 var (
 	k8s    client.Client
 	rdb    *redis.Client
@@ -140,7 +142,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	hs, err := webhookd.New(webhookd.Options{Intake: intake.New(rdb), Waiter: waiter, Symbols: signal.NewSymbols(paper.Symbols()),
+	hs, err := webhookd.New(webhookd.Options{Intake: intake.New(rdb), Waiter: waiter, Symbols: func() *signal.Symbols { return paperSymbols },
 		WaitBound: 5 * time.Second, Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 // A bot on an ExchangeConnection whose endpoints point at the fake Binance: the connection
@@ -57,6 +59,10 @@ func TestLiveBotOrderReachesTheExchange(t *testing.T) {
 		}
 		return nil
 	})
+	// The validated key's symbols are recorded for webhookd.
+	if syms, err := registry.New(rdb).Symbols(ctx); err != nil || !slices.Contains(syms, "ETH/USDT") {
+		t.Fatalf("recorded symbols = %v, %v", syms, err)
+	}
 	var botID string
 	eventually(t, "bot ready", func() error {
 		b := &tradingv1.SignalBot{}

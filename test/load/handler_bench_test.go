@@ -104,7 +104,7 @@ func BenchmarkWebhookdIntake(b *testing.B) {
 func benchHandler(b *testing.B, rds *stack.Redis, rdb *redis.Client, script redis.Scripter, waiter *queue.Waiter, paths []string) {
 	ctx := b.Context()
 	srv, err := webhookd.New(webhookd.Options{
-		Intake: intake.New(script), Waiter: waiter, Symbols: signal.NewSymbols(paper.Symbols()),
+		Intake: intake.New(script), Waiter: waiter, Symbols: func() *signal.Symbols { return paperSymbols },
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		Logger:         slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Registerer:     prometheus.NewRegistry(),
@@ -156,3 +156,5 @@ func benchHandler(b *testing.B, rds *stack.Redis, rdb *redis.Client, script redi
 		res.Throughput(), fmtMs(res.Percentile(0.5)), fmtMs(res.Percentile(0.99)), fmtMs(res.Max()),
 		redisUS, (reads()-reads0)/n, selfUS)
 }
+
+var paperSymbols = signal.NewSymbols(paper.Symbols())
