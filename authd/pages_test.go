@@ -377,6 +377,28 @@ func TestHTTPSRequiredAndTrustedProxy(t *testing.T) {
 	if got := h.srv.clientKey(viaProxy); got != "203.0.113.9" {
 		t.Fatalf("client key %q", got)
 	}
+	// A client's own "https" over plain HTTP through a proxy that appends is plain HTTP,
+	// whether the proxy extends the client's line or adds its own.
+	for _, protos := range [][]string{{"https, http"}, {"https", "http"}} {
+		forged := httptest.NewRequest(http.MethodGet, "/.well-known/oauth-authorization-server", nil)
+		forged.RemoteAddr = "10.1.2.3:5555"
+		for _, p := range protos {
+			forged.Header.Add("X-Forwarded-Proto", p)
+		}
+		w = httptest.NewRecorder()
+		h.srv.Handler().ServeHTTP(w, forged)
+		if w.Code != 403 {
+			t.Fatalf("client-sent X-Forwarded-Proto %q through an appending proxy: %d", protos, w.Code)
+		}
+	}
+	// A client's own X-Forwarded-For line does not name the client: the proxy's line does.
+	forgedFor := httptest.NewRequest(http.MethodGet, "/", nil)
+	forgedFor.RemoteAddr = "10.1.2.3:5555"
+	forgedFor.Header.Add("X-Forwarded-For", "6.6.6.6")
+	forgedFor.Header.Add("X-Forwarded-For", "203.0.113.9")
+	if got := h.srv.clientKey(forgedFor); got != "203.0.113.9" {
+		t.Fatalf("client key with a client-sent X-Forwarded-For line %q", got)
+	}
 	v6 := httptest.NewRequest(http.MethodGet, "/", nil)
 	v6.RemoteAddr = "[2001:db8:1:2:3:4:5:6]:443"
 	if got := h.srv.clientKey(v6); got != "2001:db8:1:2::/64" {

@@ -287,10 +287,11 @@ func TestHTTPSOnly(t *testing.T) {
 	// The same handler over plain HTTP.
 	plain := httptest.NewServer(e.srv.Config.Handler)
 	defer plain.Close()
-	post := func(proto string) *http.Response {
+	// post sends each X-Forwarded-Proto line as given, in order.
+	post := func(protos ...string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, plain.URL+hookPath+"?wait=false", strings.NewReader(`{"action":"buy","symbol":"BTCUSDT"}`))
-		if proto != "" {
-			req.Header.Set("X-Forwarded-Proto", proto)
+		for _, p := range protos {
+			req.Header.Add("X-Forwarded-Proto", p)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -304,6 +305,14 @@ func TestHTTPSOnly(t *testing.T) {
 	}
 	if r := post("http"); r.StatusCode != 403 {
 		t.Fatalf("proxy-marked http served: %d", r.StatusCode)
+	}
+	// A client's own "https" sent over plain HTTP through a proxy that appends (to the
+	// client's line, or as a line of its own) is plain HTTP.
+	if r := post("https, http"); r.StatusCode != 403 {
+		t.Fatalf("client-sent https before the proxy's http served: %d", r.StatusCode)
+	}
+	if r := post("https", "http"); r.StatusCode != 403 {
+		t.Fatalf("client-sent https line before the proxy's http line served: %d", r.StatusCode)
 	}
 	if r := post("https"); r.StatusCode != 200 {
 		t.Fatalf("trusted proxy over https refused: %d", r.StatusCode)

@@ -1,6 +1,17 @@
 // Package trustedproxy decides what a daemon behind a reverse proxy (the Ingress, the local
 // stack's nginx) may believe of a request: whether the client used HTTPS and who the client
 // is. Headers are believed only from configured proxy addresses; anyone else could forge them.
+//
+// Even from a trusted proxy, only the part the proxy itself wrote is believed. A proxy that
+// appends to X-Forwarded-Proto or X-Forwarded-For keeps whatever the client sent on the left
+// (or on earlier header lines), so a client could write "X-Forwarded-Proto: https" over plain
+// HTTP and have the proxy pass "https, http". The rule is therefore:
+//
+//   - HTTPS: the right-most X-Forwarded-Proto entry across all header lines (the proxy's
+//     line is the last) must be "https". The proxy next to the daemon must set that header
+//     to the scheme it received (ingress-nginx does; the local stack's nginx sets $scheme).
+//   - Client address: walking X-Forwarded-For from the right across all header lines, the
+//     first entry that is not itself a trusted proxy.
 package trustedproxy
 
 import (
@@ -54,7 +65,8 @@ func Peer(r *http.Request) (netip.Addr, bool) {
 }
 
 // OverHTTPS reports whether the client used HTTPS: the connection is TLS, or a trusted
-// proxy says so in X-Forwarded-Proto (the first entry, the client's own hop).
+// proxy says so in X-Forwarded-Proto. Only the right-most entry is the proxy's own; any
+// entry to its left may be the client's forgery.
 func (ps Proxies) OverHTTPS(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
@@ -63,8 +75,8 @@ func (ps Proxies) OverHTTPS(r *http.Request) bool {
 	if !ok || !ps.Trusts(a) {
 		return false
 	}
-	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
-	return strings.EqualFold(strings.TrimSpace(proto), "https")
+	protos := entries(r.Header, "X-Forwarded-Proto")
+	return len(protos) > 0 && strings.EqualFold(protos[len(protos)-1], "https")
 }
 
 // Client is the client's address: the peer, or behind trusted proxies the right-most
@@ -75,9 +87,9 @@ func (ps Proxies) Client(r *http.Request) (netip.Addr, bool) {
 	if !ok || !ps.Trusts(a) {
 		return a, ok
 	}
-	hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+	hops := entries(r.Header, "X-Forwarded-For")
 	for i := len(hops) - 1; i >= 0; i-- {
-		h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		h, err := netip.ParseAddr(hops[i])
 		if err != nil {
 			break
 		}
@@ -87,4 +99,19 @@ func (ps Proxies) Client(r *http.Request) (netip.Addr, bool) {
 		}
 	}
 	return a, true
+}
+
+// entries are the comma-separated entries of every line of header name, in order: a proxy
+// may append a line of its own instead of extending the client's, and the last line is then
+// the proxy's.
+func entries(h http.Header, name string) []string {
+	var out []string
+	for _, line := range h.Values(name) {
+		for _, e := range strings.Split(line, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }

@@ -40,7 +40,8 @@ func NginxPath() (string, error) {
 }
 
 // StartNginx writes a config that terminates TLS on Listen and proxies each route to its
-// upstream with X-Forwarded-Proto https, starts nginx in the foreground, and waits until
+// upstream with X-Forwarded-Proto set to the scheme nginx received (https) and its peer's
+// address appended to X-Forwarded-For, starts nginx in the foreground, and waits until
 // the port accepts connections.
 func StartNginx(ctx context.Context, o NginxOptions) (*Nginx, error) {
 	bin, err := NginxPath()
@@ -132,7 +133,10 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-Proto https;
+      # The daemons believe only the right-most X-Forwarded-Proto entry and walk
+      # X-Forwarded-For from the right: set the scheme (dropping anything the client sent)
+      # and append the peer's address, as ingress-nginx does.
+      proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_read_timeout 30s;
     }

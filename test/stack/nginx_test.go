@@ -1,0 +1,72 @@
+package stack
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sigops/sigops/runtime/trustedproxy"
+)
+
+// TestNginxForwardedHeaders runs the local stack's real nginx in front of a real upstream
+// and checks the headers arrive the way trustedproxy's rule expects of a proxy: the scheme
+// set by nginx (anything the client sent dropped), the peer appended to X-Forwarded-For.
+func TestNginxForwardedHeaders(t *testing.T) {
+	if _, err := NginxPath(); err != nil {
+		t.Skip(err)
+	}
+	proxies, _ := trustedproxy.Parse("127.0.0.1/32")
+	type seen struct {
+		Proto, For []string
+		HTTPS      bool
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(seen{r.Header.Values("X-Forwarded-Proto"), r.Header.Values("X-Forwarded-For"), proxies.OverHTTPS(r)})
+	}))
+	defer upstream.Close()
+
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := SelfSignedCert(cert, key); err != nil {
+		t.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	n, err := StartNginx(context.Background(), NginxOptions{Listen: listen, Dir: dir, CertFile: cert, KeyFile: key,
+		Routes: map[string]string{"/echo": upstream.Listener.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(5 * time.Second)
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, _ := http.NewRequest(http.MethodGet, "https://"+listen+"/echo", nil)
+	req.Header.Add("X-Forwarded-Proto", "http")
+	req.Header.Add("X-Forwarded-Proto", "gopher")
+	req.Header.Set("X-Forwarded-For", "6.6.6.6")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got seen
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	if len(got.Proto) != 1 || got.Proto[0] != "https" || !got.HTTPS {
+		t.Errorf("X-Forwarded-Proto upstream = %q (HTTPS %v); want nginx's own \"https\" only", got.Proto, got.HTTPS)
+	}
+	if len(got.For) != 1 || got.For[0] != "6.6.6.6, 127.0.0.1" {
+		t.Errorf("X-Forwarded-For upstream = %q; want the client's entry with the peer appended", got.For)
+	}
+}
