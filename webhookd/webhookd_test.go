@@ -357,6 +357,29 @@ func TestRedisDownIs503(t *testing.T) {
 	}
 }
 
+// A full Redis (maxmemory reached, policy noeviction as config/redis sets it) refuses the
+// intake's writes with OOM: the sender gets a 503 to retry, and nothing is half-queued.
+func TestRedisFullIs503(t *testing.T) {
+	e := newEnv(t, bot("bot-full"), nil)
+	ctx := context.Background()
+	if err := e.rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // already over: every write is refused
+		t.Fatal(err)
+	}
+	if err := e.rdb.Set(ctx, "probe", "x", 0).Err(); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("Redis not full: %v", err)
+	}
+	resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 503 || body["success"] != false || body["signalId"] != nil {
+		t.Fatalf("%d %v", resp.StatusCode, body)
+	}
+	if n := e.rdb.XLen(ctx, store.QueueStream(queue.PartitionOf("bot-full"), int(queue.PriorityWebhook))).Val(); n != 0 {
+		t.Fatalf("queued %d signals into a full Redis", n)
+	}
+}
+
 func fixedSymbols(list ...string) func() *signal.Symbols {
 	s := signal.NewSymbols(list)
 	return func() *signal.Symbols { return s }

@@ -22,7 +22,15 @@ type RedisOptions struct {
 	DataDir string
 	// LogFile receives the server's log; empty discards it.
 	LogFile string
+	// MaxMemory caps the data set (redis-server's maxmemory, e.g. "512mb"); empty:
+	// DefaultRedisMaxMemory.
+	MaxMemory string
 }
+
+// DefaultRedisMaxMemory is the local stack's Redis cap: room for thousands of bots' queues
+// and state on a laptop. Like config/redis the policy is noeviction: a full Redis refuses
+// writes (webhookd answers 503) instead of silently dropping queued signals.
+const DefaultRedisMaxMemory = "512mb"
 
 // Redis is a running redis-server.
 type Redis struct {
@@ -43,7 +51,12 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 			return nil, err
 		}
 	}
-	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes", "--daemonize", "no"}
+	maxMemory := o.MaxMemory
+	if maxMemory == "" {
+		maxMemory = DefaultRedisMaxMemory
+	}
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes", "--daemonize", "no",
+		"--maxmemory", maxMemory, "--maxmemory-policy", "noeviction"}
 	if o.DataDir != "" {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 			return nil, err
