@@ -21,9 +21,17 @@ import (
 // Handler executes one signal. A nil error means the signal is done: its outcome, success or
 // business failure (INSUFFICIENT_BALANCE, EXCHANGE_ERROR…), has been published with
 // PublishResult, and the queue acknowledges and deletes the entry. An error means the signal
-// could not be executed for an infrastructure reason (Redis unreachable…): the queue keeps it
-// and calls the Handler again with the same signal after a backoff, so that the bot's later
-// signals never overtake it.
+// could not be executed for an infrastructure reason (Redis unreachable, exchange not
+// answering, an order outcome still unknown…): the queue keeps it and calls the Handler again
+// with the same signal after a backoff, holding back that bot's later signals (so they never
+// overtake it) but no other bot's. When the signal's retry budget (Options.MaxAttempts,
+// Options.MaxElapsed) is spent, or the Handler panics, the queue finishes it itself: a
+// failure result with the last error's code, and an entry in the dead-letter stream (see
+// DeadLetter).
+//
+// Signals of different bots of one partition run concurrently (up to Options.MaxInFlight),
+// so the Handler must be safe for concurrent use; the queue never runs two signals of one
+// bot at once.
 //
 // Delivery is at least once: a signal whose executor died mid-way is handed to the Handler
 // again on another instance. For exactly-once effect the Handler checks GetResult first and
@@ -38,6 +46,20 @@ const (
 	DefaultLeaseTTL  = 5 * time.Second
 	DefaultBlock     = time.Second
 	DefaultBatchSize = 10
+	// DefaultMaxAttempts and DefaultMaxElapsed are a signal's retry budget: with the
+	// backoff of signalBackoff (100 ms doubling to 15 s) 15 attempts take about two minutes,
+	// which rides out an exchange's brief outage or a Redis failover, and the elapsed bound
+	// stops a signal whose every attempt hangs for a long time-out.
+	DefaultMaxAttempts = 15
+	DefaultMaxElapsed  = 3 * time.Minute
+	// DefaultMaxInFlight is how many signals of different bots one partition runs at once:
+	// enough that a few bots whose exchanges hang leave the partition's other bots at their
+	// normal latency, few enough that 32 partitions do not open hundreds of exchange calls
+	// and Redis connections at once.
+	DefaultMaxInFlight = 8
+	// DefaultMaxHeld bounds the entries one partition holds in memory (running, or waiting
+	// behind their bot's running signal) before it stops reading its streams.
+	DefaultMaxHeld = 256
 )
 
 // MinPoolSize is the smallest connection pool a Consumer's client should have: up to one
@@ -71,13 +93,28 @@ type Options struct {
 	Block time.Duration
 	// BatchSize is how many entries one read takes per stream (COUNT).
 	BatchSize int
+	// MaxAttempts is how many times the Handler is called for one signal before the signal
+	// is dead-lettered; counted in Redis, so across executors. Default DefaultMaxAttempts.
+	MaxAttempts int
+	// MaxElapsed is how long after a signal's first failure it is dead-lettered, whatever
+	// the attempts. Default DefaultMaxElapsed.
+	MaxElapsed time.Duration
+	// MaxInFlight is how many signals (of different bots) one partition runs at once.
+	// Default DefaultMaxInFlight.
+	MaxInFlight int
+	// MaxHeld bounds the entries a partition holds in memory. Default DefaultMaxHeld.
+	MaxHeld int
+	// OnDeadLetter, if set, is called after a signal was dead-lettered (its failure result
+	// is stored); the executor counts it as an execution error of the bot there. An error is
+	// logged, not retried.
+	OnDeadLetter func(ctx context.Context, env Envelope, dl DeadLetter) error
 	// Logger receives the queue's logs; default slog.Default().
 	Logger *slog.Logger
 }
 
 // Consumer is one executor instance's side of the queue: it holds leases on its share of the
 // partitions and runs the Handler on their signals, highest priority first, one at a time
-// per partition. See Run.
+// per bot. See Run.
 type Consumer struct {
 	rdb        redis.UniversalClient
 	opt        Options
@@ -110,6 +147,19 @@ func NewConsumer(rdb redis.UniversalClient, opts Options) *Consumer {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.MaxElapsed <= 0 {
+		opts.MaxElapsed = DefaultMaxElapsed
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxHeld <= 0 {
+		opts.MaxHeld = DefaultMaxHeld
+	}
+	opts.MaxHeld = max(opts.MaxHeld, opts.MaxInFlight)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

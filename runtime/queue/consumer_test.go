@@ -15,7 +15,8 @@ import (
 )
 
 // Pre-filled streams: priority-1 signals of a partition are served before its older
-// priority-4 ones, each priority in arrival order.
+// priority-4 ones, each priority in arrival order. One slot (MaxInFlight 1) makes the
+// partition's order total, so the scheduler's choice between bots is visible.
 func TestPriorityServedFirst(t *testing.T) {
 	_, rdb := storetest.New(t)
 	bots := botsIn(7, 2)
@@ -30,7 +31,7 @@ func TestPriorityServedFirst(t *testing.T) {
 	mustEnqueue(t, rdb, testEnv(b, 2, PriorityManualClose))
 
 	rec := &recorder{}
-	startConsumer(t, dedicated(t, rdb), Options{}, func(_ context.Context, env Envelope) error {
+	startConsumer(t, dedicated(t, rdb), Options{MaxInFlight: 1}, func(_ context.Context, env Envelope) error {
 		rec.add(env.SignalID)
 		return nil
 	})
@@ -42,7 +43,7 @@ func TestPriorityServedFirst(t *testing.T) {
 }
 
 // A priority-1 signal that arrives while a priority-4 backlog is being worked is served
-// next, ahead of the already buffered priority-4 signals.
+// next, ahead of the already buffered priority-4 signals (one slot, as above).
 func TestPriorityPreemptsBacklog(t *testing.T) {
 	_, rdb := storetest.New(t)
 	bots := botsIn(3, 2)
@@ -52,7 +53,7 @@ func TestPriorityPreemptsBacklog(t *testing.T) {
 	}
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	rec := &recorder{}
-	startConsumer(t, dedicated(t, rdb), Options{}, func(_ context.Context, env Envelope) error {
+	startConsumer(t, dedicated(t, rdb), Options{MaxInFlight: 1}, func(_ context.Context, env Envelope) error {
 		rec.add(env.SignalID)
 		if env.SignalID == a+"/0" {
 			close(entered)
@@ -62,6 +63,12 @@ func TestPriorityPreemptsBacklog(t *testing.T) {
 	})
 	<-entered
 	mustEnqueue(t, rdb, testEnv(b, 0, PriorityManualClose))
+	// The reader runs beside the handler: let it take the new entry in (delivered, then
+	// routed a moment later) before the signal in hand ends.
+	eventually(t, 10*time.Second, "the priority-1 entry read", func() bool {
+		return rdb.XPending(context.Background(), StreamOf(b, PriorityManualClose), Group).Val().Count == 1
+	})
+	time.Sleep(100 * time.Millisecond)
 	close(proceed)
 	eventually(t, 20*time.Second, "6 signals handled", func() bool { return rec.len() == 6 })
 	want := []string{a + "/0", b + "/0", a + "/1", a + "/2", a + "/3", a + "/4"}
@@ -100,7 +107,7 @@ func TestHandlerErrorRetriesSameSignal(t *testing.T) {
 	}
 }
 
-// Undecodable entries are acknowledged and dropped; an entry in the wrong partition is moved
+// Undecodable entries are dead-lettered and leave the stream; an entry in the wrong partition is moved
 // to its own and executed once; executed entries leave the streams.
 func TestMalformedAndMisplacedEntries(t *testing.T) {
 	_, rdb := storetest.New(t)
@@ -132,9 +139,21 @@ func TestMalformedAndMisplacedEntries(t *testing.T) {
 	if want := []string{bot + "/0", other + "/0"}; !slices.Equal(got, want) {
 		t.Fatalf("handled %v, want %v", got, want)
 	}
-	eventually(t, 10*time.Second, "malformed entries dropped", func() bool {
-		return metricValue(t, r.c.m.malformed) == 3
+	eventually(t, 10*time.Second, "malformed entries dead-lettered", func() bool {
+		return metricValue(t, r.c.m.malformed) == 3 && metricValue(t, r.c.m.deadLetters.WithLabelValues(ReasonMalformed)) == 3
 	})
+	dls, err := ListDeadLetters(ctx, rdb, "", 10)
+	if err != nil || len(dls) != 3 {
+		t.Fatalf("dead letters %v, %v; want 3", dls, err)
+	}
+	for _, dl := range dls {
+		if dl.Reason != ReasonMalformed || dl.Partition != 5 || dl.Entry == "" || dl.LastError == "" {
+			t.Errorf("malformed dead letter %+v", dl)
+		}
+	}
+	if _, err := RetryDeadLetter(ctx, rdb, dls[0].ID, false); err == nil {
+		t.Error("a malformed dead letter was retried")
+	}
 	eventually(t, 10*time.Second, "streams emptied", func() bool {
 		n := int64(0)
 		for _, p := range Priorities {

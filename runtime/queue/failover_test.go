@@ -205,6 +205,7 @@ func TestLeaseTakenStopsPartition(t *testing.T) {
 
 // An entry delivered to another consumer after the owner took the partition over (a frozen
 // former owner's read served late) is found by the owner's sweep and executed, not lost.
+// MaxHeld 1 stops B's reader while x/0 runs, so the ghost's read is the one that gets y/0.
 func TestSweepClaimsLateDelivery(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
@@ -212,7 +213,7 @@ func TestSweepClaimsLateDelivery(t *testing.T) {
 	x, y := bots[0], bots[1]
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	rec := &recorder{}
-	b := startConsumer(t, dedicated(t, rdb), Options{Name: "B", LeaseTTL: time.Second}, func(_ context.Context, env Envelope) error {
+	b := startConsumer(t, dedicated(t, rdb), Options{Name: "B", LeaseTTL: time.Second, MaxInFlight: 1, MaxHeld: 1}, func(_ context.Context, env Envelope) error {
 		rec.add(env.SignalID)
 		if env.SignalID == x+"/0" {
 			close(entered)

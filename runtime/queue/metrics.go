@@ -26,6 +26,7 @@ type metrics struct {
 	handlerErrors *prometheus.CounterVec
 	wait          *prometheus.HistogramVec
 	malformed     prometheus.Counter
+	deadLetters   *prometheus.CounterVec
 	reclaimed     prometheus.Counter
 	leases        *prometheus.CounterVec
 	owned         prometheus.Gauge
@@ -34,7 +35,7 @@ type metrics struct {
 
 func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 	prio := []string{"priority"}
-	return &metrics{
+	m := &metrics{
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sigops_queue_signals_processed_total",
 			Help: "Signals the handler finished and the queue acknowledged, by priority.",
@@ -51,8 +52,13 @@ func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 		}, prio),
 		malformed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sigops_queue_malformed_total",
-			Help: "Stream entries that could not be decoded, acknowledged and dropped.",
+			Help: "Stream entries that could not be decoded (dead-lettered).",
 		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sigops_queue_dead_letters_total",
+			Help: "Signals moved to the dead-letter stream with a failure result, by reason: " +
+				"retry_budget_spent, handler_panic, malformed_entry.",
+		}, []string{"reason"}),
 		reclaimed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sigops_queue_reclaimed_total",
 			Help: "Pending entries taken over (XAUTOCLAIM) from a previous owner of a partition.",
@@ -71,10 +77,15 @@ func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 				"the same cluster-wide value on every instance).",
 			prio, nil)},
 	}
+	// Every reason is exported from the start, at zero, so an alert on its rate has a series.
+	for _, r := range []string{ReasonBudget, ReasonPanic, ReasonMalformed} {
+		m.deadLetters.WithLabelValues(r)
+	}
+	return m
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.processed, m.handlerErrors, m.wait, m.malformed, m.reclaimed,
+	return []prometheus.Collector{m.processed, m.handlerErrors, m.wait, m.malformed, m.deadLetters, m.reclaimed,
 		m.leases, m.owned, m.depth}
 }
 

@@ -14,15 +14,16 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// worker reads one partition for as long as its lease lasts: one signal at a time, the head
-// of the highest-priority non-empty buffer first.
+// worker reads one partition for as long as its lease lasts and runs its signals, one at a
+// time per bot and up to Options.MaxInFlight bots at once (lanes.go): a signal that keeps
+// failing holds up its own bot only, never the other bots of the partition.
 //
-// Entries reach the buffers in stream-ID order per priority, first from this consumer's own
-// pending list (after taking over every other consumer's), then new ones (">"). Before each
-// signal the worker reads, without blocking, the streams of higher priority than the best
-// one buffered, so a priority-1 signal waits at most for the signal in hand; it reads a
-// stream only when its buffer is empty, which bounds the buffers to BatchSize per priority.
-// Only when every buffer is empty does it block (Options.Block) on all four streams.
+// The worker's own goroutine is the reader. Entries come in stream-ID order per priority,
+// first from this consumer's own pending list (after taking over every other consumer's),
+// then new ones (">"), and are routed at once to their bot's lane; the reader then reads
+// again, blocking (Options.Block) on all four streams when nothing is pending, so a new
+// signal is seen as soon as it is queued whatever is running. It stops reading while the
+// partition holds Options.MaxHeld entries, which bounds its memory.
 type worker struct {
 	c       *Consumer
 	l       *lease
@@ -31,16 +32,20 @@ type worker struct {
 	// cursor is, per priority, the last ID read from this consumer's own pending list, or
 	// ">" once that list is exhausted and only new entries remain.
 	cursor    [numPriorities]string
-	buf       [numPriorities][]redis.XMessage
 	readFails int
 	nextSweep time.Duration
+	lanes     lanes
 }
 
 func (c *Consumer) work(l *lease, h Handler) {
 	w := &worker{c: c, l: l, h: h}
+	w.lanes.init(w)
 	for i, p := range Priorities {
 		w.streams[i] = store.QueueStream(l.p, int(p))
 	}
+	// The lease is handed back only when every running signal has returned: another owner
+	// must never run a bot's next signal beside this one's.
+	defer w.lanes.wait()
 	if !w.retry("taking over the partition", w.recover) {
 		return
 	}
@@ -48,17 +53,14 @@ func (c *Consumer) work(l *lease, h Handler) {
 		if c.since() >= w.nextSweep && !w.retry("checking for stray pending entries", w.sweep) {
 			return
 		}
-		if !w.fill() {
+		if !w.lanes.waitForRoom() {
 			continue
 		}
-		i := w.best()
-		if i < 0 {
+		got, ok := w.fill()
+		if !ok {
 			continue
 		}
-		if !w.process(i, w.buf[i][0]) {
-			return
-		}
-		w.buf[i] = w.buf[i][1:]
+		w.route(got)
 	}
 }
 
@@ -108,7 +110,6 @@ func (w *worker) sweep() error {
 func (w *worker) rewind() {
 	for i := range w.cursor {
 		w.cursor[i] = "0"
-		w.buf[i] = nil
 	}
 	w.nextSweep = w.c.since() + w.c.opt.LeaseTTL
 }
@@ -198,41 +199,25 @@ func (w *worker) tidyConsumers() {
 	}
 }
 
-// best is the index of the highest-priority non-empty buffer, or -1.
-func (w *worker) best() int {
-	for i := range w.buf {
-		if len(w.buf[i]) > 0 {
-			return i
-		}
-	}
-	return -1
-}
-
-// fill reads the streams that could outrank what is buffered; false means nothing was read
-// (an error, already backed off, or the lease is uncertain).
-func (w *worker) fill() bool {
+// fill reads all four streams once; false means nothing was read (an error, already backed
+// off, or the lease is uncertain). The read blocks only when every stream is past this
+// consumer's own pending list.
+func (w *worker) fill() ([numPriorities][]redis.XMessage, bool) {
 	c := w.c
-	best := w.best()
-	limit := len(w.streams)
-	if best >= 0 {
-		limit = best
-	}
-	if limit == 0 {
-		return true // a priority-1 signal is buffered: nothing can outrank it
-	}
+	var out [numPriorities][]redis.XMessage
 	block := time.Duration(-1) // no BLOCK argument
-	if best < 0 && !readsPending(w.cursor[:limit]) {
+	if !readsPending(w.cursor[:]) {
 		block = c.opt.Block
 	}
 	// Never start a read that could be served after the lease has expired in Redis.
 	need := c.renewEvery + max(block, 0)
 	if !w.l.usableFor(c, need) {
 		w.sleep(c.renewEvery / 2)
-		return false
+		return out, false
 	}
-	args := make([]string, 0, 2*limit)
-	args = append(args, w.streams[:limit]...)
-	args = append(args, w.cursor[:limit]...)
+	args := make([]string, 0, 2*numPriorities)
+	args = append(args, w.streams[:]...)
+	args = append(args, w.cursor[:]...)
 	res, err := c.rdb.XReadGroup(w.l.ctx, &redis.XReadGroupArgs{
 		Group: Group, Consumer: c.name, Streams: args, Count: int64(c.opt.BatchSize), Block: block,
 	}).Result()
@@ -240,28 +225,15 @@ func (w *worker) fill() bool {
 		res, err = nil, nil
 	}
 	if err != nil {
-		if w.done() {
-			return false
-		}
-		if isNoGroup(err) {
-			// The stream was deleted under us (FLUSHDB, manual cleanup): start over.
-			c.log.Warn("queue stream lost its group; recreating", "partition", w.l.p, "err", err)
-			w.retry("recreating the groups", w.recover)
-			return false
-		}
-		w.readFails++
-		if w.readFails == 1 || w.readFails%30 == 0 {
-			c.log.Warn("reading the queue failed", "partition", w.l.p, "failures", w.readFails, "err", err)
-		}
-		w.sleep(backoff(w.readFails - 1))
-		return false
+		w.readFailed(err)
+		return out, false
 	}
 	w.readFails = 0
 	got := make(map[string][]redis.XMessage, len(res))
 	for _, s := range res {
 		got[s.Stream] = s.Messages
 	}
-	for i := 0; i < limit; i++ {
+	for i := range w.streams {
 		msgs := got[w.streams[i]]
 		if w.cursor[i] != ">" {
 			// Reading our own pending list: fewer than asked means it is exhausted.
@@ -271,9 +243,28 @@ func (w *worker) fill() bool {
 				w.cursor[i] = msgs[len(msgs)-1].ID
 			}
 		}
-		w.buf[i] = append(w.buf[i], msgs...)
+		out[i] = msgs
 	}
-	return true
+	return out, true
+}
+
+// readFailed logs and backs off after a failed read; a lost group is recreated.
+func (w *worker) readFailed(err error) {
+	c := w.c
+	if w.done() {
+		return
+	}
+	if isNoGroup(err) {
+		// The stream was deleted under us (FLUSHDB, manual cleanup): start over.
+		c.log.Warn("queue stream lost its group; recreating", "partition", w.l.p, "err", err)
+		w.retry("recreating the groups", w.recover)
+		return
+	}
+	w.readFails++
+	if w.readFails == 1 || w.readFails%30 == 0 {
+		c.log.Warn("reading the queue failed", "partition", w.l.p, "failures", w.readFails, "err", err)
+	}
+	w.sleep(backoff(w.readFails - 1))
 }
 
 // readsPending: some stream is still being read from our own pending list, which answers at
@@ -287,47 +278,44 @@ func readsPending(cursors []string) bool {
 	return false
 }
 
-// process runs the Handler on one entry until it succeeds, then acknowledges it. It returns
-// false when the worker must exit with the entry still pending (lease lost, or asked to stop
-// while the Handler keeps failing).
-func (w *worker) process(i int, msg redis.XMessage) bool {
-	c, prio := w.c, Priorities[i]
-	env, err := decodeEntry(msg)
-	if err != nil {
-		// Retrying cannot fix it; blocking on it would stall every bot of the partition.
-		c.log.Error("dropping malformed queue entry", "stream", w.streams[i], "id", msg.ID, "err", err)
-		c.m.malformed.Inc()
-		return w.ack(i, msg.ID)
-	}
-	log := c.log.With("signalId", env.SignalID, "botId", env.BotID, "priority", int(prio))
-	if PartitionOf(env.BotID) != w.l.p {
-		// A producer used the wrong stream. Executing it here could run two of the bot's
-		// signals at once (its partition may be owned elsewhere), so move it where it belongs.
-		log.Error("queue entry in the wrong partition; moving it", "partition", w.l.p)
-		if !w.retry("moving a misplaced entry", func() error {
-			_, err := Enqueue(w.l.ctx, c.rdb, env)
-			return err
-		}) {
-			return false
-		}
-		return w.ack(i, msg.ID)
-	}
-	if env.ReceivedAt > 0 {
-		c.m.wait.WithLabelValues(prioLabel(prio)).Observe(time.Since(time.UnixMilli(env.ReceivedAt)).Seconds())
-	}
-	for attempt := 0; ; attempt++ {
-		err := call(w.l.ctx, w.h, env)
-		if err == nil {
-			break
-		}
-		c.m.handlerErrors.WithLabelValues(prioLabel(prio)).Inc()
-		log.Warn("signal handler failed; retrying the same signal", "attempt", attempt+1, "err", err)
-		if !w.sleep(backoff(attempt)) {
-			return false
+// route hands each entry read to its bot's lane, highest priority first. Entries that cannot
+// run here are settled at once: an undecodable one is dead-lettered (retrying cannot fix it,
+// and holding it would stall nobody but be kept forever), one in the wrong partition is
+// moved where it belongs.
+func (w *worker) route(got [numPriorities][]redis.XMessage) {
+	c := w.c
+	for i, msgs := range got {
+		for _, msg := range msgs {
+			if w.lanes.holds(i, msg.ID) {
+				continue // re-read from our pending list after a rewind: already here
+			}
+			env, err := decodeEntry(msg)
+			if err != nil {
+				c.log.Error("dead-lettering malformed queue entry", "stream", w.streams[i], "id", msg.ID, "err", err)
+				c.m.malformed.Inc()
+				w.retry("dead-lettering a malformed entry", func() error { return w.deadLetterMalformed(i, msg, err) })
+				continue
+			}
+			if PartitionOf(env.BotID) != w.l.p {
+				w.move(i, msg, env)
+				continue
+			}
+			w.lanes.add(item{i: i, msg: msg, env: env})
 		}
 	}
-	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
-	return w.ack(i, msg.ID)
+}
+
+// move re-queues an entry a producer put in the wrong partition. Executing it here could run
+// two of the bot's signals at once (its partition may be owned elsewhere).
+func (w *worker) move(i int, msg redis.XMessage, env Envelope) {
+	w.c.log.Error("queue entry in the wrong partition; moving it", "partition", w.l.p,
+		"signalId", env.SignalID, "botId", env.BotID)
+	if w.retry("moving a misplaced entry", func() error {
+		_, err := Enqueue(w.l.ctx, w.c.rdb, env)
+		return err
+	}) {
+		w.ack(i, msg.ID)
+	}
 }
 
 // ack acknowledges and deletes a finished entry (XACK + XDEL, one round trip). Deleting keeps
@@ -406,16 +394,25 @@ func backoff(attempt int) time.Duration {
 	return min(base<<attempt, ceiling)
 }
 
-// call runs the Handler, turning a panic into an error: a bug in one signal's handling must
-// not take the executor down (on every replica in turn, as the signal is redelivered).
+// call runs the Handler, turning a panic into a *panicError: a bug in one signal's handling
+// must not take the executor down (on every replica in turn, as the signal is redelivered).
 func call(ctx context.Context, h Handler, env Envelope) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+			err = &panicError{value: fmt.Sprint(r), stack: debug.Stack()}
 		}
 	}()
 	return h(ctx, env)
 }
+
+// panicError is a Handler panic. It is dead-lettered at once: the same input would panic
+// again on every attempt.
+type panicError struct {
+	value string
+	stack []byte
+}
+
+func (p *panicError) Error() string { return "handler panicked: " + p.value }
 
 func decodeEntry(msg redis.XMessage) (Envelope, error) {
 	raw, ok := msg.Values[EnvelopeField]

@@ -4,6 +4,8 @@ package store
 //
 //	sigops:q:{partition}:lease   string   consumer name of the executor owning the partition (PX TTL)
 //	sigops:q:executors           zset     live executor instances, score = last heartbeat (ms, Redis clock)
+//	sigops:q:deadletter          stream   signals given up on, with reason, attempts and last error
+//	sigops:q:attempts:{signalId} hash     failed handler calls of one signal (n, first, err), kept 24 h
 //	sigops:result:{signalId}     string   result JSON of one signal, kept 24 h
 //	sigops:reply:{instance}      channel  pub/sub channel of one webhookd instance waiting for results
 //
@@ -25,3 +27,12 @@ func SignalResult(signalID string) string { return prefix + "result:" + signalID
 // ReplyChannel is the pub/sub channel on which one webhookd instance hears the results of the
 // signals it is waiting for (Envelope.ReplyTo).
 func ReplyChannel(instanceID string) string { return prefix + "reply:" + instanceID }
+
+// QueueDeadLetters is the dead-letter stream: signals the executor gave up on (retry budget
+// spent, handler panic, undecodable entry), each with its reason, bot, attempts and last
+// error, for an operator to inspect, retry or drop (runtime/queue deadletter.go).
+func QueueDeadLetters() string { return prefix + "q:deadletter" }
+
+// SignalAttempts counts a signal's failed handler calls and holds the time of the first, so
+// that its retry budget survives a move to another executor.
+func SignalAttempts(signalID string) string { return prefix + "q:attempts:" + signalID }

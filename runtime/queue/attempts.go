@@ -1,0 +1,137 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// attemptsTTL keeps a signal's failure count as long as its result would be kept.
+const attemptsTTL = ResultTTL
+
+// maxErrorLen bounds the last error kept with a signal's attempts and dead letter.
+const maxErrorLen = 1000
+
+// execute runs the Handler on one entry until it succeeds, the signal's retry budget is
+// spent or the Handler panics (both dead-letter it), or the worker must let it go (lease
+// lost, or asked to stop while the Handler keeps failing): then the entry stays pending for
+// the partition's next owner.
+func (w *worker) execute(it item) {
+	c, env, prio := w.c, it.env, Priorities[it.i]
+	log := c.log.With("signalId", env.SignalID, "botId", env.BotID, "priority", int(prio))
+	if env.ReceivedAt > 0 {
+		c.m.wait.WithLabelValues(prioLabel(prio)).Observe(time.Since(time.UnixMilli(env.ReceivedAt)).Seconds())
+	}
+	var local budget // this worker's own failed attempts
+	for {
+		err := call(w.l.ctx, w.h, env)
+		if err == nil {
+			break
+		}
+		if w.l.ctx.Err() != nil {
+			return // lease lost: the next owner redoes the signal; nothing to count here
+		}
+		local.attempts++
+		if local.first.IsZero() {
+			local.first = time.Now()
+		}
+		c.m.handlerErrors.WithLabelValues(prioLabel(prio)).Inc()
+		b := w.spend(env, err, local)
+		if reason := b.exhausted(c.opt, err); reason != "" {
+			log.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
+			w.deadLetter(it, reason, b, err)
+			return
+		}
+		log.Warn("signal handler failed; retrying the same signal", "attempt", b.attempts, "err", err)
+		if !w.sleep(signalBackoff(b.attempts - 1)) {
+			return
+		}
+	}
+	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
+	if w.ack(it.i, it.msg.ID) && local.attempts > 0 {
+		// Best effort: the count would expire anyway.
+		_ = c.rdb.Del(context.WithoutCancel(w.l.ctx), store.SignalAttempts(env.SignalID)).Err()
+	}
+}
+
+// budget is what a signal has spent of its retry budget.
+type budget struct {
+	attempts int
+	first    time.Time // the first failure
+}
+
+// Reasons a signal is dead-lettered.
+const (
+	ReasonBudget    = "retry_budget_spent"
+	ReasonPanic     = "handler_panic"
+	ReasonMalformed = "malformed_entry"
+)
+
+// exhausted names why the signal must be dead-lettered now, or "" to retry it.
+func (b budget) exhausted(o Options, err error) string {
+	var p *panicError
+	switch {
+	case errors.As(err, &p):
+		return ReasonPanic
+	case b.attempts >= o.MaxAttempts, time.Since(b.first) >= o.MaxElapsed:
+		return ReasonBudget
+	}
+	return ""
+}
+
+// spend records one failed attempt in Redis (count, first failure, last error: one round
+// trip) and returns the signal's budget so far across every executor that tried it. When
+// Redis cannot be written, which is often why the Handler failed, it counts this
+// worker's own attempts instead: the budget still runs out, though a dead letter then waits
+// for Redis like everything else.
+func (w *worker) spend(env Envelope, cause error, local budget) budget {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 2*time.Second)
+	defer cancel()
+	key := store.SignalAttempts(env.SignalID)
+	now := time.Now()
+	var n *redis.IntCmd
+	var first *redis.StringCmd
+	_, err := w.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HIncrBy(ctx, key, "n", 1)
+		p.HSetNX(ctx, key, "first", now.UnixMilli())
+		p.HSet(ctx, key, "err", truncate(cause.Error(), maxErrorLen))
+		first = p.HGet(ctx, key, "first")
+		p.Expire(ctx, key, attemptsTTL)
+		return nil
+	})
+	if err != nil {
+		w.c.log.Warn("recording a failed attempt failed; counting locally", "signalId", env.SignalID, "err", err)
+		return local
+	}
+	ms, perr := strconv.ParseInt(first.Val(), 10, 64)
+	if perr != nil {
+		return local
+	}
+	b := budget{attempts: max(int(n.Val()), local.attempts), first: time.UnixMilli(ms)}
+	if local.first.Before(b.first) {
+		b.first = local.first
+	}
+	return b
+}
+
+// signalBackoff is a failing signal's wait before its next attempt: 100 ms doubling per
+// attempt, capped at 15 s. Only the signal's own bot waits.
+func signalBackoff(attempt int) time.Duration {
+	const base, ceiling = 100 * time.Millisecond, 15 * time.Second
+	if attempt >= 8 {
+		return ceiling
+	}
+	return min(base<<max(attempt, 0), ceiling)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

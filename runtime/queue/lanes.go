@@ -1,0 +1,192 @@
+package queue
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// item is one entry a partition holds: read, decoded, and waiting or running.
+type item struct {
+	i   int // priority index
+	msg redis.XMessage
+	env Envelope
+}
+
+// lane is one bot's entries in a partition: at most one runs; the others wait behind it,
+// highest priority first and in stream order within a priority (per-bot order).
+type lane struct {
+	bot     string
+	waiting [numPriorities][]item
+	running bool
+	// ready: the lane is in lanes.ready, waiting for a free slot.
+	ready bool
+}
+
+// next is the lane's next entry, highest priority first; false when it has none.
+func (ln *lane) next() (item, bool) {
+	for i := range ln.waiting {
+		if len(ln.waiting[i]) > 0 {
+			it := ln.waiting[i][0]
+			ln.waiting[i] = ln.waiting[i][1:]
+			return it, true
+		}
+	}
+	return item{}, false
+}
+
+// head is the priority index of the lane's next entry, or numPriorities when it has none.
+func (ln *lane) head() int {
+	for i := range ln.waiting {
+		if len(ln.waiting[i]) > 0 {
+			return i
+		}
+	}
+	return numPriorities
+}
+
+// before: a's next entry goes before b's: higher priority, or the same priority (one
+// stream) and queued earlier.
+func (a *lane) before(b *lane) bool {
+	ha, hb := a.head(), b.head()
+	if ha != hb || ha == numPriorities {
+		return ha < hb
+	}
+	return streamIDLess(a.waiting[ha][0].msg.ID, b.waiting[hb][0].msg.ID)
+}
+
+// streamIDLess compares two entry IDs of one stream ("ms-seq").
+func streamIDLess(a, b string) bool {
+	ams, aseq, _ := strings.Cut(a, "-")
+	bms, bseq, _ := strings.Cut(b, "-")
+	if ams != bms {
+		return len(ams) < len(bms) || (len(ams) == len(bms) && ams < bms)
+	}
+	return len(aseq) < len(bseq) || (len(aseq) == len(bseq) && aseq < bseq)
+}
+
+type heldKey struct {
+	i  int
+	id string
+}
+
+// lanes schedules a partition's entries: one running signal per bot, at most MaxInFlight at
+// once, the free slots going to the ready lane whose next entry has the highest priority
+// (the earliest queued among equals, so with one slot a partition runs in stream order as it
+// did before bots ran side by side). The reader adds entries; a finishing signal starts the
+// next one itself, so a bot's next signal never waits for the reader's blocking read.
+type lanes struct {
+	w     *worker
+	mu    sync.Mutex
+	byBot map[string]*lane
+	ready []*lane
+	held  map[heldKey]struct{}
+	// running counts signals running; room is signalled when an entry leaves.
+	running int
+	room    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func (ls *lanes) init(w *worker) {
+	ls.w = w
+	ls.byBot = map[string]*lane{}
+	ls.held = map[heldKey]struct{}{}
+	ls.room = make(chan struct{}, 1)
+}
+
+// holds: the entry is already held (running or waiting).
+func (ls *lanes) holds(i int, id string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	_, ok := ls.held[heldKey{i, id}]
+	return ok
+}
+
+// add queues an entry behind its bot's earlier ones and starts what can start.
+func (ls *lanes) add(it item) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.held[heldKey{it.i, it.msg.ID}] = struct{}{}
+	ln := ls.byBot[it.env.BotID]
+	if ln == nil {
+		ln = &lane{bot: it.env.BotID}
+		ls.byBot[it.env.BotID] = ln
+	}
+	ln.waiting[it.i] = append(ln.waiting[it.i], it)
+	if !ln.running && !ln.ready {
+		ln.ready = true
+		ls.ready = append(ls.ready, ln)
+	}
+	ls.schedule()
+}
+
+// schedule starts ready lanes while slots are free. Called with mu held. Nothing new starts
+// once the worker is done (lease lost, or asked to stop): what waits stays pending in the
+// streams for the partition's next owner.
+func (ls *lanes) schedule() {
+	for ls.running < ls.w.c.opt.MaxInFlight && len(ls.ready) > 0 && !ls.w.done() {
+		best := 0
+		for k, ln := range ls.ready {
+			if ln.before(ls.ready[best]) {
+				best = k
+			}
+		}
+		ln := ls.ready[best]
+		ls.ready = append(ls.ready[:best], ls.ready[best+1:]...)
+		ln.ready = false
+		it, ok := ln.next()
+		if !ok {
+			continue
+		}
+		ln.running = true
+		ls.running++
+		ls.wg.Add(1)
+		go ls.run(ln, it)
+	}
+}
+
+// run executes one entry, then frees the bot's lane and its slot.
+func (ls *lanes) run(ln *lane, it item) {
+	defer ls.wg.Done()
+	ls.w.execute(it)
+	ls.mu.Lock()
+	delete(ls.held, heldKey{it.i, it.msg.ID})
+	ls.running--
+	ln.running = false
+	if ln.head() < numPriorities {
+		ln.ready = true
+		ls.ready = append(ls.ready, ln)
+	} else {
+		delete(ls.byBot, ln.bot)
+	}
+	ls.schedule()
+	ls.mu.Unlock()
+	select {
+	case ls.room <- struct{}{}:
+	default:
+	}
+}
+
+// waitForRoom blocks the reader while the partition holds MaxHeld entries; false if the
+// worker became done meanwhile.
+func (ls *lanes) waitForRoom() bool {
+	for {
+		ls.mu.Lock()
+		n := len(ls.held)
+		ls.mu.Unlock()
+		if n < ls.w.c.opt.MaxHeld {
+			return true
+		}
+		select {
+		case <-ls.room:
+		case <-ls.w.l.ctx.Done():
+			return false
+		case <-ls.w.l.stop:
+			return false
+		}
+	}
+}
+
+// wait returns when no signal of the partition is running any more.
+func (ls *lanes) wait() { ls.wg.Wait() }
