@@ -139,14 +139,15 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/oauth/consent?request="+url.QueryEscape(id), http.StatusSeeOther)
 }
 
-// pendingFor loads a pending request and checks it belongs to this session.
+// pendingFor loads a pending request of the session's user (requests are stored per user,
+// so another user's ID finds nothing) and checks it belongs to this session.
 func (s *Server) pendingFor(r *http.Request, sc sessionCtx, id string, take bool) (auth.PendingRequest, auth.Client, bool) {
 	var p auth.PendingRequest
 	var err error
 	if take {
-		p, err = s.oauth.TakePending(r.Context(), id)
+		p, err = s.oauth.TakePending(r.Context(), sc.user.ID, id)
 	} else {
-		p, err = s.oauth.GetPending(r.Context(), id)
+		p, err = s.oauth.GetPending(r.Context(), sc.user.ID, id)
 	}
 	if err != nil || p.UserID != sc.user.ID || p.SessionHash != sc.sess.Hash {
 		return auth.PendingRequest{}, auth.Client{}, false

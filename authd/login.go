@@ -4,66 +4,66 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 )
 
-var errLocked = errors.New("locked")
-
-// lockedMessage is the same whether or not the account exists.
-func lockedMessage(retry time.Duration) string {
-	mins := int((retry + time.Minute - 1) / time.Minute)
-	if mins < 1 {
-		mins = 1
-	}
-	unit := "minutes"
-	if mins == 1 {
-		unit = "minute"
-	}
-	return fmt.Sprintf("Too many failed sign-in attempts. Try again in %d %s.", mins, unit)
-}
-
-// attemptLogin checks a password behind the brute-force limits: LoginPerAccount failures
-// per submitted email (existing or not, so the lockout says nothing about existence) and
-// LoginPerIP failures per client address, each over a window that starts at the first
-// failure. While either is reached every attempt is refused before the password is
-// checked; a success clears the account's count.
-func (s *Server) attemptLogin(ctx context.Context, r *http.Request, email, password string) (auth.User, time.Duration, error) {
-	acct := auth.HashSecret(strings.ToLower(strings.TrimSpace(email)))
-	ip := s.clientKey(r)
-	for _, c := range []struct {
-		lim     auth.Limit
-		subject string
-	}{{s.o.LoginPerAccount, acct}, {s.o.LoginPerIP, ip}} {
-		blocked, retry, err := s.limiter.Blocked(ctx, c.lim, c.subject)
-		if err != nil {
-			return auth.User{}, 0, err
-		}
-		if blocked {
-			return auth.User{}, retry, errLocked
-		}
+// attemptLogin checks a password behind the brute-force gate (auth.LoginGate): the attempt
+// is counted per submitted email (existing or not) and per client address before anything
+// is checked, in one Redis script that refuses when either limit is used up; only one check
+// per account runs at a time, a concurrent one being refused at once; and the hashing queue
+// is bounded (auth.ErrHashBusy). Every refusal is a RATE_LIMITED *errs.Error (429 with
+// Retry-After). A success clears the account's count; an attempt that checked no password
+// gives its counts back.
+func (s *Server) attemptLogin(ctx context.Context, r *http.Request, email, password string) (auth.User, error) {
+	t, err := s.gate.Begin(ctx, email, s.clientKey(r))
+	if err != nil {
+		return auth.User{}, err
 	}
 	u, err := s.users.Authenticate(ctx, email, password)
-	if errors.Is(err, auth.ErrInvalidCredentials) {
-		_, _, err1 := s.limiter.Hit(ctx, s.o.LoginPerAccount, acct)
-		_, _, err2 := s.limiter.Hit(ctx, s.o.LoginPerIP, ip)
-		if err := errors.Join(err1, err2); err != nil {
-			return auth.User{}, 0, err
-		}
-		return auth.User{}, 0, auth.ErrInvalidCredentials
+	var endErr error
+	switch {
+	case err == nil:
+		endErr = s.gate.Succeeded(ctx, t)
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		endErr = s.gate.Failed(ctx, t)
+	default:
+		endErr = s.gate.Void(ctx, t)
 	}
-	if err != nil {
-		return auth.User{}, 0, err
+	if endErr != nil {
+		// The attempt stays counted and the account's lock lapses after auth.LoginLockTTL:
+		// erring on the refusing side.
+		s.log().Error("login: end attempt", "error", endErr)
 	}
-	_ = s.limiter.Reset(ctx, s.o.LoginPerAccount, acct)
-	return u, 0, nil
+	return u, err
+}
+
+// loginRefusal is the RATE_LIMITED refusal in err (the gate's or the hashing queue's) with
+// its metrics outcome: locked (a limit is used up), busy (a check of the same account is
+// running) or overloaded (the hashing queue is full).
+func loginRefusal(err error) (*errs.Error, string, bool) {
+	e, ok := errs.As(err)
+	if !ok || e.Code != errs.RateLimited {
+		return nil, "", false
+	}
+	switch {
+	case errors.Is(err, auth.ErrHashBusy):
+		return e, "overloaded", true
+	case errors.Is(err, auth.ErrLoginBusy):
+		return e, "busy", true
+	}
+	return e, "locked", true
+}
+
+// retryAfter is a Retry-After value in whole seconds, rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
 }
 
 func (s *Server) loginCSRF(w http.ResponseWriter, r *http.Request) string {
@@ -102,15 +102,17 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
-	u, retry, err := s.attemptLogin(r.Context(), r, email, r.PostFormValue("password"))
+	u, err := s.attemptLogin(r.Context(), r, email, r.PostFormValue("password"))
 	data := pageData{Title: "Log in", CSRF: c.Value, Next: next, Email: email}
-	switch {
-	case errors.Is(err, errLocked):
-		s.metrics.logins.WithLabelValues("form", "locked").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
-		data.Error = lockedMessage(retry)
+	if e, outcome, ok := loginRefusal(err); ok {
+		s.metrics.logins.WithLabelValues("form", outcome).Inc()
+		s.log().Info("login refused", "channel", "form", "outcome", outcome, "reason", errors.Unwrap(e), "client", s.clientKey(r))
+		w.Header().Set("Retry-After", retryAfter(e.RetryAfter))
+		data.Error = e.Message
 		s.render(w, http.StatusTooManyRequests, "login", data, "")
 		return
+	}
+	switch {
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		s.metrics.logins.WithLabelValues("form", "failure").Inc()
 		s.log().Info("login failed", "channel", "form", "client", s.clientKey(r))
@@ -183,13 +185,15 @@ func (s *Server) handleAPILogin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, failureBody{Error: "body must be {\"email\", \"password\"}", Code: "INVALID_JSON", Timestamp: now})
 		return
 	}
-	u, retry, err := s.attemptLogin(r.Context(), r, req.Email, req.Password)
-	switch {
-	case errors.Is(err, errLocked):
-		s.metrics.logins.WithLabelValues("api", "locked").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
-		writeJSON(w, http.StatusTooManyRequests, failureBody{Error: lockedMessage(retry), Code: "RATE_LIMITED", Timestamp: now})
+	u, err := s.attemptLogin(r.Context(), r, req.Email, req.Password)
+	if e, outcome, ok := loginRefusal(err); ok {
+		s.metrics.logins.WithLabelValues("api", outcome).Inc()
+		s.log().Info("login refused", "channel", "api", "outcome", outcome, "reason", errors.Unwrap(e), "client", s.clientKey(r))
+		w.Header().Set("Retry-After", retryAfter(e.RetryAfter))
+		writeJSON(w, http.StatusTooManyRequests, failureBody{Error: e.Message, Code: string(e.Code), Timestamp: now})
 		return
+	}
+	switch {
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		s.metrics.logins.WithLabelValues("api", "failure").Inc()
 		s.log().Info("login failed", "channel", "api", "client", s.clientKey(r))

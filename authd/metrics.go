@@ -8,13 +8,20 @@ type metrics struct {
 	tokenLatency  prometheus.Histogram
 	registrations *prometheus.CounterVec
 	me            *prometheus.CounterVec
+	verifications prometheus.CounterFunc
 }
 
-func newMetrics() *metrics {
+// newMetrics: verifications reads how many argon2id verifications the account store has
+// computed, the work the brute-force limits bound.
+func newMetrics(verifications func() uint64) *metrics {
 	return &metrics{
+		verifications: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sigops_auth_password_verifications_total",
+			Help: "argon2id password verifications computed by this replica (unknown emails' dummy checks included).",
+		}, func() float64 { return float64(verifications()) }),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sigops_auth_logins_total",
-			Help: "Logins by channel (form, api) and outcome (success, failure, locked, error).",
+			Help: "Logins by channel (form, api) and outcome (success, failure, locked, busy, overloaded, error).",
 		}, []string{"channel", "outcome"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sigops_oauth_token_requests_total",
@@ -36,7 +43,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.logins, m.tokens, m.tokenLatency, m.registrations, m.me} {
+	for _, c := range []prometheus.Collector{m.logins, m.tokens, m.tokenLatency, m.registrations, m.me, m.verifications} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

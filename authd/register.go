@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
 type registrationResponse struct {
@@ -22,22 +22,44 @@ type registrationResponse struct {
 	Scope                   string   `json:"scope,omitempty"`
 }
 
-// handleRegister is RFC 7591 dynamic client registration, limited per client address.
+// registrationCounters are the budgets one registration spends: its address (IPv4
+// address or IPv6 /64), for IPv6 its /48 as well, and the service-wide budget.
+func (s *Server) registrationCounters(r *http.Request) []auth.Counter {
+	cs := []auth.Counter{{Limit: s.o.RegisterPerIP, Subject: s.clientKey(r)}}
+	if a, ok := trustedproxy.Proxies(s.o.TrustedProxies).Client(r); ok && a.Is6() && !a.Is4In6() {
+		p, _ := a.Prefix(48)
+		cs = append(cs, auth.Counter{Limit: s.o.RegisterPerNet48, Subject: p.String()})
+	}
+	return append(cs, auth.Counter{Limit: s.o.RegisterGlobal, Subject: "all"})
+}
+
+// registrationRefusal words a 429 by the budget that ran out; it names no counts.
+func (s *Server) registrationRefusal(l auth.Limit) string {
+	if l.Kind == s.o.RegisterGlobal.Kind {
+		return "the service is taking no more registrations this hour; try later"
+	}
+	return "too many registrations from this network; try later"
+}
+
+// handleRegister is RFC 7591 dynamic client registration, limited per client address, per
+// IPv6 /48 and service-wide; a registration that never obtains a token expires after
+// auth.UnusedClientTTL.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	if !isJSON(r) {
 		writeOAuthError(w, "invalid_client_metadata", "Content-Type must be application/json")
 		return
 	}
-	blocked, retry, err := s.limiter.Hit(r.Context(), s.o.RegisterPerIP, s.clientKey(r))
+	reached, retry, err := s.limiter.TakeRegistration(r.Context(), s.registrationCounters(r)...)
 	if err != nil {
 		s.log().Error("register: limiter", "error", err)
 		writeJSON(w, http.StatusServiceUnavailable, oauthError{Error: "temporarily_unavailable", Description: "try again"})
 		return
 	}
-	if blocked {
+	if reached.Kind != "" {
 		s.metrics.registrations.WithLabelValues("limited").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
-		writeJSON(w, http.StatusTooManyRequests, oauthError{Error: "rate_limited", Description: "too many registrations from this address; try later"})
+		s.log().Info("registration refused", "limit", reached.Kind, "client", s.clientKey(r))
+		w.Header().Set("Retry-After", retryAfter(retry))
+		writeJSON(w, http.StatusTooManyRequests, oauthError{Error: "rate_limited", Description: s.registrationRefusal(reached)})
 		return
 	}
 	var m auth.ClientMetadata

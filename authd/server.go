@@ -37,7 +37,12 @@ type Options struct {
 	// client address (X-Forwarded-For).
 	TrustedProxies []netip.Prefix
 	// Limits of the brute-force and registration counters (zero: runtime/auth defaults).
-	LoginPerAccount, LoginPerIP, RegisterPerIP auth.Limit
+	LoginPerAccount, LoginPerIP                     auth.Limit
+	RegisterPerIP, RegisterPerNet48, RegisterGlobal auth.Limit
+	// HashConcurrency and HashQueue bound the argon2id work of this replica: computations
+	// at once, and computations waiting for a slot before a login is refused with 429
+	// (zero: auth.DefaultHashConcurrency, auth.DefaultHashQueue; a negative queue: none wait).
+	HashConcurrency, HashQueue int
 	// Version is the server card's version; StdioPackage names the local stdio client.
 	Version      string
 	StdioPackage string
@@ -58,6 +63,7 @@ type Server struct {
 	issuer   *auth.Issuer
 	verifier *auth.Verifier
 	limiter  *auth.Limiter
+	gate     *auth.LoginGate
 	metrics  *metrics
 	pages    *pages
 
@@ -95,11 +101,18 @@ func New(o Options) (*Server, error) {
 	if o.RegisterPerIP.Max == 0 {
 		o.RegisterPerIP = auth.RegisterPerIP
 	}
+	if o.RegisterPerNet48.Max == 0 {
+		o.RegisterPerNet48 = auth.RegisterPerNet48
+	}
+	if o.RegisterGlobal.Max == 0 {
+		o.RegisterGlobal = auth.RegisterGlobal
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
 	s := &Server{o: o, apiResource: o.BaseURL + "/api", mcpResource: o.MCPURL + "/mcp"}
-	s.users = auth.NewUsers(o.Redis, auth.UsersOptions{KDF: o.KDF, Now: o.Now})
+	s.users = auth.NewUsers(o.Redis, auth.UsersOptions{KDF: o.KDF, HashConcurrency: o.HashConcurrency,
+		HashQueue: o.HashQueue, Now: o.Now})
 	s.sessions = auth.NewSessions(o.Redis, o.Now)
 	s.oauth = auth.NewOAuth(o.Redis, auth.OAuthOptions{AllowLocalhostRedirects: o.AllowLocalhostRedirects, Now: o.Now})
 	s.issuer = auth.NewIssuer(auth.IssuerOptions{Redis: o.Redis, Keys: o.Keys, Issuer: o.BaseURL, APIAudience: s.apiResource, Now: o.Now})
@@ -111,7 +124,8 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.limiter = auth.NewLimiter(o.Redis)
-	s.metrics = newMetrics()
+	s.gate = auth.NewLoginGate(o.Redis, o.LoginPerAccount, o.LoginPerIP)
+	s.metrics = newMetrics(s.users.Verifications)
 	if o.Registerer != nil {
 		if err := s.metrics.register(o.Registerer); err != nil {
 			return nil, err

@@ -64,6 +64,8 @@ type serveConfig struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies   string
 	baseURL, mcpURL, keyFile, prevKeyFile, stdioPkg string
 	allowLocalhost                                  bool
+	hashConcurrency, hashQueue                      int
+	registerPer48, registerGlobal                   int
 	redis                                           store.Options
 }
 
@@ -82,6 +84,10 @@ func serve(args []string) error {
 	fs.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding the previous signing key during a rotation")
 	fs.BoolVar(&c.allowLocalhost, "allow-localhost-redirects", false, "accept http://localhost redirect URIs as loopback (RFC 8252 §8.3 advises against)")
 	fs.StringVar(&c.stdioPkg, "stdio-package", "github.com/sigops/sigops/cmd/mcpd", "the stdio MCP client package named in the server card")
+	fs.IntVar(&c.hashConcurrency, "hash-concurrency", auth.DefaultHashConcurrency, "argon2id computations at once per replica (each takes 64 MiB)")
+	fs.IntVar(&c.hashQueue, "hash-queue", auth.DefaultHashQueue, "argon2id computations that may wait for a slot; beyond it a login is refused at once with 429")
+	fs.IntVar(&c.registerPer48, "register-per-48-per-hour", auth.RegisterPerNet48.Max, "client registrations per IPv6 /48 per hour")
+	fs.IntVar(&c.registerGlobal, "register-global-per-hour", auth.RegisterGlobal.Max, "client registrations of the whole service per hour")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
 	redisFlags(fs, &c.redis)
 	fs.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -93,6 +99,23 @@ func serve(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// hashQueue maps the flag to authd.Options, where 0 means the default: --hash-queue=0 means
+// that nobody waits.
+func hashQueue(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// perHour is lim with n events an hour (n ≤ 0 keeps the default).
+func perHour(lim auth.Limit, n int) auth.Limit {
+	if n > 0 {
+		lim.Max, lim.Window = n, time.Hour
+	}
+	return lim
 }
 
 func redisFlags(fs *flag.FlagSet, o *store.Options) {
@@ -127,6 +150,8 @@ func run(logger *slog.Logger, c serveConfig) error {
 	reg := daemon.NewRegistry()
 	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL,
 		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version, StdioPackage: c.stdioPkg,
+		HashConcurrency: c.hashConcurrency, HashQueue: hashQueue(c.hashQueue),
+		RegisterPerNet48: perHour(auth.RegisterPerNet48, c.registerPer48), RegisterGlobal: perHour(auth.RegisterGlobal, c.registerGlobal),
 		Logger: logger, Registerer: reg, Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	if err != nil {
 		return err

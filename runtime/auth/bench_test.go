@@ -88,7 +88,7 @@ func (f *fixture) benchToken(b *testing.B, u User, kind string) string {
 
 // BenchmarkPasswordVerify is one login's argon2id cost with DefaultKDF.
 func BenchmarkPasswordVerify(b *testing.B) {
-	h := newHasher(DefaultKDF, 4)
+	h := newHasher(DefaultKDF, 4, 0)
 	enc, err := h.Hash(context.Background(), "correct horse battery")
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -61,73 +62,108 @@ const codeKeep = 10 * time.Minute
 
 // PendingRequest is a validated authorization request waiting for consent.
 type PendingRequest struct {
-	ID          string
-	ClientID    string
-	RedirectURI string
-	State       string
-	Challenge   string
-	Scope       string
-	Resource    string
-	UserID      string
+	ID          string `json:"-"`
+	ClientID    string `json:"client"`
+	RedirectURI string `json:"redirect"`
+	State       string `json:"state"`
+	Challenge   string `json:"challenge"`
+	Scope       string `json:"scope"`
+	Resource    string `json:"resource"`
+	UserID      string `json:"uid"`
 	// SessionHash binds the request to the session that made it.
-	SessionHash string
+	SessionHash string `json:"session"`
 }
 
 const pendingTTL = 10 * time.Minute
 
-// SavePending stores a request for the consent page and returns its ID.
+// MaxPendingPerUser caps a user's authorization requests waiting for consent. Saving one
+// more drops the oldest rather than refusing the new one: the request the user is looking at
+// is the newest, and refusing would let any page that sends the user's browser to the
+// authorize endpoint a few times block the user's real consent for 10 minutes.
+const MaxPendingPerUser = 10
+
+// savePendingScript stores one request in its user's hash. KEYS: the user's pending hash.
+// ARGV: request ID, "<expires ms>:<JSON>", now (ms), cap, TTL (ms). Expired requests are
+// removed, then the oldest until there is room for the new one. Returns how many live
+// requests were dropped.
+var savePendingScript = redis.NewScript(`
+local now, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
+local all = redis.call('HGETALL', KEYS[1])
+local live = {}
+for i = 1, #all, 2 do
+  local exp = tonumber(string.match(all[i+1], '^(%d+):') or '0')
+  if exp <= now then redis.call('HDEL', KEYS[1], all[i]) else live[#live+1] = {all[i], exp} end
+end
+table.sort(live, function(a, b) return a[2] < b[2] end)
+local drop = #live - cap + 1
+for i = 1, drop do redis.call('HDEL', KEYS[1], live[i][1]) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+if drop < 0 then drop = 0 end
+return drop
+`)
+
+// SavePending stores a request for the consent page and returns its ID. At most
+// MaxPendingPerUser requests of one user wait at once; the oldest gives way.
 func (o *OAuth) SavePending(ctx context.Context, p PendingRequest) (string, error) {
 	p.ID = RandomToken(24)
-	key := store.OAuthPending(p.ID)
-	_, err := o.rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
-		pp.HSet(ctx, key, "client", p.ClientID, "redirect", p.RedirectURI, "state", p.State, "challenge", p.Challenge,
-			"scope", p.Scope, "resource", p.Resource, "uid", p.UserID, "session", p.SessionHash)
-		pp.Expire(ctx, key, pendingTTL)
-		return nil
-	})
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	now := o.now()
+	val := strconv.FormatInt(now.Add(pendingTTL).UnixMilli(), 10) + ":" + string(body)
+	err = savePendingScript.Run(ctx, o.rdb, []string{store.OAuthPending(p.UserID)}, p.ID, val, now.UnixMilli(),
+		MaxPendingPerUser, pendingTTL.Milliseconds()).Err()
 	return p.ID, err
 }
 
-func decodePending(id string, m map[string]string) PendingRequest {
-	return PendingRequest{ID: id, ClientID: m["client"], RedirectURI: m["redirect"], State: m["state"],
-		Challenge: m["challenge"], Scope: m["scope"], Resource: m["resource"], UserID: m["uid"], SessionHash: m["session"]}
-}
-
-// GetPending reads a pending request.
-func (o *OAuth) GetPending(ctx context.Context, id string) (PendingRequest, error) {
-	if id == "" || len(id) > 64 {
+// decodePending parses "<expires ms>:<JSON>"; an expired or malformed record is not found.
+func (o *OAuth) decodePending(id, v string) (PendingRequest, error) {
+	exp, body, ok := strings.Cut(v, ":")
+	ms, err := strconv.ParseInt(exp, 10, 64)
+	var p PendingRequest
+	if !ok || err != nil || o.now().UnixMilli() >= ms || json.Unmarshal([]byte(body), &p) != nil || p.ClientID == "" {
 		return PendingRequest{}, ErrNotFound
 	}
-	m, err := o.rdb.HGetAll(ctx, store.OAuthPending(id)).Result()
+	p.ID = id
+	return p, nil
+}
+
+// GetPending reads a pending request of userID.
+func (o *OAuth) GetPending(ctx context.Context, userID, id string) (PendingRequest, error) {
+	if id == "" || len(id) > 64 || userID == "" {
+		return PendingRequest{}, ErrNotFound
+	}
+	v, err := o.rdb.HGet(ctx, store.OAuthPending(userID), id).Result()
+	if errors.Is(err, redis.Nil) {
+		return PendingRequest{}, ErrNotFound
+	}
 	if err != nil {
 		return PendingRequest{}, err
 	}
-	if m["client"] == "" {
-		return PendingRequest{}, ErrNotFound
-	}
-	return decodePending(id, m), nil
+	return o.decodePending(id, v)
 }
 
-var takeScript = redis.NewScript(`
-local v = redis.call('HGETALL', KEYS[1])
-redis.call('DEL', KEYS[1])
+var takePendingScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return v
 `)
 
-// TakePending reads and deletes a pending request (a consent answers it once).
-func (o *OAuth) TakePending(ctx context.Context, id string) (PendingRequest, error) {
-	if id == "" || len(id) > 64 {
+// TakePending reads and deletes a pending request of userID (a consent answers it once).
+func (o *OAuth) TakePending(ctx context.Context, userID, id string) (PendingRequest, error) {
+	if id == "" || len(id) > 64 || userID == "" {
 		return PendingRequest{}, ErrNotFound
 	}
-	v, err := takeScript.Run(ctx, o.rdb, []string{store.OAuthPending(id)}).StringSlice()
+	v, err := takePendingScript.Run(ctx, o.rdb, []string{store.OAuthPending(userID)}, id).Text()
+	if errors.Is(err, redis.Nil) {
+		return PendingRequest{}, ErrNotFound
+	}
 	if err != nil {
 		return PendingRequest{}, err
 	}
-	m := pairs(v)
-	if m["client"] == "" {
-		return PendingRequest{}, ErrNotFound
-	}
-	return decodePending(id, m), nil
+	return o.decodePending(id, v)
 }
 
 func pairs(v []string) map[string]string {

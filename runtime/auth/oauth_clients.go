@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -28,11 +29,15 @@ const (
 	ResponseTypeCode = "code"
 )
 
-// Registration limits.
+// Registration size limits. A registration is anonymous, so what one may store is kept
+// small: real MCP clients register one or two loopback or https callbacks and a short name.
 const (
-	maxRedirectURIs   = 10
-	maxRedirectURILen = 2000
-	maxClientNameLen  = 100
+	maxRedirectURIs   = 5
+	maxRedirectURILen = 512
+	maxClientNameLen  = 64
+	// maxMatchedRedirectLen bounds a redirect URI presented at authorize: the registration
+	// bound before it was tightened, so clients registered under it still match.
+	maxMatchedRedirectLen = 2000
 )
 
 // ClientMetadata is an RFC 7591 registration request (the spec's fields).
@@ -93,7 +98,7 @@ func (c Client) AllowsGrant(g string) bool { return slices.Contains(c.GrantTypes
 // loopback http URI (RFC 8252 §7.3) with any port as long as scheme, host, path and query are
 // those registered.
 func (c Client) MatchRedirect(requested string, allowLocalhost bool) bool {
-	if requested == "" || len(requested) > maxRedirectURILen {
+	if requested == "" || len(requested) > maxMatchedRedirectLen {
 		return false
 	}
 	if slices.Contains(c.RedirectURIs, requested) {
@@ -131,7 +136,7 @@ func isLoopbackHost(h string, allowLocalhost bool) bool {
 // http on a loopback IP literal (any port); no fragment, no user info.
 func ValidateRedirectURI(raw string, allowLocalhost bool) error {
 	if raw == "" || len(raw) > maxRedirectURILen {
-		return badRedirect("redirect URI is empty or too long")
+		return badRedirect(fmt.Sprintf("redirect URI is empty or longer than %d bytes", maxRedirectURILen))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Opaque != "" {
@@ -191,7 +196,7 @@ func cleanClientName(n string) (string, error) {
 		return "Unnamed client", nil
 	}
 	if len(n) > maxClientNameLen {
-		return "", badMetadata("client_name is longer than 100 bytes")
+		return "", badMetadata(fmt.Sprintf("client_name is longer than %d bytes", maxClientNameLen))
 	}
 	for _, r := range n {
 		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
@@ -225,7 +230,7 @@ func (o *OAuth) RegisterClient(ctx context.Context, m ClientMetadata) (Client, s
 		return Client{}, "", badRedirect("redirect_uris is required")
 	}
 	if len(m.RedirectURIs) > maxRedirectURIs {
-		return Client{}, "", badRedirect("at most 10 redirect URIs")
+		return Client{}, "", badRedirect(fmt.Sprintf("at most %d redirect URIs", maxRedirectURIs))
 	}
 	for _, r := range m.RedirectURIs {
 		if err := ValidateRedirectURI(r, o.AllowLocalhostRedirects); err != nil {
@@ -273,7 +278,7 @@ func (o *OAuth) RegisterClient(ctx context.Context, m ClientMetadata) (Client, s
 		p.HSet(ctx, key, fClientID, c.ID, fClientName, c.Name, fClientRedirects, redirects, fClientMethod, method,
 			fClientGrants, strings.Join(c.GrantTypes, " "), fClientScope, scope, fClientSecret, c.secretHash,
 			fClientCreated, strconv.FormatInt(c.CreatedAt.UnixMilli(), 10))
-		p.Expire(ctx, key, clientIdle)
+		p.Expire(ctx, key, UnusedClientTTL)
 		return nil
 	})
 	if err != nil {
@@ -282,8 +287,15 @@ func (o *OAuth) RegisterClient(ctx context.Context, m ClientMetadata) (Client, s
 	return c, secret, nil
 }
 
-// clientIdle is how long a client registration lives unused; every token grant slides it.
-// It equals the refresh token lifetime, so a client outlives every token it holds.
+// UnusedClientTTL is how long a registration lives until its first token: registration is
+// anonymous, so clients that never complete a flow (abandoned, or an attacker's filler) go
+// away after a day instead of a month. The first token grant (CreateAuthorization) moves
+// the client to clientIdle, which every later grant slides.
+const UnusedClientTTL = 24 * time.Hour
+
+// clientIdle is how long a client that has obtained a token lives without another grant;
+// every token grant slides it. It equals the refresh token lifetime, so a client outlives
+// every token it holds.
 const clientIdle = RefreshTokenLifetime
 
 // GetClient reads a registered client.

@@ -9,9 +9,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/sigops/sigops/runtime/errs"
 )
 
 // KDFParams are argon2id's cost parameters (RFC 9106).
@@ -56,21 +60,63 @@ func CheckPasswordPolicy(pw string) error {
 	return nil
 }
 
+// DefaultHashConcurrency and DefaultHashQueue bound the argon2id work of one process: at
+// most 4 computations run at once (4 × 64 MiB with DefaultKDF), and at most 16 more wait for
+// a slot. A waiter has at most 16 computations ahead of it, four rounds on four slots (about
+// 0.5 s with DefaultKDF), so a login either starts soon or is refused at once with
+// ErrHashBusy; it is never parked behind an unbounded queue.
+const (
+	DefaultHashConcurrency = 4
+	DefaultHashQueue       = 16
+)
+
+// ErrHashBusy refuses a hash or verification at once because every slot is busy and the
+// waiting queue is full. It is RATE_LIMITED (429) with a short Retry-After: the load is
+// momentary, and nothing was checked, so the caller may simply try again.
+var ErrHashBusy = &errs.Error{Code: errs.RateLimited, RetryAfter: time.Second,
+	Message: "too many sign-ins are being checked right now; try again in a moment"}
+
 // hasher bounds how many argon2id computations run at once: each takes MemoryKiB, so a
-// burst of logins cannot exhaust memory (4 × 64 MiB at most with the defaults).
+// burst of logins cannot exhaust memory; and how many wait, so a burst cannot pile up
+// goroutines and latency either.
 type hasher struct {
-	params KDFParams
-	sem    chan struct{}
+	params     KDFParams
+	sem        chan struct{}
+	maxWaiting int64
+	waiting    atomic.Int64
+	// verifications counts argon2id verifications actually computed (the dummy hash of an
+	// unknown email included): what a brute-force limit is meant to bound.
+	verifications atomic.Uint64
 }
 
-func newHasher(p KDFParams, concurrency int) *hasher {
+// newHasher: concurrency 0 means DefaultHashConcurrency; queue 0 means DefaultHashQueue and
+// a negative queue means nobody waits.
+func newHasher(p KDFParams, concurrency, queue int) *hasher {
 	if concurrency <= 0 {
-		concurrency = 4
+		concurrency = DefaultHashConcurrency
 	}
-	return &hasher{params: p, sem: make(chan struct{}, concurrency)}
+	switch {
+	case queue == 0:
+		queue = DefaultHashQueue
+	case queue < 0:
+		queue = 0
+	}
+	return &hasher{params: p, sem: make(chan struct{}, concurrency), maxWaiting: int64(queue)}
 }
 
+// acquire takes a slot at once if one is free; otherwise it joins the waiting queue, or
+// returns ErrHashBusy when the queue is full.
 func (h *hasher) acquire(ctx context.Context) error {
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	if h.waiting.Add(1) > h.maxWaiting {
+		h.waiting.Add(-1)
+		return ErrHashBusy
+	}
+	defer h.waiting.Add(-1)
 	select {
 	case h.sem <- struct{}{}:
 		return nil
@@ -107,6 +153,7 @@ func (h *hasher) Verify(ctx context.Context, pw, encoded string) (ok, rehash boo
 		return false, false, err
 	}
 	defer h.release()
+	h.verifications.Add(1)
 	got := argon2.IDKey([]byte(pw), salt, p.Time, p.MemoryKiB, p.Threads, uint32(len(want)))
 	ok = subtle.ConstantTimeCompare(got, want) == 1
 	return ok, p != h.params, nil

@@ -8,7 +8,7 @@ import (
 
 func TestPasswordHashVerify(t *testing.T) {
 	ctx := context.Background()
-	h := newHasher(TestKDF, 2)
+	h := newHasher(TestKDF, 2, 0)
 	enc, err := h.Hash(ctx, "s3cret passphrase")
 	if err != nil {
 		t.Fatal(err)
@@ -30,13 +30,13 @@ func TestPasswordHashVerify(t *testing.T) {
 		t.Fatal("salt not random")
 	}
 	// Parameters that differ from the current ones verify and ask for a rehash.
-	if ok, rehash, _ := newHasher(KDFParams{MemoryKiB: 2048, Time: 1, Threads: 1}, 1).Verify(ctx, "s3cret passphrase", enc); !ok || !rehash {
+	if ok, rehash, _ := newHasher(KDFParams{MemoryKiB: 2048, Time: 1, Threads: 1}, 1, 0).Verify(ctx, "s3cret passphrase", enc); !ok || !rehash {
 		t.Fatalf("old params: ok=%v rehash=%v", ok, rehash)
 	}
 }
 
 func TestPasswordDecodeRefusesBadOrHostileHashes(t *testing.T) {
-	h := newHasher(TestKDF, 1)
+	h := newHasher(TestKDF, 1, 0)
 	for _, enc := range []string{
 		"", "plain", "$argon2i$v=19$m=1024,t=1,p=1$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5",
 		"$argon2id$v=16$m=1024,t=1,p=1$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5",

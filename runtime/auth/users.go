@@ -72,8 +72,11 @@ type NewUser struct {
 type UsersOptions struct {
 	// KDF is argon2id's cost (zero: DefaultKDF).
 	KDF KDFParams
-	// HashConcurrency bounds simultaneous argon2id computations (0: 4).
+	// HashConcurrency bounds simultaneous argon2id computations (0: DefaultHashConcurrency).
 	HashConcurrency int
+	// HashQueue bounds how many computations wait for a slot; one more is refused at once
+	// with ErrHashBusy (0: DefaultHashQueue; negative: none wait).
+	HashQueue int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -95,7 +98,7 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency), now: o.Now}
+	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency, o.HashQueue), now: o.Now}
 	u.oauth = &OAuth{rdb: rdb, now: o.Now}
 	u.dummy, _ = u.h.Hash(context.Background(), RandomToken(24))
 	return u
@@ -228,20 +231,26 @@ func orZero(s string) string {
 
 // Authenticate checks an email and password. An unknown email costs the same argon2id
 // computation as a known one and gives the same error, so neither timing nor message tells
-// whether an account exists.
+// whether an account exists. ErrInvalidCredentials means a password was checked; any other
+// error (ErrHashBusy, Redis, a cancelled context) means none was.
 func (u *Users) Authenticate(ctx context.Context, email, password string) (User, error) {
 	if len(password) > MaxPasswordLen {
 		return User{}, ErrInvalidCredentials
 	}
 	usr, err := u.ByEmail(ctx, email)
 	if errors.Is(err, ErrNotFound) {
-		_, _, _ = u.h.Verify(ctx, password, u.dummy)
+		if _, _, err := u.h.Verify(ctx, password, u.dummy); isNotChecked(err) {
+			return User{}, err
+		}
 		return User{}, ErrInvalidCredentials
 	}
 	if err != nil {
 		return User{}, err
 	}
 	ok, rehash, err := u.h.Verify(ctx, password, usr.passwordHash)
+	if isNotChecked(err) {
+		return User{}, err
+	}
 	if err != nil || !ok {
 		return User{}, ErrInvalidCredentials
 	}
@@ -253,6 +262,17 @@ func (u *Users) Authenticate(ctx context.Context, email, password string) (User,
 	}
 	return usr, nil
 }
+
+// isNotChecked tells the errors of Verify that mean no hash was computed (no slot, or the
+// caller gave up waiting) from a malformed stored hash, which is a failed check.
+func isNotChecked(err error) bool {
+	return errors.Is(err, ErrHashBusy) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Verifications is how many argon2id verifications this store has computed (the dummy hash
+// of unknown emails included); authd exports it as a metric, and tests count brute-force
+// attempts that reached the password check with it.
+func (u *Users) Verifications() uint64 { return u.h.verifications.Load() }
 
 var rehashScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'pw') == ARGV[1] then redis.call('HSET', KEYS[1], 'pw', ARGV[2]) end

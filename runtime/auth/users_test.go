@@ -292,29 +292,3 @@ func TestSessions(t *testing.T) {
 		t.Fatal("session outlived its 30-day cap")
 	}
 }
-
-func TestLimiter(t *testing.T) {
-	f := newFixture(t)
-	ctx := t.Context()
-	l := NewLimiter(f.rdb)
-	lim := Limit{Kind: "t", Max: 3, Window: time.Minute}
-	for i := 1; i <= 3; i++ {
-		if blocked, _, _ := l.Blocked(ctx, lim, "s"); blocked {
-			t.Fatalf("blocked before %d", i)
-		}
-		if blocked, _, err := l.Hit(ctx, lim, "s"); blocked || err != nil {
-			t.Fatalf("hit %d blocked", i)
-		}
-	}
-	blocked, retry, _ := l.Blocked(ctx, lim, "s")
-	if !blocked || retry <= 0 || retry > time.Minute {
-		t.Fatalf("after max: %v %v", blocked, retry)
-	}
-	if blocked, _, _ := l.Blocked(ctx, lim, "other"); blocked {
-		t.Fatal("subjects share counts")
-	}
-	_ = l.Reset(ctx, lim, "s")
-	if blocked, _, _ := l.Blocked(ctx, lim, "s"); blocked {
-		t.Fatal("reset did not clear")
-	}
-}

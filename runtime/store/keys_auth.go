@@ -16,14 +16,20 @@ import "strings"
 //	sigops:bearer:{jti}                        string live bearer JWT (login/dashboard token) -> user ID; TTL 7 days sliding
 //	sigops:oauth:client:{clientId}             hash   registered OAuth client
 //	sigops:oauth:code:{sha256}                 hash   authorization code (60 s, single use; kept longer to catch replays)
-//	sigops:oauth:pending:{id}                  hash   an authorization request waiting for consent
+//	sigops:oauth:pending:{userId}              hash   a user's authorization requests waiting for consent: request ID -> "<expires ms>:<JSON>"; at most auth.MaxPendingPerUser
 //	sigops:oauth:auth:{authId}                 hash   one authorization (token family): user, client, scope, revokedAt
 //	sigops:oauth:auth:{authId}:rt:{sha256}     hash   one refresh token of that family (current or used)
 //	sigops:oauth:revoked:{jti}                 string one revoked access token until its expiry
-//	sigops:ratelimit:{kind}:{subject}          string failure/attempt counter of a window (login, registration)
+//	sigops:ratelimit:{login}:{kind}:{subject}  string login attempt counter of a window (login-account, login-ip)
+//	sigops:loginlock:{login}:{account}         string a password check of this account is running (SET NX PX)
+//	sigops:ratelimit:{register}:{kind}:{subj}  string client registration counter of a window (address, /48, global)
 //
-// An authorization's keys share the hash tag {authId}, so the refresh rotation script
-// touches one Redis Cluster slot.
+// ({login} and {register} are literal text, not placeholders.) An authorization's keys share
+// the hash tag {authId}, so the refresh rotation script touches one Redis Cluster slot. The
+// login counters and locks share the literal hash tag {login}, and the registration counters
+// {register}: each gate is one script over several keys (account and address; address, /48
+// and global), which Redis Cluster runs only when they hash to one slot. That puts all login
+// counters on one shard; logins are human-paced, so one shard carries them easily.
 
 // Users is the set of every user ID.
 func Users() string { return prefix + "users" }
@@ -54,8 +60,9 @@ func OAuthClient(clientID string) string { return prefix + "oauth:client:" + cli
 // OAuthCode is one authorization code, by the SHA-256 (hex) of the code.
 func OAuthCode(hash string) string { return prefix + "oauth:code:" + hash }
 
-// OAuthPending is an authorization request waiting for the user's consent.
-func OAuthPending(id string) string { return prefix + "oauth:pending:" + id }
+// OAuthPending holds a user's authorization requests waiting for consent, one field per
+// request: one key per user, so capping them is one script on one key.
+func OAuthPending(userID string) string { return prefix + "oauth:pending:" + userID }
 
 // OAuthAuthorization is one authorization (a token family).
 func OAuthAuthorization(authID string) string { return prefix + "oauth:auth:{" + authID + "}" }
@@ -66,5 +73,18 @@ func OAuthRefresh(authID, hash string) string { return OAuthAuthorization(authID
 // OAuthRevokedToken marks one revoked access token by its jti.
 func OAuthRevokedToken(jti string) string { return prefix + "oauth:revoked:" + jti }
 
-// RateLimit is a counter of one kind (login-account, login-ip, register-ip) and subject.
-func RateLimit(kind, subject string) string { return prefix + "ratelimit:" + kind + ":" + subject }
+// LoginRateLimit is a login attempt counter of one kind (login-account, login-ip) and subject.
+// The {login} hash tag keeps every login counter and lock in one Cluster slot.
+func LoginRateLimit(kind, subject string) string {
+	return prefix + "ratelimit:{login}:" + kind + ":" + subject
+}
+
+// LoginLock marks a running password check of one account (the SHA-256 of its email).
+func LoginLock(account string) string { return prefix + "loginlock:{login}:" + account }
+
+// RegisterRateLimit is a client registration counter of one kind (register-ip,
+// register-net48, register-global) and subject. The {register} hash tag keeps them in one
+// Cluster slot.
+func RegisterRateLimit(kind, subject string) string {
+	return prefix + "ratelimit:{register}:" + kind + ":" + subject
+}
