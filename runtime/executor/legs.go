@@ -63,13 +63,15 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, bool, er
 			}
 			return legDone{}, true, errs.New(code, "%s", rec.Error)
 		}
-		o, err := ex.GetOrder(ctx, req.Kind, req.Symbol, cid)
-		if err == nil {
-			d, err := e.bookLeg(ctx, j, l, &req, &o)
-			return d, false, err
-		}
-		if !errors.Is(err, exchange.ErrOrderNotFound) {
+		// The order, or nil once it may be placed again: not before every earlier request
+		// of it can no longer land (inflight.go).
+		o, err := e.lookupStaged(ctx, j, l, req)
+		if err != nil {
 			return legDone{}, false, err
+		}
+		if o != nil {
+			d, err := e.bookLeg(ctx, j, l, &req, o)
+			return d, false, err
 		}
 	} else {
 		var err error
@@ -181,9 +183,11 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 	return req, nil
 }
 
-// stagePending stores the request and a pending order record before the exchange call, so
-// that a retry knows to look the order up instead of placing it again. The first leg of a
-// plan made by this attempt stores the plan in the same step (stageWithPlan).
+// stagePending stores the request, its send time (Redis's clock; the exchange call follows
+// at once: see inflight.go) and a pending order record before the exchange call, so that a
+// retry knows to look the order up instead of placing it again, and how long to wait before
+// it may conclude the order never landed. The first leg of a plan made by this attempt
+// stores the plan in the same step (stageWithPlan).
 func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange.OrderRequest) error {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -202,6 +206,7 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 		}
 	} else if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, j.sigKey(), prefixReq+l.Name, data)
+		stampSentScript.Eval(ctx, p, []string{j.sigKey()}, prefixSent+l.Name)
 		p.Expire(ctx, j.sigKey(), ProgressTTL)
 		return position.StageOrder(ctx, p, rec, true)
 	}); err != nil {
@@ -212,9 +217,9 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 }
 
 // stageWithPlanScript is the plan's HSETNX and, only if it won, stagePending's transaction
-// (the request under the signal, the pending order record as position.StageOrder writes a
-// new one), atomically: one round trip instead of two. Either both are stored or, when
-// another attempt's plan is there, nothing is.
+// (the request and its send time under the signal, the pending order record as
+// position.StageOrder writes a new one), atomically: one round trip instead of two. Either
+// both are stored or, when another attempt's plan is there, nothing is.
 //
 // Crash points: before the script, nothing of the signal is stored and nothing was sent; a
 // retry plans again from the same book. After it, plan and pending order are stored before
@@ -223,9 +228,9 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 // "plan stored, pending order not" no longer occurs; it was handled as "nothing sent yet",
 // which the retry still is. TestStageWithPlanWritesWhatStageOrderWrites keeps the record's
 // writes in step with position.StageOrder.
-var stageWithPlanScript = redis.NewScript(`
+var stageWithPlanScript = redis.NewScript(redisNowMS + `
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[4], ARGV[10], stamp)
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('SET', KEYS[2], ARGV[6], 'EX', ARGV[7])
 redis.call('LPUSH', KEYS[3], ARGV[8])
@@ -242,7 +247,8 @@ func (e *Executor) stageWithPlan(ctx context.Context, j *job, l leg, req []byte,
 	keys := []string{j.sigKey(), store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID)}
 	won, err := stageWithPlanScript.Run(ctx, e.rdb, keys,
 		fieldPlan, j.unsaved, prefixReq+l.Name, req, int64(ProgressTTL/time.Second),
-		recData, int64(position.OrderTTL/time.Second), rec.ClientOrderID, position.MaxOrders).Int()
+		recData, int64(position.OrderTTL/time.Second), rec.ClientOrderID, position.MaxOrders,
+		prefixSent+l.Name).Int()
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,14 @@ func TestStageWithPlanWritesWhatStageOrderWrites(t *testing.T) {
 	}
 	delete(sa.progress, fieldPlan)
 	sa.planned = false
+	// Both store the send time, Redis's clock at the staging; its value differs by a moment.
+	for _, s := range []*state{&sa, &sb} {
+		ms, err := strconv.ParseInt(s.progress[prefixSent+l.Name], 10, 64)
+		if err != nil || time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
+			t.Fatalf("send time %q is not Redis's time of the staging (%v)", s.progress[prefixSent+l.Name], err)
+		}
+		delete(s.progress, prefixSent+l.Name)
+	}
 	// The same but for the IDs.
 	norm := func(s state, sig string) string {
 		cid := order.ClientOrderID(sig, l.Name)

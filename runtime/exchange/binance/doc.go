@@ -53,7 +53,9 @@
 // exchange.ErrUnreachable): the outcome is unknown, which the executor must treat as "look it
 // up again later", never as a rejection. GetOrder and CancelOrder also answer "no answer"
 // untyped. The in-flight window is known only to the process that sent the request: a caller
-// that retries from another process must wait RecvWindow + ClockMargin (6 s) first.
+// that retries from another process (or after its own process died) must not place again
+// before RequestWindow (MaxElapsed + RecvWindow + ClockMargin, 12 s) has passed since the
+// PlaceOrder call began; the executor does so with the send time it stores.
 // Binance only refuses a client ID held by an *open* order, which is why the lookup comes
 // first; Binance forgets futures orders after 90 days (3 for cancelled orders without
 // fills), so the guarantee holds within that horizon.

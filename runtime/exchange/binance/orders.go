@@ -80,6 +80,21 @@ func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (e
 	return x.place(ctx, t, key)
 }
 
+// RequestWindow implements exchange.RequestWindow: MaxElapsed + RecvWindow + ClockMargin
+// (12 s with the defaults). Every request a PlaceOrder call sends leaves within its budget
+// (MaxElapsed), carries a timestamp no later than that, and Binance executes it only while
+// its timestamp is less than recvWindow old by Binance's clock; ClockMargin covers the
+// error of the clock offset (Binance takes timestamps up to 1 s ahead of its own clock).
+// After the window a lookup's -2013 is proof that no request of the call will ever land.
+//
+// The in-process map inflight (call.go) is the same rule seen from inside this process: it
+// dates a lost request from when it was sent, which is never before the call began, so it
+// always ends within this window. The executor, which must also cover a caller that died,
+// dates from the call (the staged request's send time) and waits this window.
+func (c *conn) RequestWindow() time.Duration {
+	return c.cfg.MaxElapsed + c.cfg.RecvWindow + c.cfg.ClockMargin
+}
+
 func (x *Exchange) place(ctx context.Context, t *target, key string) (exchange.Order, error) {
 	cid := t.req.ClientOrderID
 	var lost *failure // the last place request without an answer

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +27,14 @@ const (
 // call up to 2000 ms.
 const DefaultTimeout = 2 * time.Second
 
-// RecvWindow is the X-BAPI-RECV-WINDOW sent with every signed request, in ms.
-const RecvWindow = "5000"
+// DefaultRecvWindow is the X-BAPI-RECV-WINDOW sent with every signed request: Bybit refuses
+// a request whose timestamp is older than that when it arrives.
+const DefaultRecvWindow = 5 * time.Second
+
+// DefaultClockMargin is added to the recv window before a request that got no answer is
+// considered dead: Bybit takes timestamps up to 1 s ahead of its clock, and the client's
+// offset to that clock is only an estimate.
+const DefaultClockMargin = time.Second
 
 // DefaultMarketsTTL is how long instruments-info stays cached.
 const DefaultMarketsTTL = 5 * time.Minute
@@ -68,6 +75,10 @@ type Connector struct {
 	// Now is the local clock used for X-BAPI-TIMESTAMP (nil: time.Now); the offset to
 	// Bybit's clock is learned when Bybit refuses a timestamp (retCode 10002).
 	Now func() time.Time
+	// RecvWindow is sent as X-BAPI-RECV-WINDOW, whole milliseconds (0: DefaultRecvWindow).
+	RecvWindow time.Duration
+	// ClockMargin: see DefaultClockMargin (0: DefaultClockMargin).
+	ClockMargin time.Duration
 }
 
 var _ exchange.Connector = Connector{}
@@ -120,11 +131,19 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 	if ttl <= 0 {
 		ttl = DefaultMarketsTTL
 	}
-	a := &Account{timeout: timeout, ttl: ttl,
-		spot: newClient(spotURL, creds.APIKey, creds.APISecret, hc, now, timeout)}
+	recv, margin := c.RecvWindow.Truncate(time.Millisecond), c.ClockMargin
+	if recv <= 0 {
+		recv = DefaultRecvWindow
+	}
+	if margin <= 0 {
+		margin = DefaultClockMargin
+	}
+	recvMS := strconv.FormatInt(recv.Milliseconds(), 10)
+	a := &Account{timeout: timeout, ttl: ttl, window: timeout + recv + margin,
+		spot: newClient(spotURL, creds.APIKey, creds.APISecret, recvMS, hc, now, timeout)}
 	a.linear = a.spot
 	if linearURL != spotURL {
-		a.linear = newClient(linearURL, creds.APIKey, creds.APISecret, hc, now, timeout)
+		a.linear = newClient(linearURL, creds.APIKey, creds.APISecret, recvMS, hc, now, timeout)
 	}
 	return a, nil
 }
@@ -142,9 +161,21 @@ type Account struct {
 	spot, linear *client
 	timeout      time.Duration
 	ttl          time.Duration
+	window       time.Duration // see RequestWindow
 }
 
-var _ exchange.Live = (*Account)(nil)
+var (
+	_ exchange.Live          = (*Account)(nil)
+	_ exchange.RequestWindow = (*Account)(nil)
+)
+
+// RequestWindow implements exchange.RequestWindow: Timeout + RecvWindow + ClockMargin (8 s
+// with the defaults). PlaceOrder sends every create attempt within its budget (Timeout),
+// each stamped no later than that, and Bybit takes a request only while its timestamp is
+// less than the recv window old; the margin covers the clock error. After the window, an
+// order Bybit does not list will not appear from that call. (Bybit also refuses a repeated
+// orderLinkId, but the executor does not lean on how long Bybit remembers one.)
+func (a *Account) RequestWindow() time.Duration { return a.window }
 
 func (a *Account) client(kind exchange.Kind) *client {
 	if kind == exchange.Futures {

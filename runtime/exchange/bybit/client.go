@@ -48,14 +48,15 @@ type client struct {
 	http        *http.Client
 	now         func() time.Time
 	offset      *atomic.Int64
+	recvWindow  string // X-BAPI-RECV-WINDOW, ms
 	// attemptCap bounds one HTTP attempt of a retryable call, so that a hung attempt
 	// leaves time for another inside the method's budget.
 	attemptCap time.Duration
 }
 
-func newClient(base, key, secret string, hc *http.Client, now func() time.Time, budget time.Duration) *client {
+func newClient(base, key, secret, recvWindow string, hc *http.Client, now func() time.Time, budget time.Duration) *client {
 	off, _ := clockOffsets.LoadOrStore(base, new(atomic.Int64))
-	return &client{base: base, key: key, secret: secret, http: hc, now: now,
+	return &client{base: base, key: key, secret: secret, recvWindow: recvWindow, http: hc, now: now,
 		offset: off.(*atomic.Int64), attemptCap: budget * 6 / 10}
 }
 
@@ -153,8 +154,8 @@ func (c *client) once(ctx context.Context, r request) (*envelope, error) {
 		}
 		hreq.Header.Set(hdrKey, c.key)
 		hreq.Header.Set(hdrTimestamp, ts)
-		hreq.Header.Set(hdrRecvWindow, RecvWindow)
-		hreq.Header.Set(hdrSign, Sign(c.secret, ts, c.key, RecvWindow, payload))
+		hreq.Header.Set(hdrRecvWindow, c.recvWindow)
+		hreq.Header.Set(hdrSign, Sign(c.secret, ts, c.key, c.recvWindow, payload))
 	}
 	resp, err := c.http.Do(hreq)
 	if err != nil {

@@ -29,9 +29,10 @@
 //
 // # Requests
 //
-// Signed requests carry X-BAPI-API-KEY, X-BAPI-TIMESTAMP, X-BAPI-RECV-WINDOW (5000) and
-// X-BAPI-SIGN = hex HMAC-SHA256(secret, timestamp + key + recvWindow + payload), the payload
-// being the query string of a GET or the JSON body of a POST as sent (Sign). A timestamp
+// Signed requests carry X-BAPI-API-KEY, X-BAPI-TIMESTAMP, X-BAPI-RECV-WINDOW
+// (Connector.RecvWindow, 5000 ms by default) and X-BAPI-SIGN = hex HMAC-SHA256(secret,
+// timestamp + key + recvWindow + payload), the payload being the query string of a GET or
+// the JSON body of a POST as sent (Sign). A timestamp
 // Bybit refuses (10002) makes the client learn Bybit's clock (/v5/market/time) and send the
 // request once more; the offset is kept per host.
 //
@@ -66,6 +67,11 @@
 // and stop-loss fields attached to an entry are not used (see PlaceOrder). Statuses map as
 // statusOf documents; the fee is cumExecFee in FeeAsset, which for a spot buy is the base
 // coin (Bybit charges a spot buy's fee in what it buys).
+//
+// A create that got no answer may still be executed until its recv window is over.
+// RequestWindow (Timeout + RecvWindow + ClockMargin, 8 s by default) bounds that from the
+// start of the PlaceOrder call; a caller that died mid-call, or retries from another
+// process, must not place again before it has passed (the executor waits it out).
 //
 // # Errors
 //

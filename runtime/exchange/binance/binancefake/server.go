@@ -4,7 +4,8 @@
 // timestamp within recvWindow of its clock) and refuses with Binance's codes; it keeps
 // balances, positions, orders (by orderId and clientOrderId), trades and conditional (algo)
 // orders; and it injects failures (error answers, 429/418 with Retry-After, 5xx, delays,
-// dropped connections before or after an order is applied).
+// dropped connections before or after an order is applied, requests held in transit until
+// the test releases them: HoldNext).
 //
 // Matching model (simplified, documented):
 //   - market orders fill completely at the price set with SetPrice;
@@ -271,6 +272,58 @@ type Fault struct {
 	// DropAfterApply handles the request (an order is placed) and closes the connection
 	// without answering.
 	DropAfterApply bool
+
+	hold *Held // HoldNext
+}
+
+// Held is a request the fake holds in transit (HoldNext): sent, not answered, not yet seen
+// by Binance. Released, it arrives at that moment (the recvWindow is checked then, as
+// Binance checks it on arrival) and is handled: an order sent by a client that has since
+// died or given up is applied late. Dropped, it is lost. The test decides when, which a
+// Delay cannot (a lookup by another client must come first).
+type Held struct {
+	arrived chan struct{}
+	verdict chan bool // true: deliver, false: lose
+	done    chan struct{}
+}
+
+// HoldNext holds the next request with method and path until Release or Drop.
+func (s *Server) HoldNext(method, path string) *Held {
+	h := &Held{arrived: make(chan struct{}), verdict: make(chan bool, 1), done: make(chan struct{})}
+	s.FailNext(1, Fault{Method: method, Path: path, hold: h})
+	return h
+}
+
+// Arrived is closed once the request is held.
+func (h *Held) Arrived() <-chan struct{} { return h.arrived }
+
+// Release delivers the held request and returns once the fake has handled it (its answer
+// goes to a connection that may be gone). Call it after Arrived.
+func (h *Held) Release() { h.decide(true) }
+
+// Drop loses the held request: its connection is closed, nothing is applied.
+func (h *Held) Drop() { h.decide(false) }
+
+func (h *Held) decide(deliver bool) {
+	select {
+	case h.verdict <- deliver:
+	default: // decided already
+	}
+	<-h.done
+}
+
+// holdRequest holds a request as h says; false when it is lost (or the server closes).
+func (s *Server) holdRequest(w http.ResponseWriter, h *Held) bool {
+	close(h.arrived)
+	select {
+	case deliver := <-h.verdict:
+		if !deliver {
+			hangUp(w)
+		}
+		return deliver
+	case <-s.closing:
+		return false
+	}
 }
 
 // On restricts the fault to one endpoint.
@@ -367,6 +420,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	f := s.takeFault(r.Method, r.URL.Path)
+	if f != nil && f.hold != nil {
+		defer close(f.hold.done)
+		if !s.holdRequest(w, f.hold) {
+			return
+		}
+	}
 	if f != nil {
 		if f.Delay > 0 {
 			t := time.NewTimer(f.Delay)

@@ -20,7 +20,8 @@
 //     170134, 170136, 170137, 170140, 110007, 110017, 110092, 110093, 110094, 10001 ...).
 //   - Failure injection (FailNext): a retCode, HTTP 403 "access too frequent", a 5xx, a
 //     delay (the request is still applied afterwards, as a slow exchange would), or dropping
-//     the connection after applying the request. Counters: requests per path, orders created
+//     the connection after applying the request; HoldNext holds a request in transit until
+//     the test delivers it (late) or loses it. Counters: requests per path, orders created
 //     per orderLinkId, answers per retCode.
 package bybitfake
 
@@ -87,6 +88,69 @@ type Fault struct {
 	DropAfterApply bool
 	// Times is how many matching requests fail (0: one).
 	Times int
+
+	hold *Held // HoldNext
+}
+
+// Held is a request the fake holds in transit (HoldNext): sent, not answered, not yet seen
+// by Bybit. Released, it arrives at that moment (its timestamp is checked against the recv
+// window then, as Bybit checks it on arrival) and is handled: an order sent by a client that
+// has since died or given up is applied late. Dropped, it is lost. The test decides when,
+// which a Delay cannot (a lookup by another client must come first).
+type Held struct {
+	arrived chan struct{}
+	verdict chan bool // true: deliver, false: lose
+	done    chan struct{}
+}
+
+// HoldNext holds the next request to path until Release or Drop.
+func (s *Server) HoldNext(path string) *Held {
+	h := &Held{arrived: make(chan struct{}), verdict: make(chan bool, 1), done: make(chan struct{})}
+	s.FailNext(Fault{Path: path, hold: h})
+	return h
+}
+
+// Arrived is closed once the request is held.
+func (h *Held) Arrived() <-chan struct{} { return h.arrived }
+
+// Release delivers the held request and returns once the fake has handled it (its answer
+// goes to a connection that may be gone). Call it after Arrived.
+func (h *Held) Release() { h.decide(true) }
+
+// Drop loses the held request: its connection is closed, nothing is applied.
+func (h *Held) Drop() { h.decide(false) }
+
+func (h *Held) decide(deliver bool) {
+	select {
+	case h.verdict <- deliver:
+	default: // decided already
+	}
+	<-h.done
+}
+
+// holdRequest holds a request as h says; false when it is lost (or the server closes).
+func (s *Server) holdRequest(w http.ResponseWriter, h *Held) bool {
+	close(h.arrived)
+	select {
+	case deliver := <-h.verdict:
+		if !deliver {
+			hangUp(w)
+		}
+		return deliver
+	case <-s.closing:
+		return false
+	}
+}
+
+// hangUp closes the connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 type apiKey struct {
@@ -96,7 +160,9 @@ type apiKey struct {
 
 // Server is the fake. Its methods are safe for concurrent use.
 type Server struct {
-	ts *httptest.Server
+	ts        *httptest.Server
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	now       func() time.Time
@@ -122,6 +188,7 @@ type Server struct {
 // prices BTCUSDT 50000, ETHUSDT 2500, DOGEUSDT 0.1, BTCPERP 50000.
 func New() *Server {
 	s := &Server{
+		closing:   make(chan struct{}),
 		now:       time.Now,
 		keys:      map[string]*apiKey{APIKey: {secret: APISecret, info: TradeOnly()}},
 		calls:     map[string]int{},
@@ -146,8 +213,12 @@ func New() *Server {
 // URL is the base URL (Endpoints.Spot).
 func (s *Server) URL() string { return s.ts.URL }
 
-// Close stops the server, waiting for requests in flight (delayed ones included).
-func (s *Server) Close() { s.ts.Close() }
+// Close stops the server, waiting for requests in flight (delayed ones included; held ones
+// are lost).
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.ts.Close()
+}
 
 // AddKey adds a key to the same account.
 func (s *Server) AddKey(key, secret string, info KeyInfo) {
@@ -291,6 +362,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.takeFault(path)
+	if f != nil && f.hold != nil {
+		defer close(f.hold.done)
+		if !s.holdRequest(w, f.hold) {
+			return
+		}
+	}
 	if f != nil && f.Delay > 0 {
 		time.Sleep(f.Delay)
 	}
@@ -354,13 +431,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f != nil && f.DropAfterApply {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-		}
-		panic(http.ErrAbortHandler)
+		hangUp(w)
+		return
 	}
 	s.write(w, http.StatusOK, result, ff, resetAt)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -92,6 +93,8 @@ type Order struct {
 	MarketUnit, OrderFilter                                         string
 	TriggerDirection                                                int
 	ReduceOnly, CloseOnTrigger                                      bool
+	// CreatedAt is when the fake created the order (its createdTime).
+	CreatedAt time.Time
 }
 
 // Order finds an order by orderLinkId.
@@ -106,7 +109,7 @@ func (s *Server) Order(orderLinkID string) (Order, bool) {
 		OrderType: o.orderType, Status: o.status, Qty: o.qty, Price: o.price, TriggerPrice: o.trigger,
 		AvgPrice: o.avgPrice, CumExecQty: o.cumQty, CumExecFee: o.cumFee, MarketUnit: o.marketUnit,
 		OrderFilter: o.orderFilter, TriggerDirection: o.triggerDirection, ReduceOnly: o.reduceOnly,
-		CloseOnTrigger: o.closeOnTrigger}, true
+		CloseOnTrigger: o.closeOnTrigger, CreatedAt: time.UnixMilli(o.created)}, true
 }
 
 // Position is a linear symbol's position: signed size (long > 0), entry price, margin.
