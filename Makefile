@@ -6,7 +6,7 @@ ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
-BINARIES := manager webhookd executor authd
+BINARIES := manager webhookd executor authd queuectl
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
 SHELL := /usr/bin/env bash -o pipefail
@@ -75,7 +75,7 @@ deps: ## Install the system packages the tests and the local stack need (redis-s
 	hack/install-deps.sh
 
 .PHONY: envtest
-envtest: ## Build etcd, kube-apiserver and kubectl from source into bin/k8s (cached).
+envtest: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from source into bin/k8s (cached).
 	hack/setup-envtest.sh $(ENVTEST_ASSETS)
 
 .PHONY: controller-gen

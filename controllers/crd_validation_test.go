@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,6 +62,9 @@ func TestSignalBotDefaults(t *testing.T) {
 	}
 	if s.RateLimit.PerMinute != 60 || s.RateLimit.Burst != 10 || s.DedupeWindow == nil || s.DedupeWindow.Duration != 0 {
 		t.Fatalf("rate limit / dedupe defaults: %+v %v", s.RateLimit, s.DedupeWindow)
+	}
+	if s.MaxSignalAge == nil || s.MaxSignalAge.Duration != 60*time.Second {
+		t.Fatalf("maxSignalAge default: %v", s.MaxSignalAge)
 	}
 	// An explicit false survives (a bool default of true must not swallow it).
 	off := false

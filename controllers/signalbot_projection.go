@@ -40,6 +40,10 @@ func projection(bot *tradingv1.SignalBot, acct accountCheck) registry.Bot {
 	if s.DedupeWindow != nil {
 		b.DedupeWindowMillis = s.DedupeWindow.Milliseconds()
 	}
+	b.MaxSignalAgeMillis = tradingv1.DefaultMaxSignalAge.Milliseconds()
+	if s.MaxSignalAge != nil {
+		b.MaxSignalAgeMillis = s.MaxSignalAge.Milliseconds()
+	}
 	if bot.Status.Availability == tradingv1.AvailabilityDisabled {
 		b.DisabledReason = acct.reason
 	}

@@ -40,7 +40,7 @@ func TestProjectionCarriesSpecAndDisabledReason(t *testing.T) {
 			StopLoss: "2%", TakeProfit: "65000", DCA: tradingv1.DCASpec{Enabled: true, MaxLevels: 3},
 			Risk:      tradingv1.RiskSpec{MaxExposure: "0.25", DailyLossLimit: "100.5", MaxConsecutiveLosses: 4},
 			RateLimit: tradingv1.RateLimitSpec{PerMinute: 5, Burst: 1}, DedupeWindow: &metav1.Duration{Duration: 1500 * time.Millisecond},
-			Reversals: &off, Webhook: tradingv1.WebhookSpec{Enabled: &off},
+			MaxSignalAge: &metav1.Duration{Duration: 90 * time.Second}, Reversals: &off, Webhook: tradingv1.WebhookSpec{Enabled: &off},
 		},
 		Status: tradingv1.SignalBotStatus{Availability: tradingv1.AvailabilityDisabled},
 	}
@@ -48,8 +48,13 @@ func TestProjectionCarriesSpecAndDisabledReason(t *testing.T) {
 	if p.Market != "futures" || p.Leverage != 10 || p.PositionSize != "0.5" || p.StopLoss != "2%" || p.TakeProfit != "65000" ||
 		!p.DCA.Enabled || p.DCA.MaxLevels != 3 || p.Risk.MaxExposure != "0.25" || p.Risk.DailyLossLimit != "100.5" ||
 		p.Risk.MaxConsecutiveLosses != 4 || p.RateLimit != (registry.Limit{PerMinute: 5, Burst: 1}) || p.DedupeWindowMillis != 1500 ||
-		p.Reversals || p.WebhookEnabled || p.DisabledReason != "ExchangeConnectionNotReady" {
+		p.MaxSignalAgeMillis != 90_000 || p.Reversals || p.WebhookEnabled || p.DisabledReason != "ExchangeConnectionNotReady" {
 		t.Fatalf("projection = %+v", p)
+	}
+	// Not set (a bot projected from an object the API server did not default): 60 s.
+	bot.Spec.MaxSignalAge = nil
+	if p := projection(bot, accountCheck{}); p.MaxSignalAgeMillis != 60_000 {
+		t.Fatalf("default maxSignalAge = %d ms", p.MaxSignalAgeMillis)
 	}
 }
 

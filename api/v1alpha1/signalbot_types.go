@@ -1,8 +1,13 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// DefaultMaxSignalAge is spec.maxSignalAge when it is not set (the CRD's default too).
+const DefaultMaxSignalAge = 60 * time.Second
 
 // Market is where a bot trades.
 // +kubebuilder:validation:Enum=spot;futures
@@ -112,6 +117,15 @@ type SignalBotSpec struct {
 	// +kubebuilder:default="0s"
 	// +optional
 	DedupeWindow *metav1.Duration `json:"dedupeWindow,omitempty"`
+
+	// maxSignalAge is how long a signal that opens or adds to a position may wait between
+	// its arrival and its execution. An older one is not executed: it fails with
+	// SIGNAL_EXPIRED and its order shows as expired, so an exchange outage does not end in
+	// a burst of stale entries. Exits (close, stop-loss, take-profit) are never dropped for
+	// age. 0 turns the check off.
+	// +kubebuilder:default="60s"
+	// +optional
+	MaxSignalAge *metav1.Duration `json:"maxSignalAge,omitempty"`
 
 	// reversals lets an entry opposite to an open futures position close it and open the
 	// other side; false rejects such entries.

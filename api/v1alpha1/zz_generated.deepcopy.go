@@ -374,6 +374,11 @@ func (in *SignalBotSpec) DeepCopyInto(out *SignalBotSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.MaxSignalAge != nil {
+		in, out := &in.MaxSignalAge, &out.MaxSignalAge
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Reversals != nil {
 		in, out := &in.Reversals, &out.Reversals
 		*out = new(bool)

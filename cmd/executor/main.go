@@ -31,6 +31,7 @@ func main() {
 		metricsAddr, marketData, instance string
 		masterKeyFile, previousKeyFiles   string
 		leaseTTL, watchInterval           time.Duration
+		budget                            queue.Options
 		redisOpts                         store.Options
 		logLevel                          slog.Level
 	)
@@ -39,6 +40,9 @@ func main() {
 	flag.StringVar(&marketData, "market-data", marketdata.FlagSimulated, "market prices: simulated (deterministic random walk) or binance (public REST)")
 	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's consumer name (unique among live replicas)")
 	flag.DurationVar(&leaseTTL, "lease-ttl", 5*time.Second, "partition lease; bounds how long a dead replica's signals wait")
+	flag.IntVar(&budget.MaxAttempts, "signal-max-attempts", queue.DefaultMaxAttempts, "handler attempts per signal before it is dead-lettered (counted across replicas)")
+	flag.DurationVar(&budget.MaxElapsed, "signal-max-elapsed", queue.DefaultMaxElapsed, "time after a signal's first failure before it is dead-lettered")
+	flag.IntVar(&budget.MaxInFlight, "partition-concurrency", queue.DefaultMaxInFlight, "signals of different bots one queue partition executes at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
 	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
 	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, still accepted for opening during a rotation")
@@ -54,13 +58,14 @@ func main() {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
-	if err := run(logger, metricsAddr, marketData, instance, leaseTTL, watchInterval, redisOpts, keys); err != nil {
+	budget.Name, budget.LeaseTTL, budget.Logger = instance, leaseTTL, logger
+	if err := run(logger, metricsAddr, marketData, budget, watchInterval, redisOpts, keys); err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL, watchInterval time.Duration, ro store.Options, keys *credentials.Ring) error {
+func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Options, watchInterval time.Duration, ro store.Options, keys *credentials.Ring) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rdb, err := store.Connect(ctx, ro)
@@ -88,7 +93,8 @@ func run(logger *slog.Logger, metricsAddr, marketData, instance string, leaseTTL
 
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Venues: venues, Logger: logger})
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})
-	consumer := queue.NewConsumer(qrdb, queue.Options{Name: instance, LeaseTTL: leaseTTL, Logger: logger})
+	qopts.OnDeadLetter = exec.DeadLettered
+	consumer := queue.NewConsumer(qrdb, qopts)
 
 	reg := daemon.NewRegistry()
 	reg.MustRegister(exec.Collectors()...)

@@ -37,6 +37,9 @@ const (
 	Unauthorized         Code = "UNAUTHORIZED"
 	PositionNotFound     Code = "POSITION_NOT_FOUND"
 	InternalError        Code = "INTERNAL_ERROR"
+	// SignalExpired: an entry waited longer than its bot's maxSignalAge and was not
+	// executed (ours: the spec names no code for it).
+	SignalExpired Code = "SIGNAL_EXPIRED"
 )
 
 type codeInfo struct {
@@ -70,6 +73,7 @@ var codes = map[Code]codeInfo{
 	Unauthorized:         {http.StatusUnauthorized, 2001},
 	PositionNotFound:     {http.StatusUnprocessableEntity, 3002},
 	InternalError:        {http.StatusInternalServerError, 5001},
+	SignalExpired:        {http.StatusUnprocessableEntity, 0},
 }
 
 // HTTPStatus is the code's status on the wire; unknown codes are 500.

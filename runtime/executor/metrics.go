@@ -20,7 +20,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sigops_executor_signals_total",
-			Help: "Signals handled, by outcome (success, failure, duplicate, retry) and error code.",
+			Help: "Signals handled, by outcome (success, failure, duplicate, retry, dead_letter) and error code.",
 		}, []string{"outcome", "code"}),
 		queued: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sigops_executor_queued_to_executed_seconds",

@@ -30,6 +30,9 @@ type Bot struct {
 	RateLimit    Limit  `json:"rateLimit"`
 	// DedupeWindowMillis drops byte-identical bodies inside the window; 0 is off.
 	DedupeWindowMillis int64 `json:"dedupeWindowMillis"`
+	// MaxSignalAgeMillis is how long an entry (open or add) may wait before execution;
+	// older ones fail with SIGNAL_EXPIRED. 0 is off.
+	MaxSignalAgeMillis int64 `json:"maxSignalAgeMillis"`
 	Reversals          bool  `json:"reversals"`
 	WebhookEnabled     bool  `json:"webhookEnabled"`
 
