@@ -169,6 +169,14 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	return nil
 }
 
+// DeadLettered is the queue's Options.OnDeadLetter: a signal the queue gave up on (retry
+// budget spent, a panic) counts as an execution error of its bot, so that a bot whose
+// exchange keeps failing pauses (Errors) instead of dead-lettering signal after signal.
+func (e *Executor) DeadLettered(ctx context.Context, env queue.Envelope, dl queue.DeadLetter) error {
+	e.m.signals.WithLabelValues("dead_letter", string(dl.Code)).Inc()
+	return e.countError(ctx, env, e.log.With("signalId", env.SignalID, "botId", env.BotID))
+}
+
 // countError counts an execution error once per signal and pauses the bot (reason Errors)
 // at the fifth in a row.
 func (e *Executor) countError(ctx context.Context, env queue.Envelope, log *slog.Logger) error {
@@ -364,6 +372,10 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool
 	var msgs []string
 	var last *exchange.Order
 	for _, l := range p.Legs {
+		if j.expired(l) {
+			res, err := e.expire(ctx, j, l, msgs)
+			return res, false, err
+		}
 		done, execErr, err := e.runLeg(ctx, j, l)
 		// The leg may have moved the position and the balance: later legs read them anew.
 		j.snap = nil
