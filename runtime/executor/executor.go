@@ -241,10 +241,7 @@ func (e *Executor) execute(ctx context.Context, env queue.Envelope, pre *prefetc
 	protective := env.Source == queue.SourceWatcher
 	switch bot.Availability {
 	case "disabled":
-		if strings.HasPrefix(bot.DisabledReason, "ExchangeConnection") {
-			return fail(errs.New(errs.ExchangeDisconnected, "exchange not connected"), false)
-		}
-		return fail(errs.New(errs.BotDisabled, "bot disabled"), false)
+		return fail(bot.DisabledError(), false)
 	case "paused":
 		if !protective {
 			return fail(errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason), false)

@@ -26,6 +26,8 @@ local g = redis.call('HMGET', ARGV[7] .. bot, 'availability', 'disabledReason', 
 if not g[1] then return {'err', 'INVALID_WEBHOOK', 0, bot} end
 if g[3] == '0' then return {'err', 'WEBHOOK_DISABLED', 0, bot} end
 if g[1] == 'disabled' then
+  -- The same rule as registry.Bot.DisabledError in Go (a reason starting with
+  -- registry.ExchangeConnectionReasonPrefix); TestDisabledCodesAgreeWithGo holds them equal.
   if string.sub(g[2] or '', 1, 18) == 'ExchangeConnection' then
     return {'err', 'EXCHANGE_DISCONNECTED', 0, bot}
   end

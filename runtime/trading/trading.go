@@ -53,8 +53,8 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 // PlaceManual validates req and queues it for the bot's executor; the outcome is read with
 // Result(signalID). Orders that reduce an open position and stop_loss / take_profit
 // changes go at priority 1 (manual close), other orders at priority 3. Errors are
-// *errs.Error: the request's validation codes (1001-1003), BOT_DELETED, BOT_DISABLED,
-// BOT_PAUSED (2002); anything else is an infrastructure failure.
+// *errs.Error: the request's validation codes (1001-1003), BOT_DELETED, BOT_DISABLED or
+// EXCHANGE_DISCONNECTED (registry.Bot.DisabledError), BOT_PAUSED (2002); anything else is an infrastructure failure.
 func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) (string, error) {
 	if err := req.Validate(); err != nil {
 		return "", err
@@ -68,7 +68,7 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 	}
 	switch bot.Availability {
 	case "disabled":
-		return "", errs.New(errs.BotDisabled, "bot disabled")
+		return "", bot.DisabledError()
 	case "paused":
 		return "", errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason)
 	}

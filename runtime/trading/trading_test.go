@@ -155,3 +155,39 @@ func TestPlaceManualRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A disabled bot refuses manual orders with the same code a webhook signal gets: an
+// exchange connection that is missing or not Ready is EXCHANGE_DISCONNECTED (the user fixes
+// the connection), any other cause BOT_DISABLED. Nothing is queued either way.
+func TestPlaceManualDisabledBot(t *testing.T) {
+	ctx, rdb, api, _ := setup(t)
+	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("0.5")}
+	reg := registry.New(rdb)
+	bot, err := reg.Get(ctx, "bot-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		reason string
+		code   errs.Code
+	}{
+		{"ExchangeConnectionNotReady", errs.ExchangeDisconnected},
+		{"ExchangeConnectionNotFound", errs.ExchangeDisconnected},
+		{"OwnerLacksLiveTrading", errs.BotDisabled},
+		{"OwnerTierUnavailable", errs.BotDisabled},
+		{"PaperAccountNotFound", errs.BotDisabled},
+	} {
+		bot.Availability, bot.DisabledReason = "disabled", c.reason
+		if err := reg.Project(ctx, bot, "hook"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.PlaceManual(ctx, "bot-1", ok); errs.CodeOf(err) != c.code {
+			t.Errorf("disabled by %s: err = %v, want %s", c.reason, err, c.code)
+		}
+	}
+	for _, p := range []queue.Priority{queue.PriorityManualClose, queue.PriorityStrategyEntry} {
+		if n := rdb.XLen(ctx, queue.StreamOf("bot-1", p)).Val(); n != 0 {
+			t.Fatalf("%d orders queued for a disabled bot at priority %d", n, p)
+		}
+	}
+}
