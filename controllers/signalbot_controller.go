@@ -129,9 +129,8 @@ func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.S
 
 	if !acct.ready {
 		r.setOutcome(bot, outcome{reason: acct.reason, message: acct.message})
-		if acct.reason == reasonOwnerLacksLiveTrading || acct.reason == reasonOwnerAccountNotFound {
-			// Tiers live in authd's store, which sends no event for these bots: look again.
-			return ctrl.Result{RequeueAfter: tierRecheckPeriod}, nil
+		if after, ok := tierRecheck(acct.reason); ok {
+			return ctrl.Result{RequeueAfter: after}, nil
 		}
 		return ctrl.Result{}, nil
 	}

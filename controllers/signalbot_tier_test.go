@@ -3,12 +3,19 @@ package controllers_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // Live trading is a tier capability: a live bot of an owner without an account, or on the
@@ -75,3 +82,62 @@ func TestLiveBotFollowsItsOwnersTier(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// Fail closed: when the owner's tier cannot be read (here the reconciler's tier store is a
+// redis-server that has been stopped), a running live bot is disabled with
+// OwnerTierUnavailable, in its status and in the projection the intake reads, and the
+// reconcile comes back soon to look again. It was Active before: an error must not leave
+// it trading.
+func TestLiveBotDisabledWhenTierUnreadable(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cr := newCreds(ns, "tier-down")
+	exchanges.answer(cr.key, permsTrade, nil)
+	create(t, credentialsSecret(ns, "creds", cr, false))
+	owner, err := users.Create(ctx, auth.NewUser{Email: "team-" + ns + "@x.io", Password: "correct horse battery", Tier: auth.TierTeam})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, connection(ns, "bn", owner.Email, "creds"))
+	waitConnection(t, ns, "bn", metav1.ConditionTrue, "Validated")
+	create(t, exchangeBot(ns, "live", owner.Email, "bn", tradingv1.MarketSpot))
+	bot := waitBot(t, ns, "live", "live bot active", readyIs(metav1.ConditionTrue, "Active"))
+	reg := registry.New(rdb)
+	if p, err := reg.Get(ctx, string(bot.UID)); err != nil || p.Availability != string(tradingv1.AvailabilityActive) {
+		t.Fatalf("projection before = %+v, %v", p, err)
+	}
+
+	down, err := storetest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers := down.Client()
+	defer tiers.Close()
+	down.Stop()
+	if err := tiers.Ping(ctx).Err(); err == nil {
+		t.Fatal("the stopped Redis still answers")
+	}
+	r := &controllers.SignalBotReconciler{Client: k8s, Registry: reg, Redis: tiers,
+		Recorder: events.NewFakeRecorder(16), BaseURL: baseURL, TombstoneTTL: time.Hour, Now: clock.Now}
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "live"}})
+	if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > 30*time.Second {
+		t.Fatalf("reconcile = %+v, %v; want a prompt requeue", res, err)
+	}
+	waitBot(t, ns, "live", "disabled while the tier is unreadable", func(b *tradingv1.SignalBot) error {
+		if err := readyIs(metav1.ConditionFalse, "OwnerTierUnavailable")(b); err != nil {
+			return err
+		}
+		return availabilityIs(tradingv1.AvailabilityDisabled, "")(b)
+	})
+	p, err := reg.Get(ctx, string(bot.UID))
+	if err != nil || p.Availability != string(tradingv1.AvailabilityDisabled) || p.DisabledReason != "OwnerTierUnavailable" {
+		t.Fatalf("projection while the tier is unreadable = %+v, %v", p, err)
+	}
+	if e := p.DisabledError(); e == nil || e.Code != errs.BotDisabled {
+		t.Fatalf("a signal would be answered %v; want BOT_DISABLED", e)
+	}
+
+	// With the tier readable again (the suite's manager, woken by an annotation) it trades.
+	annotateBot(t, ns, "live", "test.sigops.dev/wake", "1")
+	waitBot(t, ns, "live", "active again", readyIs(metav1.ConditionTrue, "Active"))
+}
