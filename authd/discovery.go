@@ -41,10 +41,11 @@ func (s *Server) handlePRMetadata(resource string) http.HandlerFunc {
 	}
 }
 
-// handleServerCard is the MCP server card (SEP-1649): the hosted streamable-http endpoint,
-// the stdio package and how to authenticate.
+// handleServerCard is the MCP server card (SEP-1649): the hosted streamable-http endpoint
+// and how to authenticate. It lists no stdio package: none is published yet, and a card
+// must not send clients to install something that does not exist.
 func (s *Server) handleServerCard(w http.ResponseWriter, _ *http.Request) {
-	card := map[string]any{
+	writeJSONCached(w, map[string]any{
 		"$schema":         "https://static.modelcontextprotocol.io/schemas/mcp-server-card/v1.json",
 		"version":         "1.0",
 		"protocolVersion": "2025-06-18",
@@ -65,14 +66,7 @@ func (s *Server) handleServerCard(w http.ResponseWriter, _ *http.Request) {
 			"scopes":                auth.SupportedScopes,
 		},
 		"tools": "dynamic",
-	}
-	if s.o.StdioPackage != "" {
-		card["packages"] = []map[string]any{{
-			"registryType": "go", "identifier": s.o.StdioPackage, "version": s.o.Version,
-			"transport": map[string]any{"type": "stdio"},
-		}}
-	}
-	writeJSONCached(w, card)
+	})
 }
 
 func writeJSONCached(w http.ResponseWriter, body any) {

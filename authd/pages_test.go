@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -346,6 +347,15 @@ func TestDiscoveryDocuments(t *testing.T) {
 	if si["name"] != "sigops" || si["version"] == "" || tr["type"] != "streamable-http" || tr["endpoint"] != "https://mcp.sigops.test/mcp" ||
 		au["required"] != true {
 		t.Errorf("server card %v", card)
+	}
+	// Exactly these entries: no "packages", since no stdio client is published to install.
+	var keys []string
+	for k := range card {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if got := strings.Join(keys, " "); got != "$schema authentication capabilities description protocolVersion serverInfo tools transport version" {
+		t.Errorf("server card entries: %s", got)
 	}
 }
 

@@ -43,9 +43,8 @@ type Options struct {
 	// at once, and computations waiting for a slot before a login is refused with 429
 	// (zero: auth.DefaultHashConcurrency, auth.DefaultHashQueue; a negative queue: none wait).
 	HashConcurrency, HashQueue int
-	// Version is the server card's version; StdioPackage names the local stdio client.
-	Version      string
-	StdioPackage string
+	// Version is the server card's version.
+	Version string
 	// Ready reports whether the server can take traffic (Redis reachable).
 	Ready      func(context.Context) error
 	Logger     *slog.Logger

@@ -61,12 +61,12 @@ func main() {
 }
 
 type serveConfig struct {
-	listen, metricsAddr, tlsCert, tlsKey, proxies   string
-	baseURL, mcpURL, keyFile, prevKeyFile, stdioPkg string
-	allowLocalhost                                  bool
-	hashConcurrency, hashQueue                      int
-	registerPer48, registerGlobal                   int
-	redis                                           store.Options
+	listen, metricsAddr, tlsCert, tlsKey, proxies string
+	baseURL, mcpURL, keyFile, prevKeyFile         string
+	allowLocalhost                                bool
+	hashConcurrency, hashQueue                    int
+	registerPer48, registerGlobal                 int
+	redis                                         store.Options
 }
 
 func serve(args []string) error {
@@ -83,7 +83,6 @@ func serve(args []string) error {
 	fs.StringVar(&c.keyFile, "jwt-key-file", "", "file holding the HS256 signing key, at least 32 bytes (required)")
 	fs.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding the previous signing key during a rotation")
 	fs.BoolVar(&c.allowLocalhost, "allow-localhost-redirects", false, "accept http://localhost redirect URIs as loopback (RFC 8252 §8.3 advises against)")
-	fs.StringVar(&c.stdioPkg, "stdio-package", "github.com/sigops/sigops/cmd/mcpd", "the stdio MCP client package named in the server card")
 	fs.IntVar(&c.hashConcurrency, "hash-concurrency", auth.DefaultHashConcurrency, "argon2id computations at once per replica (each takes 64 MiB)")
 	fs.IntVar(&c.hashQueue, "hash-queue", auth.DefaultHashQueue, "argon2id computations that may wait for a slot; beyond it a login is refused at once with 429")
 	fs.IntVar(&c.registerPer48, "register-per-48-per-hour", auth.RegisterPerNet48.Max, "client registrations per IPv6 /48 per hour")
@@ -149,7 +148,7 @@ func run(logger *slog.Logger, c serveConfig) error {
 
 	reg := daemon.NewRegistry()
 	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL,
-		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version, StdioPackage: c.stdioPkg,
+		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version,
 		HashConcurrency: c.hashConcurrency, HashQueue: hashQueue(c.hashQueue),
 		RegisterPerNet48: perHour(auth.RegisterPerNet48, c.registerPer48), RegisterGlobal: perHour(auth.RegisterGlobal, c.registerGlobal),
 		Logger: logger, Registerer: reg, Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
