@@ -22,9 +22,10 @@ func TestProjectionFillsDefaults(t *testing.T) {
 		ID: "uid", Namespace: "n", Name: "b", Owner: "mixed@case.io",
 		Account: registry.Account{Kind: "paper", Name: "acct", ID: "acct-uid"},
 		Market:  "spot", PositionSize: "10%", Leverage: 1,
-		DCA:       registry.DCA{MaxLevels: 5},
-		RateLimit: registry.Limit{PerMinute: 60, Burst: 10},
-		Reversals: true, WebhookEnabled: true, Availability: "active", Generation: 3,
+		DCA:                registry.DCA{MaxLevels: 5},
+		RateLimit:          registry.Limit{PerMinute: 60, Burst: 10},
+		MaxSignalAgeMillis: 60_000,
+		Reversals:          true, WebhookEnabled: true, Availability: "active", Generation: 3,
 	}
 	if p != want {
 		t.Fatalf("projection =\n%+v\nwant\n%+v", p, want)
