@@ -47,8 +47,8 @@ import (
 const prefixSent = "sent:"
 
 // maxInlineWait is the longest rest of a request window an attempt waits for inside the
-// handler; a longer one is left to the queue's redelivery, so that a partition is not held
-// for seconds by one signal.
+// handler; a longer one is left to the queue's redelivery (with backoff, in the bot's own
+// lane), so that the signal does not hold one of its partition's slots for seconds.
 const maxInlineWait = 2 * time.Second
 
 // ErrOrderInFlight: a leg's earlier order request may still be executed by the exchange,
