@@ -55,7 +55,7 @@ type SignalBotReconciler struct {
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -164,17 +164,22 @@ func availability(bot *tradingv1.SignalBot, acct accountCheck) (tradingv1.Availa
 	}
 }
 
-// finalize removes the runtime state and leaves a tombstone so the old URL answers
-// BOT_DELETED, then lets Kubernetes delete the bot (and, by owner reference, its Secret).
+// finalize removes the runtime state, leaves a tombstone so the old URL answers
+// BOT_DELETED and deletes the bot's own webhook Secret, then lets Kubernetes delete the bot.
+// Each step can be repeated: a retry after a partial run finds less to do.
 func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.SignalBot) error {
 	if !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) {
 		return nil
 	}
-	var hashes []string
-	if id, err := r.currentWebhookID(ctx, bot); err != nil {
+	secret, err := r.ownWebhookSecret(ctx, bot)
+	if err != nil {
 		return err
-	} else if id != "" {
-		hashes = append(hashes, registry.HashWebhookID(id))
+	}
+	var hashes []string
+	if secret != nil {
+		if id := string(secret.Data[WebhookSecretKeyID]); id != "" {
+			hashes = append(hashes, registry.HashWebhookID(id))
+		}
 	}
 	if err := r.Registry.Remove(ctx, string(bot.UID), r.TombstoneTTL, hashes...); err != nil {
 		return fmt.Errorf("remove runtime state: %w", err)
@@ -184,7 +189,11 @@ func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.Signa
 			return fmt.Errorf("remove trading state: %w", err)
 		}
 	}
-	log.FromContext(ctx).Info("bot runtime state removed", "bot", bot.Name)
+	// After the tombstone, so that the ID is never lost before its route says BOT_DELETED.
+	if err := r.deleteWebhookSecret(ctx, secret); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("bot runtime state and webhook Secret removed", "bot", bot.Name)
 	return setFinalizer(ctx, r.Client, bot, false)
 }
 

@@ -245,6 +245,99 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	}
 }
 
+// The suite's cluster has no garbage collector (envtest runs no kube-controller-manager), so
+// only the finalizer can have removed the Secret: a bot applied again under the same name
+// must not wait for "a previous bot"'s Secret.
+func TestDeletedBotTakesItsSecretAndReappliesWithNewID(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	old := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
+	oldID := webhookID(t, ns, "bot")
+
+	if err := k8s.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bot gone", func() error {
+		if err := k8s.Get(ctx, keyOf(ns, "bot"), &tradingv1.SignalBot{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	// No wait: the finalizer deletes the Secret before it lets the bot go.
+	if err := k8s.Get(ctx, keyOf(ns, "bot-webhook"), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("webhook Secret after the bot is gone: %v; want NotFound", err)
+	}
+
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "re-applied bot ready", readyIs(metav1.ConditionTrue, "Active"))
+	if bot.UID == old.UID {
+		t.Fatal("the re-applied bot has the old UID")
+	}
+	s := &corev1.Secret{}
+	get(t, s, ns, "bot-webhook")
+	newID := string(s.Data[controllers.WebhookSecretKeyID])
+	if newID == oldID {
+		t.Fatalf("webhook ID %s reused after delete and re-apply", newID)
+	}
+	if owner := metav1.GetControllerOf(s); owner == nil || owner.UID != bot.UID {
+		t.Fatalf("Secret controller = %+v, want the new bot %s", owner, bot.UID)
+	}
+	reg := registry.New(rdb)
+	if r, err := reg.Resolve(ctx, registry.HashWebhookID(newID)); err != nil || r.Deleted || r.BotID != string(bot.UID) {
+		t.Fatalf("new ID routes to %+v, %v; want the new bot", r, err)
+	}
+	if r, err := reg.Resolve(ctx, registry.HashWebhookID(oldID)); err != nil || !r.Deleted || r.BotID != string(old.UID) {
+		t.Fatalf("old ID routes to %+v, %v; want the old bot's tombstone (BOT_DELETED)", r, err)
+	}
+}
+
+// A Secret of the bot's name that another object controls is not the bot's to delete.
+func TestDeletedBotLeavesASecretItDoesNotOwn(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keeper"}}
+	create(t, owner)
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bot-webhook",
+			// The label puts it in the manager's cache, as a webhook Secret would be.
+			Labels: map[string]string{controllers.LabelSecretKind: "webhook"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+				Controller: ptrTo(true)}}},
+		Data: map[string][]byte{controllers.WebhookSecretKeyID: []byte(uuid.NewString())},
+	}
+	create(t, foreign)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
+	bot := waitBot(t, ns, "bot", "stalled on the foreign Secret", func(b *tradingv1.SignalBot) error {
+		if c := meta.FindStatusCondition(b.Status.Conditions, tradingv1.ConditionStalled); c == nil || c.Reason != "WebhookSecretInvalid" {
+			return fmt.Errorf("stalled = %+v", c)
+		}
+		return nil
+	})
+	if !containsString(bot.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
+		t.Fatalf("finalizers = %v", bot.Finalizers)
+	}
+
+	if err := k8s.Delete(ctx, bot); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bot gone", func() error {
+		if err := k8s.Get(ctx, keyOf(ns, "bot"), &tradingv1.SignalBot{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	s := &corev1.Secret{}
+	get(t, s, ns, "bot-webhook")
+	if s.UID != foreign.UID || !s.DeletionTimestamp.IsZero() {
+		t.Fatalf("the foreign Secret was touched: uid %s (want %s), deletionTimestamp %v", s.UID, foreign.UID, s.DeletionTimestamp)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 func TestWebhookDisabledIsProjected(t *testing.T) {
 	ns := namespace(t)
 	create(t, paperAccount(ns, "paper", "a@x.io"))

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
@@ -125,20 +126,39 @@ func (r *SignalBotReconciler) createWebhookSecret(ctx context.Context, bot *trad
 	return id, nil
 }
 
-// currentWebhookID reads the ID from the bot's own Secret; empty when there is none.
-func (r *SignalBotReconciler) currentWebhookID(ctx context.Context, bot *tradingv1.SignalBot) (string, error) {
+// ownWebhookSecret is the bot's webhook Secret if this very bot controls it (owner UID, not
+// just name: a Secret left by an earlier bot of the same name is not this bot's); nil when
+// there is none.
+func (r *SignalBotReconciler) ownWebhookSecret(ctx context.Context, bot *tradingv1.SignalBot) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: bot.Namespace, Name: webhookSecretName(bot.Name)}, secret)
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != bot.UID {
-		return "", nil
+		return nil, nil
 	}
-	return string(secret.Data[WebhookSecretKeyID]), nil
+	return secret, nil
+}
+
+// deleteWebhookSecret deletes the deleted bot's own Secret instead of leaving it to the
+// garbage collector: until it is gone a bot applied again under the same name cannot get
+// its own (it waits for "a previous bot"'s Secret), and a cluster without a garbage
+// collector would never remove it. The preconditions make the delete hit exactly the
+// object whose owner was checked, not one that replaced or changed it since.
+func (r *SignalBotReconciler) deleteWebhookSecret(ctx context.Context, secret *corev1.Secret) error {
+	if secret == nil {
+		return nil
+	}
+	uid, rv := secret.UID, secret.ResourceVersion
+	err := r.Delete(ctx, secret, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete webhook Secret %s: %w", secret.Name, err)
+	}
+	return nil
 }
 
 func (r *SignalBotReconciler) webhookURL(id string) string { return r.BaseURL + WebhookPath + id }

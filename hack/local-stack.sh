@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts the sigops local stack (`make run`): the Kubernetes control plane (etcd and
-# kube-apiserver), Redis on 127.0.0.1:6390, the manager and the samples of config/samples.
+# Starts the sigops local stack (`make run`): the Kubernetes control plane (etcd,
+# kube-apiserver and kube-controller-manager), Redis on 127.0.0.1:6390, the manager and the
+# samples of config/samples.
 # Ctrl-C stops everything. State is kept in bin/local between runs.
 #
 #   hack/local-stack.sh [-fresh]      (-fresh deletes the previous cluster and Redis data)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the local control plane (etcd, kube-apiserver, kubectl) from source through the Go
+# Builds the local control plane (etcd, kube-apiserver, kube-controller-manager, kubectl) from source through the Go
 # module proxy into bin/k8s/. setup-envtest cannot download release binaries here, so we
 # compile the same versions ourselves. Binaries already present are skipped.
 #
@@ -22,7 +22,7 @@ staging_version="0.${K8S_VERSION#1.}"
 cache="${SIGOPS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sigops}/k8s-v${K8S_VERSION}-etcd-v${ETCD_VERSION}"
 mkdir -p "$cache"
 need=()
-for b in etcd kube-apiserver kubectl; do
+for b in etcd kube-apiserver kube-controller-manager kubectl; do
   if [ ! -x "$dest/$b" ] && [ -x "$cache/$b" ]; then
     ln -f "$cache/$b" "$dest/$b" 2>/dev/null || cp "$cache/$b" "$dest/$b"
   fi
@@ -30,7 +30,7 @@ for b in etcd kube-apiserver kubectl; do
 done
 fill_cache() {
   local b
-  for b in etcd kube-apiserver kubectl; do
+  for b in etcd kube-apiserver kube-controller-manager kubectl; do
     [ -x "$cache/$b" ] || cp "$dest/$b" "$cache/$b"
   done
 }
@@ -83,14 +83,14 @@ build_kubernetes() {
   done
   go mod edit -require="k8s.io/kubernetes@v${K8S_VERSION}"
   # go get of the two commands records every dependency they need.
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}" >>"$log" 2>&1
+  go get "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}" "k8s.io/kubernetes/cmd/kube-controller-manager@v${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}" >>"$log" 2>&1
   # Without these the binaries report v0.0.0, which kubectl's version skew check dislikes.
   local minor="${K8S_VERSION#1.}"; minor="${minor%%.*}"
   local ld="-s -w" p
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=v${K8S_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
   done
-  for b in kube-apiserver kubectl; do
+  for b in kube-apiserver kube-controller-manager kubectl; do
     [ -x "$dest/$b" ] && continue
     CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$dest/$b.tmp" "k8s.io/kubernetes/cmd/$b" >>"$log" 2>&1
     mv "$dest/$b.tmp" "$dest/$b"
@@ -105,8 +105,8 @@ if [ ! -x "$dest/etcd" ]; then
   echo "  etcd v${ETCD_VERSION} (about 1 minute)..." >&2
   (build_etcd)
 fi
-if [ ! -x "$dest/kube-apiserver" ] || [ ! -x "$dest/kubectl" ]; then
-  echo "  kube-apiserver and kubectl v${K8S_VERSION} (about 5-7 minutes)..." >&2
+if [ ! -x "$dest/kube-apiserver" ] || [ ! -x "$dest/kube-controller-manager" ] || [ ! -x "$dest/kubectl" ]; then
+  echo "  kube-apiserver, kube-controller-manager and kubectl v${K8S_VERSION} (about 5-7 minutes)..." >&2
   (build_kubernetes)
 fi
 fill_cache

@@ -1,6 +1,7 @@
-// Command localstack runs the sigops local stack: the Kubernetes control plane (etcd and
-// kube-apiserver), Redis, the manager and the sample resources. `make run`
-// (hack/local-stack.sh) builds and starts it; Ctrl-C stops everything it started.
+// Command localstack runs the sigops local stack: the Kubernetes control plane (etcd,
+// kube-apiserver and kube-controller-manager), Redis, the manager and the sample
+// resources. `make run` (hack/local-stack.sh) builds and starts it; Ctrl-C stops everything
+// it started.
 //
 // State lives in bin/local: the cluster (etcd) and Redis keep their data across runs, so
 // bots and paper balances survive a restart; -fresh starts from empty.
@@ -106,6 +107,8 @@ func run(fresh bool) int {
 	select {
 	case <-ctx.Done():
 		return 0
+	case <-s.cp.ControllerManager.Done():
+		return fail(fmt.Errorf("kube-controller-manager exited (%v); see %s", s.cp.ControllerManager.ExitErr(), p.rel(p.kcmLog)))
 	case <-s.manager.Done():
 		return fail(fmt.Errorf("the manager exited (%v); see %s", s.manager.ExitErr(), p.rel(p.managerLog)))
 	case <-s.redis.Done():
@@ -129,6 +132,7 @@ type paths struct {
 	webhookdLog, executorLog, nginxDir, nginxLog   string
 	certFile, keyFile, masterKey                   string
 	authdLog, jwtKey, demoPassword                 string
+	kcmLog                                         string
 }
 
 func newPaths(root string) paths {
@@ -145,6 +149,7 @@ func newPaths(root string) paths {
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
 		masterKey: filepath.Join(dir, "master.key"), jwtKey: filepath.Join(dir, "jwt.key"),
 		demoPassword: filepath.Join(dir, "demo.password"), authdLog: filepath.Join(dir, "authd.log"),
+		kcmLog:  filepath.Join(dir, "kube-controller-manager.log"),
 		samples: filepath.Join(root, "config", "samples"),
 		kubectl: filepath.Join(stack.AssetsDir(root), "kubectl"),
 	}
@@ -197,9 +202,10 @@ type localStack struct {
 }
 
 func (s *localStack) start(ctx context.Context) error {
-	fmt.Println("starting control plane (etcd + kube-apiserver)...")
+	fmt.Printf("starting control plane (etcd + kube-apiserver + kube-controller-manager, log: %s)...\n", s.rel(s.kcmLog))
 	began := time.Now()
-	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: s.root, Kubeconfig: s.kubeconfig, EtcdDataDir: s.etcdDir})
+	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: s.root, Kubeconfig: s.kubeconfig, EtcdDataDir: s.etcdDir,
+		ControllerManagerLog: s.kcmLog})
 	if err != nil {
 		return err
 	}
@@ -311,16 +317,17 @@ Log in at %s/login as %s with password %s
 (also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD), or get a bearer token:
   curl -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login
 
-Logs: %s, %s, %s, %s.
+Logs: %s, %s, %s, %s, %s.
 Ctrl-C stops the stack.
 `, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
 		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
 		sampleNamespace, sampleBot, s.rel(s.certFile), webhookURL,
 		baseURL, demoEmail, s.password, s.rel(s.env),
-		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog), s.rel(s.authdLog))
+		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog), s.rel(s.authdLog), s.rel(s.kcmLog))
 }
 
-// stop stops what start started, newest first: the manager, Redis, the control plane.
+// stop stops what start started, newest first: the manager, Redis, the control plane
+// (kube-controller-manager, then kube-apiserver and etcd).
 func (s *localStack) stop() {
 	if s.nginx != nil {
 		if err := s.nginx.Stop(stopTimeout); err != nil {

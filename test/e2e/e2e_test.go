@@ -1,7 +1,8 @@
 // Package e2e_test runs the signal path end to end: SignalBot and PaperAccount applied to a
-// real API server (envtest), the real manager controllers, webhookd over HTTPS, the Redis
-// queue and the executor with the paper exchange, all against a real redis-server. Prices
-// are pinned on the simulated market so every figure can be checked to the decimal.
+// real cluster (etcd, kube-apiserver and kube-controller-manager, started by test/stack as
+// for `make run`), the real manager controllers, webhookd over HTTPS, the Redis queue and
+// the executor with the paper exchange, all against a real redis-server. Prices are pinned
+// on the simulated market so every figure can be checked to the decimal.
 package e2e_test
 
 import (
@@ -13,7 +14,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +28,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
@@ -48,6 +47,7 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/runtime/trading"
+	"github.com/sigops/sigops/test/stack"
 	"github.com/sigops/sigops/webhookd"
 )
 
@@ -64,16 +64,20 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join("..", "..", "bin", "k8s"))
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	root, err := stack.RepoRoot()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "envtest (make envtest builds it):", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	// The control plane of `make run`: with kube-controller-manager, so owned objects are
+	// garbage-collected and deleted namespaces go away as on a real cluster.
+	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: root})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "control plane (make envtest builds it):", err)
+		return 1
+	}
+	defer cp.Stop()
+	cfg := cp.Config
 	srv, err := storetest.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -165,8 +169,8 @@ func pin(t *testing.T, symbol, price string) {
 	}
 }
 
-// deploy applies a PaperAccount and a SignalBot and returns the bot's webhook path and ID.
-func deploy(t *testing.T, bot *tradingv1.SignalBot) (path, botID string) {
+// paperNamespace creates a namespace with the PaperAccount "paper" of trader@example.com.
+func paperNamespace(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
@@ -178,7 +182,15 @@ func deploy(t *testing.T, bot *tradingv1.SignalBot) (path, botID string) {
 	if err := k8s.Create(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	bot.Namespace, bot.Spec.Owner = ns.Name, "trader@example.com"
+	return ns.Name
+}
+
+// deploy applies a PaperAccount and a SignalBot and returns the bot's webhook path and ID.
+func deploy(t *testing.T, bot *tradingv1.SignalBot) (path, botID string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := paperNamespace(t)
+	bot.Namespace, bot.Spec.Owner = ns, "trader@example.com"
 	bot.Spec.PaperAccountRef = &tradingv1.LocalObjectReference{Name: "paper"}
 	if err := k8s.Create(ctx, bot); err != nil {
 		t.Fatal(err)
@@ -195,7 +207,7 @@ func deploy(t *testing.T, bot *tradingv1.SignalBot) (path, botID string) {
 		return nil
 	})
 	s := &corev1.Secret{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: bot.Name + "-webhook"}, s); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: bot.Name + "-webhook"}, s); err != nil {
 		t.Fatal(err)
 	}
 	url := string(s.Data[controllers.WebhookSecretKeyURL])
@@ -239,7 +251,13 @@ func send(t testing.TB, path, body string) reply {
 
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	within(t, 20*time.Second, what, check)
+}
+
+// within retries check until it returns nil, failing the test after d.
+func within(t *testing.T, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		err := check()
 		if err == nil {

@@ -1,10 +1,12 @@
 // Package stack starts the pieces of a local sigops installation as real processes: the
-// Kubernetes control plane (etcd and kube-apiserver through envtest), redis-server and the
-// manager binary. The local stack (`make run`, hack/localstack) and the scale benchmark
-// (test/scale) share it, so both exercise what a user would run.
+// Kubernetes control plane (etcd and kube-apiserver through envtest, and
+// kube-controller-manager), redis-server and the manager binary. The local stack (`make
+// run`, hack/localstack), the end-to-end tests (test/e2e) and the benchmarks (test/scale,
+// test/load) share it, so all of them exercise what a user would run.
 package stack
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,11 +30,18 @@ type ControlPlaneOptions struct {
 	// EtcdDataDir keeps the cluster's state across runs; empty uses a temporary directory
 	// that Stop removes.
 	EtcdDataDir string
+	// ControllerManagerLog receives kube-controller-manager's output; empty keeps only its
+	// last lines, for error messages.
+	ControllerManagerLog string
 }
 
-// ControlPlane is a running etcd and kube-apiserver with the sigops CRDs installed.
+// ControlPlane is a running etcd, kube-apiserver and kube-controller-manager with the
+// sigops CRDs installed.
 type ControlPlane struct {
 	env *envtest.Environment
+	// ControllerManager is kube-controller-manager: garbage collection of owned objects,
+	// namespace deletion, Deployments (see controllerManagerControllers).
+	ControllerManager *Process
 	// Config is the admin user's (system:masters) REST config.
 	Config *rest.Config
 	// Kubeconfig is the file holding the admin user's kubeconfig, if one was written.
@@ -49,10 +58,13 @@ func AssetsDir(root string) string {
 }
 
 // StartControlPlane starts etcd and kube-apiserver through envtest, installs the CRDs,
-// provisions the admin user and writes its kubeconfig.
+// provisions the admin user, writes its kubeconfig and starts kube-controller-manager.
+// envtest alone runs no controllers, so owned objects would never be collected and deleted
+// namespaces would stay Terminating for ever; kube-controller-manager makes the stack
+// behave like a real cluster.
 func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
 	assets := AssetsDir(o.Root)
-	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			return nil, fmt.Errorf("control-plane binary %s missing in %s: run `make envtest` (hack/setup-envtest.sh)", b, assets)
 		}
@@ -95,14 +107,26 @@ func StartControlPlane(o ControlPlaneOptions) (*ControlPlane, error) {
 		}
 		cp.Kubeconfig = o.Kubeconfig
 	}
+	kcm, err := startControllerManager(context.Background(), env, filepath.Join(assets, "kube-controller-manager"),
+		o.ControllerManagerLog, env.ControlPlaneStartTimeout)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start kube-controller-manager: %w", err), cp.Stop())
+	}
+	cp.ControllerManager = kcm
 	return cp, nil
 }
 
 // KubectlPath is the kubectl binary matching the control plane.
 func (c *ControlPlane) KubectlPath() string { return c.env.ControlPlane.KubectlPath }
 
-// Stop stops kube-apiserver and etcd.
-func (c *ControlPlane) Stop() error { return c.env.Stop() }
+// Stop stops kube-controller-manager, then kube-apiserver and etcd.
+func (c *ControlPlane) Stop() error {
+	var err error
+	if c.ControllerManager != nil {
+		err = c.ControllerManager.Stop(10 * time.Second)
+	}
+	return errors.Join(err, c.env.Stop())
+}
 
 // writeFileAtomic writes data to a temporary file beside path and renames it into place,
 // so that a reader never sees half a file.

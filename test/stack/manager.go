@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -107,23 +108,23 @@ func StartManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 
 // waitHTTPOK polls url until it answers 200, the process exits or the timeout passes.
 func waitHTTPOK(ctx context.Context, p *Process, url string, timeout time.Duration) error {
+	return waitHealthy(ctx, p, &http.Client{Timeout: time.Second}, url, timeout, nil)
+}
+
+// waitHealthy polls url with hc until it answers 200 with a body that accept takes (any
+// body when accept is nil), the process exits or the timeout passes.
+func waitHealthy(ctx context.Context, p *Process, hc *http.Client, url string, timeout time.Duration, accept func([]byte) error) error {
 	deadline := time.After(timeout)
-	hc := &http.Client{Timeout: time.Second}
 	last := "no answer"
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		ok, status, err := probe(ctx, hc, url, accept)
 		if err != nil {
 			return err
 		}
-		if resp, err := hc.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
+		if ok {
+			return nil
 		}
+		last = status
 		select {
 		case <-p.Done():
 			return p.exited()
@@ -134,6 +135,34 @@ func waitHTTPOK(ctx context.Context, p *Process, url string, timeout time.Durati
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// probe makes one request; status says why it was not ok. Only a malformed request is an
+// error: a refused connection or a bad answer just means "not yet".
+func probe(ctx context.Context, hc *http.Client, url string, accept func([]byte) error) (ok bool, status string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, resp.Status, nil
+	}
+	if accept == nil {
+		return true, "", nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if err := accept(body); err != nil {
+		return false, err.Error(), nil
+	}
+	return true, "", nil
 }
 
 func withoutEnv(env []string, key string) []string {
