@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/exchange/fakehold"
 )
 
 // The key pair New registers.
@@ -281,49 +283,13 @@ type Fault struct {
 // Binance checks it on arrival) and is handled: an order sent by a client that has since
 // died or given up is applied late. Dropped, it is lost. The test decides when, which a
 // Delay cannot (a lookup by another client must come first).
-type Held struct {
-	arrived chan struct{}
-	verdict chan bool // true: deliver, false: lose
-	done    chan struct{}
-}
+type Held = fakehold.Held
 
 // HoldNext holds the next request with method and path until Release or Drop.
 func (s *Server) HoldNext(method, path string) *Held {
-	h := &Held{arrived: make(chan struct{}), verdict: make(chan bool, 1), done: make(chan struct{})}
+	h := fakehold.New()
 	s.FailNext(1, Fault{Method: method, Path: path, hold: h})
 	return h
-}
-
-// Arrived is closed once the request is held.
-func (h *Held) Arrived() <-chan struct{} { return h.arrived }
-
-// Release delivers the held request and returns once the fake has handled it (its answer
-// goes to a connection that may be gone). Call it after Arrived.
-func (h *Held) Release() { h.decide(true) }
-
-// Drop loses the held request: its connection is closed, nothing is applied.
-func (h *Held) Drop() { h.decide(false) }
-
-func (h *Held) decide(deliver bool) {
-	select {
-	case h.verdict <- deliver:
-	default: // decided already
-	}
-	<-h.done
-}
-
-// holdRequest holds a request as h says; false when it is lost (or the server closes).
-func (s *Server) holdRequest(w http.ResponseWriter, h *Held) bool {
-	close(h.arrived)
-	select {
-	case deliver := <-h.verdict:
-		if !deliver {
-			hangUp(w)
-		}
-		return deliver
-	case <-s.closing:
-		return false
-	}
 }
 
 // On restricts the fault to one endpoint.
@@ -421,8 +387,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	f := s.takeFault(r.Method, r.URL.Path)
 	if f != nil && f.hold != nil {
-		defer close(f.hold.done)
-		if !s.holdRequest(w, f.hold) {
+		defer f.hold.Done()
+		if !f.hold.Hold(w, s.closing) {
 			return
 		}
 	}
@@ -437,7 +403,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if f.Drop {
-			hangUp(w)
+			fakehold.HangUp(w)
 			return
 		}
 		if f.Status != 0 {
@@ -457,7 +423,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec := httptest.NewRecorder()
 	s.route(rec, c)
 	if f != nil && f.DropAfterApply {
-		hangUp(w)
+		fakehold.HangUp(w)
 		return
 	}
 	for k, vs := range rec.Header() {
@@ -465,17 +431,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.Code)
 	w.Write(rec.Body.Bytes())
-}
-
-// hangUp closes the connection without an answer.
-func hangUp(w http.ResponseWriter) {
-	if hj, ok := w.(http.Hijacker); ok {
-		if conn, _, err := hj.Hijack(); err == nil {
-			conn.Close()
-			return
-		}
-	}
-	panic(http.ErrAbortHandler)
 }
 
 func writeErr(w http.ResponseWriter, status, code int, msg string) {

@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/exchange/fakehold"
 )
 
 // The default key of the account New makes: it may trade spot and linear, and move no funds.
@@ -97,60 +99,13 @@ type Fault struct {
 // window then, as Bybit checks it on arrival) and is handled: an order sent by a client that
 // has since died or given up is applied late. Dropped, it is lost. The test decides when,
 // which a Delay cannot (a lookup by another client must come first).
-type Held struct {
-	arrived chan struct{}
-	verdict chan bool // true: deliver, false: lose
-	done    chan struct{}
-}
+type Held = fakehold.Held
 
 // HoldNext holds the next request to path until Release or Drop.
 func (s *Server) HoldNext(path string) *Held {
-	h := &Held{arrived: make(chan struct{}), verdict: make(chan bool, 1), done: make(chan struct{})}
+	h := fakehold.New()
 	s.FailNext(Fault{Path: path, hold: h})
 	return h
-}
-
-// Arrived is closed once the request is held.
-func (h *Held) Arrived() <-chan struct{} { return h.arrived }
-
-// Release delivers the held request and returns once the fake has handled it (its answer
-// goes to a connection that may be gone). Call it after Arrived.
-func (h *Held) Release() { h.decide(true) }
-
-// Drop loses the held request: its connection is closed, nothing is applied.
-func (h *Held) Drop() { h.decide(false) }
-
-func (h *Held) decide(deliver bool) {
-	select {
-	case h.verdict <- deliver:
-	default: // decided already
-	}
-	<-h.done
-}
-
-// holdRequest holds a request as h says; false when it is lost (or the server closes).
-func (s *Server) holdRequest(w http.ResponseWriter, h *Held) bool {
-	close(h.arrived)
-	select {
-	case deliver := <-h.verdict:
-		if !deliver {
-			hangUp(w)
-		}
-		return deliver
-	case <-s.closing:
-		return false
-	}
-}
-
-// hangUp closes the connection without an answer.
-func hangUp(w http.ResponseWriter) {
-	if hj, ok := w.(http.Hijacker); ok {
-		if conn, _, err := hj.Hijack(); err == nil {
-			conn.Close()
-			return
-		}
-	}
-	panic(http.ErrAbortHandler)
 }
 
 type apiKey struct {
@@ -363,8 +318,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f := s.takeFault(path)
 	if f != nil && f.hold != nil {
-		defer close(f.hold.done)
-		if !s.holdRequest(w, f.hold) {
+		defer f.hold.Done()
+		if !f.hold.Hold(w, s.closing) {
 			return
 		}
 	}
@@ -431,7 +386,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f != nil && f.DropAfterApply {
-		hangUp(w)
+		fakehold.HangUp(w)
 		return
 	}
 	s.write(w, http.StatusOK, result, ff, resetAt)
