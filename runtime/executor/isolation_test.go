@@ -28,6 +28,7 @@ import (
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -222,5 +223,56 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 	}
 	if n, _ := queue.CountDeadLetters(ctx, rdb); n != 0 {
 		t.Errorf("%d dead letters: a 30 s outage is within the default retry budget", n)
+	}
+}
+
+// A signal whose stored progress is corrupt fails on every attempt; its retry budget runs
+// out, it gets an INTERNAL_ERROR result and a dead letter, it counts as an execution error of
+// its bot, and the bot's next signal fills.
+func TestCorruptProgressIsDeadLettered(t *testing.T) {
+	h := newHarness(t, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	bad := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
+	next := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
+	if err := h.rdb.HSet(h.ctx, store.SignalProgress(bad.SignalID), "plan", "{not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ex := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet})
+	qc := queue.DedicatedClient(h.rdb.Options())
+	t.Cleanup(func() { _ = qc.Close() })
+	consumer := queue.NewConsumer(qc, queue.Options{MaxAttempts: 3, OnDeadLetter: ex.DeadLettered, Logger: h.quiet})
+	ctx, cancel := context.WithCancel(h.ctx)
+	stopped := make(chan struct{})
+	go func() { _ = consumer.Run(ctx, ex.Handle); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	for _, env := range []queue.Envelope{bad, next} {
+		env.ReceivedAt = time.Now().UnixMilli()
+		if _, err := queue.Enqueue(h.ctx, h.rdb, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if res, ok, _ := queue.GetResult(h.ctx, h.rdb, next.SignalID); ok {
+			if !res.Success {
+				t.Fatalf("the next signal: %+v", res)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the next signal never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, ok, _ := queue.GetResult(h.ctx, h.rdb, bad.SignalID)
+	if !ok || res.Success || res.Code != errs.InternalError || res.Order != nil {
+		t.Fatalf("corrupt signal's result %+v", res)
+	}
+	dls, err := queue.ListDeadLetters(h.ctx, h.rdb, "", 10)
+	if err != nil || len(dls) != 1 || dls[0].SignalID != bad.SignalID || dls[0].Attempts != 3 || dls[0].Reason != queue.ReasonBudget {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+	if v := h.rdb.HGet(h.ctx, store.SignalProgress(bad.SignalID), "errorCounted").Val(); v != "1" {
+		t.Errorf("the dead letter was not counted as an execution error of its bot (%q)", v)
 	}
 }

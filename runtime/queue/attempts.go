@@ -43,6 +43,9 @@ func (w *worker) execute(it item) {
 		c.m.handlerErrors.WithLabelValues(prioLabel(prio)).Inc()
 		b := w.spend(env, err, local)
 		if reason := b.exhausted(c.opt, err); reason != "" {
+			if p := (*panicError)(nil); errors.As(err, &p) {
+				log = log.With("stack", string(p.stack))
+			}
 			log.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
 			w.deadLetter(it, reason, b, err)
 			return
