@@ -58,8 +58,11 @@ const (
 	// and Redis connections at once.
 	DefaultMaxInFlight = 8
 	// DefaultMaxHeld bounds the entries one partition holds in memory (running, or waiting
-	// behind their bot's running signal) before it stops reading its streams.
-	DefaultMaxHeld = 256
+	// behind their bot's running signal) before it stops reading its streams, which would
+	// hold up the partition's other bots too. It is well above what one stuck bot can
+	// queue: at the default rate limit (60 a minute) a bot adds about 190 signals over a
+	// signal's whole retry budget. At about 1 kB an entry, 32 full partitions are 32 MB.
+	DefaultMaxHeld = 1024
 )
 
 // MinPoolSize is the smallest connection pool a Consumer's client should have: up to one
