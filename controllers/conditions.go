@@ -12,9 +12,10 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 )
 
-// outcome is the result of one reconcile, turned into the kstatus trio of conditions:
-// Ready always; Reconciling while the controller is still retrying; Stalled while it cannot
-// progress without a change from the user.
+// outcome is how one reconcile ended, shown as the kstatus trio of conditions: Ready
+// always; Reconciling while the controller is still retrying; Stalled while it cannot
+// progress without a change from the user. The zero outcome shows nothing: the conditions
+// stay as they are (a failure before anything about the object is known).
 type outcome struct {
 	ready       bool
 	reason      string
@@ -23,7 +24,37 @@ type outcome struct {
 	stalled     bool // needs a spec or environment change
 }
 
-func (o outcome) apply(conds *[]metav1.Condition, generation int64) {
+// readyOutcome: the object does what it is for.
+func readyOutcome(reason, message string) outcome {
+	return outcome{ready: true, reason: reason, message: message}
+}
+
+// waitingOutcome: not Ready until another object or a timer changes; the controller has
+// done all it can and the user need not act on this object.
+func waitingOutcome(reason, message string) outcome {
+	return outcome{reason: reason, message: message}
+}
+
+// stalledOutcome: not Ready until the user changes the spec or its environment.
+func stalledOutcome(reason, message string) outcome {
+	return outcome{reason: reason, message: message, stalled: true}
+}
+
+// retryingOutcome: not Ready while a transient failure is retried (Reconciling).
+func retryingOutcome(reason, message string) outcome {
+	return outcome{reason: reason, message: message, reconciling: true}
+}
+
+// shown reports whether the outcome sets conditions (the zero outcome does not).
+func (o outcome) shown() bool { return o.reason != "" }
+
+// record sets the conditions and observedGeneration of a status. observedGeneration
+// advances only when the controller did all it could for this generation, not while it is
+// still retrying.
+func (o outcome) record(conds *[]metav1.Condition, observedGeneration *int64, generation int64) {
+	if !o.shown() {
+		return
+	}
 	status := metav1.ConditionFalse
 	if o.ready {
 		status = metav1.ConditionTrue
@@ -34,6 +65,9 @@ func (o outcome) apply(conds *[]metav1.Condition, generation int64) {
 	})
 	setWhileTrue(conds, tradingv1.ConditionReconciling, o.reconciling, o.reason, o.message, generation)
 	setWhileTrue(conds, tradingv1.ConditionStalled, o.stalled, o.reason, o.message, generation)
+	if !o.reconciling {
+		*observedGeneration = generation
+	}
 }
 
 func setWhileTrue(conds *[]metav1.Condition, typ string, on bool, reason, msg string, gen int64) {

@@ -2,13 +2,11 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -40,7 +37,7 @@ const (
 
 // ExchangeConnectionReconciler validates a connection's API key against its exchange and
 // projects the connection into Redis with the credentials sealed under the master key.
-// Concerns are split across files: the credentials Secret (exchangeconnection_secret.go),
+// It runs the reconcile skeleton (reconcile.go); its concerns are split across files: the credentials Secret (exchangeconnection_secret.go),
 // the exchange call and its verdict (exchangeconnection_validate.go) and the projection
 // (exchangeconnection_projection.go).
 //
@@ -87,52 +84,46 @@ type ExchangeConnectionReconciler struct {
 
 // Reconcile validates one connection and projects it.
 func (r *ExchangeConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	conn := &tradingv1.ExchangeConnection{}
-	if err := r.Get(ctx, req.NamespacedName, conn); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !conn.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, conn)
-	}
-	if err := setFinalizer(ctx, r.Client, conn, true); err != nil {
-		return ctrl.Result{}, err
-	}
-
-	before := conn.Status.DeepCopy()
-	res, err := r.reconcileConnection(ctx, conn)
-	if !equality.Semantic.DeepEqual(before, &conn.Status) {
-		r.recordVerdict(conn, before)
-		if uerr := r.Status().Update(ctx, conn); uerr != nil {
-			return ctrl.Result{}, errors.Join(err, uerr)
-		}
-	}
-	return res, err
+	return reconcileObject[tradingv1.ExchangeConnection](ctx, r.Client, req, r)
 }
 
-// reconcileConnection does the work and records the outcome in conn.Status; the caller
-// writes it. Every refusal is projected (ready=0, no credentials) before status says so.
-func (r *ExchangeConnectionReconciler) reconcileConnection(ctx context.Context, conn *tradingv1.ExchangeConnection) (ctrl.Result, error) {
+func (r *ExchangeConnectionReconciler) statusFields(conn *tradingv1.ExchangeConnection) (*[]metav1.Condition, *int64) {
+	return &conn.Status.Conditions, &conn.Status.ObservedGeneration
+}
+
+// reconcileKind validates and projects the connection, and records an event when the
+// verdict changes.
+func (r *ExchangeConnectionReconciler) reconcileKind(ctx context.Context, conn *tradingv1.ExchangeConnection) (outcome, ctrl.Result, error) {
+	was := meta.FindStatusCondition(conn.Status.Conditions, tradingv1.ConditionReady)
+	o, res, err := r.validateAndProject(ctx, conn)
+	r.recordVerdict(conn, was, o)
+	return o, res, err
+}
+
+// validateAndProject checks the Secret, the connector and the key. Every refusal is
+// projected (ready=0, no credentials) before status says so.
+func (r *ExchangeConnectionReconciler) validateAndProject(ctx context.Context, conn *tradingv1.ExchangeConnection) (outcome, ctrl.Result, error) {
 	secret, err := r.credentialsSecret(ctx, conn)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, ctrl.Result{}, err
 	}
 	name := conn.Spec.CredentialsSecretRef.Name
 	if secret == nil {
-		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonSecretNotFound, stalled: true,
-			message: "credentials Secret " + name + " not found"}}, r.RetryPeriod)
+		return r.refuse(ctx, conn, verdict{outcome: stalledOutcome(reasonSecretNotFound,
+			"credentials Secret "+name+" not found")}, r.RetryPeriod)
 	}
 	if missing := missingCredentialKeys(secret); len(missing) > 0 {
-		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonSecretMissingKeys, stalled: true,
-			message: "credentials Secret " + name + " lacks " + joinNames(missing)}}, 0)
+		return r.refuse(ctx, conn, verdict{outcome: stalledOutcome(reasonSecretMissingKeys,
+			"credentials Secret "+name+" lacks "+joinNames(missing))}, 0)
 	}
 	connector := r.Connectors[string(conn.Spec.Exchange)]
 	if connector == nil {
-		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonExchangeNotSupported, stalled: true,
-			message: "this manager has no connector for exchange " + string(conn.Spec.Exchange)}}, 0)
+		return r.refuse(ctx, conn, verdict{outcome: stalledOutcome(reasonExchangeNotSupported,
+			"this manager has no connector for exchange "+string(conn.Spec.Exchange))}, 0)
 	}
 	if r.Keys == nil {
-		return r.refuse(ctx, conn, verdict{outcome: outcome{reason: reasonMasterKeyMissing, stalled: true,
-			message: "the manager has no master key (--master-key-file), so credentials cannot be stored encrypted"}}, 0)
+		return r.refuse(ctx, conn, verdict{outcome: stalledOutcome(reasonMasterKeyMissing,
+			"the manager has no master key (--master-key-file), so credentials cannot be stored encrypted")}, 0)
 	}
 
 	creds := credentialsOf(secret)
@@ -149,44 +140,26 @@ func (r *ExchangeConnectionReconciler) reconcileConnection(ctx context.Context, 
 
 // finalize removes the projection (and with it the sealed credentials) from Redis.
 func (r *ExchangeConnectionReconciler) finalize(ctx context.Context, conn *tradingv1.ExchangeConnection) error {
-	if !controllerutil.ContainsFinalizer(conn, tradingv1.FinalizerRuntimeCleanup) {
-		return nil
-	}
 	if err := r.Connections.Delete(ctx, string(conn.UID)); err != nil {
 		return fmt.Errorf("remove exchange connection from the runtime store: %w", err)
 	}
 	r.retries.reset(conn.UID)
 	log.FromContext(ctx).Info("exchange connection runtime state removed", "connection", conn.Name)
-	return setFinalizer(ctx, r.Client, conn, false)
+	return nil
 }
 
-// setOutcome records conditions; observedGeneration advances only when the controller did
-// all it could for this generation (not while it is still retrying).
-func (r *ExchangeConnectionReconciler) setOutcome(conn *tradingv1.ExchangeConnection, o outcome) {
-	o.apply(&conn.Status.Conditions, conn.Generation)
-	if !o.reconciling {
-		conn.Status.ObservedGeneration = conn.Generation
-	}
-}
-
-// recordVerdict records an event when the Ready reason changes: Normal when the key is
-// validated, Warning when it is refused. Messages are the condition's (no secret values).
-func (r *ExchangeConnectionReconciler) recordVerdict(conn *tradingv1.ExchangeConnection, before *tradingv1.ExchangeConnectionStatus) {
-	if r.Recorder == nil {
-		return
-	}
-	now := meta.FindStatusCondition(conn.Status.Conditions, tradingv1.ConditionReady)
-	if now == nil {
-		return
-	}
-	if was := meta.FindStatusCondition(before.Conditions, tradingv1.ConditionReady); was != nil && was.Reason == now.Reason {
+// recordVerdict records an event when the Ready reason changes from was to o's: Normal when
+// the key is validated, Warning when it is refused. Messages are the outcome's (no secret
+// values).
+func (r *ExchangeConnectionReconciler) recordVerdict(conn *tradingv1.ExchangeConnection, was *metav1.Condition, o outcome) {
+	if r.Recorder == nil || !o.shown() || (was != nil && was.Reason == o.reason) {
 		return
 	}
 	typ := corev1.EventTypeWarning
-	if now.Status == metav1.ConditionTrue {
+	if o.ready {
 		typ = corev1.EventTypeNormal
 	}
-	r.Recorder.Eventf(conn, nil, typ, now.Reason, "Validate", "%s", now.Message)
+	r.Recorder.Eventf(conn, nil, typ, o.reason, "Validate", "%s", o.message)
 }
 
 func (r *ExchangeConnectionReconciler) now() time.Time {

@@ -17,36 +17,31 @@ import (
 
 // accept projects a validated connection with its credentials sealed under the current
 // master key (bound to the connection's UID), then marks it Ready.
-func (r *ExchangeConnectionReconciler) accept(ctx context.Context, conn *tradingv1.ExchangeConnection, creds exchange.Credentials, v verdict) (ctrl.Result, error) {
+func (r *ExchangeConnectionReconciler) accept(ctx context.Context, conn *tradingv1.ExchangeConnection, creds exchange.Credentials, v verdict) (outcome, ctrl.Result, error) {
 	blob, err := r.seal(ctx, conn, creds)
 	if err != nil {
-		r.setOutcome(conn, outcome{reason: reasonSealFailed, reconciling: true,
-			message: "cannot store the credentials encrypted; retrying"})
-		return ctrl.Result{}, err
+		return retryingOutcome(reasonSealFailed, "cannot store the credentials encrypted; retrying"), ctrl.Result{}, err
 	}
 	now := metav1.NewTime(r.now().Truncate(time.Second))
 	c := connectionProjection(conn)
 	c.Ready, c.Reason, c.Permissions = true, v.reason, v.perms
 	c.ValidatedAt = now.UnixMilli()
 	c.Sealed, c.KeyID = blob, r.Keys.CurrentKeyID()
-	if err := r.Connections.Save(ctx, c); err != nil {
-		r.setOutcome(conn, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
-			message: "cannot write the connection to Redis; retrying"})
-		return ctrl.Result{}, fmt.Errorf("project exchange connection: %w", err)
+	if err := r.save(ctx, c); err != nil {
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot write the connection to Redis; retrying"), ctrl.Result{}, err
 	}
 	validations.WithLabelValues(c.Exchange, v.reason).Inc()
 	r.retries.reset(conn.UID)
 	conn.Status.Permissions = v.perms
 	conn.Status.LastValidatedAt = &now
 	conn.Status.EncryptionKeyID = c.KeyID
-	r.setOutcome(conn, v.outcome)
-	return ctrl.Result{RequeueAfter: r.nextValidation()}, nil
+	return v.outcome, ctrl.Result{RequeueAfter: r.nextValidation()}, nil
 }
 
 // refuse projects a connection that cannot be used: ready=0 with the reason, and no
 // credentials (Save deletes them in the same transaction), so a refused key is never usable
 // even by an executor that has not seen the status yet. Then status says why.
-func (r *ExchangeConnectionReconciler) refuse(ctx context.Context, conn *tradingv1.ExchangeConnection, v verdict, requeue time.Duration) (ctrl.Result, error) {
+func (r *ExchangeConnectionReconciler) refuse(ctx context.Context, conn *tradingv1.ExchangeConnection, v verdict, requeue time.Duration) (outcome, ctrl.Result, error) {
 	if !v.reconciling {
 		r.retries.reset(conn.UID)
 	}
@@ -61,14 +56,20 @@ func (r *ExchangeConnectionReconciler) refuse(ctx context.Context, conn *trading
 	if conn.Status.LastValidatedAt != nil {
 		c.ValidatedAt = conn.Status.LastValidatedAt.UnixMilli()
 	}
-	if err := r.Connections.Save(ctx, c); err != nil {
-		r.setOutcome(conn, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
-			message: "cannot write the connection to Redis; retrying"})
-		return ctrl.Result{}, fmt.Errorf("project exchange connection: %w", err)
+	if err := r.save(ctx, c); err != nil {
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot write the connection to Redis; retrying"), ctrl.Result{}, err
 	}
 	validations.WithLabelValues(c.Exchange, v.reason).Inc()
-	r.setOutcome(conn, v.outcome)
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return v.outcome, ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// save writes the projection; its failure is the same retry for an accepted and a refused
+// key.
+func (r *ExchangeConnectionReconciler) save(ctx context.Context, c credentials.Connection) error {
+	if err := r.Connections.Save(ctx, c); err != nil {
+		return fmt.Errorf("project exchange connection: %w", err)
+	}
+	return nil
 }
 
 // seal returns the sealed credentials to project. The blob already in Redis is kept when it

@@ -54,12 +54,12 @@ func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector e
 	}
 	live, err := connector.Connect(creds, ep)
 	if errors.Is(err, exchange.ErrInvalidCredentials) {
-		return verdict{outcome: outcome{reason: reasonInvalidCredentials, stalled: true,
-			message: name + " does not accept the API key's format; put a valid key in the credentials Secret"}}
+		return verdict{outcome: stalledOutcome(reasonInvalidCredentials,
+			name+" does not accept the API key's format; put a valid key in the credentials Secret")}
 	}
 	if err != nil {
-		return verdict{outcome: outcome{reason: reasonConnectFailed, stalled: true,
-			message: "cannot set up the " + name + " client (check spec.endpoints): " + redact(err.Error(), creds)}}
+		return verdict{outcome: stalledOutcome(reasonConnectFailed,
+			"cannot set up the "+name+" client (check spec.endpoints): "+redact(err.Error(), creds))}
 	}
 	vctx, cancel := context.WithTimeout(ctx, orDefault(r.ValidationTimeout, DefaultExchangeValidationTimeout))
 	defer cancel()
@@ -67,14 +67,14 @@ func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector e
 	switch {
 	case err == nil:
 	case errors.Is(err, exchange.ErrInvalidCredentials):
-		return verdict{answered: true, outcome: outcome{reason: reasonInvalidCredentials, stalled: true,
-			message: where + " refused the API key (wrong, expired or deleted, or this address is not on its IP allow-list); put a valid key in the credentials Secret"}}
+		return verdict{answered: true, outcome: stalledOutcome(reasonInvalidCredentials,
+			where+" refused the API key (wrong, expired or deleted, or this address is not on its IP allow-list); put a valid key in the credentials Secret")}
 	case errors.Is(err, exchange.ErrUnreachable), errors.Is(err, context.DeadlineExceeded), vctx.Err() != nil:
-		return verdict{outcome: outcome{reason: reasonUnreachable, reconciling: true,
-			message: where + " cannot be reached; retrying with backoff"}}
+		return verdict{outcome: retryingOutcome(reasonUnreachable,
+			where+" cannot be reached; retrying with backoff")}
 	default:
-		return verdict{outcome: outcome{reason: reasonValidationFailed, reconciling: true,
-			message: "checking the API key with " + where + " failed: " + redact(err.Error(), creds) + "; retrying with backoff"}}
+		return verdict{outcome: retryingOutcome(reasonValidationFailed,
+			"checking the API key with "+where+" failed: "+redact(err.Error(), creds)+"; retrying with backoff")}
 	}
 
 	list := p.List()
@@ -88,16 +88,16 @@ func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector e
 	}
 	switch {
 	case p.Withdraw || p.Transfer:
-		v.outcome = outcome{reason: reasonWithdrawalPermissionEnabled, stalled: true,
-			message: "the API key can " + movesFunds(p) + " (" + shown + "); sigops never uses such keys: make a key without withdrawal and transfer permissions"}
+		v.outcome = stalledOutcome(reasonWithdrawalPermissionEnabled,
+			"the API key can "+movesFunds(p)+" ("+shown+"); sigops never uses such keys: make a key without withdrawal and transfer permissions")
 	case !p.Read:
-		v.outcome = outcome{reason: reasonMissingReadPermission, stalled: true,
-			message: "the API key cannot read the account (" + shown + "); enable reading on the key"}
+		v.outcome = stalledOutcome(reasonMissingReadPermission,
+			"the API key cannot read the account ("+shown+"); enable reading on the key")
 	case !p.SpotTrade && !p.FuturesTrade:
-		v.outcome = outcome{reason: reasonMissingTradePermission, stalled: true,
-			message: "the API key can trade neither spot nor futures (" + shown + "); enable the trading permission your bots' market needs"}
+		v.outcome = stalledOutcome(reasonMissingTradePermission,
+			"the API key can trade neither spot nor futures ("+shown+"); enable the trading permission your bots' market needs")
 	default:
-		v.outcome = outcome{ready: true, reason: reasonValidated, message: "validated with " + where + ": " + shown}
+		v.outcome = readyOutcome(reasonValidated, "validated with "+where+": "+shown)
 		r.publishSymbols(vctx, live, p)
 	}
 	return v

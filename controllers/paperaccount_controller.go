@@ -7,14 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shopspring/decimal"
@@ -24,7 +22,8 @@ import (
 )
 
 // PaperAccountReconciler initialises a paper account's simulated balance in Redis, applies
-// refill requests (at most one per 24 hours) and mirrors the balance into status.
+// refill requests (at most one per 24 hours) and mirrors the balance into status. It runs
+// the reconcile skeleton (reconcile.go).
 type PaperAccountReconciler struct {
 	client.Client
 	Accounts *paper.Accounts
@@ -41,43 +40,29 @@ type PaperAccountReconciler struct {
 
 // Reconcile initialises, refills and mirrors one paper account.
 func (r *PaperAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	acct := &tradingv1.PaperAccount{}
-	if err := r.Get(ctx, req.NamespacedName, acct); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !acct.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(acct, tradingv1.FinalizerRuntimeCleanup) {
-			return ctrl.Result{}, nil
-		}
-		if err := r.Accounts.Delete(ctx, string(acct.UID)); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, setFinalizer(ctx, r.Client, acct, false)
-	}
-	if err := setFinalizer(ctx, r.Client, acct, true); err != nil {
-		return ctrl.Result{}, err
-	}
-
-	before := acct.Status.DeepCopy()
-	res, err := r.reconcileAccount(ctx, acct)
-	if !equality.Semantic.DeepEqual(before, &acct.Status) {
-		if uerr := r.Status().Update(ctx, acct); uerr != nil {
-			return ctrl.Result{}, errors.Join(err, uerr)
-		}
-	}
-	return res, err
+	return reconcileObject[tradingv1.PaperAccount](ctx, r.Client, req, r)
 }
 
-func (r *PaperAccountReconciler) reconcileAccount(ctx context.Context, acct *tradingv1.PaperAccount) (ctrl.Result, error) {
+func (r *PaperAccountReconciler) statusFields(acct *tradingv1.PaperAccount) (*[]metav1.Condition, *int64) {
+	return &acct.Status.Conditions, &acct.Status.ObservedGeneration
+}
+
+// finalize removes the simulated balance from Redis.
+func (r *PaperAccountReconciler) finalize(ctx context.Context, acct *tradingv1.PaperAccount) error {
+	return r.Accounts.Delete(ctx, string(acct.UID))
+}
+
+// reconcileKind initialises the balance, applies a pending refill request and mirrors the
+// balance and the refill cooldown into status.
+func (r *PaperAccountReconciler) reconcileKind(ctx context.Context, acct *tradingv1.PaperAccount) (outcome, ctrl.Result, error) {
 	cfg, err := paperConfig(acct)
 	if err != nil {
-		r.setOutcome(acct, outcome{reason: reasonInvalidSpec, message: err.Error(), stalled: true})
-		return ctrl.Result{}, nil
+		return stalledOutcome(reasonInvalidSpec, err.Error()), ctrl.Result{}, nil
 	}
 	state, err := r.Accounts.Ensure(ctx, cfg)
 	if err != nil {
-		r.setOutcome(acct, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true, message: "cannot write the balance to Redis; retrying"})
-		return ctrl.Result{}, fmt.Errorf("initialise paper balance: %w", err)
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot write the balance to Redis; retrying"),
+			ctrl.Result{}, fmt.Errorf("initialise paper balance: %w", err)
 	}
 
 	now := r.now()
@@ -92,8 +77,8 @@ func (r *PaperAccountReconciler) reconcileAccount(ctx context.Context, acct *tra
 			r.Recorder.Eventf(acct, nil, corev1.EventTypeWarning, "RefillRefused", "Refill",
 				"refill refused: the 24-hour cooldown runs until %s", cooldown.NextAllowed.UTC().Format(time.RFC3339))
 		case err != nil:
-			r.setOutcome(acct, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true, message: "cannot refill in Redis; retrying"})
-			return ctrl.Result{}, fmt.Errorf("refill: %w", err)
+			return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot refill in Redis; retrying"),
+				ctrl.Result{}, fmt.Errorf("refill: %w", err)
 		default:
 			state = refilled
 			refills.WithLabelValues("applied").Inc()
@@ -123,16 +108,8 @@ func (r *PaperAccountReconciler) reconcileAccount(ctx context.Context, acct *tra
 		}
 	}
 	meta.SetStatusCondition(&acct.Status.Conditions, refill)
-	r.setOutcome(acct, outcome{ready: true, reason: "Initialised",
-		message: "balance " + state.Balance.String() + " " + state.Currency})
-	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-func (r *PaperAccountReconciler) setOutcome(acct *tradingv1.PaperAccount, o outcome) {
-	o.apply(&acct.Status.Conditions, acct.Generation)
-	if !o.reconciling {
-		acct.Status.ObservedGeneration = acct.Generation
-	}
+	return readyOutcome("Initialised", "balance "+state.Balance.String()+" "+state.Currency),
+		ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 func (r *PaperAccountReconciler) now() time.Time {

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -27,7 +26,8 @@ import (
 )
 
 // SignalBotReconciler keeps a SignalBot's webhook Secret and its Redis projection in step
-// with the object. Concerns are split across files: the webhook Secret
+// with the object. It runs the reconcile skeleton (reconcile.go); its concerns are split
+// across files: the webhook Secret
 // (signalbot_webhook_secret.go), the account reference (signalbot_account.go) and the
 // projection into Redis (signalbot_projection.go).
 type SignalBotReconciler struct {
@@ -61,64 +61,47 @@ type SignalBotReconciler struct {
 
 // Reconcile brings one bot's runtime state in line with its spec.
 func (r *SignalBotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	bot := &tradingv1.SignalBot{}
-	if err := r.Get(ctx, req.NamespacedName, bot); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !bot.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, bot)
-	}
-	if err := setFinalizer(ctx, r.Client, bot, true); err != nil {
-		return ctrl.Result{}, err
-	}
-
-	before := bot.Status.DeepCopy()
-	res, err := r.reconcileBot(ctx, bot)
-	if !equality.Semantic.DeepEqual(before, &bot.Status) {
-		if uerr := r.Status().Update(ctx, bot); uerr != nil {
-			return ctrl.Result{}, errors.Join(err, uerr)
-		}
-	}
-	return res, err
+	return reconcileObject[tradingv1.SignalBot](ctx, r.Client, req, r)
 }
 
-// reconcileBot does the work and records the outcome in bot.Status; the caller writes it.
-func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.SignalBot) (ctrl.Result, error) {
+func (r *SignalBotReconciler) statusFields(bot *tradingv1.SignalBot) (*[]metav1.Condition, *int64) {
+	return &bot.Status.Conditions, &bot.Status.ObservedGeneration
+}
+
+// reconcileKind ensures the webhook Secret, checks the account and projects the bot.
+func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.SignalBot) (outcome, ctrl.Result, error) {
 	hook, err := r.ensureWebhookSecret(ctx, bot)
 	if err != nil {
 		var invalid *invalidSecretError
 		if errors.As(err, &invalid) {
-			r.setOutcome(bot, outcome{reason: "WebhookSecretInvalid", message: invalid.Error(), stalled: true})
-			return ctrl.Result{}, nil
+			return stalledOutcome("WebhookSecretInvalid", invalid.Error()), ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, err
+		return outcome{}, ctrl.Result{}, err
 	}
 	bot.Status.WebhookSecretName = hook.secretName
 
 	acct := r.checkAccount(ctx, bot)
 	if acct.err != nil {
-		return ctrl.Result{}, acct.err
+		return outcome{}, ctrl.Result{}, acct.err
 	}
 	bot.Status.Availability, bot.Status.PausedReason = availability(bot, acct)
 
 	if err := r.Registry.Project(ctx, projection(bot, acct), hook.hash); err != nil {
 		if errors.Is(err, registry.ErrWebhookInUse) {
 			projections.WithLabelValues("conflict").Inc()
-			r.setOutcome(bot, outcome{reason: "WebhookIDConflict", stalled: true,
-				message: "the webhook ID in Secret " + hook.secretName + " already belongs to another bot; delete the Secret or set the regenerate annotation to get a new ID"})
-			return ctrl.Result{}, nil
+			return stalledOutcome("WebhookIDConflict",
+					"the webhook ID in Secret "+hook.secretName+" already belongs to another bot; delete the Secret or set the regenerate annotation to get a new ID"),
+				ctrl.Result{}, nil
 		}
 		projections.WithLabelValues("error").Inc()
-		r.setOutcome(bot, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
-			message: "cannot write the bot to Redis; retrying"})
-		return ctrl.Result{}, fmt.Errorf("project bot: %w", err)
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot write the bot to Redis; retrying"),
+			ctrl.Result{}, fmt.Errorf("project bot: %w", err)
 	}
 	projections.WithLabelValues("ok").Inc()
 	requeue, err := r.mirrorRuntimePause(ctx, bot)
 	if err != nil {
-		r.setOutcome(bot, outcome{reason: reasonRuntimeStoreUnavailable, reconciling: true,
-			message: "cannot read the bot's runtime state from Redis; retrying"})
-		return ctrl.Result{}, err
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's runtime state from Redis; retrying"),
+			ctrl.Result{}, err
 	}
 	if hook.regenerated != "" {
 		regenerations.Inc()
@@ -128,27 +111,15 @@ func (r *SignalBotReconciler) reconcileBot(ctx context.Context, bot *tradingv1.S
 	}
 
 	if !acct.ready {
-		r.setOutcome(bot, outcome{reason: acct.reason, message: acct.message})
 		if after, ok := tierRecheck(acct.reason); ok {
-			return ctrl.Result{RequeueAfter: after}, nil
+			return waitingOutcome(acct.reason, acct.message), ctrl.Result{RequeueAfter: after}, nil
 		}
-		return ctrl.Result{}, nil
+		return waitingOutcome(acct.reason, acct.message), ctrl.Result{}, nil
 	}
-	o := outcome{ready: true, reason: "Active", message: "taking signals"}
 	if bot.Status.Availability == tradingv1.AvailabilityPaused {
-		o.reason, o.message = "Paused", "paused: "+string(bot.Status.PausedReason)
+		return readyOutcome("Paused", "paused: "+string(bot.Status.PausedReason)), ctrl.Result{RequeueAfter: requeue}, nil
 	}
-	r.setOutcome(bot, o)
-	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-// setOutcome records conditions; observedGeneration advances only when the controller did
-// all it could for this generation (not while it is still retrying).
-func (r *SignalBotReconciler) setOutcome(bot *tradingv1.SignalBot, o outcome) {
-	o.apply(&bot.Status.Conditions, bot.Generation)
-	if !o.reconciling {
-		bot.Status.ObservedGeneration = bot.Generation
-	}
+	return readyOutcome("Active", "taking signals"), ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // availability decides active, paused or disabled from the spec and the account.
@@ -168,9 +139,6 @@ func availability(bot *tradingv1.SignalBot, acct accountCheck) (tradingv1.Availa
 // BOT_DELETED and deletes the bot's own webhook Secret, then lets Kubernetes delete the bot.
 // Each step can be repeated: a retry after a partial run finds less to do.
 func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.SignalBot) error {
-	if !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) {
-		return nil
-	}
 	secret, err := r.ownWebhookSecret(ctx, bot)
 	if err != nil {
 		return err
@@ -194,7 +162,7 @@ func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.Signa
 		return err
 	}
 	log.FromContext(ctx).Info("bot runtime state and webhook Secret removed", "bot", bot.Name)
-	return setFinalizer(ctx, r.Client, bot, false)
+	return nil
 }
 
 // SetupWithManager wires the watches: the bot itself (spec and annotation changes), its
