@@ -109,7 +109,7 @@ type OrderRequest struct {
 	Kind          Kind
 	Side          Side
 	Type          OrderType
-	Amount        decimal.Decimal
+	Amount        decimal.Decimal // zero only when the order closes a position (ClosesPosition)
 	Price         decimal.Decimal // limit price; zero for market
 	StopPrice     decimal.Decimal // trigger of stop_loss / take_profit
 	ReduceOnly    bool

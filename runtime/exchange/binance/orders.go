@@ -60,7 +60,7 @@ func conditional(t exchange.OrderType) bool {
 // TAKE_PROFIT with a Price; always reduce-only; Amount zero closes the whole position).
 // An opening futures order first sets the symbol's leverage to req.Leverage.
 func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
-	if err := checkRequest(req); err != nil {
+	if err := validate(req); err != nil {
 		return exchange.Order{}, err
 	}
 	ctx, cancel := x.budget(ctx)
@@ -169,39 +169,14 @@ func (x *Exchange) place(ctx context.Context, t *target, key string) (exchange.O
 	}
 }
 
-func checkRequest(req exchange.OrderRequest) error {
+// validate is exchange.OrderRequest.Validate after Binance's own rule: the client order ID
+// goes to Binance as it is (newClientOrderId, clientAlgoId), and Binance refuses one that
+// does not fit clientIDRE.
+func validate(req exchange.OrderRequest) error {
 	if !clientIDRE.MatchString(req.ClientOrderID) {
 		return errs.New(errs.ExchangeError, "client order ID must be 1-36 characters of [A-Za-z0-9._:/-]")
 	}
-	if req.Kind != exchange.Spot && req.Kind != exchange.Futures {
-		return errs.New(errs.InvalidSymbol, "unknown market kind %q", req.Kind)
-	}
-	if req.Side != exchange.SideBuy && req.Side != exchange.SideSell {
-		return errs.New(errs.ExchangeError, "unknown side %q", req.Side)
-	}
-	switch req.Type {
-	case exchange.Market:
-	case exchange.Limit:
-		if !req.Price.IsPositive() {
-			return errs.New(errs.InvalidPrice, "a limit order needs a positive price")
-		}
-	case exchange.StopLoss, exchange.TakeProfit:
-		if !req.StopPrice.IsPositive() {
-			return errs.New(errs.InvalidPrice, "a %s order needs a positive trigger price", req.Type)
-		}
-		if req.Price.IsNegative() {
-			return errs.New(errs.InvalidPrice, "negative price %s", req.Price)
-		}
-		if req.Kind == exchange.Futures && req.Amount.IsZero() {
-			return nil // closes the whole position
-		}
-	default:
-		return errs.New(errs.ExchangeError, "Binance orders are market, limit, stop_loss or take_profit, not %q", req.Type)
-	}
-	if !req.Amount.IsPositive() {
-		return errs.New(errs.InvalidAmount, "amount %s is not positive", req.Amount)
-	}
-	return nil
+	return req.Validate()
 }
 
 func side(s exchange.Side) string {

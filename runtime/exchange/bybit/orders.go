@@ -85,35 +85,19 @@ func validLinkID(s string) bool {
 	return true
 }
 
-// checkRequest refuses what Bybit would refuse for sure, before any call.
-func checkRequest(req exchange.OrderRequest) error {
-	if req.ClientOrderID == "" {
-		return errs.New(errs.ExchangeError, "a client order ID is required")
+// validate is exchange.OrderRequest.Validate plus this adapter's own rule: every order
+// needs an amount. The adapter always sends the amount as Bybit's qty and has no
+// whole-position close, so a stop_loss or take_profit meant to close the whole position
+// (exchange.OrderRequest.ClosesPosition) is refused rather than placed for a size nobody
+// asked for.
+func validate(req exchange.OrderRequest) error {
+	if err := req.Validate(); err != nil {
+		return err
 	}
-	if req.Side != exchange.SideBuy && req.Side != exchange.SideSell {
-		return errs.New(errs.ExchangeError, "unknown side %q", req.Side)
-	}
-	if !req.Amount.IsPositive() {
+	if req.ClosesPosition() {
 		return errs.New(errs.InvalidAmount, "amount %s is not positive", req.Amount)
 	}
-	switch req.Type {
-	case exchange.Market:
-	case exchange.Limit:
-		if !req.Price.IsPositive() {
-			return errs.New(errs.InvalidPrice, "a limit order needs a positive price")
-		}
-	case exchange.StopLoss, exchange.TakeProfit:
-		if !req.StopPrice.IsPositive() {
-			return errs.New(errs.InvalidPrice, "a %s order needs a positive trigger price", req.Type)
-		}
-		if req.Price.IsNegative() {
-			return errs.New(errs.InvalidPrice, "price %s is negative", req.Price)
-		}
-	default:
-		return errs.New(errs.ExchangeError, "bybit takes market, limit, stop_loss and take_profit orders, not %q", req.Type)
-	}
-	_, err := category(req.Kind)
-	return err
+	return nil
 }
 
 func conditional(t exchange.OrderType) bool {
@@ -191,7 +175,7 @@ func bodyOf(m *market, req exchange.OrderRequest, link string) ([]byte, error) {
 func (a *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
 	ctx, cancel := a.bound(ctx)
 	defer cancel()
-	if err := checkRequest(req); err != nil {
+	if err := validate(req); err != nil {
 		return exchange.Order{}, err
 	}
 	m, err := a.market(ctx, req.Kind, req.Symbol)

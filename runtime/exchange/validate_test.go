@@ -1,0 +1,74 @@
+package exchange_test
+
+import (
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+)
+
+func TestOrderRequestValidate(t *testing.T) {
+	d := decimal.RequireFromString
+	ok := exchange.OrderRequest{ClientOrderID: "sg-1", Symbol: "BTC/USDT", Kind: exchange.Spot,
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.01")}
+	cases := []struct {
+		name string
+		edit func(*exchange.OrderRequest)
+		want errs.Code // "" accepts
+	}{
+		{"market", func(*exchange.OrderRequest) {}, ""},
+		{"no client order ID", func(r *exchange.OrderRequest) { r.ClientOrderID = "" }, errs.ExchangeError},
+		{"unknown kind", func(r *exchange.OrderRequest) { r.Kind = "margin" }, errs.InvalidSymbol},
+		{"unknown side", func(r *exchange.OrderRequest) { r.Side = "hold" }, errs.ExchangeError},
+		{"unknown type", func(r *exchange.OrderRequest) { r.Type = "trailing" }, errs.ExchangeError},
+		{"limit without price", func(r *exchange.OrderRequest) { r.Type = exchange.Limit }, errs.InvalidPrice},
+		{"limit", func(r *exchange.OrderRequest) { r.Type, r.Price = exchange.Limit, d("65000") }, ""},
+		{"stop without trigger", func(r *exchange.OrderRequest) { r.Type = exchange.StopLoss }, errs.InvalidPrice},
+		{"stop with negative price", func(r *exchange.OrderRequest) {
+			r.Type, r.StopPrice, r.Price = exchange.StopLoss, d("60000"), d("-1")
+		}, errs.InvalidPrice},
+		{"zero amount", func(r *exchange.OrderRequest) { r.Amount = decimal.Zero }, errs.InvalidAmount},
+		{"negative amount", func(r *exchange.OrderRequest) { r.Amount = d("-1") }, errs.InvalidAmount},
+		{"spot stop without amount", func(r *exchange.OrderRequest) {
+			r.Type, r.StopPrice, r.Amount = exchange.StopLoss, d("60000"), decimal.Zero
+		}, errs.InvalidAmount},
+		{"futures take-profit closing the position", func(r *exchange.OrderRequest) {
+			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.TakeProfit, d("70000"), decimal.Zero
+		}, ""},
+		{"futures stop with negative amount", func(r *exchange.OrderRequest) {
+			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.StopLoss, d("60000"), d("-1")
+		}, errs.InvalidAmount},
+	}
+	for _, c := range cases {
+		req := ok
+		c.edit(&req)
+		err := req.Validate()
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if e, isErr := errs.As(err); !isErr || e.Code != c.want {
+			t.Errorf("%s: %v, want %s", c.name, err, c.want)
+		}
+	}
+}
+
+func TestClosesPosition(t *testing.T) {
+	closing := exchange.OrderRequest{Kind: exchange.Futures, Type: exchange.StopLoss}
+	if !closing.ClosesPosition() {
+		t.Error("a futures stop-loss without an amount closes the position")
+	}
+	for _, r := range []exchange.OrderRequest{
+		{Kind: exchange.Spot, Type: exchange.StopLoss},
+		{Kind: exchange.Futures, Type: exchange.Market},
+		{Kind: exchange.Futures, Type: exchange.TakeProfit, Amount: decimal.RequireFromString("1")},
+	} {
+		if r.ClosesPosition() {
+			t.Errorf("%+v closes the position", r)
+		}
+	}
+}
