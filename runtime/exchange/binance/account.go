@@ -13,55 +13,10 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 )
 
-// Ticker is the last traded price (spot /api/v3/ticker/price, futures
-// /fapi/v2/ticker/price).
-func (x *Exchange) Ticker(ctx context.Context, kind exchange.Kind, symbol string) (decimal.Decimal, error) {
-	ctx, cancel := x.budget(ctx)
-	defer cancel()
-	bsym, _, _, err := x.resolve(ctx, kind, symbol)
-	if err != nil {
-		return decimal.Zero, err
-	}
-	return x.ticker(ctx, kind, bsym)
-}
-
-func (x *Exchange) ticker(ctx context.Context, kind exchange.Kind, bsym string) (decimal.Decimal, error) {
-	var price string
-	var f *failure
-	switch kind {
-	case exchange.Spot:
-		f = x.do(ctx, spotAPI, "GET /api/v3/ticker/price", true, func(ctx context.Context) error {
-			res, err := x.spot().NewListPricesService().Symbol(bsym).Do(ctx)
-			if err == nil && len(res) > 0 {
-				price = res[0].Price
-			}
-			return err
-		})
-	case exchange.Futures:
-		f = x.do(ctx, futuresAPI, "GET /fapi/v2/ticker/price", true, func(ctx context.Context) error {
-			res, err := x.fut().NewListPricesService().Symbol(bsym).Do(ctx)
-			if err == nil && len(res) > 0 {
-				price = res[0].Price
-			}
-			return err
-		})
-	default:
-		return decimal.Zero, errs.New(errs.InvalidSymbol, "unknown market kind %q", kind)
-	}
-	if f != nil {
-		return decimal.Zero, readError(f, "ticker")
-	}
-	p, err := decimal.NewFromString(price)
-	if err != nil || !p.IsPositive() {
-		return decimal.Zero, errs.New(errs.ExchangeError, "Binance sent no price for %s", bsym)
-	}
-	return p, nil
-}
-
 // Balance of one asset in the wallet of the account's kind (see ForKind): spot Free and
 // Locked; futures Free = availableBalance and Locked = the rest of the wallet balance.
 // An asset the account does not hold is a zero balance.
-func (x *Exchange) Balance(ctx context.Context, asset string) (exchange.Balance, error) {
+func (x *Account) Balance(ctx context.Context, asset string) (exchange.Balance, error) {
 	if x.kind == exchange.Futures {
 		return x.FuturesBalance(ctx, asset)
 	}
@@ -69,7 +24,7 @@ func (x *Exchange) Balance(ctx context.Context, asset string) (exchange.Balance,
 }
 
 // SpotBalance is the spot wallet's balance of asset (/api/v3/account).
-func (x *Exchange) SpotBalance(ctx context.Context, asset string) (exchange.Balance, error) {
+func (x *Account) SpotBalance(ctx context.Context, asset string) (exchange.Balance, error) {
 	ctx, cancel := x.budget(ctx)
 	defer cancel()
 	asset = strings.ToUpper(asset)
@@ -91,7 +46,7 @@ func (x *Exchange) SpotBalance(ctx context.Context, asset string) (exchange.Bala
 }
 
 // FuturesBalance is the USDⓈ-M wallet's balance of asset (/fapi/v3/balance).
-func (x *Exchange) FuturesBalance(ctx context.Context, asset string) (exchange.Balance, error) {
+func (x *Account) FuturesBalance(ctx context.Context, asset string) (exchange.Balance, error) {
 	ctx, cancel := x.budget(ctx)
 	defer cancel()
 	asset = strings.ToUpper(asset)
@@ -116,7 +71,7 @@ func (x *Exchange) FuturesBalance(ctx context.Context, asset string) (exchange.B
 }
 
 // SetLeverage sets a futures symbol's leverage (/fapi/v1/leverage).
-func (x *Exchange) SetLeverage(ctx context.Context, symbol string, leverage int) error {
+func (x *Account) SetLeverage(ctx context.Context, symbol string, leverage int) error {
 	ctx, cancel := x.budget(ctx)
 	defer cancel()
 	bsym, _, _, err := x.resolve(ctx, exchange.Futures, symbol)
@@ -126,7 +81,7 @@ func (x *Exchange) SetLeverage(ctx context.Context, symbol string, leverage int)
 	return x.setLeverage(ctx, bsym, leverage)
 }
 
-func (x *Exchange) setLeverage(ctx context.Context, bsym string, leverage int) error {
+func (x *Account) setLeverage(ctx context.Context, bsym string, leverage int) error {
 	if leverage < 1 || leverage > MaxLeverage {
 		return errs.New(errs.InvalidAmount, "leverage must be between 1 and %d", MaxLeverage)
 	}
@@ -145,7 +100,7 @@ func (x *Exchange) setLeverage(ctx context.Context, bsym string, leverage int) e
 
 // ensureLeverage sets the leverage of an opening futures order unless this account
 // already set that value.
-func (x *Exchange) ensureLeverage(ctx context.Context, bsym string, leverage int) error {
+func (x *Account) ensureLeverage(ctx context.Context, bsym string, leverage int) error {
 	x.levMu.Lock()
 	cur := x.leverage[bsym]
 	x.levMu.Unlock()
@@ -163,7 +118,7 @@ func (x *Exchange) ensureLeverage(ctx context.Context, bsym string, leverage int
 // The spot testnet has no /sapi endpoints: on a testnet connection a 404 there falls back
 // to the signed account endpoints (canTrade of /api/v3/account; a futures balance read
 // for FuturesTrade), and Withdraw and Transfer are false (the testnet moves no funds).
-func (x *Exchange) Permissions(ctx context.Context) (exchange.Permissions, error) {
+func (x *Account) Permissions(ctx context.Context) (exchange.Permissions, error) {
 	ctx, cancel := x.budget(ctx)
 	defer cancel()
 	var r *binance.APIKeyPermission
@@ -191,10 +146,10 @@ func permissionsError(f *failure) error {
 	if f.noAnswer {
 		return unreachable(f, "permissions")
 	}
-	return apiError(f, "permissions request")
+	return typed(f, "permissions request")
 }
 
-func (x *Exchange) testnetPermissions(ctx context.Context) (exchange.Permissions, error) {
+func (x *Account) testnetPermissions(ctx context.Context) (exchange.Permissions, error) {
 	var acct *binance.Account
 	if f := x.do(ctx, spotAPI, "GET /api/v3/account", true, func(ctx context.Context) error {
 		var err error
@@ -214,7 +169,7 @@ func (x *Exchange) testnetPermissions(ctx context.Context) (exchange.Permissions
 	case f.noAnswer:
 		return exchange.Permissions{}, permissionsError(f)
 	case !f.authFailed():
-		return exchange.Permissions{}, apiError(f, "testnet futures check")
+		return exchange.Permissions{}, typed(f, "testnet futures check")
 	}
 	return p, nil
 }

@@ -75,7 +75,7 @@ func (f flexID) actual() int64 {
 // GET and DELETE as the query string; either way the signature is the HMAC of exactly the
 // bytes sent before it. Errors are go-binance's *common.APIError, so that one classifier
 // serves both.
-func (c *conn) signedFutures(ctx context.Context, method, path string, params url.Values, out any) error {
+func (c *client) signedFutures(ctx context.Context, method, path string, params url.Values, out any) error {
 	if params == nil {
 		params = url.Values{}
 	}
@@ -124,7 +124,7 @@ func (c *conn) signedFutures(ctx context.Context, method, path string, params ur
 }
 
 // newAlgo places a conditional order.
-func (c *conn) newAlgo(ctx context.Context, params url.Values) (*algoOrder, *failure) {
+func (c *client) newAlgo(ctx context.Context, params url.Values) (*algoOrder, *failure) {
 	var o algoOrder
 	f := c.do(ctx, futuresAPI, "POST "+algoPath, false, func(ctx context.Context) error {
 		return c.signedFutures(ctx, http.MethodPost, algoPath, cloneValues(params), &o)
@@ -136,7 +136,7 @@ func (c *conn) newAlgo(ctx context.Context, params url.Values) (*algoOrder, *fai
 }
 
 // getAlgo queries a conditional order by client ID (-2013 when it does not exist).
-func (c *conn) getAlgo(ctx context.Context, cid string) (*algoOrder, *failure) {
+func (c *client) getAlgo(ctx context.Context, cid string) (*algoOrder, *failure) {
 	var o algoOrder
 	f := c.do(ctx, futuresAPI, "GET "+algoPath, true, func(ctx context.Context) error {
 		return c.signedFutures(ctx, http.MethodGet, algoPath, url.Values{"clientAlgoId": {cid}}, &o)
@@ -150,7 +150,7 @@ func (c *conn) getAlgo(ctx context.Context, cid string) (*algoOrder, *failure) {
 // cancelAlgo cancels a conditional order by client ID. (The reference page names the
 // parameters algoid/clientalgoid in lower case; the query and new-order pages, and the
 // clients in use, spell them clientAlgoId, which is what is sent here.)
-func (c *conn) cancelAlgo(ctx context.Context, cid string) *failure {
+func (c *client) cancelAlgo(ctx context.Context, cid string) *failure {
 	return c.do(ctx, futuresAPI, "DELETE "+algoPath, true, func(ctx context.Context) error {
 		return c.signedFutures(ctx, http.MethodDelete, algoPath, url.Values{"clientAlgoId": {cid}}, nil)
 	})

@@ -2,17 +2,13 @@ package binance
 
 import (
 	"fmt"
-	"io"
-	stdlog "log"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	binance "github.com/adshao/go-binance/v2"
-	"github.com/adshao/go-binance/v2/common"
 	"github.com/adshao/go-binance/v2/futures"
 	"github.com/shopspring/decimal"
 
@@ -93,7 +89,7 @@ func (c Connector) Connect(creds exchange.Credentials, ep exchange.Endpoints) (e
 }
 
 // Open is Connect returning the concrete account (for ForKind).
-func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Exchange, error) {
+func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Account, error) {
 	if strings.TrimSpace(creds.APIKey) == "" || strings.TrimSpace(creds.APISecret) == "" {
 		return nil, fmt.Errorf("binance: API key and secret are required: %w", exchange.ErrInvalidCredentials)
 	}
@@ -118,13 +114,13 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Exc
 	if cfg.RecvWindow > 60*time.Second {
 		return nil, fmt.Errorf("binance: recvWindow %s is above Binance's 60 s", cfg.RecvWindow)
 	}
-	cn := &conn{
+	cn := &client{
 		creds: creds, spotURL: spotURL, futURL: futURL, testnet: ep.Testnet, cfg: cfg,
 		http:     &http.Client{Transport: recorder{cfg.Transport}, Timeout: cfg.Timeout},
 		log:      cfg.Logger.With("exchange", Name),
 		leverage: map[string]int{},
 	}
-	return &Exchange{conn: cn, kind: exchange.Spot}, nil
+	return &Account{client: cn, kind: exchange.Spot}, nil
 }
 
 func (c Connector) withDefaults() Connector {
@@ -167,15 +163,15 @@ func (c Connector) withDefaults() Connector {
 // sharedTransport pools connections across accounts.
 var sharedTransport http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
 
-// Exchange is one Binance account (API key), spot and USDⓈ-M futures. It is safe for
+// Account is one Binance account (API key), spot and USDⓈ-M futures. It is safe for
 // concurrent use.
-type Exchange struct {
-	*conn
+type Account struct {
+	*client
 	// kind is the wallet Balance reads.
 	kind exchange.Kind
 }
 
-var _ exchange.Live = (*Exchange)(nil)
+var _ exchange.Live = (*Account)(nil)
 
 // ForKind is the same account with Balance reading the wallet of kind: the spot wallet
 // (the default of Connect) or the USDⓈ-M futures wallet. A futures bot's account must be
@@ -185,55 +181,14 @@ var _ exchange.Live = (*Exchange)(nil)
 //	if k, ok := live.(interface{ ForKind(exchange.Kind) exchange.Live }); ok {
 //		live = k.ForKind(kind)
 //	}
-func (x *Exchange) ForKind(kind exchange.Kind) exchange.Live {
-	return &Exchange{conn: x.conn, kind: kind}
+func (x *Account) ForKind(kind exchange.Kind) exchange.Live {
+	return &Account{client: x.client, kind: kind}
 }
 
 // String never shows the credentials.
-func (x *Exchange) String() string {
+func (x *Account) String() string {
 	return fmt.Sprintf("binance account (%s, %s)", x.spotURL, x.futURL)
 }
 
 // GoString never shows the credentials.
-func (x *Exchange) GoString() string { return x.String() }
-
-// conn is what the views of one account share.
-type conn struct {
-	creds           exchange.Credentials
-	spotURL, futURL string
-	testnet         bool
-	cfg             Connector
-	http            *http.Client
-	log             *slog.Logger
-
-	levMu    sync.Mutex
-	leverage map[string]int // futures symbol -> leverage last set through this account
-}
-
-// quiet silences go-binance's logger (it only logs in Debug mode, which stays off: its
-// debug output shows full request URLs and bodies).
-var quiet = stdlog.New(io.Discard, "", 0)
-
-const userAgent = "sigops-binance/1"
-
-// spot is a go-binance spot client for one call. A fresh client per call (a few words,
-// no I/O) avoids go-binance's unsynchronised writes to client fields (TimeOffset,
-// UsedWeight) under concurrent use.
-func (c *conn) spot() *binance.Client {
-	return &binance.Client{
-		APIKey: c.creds.APIKey, SecretKey: c.creds.APISecret, KeyType: common.KeyTypeHmac,
-		BaseURL: c.spotURL, UserAgent: userAgent, HTTPClient: c.http,
-		Logger: quiet, TimeOffset: offset(c.spotURL).Load(),
-	}
-}
-
-// fut is a go-binance USDⓈ-M futures client for one call.
-func (c *conn) fut() *futures.Client {
-	return &futures.Client{
-		APIKey: c.creds.APIKey, SecretKey: c.creds.APISecret, KeyType: common.KeyTypeHmac,
-		BaseURL: c.futURL, UserAgent: userAgent, HTTPClient: c.http,
-		Logger: quiet, TimeOffset: offset(c.futURL).Load(),
-	}
-}
-
-func (c *conn) recvWindowMS() int64 { return c.cfg.RecvWindow.Milliseconds() }
+func (x *Account) GoString() string { return x.String() }

@@ -99,4 +99,12 @@
 // (everything is polled over REST), and fees in BNB converted to the quote asset.
 // Permissions on a testnet (no /sapi there) fall back to /api/v3/account and a futures
 // balance read, with Withdraw and Transfer false.
+//
+// # Files
+//
+// The Binance and Bybit adapters name their parts alike: connector.go: Connector and
+// Account; client.go: the signed calls, their retries, the clock and the failures;
+// account.go: balance, leverage and permissions; markets.go: markets and tickers;
+// orders.go: placing, reading and cancelling orders; algo.go: the futures Algo Order API;
+// errors.go: Binance's refusals as typed errors.
 package binance

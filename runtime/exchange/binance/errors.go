@@ -47,9 +47,9 @@ var (
 
 var filterRE = regexp.MustCompile(`Filter failure: ([A-Z_]+)`)
 
-// apiError turns Binance's definitive answer into the spec's typed error. what names the
+// typed turns Binance's definitive answer into the spec's typed error. what names the
 // action for the message ("order", "ticker", ...).
-func apiError(f *failure, what string) *errs.Error {
+func typed(f *failure, what string) *errs.Error {
 	details := map[string]any{"binanceCode": f.code}
 	if f.code == 0 {
 		details = map[string]any{"httpStatus": f.status}
@@ -131,7 +131,7 @@ func readError(f *failure, what string) error {
 	if f.noAnswer {
 		return unreachable(f, what)
 	}
-	return apiError(f, what)
+	return typed(f, what)
 }
 
 // outcomeUnknown is the error of an order call whose effect is unknown (no answer, and

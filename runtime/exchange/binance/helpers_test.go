@@ -67,7 +67,7 @@ var creds = exchange.Credentials{APIKey: binancefake.APIKey, APISecret: binancef
 // fixture is a fake Binance and an account on it.
 type fixture struct {
 	fake *binancefake.Server
-	x    *binance.Exchange
+	x    *binance.Account
 }
 
 func newFixture(t testing.TB, tune ...func(*binance.Connector)) *fixture {
@@ -89,7 +89,7 @@ func newFixture(t testing.TB, tune ...func(*binance.Connector)) *fixture {
 }
 
 // account opens another account on the same fake.
-func (f *fixture) account(t testing.TB, c binance.Connector, cr exchange.Credentials) *binance.Exchange {
+func (f *fixture) account(t testing.TB, c binance.Connector, cr exchange.Credentials) *binance.Account {
 	t.Helper()
 	if c.Logger == nil {
 		c.Logger = logger

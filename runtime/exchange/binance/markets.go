@@ -47,7 +47,7 @@ func (mc *marketCache) put(key string, list []exchange.MarketInfo) {
 // Markets lists the TRADING symbols of a kind (spot pairs, or USDⓈ-M perpetuals) with
 // their filters, from a cache refreshed every MarketsTTL. A failed refresh serves the
 // stale list (and logs it); with nothing cached the failure is returned.
-func (x *Exchange) Markets(ctx context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
+func (x *Account) Markets(ctx context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
 	list, err := x.markets(ctx, kind)
 	if err != nil {
 		return nil, err
@@ -55,8 +55,8 @@ func (x *Exchange) Markets(ctx context.Context, kind exchange.Kind) ([]exchange.
 	return append([]exchange.MarketInfo(nil), list...), nil
 }
 
-func (x *Exchange) markets(ctx context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
-	var m market
+func (x *Account) markets(ctx context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
+	var m api
 	switch kind {
 	case exchange.Spot:
 		m = spotAPI
@@ -102,7 +102,7 @@ func (x *Exchange) markets(ctx context.Context, kind exchange.Kind) ([]exchange.
 	}
 }
 
-func (x *Exchange) fetchMarkets(ctx context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
+func (x *Account) fetchMarkets(ctx context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
 	var out []exchange.MarketInfo
 	if kind == exchange.Futures {
 		var info *futures.ExchangeInfo
@@ -185,7 +185,7 @@ func dec(v any) decimal.Decimal {
 
 // resolve turns BASE/QUOTE (or BASEQUOTE, looked up in the markets) into Binance's symbol
 // and the two assets.
-func (x *Exchange) resolve(ctx context.Context, kind exchange.Kind, symbol string) (bsym, base, quote string, err error) {
+func (x *Account) resolve(ctx context.Context, kind exchange.Kind, symbol string) (bsym, base, quote string, err error) {
 	s := strings.ToUpper(strings.TrimSpace(symbol))
 	if b, q, ok := strings.Cut(s, "/"); ok && b != "" && q != "" && !strings.Contains(q, "/") {
 		return b + q, b, q, nil
@@ -203,4 +203,49 @@ func (x *Exchange) resolve(ctx context.Context, kind exchange.Kind, symbol strin
 		}
 	}
 	return "", "", "", errs.New(errs.InvalidSymbol, "unknown Binance %s symbol %q", kind, symbol)
+}
+
+// Ticker is the last traded price (spot /api/v3/ticker/price, futures
+// /fapi/v2/ticker/price).
+func (x *Account) Ticker(ctx context.Context, kind exchange.Kind, symbol string) (decimal.Decimal, error) {
+	ctx, cancel := x.budget(ctx)
+	defer cancel()
+	bsym, _, _, err := x.resolve(ctx, kind, symbol)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	return x.ticker(ctx, kind, bsym)
+}
+
+func (x *Account) ticker(ctx context.Context, kind exchange.Kind, bsym string) (decimal.Decimal, error) {
+	var price string
+	var f *failure
+	switch kind {
+	case exchange.Spot:
+		f = x.do(ctx, spotAPI, "GET /api/v3/ticker/price", true, func(ctx context.Context) error {
+			res, err := x.spot().NewListPricesService().Symbol(bsym).Do(ctx)
+			if err == nil && len(res) > 0 {
+				price = res[0].Price
+			}
+			return err
+		})
+	case exchange.Futures:
+		f = x.do(ctx, futuresAPI, "GET /fapi/v2/ticker/price", true, func(ctx context.Context) error {
+			res, err := x.fut().NewListPricesService().Symbol(bsym).Do(ctx)
+			if err == nil && len(res) > 0 {
+				price = res[0].Price
+			}
+			return err
+		})
+	default:
+		return decimal.Zero, errs.New(errs.InvalidSymbol, "unknown market kind %q", kind)
+	}
+	if f != nil {
+		return decimal.Zero, readError(f, "ticker")
+	}
+	p, err := decimal.NewFromString(price)
+	if err != nil || !p.IsPositive() {
+		return decimal.Zero, errs.New(errs.ExchangeError, "Binance sent no price for %s", bsym)
+	}
+	return p, nil
 }

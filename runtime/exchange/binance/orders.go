@@ -28,7 +28,7 @@ type target struct {
 	algo              bool // a futures conditional order: Algo Order API
 }
 
-func (t *target) api() market {
+func (t *target) api() api {
 	if t.req.Kind == exchange.Futures {
 		return futuresAPI
 	}
@@ -59,7 +59,7 @@ func conditional(t exchange.OrderType) bool {
 // conditional orders on the Algo Order API (STOP_MARKET / TAKE_PROFIT_MARKET, or STOP /
 // TAKE_PROFIT with a Price; always reduce-only; Amount zero closes the whole position).
 // An opening futures order first sets the symbol's leverage to req.Leverage.
-func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
+func (x *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
 	if err := validate(req); err != nil {
 		return exchange.Order{}, err
 	}
@@ -91,11 +91,11 @@ func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (e
 // dates a lost request from when it was sent, which is never before the call began, so it
 // always ends within this window. The executor, which must also cover a caller that died,
 // dates from the call (the staged request's send time) and waits this window.
-func (c *conn) RequestWindow() time.Duration {
+func (c *client) RequestWindow() time.Duration {
 	return c.cfg.MaxElapsed + c.cfg.RecvWindow + c.cfg.ClockMargin
 }
 
-func (x *Exchange) place(ctx context.Context, t *target, key string) (exchange.Order, error) {
+func (x *Account) place(ctx context.Context, t *target, key string) (exchange.Order, error) {
 	cid := t.req.ClientOrderID
 	var lost *failure // the last place request without an answer
 	submits := 0
@@ -109,7 +109,7 @@ func (x *Exchange) place(ctx context.Context, t *target, key string) (exchange.O
 			if f.noAnswer || lost != nil {
 				return exchange.Order{}, outcomeUnknown(cid, f)
 			}
-			return exchange.Order{}, apiError(f, "order lookup")
+			return exchange.Order{}, typed(f, "order lookup")
 		}
 		// Not found. A request sent earlier may still be executed until its window ends.
 		if until := inflightUntil(key); !until.IsZero() {
@@ -156,7 +156,7 @@ func (x *Exchange) place(ctx context.Context, t *target, key string) (exchange.O
 			if lf.noAnswer || lost != nil {
 				return exchange.Order{}, outcomeUnknown(cid, lf)
 			}
-			return exchange.Order{}, apiError(f, "order")
+			return exchange.Order{}, typed(f, "order")
 		default:
 			// A definitive refusal. (If an earlier request got no answer, it was proven
 			// absent before this one was sent, so the refusal stands.)
@@ -164,7 +164,7 @@ func (x *Exchange) place(ctx context.Context, t *target, key string) (exchange.O
 			if classifyCode(f.code, f.msg) == errs.InsufficientBalance && !f.authFailed() && !f.rateLimited() {
 				return exchange.Order{}, x.insufficient(ctx, t, f)
 			}
-			return exchange.Order{}, apiError(f, "order")
+			return exchange.Order{}, typed(f, "order")
 		}
 	}
 }
@@ -187,7 +187,7 @@ func side(s exchange.Side) string {
 }
 
 // submit sends the order request once (plus one re-sync retry after -1021).
-func (x *Exchange) submit(ctx context.Context, t *target) (exchange.Order, *failure) {
+func (x *Account) submit(ctx context.Context, t *target) (exchange.Order, *failure) {
 	req := t.req
 	switch {
 	case t.algo:
@@ -258,7 +258,7 @@ func (x *Exchange) submit(ctx context.Context, t *target) (exchange.Order, *fail
 	}
 }
 
-func (x *Exchange) submitAlgo(ctx context.Context, t *target) (exchange.Order, *failure) {
+func (x *Account) submitAlgo(ctx context.Context, t *target) (exchange.Order, *failure) {
 	req := t.req
 	typ := "STOP_MARKET"
 	if req.Type == exchange.TakeProfit {
@@ -310,7 +310,7 @@ type fill struct {
 
 // finish completes an order with its fee (from the fills of a FULL answer, or from the
 // account's trades of that order) and maps it.
-func (x *Exchange) finish(ctx context.Context, kind exchange.Kind, bsym, base, quote string, r rawOrder) (exchange.Order, *failure) {
+func (x *Account) finish(ctx context.Context, kind exchange.Kind, bsym, base, quote string, r rawOrder) (exchange.Order, *failure) {
 	if r.executed.IsPositive() && !r.fillsKnown {
 		fills, f := x.trades(ctx, kind, bsym, r.orderID, r.executed)
 		if f != nil {
@@ -327,7 +327,7 @@ func (x *Exchange) finish(ctx context.Context, kind exchange.Kind, bsym, base, q
 // trades reads the account's trades of one order (spot /api/v3/myTrades, futures
 // /fapi/v1/userTrades). Trades can trail the order by a moment: if they do not add up to
 // the executed quantity, they are read once more.
-func (x *Exchange) trades(ctx context.Context, kind exchange.Kind, bsym string, orderID int64, executed decimal.Decimal) ([]fill, *failure) {
+func (x *Account) trades(ctx context.Context, kind exchange.Kind, bsym string, orderID int64, executed decimal.Decimal) ([]fill, *failure) {
 	var out []fill
 	for try := 0; try < 2; try++ {
 		out = out[:0]
@@ -459,7 +459,7 @@ func statusOf(s string) exchange.OrderStatus {
 }
 
 // lookup finds the order of t by its client ID.
-func (x *Exchange) lookup(ctx context.Context, t *target) (exchange.Order, *failure) {
+func (x *Account) lookup(ctx context.Context, t *target) (exchange.Order, *failure) {
 	if t.algo {
 		a, f := x.getAlgo(ctx, t.req.ClientOrderID)
 		if f != nil {
@@ -471,7 +471,7 @@ func (x *Exchange) lookup(ctx context.Context, t *target) (exchange.Order, *fail
 }
 
 // getRegular queries an order by client ID (or by order ID when orderID is set).
-func (x *Exchange) getRegular(ctx context.Context, kind exchange.Kind, bsym, base, quote, cid string, orderID int64) (exchange.Order, *failure) {
+func (x *Account) getRegular(ctx context.Context, kind exchange.Kind, bsym, base, quote, cid string, orderID int64) (exchange.Order, *failure) {
 	var r rawOrder
 	var f *failure
 	if kind == exchange.Futures {
@@ -511,7 +511,7 @@ func (x *Exchange) getRegular(ctx context.Context, kind exchange.Kind, bsym, bas
 
 // algoToOrder maps a conditional order; once triggered, its fills are those of the order
 // it placed (actualOrderId).
-func (x *Exchange) algoToOrder(ctx context.Context, bsym, base, quote string, a *algoOrder) (exchange.Order, *failure) {
+func (x *Account) algoToOrder(ctx context.Context, bsym, base, quote string, a *algoOrder) (exchange.Order, *failure) {
 	o := exchange.Order{
 		ID: "algo-" + strconv.FormatInt(a.AlgoID, 10), ClientOrderID: a.ClientAlgoID, Symbol: base + "/" + quote,
 		Kind: exchange.Futures, Side: exchange.SideBuy, Type: typeOf(a.OrderType), Amount: dec(a.Quantity),
@@ -554,14 +554,14 @@ func (x *Exchange) algoToOrder(ctx context.Context, bsym, base, quote string, a 
 // GetOrder finds an order by client order ID (futures: regular orders, then conditional
 // orders of the Algo Order API). An unknown ID is exchange.ErrOrderNotFound. No answer is
 // an untyped error wrapping exchange.ErrUnreachable (retry later).
-func (x *Exchange) GetOrder(ctx context.Context, kind exchange.Kind, symbol, clientOrderID string) (exchange.Order, error) {
+func (x *Account) GetOrder(ctx context.Context, kind exchange.Kind, symbol, clientOrderID string) (exchange.Order, error) {
 	ctx, cancel := x.budget(ctx)
 	defer cancel()
 	o, _, err := x.getOrder(ctx, kind, symbol, clientOrderID)
 	return o, err
 }
 
-func (x *Exchange) getOrder(ctx context.Context, kind exchange.Kind, symbol, cid string) (exchange.Order, bool, error) {
+func (x *Account) getOrder(ctx context.Context, kind exchange.Kind, symbol, cid string) (exchange.Order, bool, error) {
 	if kind != exchange.Spot && kind != exchange.Futures {
 		return exchange.Order{}, false, errs.New(errs.InvalidSymbol, "unknown market kind %q", kind)
 	}
@@ -586,13 +586,13 @@ func (x *Exchange) getOrder(ctx context.Context, kind exchange.Kind, symbol, cid
 	case f.noAnswer:
 		return exchange.Order{}, false, fmt.Errorf("binance: order %s: %w: %w", cid, exchange.ErrUnreachable, f)
 	}
-	return exchange.Order{}, false, apiError(f, "order lookup")
+	return exchange.Order{}, false, typed(f, "order lookup")
 }
 
 // CancelOrder cancels an open order (or conditional order) by client order ID and returns
 // it as cancelled. An order already filled, cancelled or expired is returned with
 // EXCHANGE_ERROR; an unknown one is exchange.ErrOrderNotFound.
-func (x *Exchange) CancelOrder(ctx context.Context, kind exchange.Kind, symbol, clientOrderID string) (exchange.Order, error) {
+func (x *Account) CancelOrder(ctx context.Context, kind exchange.Kind, symbol, clientOrderID string) (exchange.Order, error) {
 	ctx, cancel := x.budget(ctx)
 	defer cancel()
 	o, algo, err := x.getOrder(ctx, kind, symbol, clientOrderID)
@@ -626,7 +626,7 @@ func (x *Exchange) CancelOrder(ctx context.Context, kind exchange.Kind, symbol, 
 	switch {
 	case gerr != nil:
 		if f != nil && !f.noAnswer {
-			return o, apiError(f, "cancellation")
+			return o, typed(f, "cancellation")
 		}
 		return o, gerr
 	case after.Status == exchange.StatusCancelled:
@@ -638,15 +638,15 @@ func (x *Exchange) CancelOrder(ctx context.Context, kind exchange.Kind, symbol, 
 	case f.noAnswer:
 		return after, fmt.Errorf("binance: cancel of %s: outcome unknown: %w: %w", clientOrderID, exchange.ErrUnreachable, f)
 	}
-	return after, apiError(f, "cancellation")
+	return after, typed(f, "cancellation")
 }
 
 // insufficient is INSUFFICIENT_BALANCE with required and available where they can be
 // computed: available from the wallet, required = amount × price (+ the fee estimate; on
 // futures the initial margin amount × price / leverage + fee); a spot sell requires the
 // base amount. The extra reads are best effort within the method's budget.
-func (x *Exchange) insufficient(ctx context.Context, t *target, f *failure) error {
-	e := apiError(f, "order")
+func (x *Account) insufficient(ctx context.Context, t *target, f *failure) error {
+	e := typed(f, "order")
 	req := t.req
 	asset, required := t.quote, decimal.Zero
 	if req.Kind == exchange.Spot && req.Side == exchange.SideSell {

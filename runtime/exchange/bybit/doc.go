@@ -90,4 +90,12 @@
 // The one untyped failure is ErrOrderUnconfirmed (see there). Credentials never appear in an
 // error: Bybit's messages are scrubbed of the key and secret, and the signed string Bybit
 // echoes is cut off.
+//
+// # Files
+//
+// The Binance and Bybit adapters name their parts alike: connector.go: Connector and
+// Account; client.go: the signed calls, their retries, the clock and the failures;
+// account.go: balance, leverage and permissions; markets.go: markets and tickers;
+// orders.go: placing, reading and cancelling orders; errors.go: Bybit's refusals as typed
+// errors.
 package bybit

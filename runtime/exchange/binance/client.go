@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	stdlog "log"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -14,8 +17,53 @@ import (
 	"sync/atomic"
 	"time"
 
+	binance "github.com/adshao/go-binance/v2"
 	"github.com/adshao/go-binance/v2/common"
+	"github.com/adshao/go-binance/v2/futures"
+
+	"github.com/sigops/sigops/runtime/exchange"
 )
+
+// client is what the views of one account share: the key, the hosts and the calls to them.
+type client struct {
+	creds           exchange.Credentials
+	spotURL, futURL string
+	testnet         bool
+	cfg             Connector
+	http            *http.Client
+	log             *slog.Logger
+
+	levMu    sync.Mutex
+	leverage map[string]int // futures symbol -> leverage last set through this account
+}
+
+// quiet silences go-binance's logger (it only logs in Debug mode, which stays off: its
+// debug output shows full request URLs and bodies).
+var quiet = stdlog.New(io.Discard, "", 0)
+
+const userAgent = "sigops-binance/1"
+
+// spot is a go-binance spot client for one call. A fresh client per call (a few words,
+// no I/O) avoids go-binance's unsynchronised writes to client fields (TimeOffset,
+// UsedWeight) under concurrent use.
+func (c *client) spot() *binance.Client {
+	return &binance.Client{
+		APIKey: c.creds.APIKey, SecretKey: c.creds.APISecret, KeyType: common.KeyTypeHmac,
+		BaseURL: c.spotURL, UserAgent: userAgent, HTTPClient: c.http,
+		Logger: quiet, TimeOffset: offset(c.spotURL).Load(),
+	}
+}
+
+// fut is a go-binance USDⓈ-M futures client for one call.
+func (c *client) fut() *futures.Client {
+	return &futures.Client{
+		APIKey: c.creds.APIKey, SecretKey: c.creds.APISecret, KeyType: common.KeyTypeHmac,
+		BaseURL: c.futURL, UserAgent: userAgent, HTTPClient: c.http,
+		Logger: quiet, TimeOffset: offset(c.futURL).Load(),
+	}
+}
+
+func (c *client) recvWindowMS() int64 { return c.cfg.RecvWindow.Milliseconds() }
 
 // recorder notes the HTTP status and Retry-After of each answer in the request's
 // callInfo: go-binance's APIError carries neither.
@@ -104,15 +152,15 @@ func (f *failure) duplicate() bool {
 		(f.code == codeNewOrderRejected && strings.Contains(strings.ToLower(f.msg), "duplicate"))
 }
 
-// market says which of the account's two APIs a call goes to.
-type market int
+// api says which of the account's two APIs (and so hosts) a call goes to.
+type api int
 
 const (
-	spotAPI market = iota
+	spotAPI api = iota
 	futuresAPI
 )
 
-func (c *conn) base(m market) string {
+func (c *client) base(m api) string {
 	if m == futuresAPI {
 		return c.futURL
 	}
@@ -120,12 +168,12 @@ func (c *conn) base(m market) string {
 }
 
 // budget bounds one method of the account.
-func (c *conn) budget(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *client) budget(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.cfg.MaxElapsed)
 }
 
 // once makes one HTTP call through fn, bounded by Timeout.
-func (c *conn) once(ctx context.Context, op string, fn func(context.Context) error) *failure {
+func (c *client) once(ctx context.Context, op string, fn func(context.Context) error) *failure {
 	ci := &callInfo{}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, callInfoKey{}, ci), c.cfg.Timeout)
 	defer cancel()
@@ -136,7 +184,7 @@ func (c *conn) once(ctx context.Context, op string, fn func(context.Context) err
 	return c.classify(ctx, actx, op, err, ci)
 }
 
-func (c *conn) classify(ctx, actx context.Context, op string, err error, ci *callInfo) *failure {
+func (c *client) classify(ctx, actx context.Context, op string, err error, ci *callInfo) *failure {
 	f := &failure{op: op, status: ci.status}
 	var apiErr *common.APIError
 	switch {
@@ -212,7 +260,7 @@ func parseRetryAfter(v string, status int) time.Duration {
 // within the budget of ctx) when retryNoAnswer, and a call refused for its timestamp
 // (-1021) is tried once more after re-syncing the clock offset. Both are safe: a read
 // has no effect, and -1021 means Binance refused the request before looking at it.
-func (c *conn) do(ctx context.Context, m market, op string, retryNoAnswer bool, fn func(context.Context) error) *failure {
+func (c *client) do(ctx context.Context, m api, op string, retryNoAnswer bool, fn func(context.Context) error) *failure {
 	resynced := false
 	for i := 0; ; i++ {
 		f := c.once(ctx, op, fn)
@@ -237,7 +285,7 @@ func (c *conn) do(ctx context.Context, m market, op string, retryNoAnswer bool, 
 }
 
 // backoff is the pause after attempt i: Backoff × 2^i, ±10 %.
-func (c *conn) backoff(i int) time.Duration {
+func (c *client) backoff(i int) time.Duration {
 	d := c.cfg.Backoff << min(i, 10)
 	jitter := time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
 	return d + jitter
@@ -271,7 +319,7 @@ func offset(base string) *atomic.Int64 {
 }
 
 // syncTime measures the offset between the local clock and Binance's.
-func (c *conn) syncTime(ctx context.Context, m market) error {
+func (c *client) syncTime(ctx context.Context, m api) error {
 	var server int64
 	t0 := time.Now()
 	op := "GET /api/v3/time"

@@ -39,7 +39,7 @@ func TestStatusMapping(t *testing.T) {
 }
 
 func TestAlgoStatusMapping(t *testing.T) {
-	x := &Exchange{}
+	x := &Account{}
 	for in, want := range map[string]exchange.OrderStatus{
 		"NEW": exchange.StatusOpen, "TRIGGERING": exchange.StatusOpen, "TRIGGERED": exchange.StatusOpen,
 		"FINISHED": exchange.StatusExpired, "CANCELED": exchange.StatusCancelled, "EXPIRED": exchange.StatusExpired,
@@ -96,7 +96,7 @@ func TestReadErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A 401 without a Binance code is a refused key.
-	err = apiError(&failure{op: "GET /sapi/v1/account/apiRestrictions", status: 401}, "permissions request")
+	err = typed(&failure{op: "GET /sapi/v1/account/apiRestrictions", status: 401}, "permissions request")
 	if errs.CodeOf(err) != errs.ExchangeDisconnected || !errors.Is(err, exchange.ErrInvalidCredentials) {
 		t.Fatal(err)
 	}
