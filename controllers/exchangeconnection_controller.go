@@ -94,7 +94,10 @@ func (r *ExchangeConnectionReconciler) statusFields(conn *tradingv1.ExchangeConn
 // reconcileKind validates and projects the connection, and records an event when the
 // verdict changes.
 func (r *ExchangeConnectionReconciler) reconcileKind(ctx context.Context, conn *tradingv1.ExchangeConnection) (outcome, ctrl.Result, error) {
-	was := meta.FindStatusCondition(conn.Status.Conditions, tradingv1.ConditionReady)
+	var was string
+	if ready := meta.FindStatusCondition(conn.Status.Conditions, tradingv1.ConditionReady); ready != nil {
+		was = ready.Reason
+	}
 	o, res, err := r.validateAndProject(ctx, conn)
 	r.recordVerdict(conn, was, o)
 	return o, res, err
@@ -148,11 +151,11 @@ func (r *ExchangeConnectionReconciler) finalize(ctx context.Context, conn *tradi
 	return nil
 }
 
-// recordVerdict records an event when the Ready reason changes from was to o's: Normal when
-// the key is validated, Warning when it is refused. Messages are the outcome's (no secret
-// values).
-func (r *ExchangeConnectionReconciler) recordVerdict(conn *tradingv1.ExchangeConnection, was *metav1.Condition, o outcome) {
-	if r.Recorder == nil || !o.shown() || (was != nil && was.Reason == o.reason) {
+// recordVerdict records an event when the Ready reason changes from was ("" before the first
+// verdict) to o's: Normal when the key is validated, Warning when it is refused. Messages are
+// the outcome's (no secret values).
+func (r *ExchangeConnectionReconciler) recordVerdict(conn *tradingv1.ExchangeConnection, was string, o outcome) {
+	if r.Recorder == nil || !o.shown() || was == o.reason {
 		return
 	}
 	typ := corev1.EventTypeWarning
