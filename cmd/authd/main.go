@@ -32,8 +32,10 @@ const usage = `usage:
   authd users set-password  --email E [--password-file F | --password-stdin]
   authd users credit-wallet --email E --amount USD      (or: credit-wallet E USD)
   authd users show          --email E
-Every users command takes --redis-addr, --redis-db and --redis-password-file. Passwords are
-read from a file, from standard input, or typed at a terminal without echo; never from a flag value.
+Every users command takes the Redis flags of serve: --redis-addr, --redis-db,
+--redis-password-file, --redis-sentinel-addrs with --redis-master-name, --redis-cluster-addrs.
+Passwords are read from a file, from standard input, or typed at a terminal without echo;
+never from a flag value.
 `
 
 func main() {
@@ -88,7 +90,7 @@ func serve(args []string) error {
 	fs.IntVar(&c.registerPer48, "register-per-48-per-hour", auth.RegisterPerNet48.Max, "client registrations per IPv6 /48 per hour")
 	fs.IntVar(&c.registerGlobal, "register-global-per-hour", auth.RegisterGlobal.Max, "client registrations of the whole service per hour")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
-	redisFlags(fs, &c.redis)
+	store.BindFlags(fs, &c.redis)
 	fs.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	_ = fs.Parse(args)
 
@@ -115,12 +117,6 @@ func perHour(lim auth.Limit, n int) auth.Limit {
 		lim.Max, lim.Window = n, time.Hour
 	}
 	return lim
-}
-
-func redisFlags(fs *flag.FlagSet, o *store.Options) {
-	fs.StringVar(&o.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
-	fs.IntVar(&o.DB, "redis-db", 0, "Redis database")
-	fs.StringVar(&o.PasswordFile, "redis-password-file", "", "file holding the Redis password")
 }
 
 func run(logger *slog.Logger, c serveConfig) error {

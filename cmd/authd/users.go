@@ -31,7 +31,7 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 		email, name, tier, wallet, amount, pwFile string
 		pwStdin                                   bool
 	)
-	redisFlags(fs, &ro)
+	store.BindFlags(fs, &ro)
 	fs.StringVar(&email, "email", "", "the account's email")
 	switch cmd {
 	case "create", "ensure":

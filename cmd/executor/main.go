@@ -46,9 +46,7 @@ func main() {
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
 	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
 	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, still accepted for opening during a rotation")
-	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
-	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
-	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
 
@@ -75,7 +73,10 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	defer rdb.Close()
 	// The consumer's 32 blocking readers get their own pool, so they never starve the
 	// pipeline's own Redis calls.
-	qrdb := queue.DedicatedClient(rdb.Options())
+	qrdb, err := queue.DedicatedClient(ctx, ro)
+	if err != nil {
+		return err
+	}
 	defer qrdb.Close()
 	prices, err := marketdata.FromFlag(marketData)
 	if err != nil {

@@ -50,9 +50,7 @@ func main() {
 	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that seals exchange credentials; mount a Secret. Without it no exchange connection becomes Ready")
 	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, accepted for opening until every connection is re-sealed")
 	flag.DurationVar(&revalidate, "exchange-revalidate-period", controllers.DefaultExchangeRevalidatePeriod, "how often an exchange connection's API key is checked with the exchange again")
-	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
-	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
-	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level (DEBUG, INFO, WARN, ERROR)")
 	flag.Parse()
 
@@ -133,6 +131,6 @@ func run(ctx context.Context, logger *slog.Logger, c managerConfig) error {
 		// Key IDs are short hashes, safe to log; rotation progress is status.encryptionKeyID.
 		logger.Info("master keys loaded", "currentKeyId", k.CurrentKeyID(), "keyIds", k.KeyIDs())
 	}
-	logger.Info("starting manager", "redis", c.redis.Addr, "baseURL", c.controllers.BaseURL)
+	logger.Info("starting manager", "redis", c.redis.String(), "baseURL", c.controllers.BaseURL)
 	return mgr.Start(ctx)
 }

@@ -32,9 +32,7 @@ const usage = `usage: queuectl [flags] dead list [-after ID] [-n 50] [-json]
 
 func main() {
 	var ro store.Options
-	flag.StringVar(&ro.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
-	flag.IntVar(&ro.DB, "redis-db", 0, "Redis database")
-	flag.StringVar(&ro.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+	store.BindFlags(flag.CommandLine, &ro)
 	flag.Usage = func() { fmt.Fprint(os.Stderr, usage); flag.PrintDefaults() }
 	flag.Parse()
 	args := flag.Args()

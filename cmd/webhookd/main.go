@@ -42,9 +42,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
 	flag.DurationVar(&waitBound, "wait-bound", webhookd.DefaultWaitBound, "how long a request waits for the execution result")
 	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's name (its result channel)")
-	flag.StringVar(&redisOpts.Addr, "redis-addr", "127.0.0.1:6379", "Redis address")
-	flag.IntVar(&redisOpts.DB, "redis-db", 0, "Redis database")
-	flag.StringVar(&redisOpts.PasswordFile, "redis-password-file", "", "file holding the Redis password")
+	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
 
@@ -102,7 +100,7 @@ func run(logger *slog.Logger, c config) error {
 }
 
 // resultStore reads stored results for duplicate signals.
-type resultStore struct{ rdb *redis.Client }
+type resultStore struct{ rdb redis.UniversalClient }
 
 func (s resultStore) GetResult(ctx context.Context, id string) (result.Result, bool, error) {
 	return queue.GetResult(ctx, s.rdb, id)

@@ -29,10 +29,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/redis/go-redis/v9"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/load"
 	"github.com/sigops/sigops/test/stack"
 )
@@ -152,11 +152,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: env["REDIS_ADDR"]})
-	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis at %s: %w", env["REDIS_ADDR"], err)
+	rdb, err := store.Connect(ctx, store.Options{Addr: env["REDIS_ADDR"]})
+	if err != nil {
+		return err
 	}
+	defer rdb.Close()
 
 	fmt.Printf("setting up %d paper bots in namespace %s...\n", bots, namespace)
 	began := time.Now()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
 )
 
@@ -25,6 +26,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		}
 		bins[name] = bin
 	}
+	// Every daemon and the users command reach the stack's Redis with the same flags.
+	redisArgs := store.Options{Addr: s.redis.Addr}.Args()
 	addr := func() (string, error) {
 		port, err := stack.FreePort()
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
@@ -36,8 +39,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	fmt.Printf("starting the executor (simulated market; log: %s)\n", s.rel(s.executorLog))
 	if s.executor, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "executor", Binary: bins["executor"], LogFile: s.executorLog,
-		Args: []string{"--redis-addr=" + s.redis.Addr, "--market-data=simulated", "--metrics-bind-address=" + execMetrics,
-			"--master-key-file=" + s.masterKey},
+		Args: append([]string{"--market-data=simulated", "--metrics-bind-address=" + execMetrics,
+			"--master-key-file=" + s.masterKey}, redisArgs...),
 		ReadyURL: "http://" + execMetrics + "/readyz",
 	}); err != nil {
 		return err
@@ -54,8 +57,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	fmt.Printf("starting webhookd (log: %s)\n", s.rel(s.webhookdLog))
 	if s.webhookd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "webhookd", Binary: bins["webhookd"], LogFile: s.webhookdLog,
-		Args: []string{"--redis-addr=" + s.redis.Addr, "--listen=" + hookAddr, "--metrics-bind-address=" + hookMetrics,
-			"--trusted-proxies=127.0.0.1/32"},
+		Args: append([]string{"--listen=" + hookAddr, "--metrics-bind-address=" + hookMetrics,
+			"--trusted-proxies=127.0.0.1/32"}, redisArgs...),
 		ReadyURL: "http://" + hookMetrics + "/readyz",
 	}); err != nil {
 		return err
@@ -63,8 +66,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 
 	// authd, and the demo account the samples belong to (tier team, some wallet credit).
 	fmt.Printf("creating the demo account %s (tier team)\n", demoEmail)
-	ensure := exec.CommandContext(ctx, bins["authd"], "users", "ensure", "--email", demoEmail, "--name", "Demo",
-		"--tier", "team", "--wallet", "100", "--password-file", s.demoPassword, "--redis-addr", s.redis.Addr)
+	ensure := exec.CommandContext(ctx, bins["authd"], append([]string{"users", "ensure", "--email", demoEmail, "--name", "Demo",
+		"--tier", "team", "--wallet", "100", "--password-file", s.demoPassword}, redisArgs...)...)
 	if out, err := ensure.CombinedOutput(); err != nil {
 		return fmt.Errorf("authd users ensure: %w\n%s", err, out)
 	}
@@ -79,8 +82,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	fmt.Printf("starting authd (log: %s)\n", s.rel(s.authdLog))
 	if s.authd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "authd", Binary: bins["authd"], LogFile: s.authdLog,
-		Args: []string{"serve", "--redis-addr=" + s.redis.Addr, "--listen=" + authAddr, "--metrics-bind-address=" + authMetrics,
-			"--trusted-proxies=127.0.0.1/32", "--issuer=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey},
+		Args: append([]string{"serve", "--listen=" + authAddr, "--metrics-bind-address=" + authMetrics,
+			"--trusted-proxies=127.0.0.1/32", "--issuer=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey}, redisArgs...),
 		ReadyURL: "http://" + authMetrics + "/readyz",
 	}); err != nil {
 		return err

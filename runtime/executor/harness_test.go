@@ -88,6 +88,18 @@ func newHarness(t testing.TB, edit func(*registry.Bot)) *harness {
 	return h
 }
 
+// queueClient is a Consumer's own client of rdb's server, as the executor daemon makes it;
+// it is closed when the test ends.
+func queueClient(t testing.TB, rdb *redis.Client) redis.UniversalClient {
+	t.Helper()
+	c, err := queue.DedicatedClient(context.Background(), store.Options{Addr: rdb.Options().Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 func (h *harness) project() {
 	h.t.Helper()
 	if err := h.reg.Project(h.ctx, h.bot, "hook-"+h.bot.ID); err != nil {

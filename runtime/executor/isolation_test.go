@@ -131,8 +131,7 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 	lv := &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: windowConnectors()}
 	ex := executor.New(executor.Deps{Redis: rdb, Prices: px, Logger: quiet,
 		Venues: &executor.Paper{Redis: rdb, Prices: px, Live: lv}})
-	qc := queue.DedicatedClient(rdb.Options())
-	t.Cleanup(func() { _ = qc.Close() })
+	qc := queueClient(t, rdb)
 	consumer := queue.NewConsumer(qc, queue.Options{OnDeadLetter: ex.DeadLettered, Logger: quiet})
 	cctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
@@ -238,8 +237,7 @@ func TestCorruptProgressIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet})
-	qc := queue.DedicatedClient(h.rdb.Options())
-	t.Cleanup(func() { _ = qc.Close() })
+	qc := queueClient(t, h.rdb)
 	consumer := queue.NewConsumer(qc, queue.Options{MaxAttempts: 3, OnDeadLetter: ex.DeadLettered, Logger: h.quiet})
 	ctx, cancel := context.WithCancel(h.ctx)
 	stopped := make(chan struct{})

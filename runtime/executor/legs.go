@@ -296,6 +296,8 @@ func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.Ord
 	// Tx.Close releases only a watch set through Tx.Watch, so txf releases this one itself
 	// (UNWATCH) when it returns without EXEC having run, before the connection goes back to
 	// the pool.
+	// A single-server client and a Sentinel failover client are both a *redis.Client; a
+	// Cluster client needs WATCH's keys to pick the node, so it gets them in Watch.
 	_, watchInPipeline := e.rdb.(*redis.Client)
 	watchKeys := keys
 	if watchInPipeline {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // Handler executes one signal. A nil error means the signal is done: its outcome, success or
@@ -71,16 +73,27 @@ const (
 // connection delays its partition's signals by up to the pool timeout. Use DedicatedClient.
 const MinPoolSize = Partitions + 16
 
-// DedicatedClient returns a new client for a Consumer: a copy of o with PoolSize raised to at
-// least MinPoolSize. o may be a live client's Options() (the daemon's, from store.Connect):
-// the copy drops the push-notification processor go-redis installed in that client, which
-// belongs to it alone, and gets a fresh built-in one. A dedicated client also keeps the
-// Consumer's 32 long-blocking reads from starving the Handler's own Redis calls.
-func DedicatedClient(o *redis.Options) *redis.Client {
-	opt := *o
-	opt.PoolSize = max(opt.PoolSize, MinPoolSize)
-	opt.PushNotificationProcessor = nil
-	return redis.NewClient(&opt)
+// DedicatedClient connects a new client for a Consumer to the Redis o describes, of the same
+// kind as the daemon's (a single server, a Sentinel-managed master or a Cluster), with a pool
+// of at least MinPoolSize connections per server. It is built from the options rather than
+// copied from a live client, because a failover client's connections depend on Sentinel
+// state that belongs to that client alone. A dedicated client also keeps the Consumer's 32
+// long-blocking reads from starving the Handler's own Redis calls.
+func DedicatedClient(ctx context.Context, o store.Options) (redis.UniversalClient, error) {
+	o.PoolSize = max(o.PoolSize, MinPoolSize)
+	return store.Connect(ctx, o)
+}
+
+// poolSize is rdb's connection pool per server (per node of a Cluster); ok is false for a
+// client whose pool it cannot read.
+func poolSize(rdb redis.UniversalClient) (size int, ok bool) {
+	switch c := rdb.(type) {
+	case *redis.Client: // a single server or a Sentinel-managed master
+		return c.Options().PoolSize, true
+	case *redis.ClusterClient:
+		return c.Options().PoolSize, true
+	}
+	return 0, false
 }
 
 // Options configure a Consumer. Zero values take the defaults.
@@ -180,9 +193,9 @@ func NewConsumer(rdb redis.UniversalClient, opts Options) *Consumer {
 		offset:     int(h.Sum32() % Partitions),
 		held:       map[int]*lease{},
 	}
-	if rc, ok := rdb.(*redis.Client); ok && rc.Options().PoolSize < MinPoolSize {
+	if n, ok := poolSize(rdb); ok && n < MinPoolSize {
 		log.Warn("redis pool smaller than the queue needs; use queue.DedicatedClient",
-			"poolSize", rc.Options().PoolSize, "want", MinPoolSize)
+			"poolSize", n, "want", MinPoolSize)
 	}
 	return c
 }

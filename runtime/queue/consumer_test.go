@@ -235,15 +235,24 @@ func TestMetricsCollectors(t *testing.T) {
 	}
 }
 
+// A dedicated client has at least MinPoolSize connections, and a larger pool asked for stays.
 func TestDedicatedClientPool(t *testing.T) {
 	_, rdb := storetest.New(t)
-	for _, o := range []*redis.Options{{Addr: rdb.Options().Addr, PoolSize: 4}, rdb.Options()} {
-		c := DedicatedClient(o)
-		if got := c.Options().PoolSize; got != MinPoolSize {
-			t.Errorf("pool size %d, want %d", got, MinPoolSize)
-		}
-		if err := c.Ping(context.Background()).Err(); err != nil {
+	addr := rdb.Options().Addr
+	for _, tc := range []struct {
+		o    store.Options
+		want int
+	}{
+		{store.Options{Addr: addr}, MinPoolSize},
+		{store.Options{Addr: addr, PoolSize: 4}, MinPoolSize},
+		{store.Options{Addr: addr, PoolSize: MinPoolSize + 10}, MinPoolSize + 10},
+	} {
+		c, err := DedicatedClient(context.Background(), tc.o)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if got, ok := poolSize(c); !ok || got != tc.want {
+			t.Errorf("pool size %d (%v), want %d", got, ok, tc.want)
 		}
 		_ = c.Close()
 	}

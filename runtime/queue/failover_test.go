@@ -105,8 +105,7 @@ func TestPerBotOrderAndExclusivity(t *testing.T) {
 func TestKilledConsumerReclaimed(t *testing.T) {
 	_, rdb := storetest.New(t)
 	bot := "bot-killed"
-	rdbA := DedicatedClient(rdb.Options())
-	defer rdbA.Close()
+	rdbA := dedicated(t, rdb)
 
 	entered, release := make(chan struct{}), make(chan struct{})
 	aCtx := make(chan context.Context, 1)

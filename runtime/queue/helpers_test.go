@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // testLogger shows warnings with -v and stays quiet otherwise.
@@ -25,8 +27,12 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // dedicated returns a client of rdb's server sized for a Consumer (as the daemon does).
-func dedicated(t testing.TB, rdb *redis.Client) *redis.Client {
-	c := DedicatedClient(rdb.Options())
+func dedicated(t testing.TB, rdb *redis.Client) redis.UniversalClient {
+	t.Helper()
+	c, err := DedicatedClient(context.Background(), store.Options{Addr: rdb.Options().Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -2,53 +2,198 @@ package store
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Options are how a process reaches Redis. Every daemon takes the same flags.
+// DefaultAddr is the server a process reaches when no Redis flag names one.
+const DefaultAddr = "127.0.0.1:6379"
+
+// Options are how a process reaches Redis: one server, a master that Sentinels watch, or a
+// Redis Cluster. Every daemon and command takes them through BindFlags, so they all read
+// the same flags the same way.
 type Options struct {
+	// Addr is a single server's host:port. Empty means DefaultAddr, unless SentinelAddrs or
+	// ClusterAddrs name the servers.
 	Addr string
-	DB   int
+	// DB is the database number; a Cluster has database 0 only.
+	DB int
 	// PasswordFile holds the password (a mounted Secret); empty means none. The password
 	// never travels in a flag, so it does not show in process listings.
 	PasswordFile string
+	// SentinelAddrs are Sentinels watching the master MasterName: the client asks them where
+	// the master is and follows them to the new one after a failover.
+	SentinelAddrs []string
+	MasterName    string
+	// ClusterAddrs are seed nodes of a Redis Cluster; the client learns the others from them.
+	ClusterAddrs []string
+	// PoolSize is the connection pool per server (per node of a Cluster); 0 keeps go-redis's
+	// default of 10 per CPU. It is no flag: a process sizes its own clients.
+	PoolSize int
 }
 
-// Connect opens a client and checks it answers, so that a misconfigured address fails at
-// start-up rather than on the first signal.
-func Connect(ctx context.Context, o Options) (*redis.Client, error) {
-	password := ""
-	if o.PasswordFile != "" {
-		b, err := os.ReadFile(o.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("read redis password file: %w", err)
+// Flag names, for messages and for Args.
+const (
+	flagAddr          = "redis-addr"
+	flagDB            = "redis-db"
+	flagPasswordFile  = "redis-password-file"
+	flagSentinelAddrs = "redis-sentinel-addrs"
+	flagMasterName    = "redis-master-name"
+	flagClusterAddrs  = "redis-cluster-addrs"
+)
+
+// BindFlags registers the Redis flags on fs, writing into o.
+func BindFlags(fs *flag.FlagSet, o *Options) {
+	fs.StringVar(&o.Addr, flagAddr, o.Addr, "host:port of a single Redis server (default "+DefaultAddr+" when neither --"+flagSentinelAddrs+" nor --"+flagClusterAddrs+" is given)")
+	fs.IntVar(&o.DB, flagDB, o.DB, "Redis database (a Redis Cluster has 0 only)")
+	fs.StringVar(&o.PasswordFile, flagPasswordFile, o.PasswordFile, "file holding the Redis password (mount a Secret)")
+	fs.Func(flagSentinelAddrs, "comma-separated host:port of Redis Sentinels; with --"+flagMasterName+", the client follows the master through failovers", func(s string) error {
+		o.SentinelAddrs = splitAddrs(s)
+		return nil
+	})
+	fs.StringVar(&o.MasterName, flagMasterName, o.MasterName, "name of the master the Sentinels watch")
+	fs.Func(flagClusterAddrs, "comma-separated host:port of Redis Cluster nodes to discover the cluster from", func(s string) error {
+		o.ClusterAddrs = splitAddrs(s)
+		return nil
+	})
+}
+
+// splitAddrs reads a comma-separated list; blank items are dropped, so a trailing comma is
+// harmless.
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
 		}
-		password = string(trimNewline(b))
 	}
-	c := redis.NewClient(&redis.Options{
-		Addr:         o.Addr,
+	return out
+}
+
+// Args are the flags that give o to a process which binds them with BindFlags (the local
+// stack and the tests start daemons with them).
+func (o Options) Args() []string {
+	var args []string
+	add := func(name, value string) { args = append(args, "--"+name+"="+value) }
+	if o.Addr != "" {
+		add(flagAddr, o.Addr)
+	}
+	if o.DB != 0 {
+		add(flagDB, strconv.Itoa(o.DB))
+	}
+	if o.PasswordFile != "" {
+		add(flagPasswordFile, o.PasswordFile)
+	}
+	if len(o.SentinelAddrs) > 0 {
+		add(flagSentinelAddrs, strings.Join(o.SentinelAddrs, ","))
+	}
+	if o.MasterName != "" {
+		add(flagMasterName, o.MasterName)
+	}
+	if len(o.ClusterAddrs) > 0 {
+		add(flagClusterAddrs, strings.Join(o.ClusterAddrs, ","))
+	}
+	return args
+}
+
+// Validate rejects flags that contradict each other: a process must not silently pick one
+// of two deployments it was told about.
+func (o Options) Validate() error {
+	sentinel, cluster := len(o.SentinelAddrs) > 0, len(o.ClusterAddrs) > 0
+	switch {
+	case sentinel && cluster:
+		return fmt.Errorf("--%s and --%s exclude each other: Redis runs either under Sentinels or as a Cluster", flagSentinelAddrs, flagClusterAddrs)
+	case o.Addr != "" && sentinel:
+		return fmt.Errorf("--%s names a single server; with --%s the Sentinels name the master", flagAddr, flagSentinelAddrs)
+	case o.Addr != "" && cluster:
+		return fmt.Errorf("--%s names a single server; give a Cluster's nodes with --%s only", flagAddr, flagClusterAddrs)
+	case sentinel && o.MasterName == "":
+		return fmt.Errorf("--%s needs --%s, the master the Sentinels watch", flagSentinelAddrs, flagMasterName)
+	case o.MasterName != "" && !sentinel:
+		return fmt.Errorf("--%s needs --%s, the Sentinels to ask for it", flagMasterName, flagSentinelAddrs)
+	case cluster && o.DB != 0:
+		return fmt.Errorf("a Redis Cluster has database 0 only: drop --%s", flagDB)
+	case o.DB < 0:
+		return fmt.Errorf("--%s must not be negative", flagDB)
+	}
+	return nil
+}
+
+// String names the Redis o reaches, for logs and errors; it never holds the password.
+func (o Options) String() string {
+	switch {
+	case len(o.SentinelAddrs) > 0:
+		return fmt.Sprintf("master %s via sentinels %s (db %d)", o.MasterName, strings.Join(o.SentinelAddrs, ","), o.DB)
+	case len(o.ClusterAddrs) > 0:
+		return "cluster via " + strings.Join(o.ClusterAddrs, ",")
+	}
+	return fmt.Sprintf("%s (db %d)", o.addr(), o.DB)
+}
+
+func (o Options) addr() string {
+	if o.Addr == "" {
+		return DefaultAddr
+	}
+	return o.Addr
+}
+
+// universal is the go-redis configuration of o: redis.NewUniversalClient makes a failover
+// client when MasterName is set, a cluster client in cluster mode and a plain client
+// otherwise.
+func (o Options) universal(password string) *redis.UniversalOptions {
+	u := &redis.UniversalOptions{
 		DB:           o.DB,
 		Password:     password,
+		PoolSize:     o.PoolSize,
 		DialTimeout:  2 * time.Second,
 		ReadTimeout:  2 * time.Second,
 		WriteTimeout: 2 * time.Second,
-	})
+	}
+	switch {
+	case len(o.SentinelAddrs) > 0:
+		u.Addrs, u.MasterName = o.SentinelAddrs, o.MasterName
+	case len(o.ClusterAddrs) > 0:
+		u.Addrs, u.IsClusterMode = o.ClusterAddrs, true
+	default:
+		u.Addrs = []string{o.addr()}
+	}
+	return u
+}
+
+// Connect opens a client of the kind o describes (a single server, a Sentinel-managed master
+// or a Cluster) and checks it answers, so that a misconfigured address fails at start-up
+// rather than on the first signal.
+func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	password, err := readPassword(o.PasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewUniversalClient(o.universal(password))
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("redis at %s: %w", o.Addr, err)
+		return nil, fmt.Errorf("redis %s: %w", o, err)
 	}
 	return c, nil
 }
 
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
+func readPassword(file string) (string, error) {
+	if file == "" {
+		return "", nil
 	}
-	return b
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read redis password file: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }

@@ -134,7 +134,12 @@ func run(m *testing.M) int {
 	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet, Venues: &executor.Paper{Redis: rdb, Prices: prices,
 		Live: &executor.LiveVenues{Redis: rdb, Keys: ring, Connectors: exchanges}}})
-	consumer := queue.NewConsumer(queue.DedicatedClient(rdb.Options()), queue.Options{LeaseTTL: time.Second, Logger: quiet})
+	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: srv.Addr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	consumer := queue.NewConsumer(qrdb, queue.Options{LeaseTTL: time.Second, Logger: quiet})
 	running.Go(func() { _ = consumer.Run(ctx, exec.Handle) })
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: 50 * time.Millisecond, Logger: quiet})
 	running.Go(func() { _ = watcher.Run(ctx) })

@@ -101,7 +101,7 @@ func BenchmarkWebhookdIntake(b *testing.B) {
 	}
 }
 
-func benchHandler(b *testing.B, rds *stack.Redis, rdb *redis.Client, script redis.Scripter, waiter *queue.Waiter, paths []string) {
+func benchHandler(b *testing.B, rds *stack.Redis, rdb redis.UniversalClient, script redis.Scripter, waiter *queue.Waiter, paths []string) {
 	ctx := b.Context()
 	srv, err := webhookd.New(webhookd.Options{
 		Intake: intake.New(script), Waiter: waiter, Symbols: func() *signal.Symbols { return paperSymbols },

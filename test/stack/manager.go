@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // Build compiles ./cmd/<name> into root/bin/<name>. It builds beside the target and
@@ -85,12 +87,11 @@ func StartManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		MetricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
 		ProbeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
 	}
-	args := append([]string{
-		"--redis-addr=" + o.RedisAddr,
-		"--base-url=" + o.BaseURL,
-		"--metrics-bind-address=" + m.MetricsAddr,
-		"--health-probe-bind-address=" + m.ProbeAddr,
-	}, o.Args...)
+	args := append(store.Options{Addr: o.RedisAddr}.Args(),
+		"--base-url="+o.BaseURL,
+		"--metrics-bind-address="+m.MetricsAddr,
+		"--health-probe-bind-address="+m.ProbeAddr)
+	args = append(args, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Env = append(withoutEnv(os.Environ(), "KUBECONFIG"), "KUBECONFIG="+o.Kubeconfig)
 	if m.Process, err = startProcess("manager", cmd, o.LogFile); err != nil {
