@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -29,53 +30,20 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeNotFound(w)
 		return
 	}
-
-	// Any Content-Type: TradingView sends JSON as text/plain.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.refuse(w, "", errs.New(errs.InvalidJSON, "body exceeds %d KiB", MaxBodyBytes>>10), http.StatusRequestEntityTooLarge, received)
-			return
-		}
-		s.refuse(w, "", errs.New(errs.InvalidJSON, "cannot read body"), 0, received)
-		return
-	}
-	sig, err := signal.Parse(body)
-	if err != nil {
-		s.refuse(w, "", err, 0, received)
-		return
-	}
-	if sig.Symbol != "" {
-		if sig.Symbol, err = s.opts.Symbols().Resolve(sig.Symbol); err != nil {
-			s.refuse(w, "", err, 0, received)
-			return
-		}
-	}
-	payload, err := json.Marshal(sig)
-	if err != nil {
-		s.refuse(w, "", err, 0, received)
+	in, ref := s.readSignal(w, r)
+	if ref != nil {
+		s.refuse(w, "", ref.err, ref.status, received)
 		return
 	}
 
-	signalID := uuid.NewString()
+	req := in.intakeRequest(id, r.Header.Get("Idempotency-Key"), received)
 	wait := r.URL.Query().Get("wait") != "false"
-	req := intake.Request{
-		WebhookHash: registry.HashWebhookID(id), SignalID: signalID, Priority: queue.PriorityWebhook,
-		Signal: payload, ReceivedAt: received,
-		NeedsSymbol: sig.Action.IsEntry() && sig.Symbol == "",
-		BodyHash:    sha256Hex(body),
-	}
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		req.IdempotencyHash = sha256Hex([]byte(key))
-	}
 	var results <-chan resultT
 	if wait {
-		ch, cancel := s.opts.Waiter.Register(signalID)
+		ch, cancel := s.opts.Waiter.Register(req.SignalID)
 		defer cancel()
 		results, req.ReplyTo = ch, s.opts.Waiter.Channel()
 	}
-
 	adm, err := s.opts.Intake.Admit(r.Context(), req)
 	if err != nil {
 		s.refuseBot(w, adm.BotID, err, received)
@@ -83,18 +51,78 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.intakeLatency.Observe(time.Since(received).Seconds())
 	log := s.opts.Logger.With("signalId", adm.SignalID, "botId", adm.BotID)
-	if adm.Duplicate {
+	switch {
+	case adm.Duplicate:
 		s.metrics.signals.WithLabelValues("duplicate", "").Inc()
 		log.Debug("duplicate signal dropped")
 		s.answerDuplicate(w, r, adm.SignalID)
-		return
-	}
-	if !wait {
+	case !wait:
 		s.metrics.signals.WithLabelValues("queued", "").Inc()
-		writeJSON(w, http.StatusOK, successBody{Success: true, Message: "Signal queued", SignalID: signalID, Timestamp: received.UnixMilli()})
-		return
+		writeJSON(w, http.StatusOK, successBody{Success: true, Message: "Signal queued", SignalID: req.SignalID, Timestamp: received.UnixMilli()})
+	default:
+		s.awaitResult(w, r, results, req.SignalID, received, log)
 	}
+}
 
+// inbound is a body that parsed and validated as a signal.
+type inbound struct {
+	body    []byte // as received: its hash tells a repeated body
+	sig     signal.Signal
+	payload []byte // sig as JSON, the form the queue carries
+}
+
+// refusal is a request refused before it reaches the intake: the error answered and its
+// HTTP status (0: the error code's own).
+type refusal struct {
+	err    error
+	status int
+}
+
+// readSignal reads the body (any Content-Type: TradingView sends JSON as text/plain), parses
+// the signal and resolves its symbol against the markets the service trades.
+func (s *Server) readSignal(w http.ResponseWriter, r *http.Request) (inbound, *refusal) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return inbound{}, &refusal{errs.New(errs.InvalidJSON, "body exceeds %d KiB", MaxBodyBytes>>10), http.StatusRequestEntityTooLarge}
+		}
+		return inbound{}, &refusal{errs.New(errs.InvalidJSON, "cannot read body"), 0}
+	}
+	sig, err := signal.Parse(body)
+	if err != nil {
+		return inbound{}, &refusal{err, 0}
+	}
+	if sig.Symbol != "" {
+		if sig.Symbol, err = s.opts.Symbols().Resolve(sig.Symbol); err != nil {
+			return inbound{}, &refusal{err, 0}
+		}
+	}
+	payload, err := json.Marshal(sig)
+	if err != nil {
+		return inbound{}, &refusal{err, 0}
+	}
+	return inbound{body: body, sig: sig, payload: payload}, nil
+}
+
+// intakeRequest is the signal as the intake admits it, under a new signal ID. Only hashes of
+// the webhook ID, the body and the Idempotency-Key reach Redis.
+func (in inbound) intakeRequest(webhookID, idempotencyKey string, received time.Time) intake.Request {
+	req := intake.Request{
+		WebhookHash: registry.HashWebhookID(webhookID), SignalID: uuid.NewString(), Priority: queue.PriorityWebhook,
+		Signal: in.payload, ReceivedAt: received,
+		NeedsSymbol: in.sig.Action.IsEntry() && in.sig.Symbol == "",
+		BodyHash:    sha256Hex(in.body),
+	}
+	if idempotencyKey != "" {
+		req.IdempotencyHash = sha256Hex([]byte(idempotencyKey))
+	}
+	return req
+}
+
+// awaitResult answers the executor's result for signalID, or "queued" once the wait bound
+// has passed.
+func (s *Server) awaitResult(w http.ResponseWriter, r *http.Request, results <-chan resultT, signalID string, received time.Time, log *slog.Logger) {
 	timer := time.NewTimer(s.opts.WaitBound)
 	defer timer.Stop()
 	select {
@@ -120,8 +148,8 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 // answerDuplicate answers with the first signal's ID, and its result when it is known.
 func (s *Server) answerDuplicate(w http.ResponseWriter, r *http.Request, firstID string) {
 	if s.opts.Results != nil {
-		if res, ok, err := s.opts.Results.GetResult(r.Context(), firstID); err == nil && ok {
-			writeResult(w, res)
+		if stored, err := s.opts.Results.GetResult(r.Context(), firstID); err == nil && stored.Found {
+			writeResult(w, stored.Result)
 			return
 		}
 	}

@@ -280,6 +280,35 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 }
 
+// storedResults is a ResultStore the test fills.
+type storedResults struct{ m sync.Map }
+
+func (s *storedResults) GetResult(_ context.Context, id string) (webhookd.StoredResult, error) {
+	if v, ok := s.m.Load(id); ok {
+		return webhookd.StoredResult{Result: v.(result.Result), Found: true}, nil
+	}
+	return webhookd.StoredResult{}, nil
+}
+
+// A duplicate answers the first signal's ID while it runs, and its result once it finished.
+func TestDuplicateAnswersTheFirstSignalsResult(t *testing.T) {
+	results := &storedResults{}
+	e := newEnv(t, bot("bot-d"), func(o *webhookd.Options) { o.Results = results })
+	key := map[string]string{"Idempotency-Key": "alert-7"}
+	_, first := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, key)
+	id, _ := first["signalId"].(string)
+	resp, again := e.post(t, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, key)
+	if resp.StatusCode != 200 || again["signalId"] != id || again["message"] != "Duplicate signal; the first one stands" {
+		t.Fatalf("duplicate of a running signal: %d %v", resp.StatusCode, again)
+	}
+	done := filled(queue.Envelope{SignalID: id, BotID: "bot-d"})
+	results.m.Store(id, *done)
+	resp, again = e.post(t, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, key)
+	if resp.StatusCode != 200 || again["signalId"] != id || again["message"] != "Order filled" || again["order"] == nil {
+		t.Fatalf("duplicate of a finished signal: %d %v", resp.StatusCode, again)
+	}
+}
+
 func TestHTTPSOnly(t *testing.T) {
 	e := newEnv(t, bot("bot-h"), func(o *webhookd.Options) {
 		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
