@@ -1,6 +1,7 @@
 package authd
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -47,58 +48,118 @@ func withParams(uri string, p map[string]string) string {
 // validated, errors are shown to the user and never redirected (an open redirector would
 // otherwise send codes or users anywhere); after that, errors go back to the client.
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	q := r.URL.Query()
-	if len(q["client_id"]) > 1 || len(q["redirect_uri"]) > 1 {
-		s.errorPage(w, http.StatusBadRequest, "Invalid request", "client_id and redirect_uri must appear once.")
+	req, shown := s.authorizeClient(r.Context(), q)
+	if shown != nil {
+		s.errorPage(w, shown.status, shown.title, shown.msg)
 		return
+	}
+	if back := s.checkAuthorizeParams(q, &req); back != nil {
+		s.redirectError(w, r, req.redirectURI, req.state, back.code, back.desc)
+		return
+	}
+	cur, err := s.currentSession(w, r)
+	if err != nil {
+		s.log().Error("authorize: session", "error", err)
+		s.unavailablePage(w)
+		return
+	}
+	if !cur.live {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	id, err := s.oauth.SavePending(r.Context(), auth.PendingRequest{ClientID: req.client.ID, RedirectURI: req.redirectURI,
+		State: req.state, Challenge: req.challenge, Scope: req.scope, Resource: req.resource,
+		UserID: cur.user.ID, SessionHash: cur.sess.Hash})
+	if err != nil {
+		s.log().Error("authorize: pending", "error", err)
+		s.unavailablePage(w)
+		return
+	}
+	http.Redirect(w, r, "/oauth/consent?request="+url.QueryEscape(id), http.StatusSeeOther)
+}
+
+// authorizeRequest is an authorization request (RFC 6749 §4.1.1) as it is checked: the
+// client and redirect URI first, then the parameters that PKCE, scopes and resource
+// indicators add.
+type authorizeRequest struct {
+	client             auth.Client
+	redirectURI, state string
+	challenge          string
+	scope, resource    string
+}
+
+// oauthRefusal is an error sent back to the client's redirect URI (RFC 6749 §4.1.2.1).
+type oauthRefusal struct{ code, desc string }
+
+// authorizeClient finds the client and checks that the redirect URI is one it registered.
+func (s *Server) authorizeClient(ctx context.Context, q url.Values) (authorizeRequest, *pageError) {
+	if len(q["client_id"]) > 1 || len(q["redirect_uri"]) > 1 {
+		return authorizeRequest{}, &pageError{http.StatusBadRequest, "Invalid request", "client_id and redirect_uri must appear once."}
 	}
 	client, err := s.oauth.GetClient(ctx, q.Get("client_id"))
 	if errors.Is(err, auth.ErrNotFound) {
-		s.errorPage(w, http.StatusBadRequest, "Unknown application", "The application is not registered (unknown client_id).")
-		return
+		return authorizeRequest{}, &pageError{http.StatusBadRequest, "Unknown application", "The application is not registered (unknown client_id)."}
 	}
 	if err != nil {
 		s.log().Error("authorize: client", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
-		return
+		shown := unavailable
+		return authorizeRequest{}, &shown
 	}
 	redirectURI := q.Get("redirect_uri")
 	if redirectURI == "" || !client.MatchRedirect(redirectURI, s.o.AllowLocalhostRedirects) {
-		s.errorPage(w, http.StatusBadRequest, "Invalid redirect", "The redirect_uri is missing or is not one this application registered.")
-		return
+		return authorizeRequest{}, &pageError{http.StatusBadRequest, "Invalid redirect", "The redirect_uri is missing or is not one this application registered."}
 	}
-	state := q.Get("state")
+	return authorizeRequest{client: client, redirectURI: redirectURI}, nil
+}
+
+// checkAuthorizeParams fills req from the parameters past the client and redirect URI, or
+// says what to send back to the client. A state too long is not echoed.
+func (s *Server) checkAuthorizeParams(q url.Values, req *authorizeRequest) *oauthRefusal {
+	req.state = q.Get("state")
 	for _, p := range authorizeParams {
 		if len(q[p]) > 1 {
-			s.redirectError(w, r, redirectURI, state, "invalid_request", p+" must appear once")
-			return
+			return &oauthRefusal{"invalid_request", p + " must appear once"}
 		}
 	}
-	if len(state) > maxStateLen {
-		s.redirectError(w, r, redirectURI, "", "invalid_request", "state is longer than 1024 bytes")
-		return
+	if len(req.state) > maxStateLen {
+		req.state = ""
+		return &oauthRefusal{"invalid_request", "state is longer than 1024 bytes"}
 	}
 	if q.Get("response_type") != auth.ResponseTypeCode {
-		s.redirectError(w, r, redirectURI, state, "unsupported_response_type", "response_type must be code")
-		return
+		return &oauthRefusal{"unsupported_response_type", "response_type must be code"}
 	}
-	challenge, method := q.Get("code_challenge"), q.Get("code_challenge_method")
+	req.challenge = q.Get("code_challenge")
+	if back := checkPKCE(req.challenge, q.Get("code_challenge_method")); back != nil {
+		return back
+	}
+	var back *oauthRefusal
+	if req.scope, back = requestedScope(q.Get("scope"), req.client); back != nil {
+		return back
+	}
+	req.resource, back = s.requestedResource(q.Get("resource"))
+	return back
+}
+
+// checkPKCE requires an S256 code challenge (plain is refused).
+func checkPKCE(challenge, method string) *oauthRefusal {
 	switch {
 	case challenge == "":
-		s.redirectError(w, r, redirectURI, state, "invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
-		return
+		return &oauthRefusal{"invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256"}
 	case method != "S256":
-		s.redirectError(w, r, redirectURI, state, "invalid_request", "code_challenge_method must be S256 (plain is not supported)")
-		return
+		return &oauthRefusal{"invalid_request", "code_challenge_method must be S256 (plain is not supported)"}
 	case len(challenge) != 43 || !auth.ValidPKCEValue(challenge):
-		s.redirectError(w, r, redirectURI, state, "invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)")
-		return
+		return &oauthRefusal{"invalid_request", "code_challenge must be the base64url SHA-256 of the verifier (43 characters)"}
 	}
-	scope, err := auth.NormalizeScope(q.Get("scope"))
+	return nil
+}
+
+// requestedScope is the scope asked for, or the client's registered one (read when it
+// registered none); never above what the client registered.
+func requestedScope(raw string, client auth.Client) (string, *oauthRefusal) {
+	scope, err := auth.NormalizeScope(raw)
 	if err != nil {
-		s.redirectError(w, r, redirectURI, state, "invalid_scope", err.Error())
-		return
+		return "", &oauthRefusal{"invalid_scope", err.Error()}
 	}
 	if scope == "" {
 		scope = client.Scope
@@ -107,36 +168,21 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if client.Scope != "" && auth.ScopeLevel(scope) > auth.ScopeLevel(client.Scope) {
-		s.redirectError(w, r, redirectURI, state, "invalid_scope", "the client registered scope "+client.Scope+" only")
-		return
+		return "", &oauthRefusal{"invalid_scope", "the client registered scope " + client.Scope + " only"}
 	}
-	resource := q.Get("resource")
+	return scope, nil
+}
+
+// requestedResource is the resource indicator (RFC 8707): the API (the default) or the MCP
+// server.
+func (s *Server) requestedResource(resource string) (string, *oauthRefusal) {
 	switch resource {
 	case "":
-		resource = s.apiResource
+		return s.apiResource, nil
 	case s.apiResource, s.mcpResource:
-	default:
-		s.redirectError(w, r, redirectURI, state, "invalid_target", "resource must be "+s.apiResource+" or "+s.mcpResource)
-		return
+		return resource, nil
 	}
-	sc, ok, err := s.currentSession(w, r)
-	if err != nil {
-		s.log().Error("authorize: session", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
-		return
-	}
-	if !ok {
-		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-		return
-	}
-	id, err := s.oauth.SavePending(ctx, auth.PendingRequest{ClientID: client.ID, RedirectURI: redirectURI, State: state,
-		Challenge: challenge, Scope: scope, Resource: resource, UserID: sc.user.ID, SessionHash: sc.sess.Hash})
-	if err != nil {
-		s.log().Error("authorize: pending", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
-		return
-	}
-	http.Redirect(w, r, "/oauth/consent?request="+url.QueryEscape(id), http.StatusSeeOther)
+	return "", &oauthRefusal{"invalid_target", "resource must be " + s.apiResource + " or " + s.mcpResource}
 }
 
 // pendingFor loads a pending request of the session's user (requests are stored per user,

@@ -32,7 +32,7 @@ func (s *Server) handleIssueToken(w http.ResponseWriter, r *http.Request, sc ses
 	tok, err := s.issuer.IssueAPIToken(r.Context(), sc.user)
 	if err != nil {
 		s.log().Error("dashboard: issue token", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		s.unavailablePage(w)
 		return
 	}
 	s.log().Info("api token issued", "channel", "dashboard", "user", sc.user.ID)
@@ -52,7 +52,7 @@ func (s *Server) handleConnectedApps(w http.ResponseWriter, r *http.Request, sc 
 	list, err := s.oauth.ListAuthorizations(r.Context(), sc.user.ID)
 	if err != nil {
 		s.log().Error("connected apps", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		s.unavailablePage(w)
 		return
 	}
 	now := s.o.Now()
@@ -82,7 +82,7 @@ func (s *Server) handleRevokeApp(w http.ResponseWriter, r *http.Request, sc sess
 			return
 		}
 		s.log().Error("revoke app", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		s.unavailablePage(w)
 		return
 	}
 	s.verifier.Purge()

@@ -79,7 +79,7 @@ func (s *Server) loginCSRF(w http.ResponseWriter, r *http.Request) string {
 // handleLoginPage shows the login form (or goes on if a session exists).
 func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.URL.Query().Get("next"))
-	if _, ok, err := s.currentSession(w, r); err == nil && ok {
+	if cur, err := s.currentSession(w, r); err == nil && cur.live {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
@@ -122,13 +122,13 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.metrics.logins.WithLabelValues("form", "error").Inc()
 		s.log().Error("login", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		s.unavailablePage(w)
 		return
 	}
 	raw, sess, err := s.sessions.Create(r.Context(), u)
 	if err != nil {
 		s.log().Error("create session", "error", err)
-		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+		s.unavailablePage(w)
 		return
 	}
 	s.metrics.logins.WithLabelValues("form", "success").Inc()

@@ -71,18 +71,18 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, AuthStatus(u, tok))
 		return
 	}
-	sc, ok, err := s.currentSession(w, r)
+	cur, err := s.currentSession(w, r)
 	if err != nil {
 		s.meUnavailable(w, err)
 		return
 	}
-	if !ok {
+	if !cur.live {
 		s.metrics.me.WithLabelValues("none", "refused").Inc()
 		auth.WriteUnauthorized(w, false, s.o.BaseURL+"/.well-known/oauth-protected-resource", s.o.Now().UnixMilli())
 		return
 	}
 	s.metrics.me.WithLabelValues("session", "ok").Inc()
-	writeJSON(w, http.StatusOK, AuthStatus(sc.user, nil))
+	writeJSON(w, http.StatusOK, AuthStatus(cur.user, nil))
 }
 
 func (s *Server) meUnavailable(w http.ResponseWriter, err error) {

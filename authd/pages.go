@@ -71,6 +71,20 @@ func (s *Server) errorPage(w http.ResponseWriter, status int, title, msg string)
 	s.render(w, status, "error", pageData{Title: title, Error: msg}, "")
 }
 
+// pageError is an error shown to the user on a page, never redirected.
+type pageError struct {
+	status     int
+	title, msg string
+}
+
+// unavailable is the page of a request that failed on Redis or another dependency: the
+// user may try again.
+var unavailable = pageError{http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly."}
+
+func (s *Server) unavailablePage(w http.ResponseWriter) {
+	s.errorPage(w, unavailable.status, unavailable.title, unavailable.msg)
+}
+
 // safeNext keeps a post-login destination on this origin: an absolute path, no scheme or
 // host, no "//" or "\" tricks. Anything else becomes the dashboard.
 func safeNext(next string) string {

@@ -24,6 +24,13 @@ type sessionCtx struct {
 	user auth.User
 }
 
+// cookieSession is what a request's session cookie leads to: live is false when there is no
+// live session (no cookie, an ended session, a deleted user).
+type cookieSession struct {
+	sessionCtx
+	live bool
+}
+
 // setSessionCookie writes the session cookie: HttpOnly, Secure, SameSite=Strict, Path=/,
 // with Max-Age (and Expires) at the end of the session's idle window, re-sent on every
 // authenticated page so the browser's copy slides with the server's.
@@ -41,44 +48,44 @@ func clearCookie(w http.ResponseWriter, name string) {
 		SameSite: http.SameSiteStrictMode})
 }
 
-// currentSession reads the session cookie; ok is false without a live session.
-func (s *Server) currentSession(w http.ResponseWriter, r *http.Request) (sessionCtx, bool, error) {
+// currentSession reads the session cookie.
+func (s *Server) currentSession(w http.ResponseWriter, r *http.Request) (cookieSession, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
-		return sessionCtx{}, false, nil
+		return cookieSession{}, nil
 	}
 	sess, err := s.sessions.Lookup(r.Context(), c.Value)
 	if errors.Is(err, auth.ErrNoSession) {
 		clearCookie(w, sessionCookie)
-		return sessionCtx{}, false, nil
+		return cookieSession{}, nil
 	}
 	if err != nil {
-		return sessionCtx{}, false, err
+		return cookieSession{}, err
 	}
 	u, err := s.users.Get(r.Context(), sess.UserID)
 	if errors.Is(err, auth.ErrNotFound) {
 		_ = s.sessions.Destroy(r.Context(), sess)
 		clearCookie(w, sessionCookie)
-		return sessionCtx{}, false, nil
+		return cookieSession{}, nil
 	}
 	if err != nil {
-		return sessionCtx{}, false, err
+		return cookieSession{}, err
 	}
 	s.setSessionCookie(w, c.Value, sess.ExpiresAt)
-	return sessionCtx{sess: sess, user: u}, true, nil
+	return cookieSession{sessionCtx{sess: sess, user: u}, true}, nil
 }
 
 // withSession requires a dashboard session: a GET without one goes to the login page and
 // comes back; a POST without one is refused (a form cannot be replayed after login).
 func (s *Server) withSession(next func(http.ResponseWriter, *http.Request, sessionCtx)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sc, ok, err := s.currentSession(w, r)
+		cur, err := s.currentSession(w, r)
 		if err != nil {
 			s.log().Error("session lookup", "error", err)
-			s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "The service is temporarily unavailable. Try again shortly.")
+			s.unavailablePage(w)
 			return
 		}
-		if !ok {
+		if !cur.live {
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -86,6 +93,7 @@ func (s *Server) withSession(next func(http.ResponseWriter, *http.Request, sessi
 			s.errorPage(w, http.StatusUnauthorized, "Session expired", "Your session has ended. Log in and try again.")
 			return
 		}
+		sc := cur.sessionCtx
 		next(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sc)), sc)
 	}
 }
