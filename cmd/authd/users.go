@@ -24,35 +24,39 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New("users needs a command: create, ensure, set-tier, set-password, credit-wallet, show")
 	}
-	cmd := args[0]
-	fs := flag.NewFlagSet("users "+cmd, flag.ContinueOnError)
-	var (
-		ro                                        store.Options
-		email, name, tier, wallet, amount, pwFile string
-		pwStdin                                   bool
-	)
-	store.BindFlags(fs, &ro)
-	fs.StringVar(&email, "email", "", "the account's email")
-	switch cmd {
-	case "create", "ensure":
-		fs.StringVar(&name, "name", "", "display name (default: the email's local part)")
-		fs.StringVar(&tier, "tier", "", "free, pro or team (create default: free)")
-		fs.StringVar(&wallet, "wallet", "0", "starting Strategy Lab balance in USD")
-	case "set-tier":
-		fs.StringVar(&tier, "tier", "", "free, pro or team")
-	case "credit-wallet":
-		fs.StringVar(&amount, "amount", "", "USD to add")
+	c, err := parseUsers(args[0], args[1:])
+	if err != nil {
+		return err
 	}
-	switch cmd {
-	case "create", "ensure", "set-password":
-		fs.StringVar(&pwFile, "password-file", "", "read the password from this file (first line)")
-		fs.BoolVar(&pwStdin, "password-stdin", false, "read the password from standard input (first line)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rdb, err := store.Connect(ctx, c.redis)
+	if err != nil {
+		return err
 	}
-	// Flags and positional arguments may be mixed (set-tier E T --redis-addr A).
+	defer rdb.Close()
+	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, auth.UsersOptions{}), stdin: stdin, stdout: stdout}
+	return run.run(ctx)
+}
+
+// usersCommand is one users command with its flags and positional arguments read.
+type usersCommand struct {
+	name                                  string
+	redis                                 store.Options
+	email, userName, tier, wallet, amount string
+	passwordFile                          string
+	passwordStdin                         bool
+}
+
+// parseUsers reads the flags of command name; flags and positional arguments may be mixed
+// (set-tier E T --redis-addr A).
+func parseUsers(name string, args []string) (usersCommand, error) {
+	c := usersCommand{name: name}
+	fs := c.flags()
 	var pos []string
-	for rest := args[1:]; ; {
+	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
-			return err
+			return c, err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -60,109 +64,157 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 		pos = append(pos, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	if email == "" && len(pos) > 0 {
-		email, pos = pos[0], pos[1:]
+	if c.email == "" && len(pos) > 0 {
+		c.email, pos = pos[0], pos[1:]
 	}
-	if email == "" {
-		return errors.New("--email is required")
+	if c.email == "" {
+		return c, errors.New("--email is required")
 	}
 	switch {
-	case cmd == "set-tier" && tier == "" && len(pos) > 0:
-		tier = pos[0]
-	case cmd == "credit-wallet" && amount == "" && len(pos) > 0:
-		amount = pos[0]
+	case name == "set-tier" && c.tier == "" && len(pos) > 0:
+		c.tier = pos[0]
+	case name == "credit-wallet" && c.amount == "" && len(pos) > 0:
+		c.amount = pos[0]
 	}
+	return c, nil
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rdb, err := store.Connect(ctx, ro)
+// flags are the flags of c's command, writing into c.
+func (c *usersCommand) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("users "+c.name, flag.ContinueOnError)
+	store.BindFlags(fs, &c.redis)
+	fs.StringVar(&c.email, "email", "", "the account's email")
+	switch c.name {
+	case "create", "ensure":
+		fs.StringVar(&c.userName, "name", "", "display name (default: the email's local part)")
+		fs.StringVar(&c.tier, "tier", "", "free, pro or team (create default: free)")
+		fs.StringVar(&c.wallet, "wallet", "0", "starting Strategy Lab balance in USD")
+	case "set-tier":
+		fs.StringVar(&c.tier, "tier", "", "free, pro or team")
+	case "credit-wallet":
+		fs.StringVar(&c.amount, "amount", "", "USD to add")
+	}
+	switch c.name {
+	case "create", "ensure", "set-password":
+		fs.StringVar(&c.passwordFile, "password-file", "", "read the password from this file (first line)")
+		fs.BoolVar(&c.passwordStdin, "password-stdin", false, "read the password from standard input (first line)")
+	}
+	return fs
+}
+
+// usersRun is a users command against the accounts in Redis.
+type usersRun struct {
+	usersCommand
+	us     *auth.Users
+	stdin  io.Reader
+	stdout io.Writer
+}
+
+func (r usersRun) run(ctx context.Context) error {
+	switch r.name {
+	case "create":
+		n, err := r.newUser()
+		if err != nil {
+			return err
+		}
+		u, err := r.us.Create(ctx, n)
+		if err != nil {
+			return err
+		}
+		return printUser(r.stdout, u, "created")
+	case "ensure":
+		n, err := r.newUser()
+		if err != nil {
+			return err
+		}
+		u, res, err := r.us.Ensure(ctx, n)
+		if err != nil {
+			return err
+		}
+		return printUser(r.stdout, u, string(res))
+	case "set-tier":
+		return r.setTier(ctx)
+	case "set-password":
+		return r.setPassword(ctx)
+	case "credit-wallet":
+		return r.creditWallet(ctx)
+	case "show":
+		u, err := r.byEmail(ctx)
+		if err != nil {
+			return err
+		}
+		return printUser(r.stdout, u, "")
+	}
+	return fmt.Errorf("unknown users command %q", r.name)
+}
+
+// newUser is the account that create and ensure write: the flags, and a password that is
+// required.
+func (r usersRun) newUser() (auth.NewUser, error) {
+	w, err := decimal.NewFromString(r.wallet)
+	if err != nil {
+		return auth.NewUser{}, fmt.Errorf("--wallet: %w", err)
+	}
+	pw, err := readPassword(r.passwordFile, r.passwordStdin, true, r.stdin)
+	if err != nil {
+		return auth.NewUser{}, err
+	}
+	return auth.NewUser{Name: r.userName, Email: r.email, Password: pw, Tier: r.tier, Wallet: w}, nil
+}
+
+func (r usersRun) byEmail(ctx context.Context) (auth.User, error) {
+	u, err := r.us.ByEmail(ctx, r.email)
+	if err != nil {
+		return auth.User{}, fmt.Errorf("%s: %w", r.email, err)
+	}
+	return u, nil
+}
+
+func (r usersRun) setTier(ctx context.Context) error {
+	u, err := r.byEmail(ctx)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	us := auth.NewUsers(rdb, auth.UsersOptions{})
+	ch, err := r.us.SetTier(ctx, u.ID, r.tier)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.stdout, "tier %s -> %s; live bots paused (Downgrade): %d; resumed: %d\n", ch.From.Slug, ch.To.Slug,
+		len(ch.Paused), len(ch.Resumed))
+	return nil
+}
 
-	readPW := func(required bool) (string, error) {
-		return readPassword(pwFile, pwStdin, required, stdin)
+func (r usersRun) setPassword(ctx context.Context) error {
+	u, err := r.byEmail(ctx)
+	if err != nil {
+		return err
 	}
-	switch cmd {
-	case "create":
-		w, err := decimal.NewFromString(wallet)
-		if err != nil {
-			return fmt.Errorf("--wallet: %w", err)
-		}
-		pw, err := readPW(true)
-		if err != nil {
-			return err
-		}
-		u, err := us.Create(ctx, auth.NewUser{Name: name, Email: email, Password: pw, Tier: tier, Wallet: w})
-		if err != nil {
-			return err
-		}
-		return printUser(stdout, u, "created")
-	case "ensure":
-		w, err := decimal.NewFromString(wallet)
-		if err != nil {
-			return fmt.Errorf("--wallet: %w", err)
-		}
-		pw, err := readPW(true)
-		if err != nil {
-			return err
-		}
-		u, res, err := us.Ensure(ctx, auth.NewUser{Name: name, Email: email, Password: pw, Tier: tier, Wallet: w})
-		if err != nil {
-			return err
-		}
-		return printUser(stdout, u, string(res))
-	case "set-tier":
-		u, err := us.ByEmail(ctx, email)
-		if err != nil {
-			return fmt.Errorf("%s: %w", email, err)
-		}
-		ch, err := us.SetTier(ctx, u.ID, tier)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "tier %s -> %s; live bots paused (Downgrade): %d; resumed: %d\n", ch.From.Slug, ch.To.Slug,
-			len(ch.Paused), len(ch.Resumed))
-		return nil
-	case "set-password":
-		u, err := us.ByEmail(ctx, email)
-		if err != nil {
-			return fmt.Errorf("%s: %w", email, err)
-		}
-		pw, err := readPW(true)
-		if err != nil {
-			return err
-		}
-		if err := us.SetPassword(ctx, u.ID, pw); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "password changed; every session, bearer JWT and OAuth authorization of the user is revoked")
-		return nil
-	case "credit-wallet":
-		a, err := decimal.NewFromString(amount)
-		if err != nil {
-			return fmt.Errorf("amount: %w", err)
-		}
-		u, err := us.ByEmail(ctx, email)
-		if err != nil {
-			return fmt.Errorf("%s: %w", email, err)
-		}
-		bal, err := us.CreditWallet(ctx, u.ID, a)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "strategyLabBalanceUsd %s\n", bal.StringFixed(2))
-		return nil
-	case "show":
-		u, err := us.ByEmail(ctx, email)
-		if err != nil {
-			return fmt.Errorf("%s: %w", email, err)
-		}
-		return printUser(stdout, u, "")
+	pw, err := readPassword(r.passwordFile, r.passwordStdin, true, r.stdin)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown users command %q", cmd)
+	if err := r.us.SetPassword(ctx, u.ID, pw); err != nil {
+		return err
+	}
+	fmt.Fprintln(r.stdout, "password changed; every session, bearer JWT and OAuth authorization of the user is revoked")
+	return nil
+}
+
+func (r usersRun) creditWallet(ctx context.Context) error {
+	a, err := decimal.NewFromString(r.amount)
+	if err != nil {
+		return fmt.Errorf("amount: %w", err)
+	}
+	u, err := r.byEmail(ctx)
+	if err != nil {
+		return err
+	}
+	bal, err := r.us.CreditWallet(ctx, u.ID, a)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.stdout, "strategyLabBalanceUsd %s\n", bal.StringFixed(2))
+	return nil
 }
 
 func printUser(w io.Writer, u auth.User, result string) error {

@@ -58,3 +58,23 @@ func TestUsersCommands(t *testing.T) {
 		t.Fatal("duplicate create accepted")
 	}
 }
+
+// Flags and positional arguments mix; the Redis flags are those of every daemon, and
+// contradictory ones are refused before anything is written.
+func TestUsersArguments(t *testing.T) {
+	c, err := parseUsers("set-tier", []string{"demo@sigops.local", "--redis-addr", "r:6379", "pro", "--redis-db=2"})
+	if err != nil || c.email != "demo@sigops.local" || c.tier != "pro" || c.redis.Addr != "r:6379" || c.redis.DB != 2 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	c, err = parseUsers("credit-wallet", []string{"--email", "demo@sigops.local", "2.50", "--redis-sentinel-addrs=s1:26379,s2:26379", "--redis-master-name=m"})
+	if err != nil || c.amount != "2.50" || len(c.redis.SentinelAddrs) != 2 || c.redis.MasterName != "m" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if _, err := parseUsers("show", nil); err == nil || err.Error() != "--email is required" {
+		t.Fatalf("no email: %v", err)
+	}
+	err = users([]string{"show", "demo@sigops.local", "--redis-cluster-addrs=127.0.0.1:1", "--redis-db=1"}, strings.NewReader(""), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "database 0 only") {
+		t.Fatalf("contradictory Redis flags: %v", err)
+	}
+}
