@@ -58,19 +58,16 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.redirectError(w, r, req.redirectURI, req.state, back.code, back.desc)
 		return
 	}
-	cur, err := s.currentSession(w, r)
-	if err != nil {
-		s.log().Error("authorize: session", "error", err)
-		s.unavailablePage(w)
-		return
-	}
-	if !cur.live {
-		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-		return
-	}
+	// Consent needs a logged-in user: without a session the login page comes back here.
+	s.withSession(func(w http.ResponseWriter, r *http.Request, sc sessionCtx) { s.savePending(w, r, req, sc) })(w, r)
+}
+
+// savePending keeps the checked request for the consent page, bound to the user's session,
+// and sends the browser there.
+func (s *Server) savePending(w http.ResponseWriter, r *http.Request, req authorizeRequest, sc sessionCtx) {
 	id, err := s.oauth.SavePending(r.Context(), auth.PendingRequest{ClientID: req.client.ID, RedirectURI: req.redirectURI,
 		State: req.state, Challenge: req.challenge, Scope: req.scope, Resource: req.resource,
-		UserID: cur.user.ID, SessionHash: cur.sess.Hash})
+		UserID: sc.user.ID, SessionHash: sc.sess.Hash})
 	if err != nil {
 		s.log().Error("authorize: pending", "error", err)
 		s.unavailablePage(w)
