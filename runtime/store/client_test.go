@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -178,31 +179,18 @@ func TestSentinelFailoverFollowed(t *testing.T) {
 	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
 	defer sc.Close()
 	// The Sentinel learns the replica from the master's INFO, every 10 s at first.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := sc.Failover(ctx, "sigops-master").Err()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("failover: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, "failover", func() error { return sc.Failover(ctx, "sigops-master").Err() })
 	_, replicaPort, _ := net.SplitHostPort(replica.Addr)
-	for {
+	testkit.Eventually(t, 30*time.Second, "the client reaches the promoted replica", func() error {
 		// The port the client's connection reaches says which server it writes to.
 		reached, err := c.ConfigGet(ctx, "port").Result()
-		if err == nil && reached["port"] == replicaPort {
-			if err := c.Set(ctx, "after-failover", "yes", 0).Err(); err != nil {
-				t.Fatalf("write to the promoted replica: %v", err)
-			}
-			return
+		if err == nil && reached["port"] != replicaPort {
+			err = fmt.Errorf("reached port %s, not %s", reached["port"], replicaPort)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client still reaches %v (%v), not the promoted %s", reached, err, replica.Addr)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	})
+	if err := c.Set(ctx, "after-failover", "yes", 0).Err(); err != nil {
+		t.Fatalf("write to the promoted replica: %v", err)
 	}
 }
 
@@ -231,15 +219,12 @@ func startSentinel(t *testing.T, masterAddr, name string) string {
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
 	defer sc.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, "sentinel on "+addr+" knows the master", func() error {
 		got, err := sc.GetMasterAddrByName(context.Background(), name).Result()
-		if err == nil && len(got) == 2 && got[1] == masterPort {
-			return addr
+		if err == nil && (len(got) != 2 || got[1] != masterPort) {
+			err = fmt.Errorf("master at %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sentinel on %s did not come up: %v %v", addr, got, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
+	return addr
 }
