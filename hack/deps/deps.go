@@ -1,13 +1,11 @@
 //go:build tools
 
-// Package deps pins the dependencies that later issues build on (chi for webhookd, mcp-go
-// for mcpd, golang-jwt for authd) so that their versions are settled in go.mod now and
-// `make vet` proves they compile together with the rest. Each import moves to real code when
-// its daemon lands; the `tools` build tag keeps this file out of every binary.
+// Package deps keeps mcp-go in go.mod before any daemon imports it: mcpd is built on it,
+// and pinning it now settles its version against the rest of the module, which `make vet`
+// proves by compiling this file. The `tools` build tag keeps the file out of every binary.
+// The import moves to mcpd's code when mcpd lands, and this file goes with it.
 package deps
 
 import (
-	_ "github.com/go-chi/chi/v5"
-	_ "github.com/golang-jwt/jwt/v5"
 	_ "github.com/mark3labs/mcp-go/server"
 )
