@@ -86,7 +86,7 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 			c.message = kind + " " + ref.Name + "'s API key lacks the " + need + " trading permission the bot's market needs"
 			return c
 		}
-		// Live trading is a tier capability (DESIGN.md decisions 11 and 12).
+		// Live trading is a tier capability (decisions 11 and 12 in docs/decisions.md).
 		if c = r.checkLiveTier(ctx, bot, c); c.reason != "" || c.err != nil {
 			return c
 		}

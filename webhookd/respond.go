@@ -59,7 +59,7 @@ func writeResult(w http.ResponseWriter, res result.Result) {
 		SignalID: res.SignalID, Timestamp: res.Timestamp})
 }
 
-// writeNotFound is DESIGN.md decision 1's 404 for a path that is not a webhook ID; the
+// writeNotFound is decision 1 in docs/decisions.md's 404 for a path that is not a webhook ID; the
 // spec gives it no code.
 func writeNotFound(w http.ResponseWriter) {
 	writeJSON(w, http.StatusNotFound, failureBody{Error: "not found", Timestamp: time.Now().UnixMilli()})

@@ -21,7 +21,7 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultWaitBound is DESIGN.md decision 2: below TradingView's 3 s timeout.
+	// DefaultWaitBound is decision 2 in docs/decisions.md: below TradingView's 3 s timeout.
 	DefaultWaitBound = 2 * time.Second
 	// MaxBodyBytes is the largest body accepted.
 	MaxBodyBytes = 64 << 10

@@ -19,7 +19,7 @@ type Capabilities struct {
 	AllowMcpServer   bool `json:"allowMcpServer"`
 }
 
-// Tier is a subscription tier (DESIGN.md decision 12).
+// Tier is a subscription tier (decision 12 in docs/decisions.md).
 type Tier struct {
 	Slug         string       `json:"slug"`
 	Name         string       `json:"name"`

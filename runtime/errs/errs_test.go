@@ -10,7 +10,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 )
 
-// Every row of the spec's error tables, with the statuses of DESIGN.md decision 2.
+// Every row of the spec's error tables, with the statuses of decision 2 in docs/decisions.md.
 func TestCodesMatchTheSpec(t *testing.T) {
 	rows := []struct {
 		code    errs.Code

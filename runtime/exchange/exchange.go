@@ -34,7 +34,7 @@ const (
 	TakeProfit OrderType = "take_profit"
 )
 
-// OrderStatus is the spec's order status (DESIGN.md decision 10).
+// OrderStatus is the spec's order status (decision 10 in docs/decisions.md).
 type OrderStatus string
 
 const (
@@ -88,7 +88,7 @@ type MarketInfo struct {
 	MinNotional decimal.Decimal
 }
 
-// RoundAmount rounds an amount down to the step (DESIGN.md decision 6): never more than asked.
+// RoundAmount rounds an amount down to the step (decision 6 in docs/decisions.md): never more than asked.
 func (m MarketInfo) RoundAmount(a decimal.Decimal) decimal.Decimal { return floorTo(a, m.StepSize) }
 
 // RoundPrice rounds a price down to the tick.

@@ -10,7 +10,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 )
 
-// DESIGN.md decision 10, every pair of states.
+// decision 10 in docs/decisions.md, every pair of states.
 func TestOrderStatusMachine(t *testing.T) {
 	all := []exchange.OrderStatus{exchange.StatusPending, exchange.StatusOpen, exchange.StatusPartiallyFilled,
 		exchange.StatusFilled, exchange.StatusCancelled, exchange.StatusRejected, exchange.StatusExpired}
@@ -43,7 +43,7 @@ func TestOrderStatusMachine(t *testing.T) {
 	}
 }
 
-// Amounts round down to the step, prices down to the tick (DESIGN.md decision 6).
+// Amounts round down to the step, prices down to the tick (decision 6 in docs/decisions.md).
 func TestRounding(t *testing.T) {
 	m := exchange.MarketInfo{TickSize: decimal.RequireFromString("0.01"), StepSize: decimal.RequireFromString("0.00001")}
 	if got := m.RoundAmount(decimal.RequireFromString("0.0153846")); got.String() != "0.01538" {

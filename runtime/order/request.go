@@ -1,6 +1,6 @@
 // Package order builds orders: the internal trading API's order shapes with their
 // validation, and the sizing, rounding and exit-price rules that turn a bot's config and a
-// signal into an exchange.OrderRequest (DESIGN.md decision 6).
+// signal into an exchange.OrderRequest (decision 6 in docs/decisions.md).
 package order
 
 import (

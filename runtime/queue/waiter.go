@@ -23,7 +23,7 @@ import (
 // number of concurrent waits, dispatched in memory by signalId.
 //
 // Use: ch, cancel := w.Register(id); defer cancel(); enqueue with ReplyTo = w.Channel(); then
-// wait on ch with the response bound (DESIGN decision 2) and answer "queued" when it passes.
+// wait on ch with the response bound (decision 2) and answer "queued" when it passes.
 // Registering before enqueueing means no result can arrive before someone listens for it.
 //
 // A dropped subscription loses the messages published while it was down (pub/sub keeps

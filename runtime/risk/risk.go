@@ -1,7 +1,7 @@
 // Package risk keeps a bot inside its limits: the exposure check before an entry, the
 // daily realised loss and consecutive-loss counters that pause a bot (reason Risk) until
 // the next UTC day, the consecutive execution errors that pause it (reason Errors) until
-// resumed, and the risk score of the Bot risk metrics (DESIGN.md decisions 9 and 11).
+// resumed, and the risk score of the Bot risk metrics (decisions 9 and 11 in docs/decisions.md).
 //
 // Runtime pauses are the fields registry.FieldPause and registry.FieldPauseUntil of the
 // bot's hash (read by webhookd's intake script and the controller); every change is

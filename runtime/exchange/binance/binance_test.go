@@ -113,7 +113,7 @@ func TestMarketsWithFilters(t *testing.T) {
 		eq(t, m.Symbol+" minQty", m.MinQty, w[2])
 		eq(t, m.Symbol+" minNotional", m.MinNotional, w[3])
 	}
-	// Rounding with Binance's filters (DESIGN.md decision 6).
+	// Rounding with Binance's filters (decision 6 in docs/decisions.md).
 	eq(t, "rounded amount", spot[0].RoundAmount(dec("0.0153846")), "0.01538")
 
 	// Cached: shared by every account of the endpoint, one fetch per TTL.

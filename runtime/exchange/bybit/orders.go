@@ -114,7 +114,7 @@ func conditional(t exchange.OrderType) bool {
 //     (a stop-loss sell and a take-profit buy trigger when the price falls, 2; the other two
 //     when it rises, 1), triggerBy LastPrice, reduceOnly and closeOnTrigger, whatever the
 //     request's ReduceOnly: an exit never opens a position;
-//   - linear: positionIdx 0 (one-way mode, DESIGN.md decision 5), reduceOnly when asked.
+//   - linear: positionIdx 0 (one-way mode, decision 5 in docs/decisions.md), reduceOnly when asked.
 func bodyOf(m *market, req exchange.OrderRequest, link string) ([]byte, error) {
 	side := "Buy"
 	if req.Side == exchange.SideSell {
@@ -467,7 +467,7 @@ func spotFilter(o bOrder) string {
 }
 
 // statusOf maps Bybit's orderStatus (https://bybit-exchange.github.io/docs/v5/enum#orderstatus)
-// to the spec's statuses (DESIGN.md decision 10):
+// to the spec's statuses (decision 10 in docs/decisions.md):
 //
 //	Created                                      pending (accepted, not yet in the matching engine)
 //	New, Untriggered, Triggered, Active          open
