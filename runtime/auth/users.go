@@ -339,9 +339,9 @@ type TierChange struct {
 	Paused, Resumed []string
 }
 
-// SetTier changes a user's tier and keeps their live bots in line with it (decision
-// 12 in docs/decisions.md): without live trading every live bot is paused with reason Downgrade; with
-// it, Downgrade pauses (and only those) are lifted. See LiveBotGate.
+// SetTier changes a user's tier and keeps their live bots in line with it (decision 12 in
+// docs/decisions.md): without live trading every live bot is paused with reason Downgrade;
+// with it, Downgrade pauses (and only those) are lifted. See LiveBotGate.
 func (u *Users) SetTier(ctx context.Context, id, slug string) (TierChange, error) {
 	to, err := TierOf(slug)
 	if err != nil {

@@ -47,8 +47,9 @@ type codeInfo struct {
 	numeric int // the internal trading API's number; 0 where the spec gives none
 }
 
-// The HTTP statuses are the spec's table; where it ties none to a code, decision 2 in docs/decisions.md
-// rules (INSUFFICIENT_BALANCE and DCA_* 422, EXCHANGE_ERROR 502), and the rest are ours:
+// The HTTP statuses are the spec's table; where it ties none to a code, decision 2 (in
+// docs/decisions.md) rules (INSUFFICIENT_BALANCE and DCA_* 422, EXCHANGE_ERROR 502), and the
+// rest are ours:
 // an order that is well-formed but cannot be executed (amount, price, no position) is 422.
 var codes = map[Code]codeInfo{
 	InvalidJSON:          {http.StatusBadRequest, 0},

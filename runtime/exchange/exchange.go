@@ -88,7 +88,8 @@ type MarketInfo struct {
 	MinNotional decimal.Decimal
 }
 
-// RoundAmount rounds an amount down to the step (decision 6 in docs/decisions.md): never more than asked.
+// RoundAmount rounds an amount down to the step (decision 6 in docs/decisions.md): never more
+// than asked.
 func (m MarketInfo) RoundAmount(a decimal.Decimal) decimal.Decimal { return floorTo(a, m.StepSize) }
 
 // RoundPrice rounds a price down to the tick.

@@ -1,7 +1,7 @@
 // Package position is the trade book of the executor: a bot's open positions (one per
-// symbol, never netted with another bot's), its orders with the status machine of
-// decision 10 in docs/decisions.md, and its realised trades, kept in Redis. This file holds the money
-// arithmetic that the paper exchange shares, so that the exchange's balance and the book's
+// symbol, never netted with another bot's), its orders with the status machine of decision
+// 10 in docs/decisions.md, and its realised trades, kept in Redis. This file holds the
+// money arithmetic that the paper exchange shares, so that the exchange's balance and the book's
 // realised PnL agree to the last decimal.
 package position
 

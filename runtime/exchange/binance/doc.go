@@ -64,8 +64,8 @@
 //
 // Market and limit (GTC) orders on both markets, amounts and prices sent as decimal strings
 // exactly as given (never floats; no rounding: the executor rounds to the filters from
-// Markets, decision 6 in docs/decisions.md); reduceOnly on futures; an opening futures order first sets
-// the symbol's leverage to OrderRequest.Leverage (once per account and value).
+// Markets, decision 6 in docs/decisions.md); reduceOnly on futures; an opening futures order
+// first sets the symbol's leverage to OrderRequest.Leverage (once per account and value).
 // stop_loss / take_profit: on spot STOP_LOSS / TAKE_PROFIT (…_LIMIT when a Price is given);
 // on futures conditional orders of the Algo Order API.
 //
