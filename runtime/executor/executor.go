@@ -120,8 +120,8 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 		return e.log.With("signalId", env.SignalID, "botId", env.BotID, "source", env.Source)
 	}
 	now := e.now()
-	// One round trip for the independent reads (prefetch.go), decoded one by one below and
-	// in execute where each used to be read.
+	// One round trip for the independent reads (prefetch.go), each decoded below or in
+	// execute at the point where it is needed.
 	pre := e.begin(ctx, env, now)
 	if res, ok, err := pre.result(); err != nil {
 		return err

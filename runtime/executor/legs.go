@@ -126,65 +126,77 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 	}
 	switch l.Op {
 	case opOpen, opAdd:
-		price, err := e.refPrice(ctx, j, m, l.Price)
-		if err != nil {
-			return req, err
-		}
-		bal, err := e.quoteBalance(ctx, j, m.Quote)
-		if err != nil {
-			return req, err
-		}
-		lev := l.Leverage
-		if l.Op == opAdd {
-			pos, err := e.position(ctx, j, l.Symbol)
-			if err != nil {
-				return req, err
-			}
-			if pos == nil || pos.Side != l.Side {
-				return req, errs.New(errs.DCANoPosition, "no %s %s position to add to", l.Side, l.Symbol)
-			}
-			lev = pos.Leverage
-		}
-		if j.kind != exchange.Futures || lev < 1 {
-			lev = 1
-		}
-		amount, err := order.EntryAmount(order.Entry{Market: m, Size: *l.Size, Price: price,
-			Available: bal.Free, FeeRate: j.acct.FeeRate, Leverage: lev})
-		if err != nil {
-			return req, err
-		}
-		if j.limits.MaxExposure.IsPositive() {
-			open, err := e.openPositions(ctx, j)
-			if err != nil {
-				return req, err
-			}
-			used := decimal.Zero
-			for _, p := range open {
-				used = used.Add(p.Margin)
-			}
-			if err := risk.CheckExposure(j.limits, used, position.InitialMargin(amount.Mul(price), lev), bal.Free); err != nil {
-				return req, err
-			}
-		}
-		req.Side, req.Amount, req.Leverage = l.Side.EntrySide(), amount, lev
+		return req, e.sizeEntry(ctx, j, l, m, &req)
 	case opReduce:
+		return req, e.sizeExit(ctx, j, l, m, &req)
+	}
+	return req, fmt.Errorf("leg op %q places no order", l.Op)
+}
+
+// sizeEntry sizes an entry from the free quote balance at the expected price, with the
+// leverage of the position added to, within the bot's maximum exposure.
+func (e *Executor) sizeEntry(ctx context.Context, j *job, l leg, m exchange.MarketInfo, req *exchange.OrderRequest) error {
+	price, err := e.refPrice(ctx, j, m, l.Price)
+	if err != nil {
+		return err
+	}
+	bal, err := e.quoteBalance(ctx, j, m.Quote)
+	if err != nil {
+		return err
+	}
+	lev := l.Leverage
+	if l.Op == opAdd {
 		pos, err := e.position(ctx, j, l.Symbol)
 		if err != nil {
-			return req, err
+			return err
 		}
-		if pos == nil || pos.Side != l.Side || (l.PositionID != "" && pos.ID != l.PositionID) {
-			return req, errs.New(errs.PositionNotFound, "no open %s %s position to close", l.Side, l.Symbol)
+		if pos == nil || pos.Side != l.Side {
+			return errs.New(errs.DCANoPosition, "no %s %s position to add to", l.Side, l.Symbol)
 		}
-		amount, err := order.ExitAmount(m, l.Size, pos.Size)
-		if err != nil {
-			return req, err
-		}
-		req.Side, req.Amount, req.Leverage = pos.Side.ExitSide(), amount, pos.Leverage
-		req.ReduceOnly = j.kind == exchange.Futures
-	default:
-		return req, fmt.Errorf("leg op %q places no order", l.Op)
+		lev = pos.Leverage
 	}
-	return req, nil
+	if j.kind != exchange.Futures || lev < 1 {
+		lev = 1
+	}
+	amount, err := order.EntryAmount(order.Entry{Market: m, Size: *l.Size, Price: price,
+		Available: bal.Free, FeeRate: j.acct.FeeRate, Leverage: lev})
+	if err != nil {
+		return err
+	}
+	if j.limits.MaxExposure.IsPositive() {
+		open, err := e.openPositions(ctx, j)
+		if err != nil {
+			return err
+		}
+		used := decimal.Zero
+		for _, p := range open {
+			used = used.Add(p.Margin)
+		}
+		if err := risk.CheckExposure(j.limits, used, position.InitialMargin(amount.Mul(price), lev), bal.Free); err != nil {
+			return err
+		}
+	}
+	req.Side, req.Amount, req.Leverage = l.Side.EntrySide(), amount, lev
+	return nil
+}
+
+// sizeExit sizes a reduce: the part of the open position (the one planned for, when pinned)
+// the leg closes.
+func (e *Executor) sizeExit(ctx context.Context, j *job, l leg, m exchange.MarketInfo, req *exchange.OrderRequest) error {
+	pos, err := e.position(ctx, j, l.Symbol)
+	if err != nil {
+		return err
+	}
+	if pos == nil || pos.Side != l.Side || (l.PositionID != "" && pos.ID != l.PositionID) {
+		return errs.New(errs.PositionNotFound, "no open %s %s position to close", l.Side, l.Symbol)
+	}
+	amount, err := order.ExitAmount(m, l.Size, pos.Size)
+	if err != nil {
+		return err
+	}
+	req.Side, req.Amount, req.Leverage = pos.Side.ExitSide(), amount, pos.Leverage
+	req.ReduceOnly = j.kind == exchange.Futures
+	return nil
 }
 
 // stagePending stores the request, its send time (Redis's clock; the exchange call follows
