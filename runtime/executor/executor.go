@@ -120,8 +120,8 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 		return e.log.With("signalId", env.SignalID, "botId", env.BotID, "source", env.Source)
 	}
 	now := e.now()
-	// One round trip for the independent reads (prefetch.go), decoded one by one below and
-	// in execute where each used to be read.
+	// One round trip for the independent reads (prefetch.go), each decoded below or in
+	// execute at the point where it is needed.
 	pre := e.begin(ctx, env, now)
 	if res, ok, err := pre.result(); err != nil {
 		return err
@@ -135,13 +135,14 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	if pre.err != nil {
 		return pre.err
 	}
-	res, execErr, err := e.execute(ctx, env, pre, now)
+	out, err := e.execute(ctx, env, pre, now)
 	if err != nil {
 		e.m.signals.WithLabelValues("retry", "").Inc()
 		log().Error("signal not executed; it will be retried", "err", err)
 		return err
 	}
-	if !res.Success && (execErr || res.Code == errs.InternalError) {
+	res := out.res
+	if !res.Success && (out.execErr || res.Code == errs.InternalError) {
 		if err := e.countError(ctx, env, log()); err != nil {
 			return err
 		}
@@ -150,11 +151,11 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 		log().Error("result not published; the signal will be retried", "err", err)
 		return err
 	}
-	outcome := "success"
+	label := "success"
 	if !res.Success {
-		outcome = "failure"
+		label = "failure"
 	}
-	e.m.signals.WithLabelValues(outcome, string(res.Code)).Inc()
+	e.m.signals.WithLabelValues(label, string(res.Code)).Inc()
 	e.m.execute.Observe(time.Since(start).Seconds())
 	if env.ReceivedAt > 0 {
 		e.m.queued.Observe(max(0, float64(e.now().UnixMilli()-env.ReceivedAt)/1000))
@@ -221,98 +222,136 @@ type job struct {
 
 func (j *job) sigKey() string { return store.SignalProgress(j.env.SignalID) }
 
-// execute returns a result (success or business failure), whether a failure counts as an
-// execution error, or an infrastructure error.
-func (e *Executor) execute(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (result.Result, bool, error) {
-	fail := func(err error, execErr bool) (result.Result, bool, error) {
-		if _, ok := errs.As(err); !ok {
-			return result.Result{}, false, err
+// outcome is a signal's result, success or business failure, and whether a failure counts
+// as an execution error of the bot (countError).
+type outcome struct {
+	res     result.Result
+	execErr bool
+}
+
+// execError marks an error of the execution on the exchange (it refused the order, or did
+// not list its markets): the failure it becomes counts as an execution error. It wraps the
+// error, so errs.As still finds its code.
+type execError struct{ error }
+
+func (e execError) Unwrap() error { return e.error }
+
+// execute returns the signal's outcome, or an infrastructure error (the signal is retried).
+func (e *Executor) execute(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (outcome, error) {
+	j, err := e.newJob(ctx, env, pre, now)
+	if err == nil {
+		var out outcome
+		if out, err = e.planAndRun(ctx, j); err == nil {
+			return out, nil
 		}
-		return result.Failure(env.SignalID, env.BotID, err, now.UnixMilli()), execErr, nil
 	}
-	bot, err := e.getBot(ctx, pre, env.BotID)
-	if errors.Is(err, registry.ErrNotFound) {
-		return fail(errs.New(errs.BotDeleted, "bot deleted"), false)
+	if _, ok := errs.As(err); !ok {
+		return outcome{}, err
 	}
+	return outcome{res: result.Failure(env.SignalID, env.BotID, err, now.UnixMilli()),
+		execErr: errors.As(err, new(execError))}, nil
+}
+
+// newJob loads what the signal's execution needs, checking on the way that the bot may
+// trade now: it exists, is neither disabled nor paused (a watcher exit runs while paused),
+// has valid risk settings and an account that opens, and the account's exchange lists its
+// markets.
+func (e *Executor) newJob(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (*job, error) {
+	bot, err := e.admit(ctx, env, pre, now)
 	if err != nil {
-		return fail(err, false)
-	}
-	// Exits from the price watcher protect open positions and run even while paused.
-	protective := env.Source == queue.SourceWatcher
-	switch bot.Availability {
-	case "disabled":
-		return fail(bot.DisabledError(), false)
-	case "paused":
-		if !protective {
-			return fail(errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason), false)
-		}
-	}
-	if !protective {
-		// Read ahead under env.BotID: the same bot's unless the projection's ID differs.
-		readPause := pre.pause
-		if bot.ID != env.BotID {
-			readPause = func() (*risk.Pause, error) { return risk.ReadPause(ctx, e.rdb, bot.ID, now) }
-		}
-		p, err := readPause()
-		if err != nil {
-			return fail(err, false)
-		}
-		if p != nil {
-			return fail(errs.New(errs.BotPaused, "bot paused (%s)", p.Reason), false)
-		}
+		return nil, err
 	}
 	j := &job{env: env, bot: bot, now: now, kind: exchange.Spot, sig: pre.sig}
 	if bot.Market == string(exchange.Futures) {
 		j.kind = exchange.Futures
 	}
 	if j.limits, err = risk.LimitsOf(bot.Risk); err != nil {
-		return fail(errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid"), false)
+		return nil, errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid")
 	}
 	if j.acct, err = e.open(ctx, pre, bot); err != nil {
-		return fail(err, false)
+		return nil, err
 	}
 	markets, err := j.acct.Exchange.Markets(ctx, j.kind)
 	if err != nil {
-		return fail(err, true)
+		return nil, execError{err}
 	}
 	cat := e.catalogues.of(j.acct.Venue, j.kind, markets)
 	j.markets, j.symbols = cat.markets, cat.symbols
 	if j.progress, err = pre.progress.Result(); err != nil {
-		return fail(err, false)
+		return nil, err
 	}
 	j.snap = snapshotOf(pre, j)
+	return j, nil
+}
+
+// admit is the signal's bot, when it may trade now: it exists and is neither disabled nor
+// paused. Exits from the price watcher protect open positions and run even while paused.
+func (e *Executor) admit(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (registry.Bot, error) {
+	bot, err := e.getBot(ctx, pre, env.BotID)
+	if errors.Is(err, registry.ErrNotFound) {
+		return bot, errs.New(errs.BotDeleted, "bot deleted")
+	}
+	if err != nil {
+		return bot, err
+	}
+	protective := env.Source == queue.SourceWatcher
+	switch bot.Availability {
+	case "disabled":
+		return bot, bot.DisabledError()
+	case "paused":
+		if !protective {
+			return bot, errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason)
+		}
+	}
+	if protective {
+		return bot, nil
+	}
+	// Read ahead under env.BotID: the same bot's unless the projection's ID differs.
+	readPause := pre.pause
+	if bot.ID != env.BotID {
+		readPause = func() (*risk.Pause, error) { return risk.ReadPause(ctx, e.rdb, bot.ID, now) }
+	}
+	p, err := readPause()
+	if err != nil {
+		return bot, err
+	}
+	if p != nil {
+		return bot, errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)
+	}
+	return bot, nil
+}
+
+// planAndRun follows the signal's stored plan or makes one, and runs it. When another
+// attempt stores its plan first, it follows that plan, as the first attempt's, from fresh
+// reads (nothing of this attempt's plan was stored or sent).
+func (e *Executor) planAndRun(ctx context.Context, j *job) (outcome, error) {
 	p, err := e.loadOrPlan(ctx, j)
 	if err != nil {
-		return fail(err, false)
+		return outcome{}, err
 	}
 	if len(p.Legs) > 0 {
 		// What the next signal of this bot reads ahead.
 		h := hint{symbol: p.Legs[0].Symbol}
-		if e.paper != nil && bot.Account.Kind == registry.AccountPaper {
-			h.account = bot.Account.ID
+		if e.paper != nil && j.bot.Account.Kind == registry.AccountPaper {
+			h.account = j.bot.Account.ID
 		}
-		e.hints.set(env.BotID, h)
+		e.hints.set(j.env.BotID, h)
 	}
-	res, execErr, err := e.run(ctx, j, p)
+	res, err := e.run(ctx, j, p)
 	for tries := 0; errors.Is(err, errPlanLost); tries++ {
-		// Another attempt stored its plan first: follow it, as the first attempt's, from
-		// fresh reads (nothing of this attempt's plan was stored or sent).
 		if tries == maxTxRetries {
-			return fail(fmt.Errorf("planning %s: too much contention", env.SignalID), false)
+			return outcome{}, fmt.Errorf("planning %s: too much contention", j.env.SignalID)
 		}
 		j.snap, j.unsaved = nil, nil
 		if j.progress, err = e.rdb.HGetAll(ctx, j.sigKey()).Result(); err != nil {
-			return fail(err, false)
+			return outcome{}, err
 		}
 		if p, err = e.loadOrPlan(ctx, j); err != nil {
-			return fail(err, false)
+			return outcome{}, err
 		}
-		res, execErr, err = e.run(ctx, j, p)
+		res, err = e.run(ctx, j, p)
 	}
-	if err != nil {
-		return fail(err, execErr)
-	}
-	return res, false, nil
+	return outcome{res: res}, err
 }
 
 // loadOrPlan returns the signal's stored plan (a retry continues the first attempt's plan,
@@ -365,15 +404,14 @@ func (j *job) planSaved() {
 }
 
 // run executes the legs in order and builds the result.
-func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool, error) {
+func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, error) {
 	var msgs []string
 	var last *exchange.Order
 	for _, l := range p.Legs {
 		if j.expired(l) {
-			res, err := e.expire(ctx, j, l, msgs)
-			return res, false, err
+			return e.expire(ctx, j, l, msgs)
 		}
-		done, execErr, err := e.runLeg(ctx, j, l)
+		done, err := e.runLeg(ctx, j, l)
 		// The leg may have moved the position and the balance: later legs read them anew.
 		j.snap = nil
 		if err != nil {
@@ -381,7 +419,7 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool
 				// Earlier legs happened: say so in the failure.
 				ee.Message = strings.Join(msgs, "; ") + "; then failed: " + ee.Message
 			}
-			return result.Result{}, execErr, err
+			return result.Result{}, err
 		}
 		msgs = append(msgs, done.Message)
 		if done.Order != nil {
@@ -393,7 +431,7 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool
 		}
 	}
 	if err := e.savePlan(ctx, j); err != nil { // a plan of no legs (none is made today)
-		return result.Result{}, false, err
+		return result.Result{}, err
 	}
 	res := result.Result{SignalID: j.env.SignalID, BotID: j.bot.ID, Success: true,
 		Message: strings.Join(msgs, "; "), Timestamp: e.now().UnixMilli()}
@@ -404,7 +442,7 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, bool
 			FilledAmount: last.FilledAmount, AvgPrice: last.AvgPrice, Fee: last.Fee, Timestamp: last.UpdatedAt,
 		}
 	}
-	return res, false, nil
+	return res, nil
 }
 
 // Forget removes a deleted bot's trading state (book, watch entries, risk counters). The

@@ -118,94 +118,41 @@ func (e *Executor) refPrice(ctx context.Context, j *job, m exchange.MarketInfo, 
 	return j.acct.Exchange.Ticker(ctx, j.kind, m.Symbol)
 }
 
+// entry is what an entry signal asks for, checked against the bot's settings before the
+// book is read.
+type entry struct {
+	symbol string
+	market exchange.MarketInfo
+	side   position.Side
+	// level is the DCA level (1: the initial entry); dca says the signal is a DCA entry.
+	level int
+	dca   bool
+	typ   exchange.OrderType
+	price *decimal.Decimal // limit price, rounded to the tick
+}
+
+// planEntry plans a buy, sell, long or short: on spot a sell reduces the holding; otherwise
+// the entry opens a position, adds a DCA level to the one open on its side, or reverses the
+// one open on the other side (close, then open).
 func (e *Executor) planEntry(ctx context.Context, j *job, sig signal.Signal) (plan, error) {
-	sym, err := e.resolve(j, sig.Symbol)
+	en, err := e.entryOf(j, sig)
 	if err != nil {
 		return plan{}, err
 	}
-	m := j.markets[sym]
-	side := position.Long
-	if sig.Action == signal.Sell {
-		side = position.Short
-	}
-	level := max(sig.DCALevel, 1)
-	isDCA := sig.DCA || level >= 2
-	if isDCA {
-		if !j.bot.DCA.Enabled {
-			return plan{}, errs.New(errs.DCADisabled, "DCA is not enabled for this bot")
-		}
-		if level > int(j.bot.DCA.MaxLevels) {
-			return plan{}, errs.New(errs.DCAMaxLevels, "dcaLevel %d is above the bot's maximum of %d levels", level, j.bot.DCA.MaxLevels)
-		}
-	}
-	typ, price := exchange.Market, (*decimal.Decimal)(nil)
-	if sig.Price != nil {
-		lp, err := order.LimitPrice(m, *sig.Price)
-		if err != nil {
-			return plan{}, err
-		}
-		typ, price = exchange.Limit, &lp
-	}
-	pos, err := e.position(ctx, j, sym)
+	pos, err := e.position(ctx, j, en.symbol)
 	if err != nil {
 		return plan{}, err
 	}
-
-	if j.kind == exchange.Spot && side == position.Short {
-		// Spot: a sell reduces or closes the long holding; there are no spot shorts.
-		if isDCA {
-			return plan{}, errs.New(errs.DCANoPosition, "no short position to add to: spot has no shorts")
-		}
-		if pos == nil {
-			return plan{}, errs.New(errs.PositionNotFound, "no %s holding to sell (spot has no shorts)", sym)
-		}
-		return plan{Legs: []leg{{Op: opReduce, Symbol: sym, Side: position.Long, Type: typ, Price: price,
-			Size: sig.Size, Reason: reasonSignal}}}, nil
+	if j.kind == exchange.Spot && en.side == position.Short {
+		return spotSell(en, pos, sig.Size)
 	}
-
-	size := sig.Size
-	if size == nil {
-		if size, err = order.ParseAmount(j.bot.PositionSize); err != nil {
-			return plan{}, err
-		}
-		if size == nil {
-			return plan{}, errs.New(errs.InvalidAmount, "no size: the signal has none and the bot has no positionSize")
-		}
+	l, err := entryLeg(j, sig, en)
+	if err != nil {
+		return plan{}, err
 	}
-	entry := leg{Symbol: sym, Side: side, Type: typ, Price: price, Size: size,
-		Leverage: order.Leverage(j.kind, sig.Leverage, j.bot.Leverage), StopLoss: sig.StopLoss, TakeProfit: sig.TakeProfit}
-	if isDCA {
-		entry.DCALevel = level
-	}
-	var legs []leg
-	switch {
-	case pos != nil && pos.Side == side:
-		if !isDCA {
-			return plan{}, errs.New(errs.InvalidAction,
-				"a %s %s position is already open: send dca true with dcaLevel %d to add to it, or close it first",
-				pos.Side, sym, pos.DCALevel+1)
-		}
-		if level != pos.DCALevel+1 {
-			return plan{}, errs.New(errs.DCAInvalidLevel, "dcaLevel %d is out of sequence: the %s position is at level %d, the next is %d",
-				level, pos.Side, pos.DCALevel, pos.DCALevel+1)
-		}
-		entry.Op, entry.Leverage = opAdd, pos.Leverage
-		legs = []leg{entry}
-	case pos != nil: // the opposite side is open (futures)
-		if isDCA && level >= 2 {
-			return plan{}, errs.New(errs.DCANoPosition, "no %s %s position to add to", side, sym)
-		}
-		if !j.bot.Reversals {
-			return plan{}, errs.New(errs.InvalidAction, "a %s %s position is open and the bot does not reverse: close it first", pos.Side, sym)
-		}
-		entry.Op = opOpen
-		legs = []leg{{Name: "reverse", Op: opReduce, Symbol: sym, Side: pos.Side, Type: exchange.Market, Reason: "reversal"}, entry}
-	default:
-		if isDCA && level >= 2 {
-			return plan{}, errs.New(errs.DCANoPosition, "no %s %s position to add to: send dcaLevel 1 first", side, sym)
-		}
-		entry.Op = opOpen
-		legs = []leg{entry}
+	legs, err := entryLegs(j, en, l, pos)
+	if err != nil {
+		return plan{}, err
 	}
 	last := &legs[len(legs)-1]
 	if last.Op == opOpen {
@@ -215,10 +162,109 @@ func (e *Executor) planEntry(ctx context.Context, j *job, sig signal.Signal) (pl
 			return plan{}, err
 		}
 	}
-	if err := e.checkExits(ctx, j, m, *last); err != nil {
+	if err := e.checkExits(ctx, j, en.market, *last); err != nil {
 		return plan{}, err
 	}
 	return plan{Legs: legs}, nil
+}
+
+// entryOf reads an entry signal: its market, side, DCA level (refused when the bot does not
+// DCA or has fewer levels) and order type.
+func (e *Executor) entryOf(j *job, sig signal.Signal) (entry, error) {
+	sym, err := e.resolve(j, sig.Symbol)
+	if err != nil {
+		return entry{}, err
+	}
+	en := entry{symbol: sym, market: j.markets[sym], side: position.Long, level: max(sig.DCALevel, 1), typ: exchange.Market}
+	if sig.Action == signal.Sell {
+		en.side = position.Short
+	}
+	en.dca = sig.DCA || en.level >= 2
+	if en.dca {
+		if !j.bot.DCA.Enabled {
+			return entry{}, errs.New(errs.DCADisabled, "DCA is not enabled for this bot")
+		}
+		if en.level > int(j.bot.DCA.MaxLevels) {
+			return entry{}, errs.New(errs.DCAMaxLevels, "dcaLevel %d is above the bot's maximum of %d levels", en.level, j.bot.DCA.MaxLevels)
+		}
+	}
+	if sig.Price != nil {
+		lp, err := order.LimitPrice(en.market, *sig.Price)
+		if err != nil {
+			return entry{}, err
+		}
+		en.typ, en.price = exchange.Limit, &lp
+	}
+	return en, nil
+}
+
+// spotSell plans a spot sell: it reduces or closes the long holding; there are no spot
+// shorts.
+func spotSell(en entry, pos *position.Position, size *signal.Amount) (plan, error) {
+	if en.dca {
+		return plan{}, errs.New(errs.DCANoPosition, "no short position to add to: spot has no shorts")
+	}
+	if pos == nil {
+		return plan{}, errs.New(errs.PositionNotFound, "no %s holding to sell (spot has no shorts)", en.symbol)
+	}
+	return plan{Legs: []leg{{Op: opReduce, Symbol: en.symbol, Side: position.Long, Type: en.typ, Price: en.price,
+		Size: size, Reason: reasonSignal}}}, nil
+}
+
+// entryLeg is the entry's order leg, before the book decides its op: its size (the bot's
+// positionSize when the signal has none), leverage and exits.
+func entryLeg(j *job, sig signal.Signal, en entry) (leg, error) {
+	size := sig.Size
+	if size == nil {
+		var err error
+		if size, err = order.ParseAmount(j.bot.PositionSize); err != nil {
+			return leg{}, err
+		}
+		if size == nil {
+			return leg{}, errs.New(errs.InvalidAmount, "no size: the signal has none and the bot has no positionSize")
+		}
+	}
+	l := leg{Symbol: en.symbol, Side: en.side, Type: en.typ, Price: en.price, Size: size,
+		Leverage: order.Leverage(j.kind, sig.Leverage, j.bot.Leverage), StopLoss: sig.StopLoss, TakeProfit: sig.TakeProfit}
+	if en.dca {
+		l.DCALevel = en.level
+	}
+	return l, nil
+}
+
+// entryLegs places the entry on the book: a DCA add to the position open on its side (the
+// next level only), a reversal of the one open on the other side (when the bot reverses),
+// or a new position.
+func entryLegs(j *job, en entry, l leg, pos *position.Position) ([]leg, error) {
+	switch {
+	case pos != nil && pos.Side == en.side:
+		if !en.dca {
+			return nil, errs.New(errs.InvalidAction,
+				"a %s %s position is already open: send dca true with dcaLevel %d to add to it, or close it first",
+				pos.Side, en.symbol, pos.DCALevel+1)
+		}
+		if en.level != pos.DCALevel+1 {
+			return nil, errs.New(errs.DCAInvalidLevel, "dcaLevel %d is out of sequence: the %s position is at level %d, the next is %d",
+				en.level, pos.Side, pos.DCALevel, pos.DCALevel+1)
+		}
+		l.Op, l.Leverage = opAdd, pos.Leverage
+		return []leg{l}, nil
+	case pos != nil: // the opposite side is open (futures)
+		if en.dca && en.level >= 2 {
+			return nil, errs.New(errs.DCANoPosition, "no %s %s position to add to", en.side, en.symbol)
+		}
+		if !j.bot.Reversals {
+			return nil, errs.New(errs.InvalidAction, "a %s %s position is open and the bot does not reverse: close it first", pos.Side, en.symbol)
+		}
+		l.Op = opOpen
+		return []leg{{Name: "reverse", Op: opReduce, Symbol: en.symbol, Side: pos.Side, Type: exchange.Market, Reason: "reversal"}, l}, nil
+	default:
+		if en.dca && en.level >= 2 {
+			return nil, errs.New(errs.DCANoPosition, "no %s %s position to add to: send dcaLevel 1 first", en.side, en.symbol)
+		}
+		l.Op = opOpen
+		return []leg{l}, nil
+	}
 }
 
 // checkExits refuses absolute exits on the wrong side of the expected entry before anything

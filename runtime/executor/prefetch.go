@@ -60,8 +60,8 @@ type prefetch struct {
 	bot      func() (registry.Bot, error) // nil: read through Deps.Bots
 	pause    func() (*risk.Pause, error)
 	progress *redis.MapStringStringCmd
-	// account opens the bot's paper account from the read ahead; nil or !ok: Venues.Open.
-	account func(registry.Bot) (Account, bool, error)
+	// account opens the bot's paper account from the read ahead; nil or not ok: Venues.Open.
+	account func(registry.Bot) (aheadAccount, error)
 	// pos is the bot's position on posSym (hinted), members its open positions' symbols.
 	posSym  string
 	pos     func() (*position.Position, error)
@@ -126,8 +126,8 @@ func (e *Executor) getBot(ctx context.Context, pre *prefetch, id string) (regist
 // open opens the bot's account from the read ahead when it was the right one.
 func (e *Executor) open(ctx context.Context, pre *prefetch, bot registry.Bot) (Account, error) {
 	if pre.account != nil {
-		if a, ok, err := pre.account(bot); ok {
-			return a, err
+		if a, err := pre.account(bot); a.ok {
+			return a.acct, err
 		}
 	}
 	return e.venues.Open(ctx, bot)

@@ -2,107 +2,89 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
+	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
-
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-// The first leg of a new plan is staged by stageWithPlanScript, the others (and a stored
-// plan's) by position.StageOrder in a transaction: both must leave the same state.
-func TestStageWithPlanWritesWhatStageOrderWrites(t *testing.T) {
+// The first leg of a new plan is staged together with the plan, in one script, only if no
+// other attempt's plan is stored; the order record in it is position's write (its tests are
+// position's), here checked for what the executor gives it.
+func TestStageWithPlanStoresPlanRequestAndPendingOrderOrNothing(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
 	e := New(Deps{Redis: rdb})
 	now := time.UnixMilli(1_795_000_000_000)
 	l := leg{Name: "close:BTC/USDT", Op: opReduce, Symbol: "BTC/USDT"}
-	stage := func(sig string, unsaved []byte) (*job, error) {
-		j := &job{env: queue.Envelope{SignalID: sig, BotID: "bot-" + sig}, bot: registry.Bot{ID: "bot-" + sig},
-			now: now, progress: map[string]string{}, unsaved: unsaved}
-		req := exchange.OrderRequest{ClientOrderID: order.ClientOrderID(sig, l.Name), Symbol: "BTC/USDT",
-			Kind: exchange.Futures, Side: exchange.SideSell, Type: exchange.Limit, Amount: decimal.RequireFromString("0.015"),
-			Price: decimal.RequireFromString("65000.5"), ReduceOnly: true, Leverage: 3}
-		return j, e.stagePending(ctx, j, l, req)
-	}
-	type state struct {
-		progress         map[string]string
-		progressTTL      time.Duration
-		record           string
-		recordTTL        time.Duration
-		orders           []string
-		unsaved, planned bool
-	}
-	read := func(j *job) state {
-		sig, bot, cid := j.env.SignalID, j.bot.ID, order.ClientOrderID(j.env.SignalID, l.Name)
-		var s state
-		s.progress = rdb.HGetAll(ctx, store.SignalProgress(sig)).Val()
-		s.progressTTL = rdb.TTL(ctx, store.SignalProgress(sig)).Val().Round(time.Hour)
-		s.record = rdb.Get(ctx, store.BookOrder(bot, cid)).Val()
-		s.recordTTL = rdb.TTL(ctx, store.BookOrder(bot, cid)).Val().Round(time.Hour)
-		s.orders = rdb.LRange(ctx, store.BookOrders(bot), 0, -1).Val()
-		s.unsaved = j.unsaved != nil
-		s.planned = j.progress[fieldPlan] != ""
-		return s
-	}
-
 	plan := []byte(`{"legs":[{"name":"close:BTC/USDT","op":"reduce"}]}`)
-	// Another order already listed, as a bot's list usually is.
-	for _, b := range []string{"bot-signal-a", "bot-signal-b"} {
-		rdb.LPush(ctx, store.BookOrders(b), "older")
+	stage := func(sig string) (*job, exchange.OrderRequest, error) {
+		j := &job{env: queue.Envelope{SignalID: sig, BotID: "bot"}, bot: registry.Bot{ID: "bot"},
+			now: now, progress: map[string]string{}, unsaved: plan}
+		req := exchange.OrderRequest{ClientOrderID: order.ClientOrderID(sig, l.Name), Symbol: "BTC/USDT",
+			Kind: exchange.Futures, Side: exchange.SideSell, Type: exchange.Limit, Amount: testkit.D("0.015"),
+			Price: testkit.D("65000.5"), ReduceOnly: true, Leverage: 3}
+		return j, req, e.stagePending(ctx, j, l, req)
 	}
-	a, err := stage("signal-a", plan)
+	rdb.LPush(ctx, store.BookOrders("bot"), "older")
+
+	j, req, err := stage("signal-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := stage("signal-b", nil)
-	if err != nil {
-		t.Fatal(err)
+	if j.unsaved != nil || j.progress[fieldPlan] != string(plan) {
+		t.Fatalf("the attempt does not know its plan is stored: unsaved %s, progress %v", j.unsaved, j.progress)
 	}
-	sa, sb := read(a), read(b)
-	if sa.progress[fieldPlan] != string(plan) || !sa.planned || sa.unsaved {
-		t.Fatalf("the plan was not stored with the pending order: %+v", sa)
+	progress := rdb.HGetAll(ctx, store.SignalProgress("signal-a")).Val()
+	reqData, _ := json.Marshal(req)
+	if progress[fieldPlan] != string(plan) || progress[prefixReq+l.Name] != string(reqData) || len(progress) != 3 {
+		t.Fatalf("progress %v", progress)
 	}
-	delete(sa.progress, fieldPlan)
-	sa.planned = false
-	// Both store the send time, Redis's clock at the staging; its value differs by a moment.
-	for _, s := range []*state{&sa, &sb} {
-		ms, err := strconv.ParseInt(s.progress[prefixSent+l.Name], 10, 64)
-		if err != nil || time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
-			t.Fatalf("send time %q is not Redis's time of the staging (%v)", s.progress[prefixSent+l.Name], err)
-		}
-		delete(s.progress, prefixSent+l.Name)
+	ms, err := strconv.ParseInt(progress[prefixSent+l.Name], 10, 64)
+	if err != nil || time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
+		t.Fatalf("send time %q is not Redis's time of the staging (%v)", progress[prefixSent+l.Name], err)
 	}
-	// The same but for the IDs.
-	norm := func(s state, sig string) string {
-		cid := order.ClientOrderID(sig, l.Name)
-		return strings.NewReplacer(cid, "<cid>", "bot-"+sig, "<bot>", sig, "<sig>").Replace(fmt.Sprintf("%+v", s))
+	if ttl := rdb.TTL(ctx, store.SignalProgress("signal-a")).Val(); (ProgressTTL - ttl).Abs() > time.Minute {
+		t.Fatalf("progress TTL %s", ttl)
 	}
-	if got, want := norm(sa, "signal-a"), norm(sb, "signal-b"); got != want {
-		t.Fatalf("scripted staging differs from position.StageOrder's:\n got %s\nwant %s", got, want)
+	rec, err := position.ReadOrder(ctx, rdb, "bot", req.ClientOrderID)
+	want := position.PendingOrder(req, "signal-a", "bot", l.Name, now.UnixMilli())
+	if g, w := jsonOf(rec), jsonOf(want); err != nil || g != w {
+		t.Fatalf("pending record %s (%v), want %s", g, err, w)
 	}
-	if sb.record == "" || len(sb.orders) != 2 || sb.progressTTL != ProgressTTL || sb.recordTTL <= 0 {
-		t.Fatalf("unexpected staging: %+v", sb)
+	if ttl := rdb.TTL(ctx, store.BookOrder("bot", req.ClientOrderID)).Val(); (position.OrderTTL - ttl).Abs() > time.Minute {
+		t.Fatalf("record TTL %s", ttl)
+	}
+	if list := rdb.LRange(ctx, store.BookOrders("bot"), 0, -1).Val(); !reflect.DeepEqual(list, []string{req.ClientOrderID, "older"}) {
+		t.Fatalf("order list %v", list)
 	}
 
 	// Another attempt's plan is stored: nothing is staged, the attempt is told to follow it.
 	rdb.HSet(ctx, store.SignalProgress("signal-c"), fieldPlan, `{"legs":[]}`)
-	c, err := stage("signal-c", plan)
+	c, req, err := stage("signal-c")
 	if !errors.Is(err, errPlanLost) {
 		t.Fatalf("stage with a plan already stored = %v, want errPlanLost", err)
 	}
-	sc := read(c)
-	if len(sc.progress) != 1 || sc.record != "" || len(sc.orders) != 0 || sc.planned {
-		t.Fatalf("a losing attempt staged something: %+v", sc)
+	if n := len(rdb.HGetAll(ctx, store.SignalProgress("signal-c")).Val()); n != 1 || c.progress[fieldPlan] != "" {
+		t.Fatalf("a losing attempt staged %d progress fields, or took the plan as its own", n)
 	}
+	if rdb.Exists(ctx, store.BookOrder("bot", req.ClientOrderID)).Val() != 0 || rdb.LLen(ctx, store.BookOrders("bot")).Val() != 2 {
+		t.Fatal("a losing attempt wrote an order record")
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

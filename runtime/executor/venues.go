@@ -80,18 +80,25 @@ func (v *Paper) openPaper(bot registry.Bot, st paper.State, err error) (Account,
 	}, nil
 }
 
+// aheadAccount is an account opened from a read ahead; ok is false when the read was not
+// of the bot's account (Open must then be called).
+type aheadAccount struct {
+	acct Account
+	ok   bool
+}
+
 // prefetchPaper queues the read of paper account accountID on p, for a signal whose bot
 // is not read yet. The returned open, called with the bot once the pipeline has run,
-// opens the account as Open would from that read (ok), or reports !ok when the bot does
-// not trade on that paper account (Open must then be called).
-func (v *Paper) prefetchPaper(ctx context.Context, p redis.Pipeliner, accountID string) (open func(registry.Bot) (a Account, ok bool, err error)) {
+// opens the account as Open would from that read, or reports it not ok when the bot does
+// not trade on that paper account.
+func (v *Paper) prefetchPaper(ctx context.Context, p redis.Pipeliner, accountID string) (open func(registry.Bot) (aheadAccount, error)) {
 	read := paper.ReadAccountLater(ctx, p, accountID)
-	return func(bot registry.Bot) (Account, bool, error) {
+	return func(bot registry.Bot) (aheadAccount, error) {
 		if bot.Account.Kind != registry.AccountPaper || bot.Account.ID == "" || bot.Account.ID != accountID {
-			return Account{}, false, nil
+			return aheadAccount{}, nil
 		}
 		st, err := read()
 		a, err := v.openPaper(bot, st, err)
-		return a, true, err
+		return aheadAccount{acct: a, ok: true}, err
 	}
 }

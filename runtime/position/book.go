@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
@@ -16,16 +15,9 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-const (
-	// MaxOrders is how many client order IDs a bot's order list keeps (newest first).
-	MaxOrders = 5000
-	// OrderTTL is how long an order record is kept after its last change.
-	OrderTTL = 90 * 24 * time.Hour
-)
-
 // Book reads a bot's positions, orders and trades. Writes happen inside the executor's
-// record transaction through the Stage functions, so that a fill is booked exactly once
-// together with its risk counters.
+// record transaction through the Stage functions (order records: orders.go), so that a
+// fill is booked exactly once together with its risk counters.
 type Book struct{ rdb redis.UniversalClient }
 
 // NewBook returns a Book on rdb.
@@ -175,20 +167,6 @@ func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string,
 		p.HSet(ctx, store.Watch(), field, wd)
 	} else {
 		p.HDel(ctx, store.Watch(), field)
-	}
-	return nil
-}
-
-// StageOrder writes an order record; isNew also lists it.
-func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew bool) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	p.Set(ctx, store.BookOrder(rec.BotID, rec.ClientOrderID), data, OrderTTL)
-	if isNew {
-		p.LPush(ctx, store.BookOrders(rec.BotID), rec.ClientOrderID)
-		p.LTrim(ctx, store.BookOrders(rec.BotID), 0, MaxOrders-1)
 	}
 	return nil
 }

@@ -111,6 +111,20 @@ func (p *Position) Reduce(f Fill, tradeID, signalID, reason string) (Settlement,
 	return s, t, closed
 }
 
+// Clone is a copy of p that shares nothing with it: its exits are copied too, so that
+// changing the copy's exit prices leaves p as it was.
+func (p Position) Clone() Position {
+	if p.StopLoss != nil {
+		e := *p.StopLoss
+		p.StopLoss = &e
+	}
+	if p.TakeProfit != nil {
+		e := *p.TakeProfit
+		p.TakeProfit = &e
+	}
+	return p
+}
+
 // EntryPrice is the size-weighted average entry price.
 func (p Position) EntryPrice() decimal.Decimal { return avg(p.Cost, p.Size) }
 
@@ -263,6 +277,17 @@ type OrderRecord struct {
 	Error     string `json:"error,omitempty"`
 	CreatedAt int64  `json:"createdAt"`
 	UpdatedAt int64  `json:"updatedAt"`
+}
+
+// PendingOrder is the record of an order request about to be sent: pending, at ms, until
+// the exchange reports the order (ApplyExchange).
+func PendingOrder(req exchange.OrderRequest, signalID, botID, leg string, at int64) OrderRecord {
+	return OrderRecord{
+		ClientOrderID: req.ClientOrderID, SignalID: signalID, BotID: botID, Leg: leg,
+		Symbol: req.Symbol, Kind: req.Kind, Side: req.Side, Type: req.Type, Status: exchange.StatusPending,
+		Amount: req.Amount, Price: req.Price, ReduceOnly: req.ReduceOnly, Leverage: req.Leverage,
+		CreatedAt: at, UpdatedAt: at,
+	}
 }
 
 // Transition moves the record to next under decision 10; a terminal status never changes

@@ -143,3 +143,17 @@ func TestOrderStatusMachine(t *testing.T) {
 		t.Error("open became rejected")
 	}
 }
+
+func TestCloneSharesNoExit(t *testing.T) {
+	m, _ := paper.Market(exchange.Futures, "BTC/USDT")
+	p := position.Open("pos", "bot", "BTC/USDT", exchange.Futures, position.Long, 5,
+		position.Fill{Amount: d("0.01"), Price: d("60000"), At: 1}, "s")
+	p.SetExit(true, d("2"), true, decimal.Zero, m)
+	p.SetExit(false, d("3"), true, decimal.Zero, m)
+	c := p.Clone()
+	c.Add(position.Fill{Amount: d("0.01"), Price: d("62000"), At: 2})
+	c.Reprice(m)
+	eq(t, "original stop", p.StopLoss.Price, "58800")   // 60000 × 0.98
+	eq(t, "original take", p.TakeProfit.Price, "61800") // 60000 × 1.03
+	eq(t, "clone stop", c.StopLoss.Price, "59780")      // 61000 × 0.98
+}

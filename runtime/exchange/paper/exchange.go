@@ -208,7 +208,10 @@ func decodeOrder(v string) (storedOrder, error) {
 	return s, nil
 }
 
-// PlaceOrder fills a market or limit order at once (see Exchange).
+// PlaceOrder fills a market or limit order at once (see Exchange). The fill is one WATCH
+// transaction on the account: readFill (the order if placed already, the balance, the
+// position), fillOrder (the fill itself, without Redis) and commitFill (balance, position
+// and order in one MULTI/EXEC).
 func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
 	m, err := x.check(req)
 	if err != nil {
@@ -224,104 +227,159 @@ func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (e
 			return exchange.Order{}, err
 		}
 	}
-	acctKey, ordersKey, posKey := store.PaperAccount(x.account), store.PaperOrders(x.account), store.PaperPositions(x.account)
+	k := x.fillKeys(m, req.Kind)
 	var out exchange.Order
-	posField := spotField(x.scope, m.Base)
-	if req.Kind == exchange.Futures {
-		posField = futField(x.scope, m.Symbol)
-	}
 	txf := func(tx *redis.Tx) error {
-		// One round trip for the three reads.
-		var existing, prevCmd *redis.StringCmd
-		var acctCmd *redis.SliceCmd
-		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-			existing = p.HGet(ctx, ordersKey, req.ClientOrderID)
-			acctCmd = p.HMGet(ctx, acctKey, fieldBalance, fieldMargin, fieldFeeRate, fieldCurrency)
-			prevCmd = p.HGet(ctx, posKey, posField)
-			return nil
-		}); err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		if v, err := existing.Result(); err == nil {
-			rec, err := decodeOrder(v)
-			if err != nil {
-				return err
-			}
-			if rec.Scope != x.scope {
-				return errs.New(errs.ExchangeError, "client order ID %s is taken", req.ClientOrderID)
-			}
-			out = rec.Order
-			return nil
-		} else if !errors.Is(err, redis.Nil) {
-			return err
-		}
-		acct, err := acctCmd.Result()
+		r, err := x.readFill(ctx, tx, k, m, req.ClientOrderID)
 		if err != nil {
 			return err
 		}
-		if acct[0] == nil {
-			return errs.New(errs.ExchangeDisconnected, "paper account not found")
-		}
-		if cur, _ := acct[3].(string); cur != "" && cur != m.Quote {
-			return errs.New(errs.InvalidSymbol, "%s is quoted in %s; the paper account holds %s", m.Symbol, m.Quote, cur)
-		}
-		st := fillState{}
-		if st.balance, err = decimal.NewFromString(acct[0].(string)); err != nil {
-			return fmt.Errorf("paper account %s: corrupt balance: %w", x.account, err)
-		}
-		if st.margin, err = decOf(acct[1]); err != nil {
-			return err
-		}
-		feeRate := DefaultFeeRate
-		if s, _ := acct[2].(string); s != "" {
-			if feeRate, err = decimal.NewFromString(s); err != nil {
-				return fmt.Errorf("paper account %s: corrupt feeRate: %w", x.account, err)
-			}
-		}
-		prev, err := prevCmd.Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		now := x.Now().UnixMilli()
-		o := exchange.Order{
-			ID: orderID(x.account, req.ClientOrderID), ClientOrderID: req.ClientOrderID,
-			Symbol: m.Symbol, Kind: req.Kind, Side: req.Side, Type: req.Type, Status: exchange.StatusFilled,
-			Amount: req.Amount, FilledAmount: req.Amount, AvgPrice: price,
-			Fee: position.Fee(req.Amount.Mul(price), feeRate), FeeAsset: m.Quote, CreatedAt: now, UpdatedAt: now,
-		}
-		var newPos string // "" deletes the field
-		if req.Kind == exchange.Futures {
-			newPos, err = st.futures(m, req, o, prev)
-		} else {
-			newPos, err = st.spot(m, req, o, prev)
-		}
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(storedOrder{Scope: x.scope, Order: o})
-		if err != nil {
-			return err
-		}
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, acctKey, fieldBalance, st.balance.String(), fieldMargin, st.margin.String())
-			if newPos == "" {
-				p.HDel(ctx, posKey, posField)
-			} else {
-				p.HSet(ctx, posKey, posField, newPos)
-			}
-			p.HSet(ctx, ordersKey, req.ClientOrderID, data)
+		if r.placed != nil {
+			out = *r.placed
 			return nil
-		})
+		}
+		o, w, err := x.fillOrder(m, req, price, x.Now().UnixMilli(), r)
+		if err != nil {
+			return err
+		}
 		out = o
-		return err
+		return x.commitFill(ctx, tx, k, req.ClientOrderID, o, w)
 	}
 	for i := 0; i < maxTxRetries; i++ {
-		err := x.rdb.Watch(ctx, txf, acctKey, ordersKey, posKey)
+		err := x.rdb.Watch(ctx, txf, k.acct, k.orders, k.pos)
 		if !errors.Is(err, redis.TxFailedErr) {
 			return out, err
 		}
 	}
 	return exchange.Order{}, errs.New(errs.ExchangeError, "paper account %s is busy; retry", x.account)
+}
+
+// fillKeys are the keys a fill reads and writes: the account, its orders, its positions
+// and the bot's field in them.
+type fillKeys struct {
+	acct, orders, pos, posField string
+}
+
+func (x *Exchange) fillKeys(m exchange.MarketInfo, kind exchange.Kind) fillKeys {
+	k := fillKeys{acct: store.PaperAccount(x.account), orders: store.PaperOrders(x.account),
+		pos: store.PaperPositions(x.account), posField: spotField(x.scope, m.Base)}
+	if kind == exchange.Futures {
+		k.posField = futField(x.scope, m.Symbol)
+	}
+	return k
+}
+
+// fillRead is what a fill reads: the order when this bot placed it already, else the
+// account's money, fee rate and the bot's holding or position (prev, "" for none).
+type fillRead struct {
+	placed  *exchange.Order
+	st      fillState
+	feeRate decimal.Decimal
+	prev    string
+}
+
+// readFill reads, in one round trip on tx, what a fill of clientOrderID on m needs. An
+// order ID taken by another bot of the account, a missing account or one in another
+// currency than m's quote are refused.
+func (x *Exchange) readFill(ctx context.Context, tx *redis.Tx, k fillKeys, m exchange.MarketInfo, clientOrderID string) (fillRead, error) {
+	var existing, prevCmd *redis.StringCmd
+	var acctCmd *redis.SliceCmd
+	if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+		existing = p.HGet(ctx, k.orders, clientOrderID)
+		acctCmd = p.HMGet(ctx, k.acct, fieldBalance, fieldMargin, fieldFeeRate, fieldCurrency)
+		prevCmd = p.HGet(ctx, k.pos, k.posField)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return fillRead{}, err
+	}
+	if v, err := existing.Result(); err == nil {
+		rec, err := decodeOrder(v)
+		if err != nil {
+			return fillRead{}, err
+		}
+		if rec.Scope != x.scope {
+			return fillRead{}, errs.New(errs.ExchangeError, "client order ID %s is taken", clientOrderID)
+		}
+		return fillRead{placed: &rec.Order}, nil
+	} else if !errors.Is(err, redis.Nil) {
+		return fillRead{}, err
+	}
+	acct, err := acctCmd.Result()
+	if err != nil {
+		return fillRead{}, err
+	}
+	if acct[0] == nil {
+		return fillRead{}, errs.New(errs.ExchangeDisconnected, "paper account not found")
+	}
+	if cur, _ := acct[3].(string); cur != "" && cur != m.Quote {
+		return fillRead{}, errs.New(errs.InvalidSymbol, "%s is quoted in %s; the paper account holds %s", m.Symbol, m.Quote, cur)
+	}
+	r := fillRead{feeRate: DefaultFeeRate}
+	if r.st.balance, err = decimal.NewFromString(acct[0].(string)); err != nil {
+		return fillRead{}, fmt.Errorf("paper account %s: corrupt balance: %w", x.account, err)
+	}
+	if r.st.margin, err = decOf(acct[1]); err != nil {
+		return fillRead{}, err
+	}
+	if s, _ := acct[2].(string); s != "" {
+		if r.feeRate, err = decimal.NewFromString(s); err != nil {
+			return fillRead{}, fmt.Errorf("paper account %s: corrupt feeRate: %w", x.account, err)
+		}
+	}
+	if r.prev, err = prevCmd.Result(); err != nil && !errors.Is(err, redis.Nil) {
+		return fillRead{}, err
+	}
+	return r, nil
+}
+
+// fillWrite is what a fill writes besides its order: the account's money and the bot's
+// holding or position (pos, "" to delete it).
+type fillWrite struct {
+	st  fillState
+	pos string
+}
+
+// fillOrder fills req completely at price, at ms now, on the state read, without Redis: the
+// order (fee = notional × the account's fee rate, in the quote currency) and the writes. A
+// fill the account cannot pay for, or below the market's minimum, is refused.
+func (x *Exchange) fillOrder(m exchange.MarketInfo, req exchange.OrderRequest, price decimal.Decimal, now int64, r fillRead) (exchange.Order, fillWrite, error) {
+	o := exchange.Order{
+		ID: orderID(x.account, req.ClientOrderID), ClientOrderID: req.ClientOrderID,
+		Symbol: m.Symbol, Kind: req.Kind, Side: req.Side, Type: req.Type, Status: exchange.StatusFilled,
+		Amount: req.Amount, FilledAmount: req.Amount, AvgPrice: price,
+		Fee: position.Fee(req.Amount.Mul(price), r.feeRate), FeeAsset: m.Quote, CreatedAt: now, UpdatedAt: now,
+	}
+	w := fillWrite{st: r.st}
+	var err error
+	if req.Kind == exchange.Futures {
+		w.pos, err = w.st.futures(m, req, o, r.prev)
+	} else {
+		w.pos, err = w.st.spot(m, req, o, r.prev)
+	}
+	if err != nil {
+		return exchange.Order{}, fillWrite{}, err
+	}
+	return o, w, nil
+}
+
+// commitFill writes a fill in one MULTI/EXEC on tx: balance and margin, the bot's holding
+// or position, and the order under its client order ID.
+func (x *Exchange) commitFill(ctx context.Context, tx *redis.Tx, k fillKeys, clientOrderID string, o exchange.Order, w fillWrite) error {
+	data, err := json.Marshal(storedOrder{Scope: x.scope, Order: o})
+	if err != nil {
+		return err
+	}
+	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k.acct, fieldBalance, w.st.balance.String(), fieldMargin, w.st.margin.String())
+		if w.pos == "" {
+			p.HDel(ctx, k.pos, k.posField)
+		} else {
+			p.HSet(ctx, k.pos, k.posField, w.pos)
+		}
+		p.HSet(ctx, k.orders, clientOrderID, data)
+		return nil
+	})
+	return err
 }
 
 // check validates a request against the market's rules, like a venue would.

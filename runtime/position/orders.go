@@ -1,0 +1,77 @@
+package position
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
+)
+
+const (
+	// MaxOrders is how many client order IDs a bot's order list keeps (newest first).
+	MaxOrders = 5000
+	// OrderTTL is how long an order record is kept after its last change.
+	OrderTTL = 90 * 24 * time.Hour
+)
+
+// Order records have one writer: the Lua of OrderLua. StageOrder runs it in a caller's
+// transaction; a caller whose write must depend on a condition of its own (the executor
+// stores a signal's plan and its first pending order only if no other attempt's plan is
+// there) puts the same Lua into its script. Either way the record's encoding, TTL and list
+// cap are this package's.
+
+// OrderLua returns the Lua statements that make an OrderWrite inside a script: they read the
+// write's Keys from KEYS[keyAt] and KEYS[keyAt+1] and its Args from ARGV[argAt] and
+// ARGV[argAt+1]. The statements return nothing, so that the script goes on after them.
+func OrderLua(keyAt, argAt int) string {
+	return fmt.Sprintf(`redis.call('SET', KEYS[%[1]d], ARGV[%[3]d], 'EX', %[5]d)
+if ARGV[%[4]d] ~= '' then
+  redis.call('LPUSH', KEYS[%[2]d], ARGV[%[4]d])
+  redis.call('LTRIM', KEYS[%[2]d], 0, %[6]d)
+end
+`, keyAt, keyAt+1, argAt, argAt+1, int64(OrderTTL/time.Second), MaxOrders-1)
+}
+
+// OrderWrite is one write of an order record, as the Lua of OrderLua takes it.
+type OrderWrite struct {
+	// Keys are the record and the bot's order list.
+	Keys []string
+	// Args are the record's JSON and the client order ID to list ("" when listed already).
+	Args []any
+}
+
+// NewOrderWrite encodes the write of rec; isNew (a record not stored before) also lists it
+// at the head of the bot's orders.
+func NewOrderWrite(rec OrderRecord, isNew bool) (OrderWrite, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return OrderWrite{}, err
+	}
+	listed := ""
+	if isNew {
+		listed = rec.ClientOrderID
+	}
+	return OrderWrite{
+		Keys: []string{store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID)},
+		Args: []any{data, listed},
+	}, nil
+}
+
+// orderScript is OrderLua by itself.
+var orderScript = redis.NewScript(OrderLua(1, 1) + "return 1\n")
+
+// StageOrder adds the write of rec to a transaction (see NewOrderWrite).
+func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew bool) error {
+	w, err := NewOrderWrite(rec, isNew)
+	if err != nil {
+		return err
+	}
+	// EVAL, never EVALSHA: inside MULTI a missing script would fail this command alone and
+	// let the rest of the transaction commit.
+	orderScript.Eval(ctx, p, w.Keys, w.Args...)
+	return nil
+}
