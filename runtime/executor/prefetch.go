@@ -21,31 +21,30 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// Fewer round trips per signal (docs/benchmarks.md, "Signal pipeline under load").
+// One pipeline to start a signal (docs/benchmarks.md, "Signal pipeline under load").
 //
 // A signal starts with reads that do not depend on one another: the stored result, the bot
 // projection, the runtime pause, the signal's progress record and, for a paper bot, its
 // paper account. They go to Redis in one pipeline (begin), together with reads guessed from
 // the bot's previous signal (hints): the position it planned on and, for a close without a
-// symbol, the set of its open positions. Each value is then decoded at the very point of
-// Handle and execute where it used to be read, so the checks keep their order and codes:
-// the stored result first (found: re-published, nothing else looked at), then deleted,
+// symbol, the set of its open positions. Each value is decoded at the point of Handle and
+// execute that needs it, so the checks run in their fixed order with their codes: the
+// stored result first (found: re-published, nothing else looked at), then deleted,
 // disabled, paused; a watcher exit never looks at the pause and so never clears one; the
-// account's errors come after the risk settings' as before.
+// account's errors come after the risk settings'.
 //
-// Why the values read ahead are the ones the old sequence would have read: from the
-// pipeline to the point where a value is used, the attempt writes none of the keys read
-// ahead. Its only write before the first leg's exchange call, other than an expired pause
-// cleared from the bot's hash (ReadPause; nothing read ahead reads those fields afterwards),
-// is the plan with the first pending order (stagePending), into the progress record and the
-// order records: no position, balance or position set. When that plan loses to another
-// attempt's (HSETNX), the record is read again and every later read is fresh. So each value
-// is one the old code would have read had the attempt run a few hundred microseconds
-// earlier. Writers outside the attempt (another bot on a shared paper account, an attempt of
-// the same signal reclaimed by another executor) were never ordered against these reads,
-// and what must be exact is still decided where it was: the plan's HSETNX, the exchange's
-// client-order-ID transaction and the booking's WATCH transaction, none of which uses a
-// value read ahead.
+// Why a value read ahead is as good as one read where it is used: from the pipeline to that
+// point, the attempt writes none of the keys read ahead. Its only write before the first
+// leg's exchange call, other than an expired pause cleared from the bot's hash (ReadPause;
+// nothing read ahead reads those fields afterwards), is the plan with the first pending
+// order (stagePending), into the progress record and the order records: no position,
+// balance or position set. When that plan loses to another attempt's (HSETNX), the record
+// is read again and every later read is fresh. So each value is one a read at the point of
+// use would have returned had the attempt run a few hundred microseconds earlier. Writers
+// outside the attempt (another bot on a shared paper account, an attempt of the same signal
+// reclaimed by another executor) are not ordered against these reads in either case, and
+// what must be exact is decided where no value read ahead is used: the plan's HSETNX, the
+// exchange's client-order-ID transaction and the booking's WATCH transaction.
 //
 // The same argument lets the first leg's sizing reuse the position and the quote balance
 // read for planning and with the account (snapshot), instead of reading the same keys again

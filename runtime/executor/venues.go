@@ -34,12 +34,13 @@ type Venues interface {
 	Open(ctx context.Context, bot registry.Bot) (Account, error)
 }
 
-// Paper opens paper accounts; exchange accounts go to Live, and while no live adapter is
-// plugged in they answer EXCHANGE_DISCONNECTED.
+// Paper opens paper accounts itself and hands exchange accounts to Live.
 type Paper struct {
 	Redis  redis.UniversalClient
 	Prices paper.PriceSource
-	// Live opens exchange connections; nil until the live adapters land.
+	// Live opens exchange connections (LiveVenues in the executor binary). Nil runs a
+	// paper-only executor, for tests that need no exchange: a live bot's signal then fails
+	// with EXCHANGE_DISCONNECTED, which the user can act on, instead of being retried.
 	Live Venues
 }
 
@@ -54,7 +55,7 @@ func (v *Paper) Open(ctx context.Context, bot registry.Bot) (Account, error) {
 		return v.openPaper(bot, st, err)
 	case registry.AccountExchange:
 		if v.Live == nil {
-			return Account{}, errs.New(errs.ExchangeDisconnected, "live exchange connections are not available yet")
+			return Account{}, errs.New(errs.ExchangeDisconnected, "this executor trades paper accounts only")
 		}
 		return v.Live.Open(ctx, bot)
 	}
