@@ -16,8 +16,9 @@ import (
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
-	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
 )
 
 // Options configure the controllers; cmd/manager fills them from flags.
@@ -67,7 +68,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Now:                     o.Clock,
 		Events:                  events.out,
 		Forget: func(ctx context.Context, botID string) error {
-			return executor.Forget(ctx, o.Redis, botID)
+			return forgetTrading(ctx, o.Redis, botID)
 		},
 	}).SetupWithManager(mgr); err != nil {
 		return err
@@ -101,6 +102,17 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		// Validations wait on exchanges; they get as many workers as bots do.
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}).SetupWithManager(mgr)
+}
+
+// forgetTrading removes a deleted bot's trading state, each part by the package that owns
+// it: the book and its watch entries (runtime/position) and the risk counters
+// (runtime/risk). The runtime pause goes with the bot's hash (registry.Remove). Each part
+// can be repeated, so a finalizer retried after a partial run finishes the job.
+func forgetTrading(ctx context.Context, rdb redis.UniversalClient, botID string) error {
+	if err := position.Purge(ctx, rdb, botID); err != nil {
+		return err
+	}
+	return risk.Purge(ctx, rdb, botID)
 }
 
 // CacheOptions limits the manager's Secret cache to the Secrets sigops labels (webhook and

@@ -46,7 +46,7 @@ type SignalBotReconciler struct {
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Forget removes a deleted bot's trading state (positions book, watch entries, risk
-	// counters); nil skips it.
+	// counters; Setup passes forgetTrading); nil skips it.
 	Forget func(ctx context.Context, botID string) error
 	// Events, when set, wakes the reconciler for bots the executor paused.
 	Events <-chan event.GenericEvent

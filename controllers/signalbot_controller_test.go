@@ -16,6 +16,8 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // waitBot waits until the bot's status satisfies ok.
@@ -220,6 +222,17 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
 	bot := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
 	id := webhookID(t, ns, "bot")
+	// Trading state of the bot: an open position in its book and its risk counters.
+	uid := string(bot.UID)
+	tradingKeys := []string{store.BookPositions(uid), store.BookPosition(uid, "BTC/USDT"), store.RiskCounters(uid)}
+	rdb.SAdd(ctx, store.BookPositions(uid), "BTC/USDT")
+	rdb.Set(ctx, store.BookPosition(uid, "BTC/USDT"), "{}", 0)
+	if _, err := risk.RecordError(ctx, rdb, uid, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, tradingKeys...).Val(); n != int64(len(tradingKeys)) {
+		t.Fatalf("%d of %d trading keys written", n, len(tradingKeys))
+	}
 
 	if err := k8s.Delete(ctx, bot); err != nil {
 		t.Fatal(err)
@@ -242,6 +255,9 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	ids, _ := reg.OwnerBots(ctx, "a@x.io")
 	if containsString(ids, string(bot.UID)) {
 		t.Fatal("owner index keeps the deleted bot")
+	}
+	if n := rdb.Exists(ctx, tradingKeys...).Val(); n != 0 {
+		t.Fatalf("%d trading keys survive the delete", n)
 	}
 }
 

@@ -7,32 +7,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
-	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
-// mirrorRuntimePause shows in status a pause the executor set in Redis (Errors after five
-// consecutive execution errors; Risk until the next UTC day), and clears it when the resume
-// annotation carries a new value. The projection keeps the spec-level availability: the
-// intake reads the runtime pause itself, so a Risk pause ends at midnight UTC without
-// waiting for this controller. It returns when to look again (the end of a timed pause).
+// mirrorRuntimePause shows in status the bot's runtime pause (registry.Pause: Errors after
+// five consecutive execution errors, Risk until the next UTC day, Downgrade while the
+// owner's tier lacks live trading), and lifts it when the resume annotation carries a new
+// value. The projection keeps the spec-level availability: the intake reads the runtime
+// pause itself, so a Risk pause ends at midnight UTC without waiting for this controller.
+// It returns when to look again (the end of a timed pause).
 func (r *SignalBotReconciler) mirrorRuntimePause(ctx context.Context, bot *tradingv1.SignalBot) (time.Duration, error) {
 	id := string(bot.UID)
 	now := r.now()
 	if want := bot.Annotations[tradingv1.AnnotationResume]; want != "" && want != bot.Status.LastHandledResume {
-		current, err := r.Registry.GetRuntimePause(ctx, id, now.UnixMilli())
+		current, err := r.Registry.ReadPause(ctx, id, now)
 		if err != nil {
 			return 0, err
 		}
 		allowed := true
-		if current.Reason == auth.ReasonDowngrade {
+		if current != nil && current.Reason == registry.PauseDowngrade {
 			// A Downgrade pause ends with the tier, not with an annotation.
 			if allowed, err = r.liveTradingAllowed(ctx, bot); err != nil {
 				return 0, err
 			}
 		}
 		if allowed {
-			if err := r.Registry.ClearRuntimePause(ctx, id); err != nil {
-				return 0, err
+			// Only the pause read is lifted: one written since (a Downgrade) stays.
+			if current != nil {
+				if _, err := r.Registry.Resume(ctx, id, *current); err != nil {
+					return 0, err
+				}
 			}
 			r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "Resumed", "Resume", "runtime pause cleared")
 		} else {
@@ -41,16 +45,16 @@ func (r *SignalBotReconciler) mirrorRuntimePause(ctx context.Context, bot *tradi
 		}
 		bot.Status.LastHandledResume = want
 	}
-	pause, err := r.Registry.GetRuntimePause(ctx, id, now.UnixMilli())
-	if err != nil || pause.Reason == "" {
+	pause, err := r.Registry.ReadPause(ctx, id, now)
+	if err != nil || pause == nil {
 		return 0, err
 	}
 	// Disabled and Manual win over a runtime pause: they need the user either way.
 	if bot.Status.Availability == tradingv1.AvailabilityActive {
 		bot.Status.Availability, bot.Status.PausedReason = tradingv1.AvailabilityPaused, tradingv1.PausedReason(pause.Reason)
 	}
-	if pause.Until > 0 {
-		return time.UnixMilli(pause.Until).Sub(now) + time.Second, nil
+	if !pause.Until.IsZero() {
+		return pause.Until.Sub(now) + time.Second, nil
 	}
 	return 0, nil
 }

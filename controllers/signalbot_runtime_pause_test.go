@@ -33,11 +33,10 @@ func TestRuntimePauseIsMirroredAndResumed(t *testing.T) {
 	create(t, paperAccount(ns, "paper", "a@x.io"))
 	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
 	bot := waitBot(t, ns, "bot", "active", readyIs(metav1.ConditionTrue, "Active"))
-	key := store.Bot(string(bot.UID))
+	id := string(bot.UID)
 
 	// The executor paused the bot after five errors.
-	rdb.HSet(ctx, key, registry.FieldPause, "Errors", registry.FieldPauseUntil, "0")
-	annotateBot(t, ns, "bot", "example.com/poke", "1")
+	pauseBot(t, id, registry.Pause{Reason: registry.PauseErrors})
 	waitBot(t, ns, "bot", "paused by errors", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedErrors))
 
 	// The projection keeps the spec-level availability; the intake reads the pause itself.
@@ -50,43 +49,55 @@ func TestRuntimePauseIsMirroredAndResumed(t *testing.T) {
 		}
 		return availabilityIs(tradingv1.AvailabilityActive, "")(b)
 	})
-	if n := rdb.HExists(ctx, key, registry.FieldPause).Val(); n {
+	if n := rdb.HExists(ctx, store.Bot(id), registry.FieldPause).Val(); n {
 		t.Fatal("pause field survives the resume")
 	}
 
 	// A Risk pause with an end: paused until then, active after without any poke.
-	until := clock.Now().Add(2 * time.Second).UnixMilli()
-	rdb.HSet(ctx, key, registry.FieldPause, "Risk", registry.FieldPauseUntil, until)
-	annotateBot(t, ns, "bot", "example.com/poke", "2")
+	pauseBot(t, id, registry.Pause{Reason: registry.PauseRisk, Until: clock.Now().Add(2 * time.Second)})
 	waitBot(t, ns, "bot", "paused by risk", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedRisk))
 	waitBot(t, ns, "bot", "active after the risk pause ends", availabilityIs(tradingv1.AvailabilityActive, ""))
 }
 
+// pauseBot writes a runtime pause as the executor does (which publishes it).
+func pauseBot(t *testing.T, id string, p registry.Pause) {
+	t.Helper()
+	if ok, err := registry.New(rdb).Pause(context.Background(), id, p, clock.Now()); !ok || err != nil {
+		t.Fatalf("pause %+v = %v, %v", p, ok, err)
+	}
+}
+
+// A suspended bot stays Manual under a runtime pause. The spec change after the pause makes
+// a reconcile that must have read the pause (its generation is observed only after the
+// pause was written), so the test fails when that reconcile never runs as well as when it
+// shows the runtime pause.
 func TestManualPauseWinsOverRuntimePause(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	create(t, paperAccount(ns, "paper", "a@x.io"))
 	b := paperBot(ns, "bot", "a@x.io", "paper")
 	b.Spec.Suspend = true
 	create(t, b)
 	bot := waitBot(t, ns, "bot", "manual", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedManual))
-	rdb.HSet(ctx, store.Bot(string(bot.UID)), registry.FieldPause, "Errors")
-	annotateBot(t, ns, "bot", "example.com/poke", "1")
-	time.Sleep(300 * time.Millisecond)
-	waitBot(t, ns, "bot", "still manual", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedManual))
+	pauseBot(t, string(bot.UID), registry.Pause{Reason: registry.PauseErrors})
+	patchBot(t, ns, "bot", func(b *tradingv1.SignalBot) { b.Spec.Symbol = "ETH/USDT" })
+	waitBot(t, ns, "bot", "reconciled after the pause, still manual", func(b *tradingv1.SignalBot) error {
+		if b.Generation == bot.Generation || b.Status.ObservedGeneration != b.Generation {
+			return fmt.Errorf("generation %d (%d before the pause) observed %d", b.Generation, bot.Generation, b.Status.ObservedGeneration)
+		}
+		return availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedManual)(b)
+	})
+	waitProjection(t, string(bot.UID), func(p registry.Bot) bool {
+		return p.Symbol == "ETH/USDT" && p.Availability == "paused" && p.PausedReason == "Manual"
+	})
 }
 
 // The executor announces a pause on store.BotEvents; status follows without any change to
 // the object.
 func TestPauseEventUpdatesStatusAtOnce(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	create(t, paperAccount(ns, "paper", "a@x.io"))
 	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
 	bot := waitBot(t, ns, "bot", "active", readyIs(metav1.ConditionTrue, "Active"))
-	rdb.HSet(ctx, store.Bot(string(bot.UID)), registry.FieldPause, "Errors", registry.FieldPauseUntil, "0")
-	if err := rdb.Publish(ctx, store.BotEvents(), string(bot.UID)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	pauseBot(t, string(bot.UID), registry.Pause{Reason: registry.PauseErrors})
 	waitBot(t, ns, "bot", "paused by the event", availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedErrors))
 }

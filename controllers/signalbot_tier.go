@@ -8,6 +8,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 const (
@@ -45,11 +46,11 @@ func (r *SignalBotReconciler) checkLiveTier(ctx context.Context, bot *tradingv1.
 		c.reason, c.message = reasonOwnerAccountNotFound, "live trading needs an account for owner "+normalizeOwner(bot.Spec.Owner)
 	case !tier.Capabilities.AllowLiveTrading:
 		c.reason, c.message = reasonOwnerLacksLiveTrading, "the owner's tier ("+tier.Slug+") does not include live trading"
-		pause, err := r.Registry.GetRuntimePause(ctx, string(bot.UID), r.now().UnixMilli())
+		pause, err := r.Registry.ReadPause(ctx, string(bot.UID), r.now())
 		if err != nil {
 			// Cannot tell whether a Downgrade pause holds it: disabled is the safe answer.
 			log.FromContext(ctx).Error(err, "cannot read the bot's runtime pause; live bot disabled")
-		} else if pause.Reason == auth.ReasonDowngrade {
+		} else if pause != nil && pause.Reason == registry.PauseDowngrade {
 			c.reason, c.message = "", ""
 		}
 	}

@@ -68,7 +68,7 @@ func TestLiveBotFollowsItsOwnersTier(t *testing.T) {
 		}
 		return availabilityIs(tradingv1.AvailabilityPaused, tradingv1.PausedDowngrade)(b)
 	})
-	if p, _ := registry.New(rdb).GetRuntimePause(ctx, string(bot.UID), 0); p.Reason != auth.ReasonDowngrade {
+	if p, _ := registry.New(rdb).ReadPause(ctx, string(bot.UID), clock.Now()); p == nil || p.Reason != registry.PauseDowngrade {
 		t.Fatalf("runtime pause = %+v", p)
 	}
 

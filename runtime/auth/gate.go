@@ -3,66 +3,54 @@ package auth
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/registry"
-	"github.com/sigops/sigops/runtime/store"
 )
 
-// ReasonDowngrade is the runtime pause of a live bot whose owner lost live trading.
-const ReasonDowngrade = "Downgrade"
-
 // LiveBotGate pauses and resumes an owner's live bots (Account.Kind "exchange") when the
-// owner's tier loses or regains live trading. The pause is the runtime pause of the bot's
-// hash (registry.FieldPause = Downgrade, registry.FieldPauseUntil = 0, until lifted), read
-// by webhookd's intake and the executor; every change is published on store.BotEvents() so
-// the manager mirrors it into the SignalBot's status.
+// owner's tier loses or regains live trading, through the registry's pause API: a Downgrade
+// pause until lifted, which replaces any Errors or Risk pause (see registry.Pause), read by
+// webhookd's intake and the executor and mirrored by the manager into the SignalBot's status.
+// An upgrade lifts only Downgrade pauses.
 //
-// A Downgrade pause replaces any other runtime pause (Errors, Risk): a Risk pause ends by
-// itself and an Errors pause can be resumed, and neither may let a live bot trade for an
-// owner without live trading. An upgrade lifts only Downgrade pauses.
-type LiveBotGate struct{ rdb redis.UniversalClient }
+// It acts on one bot at a time (one bot's keys per call) after reading the owner's bot set,
+// and each step can be repeated: a run cut short by a crash is finished by running it again
+// (SetTier does on every call), and bots already done are left as they are.
+type LiveBotGate struct{ reg *registry.Registry }
 
 // NewLiveBotGate returns the gate on rdb.
-func NewLiveBotGate(rdb redis.UniversalClient) LiveBotGate { return LiveBotGate{rdb: rdb} }
+func NewLiveBotGate(rdb redis.UniversalClient) LiveBotGate {
+	return LiveBotGate{reg: registry.New(rdb)}
+}
 
-var downgradePauseScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local cur = redis.call('HMGET', KEYS[1], ARGV[1], ARGV[2])
-if cur[1] == ARGV[3] and cur[2] == '0' then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3], ARGV[2], '0')
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return 1
-`)
-
-var downgradeResumeScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[3] then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return 1
-`)
+var downgrade = registry.Pause{Reason: registry.PauseDowngrade}
 
 // Pause pauses every live bot of owner (an email) with reason Downgrade and returns the IDs
 // it changed. Running it again changes nothing.
 func (g LiveBotGate) Pause(ctx context.Context, owner string) ([]string, error) {
-	return g.each(ctx, owner, downgradePauseScript)
+	return g.each(ctx, owner, func(id string) (bool, error) {
+		return g.reg.Pause(ctx, id, downgrade, time.Now())
+	})
 }
 
 // Resume lifts the Downgrade pause of every live bot of owner and returns the IDs it changed.
 func (g LiveBotGate) Resume(ctx context.Context, owner string) ([]string, error) {
-	return g.each(ctx, owner, downgradeResumeScript)
+	return g.each(ctx, owner, func(id string) (bool, error) {
+		return g.reg.Resume(ctx, id, downgrade)
+	})
 }
 
-func (g LiveBotGate) each(ctx context.Context, owner string, script *redis.Script) ([]string, error) {
-	reg := registry.New(g.rdb)
-	ids, err := reg.OwnerBots(ctx, owner)
+func (g LiveBotGate) each(ctx context.Context, owner string, apply func(id string) (bool, error)) ([]string, error) {
+	ids, err := g.reg.OwnerBots(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
 	var changed []string
 	for _, id := range ids {
-		bot, err := reg.Get(ctx, id)
+		bot, err := g.reg.Get(ctx, id)
 		if errors.Is(err, registry.ErrNotFound) {
 			continue
 		}
@@ -72,12 +60,11 @@ func (g LiveBotGate) each(ctx context.Context, owner string, script *redis.Scrip
 		if bot.Account.Kind != registry.AccountExchange {
 			continue
 		}
-		n, err := script.Run(ctx, g.rdb, []string{store.Bot(id)}, registry.FieldPause, registry.FieldPauseUntil,
-			ReasonDowngrade, store.BotEvents(), id).Int()
+		ok, err := apply(id)
 		if err != nil {
 			return changed, err
 		}
-		if n == 1 {
+		if ok {
 			changed = append(changed, id)
 		}
 	}

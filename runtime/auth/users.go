@@ -355,7 +355,7 @@ func (u *Users) SetTier(ctx context.Context, id, slug string) (TierChange, error
 		return TierChange{}, err
 	}
 	ch := TierChange{From: usr.Tier, To: to}
-	gate := LiveBotGate{rdb: u.rdb}
+	gate := NewLiveBotGate(u.rdb)
 	if to.Capabilities.AllowLiveTrading {
 		ch.Resumed, err = gate.Resume(ctx, usr.Email)
 	} else {

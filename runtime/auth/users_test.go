@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,8 +171,11 @@ func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
 	project(t, f, "paper-1", u.Email, registry.AccountPaper)
 	project(t, f, "other-live", "someone@else.com", registry.AccountExchange)
 	// live-2 carries a Risk pause before the downgrade.
-	riskUntil := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
-	f.rdb.HSet(ctx, store.Bot("live-2"), registry.FieldPause, "Risk", registry.FieldPauseUntil, riskUntil)
+	reg := registry.New(f.rdb)
+	riskPause := registry.Pause{Reason: registry.PauseRisk, Until: time.Now().Add(time.Hour)}
+	if ok, err := reg.Pause(ctx, "live-2", riskPause, time.Now()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
 
 	sub := f.rdb.Subscribe(ctx, store.BotEvents())
 	defer sub.Close()
@@ -195,7 +197,7 @@ func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
 		return a, b
 	}
 	for _, id := range []string{"live-1", "live-2"} {
-		if r, until := pause(id); r != ReasonDowngrade || until != "0" {
+		if r, until := pause(id); r != registry.PauseDowngrade || until != "0" {
 			t.Errorf("%s: pause %q until %q", id, r, until)
 		}
 	}
@@ -220,8 +222,19 @@ func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
 		t.Fatalf("second downgrade %+v %v", ch, err)
 	}
 
-	// A Manual pause set meanwhile by someone else on live-1 is not ours to lift.
-	f.rdb.HSet(ctx, store.Bot("live-1"), registry.FieldPause, "Errors", registry.FieldPauseUntil, "0")
+	// An Errors pause set meanwhile on live-1 (its Downgrade lifted by hand, then five
+	// errors) is not ours to lift.
+	if ok, err := reg.Resume(ctx, "live-1", registry.Pause{Reason: registry.PauseDowngrade}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := reg.Pause(ctx, "live-1", registry.Pause{Reason: registry.PauseErrors}, time.Now()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	for range 2 {
+		if m, err := sub.ReceiveMessage(ctx); err != nil || m.Payload != "live-1" {
+			t.Fatalf("live-1 events: %v %v", m, err)
+		}
+	}
 	ch, err = f.users.SetTier(ctx, u.ID, TierTeam)
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +251,32 @@ func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
 	m, err := sub.ReceiveMessage(ctx)
 	if err != nil || m.Payload != "live-2" {
 		t.Fatalf("resume publish %v %v", m, err)
+	}
+}
+
+// A downgrade cut short by a crash (live-1 paused, live-2 not yet) is finished by running
+// it again, which changes only what is left.
+func TestTierDowngradeRepeatedAfterACrash(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u := f.user(t, "frank@example.com", TierPro)
+	project(t, f, "live-1", u.Email, registry.AccountExchange)
+	project(t, f, "live-2", u.Email, registry.AccountExchange)
+	if err := f.rdb.HSet(ctx, store.User(u.ID), fUserTier, TierFree).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(f.rdb)
+	if ok, err := reg.Pause(ctx, "live-1", registry.Pause{Reason: registry.PauseDowngrade}, time.Now()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	ch, err := f.users.SetTier(ctx, u.ID, TierFree)
+	if err != nil || len(ch.Paused) != 1 || ch.Paused[0] != "live-2" {
+		t.Fatalf("repeated downgrade %+v %v", ch, err)
+	}
+	for _, id := range []string{"live-1", "live-2"} {
+		if p, err := reg.ReadPause(ctx, id, time.Now()); err != nil || p == nil || p.Reason != registry.PauseDowngrade {
+			t.Errorf("%s: pause %+v %v", id, p, err)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 )
 
@@ -58,7 +59,7 @@ type bookWrites struct {
 	trade    *position.Trade
 	counters risk.Counters
 	// pause is the risk pause the trade triggered.
-	pause *risk.Pause
+	pause *registry.Pause
 }
 
 // applyLeg books a leg on the state read and returns the writes to make; st is left as it

@@ -10,6 +10,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
 )
@@ -292,7 +293,7 @@ func checkWrites(t *testing.T, step int, s applyStep, w bookWrites) {
 	if w.done.Halt != s.halt || (w.pause != nil) != (s.halt != "") {
 		t.Errorf("step %d: halt %q (pause %+v), want %q", step, w.done.Halt, w.pause, s.halt)
 	}
-	if w.pause != nil && (w.pause.Reason != risk.ReasonRisk || !w.pause.Until.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))) {
+	if w.pause != nil && (w.pause.Reason != registry.PauseRisk || !w.pause.Until.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))) {
 		t.Errorf("step %d: pause %+v, want Risk until the next UTC day", step, *w.pause)
 	}
 	if p, want := w.pos, s.pos; (p == nil) != (want == nil) {

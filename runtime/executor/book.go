@@ -10,6 +10,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -168,7 +169,7 @@ func commitBook(ctx context.Context, tx *redis.Tx, in bookIn, sigKey string, w b
 		}
 		risk.StageCounters(ctx, p, in.botID, w.counters)
 		if w.pause != nil {
-			risk.StagePause(ctx, p, in.botID, *w.pause, in.now)
+			registry.StagePause(ctx, p, in.botID, *w.pause, in.now)
 		}
 		p.HSet(ctx, sigKey, prefixDone+in.leg.Name, data)
 		p.Expire(ctx, sigKey, ProgressTTL)

@@ -63,8 +63,10 @@ type Deps struct {
 
 // Executor executes signals; Handle is its queue.Handler.
 type Executor struct {
-	rdb    redis.UniversalClient
-	bots   Bots
+	rdb  redis.UniversalClient
+	bots Bots
+	// pauses reads and writes the bots' runtime pauses (on rdb, whatever Bots reads).
+	pauses *registry.Registry
 	venues Venues
 	book   *position.Book
 	log    *slog.Logger
@@ -85,9 +87,9 @@ type Executor struct {
 
 // New builds an Executor.
 func New(d Deps) *Executor {
-	e := &Executor{rdb: d.Redis, bots: d.Bots, venues: d.Venues, log: d.Logger, now: d.Now, m: newMetrics()}
+	e := &Executor{rdb: d.Redis, bots: d.Bots, pauses: registry.New(d.Redis), venues: d.Venues, log: d.Logger, now: d.Now, m: newMetrics()}
 	if e.bots == nil {
-		e.bots = registry.New(d.Redis)
+		e.bots = e.pauses
 	}
 	if e.venues == nil {
 		e.venues = &Paper{Redis: d.Redis, Prices: d.Prices}
@@ -309,7 +311,7 @@ func (e *Executor) admit(ctx context.Context, env queue.Envelope, pre *prefetch,
 	// Read ahead under env.BotID: the same bot's unless the projection's ID differs.
 	readPause := pre.pause
 	if bot.ID != env.BotID {
-		readPause = func() (*risk.Pause, error) { return risk.ReadPause(ctx, e.rdb, bot.ID, now) }
+		readPause = func() (*registry.Pause, error) { return e.pauses.ReadPause(ctx, bot.ID, now) }
 	}
 	p, err := readPause()
 	if err != nil {
@@ -443,13 +445,4 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, erro
 		}
 	}
 	return res, nil
-}
-
-// Forget removes a deleted bot's trading state (book, watch entries, risk counters). The
-// SignalBot finalizer calls it beside registry.Remove.
-func Forget(ctx context.Context, rdb redis.UniversalClient, botID string) error {
-	if err := position.Purge(ctx, rdb, botID); err != nil {
-		return err
-	}
-	return rdb.Del(ctx, store.RiskCounters(botID)).Err()
 }

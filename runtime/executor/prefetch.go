@@ -16,7 +16,6 @@ import (
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
-	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -57,7 +56,7 @@ type prefetch struct {
 	err      error
 	result   func() (result.Result, bool, error)
 	bot      func() (registry.Bot, error) // nil: read through Deps.Bots
-	pause    func() (*risk.Pause, error)
+	pause    func() (*registry.Pause, error)
 	progress *redis.MapStringStringCmd
 	// account opens the bot's paper account from the read ahead; nil or not ok: Venues.Open.
 	account func(registry.Bot) (aheadAccount, error)
@@ -85,7 +84,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 		if e.pipelineBots {
 			pre.bot = registry.GetLater(ctx, p, env.BotID)
 		}
-		pre.pause = risk.ReadPauseLater(ctx, p, e.rdb, env.BotID, now)
+		pre.pause = e.pauses.ReadPauseLater(ctx, p, env.BotID, now)
 		pre.progress = p.HGetAll(ctx, store.SignalProgress(env.SignalID))
 		if e.paper != nil && h.account != "" {
 			pre.account = e.paper.prefetchPaper(ctx, p, h.account)

@@ -117,9 +117,9 @@ func TestFiveExecutionErrorsPauseWithErrors(t *testing.T) {
 		t.Fatalf("errors counter = %d after the pause", c.ConsecutiveErrors)
 	}
 	h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.001"}`), errs.BotPaused)
-	// A resume (the controller clears the fields) lets it trade.
-	if err := h.reg.ClearRuntimePause(h.ctx, h.bot.ID); err != nil {
-		t.Fatal(err)
+	// A resume (the controller lifts the pause) lets it trade.
+	if ok, err := h.reg.Resume(h.ctx, h.bot.ID, registry.Pause{Reason: registry.PauseErrors}); !ok || err != nil {
+		t.Fatal(ok, err)
 	}
 	h.ok(h.send(`{"action":"buy","symbol":"SOLUSDT","size":"1"}`))
 }
@@ -141,10 +141,10 @@ func TestMaxExposure(t *testing.T) {
 
 func TestRiskPauseDoesNotShortenAnErrorsPause(t *testing.T) {
 	h := newHarness(t, nil)
-	if _, err := risk.SetPause(h.ctx, h.rdb, h.bot.ID, risk.Pause{Reason: risk.ReasonErrors}, h.now); err != nil {
+	if _, err := h.reg.Pause(h.ctx, h.bot.ID, registry.Pause{Reason: registry.PauseErrors}, h.now); err != nil {
 		t.Fatal(err)
 	}
-	written, err := risk.SetPause(h.ctx, h.rdb, h.bot.ID, risk.Pause{Reason: risk.ReasonRisk, Until: risk.NextUTCDay(h.now)}, h.now)
+	written, err := h.reg.Pause(h.ctx, h.bot.ID, registry.Pause{Reason: registry.PauseRisk, Until: risk.NextUTCDay(h.now)}, h.now)
 	if err != nil || written {
 		t.Fatalf("risk pause replaced an open-ended one: %v %v", written, err)
 	}
@@ -153,7 +153,7 @@ func TestRiskPauseDoesNotShortenAnErrorsPause(t *testing.T) {
 	}
 	// A deleted bot's hash is never re-created by a pause.
 	h.reg.Remove(h.ctx, h.bot.ID, time.Hour)
-	if w, _ := risk.SetPause(h.ctx, h.rdb, h.bot.ID, risk.Pause{Reason: risk.ReasonRisk}, h.now); w {
+	if w, _ := h.reg.Pause(h.ctx, h.bot.ID, registry.Pause{Reason: registry.PauseRisk}, h.now); w {
 		t.Fatal("paused a deleted bot")
 	}
 	if n, _ := h.rdb.Exists(h.ctx, store.Bot(h.bot.ID)).Result(); n != 0 {

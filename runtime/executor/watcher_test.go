@@ -12,7 +12,6 @@ import (
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
-	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -53,7 +52,7 @@ func TestWatcherEnqueuesOneStopLossExit(t *testing.T) {
 	}
 
 	// A stop-loss exit runs even while the bot is paused.
-	if _, err := risk.SetPause(h.ctx, h.rdb, h.bot.ID, risk.Pause{Reason: risk.ReasonErrors}, h.now); err != nil {
+	if _, err := h.reg.Pause(h.ctx, h.bot.ID, registry.Pause{Reason: registry.PauseErrors}, h.now); err != nil {
 		t.Fatal(err)
 	}
 	res := h.ok(h.run(env))
@@ -137,9 +136,9 @@ func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
 	if h.position("BTC/USDT") != nil {
 		t.Fatal("position still open")
 	}
-	// Forget removes the bot's trading state.
+	// Purging the book removes the bot's positions, trades and watch entries.
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"60000"}`))
-	if err := executor.Forget(h.ctx, h.rdb, h.bot.ID); err != nil {
+	if err := position.Purge(h.ctx, h.rdb, h.bot.ID); err != nil {
 		t.Fatal(err)
 	}
 	if h.position("BTC/USDT") != nil || len(h.trades()) != 0 {

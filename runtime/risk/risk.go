@@ -3,9 +3,8 @@
 // the next UTC day, the consecutive execution errors that pause it (reason Errors) until
 // resumed, and the risk score of the Bot risk metrics (decisions 9 and 11 in docs/decisions.md).
 //
-// Runtime pauses are the fields registry.FieldPause and registry.FieldPauseUntil of the
-// bot's hash (read by webhookd's intake script and the controller); every change is
-// published on store.BotEvents() so the manager mirrors it into the SignalBot's status.
+// The pauses themselves belong to runtime/registry (Pause, StagePause, PauseScript): this
+// package decides when a bot must pause and asks for it there.
 package risk
 
 import (
@@ -20,12 +19,6 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
-)
-
-// Pause reasons written by the runtime.
-const (
-	ReasonErrors = "Errors"
-	ReasonRisk   = "Risk"
 )
 
 // MaxConsecutiveErrors execution errors in a row pause a bot (decision 11).
@@ -70,25 +63,11 @@ type Counters struct {
 
 // Fields of the risk hash.
 const (
-	fieldDay     = "day"
-	fieldDayPnl  = "dayPnl"
-	fieldLosses  = "consecutiveLosses"
-	fieldErrors  = "consecutiveErrors"
-	dayLayout    = "2006-01-02"
-	pauseScripts = `
-local function pause(botKey, fPause, fUntil, reason, untilMs, now, channel, botId)
-  if redis.call('EXISTS', botKey) == 0 then return 0 end
-  local cur = redis.call('HMGET', botKey, fPause, fUntil)
-  local curUntil = tonumber(cur[2] or '0') or 0
-  if cur[1] and cur[1] ~= '' and (curUntil == 0 or curUntil > now) then
-    -- an active pause that lasts at least as long stays
-    if curUntil == 0 or (untilMs ~= 0 and curUntil >= untilMs) then return 0 end
-  end
-  redis.call('HSET', botKey, fPause, reason, fUntil, tostring(untilMs))
-  redis.call('PUBLISH', channel, botId)
-  return 1
-end
-`
+	fieldDay    = "day"
+	fieldDayPnl = "dayPnl"
+	fieldLosses = "consecutiveLosses"
+	fieldErrors = "consecutiveErrors"
+	dayLayout   = "2006-01-02"
 )
 
 // DailyLossUsed is the realised net loss of the UTC day of now (never negative).
@@ -133,13 +112,6 @@ func StageCounters(ctx context.Context, p redis.Pipeliner, botID string, c Count
 		fieldLosses, strconv.Itoa(c.ConsecutiveLosses), fieldErrors, strconv.Itoa(c.ConsecutiveErrors))
 }
 
-// Pause is a runtime pause.
-type Pause struct {
-	Reason string
-	// Until is when it ends; zero means until resumed.
-	Until time.Time
-}
-
 // NextUTCDay is the start of the UTC day after now.
 func NextUTCDay(now time.Time) time.Time {
 	y, m, d := now.UTC().Date()
@@ -150,7 +122,7 @@ func NextUTCDay(now time.Time) time.Time {
 // is a loss (break-even is not), a loss extends the run of consecutive losses and anything
 // else ends it. It returns a Risk pause until the next UTC day when this trade makes the
 // day's realised loss reach the daily limit or the run reach the maximum.
-func (c *Counters) AfterTrade(net decimal.Decimal, now time.Time, l Limits) *Pause {
+func (c *Counters) AfterTrade(net decimal.Decimal, now time.Time, l Limits) *registry.Pause {
 	today := now.UTC().Format(dayLayout)
 	if c.Day != today {
 		c.Day, c.DayPnl = today, decimal.Zero
@@ -164,101 +136,39 @@ func (c *Counters) AfterTrade(net decimal.Decimal, now time.Time, l Limits) *Pau
 	hitDaily := l.DailyLossLimit.IsPositive() && c.DailyLossUsed(now).GreaterThanOrEqual(l.DailyLossLimit)
 	hitRun := l.MaxConsecutiveLosses > 0 && c.ConsecutiveLosses >= l.MaxConsecutiveLosses
 	if hitDaily || hitRun {
-		return &Pause{Reason: ReasonRisk, Until: NextUTCDay(now)}
+		return &registry.Pause{Reason: registry.PauseRisk, Until: NextUTCDay(now)}
 	}
 	return nil
 }
 
-var pauseScript = redis.NewScript(pauseScripts + `
-return pause(KEYS[1], ARGV[6], ARGV[7], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5])
-`)
-
-// StagePause adds the pause to a transaction: the fields are written (and the bot ID
-// published) only if the bot still exists and no longer-lasting pause holds.
-func StagePause(ctx context.Context, p redis.Pipeliner, botID string, pause Pause, now time.Time) {
-	pauseScript.Eval(ctx, p, []string{store.Bot(botID)}, pause.Reason, untilMs(pause), now.UnixMilli(), store.BotEvents(), botID,
-		registry.FieldPause, registry.FieldPauseUntil)
-}
-
-// SetPause writes a pause at once (see StagePause); it reports whether it was written.
-func SetPause(ctx context.Context, rdb redis.Scripter, botID string, pause Pause, now time.Time) (bool, error) {
-	n, err := pauseScript.Run(ctx, rdb, []string{store.Bot(botID)}, pause.Reason, untilMs(pause), now.UnixMilli(), store.BotEvents(), botID,
-		registry.FieldPause, registry.FieldPauseUntil).Int()
-	return n == 1, err
-}
-
-func untilMs(p Pause) int64 {
-	if p.Until.IsZero() {
-		return 0
-	}
-	return p.Until.UnixMilli()
-}
-
-var errorScript = redis.NewScript(pauseScripts + `
-local n = redis.call('HINCRBY', KEYS[1], 'consecutiveErrors', 1)
+// errorScript counts and pauses in one step, so that no crash can reset the count without
+// the pause. KEYS[1] the risk counters, KEYS[2] the bot's hash; ARGV the maximum, now (ms),
+// the bot ID, the pause reason.
+var errorScript = registry.PauseScript(`
+local n = redis.call('HINCRBY', KEYS[1], '` + fieldErrors + `', 1)
 if n < tonumber(ARGV[1]) then return {n, 0} end
-redis.call('HSET', KEYS[1], 'consecutiveErrors', 0)
-return {n, pause(KEYS[2], ARGV[5], ARGV[6], 'Errors', 0, tonumber(ARGV[2]), ARGV[3], ARGV[4])}
+redis.call('HSET', KEYS[1], '` + fieldErrors + `', 0)
+return {n, set_pause(KEYS[2], ARGV[3], ARGV[4], '0', tonumber(ARGV[2]))}
 `)
 
 // RecordError counts an execution error; the MaxConsecutiveErrors-th in a row pauses the
 // bot with reason Errors until resumed and restarts the count (so a resumed bot gets
 // MaxConsecutiveErrors more tries). It returns the pause when one was written.
-func RecordError(ctx context.Context, rdb redis.Scripter, botID string, now time.Time) (*Pause, error) {
+func RecordError(ctx context.Context, rdb redis.Scripter, botID string, now time.Time) (*registry.Pause, error) {
 	v, err := errorScript.Run(ctx, rdb, []string{store.RiskCounters(botID), store.Bot(botID)},
-		MaxConsecutiveErrors, now.UnixMilli(), store.BotEvents(), botID, registry.FieldPause, registry.FieldPauseUntil).Int64Slice()
+		MaxConsecutiveErrors, now.UnixMilli(), botID, registry.PauseErrors).Int64Slice()
 	if err != nil {
 		return nil, err
 	}
 	if len(v) == 2 && v[1] == 1 {
-		return &Pause{Reason: ReasonErrors}, nil
+		return &registry.Pause{Reason: registry.PauseErrors}, nil
 	}
 	return nil, nil
 }
 
-var clearScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], ARGV[4], ARGV[5])
-if not cur[1] or cur[1] == '' then return 0 end
-if cur[2] ~= ARGV[1] then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[4], ARGV[5])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1
-`)
-
-// ReadPause is the bot's runtime pause in force at now, or nil. A pause whose time is over
-// is cleared (and published) on the way, so status and the intake agree.
-func ReadPause(ctx context.Context, rdb redis.UniversalClient, botID string, now time.Time) (*Pause, error) {
-	return ReadPauseLater(ctx, rdb, rdb, botID, now)()
-}
-
-// ReadPauseLater queues ReadPause's read on c (a pipeline) and returns the function to call
-// once the pipeline has run: it decodes the pause and, like ReadPause, clears one whose
-// time is over through rdb (a round trip of its own, only then).
-func ReadPauseLater(ctx context.Context, c redis.Cmdable, rdb redis.Scripter, botID string, now time.Time) func() (*Pause, error) {
-	cmd := c.HMGet(ctx, store.Bot(botID), registry.FieldPause, registry.FieldPauseUntil)
-	return func() (*Pause, error) {
-		v, err := cmd.Result()
-		if err != nil {
-			return nil, err
-		}
-		reason, _ := v[0].(string)
-		if reason == "" {
-			return nil, nil
-		}
-		untilText, _ := v[1].(string)
-		ms, _ := strconv.ParseInt(untilText, 10, 64)
-		if ms == 0 {
-			return &Pause{Reason: reason}, nil
-		}
-		if until := time.UnixMilli(ms); until.After(now) {
-			return &Pause{Reason: reason, Until: until}, nil
-		}
-		if err := clearScript.Run(ctx, rdb, []string{store.Bot(botID)}, untilText, store.BotEvents(), botID,
-			registry.FieldPause, registry.FieldPauseUntil).Err(); err != nil {
-			return nil, err
-		}
-		return nil, nil
-	}
+// Purge removes a deleted bot's risk counters.
+func Purge(ctx context.Context, rdb redis.Cmdable, botID string) error {
+	return rdb.Del(ctx, store.RiskCounters(botID)).Err()
 }
 
 // CheckExposure refuses an entry that would make the bot's open positions use more than

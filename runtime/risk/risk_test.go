@@ -35,7 +35,7 @@ func TestAfterTrade(t *testing.T) {
 		t.Fatalf("paused at %s", c.DayPnl)
 	}
 	p := c.AfterTrade(d("-0.01"), noon, l) // exactly 50
-	if p == nil || p.Reason != risk.ReasonRisk || !p.Until.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) {
+	if p == nil || p.Reason != registry.PauseRisk || !p.Until.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("pause = %+v", p)
 	}
 	// A new UTC day starts a new daily total; the run of losses goes on.
@@ -140,36 +140,66 @@ func TestRecordErrorPausesAtTheFifth(t *testing.T) {
 		}
 	}
 	p, err := risk.RecordError(ctx, rdb, "b", noon)
-	if err != nil || p == nil || p.Reason != risk.ReasonErrors || !p.Until.IsZero() {
+	if err != nil || p == nil || p.Reason != registry.PauseErrors || !p.Until.IsZero() {
 		t.Fatalf("fifth error: %+v %v", p, err)
 	}
 	if m, err := sub.ReceiveMessage(ctx); err != nil || m.Payload != "b" {
 		t.Fatalf("event: %v %v", m, err)
 	}
-	got, err := risk.ReadPause(ctx, rdb, "b", noon.Add(365*24*time.Hour))
-	if err != nil || got == nil || got.Reason != risk.ReasonErrors {
+	got, err := registry.New(rdb).ReadPause(ctx, "b", noon.Add(365*24*time.Hour))
+	if err != nil || got == nil || got.Reason != registry.PauseErrors {
 		t.Fatalf("pause = %+v %v", got, err)
 	}
 }
 
-func TestReadPauseClearsAnExpiredPause(t *testing.T) {
+// A resumed bot gets MaxConsecutiveErrors more tries: the fifth error reset the count.
+func TestRecordErrorCountsAgainAfterAPause(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := storetest.New(t)
-	until := risk.NextUTCDay(noon)
-	if ok, err := risk.SetPause(ctx, rdb, "b", risk.Pause{Reason: risk.ReasonRisk, Until: until}, noon); ok || err != nil {
-		t.Fatal("paused a bot that does not exist", ok, err)
-	}
+	reg := registry.New(rdb)
 	rdb.HSet(ctx, store.Bot("b"), "config", "{}")
-	if ok, err := risk.SetPause(ctx, rdb, "b", risk.Pause{Reason: risk.ReasonRisk, Until: until}, noon); !ok || err != nil {
-		t.Fatal(ok, err)
+	for i := 1; i <= risk.MaxConsecutiveErrors; i++ {
+		if _, err := risk.RecordError(ctx, rdb, "b", noon); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if p, _ := risk.ReadPause(ctx, rdb, "b", until.Add(-time.Millisecond)); p == nil || !p.Until.Equal(until) {
-		t.Fatalf("pause = %+v", p)
+	if ok, err := reg.Resume(ctx, "b", registry.Pause{Reason: registry.PauseErrors}); !ok || err != nil {
+		t.Fatalf("resume = %v %v", ok, err)
 	}
-	if p, _ := risk.ReadPause(ctx, rdb, "b", until); p != nil {
-		t.Fatalf("expired pause = %+v", p)
+	for i := 1; i < risk.MaxConsecutiveErrors; i++ {
+		if p, err := risk.RecordError(ctx, rdb, "b", noon); p != nil || err != nil {
+			t.Fatalf("error %d after the resume paused: %v %v", i, p, err)
+		}
 	}
-	if n, _ := rdb.HExists(ctx, store.Bot("b"), registry.FieldPause).Result(); n {
-		t.Fatal("expired pause not cleared")
+	if p, _ := risk.RecordError(ctx, rdb, "b", noon); p == nil {
+		t.Fatal("the fifth error after the resume did not pause")
+	}
+}
+
+// An error of a deleted bot is counted but pauses nothing: the bot's hash is not re-created.
+func TestRecordErrorOfADeletedBot(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	for i := 1; i <= risk.MaxConsecutiveErrors; i++ {
+		if p, err := risk.RecordError(ctx, rdb, "gone", noon); p != nil || err != nil {
+			t.Fatalf("error %d: %v %v", i, p, err)
+		}
+	}
+	if n := rdb.Exists(ctx, store.Bot("gone")).Val(); n != 0 {
+		t.Fatal("the bot's hash was re-created")
+	}
+}
+
+func TestPurgeRemovesTheCounters(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	if _, err := risk.RecordError(ctx, rdb, "b", noon); err != nil {
+		t.Fatal(err)
+	}
+	if err := risk.Purge(ctx, rdb, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, store.RiskCounters("b")).Val(); n != 0 {
+		t.Fatal("risk counters left")
 	}
 }

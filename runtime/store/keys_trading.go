@@ -17,9 +17,10 @@ package store
 //	sigops:events:bots                    pubsub bot IDs whose runtime availability changed
 //
 // Runtime pauses live in the bot's own hash (Bot) as the fields registry.FieldPause and
-// registry.FieldPauseUntil, which webhookd's intake script and the controller read.
+// registry.FieldPauseUntil, written only through runtime/registry's pause API and read by
+// webhookd's intake script, the executor and the controller.
 
-// BotEvents is the channel on which the executor publishes the ID of a bot whose runtime
+// BotEvents is the channel on which runtime/registry publishes the ID of a bot whose runtime
 // pause changed, so that the manager mirrors it into the SignalBot's status.
 func BotEvents() string { return prefix + "events:bots" }
 

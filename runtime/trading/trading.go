@@ -33,8 +33,10 @@ type Bots interface {
 
 // API is the manual trading API.
 type API struct {
-	rdb    redis.UniversalClient
-	bots   Bots
+	rdb  redis.UniversalClient
+	bots Bots
+	// pauses reads the bots' runtime pauses (on rdb, whatever Bots reads).
+	pauses *registry.Registry
 	book   *position.Book
 	prices paper.PriceSource
 	// Now is the clock (tests pin it).
@@ -44,10 +46,11 @@ type API struct {
 // New builds the API. prices values positions (may be nil: positions then carry no
 // current price and no unrealised PnL).
 func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
+	pauses := registry.New(rdb)
 	if bots == nil {
-		bots = registry.New(rdb)
+		bots = pauses
 	}
-	return &API{rdb: rdb, bots: bots, book: position.NewBook(rdb), prices: prices, Now: time.Now}
+	return &API{rdb: rdb, bots: bots, pauses: pauses, book: position.NewBook(rdb), prices: prices, Now: time.Now}
 }
 
 // PlaceManual validates req and queues it for the bot's executor; the outcome is read with
@@ -72,7 +75,7 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 	case "paused":
 		return "", errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason)
 	}
-	if p, err := risk.ReadPause(ctx, a.rdb, botID, a.Now()); err != nil {
+	if p, err := a.pauses.ReadPause(ctx, botID, a.Now()); err != nil {
 		return "", err
 	} else if p != nil {
 		return "", errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)

@@ -17,7 +17,6 @@ import (
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
-	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/runtime/trading"
 )
@@ -141,7 +140,7 @@ func TestPlaceManualRefusals(t *testing.T) {
 		{"invalid symbol", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETHUSDT", Amount: d("1")}, nil, errs.InvalidSymbol},
 		{"unknown bot", "bot-x", ok, nil, errs.BotDeleted},
 		{"runtime pause", "bot-1", ok, func() {
-			_, _ = risk.SetPause(ctx, rdb, "bot-1", risk.Pause{Reason: risk.ReasonErrors}, api.Now())
+			_, _ = registry.New(rdb).Pause(ctx, "bot-1", registry.Pause{Reason: registry.PauseErrors}, api.Now())
 		}, errs.BotPaused},
 	}
 	for _, c := range cases {

@@ -1,0 +1,164 @@
+package registry
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// A bot's runtime pause is the one piece of a bot's state that the runtime, not the
+// controller, decides: the executor's Errors and Risk pauses and authd's tier Downgrade.
+// It lives in the bot's hash (store.Bot) as FieldPause and FieldPauseUntil, so that the
+// webhook intake's script reads it with the gate fields in the same HMGET, and it dies with
+// the projection when the bot is deleted. This file is the only writer of those fields; the
+// intake script and everything else read them through ReadPause or the documented fields.
+//
+// Every call touches one bot's hash only (one Redis Cluster slot). Every change is published
+// on store.BotEvents() with the bot ID, so that the manager mirrors it into the SignalBot's
+// status within moments.
+
+// Pause reasons. A Manual pause is the spec's (suspend) and lives in the projection's
+// Availability and PausedReason instead.
+const (
+	// PauseErrors: MaxConsecutiveErrors execution errors in a row (runtime/risk); until
+	// resumed.
+	PauseErrors = "Errors"
+	// PauseRisk: the daily loss limit or the consecutive-loss limit was reached
+	// (runtime/risk); until the next UTC day.
+	PauseRisk = "Risk"
+	// PauseDowngrade: the owner's tier lost live trading (runtime/auth); until the tier
+	// regains it.
+	PauseDowngrade = "Downgrade"
+)
+
+// Pause is a bot's runtime pause.
+type Pause struct {
+	Reason string
+	// Until is when it ends; zero means until resumed.
+	Until time.Time
+}
+
+// untilText is Until as stored: ms since epoch, "0" for until resumed.
+func (p Pause) untilText() string {
+	if p.Until.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(p.Until.UnixMilli(), 10)
+}
+
+// pauseLua defines set_pause(botKey, botId, reason, untilText, now), the one rule by which a
+// pause is written; PauseScript lets a caller's script use it inside its own atomic step.
+//
+//   - Nothing is written for a bot whose hash is gone, so a late pause never re-creates the
+//     hash of a deleted bot.
+//   - A Downgrade pause replaces any other: a Risk pause ends by itself and an Errors pause
+//     can be resumed, and neither may let a live bot trade for an owner without live
+//     trading. A Downgrade pause already in place is left as it is.
+//   - Any other pause leaves an active pause that lasts at least as long: an open-ended pause
+//     (Errors, Downgrade) is never shortened by a Risk pause, and a Risk pause is never
+//     shortened by one ending sooner. An ended pause counts as none.
+//
+// It returns 1 when it wrote (and published) the pause, 0 when it left things as they were.
+var pauseLua = strings.NewReplacer(
+	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(),
+).Replace(`
+local function set_pause(botKey, botId, reason, untilText, now)
+  if redis.call('EXISTS', botKey) == 0 then return 0 end
+  local cur = redis.call('HMGET', botKey, '$PAUSE', '$UNTIL')
+  local curReason = cur[1] or ''
+  local curUntil = tonumber(cur[2] or '0') or 0
+  local untilMs = tonumber(untilText) or 0
+  if reason == '$DOWNGRADE' then
+    if curReason == reason and curUntil == 0 then return 0 end
+  elseif curReason ~= '' and (curUntil == 0 or curUntil > now) then
+    -- an active pause that lasts at least as long stays
+    if curUntil == 0 or (untilMs ~= 0 and curUntil >= untilMs) then return 0 end
+  end
+  redis.call('HSET', botKey, '$PAUSE', reason, '$UNTIL', untilText)
+  redis.call('PUBLISH', '$CHANNEL', botId)
+  return 1
+end
+`)
+
+// PauseScript is a script whose body may call set_pause (see pauseLua), for a caller that
+// must write a pause in the same atomic step as its own keys (runtime/risk counts an
+// execution error and pauses at the fifth). The bot's hash must be one of its KEYS.
+func PauseScript(body string) *redis.Script { return redis.NewScript(pauseLua + body) }
+
+// setPauseScript: KEYS[1] the bot's hash; ARGV reason, until (ms, "0"), now (ms), bot ID.
+var setPauseScript = PauseScript(`
+return set_pause(KEYS[1], ARGV[4], ARGV[1], ARGV[2], tonumber(ARGV[3]))
+`)
+
+// resumeScript lifts the pause only while it is the one the caller means (same reason and
+// end), so that a pause written meanwhile (a Downgrade over an Errors pause being resumed)
+// stays. KEYS[1] the bot's hash; ARGV reason, until (ms, "0"), bot ID.
+var resumeScript = redis.NewScript(strings.NewReplacer(
+	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$CHANNEL", store.BotEvents(),
+).Replace(`
+local cur = redis.call('HMGET', KEYS[1], '$PAUSE', '$UNTIL')
+if not cur[1] or cur[1] == '' or cur[1] ~= ARGV[1] then return 0 end
+if (tonumber(cur[2] or '0') or 0) ~= (tonumber(ARGV[2]) or 0) then return 0 end
+redis.call('HDEL', KEYS[1], '$PAUSE', '$UNTIL')
+redis.call('PUBLISH', '$CHANNEL', ARGV[3])
+return 1
+`))
+
+// Pause writes a runtime pause of bot id by the rule of pauseLua; it reports whether it was
+// written.
+func (r *Registry) Pause(ctx context.Context, id string, p Pause, now time.Time) (bool, error) {
+	n, err := setPauseScript.Run(ctx, r.rdb, []string{store.Bot(id)}, p.Reason, p.untilText(), now.UnixMilli(), id).Int()
+	return n == 1, err
+}
+
+// StagePause adds Registry.Pause to a transaction (the executor's booking), so that the
+// pause is written with the trade that triggered it or not at all.
+func StagePause(ctx context.Context, tx redis.Pipeliner, id string, p Pause, now time.Time) {
+	setPauseScript.Eval(ctx, tx, []string{store.Bot(id)}, p.Reason, p.untilText(), now.UnixMilli(), id)
+}
+
+// Resume lifts bot id's runtime pause if it is still p (same reason and end) and reports
+// whether it did; a different pause, written since p was read, stays.
+func (r *Registry) Resume(ctx context.Context, id string, p Pause) (bool, error) {
+	n, err := resumeScript.Run(ctx, r.rdb, []string{store.Bot(id)}, p.Reason, p.untilText(), id).Int()
+	return n == 1, err
+}
+
+// ReadPause is bot id's runtime pause in force at now, or nil. A pause whose time is over is
+// lifted (and published) on the way, so that status and the intake agree.
+func (r *Registry) ReadPause(ctx context.Context, id string, now time.Time) (*Pause, error) {
+	return r.ReadPauseLater(ctx, r.rdb, id, now)()
+}
+
+// ReadPauseLater queues ReadPause's read on c (a pipeline) and returns the function to call
+// once the pipeline has run: it decodes the pause and, like ReadPause, lifts one whose time
+// is over (a round trip of its own, only then).
+func (r *Registry) ReadPauseLater(ctx context.Context, c redis.Cmdable, id string, now time.Time) func() (*Pause, error) {
+	cmd := c.HMGet(ctx, store.Bot(id), FieldPause, FieldPauseUntil)
+	return func() (*Pause, error) {
+		v, err := cmd.Result()
+		if err != nil {
+			return nil, err
+		}
+		p := Pause{Reason: asString(v[0])}
+		if p.Reason == "" {
+			return nil, nil
+		}
+		ms, _ := strconv.ParseInt(asString(v[1]), 10, 64)
+		if ms == 0 {
+			return &p, nil
+		}
+		if p.Until = time.UnixMilli(ms); p.Until.After(now) {
+			return &p, nil
+		}
+		if _, err := r.Resume(ctx, id, p); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+}

@@ -1,0 +1,227 @@
+package registry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+var noon = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// pauseFixture is a projected bot and a subscription to store.BotEvents.
+type pauseFixture struct {
+	t   *testing.T
+	ctx context.Context
+	rdb *redis.Client
+	reg *registry.Registry
+	sub *redis.PubSub
+}
+
+func newPauseFixture(t *testing.T) *pauseFixture {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	f := &pauseFixture{t: t, ctx: ctx, rdb: rdb, reg: registry.New(rdb)}
+	if err := f.reg.Project(ctx, bot("b", "a@x.io"), registry.HashWebhookID("99999999-9999-4999-8999-999999999999")); err != nil {
+		t.Fatal(err)
+	}
+	f.sub = rdb.Subscribe(ctx, store.BotEvents())
+	t.Cleanup(func() { f.sub.Close() })
+	if _, err := f.sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// set writes p and checks whether it was written (and published) as want says.
+func (f *pauseFixture) set(p registry.Pause, now time.Time, want bool) {
+	f.t.Helper()
+	ok, err := f.reg.Pause(f.ctx, "b", p, now)
+	if err != nil || ok != want {
+		f.t.Fatalf("pause %+v = %v, %v; want %v", p, ok, err, want)
+	}
+	if want {
+		f.published()
+	} else {
+		f.quiet()
+	}
+}
+
+// quiet checks that nothing was published: a pause left as it was wakes no reconcile.
+func (f *pauseFixture) quiet() {
+	f.t.Helper()
+	if m, err := f.sub.ReceiveTimeout(f.ctx, 50*time.Millisecond); err == nil {
+		f.t.Fatalf("unexpected event %v", m)
+	}
+}
+
+// published checks that an event names the bot.
+func (f *pauseFixture) published() {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
+	defer cancel()
+	m, err := f.sub.ReceiveMessage(ctx)
+	if err != nil || m.Payload != "b" {
+		f.t.Fatalf("event = %v, %v; want the bot's ID", m, err)
+	}
+}
+
+// holds checks the pause in force at now.
+func (f *pauseFixture) holds(now time.Time, want *registry.Pause) {
+	f.t.Helper()
+	got, err := f.reg.ReadPause(f.ctx, "b", now)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if (got == nil) != (want == nil) || (got != nil && (got.Reason != want.Reason || !got.Until.Equal(want.Until))) {
+		f.t.Fatalf("pause at %s = %+v; want %+v", now, got, want)
+	}
+}
+
+func TestPauseLongerPauseStays(t *testing.T) {
+	f := newPauseFixture(t)
+	day := noon.Add(12 * time.Hour)
+	risk := registry.Pause{Reason: registry.PauseRisk, Until: day}
+	f.set(risk, noon, true)
+	f.holds(noon, &risk)
+
+	// A Risk pause ending sooner, or at the same time, leaves it.
+	f.set(registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}, noon, false)
+	f.set(risk, noon, false)
+	// One ending later replaces it.
+	later := registry.Pause{Reason: registry.PauseRisk, Until: day.Add(time.Hour)}
+	f.set(later, noon, true)
+	f.holds(noon, &later)
+	// An open-ended Errors pause replaces a timed one and is never shortened by one.
+	errors := registry.Pause{Reason: registry.PauseErrors}
+	f.set(errors, noon, true)
+	f.set(later, noon, false)
+	f.set(errors, noon, false)
+	f.holds(day.Add(365*24*time.Hour), &errors)
+}
+
+func TestPauseAfterAnEndedPause(t *testing.T) {
+	f := newPauseFixture(t)
+	f.set(registry.Pause{Reason: registry.PauseErrors}, noon, true)
+	if ok, err := f.reg.Resume(f.ctx, "b", registry.Pause{Reason: registry.PauseErrors}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	f.published()
+	// A Risk pause whose time is over counts as none: a shorter one is written over it.
+	f.set(registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}, noon, true)
+	next := registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(2 * time.Hour)}
+	f.set(next, noon.Add(90*time.Minute), true)
+	f.holds(noon.Add(90*time.Minute), &next)
+}
+
+// A Downgrade pause replaces any other (an Errors pause could be resumed, a Risk pause ends
+// by itself) and stays under the executor's pauses.
+func TestPauseDowngradeReplacesAndStays(t *testing.T) {
+	f := newPauseFixture(t)
+	f.set(registry.Pause{Reason: registry.PauseErrors}, noon, true)
+	down := registry.Pause{Reason: registry.PauseDowngrade}
+	f.set(down, noon, true)
+	f.set(down, noon, false) // again: nothing changes, nothing is published
+	f.set(registry.Pause{Reason: registry.PauseErrors}, noon, false)
+	f.set(registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}, noon, false)
+	f.holds(noon, &down)
+	if v := f.rdb.HGet(f.ctx, store.Bot("b"), registry.FieldPauseUntil).Val(); v != "0" {
+		t.Fatalf("pauseUntil = %q; want 0", v)
+	}
+	// Over a Risk pause too.
+	if ok, _ := f.reg.Resume(f.ctx, "b", down); !ok {
+		t.Fatal("downgrade not resumed")
+	}
+	f.published()
+	f.set(registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}, noon, true)
+	f.set(down, noon, true)
+	f.holds(noon, &down)
+}
+
+// Resume lifts only the pause the caller read: one written since stays.
+func TestResumeLiftsOnlyThePauseMeant(t *testing.T) {
+	f := newPauseFixture(t)
+	risk := registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}
+	f.set(risk, noon, true)
+	for _, other := range []registry.Pause{
+		{Reason: registry.PauseErrors},
+		{Reason: registry.PauseRisk, Until: noon.Add(2 * time.Hour)},
+		{Reason: registry.PauseDowngrade},
+	} {
+		if ok, err := f.reg.Resume(f.ctx, "b", other); ok || err != nil {
+			t.Fatalf("resume %+v = %v, %v; want the Risk pause left", other, ok, err)
+		}
+	}
+	f.quiet()
+	f.holds(noon, &risk)
+	if ok, err := f.reg.Resume(f.ctx, "b", risk); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	f.published()
+	f.holds(noon, nil)
+	if n := f.rdb.HExists(f.ctx, store.Bot("b"), registry.FieldPause).Val(); n {
+		t.Fatal("pause fields left after the resume")
+	}
+	// Nothing to resume: nothing changes.
+	if ok, err := f.reg.Resume(f.ctx, "b", risk); ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	f.quiet()
+}
+
+func TestReadPauseLiftsAnEndedPause(t *testing.T) {
+	f := newPauseFixture(t)
+	until := noon.Add(12 * time.Hour)
+	risk := registry.Pause{Reason: registry.PauseRisk, Until: until}
+	f.set(risk, noon, true)
+	f.holds(until.Add(-time.Millisecond), &risk)
+	f.holds(until, nil)
+	f.published()
+	if n := f.rdb.HExists(f.ctx, store.Bot("b"), registry.FieldPause).Val(); n {
+		t.Fatal("ended pause not cleared")
+	}
+}
+
+// No pause for a bot that is not projected: a late pause must not re-create a deleted
+// bot's hash.
+func TestPauseOfAMissingBot(t *testing.T) {
+	f := newPauseFixture(t)
+	for _, p := range []registry.Pause{{Reason: registry.PauseErrors}, {Reason: registry.PauseDowngrade}} {
+		if ok, err := f.reg.Pause(f.ctx, "gone", p, noon); ok || err != nil {
+			t.Fatalf("pause %+v = %v, %v", p, ok, err)
+		}
+	}
+	if n := f.rdb.Exists(f.ctx, store.Bot("gone")).Val(); n != 0 {
+		t.Fatal("the bot's hash was created")
+	}
+}
+
+// StagePause writes with the transaction it is part of.
+func TestStagePause(t *testing.T) {
+	f := newPauseFixture(t)
+	risk := registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}
+	if _, err := f.rdb.TxPipelined(f.ctx, func(p redis.Pipeliner) error {
+		registry.StagePause(f.ctx, p, "b", risk, noon)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.published()
+	f.holds(noon, &risk)
+}
+
+// The projection never touches the runtime pause.
+func TestProjectKeepsThePause(t *testing.T) {
+	f := newPauseFixture(t)
+	errors := registry.Pause{Reason: registry.PauseErrors}
+	f.set(errors, noon, true)
+	if err := f.reg.Project(f.ctx, bot("b", "a@x.io"), registry.HashWebhookID("99999999-9999-4999-8999-999999999999")); err != nil {
+		t.Fatal(err)
+	}
+	f.holds(noon, &errors)
+}
