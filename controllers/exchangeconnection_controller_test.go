@@ -184,7 +184,8 @@ func TestExchangeConnectionFollowsItsSecret(t *testing.T) {
 	waitConnection(t, ns, "binance", metav1.ConditionFalse, "SecretNotFound")
 	waitBot(t, ns, "live", "disabled", readyIs(metav1.ConditionFalse, "ExchangeConnectionNotReady"))
 	waitProjection(t, string(bot.UID), func(p registry.Bot) bool {
-		return p.Availability == "disabled" && p.DisabledReason == "ExchangeConnectionNotReady" && p.Account.Kind == registry.AccountExchange
+		return p.Availability == "disabled" && p.DisabledReason == "ExchangeConnectionNotReady" &&
+			p.DisabledCode == registry.DisabledExchangeDisconnected && p.Account.Kind == registry.AccountExchange
 	})
 
 	// The Secret appears (without our label; the controller finds it and labels it).
@@ -428,7 +429,7 @@ func TestWithdrawEnabledKeyDisablesItsBot(t *testing.T) {
 		t.Fatalf("bot message does not say why: %q", c.Message)
 	}
 	waitProjection(t, string(bot.UID), func(p registry.Bot) bool {
-		return p.Availability == "disabled" && strings.HasPrefix(p.DisabledReason, "ExchangeConnection")
+		return p.Availability == "disabled" && p.DisabledCode == registry.DisabledExchangeDisconnected
 	})
 	assertNoLeak(t, ns, append(good.values(), bad.values()...)...)
 }
@@ -481,7 +482,8 @@ func TestBotNeedsItsMarketsPermission(t *testing.T) {
 		t.Fatalf("message = %q", c.Message)
 	}
 	waitProjection(t, string(fut.UID), func(p registry.Bot) bool {
-		return p.Availability == "disabled" && p.DisabledReason == "MissingTradePermission"
+		return p.Availability == "disabled" && p.DisabledReason == "MissingTradePermission" &&
+			p.DisabledCode == registry.DisabledPermissionMissing
 	})
 
 	setSecretCreds(t, ns, "creds", both)

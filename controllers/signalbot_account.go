@@ -29,8 +29,14 @@ const (
 type accountCheck struct {
 	kind, name, id  string
 	ready           bool
-	reason, message string // why not ready; the bot's Ready=False reason
-	err             error  // transient: retry
+	code            registry.DisabledCode // why not ready, for the runtime (the projection's disabledCode)
+	reason, message string                // why not ready, for people: the bot's Ready=False reason
+	err             error                 // transient: retry
+}
+
+// refuse records why the account does not let the bot trade.
+func (c *accountCheck) refuse(code registry.DisabledCode, reason, message string) {
+	c.code, c.reason, c.message = code, reason, message
 }
 
 // checkAccount resolves the bot's paper account or exchange connection. The account must
@@ -38,10 +44,12 @@ type accountCheck struct {
 // is not its owner's, whatever the YAML says. An exchange connection's key must also hold
 // the trade permission of the bot's market (status.permissions).
 //
-// The reasons become the projection's disabledReason. Those starting with
-// "ExchangeConnection" (NotFound, NotReady) make webhookd answer 403 EXCHANGE_DISCONNECTED;
-// MissingTradePermission and AccountOwnerMismatch answer 403 BOT_DISABLED: the connection
-// works, the bot's settings do not fit it.
+// Each refusal has a code, which the projection carries for the runtime (disabledCode),
+// and a reason for status and messages (disabledReason). A missing or not Ready exchange
+// connection is DisabledExchangeDisconnected, which webhookd answers with 403
+// EXCHANGE_DISCONNECTED; every other code (a missing trade permission and an owner mismatch
+// included: the connection works, the bot's settings do not fit it) answers 403
+// BOT_DISABLED.
 func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.SignalBot) accountCheck {
 	var (
 		obj  client.Object
@@ -54,12 +62,14 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 		obj, kind, ref = &tradingv1.ExchangeConnection{}, "ExchangeConnection", bot.Spec.ExchangeConnectionRef
 	}
 	c := accountCheck{kind: registry.AccountPaper, name: ref.Name}
+	missing, notReady := registry.DisabledAccountMissing, registry.DisabledAccountNotReady
 	if kind == "ExchangeConnection" {
 		c.kind = registry.AccountExchange
+		missing, notReady = registry.DisabledExchangeDisconnected, registry.DisabledExchangeDisconnected
 	}
 	err := r.Get(ctx, types.NamespacedName{Namespace: bot.Namespace, Name: ref.Name}, obj)
 	if apierrors.IsNotFound(err) {
-		c.reason, c.message = kind+"NotFound", kind+" "+ref.Name+" not found"
+		c.refuse(missing, kind+"NotFound", kind+" "+ref.Name+" not found")
 		return c
 	}
 	if err != nil {
@@ -69,21 +79,22 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 	c.id = string(obj.GetUID())
 	ready, owner := accountReadiness(obj)
 	if normalizeOwner(owner) != normalizeOwner(bot.Spec.Owner) {
-		c.reason, c.message = "AccountOwnerMismatch", kind+" "+ref.Name+" belongs to another owner"
+		c.refuse(registry.DisabledOwnerMismatch, "AccountOwnerMismatch", kind+" "+ref.Name+" belongs to another owner")
 		return c
 	}
 	if ready == nil || ready.Status != metav1.ConditionTrue {
-		c.reason, c.message = kind+"NotReady", kind+" "+ref.Name+" is not Ready"
+		msg := kind + " " + ref.Name + " is not Ready"
 		if ready != nil && ready.Message != "" {
-			c.message += ": " + ready.Message
+			msg += ": " + ready.Message
 		}
+		c.refuse(notReady, kind+"NotReady", msg)
 		return c
 	}
 	if xc, ok := obj.(*tradingv1.ExchangeConnection); ok {
 		need := credentials.TradePermission(botMarket(bot))
 		if !slices.Contains(xc.Status.Permissions, need) {
-			c.reason = reasonMissingTradePermission
-			c.message = kind + " " + ref.Name + "'s API key lacks the " + need + " trading permission the bot's market needs"
+			c.refuse(registry.DisabledPermissionMissing, reasonMissingTradePermission,
+				kind+" "+ref.Name+"'s API key lacks the "+need+" trading permission the bot's market needs")
 			return c
 		}
 		// Live trading is a tier capability (decisions 11 and 12 in docs/decisions.md).

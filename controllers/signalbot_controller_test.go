@@ -197,7 +197,8 @@ func TestMissingAccountDisablesUntilCreated(t *testing.T) {
 		t.Fatalf("message does not name the account: %q", c.Message)
 	}
 	waitProjection(t, string(bot.UID), func(p registry.Bot) bool {
-		return p.Availability == "disabled" && p.DisabledReason == "PaperAccountNotFound"
+		return p.Availability == "disabled" && p.DisabledReason == "PaperAccountNotFound" &&
+			p.DisabledCode == registry.DisabledAccountMissing
 	})
 
 	create(t, paperAccount(ns, "later", "a@x.io"))

@@ -45,7 +45,7 @@ func projection(bot *tradingv1.SignalBot, acct accountCheck) registry.Bot {
 		b.MaxSignalAgeMillis = s.MaxSignalAge.Milliseconds()
 	}
 	if bot.Status.Availability == tradingv1.AvailabilityDisabled {
-		b.DisabledReason = acct.reason
+		b.DisabledCode, b.DisabledReason = acct.code, acct.reason
 	}
 	return b
 }

@@ -45,11 +45,13 @@ func TestProjectionCarriesSpecAndDisabledReason(t *testing.T) {
 		},
 		Status: tradingv1.SignalBotStatus{Availability: tradingv1.AvailabilityDisabled},
 	}
-	p := projection(bot, accountCheck{kind: registry.AccountExchange, name: "x", reason: "ExchangeConnectionNotReady"})
+	p := projection(bot, accountCheck{kind: registry.AccountExchange, name: "x",
+		code: registry.DisabledExchangeDisconnected, reason: "ExchangeConnectionNotReady"})
 	if p.Market != "futures" || p.Leverage != 10 || p.PositionSize != "0.5" || p.StopLoss != "2%" || p.TakeProfit != "65000" ||
 		!p.DCA.Enabled || p.DCA.MaxLevels != 3 || p.Risk.MaxExposure != "0.25" || p.Risk.DailyLossLimit != "100.5" ||
 		p.Risk.MaxConsecutiveLosses != 4 || p.RateLimit != (registry.Limit{PerMinute: 5, Burst: 1}) || p.DedupeWindowMillis != 1500 ||
-		p.MaxSignalAgeMillis != 90_000 || p.Reversals || p.WebhookEnabled || p.DisabledReason != "ExchangeConnectionNotReady" {
+		p.MaxSignalAgeMillis != 90_000 || p.Reversals || p.WebhookEnabled || p.DisabledReason != "ExchangeConnectionNotReady" ||
+		p.DisabledCode != registry.DisabledExchangeDisconnected {
 		t.Fatalf("projection = %+v", p)
 	}
 	// Not set (a bot projected from an object the API server did not default): 60 s.

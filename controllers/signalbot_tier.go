@@ -41,17 +41,21 @@ func (r *SignalBotReconciler) checkLiveTier(ctx context.Context, bot *tradingv1.
 	switch {
 	case err != nil:
 		log.FromContext(ctx).Error(err, "cannot read the owner's tier; live bot disabled until it can be read")
-		c.reason, c.message = reasonOwnerTierUnavailable, "cannot read the owner's tier; live trading is off until it can be read (retrying)"
+		c.refuse(registry.DisabledTierUnavailable, reasonOwnerTierUnavailable,
+			"cannot read the owner's tier; live trading is off until it can be read (retrying)")
 	case !found:
-		c.reason, c.message = reasonOwnerAccountNotFound, "live trading needs an account for owner "+normalizeOwner(bot.Spec.Owner)
+		c.refuse(registry.DisabledTierNotAllowed, reasonOwnerAccountNotFound,
+			"live trading needs an account for owner "+normalizeOwner(bot.Spec.Owner))
 	case !tier.Capabilities.AllowLiveTrading:
-		c.reason, c.message = reasonOwnerLacksLiveTrading, "the owner's tier ("+tier.Slug+") does not include live trading"
+		c.refuse(registry.DisabledTierNotAllowed, reasonOwnerLacksLiveTrading,
+			"the owner's tier ("+tier.Slug+") does not include live trading")
 		pause, err := r.Registry.ReadPause(ctx, string(bot.UID), r.now())
 		if err != nil {
 			// Cannot tell whether a Downgrade pause holds it: disabled is the safe answer.
 			log.FromContext(ctx).Error(err, "cannot read the bot's runtime pause; live bot disabled")
 		} else if pause != nil && pause.Reason == registry.PauseDowngrade {
-			c.reason, c.message = "", ""
+			// Paused, not disabled: the pause says why and ends with an upgrade.
+			c.code, c.reason, c.message = "", "", ""
 		}
 	}
 	return c

@@ -32,7 +32,10 @@ func TestLiveBotFollowsItsOwnersTier(t *testing.T) {
 	create(t, connection(ns, "bn-ghost", "ghost@x.io", "creds"))
 	waitConnection(t, ns, "bn-ghost", metav1.ConditionTrue, "Validated")
 	create(t, exchangeBot(ns, "ghost", "ghost@x.io", "bn-ghost", tradingv1.MarketSpot))
-	waitBot(t, ns, "ghost", "no owner account", readyIs(metav1.ConditionFalse, "OwnerAccountNotFound"))
+	ghost := waitBot(t, ns, "ghost", "no owner account", readyIs(metav1.ConditionFalse, "OwnerAccountNotFound"))
+	waitProjection(t, string(ghost.UID), func(p registry.Bot) bool {
+		return p.Availability == "disabled" && p.DisabledCode == registry.DisabledTierNotAllowed
+	})
 
 	// A free-tier owner.
 	free, err := users.Create(ctx, auth.NewUser{Email: "free-" + ns + "@x.io", Password: "correct horse battery", Tier: auth.TierFree})
@@ -42,7 +45,10 @@ func TestLiveBotFollowsItsOwnersTier(t *testing.T) {
 	create(t, connection(ns, "bn-free", free.Email, "creds"))
 	waitConnection(t, ns, "bn-free", metav1.ConditionTrue, "Validated")
 	create(t, exchangeBot(ns, "free", free.Email, "bn-free", tradingv1.MarketSpot))
-	waitBot(t, ns, "free", "free tier", readyIs(metav1.ConditionFalse, "OwnerLacksLiveTrading"))
+	freeBot := waitBot(t, ns, "free", "free tier", readyIs(metav1.ConditionFalse, "OwnerLacksLiveTrading"))
+	waitProjection(t, string(freeBot.UID), func(p registry.Bot) bool {
+		return p.Availability == "disabled" && p.DisabledCode == registry.DisabledTierNotAllowed
+	})
 
 	// A pro owner whose live bot runs, then is downgraded.
 	pro, err := users.Create(ctx, auth.NewUser{Email: "pro-" + ns + "@x.io", Password: "correct horse battery", Tier: auth.TierPro})
@@ -130,7 +136,8 @@ func TestLiveBotDisabledWhenTierUnreadable(t *testing.T) {
 		return availabilityIs(tradingv1.AvailabilityDisabled, "")(b)
 	})
 	p, err := reg.Get(ctx, string(bot.UID))
-	if err != nil || p.Availability != string(tradingv1.AvailabilityDisabled) || p.DisabledReason != "OwnerTierUnavailable" {
+	if err != nil || p.Availability != string(tradingv1.AvailabilityDisabled) || p.DisabledReason != "OwnerTierUnavailable" ||
+		p.DisabledCode != registry.DisabledTierUnavailable {
 		t.Fatalf("projection while the tier is unreadable = %+v, %v", p, err)
 	}
 	if e := p.DisabledError(); e == nil || e.Code != errs.BotDisabled {

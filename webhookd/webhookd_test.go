@@ -217,8 +217,12 @@ func TestErrorTable(t *testing.T) {
 		{"unknown symbol", nil, hookPath, `{"action":"buy","symbol":"XRPUSDT"}`, 400, "INVALID_SYMBOL"},
 		{"webhook disabled", func(b *registry.Bot) { b.WebhookEnabled = false }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 401, "WEBHOOK_DISABLED"},
 		{"paused", func(b *registry.Bot) { b.Availability, b.PausedReason = "paused", "Manual" }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "BOT_PAUSED"},
-		{"disabled", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "PaperAccountNotFound" }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "BOT_DISABLED"},
-		{"exchange disconnected", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "ExchangeConnectionNotReady" }, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "EXCHANGE_DISCONNECTED"},
+		{"disabled", func(b *registry.Bot) {
+			b.Availability, b.DisabledCode, b.DisabledReason = "disabled", registry.DisabledAccountMissing, "PaperAccountNotFound"
+		}, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "BOT_DISABLED"},
+		{"exchange disconnected", func(b *registry.Bot) {
+			b.Availability, b.DisabledCode, b.DisabledReason = "disabled", registry.DisabledExchangeDisconnected, "ExchangeConnectionNotReady"
+		}, hookPath, `{"action":"buy","symbol":"BTCUSDT"}`, 403, "EXCHANGE_DISCONNECTED"},
 		{"too big", nil, hookPath, `{"action":"buy","comment":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "INVALID_JSON"},
 	}
 	for _, c := range cases {

@@ -276,7 +276,9 @@ func TestGates(t *testing.T) {
 		{"unknown symbol", nil, `{"action":"buy","symbol":"PEPEUSDT"}`, errs.InvalidSymbol},
 		{"paused", func(b *registry.Bot) { b.Availability, b.PausedReason = "paused", "Manual" }, `{"action":"buy","symbol":"BTCUSDT"}`, errs.BotPaused},
 		{"disabled", func(b *registry.Bot) { b.Availability = "disabled" }, `{"action":"buy","symbol":"BTCUSDT"}`, errs.BotDisabled},
-		{"exchange disconnected", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "ExchangeConnectionNotReady" },
+		{"exchange disconnected", func(b *registry.Bot) {
+			b.Availability, b.DisabledCode, b.DisabledReason = "disabled", registry.DisabledExchangeDisconnected, "ExchangeConnectionNotReady"
+		},
 			`{"action":"buy","symbol":"BTCUSDT"}`, errs.ExchangeDisconnected},
 		{"someone else's account", func(b *registry.Bot) { b.Owner = "mallory@x.io" }, `{"action":"buy","symbol":"BTCUSDT"}`, errs.BotDisabled},
 		{"missing account", func(b *registry.Bot) { b.Account.ID = "acct-gone" }, `{"action":"buy","symbol":"BTCUSDT"}`, errs.BotDisabled},

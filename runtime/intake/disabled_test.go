@@ -6,50 +6,68 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
-// disabledReasons are the disabledReasons the controllers write into a projection
-// (controllers/signalbot_account.go, controllers/signalbot_tier.go), each with the code a
-// signal to such a bot must get, plus edge cases of the prefix rule.
-var disabledReasons = []struct {
-	reason string
-	want   errs.Code
-}{
-	{"ExchangeConnectionNotFound", errs.ExchangeDisconnected},
-	{"ExchangeConnectionNotReady", errs.ExchangeDisconnected},
-	{"PaperAccountNotFound", errs.BotDisabled},
-	{"PaperAccountNotReady", errs.BotDisabled},
-	{"AccountOwnerMismatch", errs.BotDisabled},
-	{"MissingTradePermission", errs.BotDisabled},
-	{"OwnerAccountNotFound", errs.BotDisabled},
-	{"OwnerLacksLiveTrading", errs.BotDisabled},
-	{"OwnerTierUnavailable", errs.BotDisabled},
-	// Edge cases: no reason, the bare prefix, a shorter or differently cased one.
-	{"", errs.BotDisabled},
-	{"ExchangeConnection", errs.ExchangeDisconnected},
-	{"Exchange", errs.BotDisabled},
-	{"exchangeConnectionNotReady", errs.BotDisabled},
+// disabledAnswer is the code a signal to a bot disabled with this code must get: the user
+// fixes an exchange connection, or something else.
+func disabledAnswer(c registry.DisabledCode) errs.Code {
+	if c == registry.DisabledExchangeDisconnected {
+		return errs.ExchangeDisconnected
+	}
+	return errs.BotDisabled
 }
 
 // The intake's Lua script cannot call Go, so it repeats registry.Bot.DisabledError's rule.
-// For every reason the controllers write, a real signal through the real script must get
-// the code the Go rule gives (runtime/trading and the executor use the Go rule).
+// For every disabled code, a real signal through the real script and the Go rule (which
+// runtime/trading and the executor use) must both give the spec's answer, whatever the
+// human-readable reason says; and a projection without a code (written by a controller
+// that wrote none) must be answered by its exact reason until it is re-projected.
 func TestDisabledCodesAgreeWithGo(t *testing.T) {
 	ctx := context.Background()
 	b := activeBot("bot-disabled")
 	b.Availability = "disabled"
 	in, _, reg := setup(t, b)
 	now := time.UnixMilli(1_800_000_000_000)
-	for _, c := range disabledReasons {
-		b.DisabledReason = c.reason
+	check := func(dc registry.DisabledCode, reason string, want errs.Code) {
+		t.Helper()
+		b.DisabledCode, b.DisabledReason = dc, reason
 		if err := reg.Project(ctx, b, hookHash); err != nil {
 			t.Fatal(err)
 		}
 		goCode := b.DisabledError().Code
 		_, err := in.Admit(ctx, req(now))
 		luaCode := code(err)
-		if goCode != c.want || luaCode != c.want {
-			t.Errorf("disabledReason %q: Go rule %s, intake script %s; want %s", c.reason, goCode, luaCode, c.want)
+		if goCode != want || luaCode != want {
+			t.Errorf("disabledCode %q, reason %q: Go rule %s, intake script %s; want %s", dc, reason, goCode, luaCode, want)
 		}
+	}
+	for _, c := range registry.DisabledCodes {
+		check(c, "", disabledAnswer(c))
+		// The reason is only shown: one that reads like the other kind changes nothing.
+		check(c, "ExchangeConnectionNotReady", disabledAnswer(c))
+		check(c, "PaperAccountNotFound", disabledAnswer(c))
+	}
+	// Projections without a code: the reasons a controller without codes wrote.
+	for _, c := range []struct {
+		reason string
+		want   errs.Code
+	}{
+		{"ExchangeConnectionNotFound", errs.ExchangeDisconnected},
+		{"ExchangeConnectionNotReady", errs.ExchangeDisconnected},
+		{"PaperAccountNotFound", errs.BotDisabled},
+		{"PaperAccountNotReady", errs.BotDisabled},
+		{"AccountOwnerMismatch", errs.BotDisabled},
+		{"MissingTradePermission", errs.BotDisabled},
+		{"OwnerAccountNotFound", errs.BotDisabled},
+		{"OwnerLacksLiveTrading", errs.BotDisabled},
+		{"OwnerTierUnavailable", errs.BotDisabled},
+		{"", errs.BotDisabled},
+		// Only the exact names count: no prefix rule.
+		{"ExchangeConnection", errs.BotDisabled},
+		{"ExchangeConnectionNotReadyYet", errs.BotDisabled},
+		{"exchangeConnectionNotReady", errs.BotDisabled},
+	} {
+		check("", c.reason, c.want)
 	}
 }

@@ -22,19 +22,26 @@ if not bot then return {'err', 'INVALID_WEBHOOK', 0, ''} end
 if route[2] then return {'err', 'BOT_DELETED', 0, bot} end
 
 local g = redis.call('HMGET', ARGV[7] .. bot, 'availability', 'disabledReason', 'webhookEnabled',
-  'symbol', 'ratePerMinute', 'rateBurst', 'dedupeMillis', 'partition', 'pause', 'pauseUntil')
+  'symbol', 'ratePerMinute', 'rateBurst', 'dedupeMillis', 'partition', 'pause', 'pauseUntil',
+  'disabledCode')
 if not g[1] then return {'err', 'INVALID_WEBHOOK', 0, bot} end
 if g[3] == '0' then return {'err', 'WEBHOOK_DISABLED', 0, bot} end
 if g[1] == 'disabled' then
-  -- The same rule as registry.Bot.DisabledError in Go (a reason starting with
-  -- registry.ExchangeConnectionReasonPrefix); TestDisabledCodesAgreeWithGo holds them equal.
-  if string.sub(g[2] or '', 1, 18) == 'ExchangeConnection' then
-    return {'err', 'EXCHANGE_DISCONNECTED', 0, bot}
+  -- The same rule as registry.Bot.DisabledError in Go, on the code the controller writes
+  -- (registry.FieldDisabledCode); a projection without a code (from a controller that wrote
+  -- none, until it is re-projected) is read by its exact reason. TestDisabledCodesAgreeWithGo
+  -- holds the two rules equal.
+  local code = g[11] or ''
+  if code == '' and (g[2] == 'ExchangeConnectionNotFound' or g[2] == 'ExchangeConnectionNotReady') then
+    code = 'ExchangeDisconnected'
   end
+  if code == 'ExchangeDisconnected' then return {'err', 'EXCHANGE_DISCONNECTED', 0, bot} end
   return {'err', 'BOT_DISABLED', 0, bot}
 end
 local now = tonumber(ARGV[1])
 if g[1] == 'paused' then return {'err', 'BOT_PAUSED', 0, bot} end
+-- The runtime pause (registry.FieldPause, registry.FieldPauseUntil): in force while it has
+-- no end or its end is still ahead.
 if g[9] and g[9] ~= '' then
   local untilMs = tonumber(g[10] or '0') or 0
   if untilMs == 0 or untilMs > now then return {'err', 'BOT_PAUSED', 0, bot} end

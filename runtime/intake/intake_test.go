@@ -86,9 +86,15 @@ func TestGates(t *testing.T) {
 		want   errs.Code
 	}{
 		{"webhook disabled", func(b *registry.Bot) { b.WebhookEnabled = false }, nil, false, errs.WebhookDisabled},
-		{"bot disabled", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "PaperAccountNotFound" }, nil, false, errs.BotDisabled},
-		{"owner mismatch disabled", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "AccountOwnerMismatch" }, nil, false, errs.BotDisabled},
-		{"exchange disconnected", func(b *registry.Bot) { b.Availability, b.DisabledReason = "disabled", "ExchangeConnectionNotReady" }, nil, false, errs.ExchangeDisconnected},
+		{"bot disabled", func(b *registry.Bot) {
+			b.Availability, b.DisabledCode, b.DisabledReason = "disabled", registry.DisabledAccountMissing, "PaperAccountNotFound"
+		}, nil, false, errs.BotDisabled},
+		{"owner mismatch disabled", func(b *registry.Bot) {
+			b.Availability, b.DisabledCode, b.DisabledReason = "disabled", registry.DisabledOwnerMismatch, "AccountOwnerMismatch"
+		}, nil, false, errs.BotDisabled},
+		{"exchange disconnected", func(b *registry.Bot) {
+			b.Availability, b.DisabledCode, b.DisabledReason = "disabled", registry.DisabledExchangeDisconnected, "ExchangeConnectionNotReady"
+		}, nil, false, errs.ExchangeDisconnected},
 		{"suspended", func(b *registry.Bot) { b.Availability, b.PausedReason = "paused", "Manual" }, nil, false, errs.BotPaused},
 		{"errors pause", nil, map[string]any{"pause": "Errors", "pauseUntil": "0"}, false, errs.BotPaused},
 		{"risk pause running", nil, map[string]any{"pause": "Risk", "pauseUntil": now.Add(time.Hour).UnixMilli()}, false, errs.BotPaused},

@@ -40,8 +40,11 @@ type Bot struct {
 	Availability string `json:"availability"`
 	// PausedReason is Manual, Errors, Risk or Downgrade while paused.
 	PausedReason string `json:"pausedReason,omitempty"`
-	// DisabledReason names why a disabled bot is disabled (for example
-	// ExchangeConnectionNotReady), so webhookd can answer EXCHANGE_DISCONNECTED.
+	// DisabledCode says why a disabled bot is disabled; webhookd, the executor and manual
+	// orders answer by it (DisabledError).
+	DisabledCode DisabledCode `json:"disabledCode,omitempty"`
+	// DisabledReason is the human-readable cause (the Ready condition's reason, for example
+	// ExchangeConnectionNotReady), for messages and status only.
 	DisabledReason string `json:"disabledReason,omitempty"`
 	// Generation is the SignalBot's metadata.generation this projection came from.
 	Generation int64 `json:"generation"`

@@ -14,6 +14,7 @@ import (
 const (
 	FieldAvailability   = "availability"
 	FieldPausedReason   = "pausedReason"
+	FieldDisabledCode   = "disabledCode"
 	FieldDisabledReason = "disabledReason"
 	FieldWebhookEnabled = "webhookEnabled" // "1" or "0"
 	FieldSymbol         = "symbol"
@@ -36,6 +37,7 @@ func gateFields(b Bot) []any {
 	return []any{
 		FieldAvailability, b.Availability,
 		FieldPausedReason, b.PausedReason,
+		FieldDisabledCode, string(b.DisabledCode),
 		FieldDisabledReason, b.DisabledReason,
 		FieldWebhookEnabled, enabled,
 		FieldSymbol, b.Symbol,

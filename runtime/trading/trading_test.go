@@ -167,16 +167,20 @@ func TestPlaceManualDisabledBot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		reason string
-		code   errs.Code
+		disabled registry.DisabledCode
+		reason   string
+		code     errs.Code
 	}{
-		{"ExchangeConnectionNotReady", errs.ExchangeDisconnected},
-		{"ExchangeConnectionNotFound", errs.ExchangeDisconnected},
-		{"OwnerLacksLiveTrading", errs.BotDisabled},
-		{"OwnerTierUnavailable", errs.BotDisabled},
-		{"PaperAccountNotFound", errs.BotDisabled},
+		{registry.DisabledExchangeDisconnected, "ExchangeConnectionNotReady", errs.ExchangeDisconnected},
+		{registry.DisabledExchangeDisconnected, "ExchangeConnectionNotFound", errs.ExchangeDisconnected},
+		{registry.DisabledTierNotAllowed, "OwnerLacksLiveTrading", errs.BotDisabled},
+		{registry.DisabledTierUnavailable, "OwnerTierUnavailable", errs.BotDisabled},
+		{registry.DisabledAccountMissing, "PaperAccountNotFound", errs.BotDisabled},
+		// A projection without a code is answered by its exact reason.
+		{"", "ExchangeConnectionNotReady", errs.ExchangeDisconnected},
+		{"", "PaperAccountNotFound", errs.BotDisabled},
 	} {
-		bot.Availability, bot.DisabledReason = "disabled", c.reason
+		bot.Availability, bot.DisabledCode, bot.DisabledReason = "disabled", c.disabled, c.reason
 		if err := reg.Project(ctx, bot, "hook"); err != nil {
 			t.Fatal(err)
 		}
