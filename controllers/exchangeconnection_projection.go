@@ -12,6 +12,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/exchange"
 )
 
@@ -107,7 +108,7 @@ func connectionProjection(conn *tradingv1.ExchangeConnection) credentials.Connec
 		Namespace:       conn.Namespace,
 		Name:            conn.Name,
 		Exchange:        string(conn.Spec.Exchange),
-		Owner:           normalizeOwner(conn.Spec.Owner),
+		Owner:           emails.Canonical(conn.Spec.Owner),
 		Testnet:         conn.Spec.Testnet,
 		SpotEndpoint:    conn.Spec.Endpoints.Spot,
 		FuturesEndpoint: conn.Spec.Endpoints.Futures,

@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 )
 
@@ -132,7 +133,7 @@ func paperConfig(acct *tradingv1.PaperAccount) (paper.Config, error) {
 	}
 	return paper.Config{
 		ID:             string(acct.UID),
-		Owner:          normalizeOwner(acct.Spec.Owner),
+		Owner:          emails.Canonical(acct.Spec.Owner),
 		Currency:       orDefault(acct.Spec.Currency, "USDT"),
 		InitialBalance: initial,
 		FeeRate:        fee,

@@ -15,6 +15,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -78,7 +79,7 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 	}
 	c.id = string(obj.GetUID())
 	ready, owner := accountReadiness(obj)
-	if normalizeOwner(owner) != normalizeOwner(bot.Spec.Owner) {
+	if !emails.Same(owner, bot.Spec.Owner) {
 		c.refuse(registry.DisabledOwnerMismatch, "AccountOwnerMismatch", kind+" "+ref.Name+" belongs to another owner")
 		return c
 	}

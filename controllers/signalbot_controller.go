@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -209,6 +208,3 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.Complete(r)
 }
-
-// normalizeOwner makes owner emails comparable: addresses are case-insensitive here.
-func normalizeOwner(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

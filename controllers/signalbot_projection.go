@@ -2,6 +2,7 @@ package controllers
 
 import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -14,7 +15,7 @@ func projection(bot *tradingv1.SignalBot, acct accountCheck) registry.Bot {
 		ID:        string(bot.UID),
 		Namespace: bot.Namespace,
 		Name:      bot.Name,
-		Owner:     normalizeOwner(s.Owner),
+		Owner:     emails.Canonical(s.Owner),
 		Account:   registry.Account{Kind: acct.kind, Name: acct.name, ID: acct.id},
 
 		Market:       string(orDefault(s.Market, tradingv1.MarketSpot)),

@@ -8,6 +8,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -45,7 +46,7 @@ func (r *SignalBotReconciler) checkLiveTier(ctx context.Context, bot *tradingv1.
 			"cannot read the owner's tier; live trading is off until it can be read (retrying)")
 	case !found:
 		c.refuse(registry.DisabledTierNotAllowed, reasonOwnerAccountNotFound,
-			"live trading needs an account for owner "+normalizeOwner(bot.Spec.Owner))
+			"live trading needs an account for owner "+emails.Canonical(bot.Spec.Owner))
 	case !tier.Capabilities.AllowLiveTrading:
 		c.refuse(registry.DisabledTierNotAllowed, reasonOwnerLacksLiveTrading,
 			"the owner's tier ("+tier.Slug+") does not include live trading")

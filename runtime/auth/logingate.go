@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -98,9 +98,9 @@ end
 return 1
 `)
 
-// LoginAccount is the subject of the per-account counter: the SHA-256 of the normalised
-// email (trimmed, lower-cased), whether or not such an account exists.
-func LoginAccount(email string) string { return HashSecret(strings.ToLower(strings.TrimSpace(email))) }
+// LoginAccount is the subject of the per-account counter: the SHA-256 of the canonical
+// email (emails.Canonical), whether or not such an account exists.
+func LoginAccount(email string) string { return HashSecret(emails.Canonical(email)) }
 
 // Begin admits one attempt for email from the client address key ip, before any password
 // is checked. A refusal is a RATE_LIMITED *errs.Error whose RetryAfter says when to try

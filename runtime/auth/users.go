@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -104,9 +105,9 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 	return u
 }
 
-// NormalizeEmail validates an email address and lower-cases it.
+// NormalizeEmail validates an email address and returns its canonical form (emails.Canonical).
 func NormalizeEmail(email string) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(email))
+	e := emails.Canonical(email)
 	a, err := mail.ParseAddress(e)
 	if err != nil || a.Address != e || len(e) > 254 || !strings.Contains(e, "@") {
 		return "", fmt.Errorf("%q is not a valid email address", email)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -88,7 +89,7 @@ func (s *Connections) Save(ctx context.Context, c Connection) error {
 		fieldNamespace, c.Namespace,
 		fieldName, c.Name,
 		fieldExchange, c.Exchange,
-		fieldOwner, strings.ToLower(strings.TrimSpace(c.Owner)),
+		fieldOwner, emails.Canonical(c.Owner),
 		fieldTestnet, flag(c.Testnet),
 		fieldSpotEndpoint, c.SpotEndpoint,
 		fieldFuturesEndpoint, c.FuturesEndpoint,

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/registry"
@@ -76,7 +77,7 @@ func (v *LiveVenues) Open(ctx context.Context, bot registry.Bot) (Account, error
 		return Account{}, err // Redis: retried
 	}
 	// Ownership first: nothing about someone else's connection is used or revealed.
-	if c.Owner == "" || !strings.EqualFold(c.Owner, bot.Owner) {
+	if c.Owner == "" || !emails.Same(c.Owner, bot.Owner) {
 		return Account{}, errs.New(errs.BotDisabled, "exchange connection %q does not belong to the bot's owner", name)
 	}
 	if !c.Ready || c.Sealed == "" {

@@ -3,11 +3,11 @@ package executor
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -70,7 +70,7 @@ func (v *Paper) openPaper(bot registry.Bot, st paper.State, err error) (Account,
 	if err != nil {
 		return Account{}, err
 	}
-	if st.Owner == "" || !strings.EqualFold(st.Owner, bot.Owner) {
+	if st.Owner == "" || !emails.Same(st.Owner, bot.Owner) {
 		return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
 	}
 	return Account{

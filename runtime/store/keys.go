@@ -15,7 +15,8 @@ package store
 
 import (
 	"strconv"
-	"strings"
+
+	"github.com/sigops/sigops/runtime/emails"
 )
 
 const prefix = "sigops:"
@@ -29,8 +30,9 @@ func Bot(id string) string { return prefix + "bot:" + id }
 // Webhook maps the SHA-256 (hex) of a webhook ID to its bot. The raw ID never enters Redis.
 func Webhook(hash string) string { return prefix + "webhook:" + hash }
 
-// OwnerBots is the set of bot IDs owned by one account. Emails are case-insensitive.
-func OwnerBots(owner string) string { return prefix + "owner:" + strings.ToLower(owner) + ":bots" }
+// OwnerBots is the set of bot IDs owned by one account, by its canonical email
+// (emails.Canonical).
+func OwnerBots(owner string) string { return prefix + "owner:" + emails.Canonical(owner) + ":bots" }
 
 // PaperAccount is the simulated balance of one paper account.
 func PaperAccount(id string) string { return prefix + "paper:" + id }

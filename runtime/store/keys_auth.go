@@ -1,6 +1,6 @@
 package store
 
-import "strings"
+import "github.com/sigops/sigops/runtime/emails"
 
 // Keys of authd and runtime/auth: accounts, dashboard sessions, bearer JWTs, the OAuth 2.1
 // authorization server and the brute-force counters. Secrets (passwords, session cookies,
@@ -37,9 +37,9 @@ func Users() string { return prefix + "users" }
 // User is one account.
 func User(id string) string { return prefix + "user:" + id }
 
-// UserByEmail maps a lower-cased email to its user ID. Emails are case-insensitive.
+// UserByEmail maps a canonical email (emails.Canonical) to its user ID.
 func UserByEmail(email string) string {
-	return prefix + "user:email:" + strings.ToLower(strings.TrimSpace(email))
+	return prefix + "user:email:" + emails.Canonical(email)
 }
 
 // UserSessions is the set of session hashes of one user.

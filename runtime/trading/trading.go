@@ -8,13 +8,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -172,7 +172,7 @@ func (a *API) RiskMetrics(ctx context.Context, botID string) (risk.BotMetrics, e
 		if err != nil && !errors.Is(err, paper.ErrNotFound) {
 			return risk.BotMetrics{}, err
 		}
-		if strings.EqualFold(st.Owner, bot.Owner) {
+		if emails.Same(st.Owner, bot.Owner) {
 			free = st.Balance
 		}
 	}
