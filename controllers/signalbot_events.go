@@ -14,9 +14,10 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// botEvents turns the executor's runtime-state announcements (a bot ID published on
-// store.BotEvents when it pauses a bot) into reconcile requests, so status shows a pause
-// within moments instead of at the next resync. It runs as a manager Runnable.
+// botEvents turns runtime pause changes (a bot ID published on store.BotEvents by
+// runtime/registry's pause API, whoever paused or resumed the bot) into reconcile requests,
+// so status shows a pause within moments instead of at the next resync. It runs as a
+// manager Runnable.
 type botEvents struct {
 	rdb      redis.UniversalClient
 	registry *registry.Registry

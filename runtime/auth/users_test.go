@@ -162,12 +162,18 @@ func project(t *testing.T, f *fixture, id, owner, kind string) {
 	}
 }
 
+// liveOwner is a Pro user with two live bots, live-1 and live-2.
+func liveOwner(t *testing.T, f *fixture, email string) User {
+	u := f.user(t, email, TierPro)
+	project(t, f, "live-1", u.Email, registry.AccountExchange)
+	project(t, f, "live-2", u.Email, registry.AccountExchange)
+	return u
+}
+
 func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
-	u := f.user(t, "erin@example.com", TierPro)
-	project(t, f, "live-1", u.Email, registry.AccountExchange)
-	project(t, f, "live-2", u.Email, registry.AccountExchange)
+	u := liveOwner(t, f, "erin@example.com")
 	project(t, f, "paper-1", u.Email, registry.AccountPaper)
 	project(t, f, "other-live", "someone@else.com", registry.AccountExchange)
 	// live-2 carries a Risk pause before the downgrade.
@@ -259,9 +265,7 @@ func TestTierDowngradePausesLiveBotsAndUpgradeResumes(t *testing.T) {
 func TestTierDowngradeRepeatedAfterACrash(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
-	u := f.user(t, "frank@example.com", TierPro)
-	project(t, f, "live-1", u.Email, registry.AccountExchange)
-	project(t, f, "live-2", u.Email, registry.AccountExchange)
+	u := liveOwner(t, f, "frank@example.com")
 	if err := f.rdb.HSet(ctx, store.User(u.ID), fUserTier, TierFree).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,12 @@ func (p Pause) untilText() string {
 	return strconv.FormatInt(p.Until.UnixMilli(), 10)
 }
 
+// luaNames fills the field names, the Downgrade reason and the events channel into the
+// scripts' source, so that the scripts and the Go side cannot spell them differently.
+var luaNames = strings.NewReplacer(
+	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(),
+)
+
 // pauseLua defines set_pause(botKey, botId, reason, untilText, now), the one rule by which a
 // pause is written; PauseScript lets a caller's script use it inside its own atomic step.
 //
@@ -64,9 +70,7 @@ func (p Pause) untilText() string {
 //     shortened by one ending sooner. An ended pause counts as none.
 //
 // It returns 1 when it wrote (and published) the pause, 0 when it left things as they were.
-var pauseLua = strings.NewReplacer(
-	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(),
-).Replace(`
+var pauseLua = luaNames.Replace(`
 local function set_pause(botKey, botId, reason, untilText, now)
   if redis.call('EXISTS', botKey) == 0 then return 0 end
   local cur = redis.call('HMGET', botKey, '$PAUSE', '$UNTIL')
@@ -98,9 +102,7 @@ return set_pause(KEYS[1], ARGV[4], ARGV[1], ARGV[2], tonumber(ARGV[3]))
 // resumeScript lifts the pause only while it is the one the caller means (same reason and
 // end), so that a pause written meanwhile (a Downgrade over an Errors pause being resumed)
 // stays. KEYS[1] the bot's hash; ARGV reason, until (ms, "0"), bot ID.
-var resumeScript = redis.NewScript(strings.NewReplacer(
-	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$CHANNEL", store.BotEvents(),
-).Replace(`
+var resumeScript = redis.NewScript(luaNames.Replace(`
 local cur = redis.call('HMGET', KEYS[1], '$PAUSE', '$UNTIL')
 if not cur[1] or cur[1] == '' or cur[1] ~= ARGV[1] then return 0 end
 if (tonumber(cur[2] or '0') or 0) ~= (tonumber(ARGV[2]) or 0) then return 0 end
