@@ -293,17 +293,7 @@ func (c *client) backoff(i int) time.Duration {
 
 // pause sleeps d unless ctx ends first or has no time left for a call after it.
 func pause(ctx context.Context, d time.Duration) bool {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+5*time.Millisecond {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return exchange.Sleep(ctx, d, 5*time.Millisecond)
 }
 
 // offsets holds the clock offset (local − Binance, ms) per base URL, shared by all

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sigops/sigops/runtime/exchange"
 )
 
 // Signing headers of the v5 API.
@@ -236,11 +238,7 @@ func (c *client) call(ctx context.Context, r request, retry bool, attemptCap tim
 		if !retry || !transient(err) || attempt+1 >= maxAttempts || ctx.Err() != nil {
 			return err
 		}
-		wait := min(baseBackoff<<attempt, maxBackoff)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+50*time.Millisecond {
-			return err
-		}
-		if !sleep(ctx, wait) {
+		if !exchange.Sleep(ctx, min(baseBackoff<<attempt, maxBackoff), 50*time.Millisecond) {
 			return err
 		}
 	}
@@ -298,15 +296,4 @@ func Sign(secret, timestamp, apiKey, recvWindow, payload string) string {
 	m.Write([]byte(recvWindow))
 	m.Write([]byte(payload))
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -242,7 +242,7 @@ func (a *Account) create(ctx context.Context, m *market, req exchange.OrderReque
 			return a.settle(ctx, m, req, o), nil
 		}
 		wait := min(baseBackoff<<attempt, maxBackoff)
-		if remaining(ctx) < wait+a.createReserve()+50*time.Millisecond || !sleep(ctx, wait) {
+		if !exchange.Sleep(ctx, wait, a.createReserve()+50*time.Millisecond) {
 			break
 		}
 	}
@@ -262,7 +262,7 @@ func (a *Account) confirm(ctx context.Context, m *market, req exchange.OrderRequ
 		if found {
 			return a.settle(ctx, m, req, o)
 		}
-		if remaining(ctx) < 150*time.Millisecond || !sleep(ctx, 25*time.Millisecond<<i) {
+		if remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
 			break
 		}
 	}
@@ -276,7 +276,7 @@ func (a *Account) confirm(ctx context.Context, m *market, req exchange.OrderRequ
 func (a *Account) settle(ctx context.Context, m *market, req exchange.OrderRequest, o bOrder) exchange.Order {
 	wait := 25 * time.Millisecond
 	for i := 0; i < 6 && req.Type == exchange.Market && !statusOf(o.OrderStatus).Terminal(); i++ {
-		if remaining(ctx) < wait+200*time.Millisecond || !sleep(ctx, wait) {
+		if !exchange.Sleep(ctx, wait, 200*time.Millisecond) {
 			break
 		}
 		wait *= 2
