@@ -401,7 +401,7 @@ func TestRedisFullIs503(t *testing.T) {
 	if err := e.rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // already over: every write is refused
 		t.Fatal(err)
 	}
-	if err := e.rdb.Set(ctx, "probe", "x", 0).Err(); err == nil || !strings.Contains(err.Error(), "OOM") {
+	if err := e.rdb.Set(ctx, "probe", "x", 0).Err(); !store.IsOutOfMemory(err) {
 		t.Fatalf("Redis not full: %v", err)
 	}
 	resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)

@@ -9,7 +9,8 @@ package queue
 
 import (
 	"encoding/json"
-	"hash/fnv"
+
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // Priority orders signals: lower numbers are served first (spec: Signal queue priority).
@@ -26,9 +27,9 @@ const (
 // Priorities lists them highest first.
 var Priorities = []Priority{PriorityManualClose, PriorityStrategyExit, PriorityStrategyEntry, PriorityWebhook}
 
-// Partitions is how many partitions the bots are spread over. Changing it re-maps bots, so
-// it is fixed: drain the queues before changing it.
-const Partitions = 32
+// Partitions is how many partitions the bots are spread over (store.Partitions, which also
+// decides the Redis Cluster slot of a bot's keys).
+const Partitions = store.Partitions
 
 // EnvelopeField is the stream entry's single field, holding the Envelope as JSON.
 const EnvelopeField = "e"
@@ -59,9 +60,5 @@ const (
 	SourceWatcher  = "watcher"
 )
 
-// PartitionOf maps a bot to its partition (FNV-1a of the ID).
-func PartitionOf(botID string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(botID))
-	return int(h.Sum32() % Partitions)
-}
+// PartitionOf maps a bot to its partition (store.PartitionOf).
+func PartitionOf(botID string) int { return store.PartitionOf(botID) }

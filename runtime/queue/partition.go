@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,7 +92,7 @@ func (w *worker) recover() error {
 // rather than lost.
 func (w *worker) sweep() error {
 	n, err := w.claimForeign()
-	if isNoGroup(err) {
+	if store.IsNoGroup(err) {
 		return w.recover() // the streams were deleted under us: start over
 	}
 	if err != nil {
@@ -126,7 +125,7 @@ func (w *worker) ensureGroups() error {
 		return nil
 	})
 	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		if err := cmd.Err(); err != nil && !store.IsBusyGroup(err) {
 			return err
 		}
 	}
@@ -254,7 +253,7 @@ func (w *worker) readFailed(err error) {
 	if w.done() {
 		return
 	}
-	if isNoGroup(err) {
+	if store.IsNoGroup(err) {
 		// The stream was deleted under us (FLUSHDB, manual cleanup): start over.
 		c.log.Warn("queue stream lost its group; recreating", "partition", w.l.p, "err", err)
 		w.retry("recreating the groups", w.recover)
@@ -334,7 +333,7 @@ func (w *worker) ack(i int, id string) bool {
 			return nil
 		})
 		cancel()
-		if err == nil || isNoGroup(err) { // no group: the stream was deleted, entry and all
+		if err == nil || store.IsNoGroup(err) { // no group: the stream was deleted, entry and all
 			return true
 		}
 		c.log.Warn("acknowledging a signal failed", "stream", s, "id", id, "attempt", attempt+1, "err", err)
@@ -347,9 +346,6 @@ func (w *worker) ack(i int, id string) bool {
 		}
 	}
 }
-
-// isNoGroup: the stream or its group no longer exists (deleted by FLUSHDB or by hand).
-func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
 
 // retry runs fn with backoff until it succeeds (true) or the worker is done (false).
 func (w *worker) retry(what string, fn func() error) bool {
