@@ -6,6 +6,9 @@ ENVTEST_ASSETS ?= $(LOCALBIN)/k8s
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# REDIS_PACKAGES use Redis (runtime/store/storetest); `make test` runs them a second time on
+# a three-master Redis Cluster, where a script or transaction over several slots fails.
+REDIS_PACKAGES ?= ./runtime/... ./webhookd/... ./authd/... ./cmd/... ./controllers/...
 BINARIES := manager webhookd executor authd queuectl
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
@@ -41,9 +44,14 @@ vet: ## go vet the code (with the tools tag, so the pinned later-issue dependenc
 	go vet -tags tools ./hack/deps
 
 .PHONY: test
-test: deps manifests generate fmt vet envtest ## Run every test (unit, envtest, real Redis, end to end) and the fuzzers briefly.
+test: deps manifests generate fmt vet envtest ## Run every test (unit, envtest, real Redis, end to end), the Redis ones on a Redis Cluster too, and the fuzzers briefly.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory test-cluster
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+.PHONY: test-cluster
+test-cluster: ## Run the Redis-backed packages (REDIS_PACKAGES) on a local three-master Redis Cluster.
+	SIGOPS_TEST_REDIS=cluster KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GO_TEST_FLAGS) $(REDIS_PACKAGES)
 
 FUZZTIME ?= 1m
 .PHONY: fuzz

@@ -47,7 +47,7 @@ type harness struct {
 	t     *testing.T
 	ts    *httptest.Server
 	srv   *Server
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	clk   *clock
 	users *auth.Users
 	base  string

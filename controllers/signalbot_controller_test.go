@@ -18,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // waitBot waits until the bot's status satisfies ok.
@@ -397,7 +398,7 @@ func waitProjection(t *testing.T, id string, ok func(registry.Bot) bool) {
 func assertNotInRedis(t *testing.T, s string) {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "*").Result()
+	keys, err := storetest.Keys(ctx, rdb, "*")
 	if err != nil {
 		t.Fatal(err)
 	}

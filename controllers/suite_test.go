@@ -36,7 +36,7 @@ import (
 var (
 	users    *auth.Users
 	k8s      client.Client
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	clock    = &testClock{}
 	nsSerial atomic.Int64
 

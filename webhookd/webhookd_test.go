@@ -56,7 +56,7 @@ func (f *fakeWaiter) deliver(r result.Result) {
 type env struct {
 	redis  *storetest.Server
 	srv    *httptest.Server
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	reg    *registry.Registry
 	waiter *fakeWaiter
 	logs   *bytes.Buffer
@@ -395,10 +395,10 @@ func TestRedisDownIs503(t *testing.T) {
 func TestRedisFullIs503(t *testing.T) {
 	e := newEnv(t, bot("bot-full"), nil)
 	ctx := context.Background()
-	if err := e.rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+	if err := storetest.ConfigSet(ctx, e.rdb, "maxmemory-policy", "noeviction"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // already over: every write is refused
+	if err := storetest.ConfigSet(ctx, e.rdb, "maxmemory", "1"); err != nil { // already over: every write is refused
 		t.Fatal(err)
 	}
 	if err := e.rdb.Set(ctx, "probe", "x", 0).Err(); !store.IsOutOfMemory(err) {

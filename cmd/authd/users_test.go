@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 func TestUsersCommands(t *testing.T) {
 	srv, _ := storetest.New(t)
-	redis := []string{"--redis-addr", srv.Addr}
+	redis := store.Options{Addr: srv.Addr, ClusterAddrs: srv.ClusterAddrs}.Args()
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pwFile, []byte("bootstrap password 1\n"), 0o600); err != nil {
 		t.Fatal(err)

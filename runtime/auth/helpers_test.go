@@ -31,7 +31,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type fixture struct {
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	clk      *clock
 	users    *Users
 	oauth    *OAuth

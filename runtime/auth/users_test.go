@@ -11,6 +11,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 func TestUsersCreateAndEmailUniqueness(t *testing.T) {
@@ -296,7 +297,7 @@ func TestSessions(t *testing.T) {
 		t.Fatal("weak session values")
 	}
 	// Only the hash is a key; the raw value appears nowhere in Redis.
-	keys, _ := f.rdb.Keys(ctx, "*").Result()
+	keys, _ := storetest.Keys(ctx, f.rdb, "*")
 	for _, k := range keys {
 		if v, _ := f.rdb.Dump(ctx, k).Result(); strings.Contains(k+v, raw) {
 			t.Fatalf("raw cookie stored under %s", k)

@@ -19,7 +19,7 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"10%"}`)
 
 	// Executor A: its queue client dies right after the exchange fill.
-	clientA := queueClient(t, h.rdb)
+	clientA := queueClient(t, h.srv)
 	ctxA, killA := context.WithCancel(h.ctx)
 	defer killA()
 	exA := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet, Now: func() time.Time { return h.now }})
@@ -46,7 +46,7 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 	h.px.set(exchange.Spot, "BTC/USDT", "70000") // an order placed again would fill here
 
 	// Executor B takes the partition once A's lease expires and reclaims the signal.
-	clientB := queueClient(t, h.rdb)
+	clientB := queueClient(t, h.srv)
 	ctxB, stopB := context.WithCancel(h.ctx)
 	defer stopB()
 	consumerB := queue.NewConsumer(clientB, queue.Options{Name: "executor-b", LeaseTTL: time.Second, Logger: h.quiet})

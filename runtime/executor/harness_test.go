@@ -51,8 +51,9 @@ func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 type harness struct {
 	t     testing.TB
+	srv   *storetest.Server
 	ctx   context.Context
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	reg   *registry.Registry
 	px    *prices
 	ex    *executor.Executor
@@ -66,8 +67,8 @@ type harness struct {
 // one active bot on it; edit changes the bot before it is projected.
 func newHarness(t testing.TB, edit func(*registry.Bot)) *harness {
 	t.Helper()
-	_, rdb := storetest.New(t)
-	h := &harness{t: t, ctx: context.Background(), rdb: rdb, reg: registry.New(rdb),
+	srv, rdb := storetest.New(t)
+	h := &harness{t: t, srv: srv, ctx: context.Background(), rdb: rdb, reg: registry.New(rdb),
 		px:    &prices{m: map[string]decimal.Decimal{}},
 		now:   time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC),
 		quiet: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -88,11 +89,11 @@ func newHarness(t testing.TB, edit func(*registry.Bot)) *harness {
 	return h
 }
 
-// queueClient is a Consumer's own client of rdb's server, as the executor daemon makes it;
-// it is closed when the test ends.
-func queueClient(t testing.TB, rdb *redis.Client) redis.UniversalClient {
+// queueClient is a Consumer's own client of srv, as the executor daemon makes it; it is
+// closed when the test ends.
+func queueClient(t testing.TB, srv *storetest.Server) redis.UniversalClient {
 	t.Helper()
-	c, err := queue.DedicatedClient(context.Background(), store.Options{Addr: rdb.Options().Addr})
+	c, err := queue.DedicatedClient(context.Background(), store.Options{Addr: srv.Addr, ClusterAddrs: srv.ClusterAddrs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // These tests kill an executor (a child process running this test binary) while its order
@@ -65,7 +66,8 @@ func liveExecutor(rdb redis.UniversalClient, log *slog.Logger, now func() time.T
 const childEnv = "SIGOPS_TEST_EXECUTOR_A"
 
 type childTask struct {
-	Redis    string
+	// Redis reaches the test's Redis.
+	Redis    store.Options
 	Envelope queue.Envelope
 	NowMS    int64
 }
@@ -86,7 +88,11 @@ func runExecutorA(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: task.Redis})
+	rdb, err := store.Connect(context.Background(), task.Redis)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	ex, err := liveExecutor(rdb, slog.New(slog.NewTextHandler(os.Stderr, nil)), func() time.Time { return time.UnixMilli(task.NowMS) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -106,7 +112,7 @@ type executorA struct {
 // startExecutorA starts executor A on env in a child process.
 func startExecutorA(t *testing.T, h *harness, env queue.Envelope) *executorA {
 	t.Helper()
-	spec, err := json.Marshal(childTask{Redis: h.rdb.Options().Addr, Envelope: env, NowMS: h.now.UnixMilli()})
+	spec, err := json.Marshal(childTask{Redis: store.Options{Addr: h.srv.Addr, ClusterAddrs: h.srv.ClusterAddrs}, Envelope: env, NowMS: h.now.UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}

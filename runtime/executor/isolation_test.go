@@ -79,7 +79,7 @@ func (h *hangingLink) hangFor(d time.Duration) time.Time {
 // and then run in order: its close (an unknown order outcome, retried and resolved by
 // looking the order up) fills once, and its entry queued during the hang expires.
 func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
-	_, rdb := storetest.New(t)
+	srv, rdb := storetest.New(t)
 	ctx := context.Background()
 	fake := binancefake.New()
 	t.Cleanup(fake.Close)
@@ -131,7 +131,7 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 	lv := &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: windowConnectors()}
 	ex := executor.New(executor.Deps{Redis: rdb, Prices: px, Logger: quiet,
 		Venues: &executor.Paper{Redis: rdb, Prices: px, Live: lv}})
-	qc := queueClient(t, rdb)
+	qc := queueClient(t, srv)
 	consumer := queue.NewConsumer(qc, queue.Options{OnDeadLetter: ex.DeadLettered, Logger: quiet})
 	cctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
@@ -237,7 +237,7 @@ func TestCorruptProgressIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet})
-	qc := queueClient(t, h.rdb)
+	qc := queueClient(t, h.srv)
 	consumer := queue.NewConsumer(qc, queue.Options{MaxAttempts: 3, OnDeadLetter: ex.DeadLettered, Logger: h.quiet})
 	ctx, cancel := context.WithCancel(h.ctx)
 	stopped := make(chan struct{})

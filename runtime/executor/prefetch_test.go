@@ -145,7 +145,10 @@ func (i *interferer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestBookingWatchStillGuardsItsReads(t *testing.T) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
-	other := redis.NewClient(&redis.Options{Addr: h.rdb.Options().Addr})
+	if h.srv.Cluster() {
+		t.Skip("a cluster client sends the WATCH on its own (the keys name the node); this is the single server's WATCH in the reads' pipeline")
+	}
+	other := h.srv.Client()
 	defer other.Close()
 	hook := &interferer{f: func() {
 		// Another writer moves the risk counters the booking read.
@@ -178,7 +181,10 @@ func TestBookingWithoutExecReleasesItsWatch(t *testing.T) {
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
 
-	one := redis.NewClient(&redis.Options{Addr: h.rdb.Options().Addr, PoolSize: 1})
+	if h.srv.Cluster() {
+		t.Skip("the UNWATCH of a WATCH sent in the reads' pipeline, which only a single server's client does")
+	}
+	one := redis.NewClient(&redis.Options{Addr: h.srv.Addr, PoolSize: 1})
 	defer one.Close()
 	hook := &interferer{f: func() {}}
 	one.AddHook(hook)
@@ -246,7 +252,7 @@ func TestAttemptFollowsAPlanStoredFirst(t *testing.T) {
 	h.ok(h.send(`{"action":"close"}`))
 
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.001"}`)
-	other := redis.NewClient(&redis.Options{Addr: h.rdb.Options().Addr})
+	other := h.srv.Client()
 	defer other.Close()
 	h.rdb.AddHook(&planRacer{f: func() {
 		other.HSet(context.Background(), store.SignalProgress(env.SignalID), "plan", stored)

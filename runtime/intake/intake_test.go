@@ -26,7 +26,7 @@ func activeBot(id string) registry.Bot {
 		WebhookEnabled: true, RateLimit: registry.Limit{PerMinute: 60, Burst: 10}, PositionSize: "10%", Leverage: 1}
 }
 
-func setup(t *testing.T, b registry.Bot) (*intake.Intake, *redis.Client, *registry.Registry) {
+func setup(t *testing.T, b registry.Bot) (*intake.Intake, redis.UniversalClient, *registry.Registry) {
 	t.Helper()
 	_, rdb := storetest.New(t)
 	reg := registry.New(rdb)

@@ -27,7 +27,7 @@ func pendingRecord(bot, cid string) position.OrderRecord {
 
 // stored checks that rec is the bot's record under its client order ID, kept for OrderTTL,
 // and that the bot's order list is want.
-func stored(t *testing.T, rdb *redis.Client, rec position.OrderRecord, want ...string) {
+func stored(t *testing.T, rdb redis.UniversalClient, rec position.OrderRecord, want ...string) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := position.ReadOrder(ctx, rdb, rec.BotID, rec.ClientOrderID)

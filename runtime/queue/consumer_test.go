@@ -237,15 +237,17 @@ func TestMetricsCollectors(t *testing.T) {
 
 // A dedicated client has at least MinPoolSize connections, and a larger pool asked for stays.
 func TestDedicatedClientPool(t *testing.T) {
-	_, rdb := storetest.New(t)
-	addr := rdb.Options().Addr
+	srv, _ := storetest.New(t)
+	o := func(pool int) store.Options {
+		return store.Options{Addr: srv.Addr, ClusterAddrs: srv.ClusterAddrs, PoolSize: pool}
+	}
 	for _, tc := range []struct {
 		o    store.Options
 		want int
 	}{
-		{store.Options{Addr: addr}, MinPoolSize},
-		{store.Options{Addr: addr, PoolSize: 4}, MinPoolSize},
-		{store.Options{Addr: addr, PoolSize: MinPoolSize + 10}, MinPoolSize + 10},
+		{o(0), MinPoolSize},
+		{o(4), MinPoolSize},
+		{o(MinPoolSize + 10), MinPoolSize + 10},
 	} {
 		c, err := DedicatedClient(context.Background(), tc.o)
 		if err != nil {

@@ -249,7 +249,7 @@ func TestSurvivesFlush(t *testing.T) {
 	})
 	mustEnqueue(t, rdb, testEnv("bot-flush", 0, PriorityWebhook))
 	eventually(t, 10*time.Second, "first signal handled", func() bool { return rec.len() == 1 })
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {

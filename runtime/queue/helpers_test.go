@@ -26,10 +26,17 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// dedicated returns a client of rdb's server sized for a Consumer (as the daemon does).
-func dedicated(t testing.TB, rdb *redis.Client) redis.UniversalClient {
+// dedicated returns a client of rdb's Redis sized for a Consumer (as the daemon does).
+func dedicated(t testing.TB, rdb redis.UniversalClient) redis.UniversalClient {
 	t.Helper()
-	c, err := DedicatedClient(context.Background(), store.Options{Addr: rdb.Options().Addr})
+	var o store.Options
+	switch rdb := rdb.(type) {
+	case *redis.Client:
+		o.Addr = rdb.Options().Addr
+	case *redis.ClusterClient:
+		o.ClusterAddrs = rdb.Options().Addrs
+	}
+	c, err := DedicatedClient(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

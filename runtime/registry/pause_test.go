@@ -18,7 +18,7 @@ var noon = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 type pauseFixture struct {
 	t   *testing.T
 	ctx context.Context
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	reg *registry.Registry
 	sub *redis.PubSub
 }

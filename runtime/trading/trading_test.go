@@ -29,7 +29,7 @@ func (p fixedPrice) Price(context.Context, exchange.Kind, string) (decimal.Decim
 
 func d(s string) *decimal.Decimal { v := decimal.RequireFromString(s); return &v }
 
-func setup(t *testing.T) (context.Context, *redis.Client, *trading.API, *executor.Executor) {
+func setup(t *testing.T) (context.Context, redis.UniversalClient, *trading.API, *executor.Executor) {
 	t.Helper()
 	ctx := context.Background()
 	_, rdb := storetest.New(t)
@@ -49,7 +49,7 @@ func setup(t *testing.T) (context.Context, *redis.Client, *trading.API, *executo
 }
 
 // drain runs every queued envelope of the bot at priority p through the executor.
-func drain(t *testing.T, ctx context.Context, rdb *redis.Client, ex *executor.Executor, p queue.Priority) int {
+func drain(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ex *executor.Executor, p queue.Priority) int {
 	t.Helper()
 	msgs, err := rdb.XRange(ctx, queue.StreamOf("bot-1", p), "-", "+").Result()
 	if err != nil {

@@ -55,7 +55,7 @@ var paperSymbols = signal.NewSymbols(paper.Symbols())
 
 var (
 	k8s    client.Client
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prices *marketdata.Simulated
 	hooks  *httptest.Server
 	api    *trading.API
@@ -134,7 +134,7 @@ func run(m *testing.M) int {
 	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet, Venues: &executor.Paper{Redis: rdb, Prices: prices,
 		Live: &executor.LiveVenues{Redis: rdb, Keys: ring, Connectors: exchanges}}})
-	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: srv.Addr})
+	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: srv.Addr, ClusterAddrs: srv.ClusterAddrs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -31,7 +31,7 @@ func (p prices) set(kind exchange.Kind, symbol, v string) { p[string(kind)+" "+s
 
 func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
-func setup(t *testing.T) (context.Context, *redis.Client, prices, *paper.Exchange) {
+func setup(t *testing.T) (context.Context, redis.UniversalClient, prices, *paper.Exchange) {
 	t.Helper()
 	ctx := context.Background()
 	_, rdb := storetest.New(t)

@@ -1,79 +1,237 @@
-// Package storetest starts a real, throwaway redis-server for tests. Every caller gets its
-// own server on a free loopback port, so tests never share state.
+// Package storetest starts real, throwaway Redis for tests: one redis-server, or, when the
+// environment variable SIGOPS_TEST_REDIS is "cluster", a Redis Cluster of three masters.
+// Every caller gets its own Redis on free loopback ports, so tests never share state, and
+// the same tests run unchanged on both (`make test` runs the Redis-backed packages once
+// each way): a script or transaction whose keys fall in more than one slot fails on the
+// cluster.
 package storetest
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Server is a running redis-server.
+// ModeEnv names the environment variable that chooses the Redis the tests get: "cluster"
+// for a Redis Cluster, anything else for one server.
+const ModeEnv = "SIGOPS_TEST_REDIS"
+
+// ClusterMode reports whether the tests run on a Redis Cluster (ModeEnv is "cluster").
+func ClusterMode() bool { return os.Getenv(ModeEnv) == "cluster" }
+
+// Server is a running Redis: one redis-server, or the masters of a Redis Cluster. Addr and
+// ClusterAddrs are what runtime/store.Options takes, so store.Options{Addr: s.Addr,
+// ClusterAddrs: s.ClusterAddrs} reaches either.
 type Server struct {
+	// Addr is a single server's address; empty on a cluster.
 	Addr string
-	cmd  *exec.Cmd
+	// ClusterAddrs are a cluster's masters; empty for a single server.
+	ClusterAddrs []string
+	// busPorts are the cluster nodes' bus ports, in the order of ClusterAddrs.
+	busPorts []int
+	procs    []*exec.Cmd
+	dirs     []string
 }
 
-// Start runs redis-server on a free port with persistence off. It fails (never skips) when
-// redis-server is missing: `make test` installs it, and a skipped test proves nothing.
+// Start starts what ModeEnv asks for: StartCluster or StartServer.
 func Start() (*Server, error) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("redis-server not found: run hack/install-deps.sh (make deps)")
+	if ClusterMode() {
+		return StartCluster()
 	}
+	return StartServer()
+}
+
+// StartServer runs one redis-server on a free port with persistence off. It fails (never
+// skips) when redis-server is missing: `make test` installs it, and a skipped test proves
+// nothing.
+func StartServer() (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes")
+	s := &Server{}
+	addr, err := s.launch(port, false)
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.Addr = addr
+	return s, nil
+}
+
+// clusterMasters is how many masters StartCluster runs: the fewest Redis Cluster accepts
+// as healthy, and enough that keys of different slots land on different processes.
+const clusterMasters = 3
+
+// StartCluster runs a Redis Cluster of three masters (no replicas) on free ports, each with
+// a temporary directory for its nodes.conf and persistence off, assigns the 16,384 slots in
+// three ranges, joins the nodes and waits until every node reports the cluster healthy.
+func StartCluster() (*Server, error) {
+	s := &Server{}
+	for range clusterMasters {
+		port, err := freePort()
+		var addr string
+		if err == nil {
+			addr, err = s.launch(port, true)
+		}
+		if err != nil {
+			s.Stop()
+			return nil, err
+		}
+		s.ClusterAddrs = append(s.ClusterAddrs, addr)
+	}
+	if err := s.formCluster(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts one redis-server on port (a cluster node if cluster), waits until it
+// answers and returns its address.
+func (s *Server) launch(port int, cluster bool) (string, error) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", errors.New("redis-server not found: run hack/install-deps.sh (make deps)")
+	}
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes"}
+	if cluster {
+		dir, err := os.MkdirTemp("", "sigops-redis-cluster-")
+		if err != nil {
+			return "", err
+		}
+		s.dirs = append(s.dirs, dir)
+		bus, err := freePort()
+		if err != nil {
+			return "", err
+		}
+		s.busPorts = append(s.busPorts, bus)
+		args = append(args, "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
+	}
+	cmd := exec.Command(path, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return "", err
 	}
+	s.procs = append(s.procs, cmd)
 	go func() { // drain the log so redis never blocks on a full pipe
-		s := bufio.NewScanner(out)
-		for s.Scan() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
 		}
 	}()
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := c.Ping(context.Background()).Err(); err == nil {
-			return s, nil
-		} else if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer: %w", s.Addr, err)
+		err := c.Ping(context.Background()).Err()
+		if err == nil {
+			return addr, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("redis-server on %s did not answer: %w", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// Stop kills the server.
-func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+// formCluster gives each master a third of the slots, introduces the nodes to each other
+// and waits for cluster_state:ok on every node.
+func (s *Server) formCluster() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := make([]*redis.Client, len(s.ClusterAddrs))
+	for i, a := range s.ClusterAddrs {
+		nodes[i] = redis.NewClient(&redis.Options{Addr: a})
+		defer nodes[i].Close()
 	}
+	const slots = 16384
+	for i, n := range nodes {
+		first, last := i*slots/len(nodes), (i+1)*slots/len(nodes)-1
+		if err := n.Do(ctx, "cluster", "addslotsrange", first, last).Err(); err != nil {
+			return fmt.Errorf("cluster addslotsrange on %s: %w", s.ClusterAddrs[i], err)
+		}
+	}
+	for i := 1; i < len(nodes); i++ {
+		host, port, _ := net.SplitHostPort(s.ClusterAddrs[i])
+		if err := nodes[0].Do(ctx, "cluster", "meet", host, port, s.busPorts[i]).Err(); err != nil {
+			return fmt.Errorf("cluster meet %s: %w", s.ClusterAddrs[i], err)
+		}
+	}
+	for _, n := range nodes {
+		for {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err == nil && clusterReady(info, len(nodes)) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("redis cluster did not become healthy: %s", info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
-// Client returns a new client of the server.
-func (s *Server) Client() *redis.Client { return redis.NewClient(&redis.Options{Addr: s.Addr}) }
+// clusterReady reads CLUSTER INFO: healthy, and every node known.
+func clusterReady(info string, nodes int) bool {
+	ok, known := false, 0
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "cluster_state":
+			ok = v == "ok"
+		case "cluster_known_nodes":
+			known, _ = strconv.Atoi(v)
+		}
+	}
+	return ok && known == nodes
+}
 
-// New starts a server for one test and stops it when the test ends.
-func New(t testing.TB) (*Server, *redis.Client) {
+// Stop kills the servers and removes their directories.
+func (s *Server) Stop() {
+	for _, cmd := range s.procs {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	s.procs = nil
+	for _, d := range s.dirs {
+		_ = os.RemoveAll(d)
+	}
+	s.dirs = nil
+}
+
+// Cluster reports whether s is a Redis Cluster.
+func (s *Server) Cluster() bool { return len(s.ClusterAddrs) > 0 }
+
+// Client returns a new client of the server: a *redis.ClusterClient on a cluster, a
+// *redis.Client otherwise.
+func (s *Server) Client() redis.UniversalClient {
+	if s.Cluster() {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.ClusterAddrs})
+	}
+	return redis.NewClient(&redis.Options{Addr: s.Addr})
+}
+
+// New starts a Redis (Start) for one test and stops it when the test ends.
+func New(t testing.TB) (*Server, redis.UniversalClient) {
 	t.Helper()
 	s, err := Start()
 	if err != nil {

@@ -1,0 +1,61 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster StartCluster forms serves every slot, spreads keys over its masters and
+// refuses a command whose keys hash to different slots, as a production cluster does; the
+// whole-Redis helpers reach every master.
+func TestCluster(t *testing.T) {
+	s, err := StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c := s.Client()
+	defer c.Close()
+	if _, ok := c.(*redis.ClusterClient); !ok || !s.Cluster() || len(s.ClusterAddrs) != clusterMasters || s.Addr != "" {
+		t.Fatalf("client %T, cluster %v, nodes %v, addr %q", c, s.Cluster(), s.ClusterAddrs, s.Addr)
+	}
+	ctx := context.Background()
+	var want []string
+	for i := range 30 {
+		k := fmt.Sprintf("k%d", i)
+		if err := c.Set(ctx, k, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, k)
+	}
+	slices.Sort(want)
+	masters := 0
+	_ = ForEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		if n.DBSize(ctx).Val() > 0 {
+			masters++
+		}
+		return nil
+	})
+	if masters != clusterMasters {
+		t.Errorf("keys on %d masters, want %d", masters, clusterMasters)
+	}
+	if got, err := Keys(ctx, c, "k*"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Keys = %v, %v", got, err)
+	}
+	if err := c.Eval(ctx, "return redis.call('MSET', KEYS[1], 1, KEYS[2], 2)", []string{"{a}x", "{b}y"}).Err(); !redis.HasErrorPrefix(err, "CROSSSLOT") {
+		t.Errorf("a script over two slots: %v; want CROSSSLOT", err)
+	}
+	if err := c.Eval(ctx, "return redis.call('MSET', KEYS[1], 1, KEYS[2], 2)", []string{"{a}x", "{a}y"}).Err(); err != nil {
+		t.Errorf("a script over one slot: %v", err)
+	}
+	if err := FlushAll(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Keys(ctx, c, "*"); len(got) != 0 {
+		t.Errorf("after FlushAll: %v", got)
+	}
+}
