@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,15 +22,16 @@ func TestDeadLetterCommands(t *testing.T) {
 	env := queue.Envelope{SignalID: "sig-1", BotID: "bot-1", Priority: queue.PriorityWebhook, Source: queue.SourceWebhook,
 		Signal: json.RawMessage(`{"action":"buy"}`), ReceivedAt: 1, ReplyTo: "sigops:reply:gone"}
 	envJSON, _ := json.Marshal(env)
+	partition := queue.PartitionOf("bot-1")
 	add := func(signalID string) string {
-		id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: store.QueueDeadLetters(), Values: []any{
+		id, err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: store.QueueDeadLetters(partition), Values: []any{
 			"signalId", signalID, "botId", "bot-1", "priority", 4, "partition", queue.PartitionOf("bot-1"),
 			"reason", queue.ReasonBudget, "attempts", 15, "code", "EXCHANGE_ERROR", "lastError", "exchange did not answer",
 			"at", 1764000000000, "entry", "1-1", "envelope", string(envJSON)}}).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return id
+		return fmt.Sprintf("%d-%s", partition, id) // the ID queuectl prints
 	}
 	first, second := add("sig-1"), add("sig-2")
 	rdb.Set(ctx, store.SignalResult("sig-1"), `{"success":false}`, 0)
@@ -65,7 +67,7 @@ func TestDeadLetterCommands(t *testing.T) {
 		t.Error("the failure result survived the retry: the executor would skip the signal")
 	}
 	run("drop", second)
-	if n := rdb.XLen(ctx, store.QueueDeadLetters()).Val(); n != 0 {
+	if n := rdb.XLen(ctx, store.QueueDeadLetters(partition)).Val(); n != 0 {
 		t.Errorf("%d dead letters left", n)
 	}
 	if err := dead(ctx, rdb, &bytes.Buffer{}, "drop", []string{second}); err == nil {

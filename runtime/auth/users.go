@@ -131,14 +131,13 @@ func cleanName(name, email string) (string, error) {
 	return name, nil
 }
 
-var createScript = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX') == false then return 0 end
-redis.call('HSET', KEYS[2], unpack(ARGV, 2))
-redis.call('SADD', KEYS[3], ARGV[1])
-return 1
-`)
-
 // Create adds an account. The email is unique case-insensitively.
+//
+// The account, the set of all accounts and the email index are in three Redis Cluster slots,
+// so creating one is two steps: the account and its membership of the set, then the claim of
+// the email (SET NX), last because an account exists for the rest of the service only once
+// its email leads to it. A crash before the claim leaves an account nobody can reach, which
+// List skips as well; an email already taken undoes the first step.
 func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 	email, err := NormalizeEmail(n.Email)
 	if err != nil {
@@ -167,15 +166,26 @@ func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 	}
 	usr := User{ID: uuid.NewString(), Name: name, Email: email, Tier: tier, StrategyLabBalanceUsd: n.Wallet,
 		Generation: 1, CreatedAt: u.now().UTC(), passwordHash: hash}
-	ok, err := createScript.Run(ctx, u.rdb, []string{store.UserByEmail(email), store.User(usr.ID), store.Users()},
-		usr.ID, fUserID, usr.ID, fUserName, name, fUserEmail, email, fUserPassword, hash, fUserTier, tier.Slug,
-		fUserWallet, n.Wallet.String(), fUserTelegram, "0", fUserGen, "1",
-		fUserCreated, strconv.FormatInt(usr.CreatedAt.UnixMilli(), 10)).Int()
+	if _, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, store.User(usr.ID), fUserID, usr.ID, fUserName, name, fUserEmail, email, fUserPassword, hash,
+			fUserTier, tier.Slug, fUserWallet, n.Wallet.String(), fUserTelegram, "0", fUserGen, "1",
+			fUserCreated, strconv.FormatInt(usr.CreatedAt.UnixMilli(), 10))
+		p.SAdd(ctx, store.Users(), usr.ID)
+		return nil
+	}); err != nil {
+		return User{}, err
+	}
+	claimed, err := u.rdb.SetNX(ctx, store.UserByEmail(email), usr.ID, 0).Result()
 	if err != nil {
 		return User{}, err
 	}
-	if ok == 0 {
-		return User{}, ErrEmailTaken
+	if !claimed {
+		_, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SRem(ctx, store.Users(), usr.ID)
+			p.Del(ctx, store.User(usr.ID))
+			return nil
+		})
+		return User{}, errors.Join(ErrEmailTaken, err)
 	}
 	return usr, nil
 }
@@ -313,11 +323,15 @@ func (u *Users) invalidateAll(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	keys := []string{store.UserSessions(id)}
-	for _, h := range sessions {
-		keys = append(keys, store.Session(h))
-	}
-	if err := u.rdb.Del(ctx, keys...).Err(); err != nil {
+	// Each session is a key of its own slot: one DEL each, the user's set of them last, so
+	// that a failure leaves the set for the next password change to go through again.
+	if _, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, h := range sessions {
+			p.Del(ctx, store.Session(h))
+		}
+		p.Del(ctx, store.UserSessions(id))
+		return nil
+	}); err != nil {
 		return err
 	}
 	auths, err := u.rdb.SMembers(ctx, store.UserAuthorizations(id)).Result()
@@ -488,13 +502,14 @@ func (u *Users) Ensure(ctx context.Context, n NewUser) (User, EnsureResult, erro
 	return usr, res, err
 }
 
-// List returns every account (admin CLI).
+// List returns every account (admin CLI): those of the set of all accounts whose email
+// leads to them (an account whose creation stopped before its email claim does not exist).
 func (u *Users) List(ctx context.Context) ([]User, error) {
 	ids, err := u.rdb.SMembers(ctx, store.Users()).Result()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]User, 0, len(ids))
+	var out []User
 	for _, id := range ids {
 		usr, err := u.Get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
@@ -505,5 +520,20 @@ func (u *Users) List(ctx context.Context) ([]User, error) {
 		}
 		out = append(out, usr)
 	}
-	return out, nil
+	owners := make([]*redis.StringCmd, len(out))
+	if _, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, usr := range out {
+			owners[i] = p.Get(ctx, store.UserByEmail(usr.Email))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	listed := out[:0]
+	for i, usr := range out {
+		if owners[i].Val() == usr.ID {
+			listed = append(listed, usr)
+		}
+	}
+	return listed, nil
 }

@@ -183,7 +183,7 @@ func (e *Executor) DeadLettered(ctx context.Context, env queue.Envelope, dl queu
 // countError counts an execution error once per signal and pauses the bot (reason Errors)
 // at the fifth in a row.
 func (e *Executor) countError(ctx context.Context, env queue.Envelope, log *slog.Logger) error {
-	key := store.SignalProgress(env.SignalID)
+	key := store.SignalProgress(env.BotID, env.SignalID)
 	first, err := e.rdb.HSetNX(ctx, key, "errorCounted", "1").Result()
 	if err != nil {
 		return err
@@ -222,7 +222,9 @@ type job struct {
 	unsaved []byte
 }
 
-func (j *job) sigKey() string { return store.SignalProgress(j.env.SignalID) }
+// sigKey is the signal's progress record, in the slot of the bot it was queued for (the
+// booking transaction's other keys are the projected bot's: the same one).
+func (j *job) sigKey() string { return store.SignalProgress(j.env.BotID, j.env.SignalID) }
 
 // outcome is a signal's result, success or business failure, and whether a failure counts
 // as an execution error of the bot (countError).

@@ -15,8 +15,8 @@ import (
 const MaxInlineWait = maxInlineWait
 
 // SentAt is the send time stored with the staged request of a signal's leg (zero if none).
-func SentAt(ctx context.Context, rdb redis.UniversalClient, signalID, leg string) (time.Time, error) {
-	s, err := rdb.HGet(ctx, store.SignalProgress(signalID), prefixSent+leg).Result()
+func SentAt(ctx context.Context, rdb redis.UniversalClient, botID, signalID, leg string) (time.Time, error) {
+	s, err := rdb.HGet(ctx, store.SignalProgress(botID, signalID), prefixSent+leg).Result()
 	if errors.Is(err, redis.Nil) {
 		return time.Time{}, nil
 	}

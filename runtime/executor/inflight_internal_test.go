@@ -17,13 +17,13 @@ func TestClaimSend(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
 	e := New(Deps{Redis: rdb})
-	j := &job{env: queue.Envelope{SignalID: "sig-1"}, progress: map[string]string{}}
+	j := &job{env: queue.Envelope{SignalID: "sig-1", BotID: "bot-1"}, progress: map[string]string{}}
 	l := leg{Name: "close:BTC/USDT"}
 	const window = 600 * time.Millisecond
 	field := prefixSent + l.Name
 	stamp := func() int64 {
 		t.Helper()
-		s, err := rdb.HGet(ctx, store.SignalProgress("sig-1"), field).Result()
+		s, err := rdb.HGet(ctx, store.SignalProgress("bot-1", "sig-1"), field).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

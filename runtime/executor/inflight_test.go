@@ -255,7 +255,7 @@ func killMidCall(t *testing.T, h *harness, v venue, env queue.Envelope) (held, t
 		t.Fatal("executor A's order request never reached the exchange")
 	}
 	a.kill()
-	sent, err := executor.SentAt(h.ctx, h.rdb, env.SignalID, "")
+	sent, err := executor.SentAt(h.ctx, h.rdb, env.BotID, env.SignalID, "")
 	if err != nil || sent.IsZero() {
 		t.Fatalf("no send time stored with the request: %v", err)
 	}

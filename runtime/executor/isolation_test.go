@@ -233,7 +233,7 @@ func TestCorruptProgressIsDeadLettered(t *testing.T) {
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	bad := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
 	next := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
-	if err := h.rdb.HSet(h.ctx, store.SignalProgress(bad.SignalID), "plan", "{not json").Err(); err != nil {
+	if err := h.rdb.HSet(h.ctx, store.SignalProgress(bad.BotID, bad.SignalID), "plan", "{not json").Err(); err != nil {
 		t.Fatal(err)
 	}
 	ex := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet})
@@ -270,7 +270,7 @@ func TestCorruptProgressIsDeadLettered(t *testing.T) {
 	if err != nil || len(dls) != 1 || dls[0].SignalID != bad.SignalID || dls[0].Attempts != 3 || dls[0].Reason != queue.ReasonBudget {
 		t.Fatalf("dead letters %+v, %v", dls, err)
 	}
-	if v := h.rdb.HGet(h.ctx, store.SignalProgress(bad.SignalID), "errorCounted").Val(); v != "1" {
+	if v := h.rdb.HGet(h.ctx, store.SignalProgress(bad.BotID, bad.SignalID), "errorCounted").Val(); v != "1" {
 		t.Errorf("the dead letter was not counted as an execution error of its bot (%q)", v)
 	}
 }

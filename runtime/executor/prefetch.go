@@ -85,7 +85,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 			pre.bot = registry.GetLater(ctx, p, env.BotID)
 		}
 		pre.pause = e.pauses.ReadPauseLater(ctx, p, env.BotID, now)
-		pre.progress = p.HGetAll(ctx, store.SignalProgress(env.SignalID))
+		pre.progress = p.HGetAll(ctx, store.SignalProgress(env.BotID, env.SignalID))
 		if e.paper != nil && h.account != "" {
 			pre.account = e.paper.prefetchPaper(ctx, p, h.account)
 		}

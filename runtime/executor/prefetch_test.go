@@ -248,18 +248,18 @@ func TestAttemptFollowsAPlanStoredFirst(t *testing.T) {
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	first := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.002"}`)
 	h.ok(h.run(first))
-	stored := h.rdb.HGet(h.ctx, store.SignalProgress(first.SignalID), "plan").Val()
+	stored := h.rdb.HGet(h.ctx, store.SignalProgress(first.BotID, first.SignalID), "plan").Val()
 	h.ok(h.send(`{"action":"close"}`))
 
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.001"}`)
 	other := h.srv.Client()
 	defer other.Close()
 	h.rdb.AddHook(&planRacer{f: func() {
-		other.HSet(context.Background(), store.SignalProgress(env.SignalID), "plan", stored)
+		other.HSet(context.Background(), store.SignalProgress(env.BotID, env.SignalID), "plan", stored)
 	}})
 	res := h.ok(h.run(env))
 	eq(t, "amount (the stored plan's)", res.Order.Amount, "0.002")
-	if got := h.rdb.HGet(h.ctx, store.SignalProgress(env.SignalID), "plan").Val(); got != stored {
+	if got := h.rdb.HGet(h.ctx, store.SignalProgress(env.BotID, env.SignalID), "plan").Val(); got != stored {
 		t.Fatalf("plan = %s, want the stored %s", got, stored)
 	}
 	if n := h.exchangeOrders(); n != 3 {

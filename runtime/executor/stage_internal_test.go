@@ -46,7 +46,7 @@ func TestStageWithPlanStoresPlanRequestAndPendingOrderOrNothing(t *testing.T) {
 	if j.unsaved != nil || j.progress[fieldPlan] != string(plan) {
 		t.Fatalf("the attempt does not know its plan is stored: unsaved %s, progress %v", j.unsaved, j.progress)
 	}
-	progress := rdb.HGetAll(ctx, store.SignalProgress("signal-a")).Val()
+	progress := rdb.HGetAll(ctx, store.SignalProgress("bot", "signal-a")).Val()
 	reqData, _ := json.Marshal(req)
 	if progress[fieldPlan] != string(plan) || progress[prefixReq+l.Name] != string(reqData) || len(progress) != 3 {
 		t.Fatalf("progress %v", progress)
@@ -55,7 +55,7 @@ func TestStageWithPlanStoresPlanRequestAndPendingOrderOrNothing(t *testing.T) {
 	if err != nil || time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
 		t.Fatalf("send time %q is not Redis's time of the staging (%v)", progress[prefixSent+l.Name], err)
 	}
-	if ttl := rdb.TTL(ctx, store.SignalProgress("signal-a")).Val(); (ProgressTTL - ttl).Abs() > time.Minute {
+	if ttl := rdb.TTL(ctx, store.SignalProgress("bot", "signal-a")).Val(); (ProgressTTL - ttl).Abs() > time.Minute {
 		t.Fatalf("progress TTL %s", ttl)
 	}
 	rec, err := position.ReadOrder(ctx, rdb, "bot", req.ClientOrderID)
@@ -71,12 +71,12 @@ func TestStageWithPlanStoresPlanRequestAndPendingOrderOrNothing(t *testing.T) {
 	}
 
 	// Another attempt's plan is stored: nothing is staged, the attempt is told to follow it.
-	rdb.HSet(ctx, store.SignalProgress("signal-c"), fieldPlan, `{"legs":[]}`)
+	rdb.HSet(ctx, store.SignalProgress("bot", "signal-c"), fieldPlan, `{"legs":[]}`)
 	c, req, err := stage("signal-c")
 	if !errors.Is(err, errPlanLost) {
 		t.Fatalf("stage with a plan already stored = %v, want errPlanLost", err)
 	}
-	if n := len(rdb.HGetAll(ctx, store.SignalProgress("signal-c")).Val()); n != 1 || c.progress[fieldPlan] != "" {
+	if n := len(rdb.HGetAll(ctx, store.SignalProgress("bot", "signal-c")).Val()); n != 1 || c.progress[fieldPlan] != "" {
 		t.Fatalf("a losing attempt staged %d progress fields, or took the plan as its own", n)
 	}
 	if rdb.Exists(ctx, store.BookOrder("bot", req.ClientOrderID)).Val() != 0 || rdb.LLen(ctx, store.BookOrders("bot")).Val() != 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // aged is env as if it had arrived age before the executor's now.
@@ -45,7 +46,7 @@ func TestStaleEntryExpiresAndStaleCloseRuns(t *testing.T) {
 	if err := h.ex.Handle(h.ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.rdb.LLen(h.ctx, "sigops:book:"+h.bot.ID+":orders").Val(); n != 1 {
+	if n := h.rdb.LLen(h.ctx, store.BookOrders(h.bot.ID)).Val(); n != 1 {
 		t.Errorf("%d orders listed, want 1", n)
 	}
 

@@ -203,7 +203,7 @@ func (w *Watcher) fire(ctx context.Context, it position.WatchItem, trigger strin
 	if err != nil || id == "" {
 		return "", err
 	}
-	first, err := w.rdb.SetNX(ctx, store.WatchFired(id), "1", FiredTTL).Result()
+	first, err := w.rdb.SetNX(ctx, store.WatchFired(it.BotID, id), "1", FiredTTL).Result()
 	if err != nil || !first {
 		return "", err
 	}
@@ -223,7 +223,7 @@ func (w *Watcher) fire(ctx context.Context, it position.WatchItem, trigger strin
 		Source: queue.SourceWatcher, Signal: data, ReceivedAt: w.now().UnixMilli()}
 	if _, err := w.enqueue(ctx, w.rdb, env); err != nil {
 		// Let the next scan try again.
-		w.rdb.Del(ctx, store.WatchFired(id))
+		w.rdb.Del(ctx, store.WatchFired(it.BotID, id))
 		return "", err
 	}
 	w.m.triggers.WithLabelValues(trigger).Inc()

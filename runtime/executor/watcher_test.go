@@ -126,7 +126,7 @@ func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
 	h.bot.Availability = "active"
 	h.project()
 	// Once the marker lapses the trigger is enqueued again under a new signalId.
-	h.rdb.Del(h.ctx, store.WatchFired(ids[0]))
+	h.rdb.Del(h.ctx, store.WatchFired(h.bot.ID, ids[0]))
 	again, err := w.Scan(h.ctx)
 	if err != nil || len(again) != 1 || again[0] != ids[0]+"-1" {
 		t.Fatalf("retry = %v %v", again, err)

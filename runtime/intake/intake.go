@@ -1,8 +1,18 @@
-// Package intake admits webhook signals into the queue in one Redis round trip: it resolves
-// the webhook route, applies the bot's gates (deleted, webhook disabled, disabled, paused,
-// missing symbol), drops duplicates (Idempotency-Key and the bot's dedupeWindow), enforces
-// the bot's rate limit across every webhookd replica, and XADDs the signal to the bot's
-// partition stream.
+// Package intake admits webhook signals into the queue in one Redis round trip in the steady
+// state: it resolves the webhook route, applies the bot's gates (deleted, webhook disabled,
+// disabled, paused, missing symbol), drops duplicates (Idempotency-Key and the bot's
+// dedupeWindow), enforces the bot's rate limit across every webhookd replica, and XADDs the
+// signal to the bot's partition stream.
+//
+// The route (webhook hash -> bot ID) is a key of its own slot and the rest are in the bot's
+// partition slot, so they cannot be one Redis Cluster script. The intake reads the route,
+// then runs the script on the bot's keys; it remembers the routes it resolved (routes.go),
+// so a known webhook costs the script alone. The script checks that the bot's hash still
+// names the webhook hash the signal came in on and answers "stale" otherwise (the bot was
+// deleted, or its webhook regenerated): the intake then forgets the route, reads it again
+// and answers from what it finds (BOT_DELETED for a tombstone, INVALID_WEBHOOK for a
+// regenerated ID). So the old URL stops working the moment the registry writes the new
+// webhook hash into the bot's hash, whatever any replica remembers.
 //
 // Why a hand-written script and not go-redis/redis_rate: redis_rate runs the same GCRA
 // algorithm, but as its own round trip; a signal would then cost two or more Redis calls,
@@ -13,6 +23,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -21,6 +32,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -56,65 +68,106 @@ type Admission struct {
 	Duplicate bool
 }
 
+// Client is what the intake needs of a Redis client: the route read and the script.
+type Client interface {
+	redis.Scripter
+	redis.HashCmdable
+}
+
 // Intake admits signals.
-type Intake struct{ rdb redis.Scripter }
+type Intake struct {
+	rdb    Client
+	routes routes
+}
 
 // New returns an Intake on rdb.
-func New(rdb redis.Scripter) *Intake { return &Intake{rdb: rdb} }
-
-// envelope is queue.Envelope without the bot ID, which the script adds once it knows it.
-type envelope struct {
-	SignalID   string          `json:"signalId"`
-	Priority   queue.Priority  `json:"priority"`
-	Source     string          `json:"source"`
-	Signal     json.RawMessage `json:"signal"`
-	ReceivedAt int64           `json:"receivedAt"`
-	ReplyTo    string          `json:"replyTo,omitempty"`
-}
+func New(rdb Client) *Intake { return &Intake{rdb: rdb} }
 
 // Admit runs the gates and queues the signal. A refusal is an *errs.Error with the spec's
 // code (INVALID_WEBHOOK, BOT_DELETED, WEBHOOK_DISABLED, BOT_DISABLED, EXCHANGE_DISCONNECTED,
 // BOT_PAUSED, MISSING_SYMBOL, RATE_LIMITED with RetryAfter); the Admission's BotID is set
 // whenever the route resolved, for logs and metrics.
 func (in *Intake) Admit(ctx context.Context, r Request) (Admission, error) {
-	env, err := json.Marshal(envelope{SignalID: r.SignalID, Priority: r.Priority, Source: queue.SourceWebhook,
-		Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli(), ReplyTo: r.ReplyTo})
+	bot, known := in.routes.get(r.WebhookHash)
+	for {
+		if !known {
+			route, err := registry.ResolveRoute(ctx, in.rdb, r.WebhookHash)
+			if errors.Is(err, registry.ErrNotFound) {
+				return Admission{}, refusal(errs.InvalidWebhook)
+			}
+			if err != nil {
+				return Admission{}, fmt.Errorf("intake: route: %w", err)
+			}
+			if route.Deleted {
+				return Admission{BotID: route.BotID}, refusal(errs.BotDeleted)
+			}
+			bot = route.BotID
+			in.routes.put(r.WebhookHash, bot)
+		}
+		adm, err := in.admit(ctx, bot, r)
+		if !errors.Is(err, errStale) {
+			return adm, err
+		}
+		in.routes.drop(r.WebhookHash, bot)
+		if !known {
+			// Read just now, and already out of date: the route leads to a bot that is gone
+			// or has another webhook (a projection or deletion in progress, or done).
+			return Admission{BotID: bot}, refusal(errs.InvalidWebhook)
+		}
+		known = false // remembered: read the route again
+	}
+}
+
+// errStale: the bot the route led to is gone or routes another webhook now.
+var errStale = errors.New("intake: stale route")
+
+// admit runs the script on bot's keys.
+func (in *Intake) admit(ctx context.Context, bot string, r Request) (Admission, error) {
+	env, err := json.Marshal(queue.Envelope{SignalID: r.SignalID, BotID: bot, Priority: r.Priority,
+		Source: queue.SourceWebhook, Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli(), ReplyTo: r.ReplyTo})
 	if err != nil {
 		return Admission{}, err
 	}
-	needs := "0"
-	if r.NeedsSymbol {
-		needs = "1"
-	}
-	before, after := store.QueueStreamParts(int(r.Priority))
-	res, err := intakeScript.Run(ctx, in.rdb, []string{store.Webhook(r.WebhookHash)},
-		r.ReceivedAt.UnixMilli(), r.SignalID, env, needs, r.IdempotencyHash, r.BodyHash,
-		store.BotKeyPrefix(), store.RateLimitPrefix(), store.IdempotencyPrefix(), store.DedupePrefix(),
-		before, after, IdempotencyTTL.Milliseconds(), queue.MaxLen).Slice()
+	keys := []string{store.Bot(bot), store.RateLimit(bot), store.Idempotency(bot, r.IdempotencyHash),
+		store.Dedupe(bot, r.BodyHash), queue.StreamOf(bot, r.Priority)}
+	res, err := intakeScript.Run(ctx, in.rdb, keys,
+		r.ReceivedAt.UnixMilli(), r.SignalID, env, flag(r.NeedsSymbol), r.WebhookHash,
+		flag(r.IdempotencyHash != ""), flag(r.BodyHash != ""), IdempotencyTTL.Milliseconds(), queue.MaxLen).Slice()
 	if err != nil {
-		return Admission{}, fmt.Errorf("intake script: %w", err)
+		return Admission{BotID: bot}, fmt.Errorf("intake script: %w", err)
 	}
-	if len(res) != 4 {
-		return Admission{}, fmt.Errorf("intake script: unexpected reply %v", res)
+	if len(res) != 3 {
+		return Admission{BotID: bot}, fmt.Errorf("intake script: unexpected reply %v", res)
 	}
 	status, _ := res[0].(string)
 	value, _ := res[1].(string)
-	bot, _ := res[3].(string)
 	switch status {
 	case "ok":
 		return Admission{BotID: bot, SignalID: value}, nil
 	case "dup":
 		return Admission{BotID: bot, SignalID: value, Duplicate: true}, nil
+	case "stale":
+		return Admission{BotID: bot}, errStale
 	case "err":
-		e := errs.New(errs.Code(value), "%s", messages[errs.Code(value)])
+		e := refusal(errs.Code(value))
 		if retry, ok := res[2].(int64); ok && retry > 0 {
 			e.RetryAfter = time.Duration(retry) * time.Millisecond
 			e.Message += " (retry after " + strconv.FormatInt((retry+999)/1000, 10) + " s)"
 		}
 		return Admission{BotID: bot}, e
 	}
-	return Admission{}, fmt.Errorf("intake script: unknown status %q", status)
+	return Admission{BotID: bot}, fmt.Errorf("intake script: unknown status %q", status)
 }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// refusal is the intake's error for code, with its client-facing text.
+func refusal(code errs.Code) *errs.Error { return errs.New(code, "%s", messages[code]) }
 
 // messages are the client-facing texts of the intake's refusals.
 var messages = map[errs.Code]string{

@@ -214,7 +214,7 @@ func TestIdempotencyAndDedupe(t *testing.T) {
 	if other, err := in.Admit(ctx, r5); err != nil || other.Duplicate {
 		t.Fatalf("other body: %+v %v", other, err)
 	}
-	ttl := rdb.PTTL(ctx, store.DedupePrefix()+"bot-i:body-a").Val()
+	ttl := rdb.PTTL(ctx, store.Dedupe("bot-i", "body-a")).Val()
 	if ttl <= 0 || ttl > 10*time.Second {
 		t.Fatalf("dedupe ttl = %v", ttl)
 	}

@@ -146,11 +146,11 @@ func (b *Book) Trades(ctx context.Context, botID string) ([]Trade, error) {
 
 // StagePosition writes pos (nil: the position is closed) with its index entries.
 func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string, pos *Position) error {
-	key, field := store.BookPosition(botID, symbol), watchField(botID, symbol)
+	key, watch, field := store.BookPosition(botID, symbol), watchKey(botID), watchField(botID, symbol)
 	if pos == nil || !pos.Size.IsPositive() {
 		p.Del(ctx, key)
 		p.SRem(ctx, store.BookPositions(botID), symbol)
-		p.HDel(ctx, store.Watch(), field)
+		p.HDel(ctx, watch, field)
 		return nil
 	}
 	data, err := json.Marshal(pos)
@@ -164,9 +164,9 @@ func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string,
 		if err != nil {
 			return err
 		}
-		p.HSet(ctx, store.Watch(), field, wd)
+		p.HSet(ctx, watch, field, wd)
 	} else {
-		p.HDel(ctx, store.Watch(), field)
+		p.HDel(ctx, watch, field)
 	}
 	return nil
 }
@@ -195,25 +195,35 @@ type WatchItem struct {
 
 func watchField(botID, symbol string) string { return botID + "|" + symbol }
 
+// watchKey is the watch index of the bot's partition, in the slot of the bot's book.
+func watchKey(botID string) string { return store.Watch(store.PartitionOf(botID)) }
+
 func watchItemOf(p Position) (WatchItem, bool) {
 	w := WatchItem{BotID: p.BotID, Symbol: p.Symbol, Kind: p.Kind, PositionID: p.ID, Side: p.Side,
 		StopLoss: p.StopLoss, TakeProfit: p.TakeProfit, Liquidate: p.Liquidation()}
 	return w, w.StopLoss != nil || w.TakeProfit != nil || w.Liquidate.IsPositive()
 }
 
-// Watched lists every watched position.
+// Watched lists every watched position: every partition's index, read in one pipeline.
 func Watched(ctx context.Context, c redis.Cmdable) ([]WatchItem, error) {
-	all, err := c.HGetAll(ctx, store.Watch()).Result()
-	if err != nil {
+	cmds := make([]*redis.MapStringStringCmd, store.Partitions)
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.HGetAll(ctx, store.Watch(i))
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	out := make([]WatchItem, 0, len(all))
-	for field, v := range all {
-		var w WatchItem
-		if err := json.Unmarshal([]byte(v), &w); err != nil {
-			return nil, fmt.Errorf("watch entry %s: corrupt: %w", strings.ReplaceAll(field, "|", " "), err)
+	var out []WatchItem
+	for _, cmd := range cmds {
+		for field, v := range cmd.Val() {
+			var w WatchItem
+			if err := json.Unmarshal([]byte(v), &w); err != nil {
+				return nil, fmt.Errorf("watch entry %s: corrupt: %w", strings.ReplaceAll(field, "|", " "), err)
+			}
+			out = append(out, w)
 		}
-		out = append(out, w)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].BotID != out[j].BotID {
@@ -226,7 +236,7 @@ func Watched(ctx context.Context, c redis.Cmdable) ([]WatchItem, error) {
 
 // Unwatch removes a position from the watch index.
 func Unwatch(ctx context.Context, c redis.Cmdable, botID, symbol string) error {
-	return c.HDel(ctx, store.Watch(), watchField(botID, symbol)).Err()
+	return c.HDel(ctx, watchKey(botID), watchField(botID, symbol)).Err()
 }
 
 // Purge removes a deleted bot's book: positions, orders, trades and watch entries. The
@@ -252,7 +262,7 @@ func Purge(ctx context.Context, rdb redis.UniversalClient, botID string) error {
 	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, keys...)
 		if len(fields) > 0 {
-			p.HDel(ctx, store.Watch(), fields...)
+			p.HDel(ctx, watchKey(botID), fields...)
 		}
 		return nil
 	})

@@ -58,7 +58,7 @@ func (w *worker) execute(it item) {
 	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
 	if w.ack(it.i, it.msg.ID) && local.attempts > 0 {
 		// Best effort: the count would expire anyway.
-		_ = c.rdb.Del(context.WithoutCancel(w.l.ctx), store.SignalAttempts(env.SignalID)).Err()
+		_ = c.rdb.Del(context.WithoutCancel(w.l.ctx), store.SignalAttempts(env.BotID, env.SignalID)).Err()
 	}
 }
 
@@ -95,7 +95,7 @@ func (b budget) exhausted(o Options, err error) string {
 func (w *worker) spend(env Envelope, cause error, local budget) budget {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 2*time.Second)
 	defer cancel()
-	key := store.SignalAttempts(env.SignalID)
+	key := store.SignalAttempts(env.BotID, env.SignalID)
 	now := time.Now()
 	var n *redis.IntCmd
 	var first *redis.StringCmd

@@ -1,11 +1,14 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,20 +18,24 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// DeadLetterMaxLen caps the dead-letter stream (XADD MAXLEN ~). Ten thousand entries of about
-// 1 kB are 10 MB; an operator who lets that many pile up has an outage to handle, and the
-// oldest are the least useful.
+// DeadLetterMaxLen caps each partition's dead-letter stream (XADD MAXLEN ~). Ten thousand
+// entries of about 1 kB are 10 MB; an operator who lets that many pile up has an outage to
+// handle, and the oldest are the least useful.
 const DeadLetterMaxLen = 10_000
 
 // DeadLetter is a signal the queue gave up on: its retry budget ran out, its Handler panicked,
 // or its stream entry could not be decoded. Its failure result was stored (and sent to any
-// waiter) in the same transaction that moved it here, so it never counts as filled.
+// waiter) before it moved here, so it never counts as filled.
+//
+// Each partition keeps its dead letters in a stream of its own (store.QueueDeadLetters), in
+// the slot of its signal streams, so that moving a signal there is one transaction;
+// ListDeadLetters reads them all as one list.
 //
 // A dead-lettered signal whose order outcome was unknown may still have an order on the
 // exchange: its progress (the staged request, the pending order record) is kept, and a retry
 // looks the order up by its client order ID before anything is placed again.
 type DeadLetter struct {
-	// ID is the entry's ID in the dead-letter stream (what an operator names).
+	// ID is what an operator names: "<partition>-<entry ID in its dead-letter stream>".
 	ID        string    `json:"id"`
 	SignalID  string    `json:"signalId,omitempty"`
 	BotID     string    `json:"botId,omitempty"`
@@ -55,21 +62,28 @@ func (d DeadLetter) values() []any {
 	}
 }
 
-func deadLetterOf(m redis.XMessage) DeadLetter {
+func deadLetterOf(partition int, m redis.XMessage) DeadLetter {
 	s := func(k string) string { v, _ := m.Values[k].(string); return v }
 	n := func(k string) int64 { v, _ := strconv.ParseInt(s(k), 10, 64); return v }
 	return DeadLetter{
-		ID: m.ID, SignalID: s("signalId"), BotID: s("botId"), Priority: Priority(n("priority")),
+		ID: deadLetterID(partition, m.ID), SignalID: s("signalId"), BotID: s("botId"), Priority: Priority(n("priority")),
 		Partition: int(n("partition")), Reason: s("reason"), Attempts: int(n("attempts")),
 		Code: errs.Code(s("code")), LastError: s("lastError"), FirstFailure: n("firstFailure"),
 		At: n("at"), Entry: s("entry"), Envelope: json.RawMessage(s("envelope")),
 	}
 }
 
-// deadLetter finishes a signal the queue gives up on, in one transaction: its failure result
-// (stored, and published to a waiter), its dead-letter entry, its acknowledgement and the
-// removal of its attempt count. Either all of it happens or none, so a signal is never both
-// dead-lettered and still queued, nor acknowledged without a result.
+// deadLetter finishes a signal the queue gives up on in two steps: its failure result
+// (stored, and published to a waiter), then one transaction in the partition's slot with its
+// dead-letter entry, its acknowledgement and the removal of its attempt count. So a signal
+// is never both dead-lettered and still queued, nor acknowledged without a result.
+//
+// The result comes first and alone because it lives in a slot of its own (read by signal ID
+// alone). A crash between the two steps leaves the entry pending with its failure result
+// stored: the partition's next owner hands it to the Handler, whose "already done" check
+// finds the result and re-publishes it without executing the signal, and the entry is
+// acknowledged. Only the dead-letter record and the OnDeadLetter hook are lost then; the
+// signal is not executed, and its failure stands.
 func (w *worker) deadLetter(it item, reason string, b budget, cause error) {
 	c, env := w.c, it.env
 	now := time.Now()
@@ -88,14 +102,14 @@ func (w *worker) deadLetter(it item, reason string, b budget, cause error) {
 	ok := w.retry("dead-lettering a signal", func() error {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 2*time.Second)
 		defer cancel()
+		if err := PublishResult(ctx, c.rdb, env, res); err != nil {
+			return err
+		}
 		_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			if err := queueResult(ctx, p, env, res); err != nil {
-				return err
-			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: store.QueueDeadLetters(), MaxLen: DeadLetterMaxLen, Approx: true, Values: dl.values()})
+			p.XAdd(ctx, &redis.XAddArgs{Stream: store.QueueDeadLetters(w.l.p), MaxLen: DeadLetterMaxLen, Approx: true, Values: dl.values()})
 			p.XAck(ctx, w.streams[it.i], Group, it.msg.ID)
 			p.XDel(ctx, w.streams[it.i], it.msg.ID)
-			p.Del(ctx, store.SignalAttempts(env.SignalID))
+			p.Del(ctx, store.SignalAttempts(env.BotID, env.SignalID))
 			return nil
 		})
 		return err
@@ -120,7 +134,7 @@ func (w *worker) deadLetterMalformed(i int, msg redis.XMessage, cause error) err
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 2*time.Second)
 	defer cancel()
 	_, err := w.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: store.QueueDeadLetters(), MaxLen: DeadLetterMaxLen, Approx: true, Values: dl.values()})
+		p.XAdd(ctx, &redis.XAddArgs{Stream: store.QueueDeadLetters(w.l.p), MaxLen: DeadLetterMaxLen, Approx: true, Values: dl.values()})
 		p.XAck(ctx, w.streams[i], Group, msg.ID)
 		p.XDel(ctx, w.streams[i], msg.ID)
 		return nil
@@ -134,39 +148,125 @@ func (w *worker) deadLetterMalformed(i int, msg redis.XMessage, cause error) err
 // ErrDeadLetterNotFound: no dead letter has that ID.
 var ErrDeadLetterNotFound = errors.New("queue: no such dead letter")
 
-// ListDeadLetters returns up to count dead letters, oldest first, starting after the ID
-// after ("" from the start).
-func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient, after string, count int64) ([]DeadLetter, error) {
-	start := "-"
-	if after != "" {
-		start = "(" + after
+// deadLetterID names entry id of partition's dead-letter stream (DeadLetter.ID).
+func deadLetterID(partition int, id string) string { return strconv.Itoa(partition) + "-" + id }
+
+// parseDeadLetterID splits a DeadLetter.ID into its partition and stream entry ID.
+func parseDeadLetterID(id string) (int, streamID, error) {
+	p, entry, _ := strings.Cut(id, "-")
+	n, err := strconv.Atoi(p)
+	sid, ok := parseStreamID(entry)
+	if err != nil || n < 0 || n >= Partitions || !ok {
+		return 0, streamID{}, fmt.Errorf("queue: %q is not a dead-letter ID (<partition>-<entry ID>, as listed)", id)
 	}
-	msgs, err := rdb.XRangeN(ctx, store.QueueDeadLetters(), start, "+", count).Result()
-	if err != nil {
+	return n, sid, nil
+}
+
+// streamID is a stream entry ID, "<ms>-<seq>", ordered as Redis orders them.
+type streamID struct{ ms, seq uint64 }
+
+func parseStreamID(s string) (streamID, bool) {
+	ms, seq, ok := strings.Cut(s, "-")
+	a, err1 := strconv.ParseUint(ms, 10, 64)
+	b, err2 := strconv.ParseUint(seq, 10, 64)
+	return streamID{a, b}, ok && err1 == nil && err2 == nil
+}
+
+func (s streamID) String() string {
+	return strconv.FormatUint(s.ms, 10) + "-" + strconv.FormatUint(s.seq, 10)
+}
+
+func (s streamID) compare(o streamID) int {
+	if c := cmp.Compare(s.ms, o.ms); c != 0 {
+		return c
+	}
+	return cmp.Compare(s.seq, o.seq)
+}
+
+// ListDeadLetters returns up to count dead letters of every partition, oldest first (by
+// entry ID, then partition), starting after the dead letter named after ("" from the
+// start): one XRANGE per partition, in one pipeline.
+func ListDeadLetters(ctx context.Context, rdb redis.UniversalClient, after string, count int64) ([]DeadLetter, error) {
+	start := func(int) string { return "-" }
+	if after != "" {
+		ap, aid, err := parseDeadLetterID(after)
+		if err != nil {
+			return nil, err
+		}
+		start = func(p int) string {
+			if p > ap { // same entry ID, later partition: still after
+				return aid.String()
+			}
+			return "(" + aid.String()
+		}
+	}
+	cmds := make([]*redis.XMessageSliceCmd, Partitions)
+	if _, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for p := range cmds {
+			cmds[p] = pipe.XRangeN(ctx, store.QueueDeadLetters(p), start(p), "+", count)
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	out := make([]DeadLetter, len(msgs))
-	for i, m := range msgs {
-		out[i] = deadLetterOf(m)
+	type listed struct {
+		p   int
+		id  streamID
+		msg redis.XMessage
+	}
+	var all []listed
+	for p, cmd := range cmds {
+		for _, m := range cmd.Val() {
+			id, _ := parseStreamID(m.ID)
+			all = append(all, listed{p, id, m})
+		}
+	}
+	slices.SortFunc(all, func(a, b listed) int {
+		if c := a.id.compare(b.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.p, b.p)
+	})
+	all = all[:min(int64(len(all)), max(count, 0))]
+	out := make([]DeadLetter, len(all))
+	for i, l := range all {
+		out[i] = deadLetterOf(l.p, l.msg)
 	}
 	return out, nil
 }
 
-// CountDeadLetters is the dead-letter stream's length.
+// CountDeadLetters is the number of dead letters of every partition.
 func CountDeadLetters(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	return rdb.XLen(ctx, store.QueueDeadLetters()).Result()
+	cmds := make([]*redis.IntCmd, Partitions)
+	if _, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for p := range cmds {
+			cmds[p] = pipe.XLen(ctx, store.QueueDeadLetters(p))
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, cmd := range cmds {
+		n += cmd.Val()
+	}
+	return n, nil
 }
 
 // GetDeadLetter reads one dead letter.
 func GetDeadLetter(ctx context.Context, rdb redis.UniversalClient, id string) (DeadLetter, error) {
-	msgs, err := rdb.XRangeN(ctx, store.QueueDeadLetters(), id, id, 1).Result()
+	p, sid, err := parseDeadLetterID(id)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	msgs, err := rdb.XRangeN(ctx, store.QueueDeadLetters(p), sid.String(), sid.String(), 1).Result()
 	if err != nil {
 		return DeadLetter{}, err
 	}
 	if len(msgs) == 0 {
 		return DeadLetter{}, ErrDeadLetterNotFound
 	}
-	return deadLetterOf(msgs[0]), nil
+	return deadLetterOf(p, msgs[0]), nil
 }
 
 // RetryDeadLetter queues a dead-lettered signal again under its signalId, behind its bot's
@@ -193,7 +293,12 @@ func RetryDeadLetter(ctx context.Context, rdb redis.UniversalClient, id string, 
 	if fresh {
 		env.ReceivedAt = time.Now().UnixMilli()
 	}
-	if err := rdb.Del(ctx, store.SignalResult(env.SignalID), store.SignalAttempts(env.SignalID)).Err(); err != nil {
+	// Two keys of two slots: two DELs, in one round trip.
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, store.SignalResult(env.SignalID))
+		p.Del(ctx, store.SignalAttempts(env.BotID, env.SignalID))
+		return nil
+	}); err != nil {
 		return Envelope{}, err
 	}
 	if _, err := Enqueue(ctx, rdb, env); err != nil {
@@ -201,12 +306,17 @@ func RetryDeadLetter(ctx context.Context, rdb redis.UniversalClient, id string, 
 	}
 	// A crash here leaves the dead letter beside the queued signal; retrying it again queues
 	// a second copy, which the executor's stored result turns into a no-op.
-	return env, rdb.XDel(ctx, store.QueueDeadLetters(), id).Err()
+	p, sid, _ := parseDeadLetterID(id) // GetDeadLetter accepted it
+	return env, rdb.XDel(ctx, store.QueueDeadLetters(p), sid.String()).Err()
 }
 
 // DropDeadLetter deletes a dead letter; its failure result stays.
 func DropDeadLetter(ctx context.Context, rdb redis.UniversalClient, id string) error {
-	n, err := rdb.XDel(ctx, store.QueueDeadLetters(), id).Result()
+	p, sid, err := parseDeadLetterID(id)
+	if err != nil {
+		return err
+	}
+	n, err := rdb.XDel(ctx, store.QueueDeadLetters(p), sid.String()).Result()
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func TestRetryBudgetDeadLetters(t *testing.T) {
 	if n := metricValue(t, r.c.m.deadLetters.WithLabelValues(ReasonBudget)); n != 1 {
 		t.Errorf("dead letters metric %v, want 1", n)
 	}
-	if n := rdb.Exists(ctx, store.SignalAttempts(bot+"/0")).Val(); n != 0 {
+	if n := rdb.Exists(ctx, store.SignalAttempts(bot, bot+"/0")).Val(); n != 0 {
 		t.Error("the attempt count outlived the dead letter")
 	}
 	eventually(t, 5*time.Second, "stream emptied", func() bool { return rdb.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val() == 0 })
@@ -140,7 +140,7 @@ func TestRetryBudgetByTimeAndAcrossExecutors(t *testing.T) {
 	bots := botsIn(9, 2)
 	slow, counted := bots[0], bots[1]
 	// Another executor already spent 4 of 5 attempts on counted/0.
-	rdb.HSet(ctx, store.SignalAttempts(counted+"/0"), "n", 4, "first", time.Now().UnixMilli())
+	rdb.HSet(ctx, store.SignalAttempts(counted, counted+"/0"), "n", 4, "first", time.Now().UnixMilli())
 	var calls [2]atomic.Int32
 	startConsumer(t, dedicated(t, rdb), Options{MaxAttempts: 5, MaxElapsed: 700 * time.Millisecond}, func(_ context.Context, env Envelope) error {
 		if env.BotID == slow {

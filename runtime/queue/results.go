@@ -23,23 +23,13 @@ const ResultTTL = 24 * time.Hour
 // waiter that hears nothing (a dropped subscription) still finds the result with GetResult.
 // The message is the signalId, a newline and the result JSON: the Waiter dispatches on the
 // ID without decoding results nobody waits for any more.
+//
+// The result key is in a slot of its own (store.SignalResult), so it is never written in a
+// transaction with the signal's partition keys: whoever finishes a signal stores its result
+// first and acknowledges the entry after, and a crash in between leaves an entry whose
+// result exists, which Idempotent (the executor's "already done" check) finishes without
+// executing the signal again.
 func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope, res result.Result) error {
-	var qerr error
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		qerr = queueResult(ctx, p, env, res)
-		return qerr
-	})
-	if qerr != nil {
-		return qerr
-	}
-	if err != nil {
-		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
-	}
-	return nil
-}
-
-// queueResult queues PublishResult's writes on p (a pipeline or a transaction).
-func queueResult(ctx context.Context, p redis.Pipeliner, env Envelope, res result.Result) error {
 	if env.SignalID == "" || strings.ContainsAny(env.SignalID, "\r\n") {
 		return fmt.Errorf("queue: publish result: bad signal ID %q", env.SignalID)
 	}
@@ -57,9 +47,15 @@ func queueResult(ctx context.Context, p redis.Pipeliner, env Envelope, res resul
 	if err != nil {
 		return fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
 	}
-	p.Set(ctx, store.SignalResult(env.SignalID), data, ResultTTL)
-	if env.ReplyTo != "" {
-		p.Publish(ctx, env.ReplyTo, encodeReply(env.SignalID, data))
+	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, store.SignalResult(env.SignalID), data, ResultTTL)
+		if env.ReplyTo != "" {
+			p.Publish(ctx, env.ReplyTo, encodeReply(env.SignalID, data))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
 	}
 	return nil
 }

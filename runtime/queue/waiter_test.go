@@ -162,7 +162,9 @@ func TestWaiterResyncAfterDroppedSubscription(t *testing.T) {
 	if err := PublishResult(ctx, rdb, Envelope{SignalID: "lost-msg", BotID: "b"}, result.Result{Success: true, Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+	if err := storetest.ForEachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		return n.ClientKillByFilter(ctx, "TYPE", "pubsub").Err()
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if r := receive(t, ch); r.Message != "done" {

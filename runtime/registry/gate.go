@@ -2,8 +2,6 @@ package registry
 
 import (
 	"strconv"
-
-	"github.com/sigops/sigops/runtime/queue"
 )
 
 // Gate fields: the few facts the webhook intake checks on every signal, kept as plain hash
@@ -21,7 +19,6 @@ const (
 	FieldRatePerMinute  = "ratePerMinute"
 	FieldRateBurst      = "rateBurst"
 	FieldDedupeMillis   = "dedupeMillis"
-	FieldPartition      = "partition"
 
 	// FieldPause is the runtime pause's reason (PauseErrors, PauseRisk, PauseDowngrade);
 	// FieldPauseUntil is when it ends in ms since epoch (0: until resumed).
@@ -44,6 +41,5 @@ func gateFields(b Bot) []any {
 		FieldRatePerMinute, strconv.Itoa(int(b.RateLimit.PerMinute)),
 		FieldRateBurst, strconv.Itoa(int(b.RateLimit.Burst)),
 		FieldDedupeMillis, strconv.FormatInt(b.DedupeWindowMillis, 10),
-		FieldPartition, strconv.Itoa(queue.PartitionOf(b.ID)),
 	}
 }

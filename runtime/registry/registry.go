@@ -20,6 +20,11 @@ const (
 	fieldOwner     = "owner"
 	fieldBot       = "bot"
 	fieldDeletedAt = "deletedAt"
+	// fieldWebhookOld and fieldOwnerOld note, in the bot's hash, the webhook hash and owner a
+	// projection replaced until it has deleted that route and left that owner's set: a crash
+	// in between leaves them for the next projection (or removal) to finish.
+	fieldWebhookOld = "webhookOld"
+	fieldOwnerOld   = "ownerOld"
 )
 
 var (
@@ -42,8 +47,22 @@ type Registry struct {
 // New returns a Registry on rdb.
 func New(rdb redis.UniversalClient) *Registry { return &Registry{rdb: rdb} }
 
-// Project writes bot and routes webhookHash to it, in one transaction: a previous webhook
-// hash of the bot stops resolving in the same step, so a regenerated URL dies at once.
+// Project writes bot and routes webhookHash to it. The keys involved live in different Redis
+// Cluster slots (the route in its own, the owner's and all bots' sets in theirs, the bot's
+// hash in its partition's), so it is a sequence of single-slot steps, ordered so that a
+// crash between any two leaves a state that routes no webhook to the wrong bot and that the
+// next Project (every reconcile runs one) completes. The switch is the webhook field of the
+// bot's hash: the intake admits a signal only when the bot its route leads to names that
+// webhook hash (runtime/intake).
+//
+//  1. finish what an interrupted projection left noted in the bot's hash (settle);
+//  2. route webhookHash to the bot, unless it routes to another live bot (ErrWebhookInUse).
+//     The new URL does not work yet: the bot's hash does not name it;
+//  3. add the bot to its owner's set and to the set of all bots;
+//  4. the switch: write the bot's hash with webhookHash, noting the webhook hash and owner it
+//     replaces. From here the new URL works and a regenerated one answers INVALID_WEBHOOK;
+//  5. settle: delete the replaced route (while it still leads to this bot), take the bot
+//     out of the replaced owner's set, and clear the notes.
 func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) error {
 	if bot.ID == "" || webhookHash == "" {
 		return fmt.Errorf("project bot: empty id or webhook hash")
@@ -53,77 +72,150 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 		return err
 	}
 	botKey, hookKey := store.Bot(bot.ID), store.Webhook(webhookHash)
+	var notes *redis.SliceCmd
+	var route *redis.SliceCmd
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		notes = p.HMGet(ctx, botKey, fieldWebhookOld, fieldOwnerOld)
+		route = p.HMGet(ctx, hookKey, fieldBot, fieldDeletedAt)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := r.settle(ctx, bot.ID, notes.Val()); err != nil {
+		return err
+	}
+	if v := route.Val(); asString(v[0]) != bot.ID || asString(v[1]) != "" {
+		if err := r.route(ctx, bot.ID, hookKey); err != nil {
+			return err
+		}
+	}
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, store.OwnerBots(bot.Owner), bot.ID)
+		p.SAdd(ctx, store.AllBots(), bot.ID)
+		return nil
+	}); err != nil {
+		return err
+	}
+	args := append([]any{fieldWebhook, webhookHash, fieldOwner, bot.Owner, fieldWebhookOld, fieldOwnerOld,
+		fieldConfig, data}, gateFields(bot)...)
+	replaced, err := switchScript.Run(ctx, r.rdb, []string{botKey}, args...).Slice()
+	if err != nil {
+		return err
+	}
+	return r.settle(ctx, bot.ID, replaced)
+}
+
+// switchScript writes a bot's hash (KEYS[1]) and notes what it replaces. ARGV: the webhook
+// field and hash, the owner field and owner, the two note fields, then the other field/value
+// pairs. Returns the replaced webhook hash and owner (” when unchanged), as noted.
+var switchScript = redis.NewScript(`
+local prev = redis.call('HMGET', KEYS[1], ARGV[1], ARGV[3])
+local out = {'', ''}
+if prev[1] and prev[1] ~= ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[5], prev[1])
+  out[1] = prev[1]
+end
+if prev[2] and prev[2] ~= ARGV[4] then
+  redis.call('HSET', KEYS[1], ARGV[6], prev[2])
+  out[2] = prev[2]
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], unpack(ARGV, 7))
+return out
+`)
+
+// route points the route hookKey at bot id, replacing whatever was there (a tombstone of a
+// restored ID included) unless it leads to another live bot.
+func (r *Registry) route(ctx context.Context, id, hookKey string) error {
 	return r.retry(ctx, func(tx *redis.Tx) error {
-		prev, err := tx.HMGet(ctx, botKey, fieldWebhook, fieldOwner).Result()
+		v, err := tx.HMGet(ctx, hookKey, fieldBot, fieldDeletedAt).Result()
 		if err != nil {
 			return err
 		}
-		oldHash, oldOwner := asString(prev[0]), asString(prev[1])
-		route, err := tx.HMGet(ctx, hookKey, fieldBot, fieldDeletedAt).Result()
-		if err != nil {
-			return err
-		}
-		if other := asString(route[0]); other != "" && other != bot.ID && asString(route[1]) == "" {
+		if other := asString(v[0]); other != "" && other != id && asString(v[1]) == "" {
 			return ErrWebhookInUse
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, botKey, append([]any{fieldConfig, data, fieldWebhook, webhookHash, fieldOwner, bot.Owner}, gateFields(bot)...)...)
-			// Replace whatever was there (a tombstone of a restored ID included).
 			p.Del(ctx, hookKey)
-			p.HSet(ctx, hookKey, fieldBot, bot.ID)
-			if oldHash != "" && oldHash != webhookHash {
-				p.Del(ctx, store.Webhook(oldHash))
-			}
-			if oldOwner != "" && oldOwner != bot.Owner {
-				p.SRem(ctx, store.OwnerBots(oldOwner), bot.ID)
-			}
-			p.SAdd(ctx, store.OwnerBots(bot.Owner), bot.ID)
-			p.SAdd(ctx, store.AllBots(), bot.ID)
+			p.HSet(ctx, hookKey, fieldBot, id)
 			return nil
 		})
 		return err
-	}, botKey, hookKey)
+	}, hookKey)
 }
+
+// settle finishes a projection's clean-up noted in the bot's hash: notes are the replaced
+// webhook hash and owner (HMGET of fieldWebhookOld and fieldOwnerOld, or switchScript's
+// answer). Each step can be repeated.
+func (r *Registry) settle(ctx context.Context, id string, notes []any) error {
+	oldHook, oldOwner := asString(notes[0]), asString(notes[1])
+	if oldHook == "" && oldOwner == "" {
+		return nil
+	}
+	if oldHook != "" {
+		if err := dropRouteScript.Run(ctx, r.rdb, []string{store.Webhook(oldHook)}, fieldBot, id).Err(); err != nil {
+			return err
+		}
+	}
+	if oldOwner != "" {
+		if err := r.rdb.SRem(ctx, store.OwnerBots(oldOwner), id).Err(); err != nil {
+			return err
+		}
+	}
+	return r.rdb.HDel(ctx, store.Bot(id), fieldWebhookOld, fieldOwnerOld).Err()
+}
+
+// dropRouteScript deletes a route (KEYS[1]) only while it leads to bot ARGV[2] (ARGV[1] is
+// the bot field): by the time a replaced route is deleted, another bot may have taken it.
+var dropRouteScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
 
 // Remove deletes a bot's runtime state and turns its webhook routes into tombstones that
 // answer BOT_DELETED for ttl. extraHashes are webhook hashes known from elsewhere (the
 // bot's Secret) in case the projection never happened.
+//
+// Like Project it is a sequence of single-slot steps, and the bot's hash, read first and
+// deleted last, records what remains to do: the routes (current, a replaced one not yet
+// deleted, extraHashes) become tombstones, the bot leaves its owner's (and a replaced
+// owner's) set and the set of all bots, then the hash goes. A crash before the end leaves
+// the hash for the next Remove to read again; the intake, which checks the hash, keeps
+// admitting the bot's signals until it goes, as it did until the removal started.
 func (r *Registry) Remove(ctx context.Context, id string, ttl time.Duration, extraHashes ...string) error {
 	botKey := store.Bot(id)
-	return r.retry(ctx, func(tx *redis.Tx) error {
-		prev, err := tx.HMGet(ctx, botKey, fieldWebhook, fieldOwner).Result()
-		if err != nil {
+	prev, err := r.rdb.HMGet(ctx, botKey, fieldWebhook, fieldOwner, fieldWebhookOld, fieldOwnerOld).Result()
+	if err != nil {
+		return err
+	}
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	for _, h := range uniqueNonEmpty(append([]string{asString(prev[0]), asString(prev[2])}, extraHashes...)) {
+		// Only this bot's own routes (or none) become its tombstones.
+		if err := tombstoneScript.Run(ctx, r.rdb, []string{store.Webhook(h)}, fieldBot, id, fieldDeletedAt, now,
+			ttl.Milliseconds()).Err(); err != nil {
 			return err
 		}
-		hashes := uniqueNonEmpty(append([]string{asString(prev[0])}, extraHashes...))
-		var tombstone []string
-		for _, h := range hashes {
-			// Only this bot's own routes become its tombstones.
-			owner, err := tx.HGet(ctx, store.Webhook(h), fieldBot).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			if owner == "" || owner == id {
-				tombstone = append(tombstone, h)
-			}
+	}
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, o := range uniqueNonEmpty([]string{asString(prev[1]), asString(prev[3])}) {
+			p.SRem(ctx, store.OwnerBots(o), id)
 		}
-		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, botKey)
-			for _, h := range tombstone {
-				k := store.Webhook(h)
-				p.HSet(ctx, k, fieldBot, id, fieldDeletedAt, now)
-				p.Expire(ctx, k, ttl)
-			}
-			if o := asString(prev[1]); o != "" {
-				p.SRem(ctx, store.OwnerBots(o), id)
-			}
-			p.SRem(ctx, store.AllBots(), id)
-			return nil
-		})
+		p.SRem(ctx, store.AllBots(), id)
+		return nil
+	}); err != nil {
 		return err
-	}, botKey)
+	}
+	return r.rdb.Del(ctx, botKey).Err()
 }
+
+// tombstoneScript marks a route (KEYS[1]) deleted for ARGV[5] ms, unless it leads to another
+// bot. ARGV: the bot field and bot ID, the deletedAt field and time.
+var tombstoneScript = redis.NewScript(`
+local b = redis.call('HGET', KEYS[1], ARGV[1])
+if b and b ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`)
 
 // Route is where a webhook hash leads.
 type Route struct {
@@ -134,7 +226,12 @@ type Route struct {
 // Resolve maps a webhook hash to its bot. ErrNotFound means the ID never existed or was
 // regenerated (401 INVALID_WEBHOOK); Deleted means the bot is gone (403 BOT_DELETED).
 func (r *Registry) Resolve(ctx context.Context, webhookHash string) (Route, error) {
-	v, err := r.rdb.HMGet(ctx, store.Webhook(webhookHash), fieldBot, fieldDeletedAt).Result()
+	return ResolveRoute(ctx, r.rdb, webhookHash)
+}
+
+// ResolveRoute is Resolve on any client (runtime/intake's).
+func ResolveRoute(ctx context.Context, c redis.HashCmdable, webhookHash string) (Route, error) {
+	v, err := c.HMGet(ctx, store.Webhook(webhookHash), fieldBot, fieldDeletedAt).Result()
 	if err != nil {
 		return Route{}, err
 	}

@@ -9,33 +9,38 @@ import "github.com/sigops/sigops/runtime/emails"
 //
 //	sigops:users                               set    every user ID
 //	sigops:user:{id}                           hash   account: name, email, password hash, tier, wallet, generation
-//	sigops:user:email:{email}                  string lower-cased email -> user ID (uniqueness)
+//	sigops:user:email:<email>                  string lower-cased email -> user ID (uniqueness)
 //	sigops:user:{id}:sessions                  set    session hashes of a user (clean-up on password change)
 //	sigops:user:{id}:oauth                     set    OAuth authorization IDs of a user (connected apps)
-//	sigops:session:{sha256}                    hash   dashboard session: user, generation, CSRF token; TTL 7 days sliding
-//	sigops:bearer:{jti}                        string live bearer JWT (login/dashboard token) -> user ID; TTL 7 days sliding
-//	sigops:oauth:client:{clientId}             hash   registered OAuth client
-//	sigops:oauth:code:{sha256}                 hash   authorization code (60 s, single use; kept longer to catch replays)
-//	sigops:oauth:pending:{userId}              hash   a user's authorization requests waiting for consent: request ID -> "<expires ms>:<JSON>"; at most auth.MaxPendingPerUser
+//	sigops:session:<sha256>                    hash   dashboard session: user, generation, CSRF token; TTL 7 days sliding
+//	sigops:bearer:<jti>                        string live bearer JWT (login/dashboard token) -> user ID; TTL 7 days sliding
+//	sigops:oauth:client:<clientId>             hash   registered OAuth client
+//	sigops:oauth:code:<sha256>                 hash   authorization code (60 s, single use; kept longer to catch replays)
+//	sigops:oauth:pending:<userId>              hash   a user's authorization requests waiting for consent: request ID -> "<expires ms>:<JSON>"; at most auth.MaxPendingPerUser
 //	sigops:oauth:auth:{authId}                 hash   one authorization (token family): user, client, scope, revokedAt
-//	sigops:oauth:auth:{authId}:rt:{sha256}     hash   one refresh token of that family (current or used)
-//	sigops:oauth:revoked:{jti}                 string one revoked access token until its expiry
-//	sigops:ratelimit:{login}:{kind}:{subject}  string login attempt counter of a window (login-account, login-ip)
-//	sigops:loginlock:{login}:{account}         string a password check of this account is running (SET NX PX)
-//	sigops:ratelimit:{register}:{kind}:{subj}  string client registration counter of a window (address, /48, global)
+//	sigops:oauth:auth:{authId}:rt:<sha256>     hash   one refresh token of that family (current or used)
+//	sigops:oauth:revoked:<jti>                 string one revoked access token until its expiry
+//	sigops:ratelimit:{login}:<kind>:<subject>  string login attempt counter of a window (login-account, login-ip)
+//	sigops:loginlock:{login}:<account>         string a password check of this account is running (SET NX PX)
+//	sigops:ratelimit:{register}:<kind>:<subj>  string client registration counter of a window (address, /48, global)
 //
-// ({login} and {register} are literal text, not placeholders.) An authorization's keys share
-// the hash tag {authId}, so the refresh rotation script touches one Redis Cluster slot. The
-// login counters and locks share the literal hash tag {login}, and the registration counters
-// {register}: each gate is one script over several keys (account and address; address, /48
-// and global), which Redis Cluster runs only when they hash to one slot. That puts all login
-// counters on one shard; logins are human-paced, so one shard carries them easily.
+// The braces are Redis Cluster hash tags ({login} and {register} are literal text); keys
+// without one are in a slot of their own and only ever touched alone. A user's hash and its
+// session and authorization sets share the tag {id}; the email index and the set of all
+// users are single keys in other slots, so creating a user is a sequence of single-slot
+// steps (runtime/auth users.go says in which order, and why a crash between them is
+// harmless). An authorization's keys share the hash tag {authId}, so the refresh rotation
+// script touches one slot. The login counters and locks share the literal tag {login}, and
+// the registration counters {register}: each gate is one script over several keys (account
+// and address; address, /48 and global), which Redis Cluster runs only when they hash to
+// one slot. That puts all login counters on one shard; logins are human-paced, so one
+// shard carries them easily.
 
 // Users is the set of every user ID.
 func Users() string { return prefix + "users" }
 
-// User is one account.
-func User(id string) string { return prefix + "user:" + id }
+// User is one account, in the slot of its ID.
+func User(id string) string { return prefix + "user:{" + id + "}" }
 
 // UserByEmail maps a canonical email (emails.Canonical) to its user ID.
 func UserByEmail(email string) string {

@@ -1,28 +1,21 @@
 package store
 
-// Keys of the webhook intake (runtime/intake). The intake's Lua script builds them from
-// these prefixes and the bot ID it looks up, so the prefixes are exported as such.
+// Keys of the webhook intake (runtime/intake), in the bot's partition slot ({N}) so that the
+// intake script (bot hash, these keys and the partition's stream) runs on one slot:
 //
-//	sigops:rl:bot:{bot}                 string  GCRA theoretical arrival time (ms) of the bot's rate limit
-//	sigops:idem:{bot}:{sha256(key)}     string  first signalId of an Idempotency-Key (24 h)
-//	sigops:dedupe:{bot}:{sha256(body)}  string  first signalId of a body inside the bot's dedupeWindow
+//	sigops:rl:{N}:<bot>                    string  GCRA theoretical arrival time (ms) of the bot's rate limit
+//	sigops:idem:{N}:<bot>:<sha256(key)>    string  first signalId of an Idempotency-Key (24 h)
+//	sigops:dedupe:{N}:<bot>:<sha256(body)> string  first signalId of a body inside the bot's dedupeWindow
 
-// BotKeyPrefix + bot ID is Bot(id).
-func BotKeyPrefix() string { return Bot("") }
+// RateLimit is the bot's rate-limit state.
+func RateLimit(botID string) string { return prefix + "rl:" + botTag(botID) + ":" + botID }
 
-// RateLimitPrefix + bot ID is the bot's rate-limit state.
-func RateLimitPrefix() string { return prefix + "rl:bot:" }
+// Idempotency is the record of one Idempotency-Key (its SHA-256, hex) of a bot.
+func Idempotency(botID, hash string) string {
+	return prefix + "idem:" + botTag(botID) + ":" + botID + ":" + hash
+}
 
-// IdempotencyPrefix + bot ID + ":" + hash is an Idempotency-Key record.
-func IdempotencyPrefix() string { return prefix + "idem:" }
-
-// DedupePrefix + bot ID + ":" + hash is a dedupe-window record.
-func DedupePrefix() string { return prefix + "dedupe:" }
-
-// QueueStreamParts splits QueueStream(partition, priority) around the partition number, for
-// scripts that learn the partition from Redis.
-func QueueStreamParts(priority int) (before, after string) {
-	k := QueueStream(0, priority)
-	i := len(prefix + "q:{")
-	return k[:i], k[i+1:]
+// Dedupe is the dedupe-window record of one body (its SHA-256, hex) of a bot.
+func Dedupe(botID, hash string) string {
+	return prefix + "dedupe:" + botTag(botID) + ":" + botID + ":" + hash
 }

@@ -3,18 +3,26 @@ package store
 // Keys of the trading core: the paper exchange, the executor's order/position/trade book,
 // risk counters and runtime pauses, and the price watcher.
 //
-//	sigops:paper:{id}:orders              hash   paper exchange orders by client order ID (JSON)
-//	sigops:paper:{id}:pos                 hash   paper exchange per-bot holdings and futures positions
-//	sigops:book:{bot}:pos:{symbol}        string one open position of a bot (JSON)
-//	sigops:book:{bot}:positions           set    symbols with an open position of a bot
-//	sigops:book:{bot}:order:{clientId}    string one order of a bot (JSON)
-//	sigops:book:{bot}:orders              list   client order IDs of a bot, newest first
-//	sigops:book:{bot}:trades              list   realised trades of a bot (JSON), oldest first
-//	sigops:risk:{bot}                     hash   risk counters: day, dayPnl, consecutiveLosses, consecutiveErrors
-//	sigops:sig:{signalId}                 hash   executor progress of one signal: plan, leg requests, applied legs
-//	sigops:watch                          hash   positions with a stop-loss, take-profit or liquidation price
-//	sigops:watch:fired:{signalId}         string marker: the watcher enqueued this trigger
-//	sigops:events:bots                    pubsub bot IDs whose runtime availability changed
+// A bot's book, risk counters and signal progress carry its partition's tag ({N}), as does
+// the watch index of that partition and the bot's hash (which holds the runtime pause), so
+// that the executor's booking transaction (progress, order, position, positions set,
+// trades, risk counters, pause, watch entry) is one slot. A paper account's keys carry the
+// account ID as their tag, so that the paper exchange's WATCH transaction (balance,
+// orders, holdings) is one slot.
+//
+//	sigops:paper:{id}                       hash   simulated balance of a paper account
+//	sigops:paper:{id}:orders                hash   paper exchange orders by client order ID (JSON)
+//	sigops:paper:{id}:pos                   hash   paper exchange per-bot holdings and futures positions
+//	sigops:book:{N}:<bot>:pos:<symbol>      string one open position of a bot (JSON)
+//	sigops:book:{N}:<bot>:positions         set    symbols with an open position of a bot
+//	sigops:book:{N}:<bot>:order:<clientId>  string one order of a bot (JSON)
+//	sigops:book:{N}:<bot>:orders            list   client order IDs of a bot, newest first
+//	sigops:book:{N}:<bot>:trades            list   realised trades of a bot (JSON), oldest first
+//	sigops:risk:{N}:<bot>                   hash   risk counters: day, dayPnl, consecutiveLosses, consecutiveErrors
+//	sigops:sig:{N}:<signalId>               hash   executor progress of one signal: plan, leg requests, applied legs
+//	sigops:watch:{N}                        hash   the partition's positions with a stop-loss, take-profit or liquidation price
+//	sigops:watch:{N}:fired:<signalId>       string marker: the watcher enqueued this trigger
+//	sigops:events:bots                      pubsub bot IDs whose runtime availability changed
 //
 // Runtime pauses live in the bot's own hash (Bot) as the fields registry.FieldPause and
 // registry.FieldPauseUntil, written only through runtime/registry's pause API and read by
@@ -24,6 +32,9 @@ package store
 // pause changed, so that the manager mirrors it into the SignalBot's status.
 func BotEvents() string { return prefix + "events:bots" }
 
+// PaperAccount is the simulated balance of one paper account.
+func PaperAccount(id string) string { return prefix + "paper:{" + id + "}" }
+
 // PaperOrders holds the paper exchange's orders of one account, by client order ID.
 func PaperOrders(accountID string) string { return PaperAccount(accountID) + ":orders" }
 
@@ -31,33 +42,38 @@ func PaperOrders(accountID string) string { return PaperAccount(accountID) + ":o
 // one account. Bots sharing an account never net against each other.
 func PaperPositions(accountID string) string { return PaperAccount(accountID) + ":pos" }
 
+// book is the prefix of a bot's book keys.
+func book(botID string) string { return prefix + "book:" + botTag(botID) + ":" + botID }
+
 // BookPosition is one open position of a bot on a symbol.
-func BookPosition(botID, symbol string) string {
-	return prefix + "book:" + botID + ":pos:" + symbol
-}
+func BookPosition(botID, symbol string) string { return book(botID) + ":pos:" + symbol }
 
 // BookPositions is the set of symbols on which a bot has an open position.
-func BookPositions(botID string) string { return prefix + "book:" + botID + ":positions" }
+func BookPositions(botID string) string { return book(botID) + ":positions" }
 
 // BookOrder is one order of a bot, by client order ID.
-func BookOrder(botID, clientOrderID string) string {
-	return prefix + "book:" + botID + ":order:" + clientOrderID
-}
+func BookOrder(botID, clientOrderID string) string { return book(botID) + ":order:" + clientOrderID }
 
 // BookOrders lists a bot's client order IDs, newest first.
-func BookOrders(botID string) string { return prefix + "book:" + botID + ":orders" }
+func BookOrders(botID string) string { return book(botID) + ":orders" }
 
 // BookTrades lists a bot's realised trades, oldest first (analytics reads it).
-func BookTrades(botID string) string { return prefix + "book:" + botID + ":trades" }
+func BookTrades(botID string) string { return book(botID) + ":trades" }
 
 // RiskCounters holds a bot's risk counters.
-func RiskCounters(botID string) string { return prefix + "risk:" + botID }
+func RiskCounters(botID string) string { return prefix + "risk:" + botTag(botID) + ":" + botID }
 
-// SignalProgress is the executor's progress record of one signal (its exactly-once guard).
-func SignalProgress(signalID string) string { return prefix + "sig:" + signalID }
+// SignalProgress is the executor's progress record of one signal (its exactly-once guard),
+// in the slot of the bot the signal was queued for.
+func SignalProgress(botID, signalID string) string {
+	return prefix + "sig:" + botTag(botID) + ":" + signalID
+}
 
-// Watch is the price watcher's index of positions with exit prices.
-func Watch() string { return prefix + "watch" }
+// Watch is one partition's part of the price watcher's index of positions with exit prices
+// (field "<bot>|<symbol>"). The watcher reads every partition's.
+func Watch(partition int) string { return prefix + "watch:" + partitionTag(partition) }
 
-// WatchFired marks a watcher trigger as enqueued.
-func WatchFired(signalID string) string { return prefix + "watch:fired:" + signalID }
+// WatchFired marks a watcher trigger of a bot's position as enqueued.
+func WatchFired(botID, signalID string) string {
+	return Watch(PartitionOf(botID)) + ":fired:" + signalID
+}

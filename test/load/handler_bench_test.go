@@ -81,10 +81,10 @@ func BenchmarkWebhookdIntake(b *testing.B) {
 	// go-redis's automatic pipelining (an experiment, not what webhookd does today).
 	variants := []struct {
 		name   string
-		script func() (redis.Scripter, func())
+		script func() (intake.Client, func())
 	}{
-		{"as-deployed", func() (redis.Scripter, func()) { return rdb, func() {} }},
-		{"autopipeline", func() (redis.Scripter, func()) {
+		{"as-deployed", func() (intake.Client, func()) { return rdb, func() {} }},
+		{"autopipeline", func() (intake.Client, func()) {
 			ap, err := rdb.AutoPipeline()
 			if err != nil {
 				b.Fatal(err)
@@ -101,7 +101,7 @@ func BenchmarkWebhookdIntake(b *testing.B) {
 	}
 }
 
-func benchHandler(b *testing.B, rds *stack.Redis, rdb redis.UniversalClient, script redis.Scripter, waiter *queue.Waiter, paths []string) {
+func benchHandler(b *testing.B, rds *stack.Redis, rdb redis.UniversalClient, script intake.Client, waiter *queue.Waiter, paths []string) {
 	ctx := b.Context()
 	srv, err := webhookd.New(webhookd.Options{
 		Intake: intake.New(script), Waiter: waiter, Symbols: func() *signal.Symbols { return paperSymbols },
