@@ -107,7 +107,7 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 
 // switchScript writes a bot's hash (KEYS[1]) and notes what it replaces. ARGV: the webhook
 // field and hash, the owner field and owner, the two note fields, then the other field/value
-// pairs. Returns the replaced webhook hash and owner (” when unchanged), as noted.
+// pairs. Returns the replaced webhook hash and owner (empty when unchanged), as noted.
 var switchScript = redis.NewScript(`
 local prev = redis.call('HMGET', KEYS[1], ARGV[1], ARGV[3])
 local out = {'', ''}
