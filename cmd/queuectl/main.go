@@ -1,10 +1,13 @@
 // Command queuectl lets an operator look after the signal queue's dead letters: signals the
-// executor gave up on (retry budget spent, a panic, an undecodable entry).
+// executor gave up on (retry budget spent, a panic, an undecodable entry). It also carries
+// the Redis data of an installation without hash-tagged keys over to the current key names
+// (runtime/store/keymigration), once, during the upgrade.
 //
 //	queuectl [redis flags] dead list [-after ID] [-n 50] [-json]
 //	queuectl [redis flags] dead show ID
 //	queuectl [redis flags] dead retry [-fresh] ID
 //	queuectl [redis flags] dead drop ID
+//	queuectl [redis flags] migrate-keys [-dry-run]
 package main
 
 import (
@@ -22,12 +25,14 @@ import (
 
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/keymigration"
 )
 
 const usage = `usage: queuectl [flags] dead list [-after ID] [-n 50] [-json]
        queuectl [flags] dead show ID
        queuectl [flags] dead retry [-fresh] ID
        queuectl [flags] dead drop ID
+       queuectl [flags] migrate-keys [-dry-run]
 `
 
 func main() {
@@ -36,16 +41,23 @@ func main() {
 	flag.Usage = func() { fmt.Fprint(os.Stderr, usage); flag.PrintDefaults() }
 	flag.Parse()
 	args := flag.Args()
-	if len(args) < 2 || args[0] != "dead" {
+	run, timeout := dead, 30*time.Second
+	switch {
+	case len(args) >= 2 && args[0] == "dead":
+		args = args[1:]
+	case len(args) >= 1 && args[0] == "migrate-keys":
+		// A large installation has millions of keys to scan and rename.
+		run, timeout = migrateKeys, time.Hour
+	default:
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	rdb, err := store.Connect(ctx, ro)
 	if err == nil {
 		defer rdb.Close()
-		err = dead(ctx, rdb, os.Stdout, args[1], args[2:])
+		err = run(ctx, rdb, os.Stdout, args[0], args[1:])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "queuectl:", err)
@@ -105,6 +117,21 @@ func dead(ctx context.Context, rdb redis.UniversalClient, out io.Writer, cmd str
 		return err
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+// migrateKeys runs the key migration and prints what it did.
+func migrateKeys(ctx context.Context, rdb redis.UniversalClient, out io.Writer, cmd string, args []string) error {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	dry := fs.Bool("dry-run", false, "report what would move, change nothing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	report, err := keymigration.Run(ctx, rdb, *dry)
+	if *dry {
+		fmt.Fprintln(out, "dry run: nothing was changed")
+	}
+	fmt.Fprint(out, report)
+	return err
 }
 
 func table(out io.Writer, dls []queue.DeadLetter) error {

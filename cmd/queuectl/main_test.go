@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -72,5 +73,35 @@ func TestDeadLetterCommands(t *testing.T) {
 	}
 	if err := dead(ctx, rdb, &bytes.Buffer{}, "drop", []string{second}); err == nil {
 		t.Error("dropping a missing dead letter succeeded")
+	}
+}
+
+// migrate-keys: a dry run reports and changes nothing, the run renames.
+func TestMigrateKeysCommand(t *testing.T) {
+	srv, err := storetest.StartServer() // the migration is for the single server of the old layout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	rdb := srv.Client()
+	defer rdb.Close()
+	ctx := context.Background()
+	rdb.HSet(ctx, "sigops:risk:bot-1", "consecutiveErrors", "2")
+	var out bytes.Buffer
+	if err := migrateKeys(ctx, rdb, &out, "migrate-keys", []string{"-dry-run"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "dry run") || !regexp.MustCompile(`risk counters\s+moved\s+1`).MatchString(s) {
+		t.Errorf("dry run printed:\n%s", s)
+	}
+	if rdb.Exists(ctx, store.RiskCounters("bot-1")).Val() != 0 {
+		t.Fatal("the dry run renamed")
+	}
+	out.Reset()
+	if err := migrateKeys(ctx, rdb, &out, "migrate-keys", nil); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.HGet(ctx, store.RiskCounters("bot-1"), "consecutiveErrors").Val() != "2" {
+		t.Fatalf("not renamed; printed:\n%s", out.String())
 	}
 }

@@ -29,6 +29,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/store/keymigration"
 	"github.com/sigops/sigops/test/stack"
 )
 
@@ -234,6 +235,9 @@ func (s *localStack) start(ctx context.Context) error {
 	if s.redis, err = stack.StartRedis(ctx, stack.RedisOptions{Port: port, DataDir: s.redisDir, LogFile: s.redisLog}); err != nil {
 		return err
 	}
+	if err := migrateKeys(ctx, s.redis); err != nil {
+		return err
+	}
 
 	fmt.Printf("building and starting the manager (log: %s)\n", s.rel(s.managerLog))
 	bin, err := stack.BuildManager(ctx, s.root)
@@ -361,4 +365,19 @@ func (s *localStack) stop() {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "error:", err)
 	return 1
+}
+
+// migrateKeys carries Redis data kept in bin/local by a build whose keys had no hash tags
+// over to the current names, before anything reads it; on current data it changes nothing.
+func migrateKeys(ctx context.Context, r *stack.Redis) error {
+	rdb := r.Client()
+	defer rdb.Close()
+	report, err := keymigration.Run(ctx, rdb, false)
+	if err != nil {
+		return fmt.Errorf("migrating the Redis keys: %w", err)
+	}
+	if n := report.Moved(); n > 0 {
+		fmt.Printf("carried %d Redis keys (or entries) over to their hash-tagged names\n", n)
+	}
+	return nil
 }

@@ -15,3 +15,6 @@ func IsNoGroup(err error) bool { return redis.HasErrorPrefix(err, "NOGROUP") }
 // IsOutOfMemory reports a write Redis refused because maxmemory is reached (policy
 // noeviction).
 func IsOutOfMemory(err error) bool { return redis.HasErrorPrefix(err, "OOM") }
+
+// IsNoSuchKey reports Redis's answer to RENAME (and RENAMENX) of a key that does not exist.
+func IsNoSuchKey(err error) bool { return redis.HasErrorPrefix(err, "no such key") }

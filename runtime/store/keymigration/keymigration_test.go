@@ -1,0 +1,211 @@
+package keymigration_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/keymigration"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+const hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// oldLayout writes keys as an installation without hash tags has them (the names are spelt
+// out here because no code writes them any more).
+func oldLayout(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	bot := registry.Bot{ID: "bot-1", Owner: "a@x.io", Market: "spot", Availability: "active", WebhookEnabled: true}
+	config, _ := json.Marshal(bot)
+	watched := func(bot, symbol string) string {
+		w, _ := json.Marshal(position.WatchItem{BotID: bot, Symbol: symbol, Side: position.Long})
+		return string(w)
+	}
+	envelope := func(signal, bot string) string {
+		e, _ := json.Marshal(queue.Envelope{SignalID: signal, BotID: bot, Priority: queue.PriorityWebhook, Source: queue.SourceWebhook})
+		return string(e)
+	}
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, "sigops:bot:bot-1", "config", config, "webhook", hash, "owner", "a@x.io", "availability", "active",
+			"webhookEnabled", "1", "pause", "Errors", "pauseUntil", "0")
+		p.HSet(ctx, "sigops:webhook:"+hash, "bot", "bot-1")
+		p.SAdd(ctx, "sigops:bots", "bot-1")
+		p.Set(ctx, "sigops:rl:bot:bot-1", "1800000000000", time.Hour)
+		p.Set(ctx, "sigops:idem:bot-1:"+hash, "sig-first", time.Hour)
+		p.Set(ctx, "sigops:dedupe:bot-1:"+hash, "sig-first", time.Hour)
+		p.Set(ctx, "sigops:book:bot-1:pos:BTC/USDT", `{"id":"p1"}`, 0)
+		p.SAdd(ctx, "sigops:book:bot-1:positions", "BTC/USDT")
+		p.Set(ctx, "sigops:book:bot-1:order:sg-1:x", `{"clientOrderId":"sg-1:x"}`, time.Hour)
+		p.LPush(ctx, "sigops:book:bot-1:orders", "sg-1:x")
+		p.RPush(ctx, "sigops:book:bot-1:trades", `{"netPnl":"1"}`)
+		p.HSet(ctx, "sigops:risk:bot-1", "consecutiveErrors", "2")
+		p.HSet(ctx, "sigops:risk:bot-3", "consecutiveErrors", "1")
+		p.HSet(ctx, store.RiskCounters("bot-3"), "consecutiveErrors", "4") // the new version wrote it
+		// Progress: of a queued signal, of a dead-lettered one, of one long finished.
+		p.HSet(ctx, "sigops:sig:sig-queued", "plan", "{}")
+		p.HSet(ctx, "sigops:sig:sig-dead", "plan", "{}")
+		p.HSet(ctx, "sigops:sig:sig-done", "plan", "{}")
+		p.HSet(ctx, "sigops:q:attempts:sig-queued", "n", "3")
+		p.XAdd(ctx, &redis.XAddArgs{Stream: queue.StreamOf("bot-1", queue.PriorityWebhook),
+			Values: []any{queue.EnvelopeField, envelope("sig-queued", "bot-1")}})
+		p.HSet(ctx, "sigops:watch", "bot-1|BTC/USDT", watched("bot-1", "BTC/USDT"), "bot-2|ETH/USDT", watched("bot-2", "ETH/USDT"))
+		for _, dl := range []struct{ signal, bot string }{{"sig-dead", "bot-2"}, {"sig-dead-2", "bot-1"}} {
+			p.XAdd(ctx, &redis.XAddArgs{Stream: "sigops:q:deadletter", Values: []any{"signalId", dl.signal, "botId", dl.bot,
+				"priority", 4, "partition", store.PartitionOf(dl.bot), "reason", queue.ReasonBudget, "attempts", 15,
+				"at", 1, "entry", "1-1", "envelope", envelope(dl.signal, dl.bot)}})
+		}
+		p.HSet(ctx, "sigops:paper:acct-1", "balance", "100", "initialBalance", "100", "currency", "USDT", "feeRate", "0.001")
+		p.HSet(ctx, "sigops:paper:acct-1:orders", "sg-1:x", "{}")
+		p.HSet(ctx, "sigops:paper:acct-1:pos", "bot-1|spot|BTC", "1")
+		p.HSet(ctx, "sigops:user:u-1", "id", "u-1", "email", "a@x.io", "gen", "1")
+		p.SAdd(ctx, "sigops:user:u-1:sessions", hash)
+		p.SAdd(ctx, "sigops:user:u-1:oauth", "auth-1")
+		p.Set(ctx, "sigops:user:email:a@x.io", "u-1", 0)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot is every key with its type and TTL state.
+func snapshot(t *testing.T, rdb *redis.Client) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := storetest.Keys(ctx, rdb, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		out[k] = rdb.Type(ctx, k).Val()
+	}
+	return out
+}
+
+func TestMigrateKeys(t *testing.T) {
+	srv, err := storetest.StartServer() // the migration is for the single server of the old layout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	oldLayout(t, rdb)
+	before := snapshot(t, rdb)
+
+	// Dry: says what it would do, writes nothing.
+	dry, err := keymigration.Run(ctx, rdb, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(t, rdb); len(after) != len(before) {
+		t.Fatalf("a dry run changed the keys:\n%v\n%v", before, after)
+	}
+	wantFamilies := map[string]keymigration.Family{
+		"watch index": {Moved: 2}, "dead letters": {Moved: 2}, "bots": {Moved: 1}, "rate limits": {Moved: 1},
+		"idempotency keys": {Moved: 1}, "dedupe records": {Moved: 1}, "books": {Moved: 5},
+		"risk counters": {Moved: 1, Kept: 1}, "signal progress": {Moved: 2, Kept: 1}, "attempt counts": {Moved: 1},
+		"paper accounts": {Moved: 3}, "users": {Moved: 3},
+	}
+	check := func(what string, r keymigration.Report, want map[string]keymigration.Family) {
+		t.Helper()
+		if len(r) != len(wantFamilies) {
+			t.Fatalf("%s: report %v", what, r)
+		}
+		for _, f := range r {
+			if w := want[f.Name]; f.Moved != w.Moved || f.Kept != w.Kept {
+				t.Errorf("%s: %s moved %d kept %d, want %d and %d", what, f.Name, f.Moved, f.Kept, w.Moved, w.Kept)
+			}
+		}
+	}
+	check("dry run", dry, wantFamilies)
+
+	report, err := keymigration.Run(ctx, rdb, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("migration", report, wantFamilies)
+
+	// The new code reads what the old layout held.
+	reg := registry.New(rdb)
+	if b, err := reg.Get(ctx, "bot-1"); err != nil || b.Owner != "a@x.io" {
+		t.Fatalf("bot after migration: %+v, %v", b, err)
+	}
+	if p, err := reg.GetRuntimePause(ctx, "bot-1", 1); err != nil || p.Reason != "Errors" {
+		t.Fatalf("runtime pause after migration: %+v, %v", p, err)
+	}
+	for key, ttl := range map[string]bool{
+		store.RateLimit("bot-1"): true, store.Idempotency("bot-1", hash): true, store.Dedupe("bot-1", hash): true,
+		store.BookPosition("bot-1", "BTC/USDT"): false, store.BookOrder("bot-1", "sg-1:x"): true,
+		store.SignalProgress("bot-1", "sig-queued"): false, store.SignalProgress("bot-2", "sig-dead"): false,
+		store.SignalAttempts("bot-1", "sig-queued"): false, store.User("u-1"): false,
+		store.UserSessions("u-1"): false, store.UserAuthorizations("u-1"): false,
+		store.PaperOrders("acct-1"): false, store.PaperPositions("acct-1"): false,
+	} {
+		if n := rdb.Exists(ctx, key).Val(); n != 1 {
+			t.Errorf("%s missing after the migration", key)
+		}
+		if got := rdb.PTTL(ctx, key).Val() > 0; got != ttl {
+			t.Errorf("%s: TTL kept %v, want %v", key, got, ttl)
+		}
+	}
+	if n, err := position.NewBook(rdb).List(ctx, "bot-1"); err != nil || len(n) != 1 {
+		t.Errorf("book after migration: %v, %v", n, err)
+	}
+	if w, err := position.Watched(ctx, rdb); err != nil || len(w) != 2 {
+		t.Errorf("watched after migration: %v, %v", w, err)
+	}
+	if st, err := paper.NewAccounts(rdb).Get(ctx, "acct-1"); err != nil || st.Balance.String() != "100" {
+		t.Errorf("paper account after migration: %+v, %v", st, err)
+	}
+	dls, err := queue.ListDeadLetters(ctx, rdb, "", 10)
+	if err != nil || len(dls) != 2 || dls[0].SignalID != "sig-dead" || dls[1].SignalID != "sig-dead-2" {
+		t.Fatalf("dead letters after migration: %+v, %v", dls, err)
+	}
+	if _, err := queue.GetDeadLetter(ctx, rdb, dls[0].ID); err != nil {
+		t.Errorf("dead letter %s: %v", dls[0].ID, err)
+	}
+	if v := rdb.HGet(ctx, store.RiskCounters("bot-3"), "consecutiveErrors").Val(); v != "4" {
+		t.Errorf("the migration overwrote a key the new version wrote: %s", v)
+	}
+	// Left as they were: keys whose names do not change, the progress of a finished signal
+	// (it expires) and the old key whose new name was taken.
+	for _, key := range []string{"sigops:webhook:" + hash, "sigops:bots", "sigops:user:email:a@x.io",
+		"sigops:sig:sig-done", "sigops:risk:bot-3"} {
+		if rdb.Exists(ctx, key).Val() != 1 {
+			t.Errorf("%s is gone", key)
+		}
+	}
+	for key := range snapshot(t, rdb) {
+		if !strings.Contains(key, "{") && (strings.HasPrefix(key, "sigops:book:") || strings.HasPrefix(key, "sigops:paper:") ||
+			key == "sigops:watch" || key == "sigops:q:deadletter" || strings.HasPrefix(key, "sigops:bot:")) {
+			t.Errorf("old key %s left", key)
+		}
+	}
+
+	// Again: nothing more to do.
+	again, err := keymigration.Run(ctx, rdb, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("second run", again, map[string]keymigration.Family{"risk counters": {Kept: 1}, "signal progress": {Kept: 1}})
+
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
+	defer cluster.Close()
+	if _, err := keymigration.Run(ctx, cluster, true); !errors.Is(err, keymigration.ErrCluster) {
+		t.Errorf("on a cluster client: %v, want ErrCluster", err)
+	}
+}
