@@ -3,10 +3,12 @@ package auth
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/registry"
@@ -334,5 +336,38 @@ func TestSessions(t *testing.T) {
 	}
 	if _, err := f.sessions.Lookup(ctx, raw); !errors.Is(err, ErrNoSession) {
 		t.Fatal("session outlived its 30-day cap")
+	}
+}
+
+// A creation interrupted before the email claim leaves an account nobody reaches and nobody
+// lists; the email stays free. One that loses the email to another account removes itself.
+func TestUserCreationInterruptedOrRaced(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	crash := &storetest.Crash{}
+	f.rdb.AddHook(crash)
+	crash.At(func(c redis.Cmder) bool {
+		return c.Name() == "set" && slices.Contains(c.Args(), any(store.UserByEmail("eve@example.com")))
+	})
+	if _, err := f.users.Create(ctx, NewUser{Email: "eve@example.com", Password: "correct horse battery"}); !errors.Is(err, storetest.ErrCrash) {
+		t.Fatalf("create: %v", err)
+	}
+	crash.At(nil)
+	if _, err := f.users.ByEmail(ctx, "eve@example.com"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("half-created account reachable: %v", err)
+	}
+	if all, err := f.users.List(ctx); err != nil || len(all) != 0 {
+		t.Fatalf("List = %v, %v", all, err)
+	}
+	u := f.user(t, "eve@example.com", TierFree)
+	if all, err := f.users.List(ctx); err != nil || len(all) != 1 || all[0].ID != u.ID {
+		t.Fatalf("List = %v, %v", all, err)
+	}
+	if _, err := f.users.Create(ctx, NewUser{Email: "EVE@example.com", Password: "another password"}); !errors.Is(err, ErrEmailTaken) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	// The loser is gone; only the crashed creation's unreachable account remains besides u.
+	if ids := f.rdb.SMembers(ctx, store.Users()).Val(); len(ids) != 2 || !slices.Contains(ids, u.ID) {
+		t.Fatalf("users set %v", ids)
 	}
 }

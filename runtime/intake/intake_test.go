@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,5 +252,100 @@ func BenchmarkAdmit(b *testing.B) {
 		if _, err := in.Admit(ctx, r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// commands counts the commands a client sends, pipelines included.
+type commands struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.mu.Lock()
+		c.names = append(c.names, cmd.Name())
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		for _, cmd := range cmds {
+			c.names = append(c.names, cmd.Name())
+		}
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (c *commands) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.names
+	c.names = nil
+	return out
+}
+
+// The first signal of a webhook reads its route; every later one is the script alone: one
+// command, one round trip.
+func TestOneRoundTripOnceTheRouteIsKnown(t *testing.T) {
+	ctx := context.Background()
+	in, rdb, _ := setup(t, activeBot("bot-1rt"))
+	seen := &commands{}
+	rdb.AddHook(seen)
+	now := time.UnixMilli(1_800_000_000_000)
+	if _, err := in.Admit(ctx, req(now)); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen.take(); len(got) < 2 || got[0] != "hmget" {
+		t.Fatalf("first signal sent %v; want the route read, then the script", got)
+	}
+	for i := range 3 {
+		if _, err := in.Admit(ctx, req(now)); err != nil {
+			t.Fatal(err)
+		}
+		if got := seen.take(); !slices.Equal(got, []string{"evalsha"}) {
+			t.Fatalf("signal %d sent %v; want the script alone", i+2, got)
+		}
+	}
+}
+
+// A remembered route is checked on every use: a regenerated webhook's old URL and a deleted
+// bot's URL stop working the moment the projection changes, on an Intake that admitted
+// through them before.
+func TestRememberedRoutesFollowTheProjection(t *testing.T) {
+	ctx := context.Background()
+	in, rdb, reg := setup(t, activeBot("bot-m"))
+	now := time.UnixMilli(1_800_000_000_000)
+	if _, err := in.Admit(ctx, req(now)); err != nil {
+		t.Fatal(err)
+	}
+	newHash := registry.HashWebhookID("99999999-2222-4333-8444-555555555556")
+	if err := reg.Project(ctx, activeBot("bot-m"), newHash); err != nil {
+		t.Fatal(err)
+	}
+	if adm, err := in.Admit(ctx, req(now)); code(err) != errs.InvalidWebhook {
+		t.Fatalf("regenerated, old URL: %+v, %v", adm, err)
+	}
+	r := req(now)
+	r.WebhookHash = newHash
+	if _, err := in.Admit(ctx, r); err != nil {
+		t.Fatalf("regenerated, new URL: %v", err)
+	}
+	if err := reg.Remove(ctx, "bot-m", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r = req(now)
+	r.WebhookHash = newHash
+	if adm, err := in.Admit(ctx, r); code(err) != errs.BotDeleted || adm.BotID != "bot-m" {
+		t.Fatalf("deleted: %+v, %v", adm, err)
+	}
+	if n := rdb.XLen(ctx, queue.StreamOf("bot-m", queue.PriorityWebhook)).Val(); n != 2 {
+		t.Fatalf("queued %d, want 2", n)
 	}
 }

@@ -2,10 +2,17 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -151,5 +158,103 @@ func BenchmarkResolve(b *testing.B) {
 		if _, err := reg.Resolve(ctx, h); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A projection interrupted after any of its steps never routes a webhook to the wrong bot:
+// until the bot's hash switches, the old URL works and the new one does not; from the
+// switch, the reverse, even on an intake that remembers the old route. The next projection
+// finishes the clean-up (old route, old owner's set).
+func TestInterruptedProjectionIsSafeAndRepaired(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	crash := &storetest.Crash{}
+	rdb.AddHook(crash)
+	reg := registry.New(rdb)
+	in := intake.New(rdb)
+	h1 := registry.HashWebhookID("11111111-1111-4111-8111-111111111112")
+	h2 := registry.HashWebhookID("22222222-2222-4222-8222-222222222223")
+	b := bot("uid-c", "a@x.io")
+	b.RateLimit = registry.Limit{PerMinute: 6000, Burst: 1000}
+	if err := reg.Project(ctx, b, h1); err != nil {
+		t.Fatal(err)
+	}
+	admit := func(hash string) errs.Code {
+		t.Helper()
+		_, err := in.Admit(ctx, intake.Request{WebhookHash: hash, SignalID: "s", Priority: queue.PriorityWebhook,
+			Signal: json.RawMessage(`{"action":"buy"}`), ReceivedAt: time.Now()})
+		if err == nil {
+			return ""
+		}
+		if _, ok := errs.As(err); !ok {
+			t.Fatal(err)
+		}
+		return errs.CodeOf(err)
+	}
+	if c := admit(h1); c != "" { // the intake now remembers h1 -> uid-c
+		t.Fatalf("before: %s", c)
+	}
+	moved := b
+	moved.Owner = "b@x.io"
+
+	// Interrupted after routing h2: nothing switched.
+	crash.At(func(c redis.Cmder) bool { return c.Name() == "sadd" })
+	if err := reg.Project(ctx, moved, h2); !errors.Is(err, storetest.ErrCrash) {
+		t.Fatalf("project: %v", err)
+	}
+	crash.At(nil)
+	if c1, c2 := admit(h1), admit(h2); c1 != "" || c2 != errs.InvalidWebhook {
+		t.Fatalf("after routing the new hash: old URL %q, new URL %q", c1, c2)
+	}
+
+	// Interrupted right after the switch, before the old route is deleted.
+	crash.At(func(c redis.Cmder) bool {
+		return (c.Name() == "evalsha" || c.Name() == "eval") && slices.Contains(c.Args(), any(store.Webhook(h1)))
+	})
+	if err := reg.Project(ctx, moved, h2); !errors.Is(err, storetest.ErrCrash) {
+		t.Fatalf("project: %v", err)
+	}
+	crash.At(nil)
+	if c1, c2 := admit(h1), admit(h2); c1 != errs.InvalidWebhook || c2 != "" {
+		t.Fatalf("after the switch: old URL %q, new URL %q", c1, c2)
+	}
+	if route, err := reg.Resolve(ctx, h1); err != nil || route.BotID != "uid-c" {
+		t.Fatalf("the old route is expected to be left: %+v, %v", route, err)
+	}
+
+	// The next projection (the next reconcile) finishes.
+	if err := reg.Project(ctx, moved, h2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Resolve(ctx, h1); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("old route after the repair: %v", err)
+	}
+	if ids, _ := reg.OwnerBots(ctx, "a@x.io"); len(ids) != 0 {
+		t.Fatalf("old owner keeps %v", ids)
+	}
+	if ids, _ := reg.OwnerBots(ctx, "b@x.io"); !slices.Equal(ids, []string{"uid-c"}) {
+		t.Fatalf("new owner has %v", ids)
+	}
+	if c := admit(h2); c != "" {
+		t.Fatalf("after the repair: %s", c)
+	}
+
+	// A removal interrupted before the bot's hash goes still admits through it; the next
+	// one finishes and the URL answers BOT_DELETED.
+	crash.At(func(c redis.Cmder) bool {
+		return c.Name() == "del" && slices.Contains(c.Args(), any(store.Bot("uid-c")))
+	})
+	if err := reg.Remove(ctx, "uid-c", time.Hour); !errors.Is(err, storetest.ErrCrash) {
+		t.Fatalf("remove: %v", err)
+	}
+	crash.At(nil)
+	if ids, _ := reg.OwnerBots(ctx, "b@x.io"); len(ids) != 0 {
+		t.Fatalf("owner keeps %v", ids)
+	}
+	if err := reg.Remove(ctx, "uid-c", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if c := admit(h2); c != errs.BotDeleted {
+		t.Fatalf("after the removal: %s", c)
 	}
 }

@@ -1,0 +1,56 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrCrash is what a command Crash stops fails with.
+var ErrCrash = errors.New("storetest: crashed before this command")
+
+// Crash is a client hook (AddHook) that fails the commands its rule picks before they are
+// sent, as if the process had died there: a test runs a sequence of Redis steps with a crash
+// at a chosen step and checks what it leaves. A pipeline or transaction holding a picked
+// command fails as a whole.
+type Crash struct {
+	mu   sync.Mutex
+	rule func(redis.Cmder) bool
+}
+
+// At sets the rule; nil crashes nothing.
+func (c *Crash) At(rule func(redis.Cmder) bool) {
+	c.mu.Lock()
+	c.rule = rule
+	c.mu.Unlock()
+}
+
+func (c *Crash) picks(cmd redis.Cmder) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rule != nil && c.rule(cmd)
+}
+
+func (c *Crash) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *Crash) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if c.picks(cmd) {
+			return ErrCrash
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *Crash) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if c.picks(cmd) {
+				return ErrCrash
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
