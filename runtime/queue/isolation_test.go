@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -205,4 +207,46 @@ func TestPanicDeadLettersAtOnce(t *testing.T) {
 
 func okResult(env Envelope) result.Result {
 	return result.Result{SignalID: env.SignalID, BotID: env.BotID, Success: true, Timestamp: time.Now().UnixMilli()}
+}
+
+// The failure result of a signal given up on is stored before the transaction that moves it
+// to the dead letters and acknowledges it (they are in different Redis Cluster slots). An
+// executor that dies between the two leaves the entry queued with its result stored: the
+// next owner's "already done" check finishes it without executing it again.
+func TestDeadLetterInterruptedAfterItsResult(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	bot := botsIn(11, 1)[0]
+	var executions atomic.Int32
+	h := Idempotent(rdb, func(_ context.Context, env Envelope) error {
+		executions.Add(1)
+		return errs.New(errs.ExchangeError, "exchange did not answer")
+	})
+	ca := dedicated(t, rdb)
+	crash := &storetest.Crash{}
+	crash.At(func(c redis.Cmder) bool {
+		return c.Name() == "xadd" && slices.Contains(c.Args(), any(store.QueueDeadLetters(PartitionOf(bot))))
+	})
+	ca.AddHook(crash)
+	a := startConsumer(t, ca, Options{Name: "A", MaxAttempts: 1, LeaseTTL: time.Second}, h)
+	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
+	eventually(t, 10*time.Second, "the failure result stored", func() bool {
+		_, ok, _ := GetResult(ctx, rdb, bot+"/0")
+		return ok
+	})
+	a.stop(t) // dies with the dead-lettering half done
+
+	startConsumer(t, dedicated(t, rdb), Options{Name: "B", LeaseTTL: time.Second}, h)
+	eventually(t, 20*time.Second, "the entry finished", func() bool {
+		return rdb.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val() == 0
+	})
+	if n := executions.Load(); n != 1 {
+		t.Fatalf("executed %d times, want once", n)
+	}
+	if res, ok, err := GetResult(ctx, rdb, bot+"/0"); err != nil || !ok || res.Success || res.Code != errs.ExchangeError {
+		t.Fatalf("result %+v %v %v", res, ok, err)
+	}
+	if n, _ := CountDeadLetters(ctx, rdb); n != 0 {
+		t.Fatalf("%d dead letters; the interrupted one is lost, not half-written", n)
+	}
 }
