@@ -144,7 +144,7 @@ func TestMigrateKeys(t *testing.T) {
 	if b, err := reg.Get(ctx, "bot-1"); err != nil || b.Owner != "a@x.io" {
 		t.Fatalf("bot after migration: %+v, %v", b, err)
 	}
-	if p, err := reg.GetRuntimePause(ctx, "bot-1", 1); err != nil || p.Reason != "Errors" {
+	if p, err := reg.ReadPause(ctx, "bot-1", time.UnixMilli(1)); err != nil || p == nil || p.Reason != registry.PauseErrors {
 		t.Fatalf("runtime pause after migration: %+v, %v", p, err)
 	}
 	for key, ttl := range map[string]bool{
