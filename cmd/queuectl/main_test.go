@@ -78,13 +78,7 @@ func TestDeadLetterCommands(t *testing.T) {
 
 // migrate-keys: a dry run reports and changes nothing, the run renames.
 func TestMigrateKeysCommand(t *testing.T) {
-	srv, err := storetest.StartServer() // the migration is for the single server of the old layout
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	rdb := srv.Client()
-	defer rdb.Close()
+	_, rdb := storetest.NewServer(t) // the migration is for the single server of the old layout
 	ctx := context.Background()
 	rdb.HSet(ctx, "sigops:risk:bot-1", "consecutiveErrors", "2")
 	var out bytes.Buffer

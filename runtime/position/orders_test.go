@@ -112,7 +112,9 @@ return 1
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys := append([]string{"guard"}, w.Keys...)
+		// The guard is in the bot's slot, as a caller's key must be (the executor's is the
+		// signal's progress record).
+		keys := append([]string{store.SignalProgress("bot", "guard")}, w.Keys...)
 		args := append([]any{rec.ClientOrderID, "1"}, w.Args...)
 		n, err := script.Run(ctx, rdb, keys, args...).Int()
 		if err != nil {

@@ -106,7 +106,7 @@ func TestClientKinds(t *testing.T) {
 // Connect reads the password from its file and refuses a server it cannot reach, naming it.
 func TestConnectSingleServer(t *testing.T) {
 	ctx := context.Background()
-	srv, admin := storetest.New(t)
+	srv, admin := storetest.NewServer(t)
 	if err := admin.ConfigSet(ctx, "requirepass", "s3cret").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestConnectSingleServer(t *testing.T) {
 // Through a real Sentinel the client finds the master and writes to it.
 func TestConnectSentinel(t *testing.T) {
 	ctx := context.Background()
-	master, admin := storetest.New(t)
+	master, admin := storetest.NewServer(t)
 	sentinel := startSentinel(t, master.Addr, "sigops-master")
 	c, err := Connect(ctx, Options{SentinelAddrs: []string{"127.0.0.1:1", sentinel}, MasterName: "sigops-master"})
 	if err != nil {
@@ -164,8 +164,8 @@ func TestConnectSentinel(t *testing.T) {
 // After a failover the same client writes to the promoted replica.
 func TestSentinelFailoverFollowed(t *testing.T) {
 	ctx := context.Background()
-	master, _ := storetest.New(t)
-	replica, rc := storetest.New(t)
+	master, _ := storetest.NewServer(t)
+	replica, rc := storetest.NewServer(t)
 	host, port, _ := net.SplitHostPort(master.Addr)
 	if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
 		t.Fatal(err)

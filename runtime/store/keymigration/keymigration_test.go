@@ -95,13 +95,8 @@ func snapshot(t *testing.T, rdb *redis.Client) map[string]string {
 }
 
 func TestMigrateKeys(t *testing.T) {
-	srv, err := storetest.StartServer() // the migration is for the single server of the old layout
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rdb.Close()
+	srv, c := storetest.NewServer(t) // the migration is for the single server of the old layout
+	rdb := c.(*redis.Client)
 	ctx := context.Background()
 	oldLayout(t, rdb)
 	before := snapshot(t, rdb)

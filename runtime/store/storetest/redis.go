@@ -75,15 +75,26 @@ const clusterMasters = 3
 
 // StartCluster runs a Redis Cluster of three masters (no replicas) on free ports, each with
 // a temporary directory for its nodes.conf and persistence off, assigns the 16,384 slots in
-// three ranges, joins the nodes and waits until every node reports the cluster healthy.
-func StartCluster() (*Server, error) {
-	s := &Server{}
-	for range clusterMasters {
-		port, err := freePort()
-		var addr string
-		if err == nil {
-			addr, err = s.launch(port, true)
+// three ranges, joins the nodes and waits until every node reports the cluster healthy. A
+// free port can be taken by another process before its node binds it (six per cluster), so
+// a failed start is tried again on new ports.
+func StartCluster() (s *Server, err error) {
+	for range 3 {
+		if s, err = startCluster(); err == nil {
+			return s, nil
 		}
+	}
+	return nil, err
+}
+
+func startCluster() (*Server, error) {
+	ports, err := freePorts(2 * clusterMasters) // a client port and a bus port per node
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{busPorts: ports[clusterMasters:]}
+	for _, port := range ports[:clusterMasters] {
+		addr, err := s.launch(port, true)
 		if err != nil {
 			s.Stop()
 			return nil, err
@@ -97,8 +108,8 @@ func StartCluster() (*Server, error) {
 	return s, nil
 }
 
-// launch starts one redis-server on port (a cluster node if cluster), waits until it
-// answers and returns its address.
+// launch starts one redis-server on port (a cluster node, with the next of s.busPorts, if
+// cluster), waits until it answers and returns its address.
 func (s *Server) launch(port int, cluster bool) (string, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -112,11 +123,7 @@ func (s *Server) launch(port int, cluster bool) (string, error) {
 			return "", err
 		}
 		s.dirs = append(s.dirs, dir)
-		bus, err := freePort()
-		if err != nil {
-			return "", err
-		}
-		s.busPorts = append(s.busPorts, bus)
+		bus := s.busPorts[len(s.dirs)-1]
 		args = append(args, "--dir", dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
 	}
@@ -129,19 +136,26 @@ func (s *Server) launch(port int, cluster bool) (string, error) {
 		return "", err
 	}
 	s.procs = append(s.procs, cmd)
+	exited := make(chan struct{})
 	go func() { // drain the log so redis never blocks on a full pipe
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 		}
+		close(exited) // the pipe closes when the server exits
 	}()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := c.Ping(context.Background()).Err()
 		if err == nil {
 			return addr, nil
+		}
+		select {
+		case <-exited:
+			return "", fmt.Errorf("redis-server on %s exited (its port may have been taken): %w", addr, err)
+		default:
 		}
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("redis-server on %s did not answer: %w", addr, err)
@@ -233,7 +247,19 @@ func (s *Server) Client() redis.UniversalClient {
 // New starts a Redis (Start) for one test and stops it when the test ends.
 func New(t testing.TB) (*Server, redis.UniversalClient) {
 	t.Helper()
-	s, err := Start()
+	return started(t, Start)
+}
+
+// NewServer is New for a test about one server (a Sentinel's master, a migration of a
+// server's data), whatever ModeEnv says: it always starts one redis-server.
+func NewServer(t testing.TB) (*Server, redis.UniversalClient) {
+	t.Helper()
+	return started(t, StartServer)
+}
+
+func started(t testing.TB, start func() (*Server, error)) (*Server, redis.UniversalClient) {
+	t.Helper()
+	s, err := start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +269,23 @@ func New(t testing.TB) (*Server, redis.UniversalClient) {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// freePorts returns n distinct free ports: all are held open until all are found.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
