@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -255,62 +254,26 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 }
 
-// commands counts the commands a client sends, pipelines included.
-type commands struct {
-	mu    sync.Mutex
-	names []string
-}
-
-func (c *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.mu.Lock()
-		c.names = append(c.names, cmd.Name())
-		c.mu.Unlock()
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.mu.Lock()
-		for _, cmd := range cmds {
-			c.names = append(c.names, cmd.Name())
-		}
-		c.mu.Unlock()
-		return next(ctx, cmds)
-	}
-}
-
-func (c *commands) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.names
-	c.names = nil
-	return out
-}
-
 // The first signal of a webhook reads its route; every later one is the script alone: one
 // command, one round trip.
 func TestOneRoundTripOnceTheRouteIsKnown(t *testing.T) {
 	ctx := context.Background()
 	in, rdb, _ := setup(t, activeBot("bot-1rt"))
-	seen := &commands{}
-	rdb.AddHook(seen)
+	trips := &storetest.Trips{}
+	rdb.AddHook(trips)
 	now := time.UnixMilli(1_800_000_000_000)
 	if _, err := in.Admit(ctx, req(now)); err != nil {
 		t.Fatal(err)
 	}
-	if got := seen.take(); len(got) < 2 || got[0] != "hmget" {
-		t.Fatalf("first signal sent %v; want the route read, then the script", got)
+	if got := trips.Take(); len(got) < 2 || got[0] != "hmget" {
+		t.Fatalf("first signal's round trips %v; want the route read, then the script", got)
 	}
 	for i := range 3 {
 		if _, err := in.Admit(ctx, req(now)); err != nil {
 			t.Fatal(err)
 		}
-		if got := seen.take(); !slices.Equal(got, []string{"evalsha"}) {
-			t.Fatalf("signal %d sent %v; want the script alone", i+2, got)
+		if got := trips.Take(); !slices.Equal(got, []string{"evalsha"}) {
+			t.Fatalf("signal %d's round trips %v; want one, the script", i+2, got)
 		}
 	}
 }

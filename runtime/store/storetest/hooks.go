@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -53,4 +54,47 @@ func (c *Crash) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// Trips is a client hook (AddHook) that records round trips: one per command sent alone, one
+// per pipeline or MULTI/EXEC block (however many commands it holds), each as its commands'
+// names, space-separated. Tests hold the per-signal round trips to a ceiling with it.
+type Trips struct {
+	mu    sync.Mutex
+	trips []string
+}
+
+func (c *Trips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *Trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.add([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (c *Trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.add(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *Trips) add(cmds []redis.Cmder) {
+	names := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		names[i] = cmd.Name()
+	}
+	c.mu.Lock()
+	c.trips = append(c.trips, strings.Join(names, " "))
+	c.mu.Unlock()
+}
+
+// Take returns the round trips recorded since the last Take and forgets them.
+func (c *Trips) Take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.trips
+	c.trips = nil
+	return out
 }
