@@ -42,23 +42,26 @@ func PaperOrders(accountID string) string { return PaperAccount(accountID) + ":o
 // one account. Bots sharing an account never net against each other.
 func PaperPositions(accountID string) string { return PaperAccount(accountID) + ":pos" }
 
-// book is the prefix of a bot's book keys.
-func book(botID string) string { return prefix + "book:" + botTag(botID) + ":" + botID }
-
 // BookPosition is one open position of a bot on a symbol.
-func BookPosition(botID, symbol string) string { return book(botID) + ":pos:" + symbol }
+func BookPosition(botID, symbol string) string { return bookKey(botID, ":pos:", symbol) }
 
 // BookPositions is the set of symbols on which a bot has an open position.
-func BookPositions(botID string) string { return book(botID) + ":positions" }
+func BookPositions(botID string) string { return bookKey(botID, ":positions", "") }
 
 // BookOrder is one order of a bot, by client order ID.
-func BookOrder(botID, clientOrderID string) string { return book(botID) + ":order:" + clientOrderID }
+func BookOrder(botID, clientOrderID string) string { return bookKey(botID, ":order:", clientOrderID) }
 
 // BookOrders lists a bot's client order IDs, newest first.
-func BookOrders(botID string) string { return book(botID) + ":orders" }
+func BookOrders(botID string) string { return bookKey(botID, ":orders", "") }
 
 // BookTrades lists a bot's realised trades, oldest first (analytics reads it).
-func BookTrades(botID string) string { return book(botID) + ":trades" }
+func BookTrades(botID string) string { return bookKey(botID, ":trades", "") }
+
+// bookKey is "sigops:book:{N}:<bot>" + kind + name, built in one allocation (the executor
+// names several book keys per signal).
+func bookKey(botID, kind, name string) string {
+	return prefix + "book:" + botTag(botID) + ":" + botID + kind + name
+}
 
 // RiskCounters holds a bot's risk counters.
 func RiskCounters(botID string) string { return prefix + "risk:" + botTag(botID) + ":" + botID }
@@ -75,5 +78,5 @@ func Watch(partition int) string { return prefix + "watch:" + partitionTag(parti
 
 // WatchFired marks a watcher trigger of a bot's position as enqueued.
 func WatchFired(botID, signalID string) string {
-	return Watch(PartitionOf(botID)) + ":fired:" + signalID
+	return prefix + "watch:" + botTag(botID) + ":fired:" + signalID
 }
