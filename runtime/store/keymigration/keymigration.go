@@ -37,7 +37,7 @@ const (
 // Family is what the migration did (or, dry, would do) with one family of keys.
 type Family struct {
 	Name string
-	// Moved keys (or entries, for a split) now carry their new names.
+	// Moved: keys (or entries, for a split) given their new names.
 	Moved int
 	// Kept: old keys left in place, because the new name is taken (the new version wrote
 	// it) or the key's bot is unknown (it expires under its old name).
