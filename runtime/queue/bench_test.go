@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -29,7 +30,7 @@ func BenchmarkEnqueueConsumeRoundTrip(b *testing.B) {
 		}
 		return nil
 	})
-	eventually(b, 10*time.Second, "consumer owns all partitions", func() bool { return len(r.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(b, 10*time.Second, "consumer owns all partitions", func() bool { return len(r.c.Owned()) == Partitions })
 	bots := make([]string, 256)
 	for i := range bots {
 		bots[i] = "bench-bot-" + strconv.Itoa(i)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -35,7 +36,7 @@ func TestPriorityServedFirst(t *testing.T) {
 		rec.add(env.SignalID)
 		return nil
 	})
-	eventually(t, 20*time.Second, "7 signals handled", func() bool { return rec.len() == 7 })
+	testkit.EventuallyTrue(t, 20*time.Second, "7 signals handled", func() bool { return rec.len() == 7 })
 	want := []string{a + "/3", b + "/2", a + "/0", a + "/1", a + "/2", b + "/0", b + "/1"}
 	if got := rec.snapshot(); !slices.Equal(got, want) {
 		t.Fatalf("order:\n got %v\nwant %v", got, want)
@@ -65,12 +66,12 @@ func TestPriorityPreemptsBacklog(t *testing.T) {
 	mustEnqueue(t, rdb, testEnv(b, 0, PriorityManualClose))
 	// The reader runs beside the handler: let it take the new entry in (delivered, then
 	// routed a moment later) before the signal in hand ends.
-	eventually(t, 10*time.Second, "the priority-1 entry read", func() bool {
+	testkit.EventuallyTrue(t, 10*time.Second, "the priority-1 entry read", func() bool {
 		return rdb.XPending(context.Background(), StreamOf(b, PriorityManualClose), Group).Val().Count == 1
 	})
 	time.Sleep(100 * time.Millisecond)
 	close(proceed)
-	eventually(t, 20*time.Second, "6 signals handled", func() bool { return rec.len() == 6 })
+	testkit.EventuallyTrue(t, 20*time.Second, "6 signals handled", func() bool { return rec.len() == 6 })
 	want := []string{a + "/0", b + "/0", a + "/1", a + "/2", a + "/3", a + "/4"}
 	if got := rec.snapshot(); !slices.Equal(got, want) {
 		t.Fatalf("order:\n got %v\nwant %v", got, want)
@@ -94,7 +95,7 @@ func TestHandlerErrorRetriesSameSignal(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 20*time.Second, "6 handler calls", func() bool { return rec.len() == 6 })
+	testkit.EventuallyTrue(t, 20*time.Second, "6 handler calls", func() bool { return rec.len() == 6 })
 	want := []string{bot + "/0", bot + "/0", bot + "/0", bot + "/0", bot + "/1", bot + "/2"}
 	if got := rec.snapshot(); !slices.Equal(got, want) {
 		t.Fatalf("calls:\n got %v\nwant %v", got, want)
@@ -133,13 +134,13 @@ func TestMalformedAndMisplacedEntries(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 20*time.Second, "2 signals handled", func() bool { return rec.len() == 2 })
+	testkit.EventuallyTrue(t, 20*time.Second, "2 signals handled", func() bool { return rec.len() == 2 })
 	got := rec.snapshot()
 	slices.Sort(got)
 	if want := []string{bot + "/0", other + "/0"}; !slices.Equal(got, want) {
 		t.Fatalf("handled %v, want %v", got, want)
 	}
-	eventually(t, 10*time.Second, "malformed entries dead-lettered", func() bool {
+	testkit.EventuallyTrue(t, 10*time.Second, "malformed entries dead-lettered", func() bool {
 		return metricValue(t, r.c.m.malformed) == 3 && metricValue(t, r.c.m.deadLetters.WithLabelValues(ReasonMalformed)) == 3
 	})
 	dls, err := ListDeadLetters(ctx, rdb, "", 10)
@@ -154,7 +155,7 @@ func TestMalformedAndMisplacedEntries(t *testing.T) {
 	if _, err := RetryDeadLetter(ctx, rdb, dls[0].ID, false); err == nil {
 		t.Error("a malformed dead letter was retried")
 	}
-	eventually(t, 10*time.Second, "streams emptied", func() bool {
+	testkit.EventuallyTrue(t, 10*time.Second, "streams emptied", func() bool {
 		n := int64(0)
 		for _, p := range Priorities {
 			n += rdb.XLen(ctx, store.QueueStream(5, int(p))).Val()

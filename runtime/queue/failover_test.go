@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -64,12 +65,12 @@ func TestPerBotOrderAndExclusivity(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 60*time.Second, "a first share handled", func() bool { return handled.Load() >= 200 })
+	testkit.EventuallyTrue(t, 60*time.Second, "a first share handled", func() bool { return handled.Load() >= 200 })
 	c2 := startConsumer(t, dedicated(t, rdb), opts("c2"), h)
-	eventually(t, 60*time.Second, "half handled", func() bool { return handled.Load() >= bots*perBot/2 })
+	testkit.EventuallyTrue(t, 60*time.Second, "half handled", func() bool { return handled.Load() >= bots*perBot/2 })
 	c0.stop(t) // graceful: its partitions move to c1 and c2
 	wg.Wait()
-	eventually(t, 90*time.Second, "all handled", func() bool { return handled.Load() >= bots*perBot })
+	testkit.EventuallyTrue(t, 90*time.Second, "all handled", func() bool { return handled.Load() >= bots*perBot })
 	time.Sleep(200 * time.Millisecond) // let any duplicate show up before checking
 
 	if n := overlaps.Load(); n != 0 {
@@ -120,7 +121,7 @@ func TestKilledConsumerReclaimed(t *testing.T) {
 		return nil
 	})
 	t.Cleanup(func() { a.cancel(); close(release) }) // runs before a.stop (LIFO)
-	eventually(t, 10*time.Second, "A owns every partition", func() bool { return len(a.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(t, 10*time.Second, "A owns every partition", func() bool { return len(a.c.Owned()) == Partitions })
 
 	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
 	<-entered
@@ -136,7 +137,7 @@ func TestKilledConsumerReclaimed(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "B handled the bot's 5 signals", func() bool { return rec.len() >= 5 })
+	testkit.EventuallyTrue(t, 30*time.Second, "B handled the bot's 5 signals", func() bool { return rec.len() >= 5 })
 	want := []string{bot + "/0", bot + "/1", bot + "/2", bot + "/3", bot + "/4"}
 	if got := rec.snapshot(); !slices.Equal(got, want) {
 		t.Fatalf("B handled %v, want %v", got, want)
@@ -152,7 +153,7 @@ func TestKilledConsumerReclaimed(t *testing.T) {
 	if n := metricValue(t, b.c.m.reclaimed); n < 1 {
 		t.Errorf("reclaimed = %v, want >= 1", n)
 	}
-	eventually(t, 10*time.Second, "B owns every partition", func() bool { return len(b.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(t, 10*time.Second, "B owns every partition", func() bool { return len(b.c.Owned()) == Partitions })
 }
 
 // Partitions spread over the live instances and come back when one leaves.
@@ -161,10 +162,10 @@ func TestRebalance(t *testing.T) {
 	noop := func(context.Context, Envelope) error { return nil }
 	opts := func(name string) Options { return Options{Name: name, LeaseTTL: time.Second} }
 	a := startConsumer(t, dedicated(t, rdb), opts("A"), noop)
-	eventually(t, 10*time.Second, "A owns all", func() bool { return len(a.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(t, 10*time.Second, "A owns all", func() bool { return len(a.c.Owned()) == Partitions })
 
 	b := startConsumer(t, dedicated(t, rdb), opts("B"), noop)
-	eventually(t, 15*time.Second, "A and B own 16 each", func() bool {
+	testkit.EventuallyTrue(t, 15*time.Second, "A and B own 16 each", func() bool {
 		oa, ob := a.c.Owned(), b.c.Owned()
 		return len(oa) == Partitions/2 && len(ob) == Partitions/2
 	})
@@ -175,7 +176,7 @@ func TestRebalance(t *testing.T) {
 	}
 
 	b.stop(t)
-	eventually(t, 15*time.Second, "A owns all again", func() bool { return len(a.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(t, 15*time.Second, "A owns all again", func() bool { return len(a.c.Owned()) == Partitions })
 	if n := metricValue(t, a.c.m.leases.WithLabelValues(leaseLost)); n != 0 {
 		t.Errorf("A lost %v leases during a clean rebalance", n)
 	}
@@ -187,11 +188,11 @@ func TestLeaseTakenStopsPartition(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
 	a := startConsumer(t, dedicated(t, rdb), Options{Name: "A", LeaseTTL: time.Second}, func(context.Context, Envelope) error { return nil })
-	eventually(t, 10*time.Second, "A owns all", func() bool { return len(a.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(t, 10*time.Second, "A owns all", func() bool { return len(a.c.Owned()) == Partitions })
 	if err := rdb.Set(ctx, store.QueueLease(9), "intruder", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "A gives partition 9 up", func() bool { return !slices.Contains(a.c.Owned(), 9) })
+	testkit.EventuallyTrue(t, 10*time.Second, "A gives partition 9 up", func() bool { return !slices.Contains(a.c.Owned(), 9) })
 	if n := metricValue(t, a.c.m.leases.WithLabelValues(leaseLost)); n != 1 {
 		t.Errorf("lost = %v, want 1", n)
 	}
@@ -199,7 +200,7 @@ func TestLeaseTakenStopsPartition(t *testing.T) {
 		t.Errorf("A's release deleted someone else's lease: %q", v)
 	}
 	rdb.Del(ctx, store.QueueLease(9))
-	eventually(t, 10*time.Second, "A takes partition 9 back", func() bool { return slices.Contains(a.c.Owned(), 9) })
+	testkit.EventuallyTrue(t, 10*time.Second, "A takes partition 9 back", func() bool { return slices.Contains(a.c.Owned(), 9) })
 }
 
 // An entry delivered to another consumer after the owner took the partition over (a frozen
@@ -220,7 +221,7 @@ func TestSweepClaimsLateDelivery(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, "B owns all", func() bool { return len(b.c.Owned()) == Partitions })
+	testkit.EventuallyTrue(t, 10*time.Second, "B owns all", func() bool { return len(b.c.Owned()) == Partitions })
 	mustEnqueue(t, rdb, testEnv(x, 0, PriorityWebhook))
 	<-entered
 	mustEnqueue(t, rdb, testEnv(y, 0, PriorityWebhook))
@@ -231,7 +232,7 @@ func TestSweepClaimsLateDelivery(t *testing.T) {
 		t.Fatalf("ghost read %v, %v", res, err)
 	}
 	close(proceed)
-	eventually(t, 10*time.Second, "B handled the ghost's entry", func() bool { return slices.Contains(rec.snapshot(), y+"/0") })
+	testkit.EventuallyTrue(t, 10*time.Second, "B handled the ghost's entry", func() bool { return slices.Contains(rec.snapshot(), y+"/0") })
 	if n := metricValue(t, b.c.m.reclaimed); n != 1 {
 		t.Errorf("reclaimed = %v, want 1", n)
 	}
@@ -248,14 +249,14 @@ func TestSurvivesFlush(t *testing.T) {
 		return nil
 	})
 	mustEnqueue(t, rdb, testEnv("bot-flush", 0, PriorityWebhook))
-	eventually(t, 10*time.Second, "first signal handled", func() bool { return rec.len() == 1 })
+	testkit.EventuallyTrue(t, 10*time.Second, "first signal handled", func() bool { return rec.len() == 1 })
 	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
 		mustEnqueue(t, rdb, testEnv("bot-flush", i, PriorityWebhook))
 	}
-	eventually(t, 20*time.Second, "signals after the flush handled", func() bool { return rec.len() == 4 })
+	testkit.EventuallyTrue(t, 20*time.Second, "signals after the flush handled", func() bool { return rec.len() == 4 })
 	want := []string{"bot-flush/0", "bot-flush/1", "bot-flush/2", "bot-flush/3"}
 	if got := rec.snapshot(); !slices.Equal(got, want) {
 		t.Errorf("handled %v, want %v", got, want)

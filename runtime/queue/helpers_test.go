@@ -81,18 +81,6 @@ func (r *running) stop(t testing.TB) {
 	})
 }
 
-// eventually polls cond until it holds or the (generous) timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // botsIn returns n bot IDs that map to partition p.
 func botsIn(p, n int) []string {
 	var out []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -36,20 +37,20 @@ func TestHangingSignalHoldsUpItsOwnBotOnly(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		mustEnqueue(t, rdb, testEnv(stuck, i, PriorityWebhook))
 	}
-	eventually(t, 10*time.Second, "the stuck signal started", func() bool { return slices.Contains(rec.snapshot(), stuck+"/0") })
+	testkit.EventuallyTrue(t, 10*time.Second, "the stuck signal started", func() bool { return slices.Contains(rec.snapshot(), stuck+"/0") })
 	for i := 0; i < 5; i++ {
 		for _, b := range others {
 			mustEnqueue(t, rdb, testEnv(b, i, PriorityWebhook))
 		}
 	}
-	eventually(t, 10*time.Second, "the other bots' 15 signals handled while one hangs", func() bool { return rec.len() == 16 })
+	testkit.EventuallyTrue(t, 10*time.Second, "the other bots' 15 signals handled while one hangs", func() bool { return rec.len() == 16 })
 	for _, id := range rec.snapshot() {
 		if strings.HasPrefix(id, stuck+"/") && id != stuck+"/0" {
 			t.Fatalf("%s ran while %s/0 was still running", id, stuck)
 		}
 	}
 	close(release)
-	eventually(t, 10*time.Second, "the stuck bot's later signals handled", func() bool { return rec.len() == 18 })
+	testkit.EventuallyTrue(t, 10*time.Second, "the stuck bot's later signals handled", func() bool { return rec.len() == 18 })
 	perBot := map[string][]string{}
 	for _, id := range rec.snapshot() {
 		b, _, _ := strings.Cut(id, "/")
@@ -89,7 +90,7 @@ func TestRetryBudgetDeadLetters(t *testing.T) {
 	})
 	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
 	mustEnqueue(t, rdb, testEnv(bot, 1, PriorityWebhook))
-	eventually(t, 20*time.Second, "both signals finished", func() bool { return rec.len() == 4 })
+	testkit.EventuallyTrue(t, 20*time.Second, "both signals finished", func() bool { return rec.len() == 4 })
 	if got, want := rec.snapshot(), []string{bot + "/0", bot + "/0", bot + "/0", bot + "/1"}; !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
@@ -115,14 +116,14 @@ func TestRetryBudgetDeadLetters(t *testing.T) {
 	if n := rdb.Exists(ctx, store.SignalAttempts(bot, bot+"/0")).Val(); n != 0 {
 		t.Error("the attempt count outlived the dead letter")
 	}
-	eventually(t, 5*time.Second, "stream emptied", func() bool { return rdb.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val() == 0 })
+	testkit.EventuallyTrue(t, 5*time.Second, "stream emptied", func() bool { return rdb.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val() == 0 })
 
 	// The operator fixes the cause and retries: it runs again and succeeds.
 	healthy.Store(1)
 	if _, err := RetryDeadLetter(ctx, rdb, dl.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the retried signal succeeded", func() bool {
+	testkit.EventuallyTrue(t, 10*time.Second, "the retried signal succeeded", func() bool {
 		res, ok, _ := GetResult(ctx, rdb, bot+"/0")
 		return ok && res.Success
 	})
@@ -154,7 +155,7 @@ func TestRetryBudgetByTimeAndAcrossExecutors(t *testing.T) {
 	})
 	mustEnqueue(t, rdb, testEnv(slow, 0, PriorityWebhook))
 	mustEnqueue(t, rdb, testEnv(counted, 0, PriorityWebhook))
-	eventually(t, 20*time.Second, "both dead-lettered", func() bool { n, _ := CountDeadLetters(ctx, rdb); return n == 2 })
+	testkit.EventuallyTrue(t, 20*time.Second, "both dead-lettered", func() bool { n, _ := CountDeadLetters(ctx, rdb); return n == 2 })
 	if n := calls[1].Load(); n != 1 {
 		t.Errorf("counted/0 was called %d times; the fifth attempt should have been its last", n)
 	}
@@ -185,7 +186,7 @@ func TestPanicDeadLettersAtOnce(t *testing.T) {
 	})
 	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
 	mustEnqueue(t, rdb, testEnv(bot, 1, PriorityWebhook))
-	eventually(t, 10*time.Second, "the next signal ran", func() bool { return slices.Contains(rec.snapshot(), bot+"/1") })
+	testkit.EventuallyTrue(t, 10*time.Second, "the next signal ran", func() bool { return slices.Contains(rec.snapshot(), bot+"/1") })
 	if calls.Load() != 1 {
 		t.Errorf("panicking handler called %d times", calls.Load())
 	}
@@ -230,14 +231,14 @@ func TestDeadLetterInterruptedAfterItsResult(t *testing.T) {
 	ca.AddHook(crash)
 	a := startConsumer(t, ca, Options{Name: "A", MaxAttempts: 1, LeaseTTL: time.Second}, h)
 	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
-	eventually(t, 10*time.Second, "the failure result stored", func() bool {
+	testkit.EventuallyTrue(t, 10*time.Second, "the failure result stored", func() bool {
 		_, ok, _ := GetResult(ctx, rdb, bot+"/0")
 		return ok
 	})
 	a.stop(t) // dies with the dead-lettering half done
 
 	startConsumer(t, dedicated(t, rdb), Options{Name: "B", LeaseTTL: time.Second}, h)
-	eventually(t, 20*time.Second, "the entry finished", func() bool {
+	testkit.EventuallyTrue(t, 20*time.Second, "the entry finished", func() bool {
 		return rdb.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val() == 0
 	})
 	if n := executions.Load(); n != 1 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -176,7 +177,7 @@ func TestWaiterResyncAfterDroppedSubscription(t *testing.T) {
 	// And the re-established subscription carries messages again.
 	ch2, cancel2 := w.Register("after")
 	defer cancel2()
-	eventually(t, 10*time.Second, "published after reconnect", func() bool {
+	testkit.EventuallyTrue(t, 10*time.Second, "published after reconnect", func() bool {
 		_ = PublishResult(ctx, rdb, Envelope{SignalID: "after", BotID: "b", ReplyTo: w.Channel()}, result.Result{Success: true})
 		select {
 		case r := <-ch2:
@@ -195,7 +196,7 @@ func TestWaiterClosesWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	eventually(t, 10*time.Second, "waiter closed", w.isClosed)
+	testkit.EventuallyTrue(t, 10*time.Second, "waiter closed", w.isClosed)
 	_ = w.Close()
 	ch, c := w.Register("x")
 	defer c()
