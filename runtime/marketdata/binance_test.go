@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 )
@@ -140,7 +141,7 @@ func TestBinancePrice(t *testing.T) {
 		{exchange.Futures, "doge/usdt", "0.15235"},
 	} {
 		p := mustPrice(t, b, tc.kind, tc.sym)
-		if !p.Equal(d(tc.want)) || p.String() != tc.want {
+		if !p.Equal(testkit.D(tc.want)) || p.String() != tc.want {
 			t.Errorf("%s %s: %s, want %s", tc.kind, tc.sym, p, tc.want)
 		}
 	}
@@ -160,11 +161,11 @@ func TestBinanceCandles(t *testing.T) {
 	}
 	first := cs[0]
 	if first.Timestamp != 1767225600000-2*3600_000 || first.Time != first.Timestamp/1000 ||
-		!first.Open.Equal(d("65000.1")) || !first.High.Equal(d("65010.5")) || !first.Low.Equal(d("64990.001")) ||
-		!first.Close.Equal(d("65001.2")) || !first.Volume.Equal(d("12.345")) {
+		!first.Open.Equal(testkit.D("65000.1")) || !first.High.Equal(testkit.D("65010.5")) || !first.Low.Equal(testkit.D("64990.001")) ||
+		!first.Close.Equal(testkit.D("65001.2")) || !first.Volume.Equal(testkit.D("12.345")) {
 		t.Errorf("first candle %+v", first)
 	}
-	if cs[2].Timestamp-cs[1].Timestamp != 3600_000 || !cs[2].Open.Equal(d("65002.1")) {
+	if cs[2].Timestamp-cs[1].Timestamp != 3600_000 || !cs[2].Open.Equal(testkit.D("65002.1")) {
 		t.Errorf("last candle %+v", cs[2])
 	}
 	if got := spot.reqs(); len(got) != 1 || !sameQuery(got[0], "/api/v3/klines", "symbol=BTCUSDT&interval=1h&limit=3") {
@@ -172,7 +173,7 @@ func TestBinanceCandles(t *testing.T) {
 	}
 
 	fc := mustCandles(t, b, exchange.Futures, "BTC/USDT", "1d", 2)
-	if len(fc) != 2 || !fc[1].Close.Equal(d("65002.2")) {
+	if len(fc) != 2 || !fc[1].Close.Equal(testkit.D("65002.2")) {
 		t.Errorf("futures candles %+v", fc)
 	}
 	if got := fut.reqs(); len(got) != 1 || !sameQuery(got[0], "/fapi/v1/klines", "symbol=BTCUSDT&interval=1d&limit=2") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 )
@@ -45,7 +46,7 @@ func (p *countingProvider) Price(ctx context.Context, kind exchange.Kind, symbol
 	if v := p.price.Load(); v != nil {
 		return *v, nil
 	}
-	return d("100.5"), nil
+	return testkit.D("100.5"), nil
 }
 
 func (p *countingProvider) Candles(ctx context.Context, kind exchange.Kind, symbol, timeframe string, limit int) ([]Candle, error) {
@@ -66,10 +67,10 @@ func (p *countingProvider) Candles(ctx context.Context, kind exchange.Kind, symb
 
 func TestCachedPrice(t *testing.T) {
 	inner := &countingProvider{}
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	cp := NewCached(inner, CachedOptions{Now: c.Now})
 	for range 5 {
-		if p := mustPrice(t, cp, exchange.Spot, "BTC/USDT"); !p.Equal(d("100.5")) {
+		if p := mustPrice(t, cp, exchange.Spot, "BTC/USDT"); !p.Equal(testkit.D("100.5")) {
 			t.Fatal(p)
 		}
 	}
@@ -83,14 +84,14 @@ func TestCachedPrice(t *testing.T) {
 		t.Fatalf("%d inner calls for 3 keys", n)
 	}
 	// The default price TTL is 1 s.
-	v := d("101")
+	v := testkit.D("101")
 	inner.price.Store(&v)
-	c.Add(999 * time.Millisecond)
-	if p := mustPrice(t, cp, exchange.Spot, "BTC/USDT"); !p.Equal(d("100.5")) {
+	c.Advance(999 * time.Millisecond)
+	if p := mustPrice(t, cp, exchange.Spot, "BTC/USDT"); !p.Equal(testkit.D("100.5")) {
 		t.Errorf("before the TTL: %s", p)
 	}
-	c.Add(time.Millisecond)
-	if p := mustPrice(t, cp, exchange.Spot, "BTC/USDT"); !p.Equal(d("101")) {
+	c.Advance(time.Millisecond)
+	if p := mustPrice(t, cp, exchange.Spot, "BTC/USDT"); !p.Equal(testkit.D("101")) {
 		t.Errorf("after the TTL: %s", p)
 	}
 	if n := inner.prices.Load(); n != 4 {
@@ -100,17 +101,17 @@ func TestCachedPrice(t *testing.T) {
 
 func TestCachedCandles(t *testing.T) {
 	inner := &countingProvider{}
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	cp := NewCached(inner, CachedOptions{Now: c.Now})
 	a := mustCandles(t, cp, exchange.Spot, "BTC/USDT", "1m", 10)
-	c.Add(59 * time.Second)
+	c.Advance(59 * time.Second)
 	b := mustCandles(t, cp, exchange.Spot, "BTC/USDT", "1m", 10)
 	if inner.candles.Load() != 1 || !sameCandles(a, b) {
 		t.Fatalf("hit within 60 s: %d calls", inner.candles.Load())
 	}
 	// The caller owns the slice: changing it leaves the cache alone.
-	b[0].Close = d("999")
-	if x := mustCandles(t, cp, exchange.Spot, "BTC/USDT", "1m", 10); !x[0].Close.Equal(d("1")) {
+	b[0].Close = testkit.D("999")
+	if x := mustCandles(t, cp, exchange.Spot, "BTC/USDT", "1m", 10); !x[0].Close.Equal(testkit.D("1")) {
 		t.Errorf("cache changed through a returned slice: %s", x[0].Close)
 	}
 	// A different limit, timeframe, symbol or kind is a different key.
@@ -128,8 +129,8 @@ func TestCachedCandles(t *testing.T) {
 		t.Fatalf("%d inner calls after limit 0 and %d", n, DefaultLimit)
 	}
 	// 60 s after the first fetch the entry expires.
-	c.Add(time.Second)
-	if x := mustCandles(t, cp, exchange.Spot, "BTC/USDT", "1m", 10); !x[0].Close.Equal(d("7")) {
+	c.Advance(time.Second)
+	if x := mustCandles(t, cp, exchange.Spot, "BTC/USDT", "1m", 10); !x[0].Close.Equal(testkit.D("7")) {
 		t.Errorf("after 60 s: close %s, want a fresh (7th) fetch", x[0].Close)
 	}
 	// A bad timeframe never reaches the inner provider.
@@ -179,7 +180,9 @@ func TestCachedDeduplicatesConcurrentMisses(t *testing.T) {
 	}
 	// Let the callers pile up on the blocked first call, then release it. A caller that
 	// arrives after the release finds the answer in the cache, so the count is exact.
-	waitFor(t, func() bool { return inner.prices.Load() >= 1 && inner.candles.Load() >= 1 })
+	testkit.EventuallyTrue(t, 5*time.Second, "the first price and candle calls started", func() bool {
+		return inner.prices.Load() >= 1 && inner.candles.Load() >= 1
+	})
 	time.Sleep(20 * time.Millisecond)
 	close(inner.gate)
 	wg.Wait()
@@ -202,13 +205,13 @@ func TestCachedWaiterCancellation(t *testing.T) {
 		_, err := cp.Price(cctx, exchange.Spot, "BTC/USDT")
 		done <- err
 	}()
-	waitFor(t, func() bool { return inner.prices.Load() == 1 })
+	testkit.EventuallyTrue(t, 5*time.Second, "the shared price call started", func() bool { return inner.prices.Load() == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)
 	}
 	close(inner.gate)
-	waitFor(t, func() bool {
+	testkit.EventuallyTrue(t, 5*time.Second, "the shared call filled the cache", func() bool {
 		cp.mu.RLock()
 		defer cp.mu.RUnlock()
 		return len(cp.prices) == 1
@@ -221,7 +224,7 @@ func TestCachedWaiterCancellation(t *testing.T) {
 
 func TestCachedEviction(t *testing.T) {
 	inner := &countingProvider{}
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	cp := NewCached(inner, CachedOptions{Now: c.Now, MaxEntries: 3})
 	for _, sym := range []string{"A/USDT", "B/USDT", "C/USDT", "D/USDT", "E/USDT"} {
 		mustPrice(t, cp, exchange.Spot, sym)
@@ -233,7 +236,7 @@ func TestCachedEviction(t *testing.T) {
 }
 
 func TestCachedOverSimulatedAndBinance(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	sim := newSim(0, c)
 	cp := NewCached(sim, CachedOptions{Now: c.Now})
 	if a, b := mustPrice(t, cp, exchange.Spot, "BTC/USDT"), mustPrice(t, sim, exchange.Spot, "BTC/USDT"); !a.Equal(b) {
@@ -250,16 +253,5 @@ func TestCachedOverSimulatedAndBinance(t *testing.T) {
 	}
 	if n := len(spot.reqs()); n != 2 {
 		t.Errorf("%d requests to Binance", n)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

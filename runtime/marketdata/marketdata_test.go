@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sigops/sigops/internal/testkit"
 )
 
 func TestTimeframes(t *testing.T) {
@@ -56,8 +58,8 @@ func TestCandleOpenAlignment(t *testing.T) {
 }
 
 func TestCandleJSON(t *testing.T) {
-	c := Candle{Timestamp: 1767225600000, Time: 1767225600, Open: d("65000.1"), High: d("65010"),
-		Low: d("64990.01"), Close: d("65001.2"), Volume: d("12.345")}
+	c := Candle{Timestamp: 1767225600000, Time: 1767225600, Open: testkit.D("65000.1"), High: testkit.D("65010"),
+		Low: testkit.D("64990.01"), Close: testkit.D("65001.2"), Volume: testkit.D("12.345")}
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +73,7 @@ func TestCandleJSON(t *testing.T) {
 		t.Errorf("round trip %+v %v", back, err)
 	}
 	// Quoted decimals (another writer's form) decode too.
-	if err := json.Unmarshal([]byte(`{"timestamp":1,"time":0,"open":"1.5","high":"2","low":"1","close":"1.25","volume":"0"}`), &back); err != nil || !back.Close.Equal(d("1.25")) {
+	if err := json.Unmarshal([]byte(`{"timestamp":1,"time":0,"open":"1.5","high":"2","low":"1","close":"1.25","volume":"0"}`), &back); err != nil || !back.Close.Equal(testkit.D("1.25")) {
 		t.Errorf("quoted %+v %v", back, err)
 	}
 	// Inside a slice, as the candles API sends it.

@@ -11,43 +11,17 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{t: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var (
 	ctx     = context.Background()
 	testNow = time.Date(2026, 3, 1, 12, 34, 56, 789_000_000, time.UTC)
-	d       = decimal.RequireFromString
 )
 
-func newSim(seed int64, c *clock) *Simulated {
+func newSim(seed int64, c *testkit.Clock) *Simulated {
 	return NewSimulated(SimulatedOptions{Seed: seed, Now: c.Now})
 }
 
@@ -88,7 +62,7 @@ func TestSimulatedDefaultMarkets(t *testing.T) {
 		"BTC/USDT": {"65000", "0.01"}, "ETH/USDT": {"3200", "0.01"}, "DOGE/USDT": {"0.15", "0.00001"},
 		"SOL/USDT": {"150", "0.01"}, "BNB/USDT": {"600", "0.01"}, "XRP/USDT": {"0.55", "0.0001"},
 	}
-	c := newClock(DefaultSimulatedStart)
+	c := testkit.NewClock(DefaultSimulatedStart)
 	s := newSim(0, c)
 	if got := s.Symbols(); len(got) != len(want) {
 		t.Fatalf("symbols %v", got)
@@ -100,12 +74,12 @@ func TestSimulatedDefaultMarkets(t *testing.T) {
 		}
 		for _, m := range ms {
 			w, ok := want[m.Symbol]
-			if !ok || m.Kind != kind || !m.TickSize.Equal(d(w[1])) || m.Base+"/"+m.Quote != m.Symbol ||
+			if !ok || m.Kind != kind || !m.TickSize.Equal(testkit.D(w[1])) || m.Base+"/"+m.Quote != m.Symbol ||
 				!m.StepSize.IsPositive() || !m.MinQty.Equal(m.StepSize) || !m.MinNotional.IsPositive() {
 				t.Errorf("%s market %+v", kind, m)
 			}
 			// At Start every symbol is at its initial price, on both kinds.
-			if p := mustPrice(t, s, kind, m.Symbol); !p.Equal(d(w[0])) {
+			if p := mustPrice(t, s, kind, m.Symbol); !p.Equal(testkit.D(w[0])) {
 				t.Errorf("%s %s at Start = %s, want %s", kind, m.Symbol, p, w[0])
 			}
 		}
@@ -114,11 +88,11 @@ func TestSimulatedDefaultMarkets(t *testing.T) {
 	for _, m := range s.Markets(exchange.Spot) {
 		switch m.Symbol {
 		case "BTC/USDT":
-			check(t, m.TickSize.Exponent() == -2 && m.StepSize.Equal(d("0.00001")), "BTC precision %+v", m)
+			check(t, m.TickSize.Exponent() == -2 && m.StepSize.Equal(testkit.D("0.00001")), "BTC precision %+v", m)
 		case "ETH/USDT":
-			check(t, m.StepSize.Equal(d("0.0001")), "ETH precision %+v", m)
+			check(t, m.StepSize.Equal(testkit.D("0.0001")), "ETH precision %+v", m)
 		case "DOGE/USDT":
-			check(t, m.StepSize.Equal(d("1")), "DOGE precision %+v", m)
+			check(t, m.StepSize.Equal(testkit.D("1")), "DOGE precision %+v", m)
 		}
 	}
 }
@@ -131,7 +105,7 @@ func check(t *testing.T, ok bool, format string, args ...any) {
 }
 
 func TestSimulatedDeterministic(t *testing.T) {
-	c1, c2 := newClock(testNow), newClock(testNow)
+	c1, c2 := testkit.NewClock(testNow), testkit.NewClock(testNow)
 	s1, s2 := newSim(42, c1), newSim(42, c2)
 	for step := 0; step < 5; step++ {
 		for _, kind := range []exchange.Kind{exchange.Spot, exchange.Futures} {
@@ -147,8 +121,8 @@ func TestSimulatedDeterministic(t *testing.T) {
 				}
 			}
 		}
-		c1.Add(37 * time.Second)
-		c2.Add(37 * time.Second)
+		c1.Advance(37 * time.Second)
+		c2.Advance(37 * time.Second)
 	}
 	// Spot and futures share the path.
 	if a, b := mustPrice(t, s1, exchange.Spot, "ETH/USDT"), mustPrice(t, s1, exchange.Futures, "ETH/USDT"); !a.Equal(b) {
@@ -159,13 +133,13 @@ func TestSimulatedDeterministic(t *testing.T) {
 // A replica that started later, or queried other windows first (filling its candle cache),
 // computes the same past candles.
 func TestSimulatedReproducibleAcrossHistory(t *testing.T) {
-	c1 := newClock(testNow)
+	c1 := testkit.NewClock(testNow)
 	s1 := newSim(7, c1)
 	for _, tf := range Timeframes() {
 		mustCandles(t, s1, exchange.Spot, "SOL/USDT", tf, 100)
 	}
-	c1.Add(3*time.Hour + 17*time.Minute)
-	c2 := newClock(c1.Now())
+	c1.Advance(3*time.Hour + 17*time.Minute)
+	c2 := testkit.NewClock(c1.Now())
 	s2 := newSim(7, c2)
 	for _, tf := range Timeframes() {
 		a := mustCandles(t, s1, exchange.Spot, "SOL/USDT", tf, 300)
@@ -176,10 +150,10 @@ func TestSimulatedReproducibleAcrossHistory(t *testing.T) {
 	}
 	// A past candle computed while it was open equals itself once closed, apart from what
 	// happened after (its close, high, low and volume can only grow outward).
-	c3 := newClock(time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC))
+	c3 := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC))
 	s3 := newSim(7, c3)
 	open := mustCandles(t, s3, exchange.Spot, "BTC/USDT", "1h", 1)[0]
-	c3.Add(2 * time.Hour)
+	c3.Advance(2 * time.Hour)
 	closed := mustCandles(t, s3, exchange.Spot, "BTC/USDT", "1h", 3)[0]
 	if open.Timestamp != closed.Timestamp || !open.Open.Equal(closed.Open) || closed.High.LessThan(open.High) ||
 		closed.Low.GreaterThan(open.Low) || closed.Volume.LessThan(open.Volume) {
@@ -188,7 +162,7 @@ func TestSimulatedReproducibleAcrossHistory(t *testing.T) {
 }
 
 func TestSimulatedSeedsDiffer(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	a, b := newSim(1, c), newSim(2, c)
 	differ := 0
 	for _, sym := range a.Symbols() {
@@ -213,7 +187,7 @@ func TestSimulatedSeedsDiffer(t *testing.T) {
 }
 
 func TestSimulatedPricesPositiveOnTickAndBanded(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(3, c)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, m := range s.Markets(exchange.Spot) {
@@ -243,13 +217,13 @@ func TestSimulatedPricesPositiveOnTickAndBanded(t *testing.T) {
 }
 
 func TestSimulatedMovesInSmallSteps(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
 	for _, sym := range s.Symbols() {
 		prev := mustPrice(t, s, exchange.Spot, sym)
 		distinct := map[string]bool{}
 		for range 3600 {
-			c.Add(time.Second)
+			c.Advance(time.Second)
 			p := mustPrice(t, s, exchange.Spot, sym)
 			distinct[p.String()] = true
 			if r := math.Abs(math.Log(p.Div(prev).InexactFloat64())); r > 0.002 {
@@ -278,33 +252,33 @@ func TestSimulatedMovesInSmallSteps(t *testing.T) {
 }
 
 func TestSimulatedTickOption(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := NewSimulated(SimulatedOptions{Tick: 100 * time.Millisecond, Now: c.Now, Start: testNow})
 	seen := map[string]bool{}
 	for range 10 {
 		seen[mustPrice(t, s, exchange.Spot, "BTC/USDT").String()] = true
-		c.Add(100 * time.Millisecond)
+		c.Advance(100 * time.Millisecond)
 	}
 	if len(seen) < 5 {
 		t.Errorf("100 ms ticks: %d distinct prices in a second", len(seen))
 	}
 	// Between two ticks the price holds.
 	c.Set(testNow.Add(50 * time.Millisecond))
-	if p := mustPrice(t, s, exchange.Spot, "BTC/USDT"); !p.Equal(d("65000")) {
+	if p := mustPrice(t, s, exchange.Spot, "BTC/USDT"); !p.Equal(testkit.D("65000")) {
 		t.Errorf("inside tick 0: %s", p)
 	}
 	// Unbounded drift still yields positive prices on the tick.
 	u := NewSimulated(SimulatedOptions{MaxDrift: -1, Volatility: 0.5, Now: c.Now})
 	for i := range 100 {
 		p, _ := u.PriceAt(exchange.Spot, "DOGE/USDT", testNow.Add(time.Duration(i)*240*time.Hour))
-		if !p.IsPositive() || !p.Mod(d("0.00001")).IsZero() {
+		if !p.IsPositive() || !p.Mod(testkit.D("0.00001")).IsZero() {
 			t.Fatalf("unbounded: %s", p)
 		}
 	}
 }
 
 func TestSimulatedCandlesConsistent(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(11, c)
 	for _, m := range s.Markets(exchange.Spot) {
 		for _, tf := range Timeframes() {
@@ -362,7 +336,7 @@ func TestSimulatedCandlesConsistent(t *testing.T) {
 
 // With 1 s ticks a 1m candle visits every tick: its OHLC are exactly the prices seen.
 func TestSimulated1mCandleIsExact(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(5, c)
 	for _, sym := range []string{"BTC/USDT", "DOGE/USDT"} {
 		cs := mustCandles(t, s, exchange.Spot, sym, "1m", 20)
@@ -392,7 +366,7 @@ func TestSimulated1mCandleIsExact(t *testing.T) {
 // Longer timeframes agree with shorter ones where they overlap: opens and closes are the
 // same path points, and their extremes are within the sampled resolution.
 func TestSimulatedTimeframesAgree(t *testing.T) {
-	c := newClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // a 4h boundary
+	c := testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // a 4h boundary
 	s := newSim(9, c)
 	h4 := mustCandles(t, s, exchange.Spot, "ETH/USDT", "4h", 3)[:2]
 	h1 := mustCandles(t, s, exchange.Spot, "ETH/USDT", "1h", 9)[:8]
@@ -421,27 +395,27 @@ func TestSimulatedTimeframesAgree(t *testing.T) {
 }
 
 func TestSimulatedSetPrice(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
-	if err := s.SetPrice(exchange.Futures, "BTC/USDT", d("12345.67")); err != nil {
+	if err := s.SetPrice(exchange.Futures, "BTC/USDT", testkit.D("12345.67")); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if p := mustPrice(t, s, exchange.Futures, "BTC/USDT"); !p.Equal(d("12345.67")) {
+		if p := mustPrice(t, s, exchange.Futures, "BTC/USDT"); !p.Equal(testkit.D("12345.67")) {
 			t.Fatalf("pinned price %s", p)
 		}
-		c.Add(time.Minute)
+		c.Advance(time.Minute)
 	}
 	// Other kinds and symbols are not pinned.
-	if p := mustPrice(t, s, exchange.Spot, "BTC/USDT"); p.Equal(d("12345.67")) {
+	if p := mustPrice(t, s, exchange.Spot, "BTC/USDT"); p.Equal(testkit.D("12345.67")) {
 		t.Error("spot follows the futures pin")
 	}
 	cs := mustCandles(t, s, exchange.Futures, "BTCUSDT", "1m", 3)
 	last := cs[2]
-	if !last.Close.Equal(d("12345.67")) || !last.Low.Equal(d("12345.67")) || last.High.LessThan(last.Open) {
+	if !last.Close.Equal(testkit.D("12345.67")) || !last.Low.Equal(testkit.D("12345.67")) || last.High.LessThan(last.Open) {
 		t.Errorf("open candle with pin: %+v", last)
 	}
-	if cs[1].Close.Equal(d("12345.67")) {
+	if cs[1].Close.Equal(testkit.D("12345.67")) {
 		t.Error("a pin rewrote history")
 	}
 	if err := s.ClearPrice(exchange.Futures, "BTC/USDT"); err != nil {
@@ -454,13 +428,13 @@ func TestSimulatedSetPrice(t *testing.T) {
 	if err := s.SetPrice(exchange.Spot, "BTC/USDT", decimal.Zero); errs.CodeOf(err) != errs.InvalidPrice {
 		t.Errorf("zero pin: %v", err)
 	}
-	if err := s.SetPrice(exchange.Spot, "FOO/USDT", d("1")); !errors.Is(err, ErrUnknownSymbol) {
+	if err := s.SetPrice(exchange.Spot, "FOO/USDT", testkit.D("1")); !errors.Is(err, ErrUnknownSymbol) {
 		t.Errorf("pin unknown symbol: %v", err)
 	}
 }
 
 func TestSimulatedErrorsAndSymbolForms(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
 	want := mustPrice(t, s, exchange.Spot, "XRP/USDT")
 	for _, form := range []string{"XRPUSDT", "xrp/usdt", " xrp-usdt ", "XRP_USDT"} {
@@ -498,7 +472,7 @@ func TestSimulatedErrorsAndSymbolForms(t *testing.T) {
 }
 
 func TestSimulatedConcurrent(t *testing.T) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -509,9 +483,9 @@ func TestSimulatedConcurrent(t *testing.T) {
 				sym := s.Symbols()[(g+i)%6]
 				switch i % 4 {
 				case 0:
-					c.Add(time.Second)
+					c.Advance(time.Second)
 				case 1:
-					_ = s.SetPrice(exchange.Spot, sym, d("1.5"))
+					_ = s.SetPrice(exchange.Spot, sym, testkit.D("1.5"))
 				case 2:
 					_ = s.ClearPrice(exchange.Spot, sym)
 				}
@@ -611,11 +585,11 @@ func BenchmarkSimulatedPriceParallel(b *testing.B) {
 
 // Every call a new tick: the cost of a cache miss.
 func BenchmarkSimulatedPriceNewTick(b *testing.B) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Add(time.Second)
+		c.Advance(time.Second)
 		if _, err := s.Price(ctx, exchange.Spot, "BTC/USDT"); err != nil {
 			b.Fatal(err)
 		}
@@ -625,12 +599,12 @@ func BenchmarkSimulatedPriceNewTick(b *testing.B) {
 // The steady state: the clock moves on a little between calls, closed candles come from the
 // cache and only the open one is computed.
 func BenchmarkSimulatedCandles500x1m(b *testing.B) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
 	mustCandles(b, s, exchange.Spot, "BTC/USDT", "1m", 500)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Add(10 * time.Millisecond)
+		c.Advance(10 * time.Millisecond)
 		if _, err := s.Candles(ctx, exchange.Spot, "BTC/USDT", "1m", 500); err != nil {
 			b.Fatal(err)
 		}
@@ -645,7 +619,7 @@ func BenchmarkSimulatedCandles500x1hCold(b *testing.B) { benchCold(b, "1h") }
 func BenchmarkSimulatedCandles500x1wCold(b *testing.B) { benchCold(b, "1w") }
 
 func benchCold(b *testing.B, tf string) {
-	c := newClock(testNow)
+	c := testkit.NewClock(testNow)
 	s := newSim(0, c)
 	sym := s.bySym["BTC/USDT"]
 	b.ReportAllocs()
