@@ -1,38 +1,18 @@
 package auth
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	rdb      redis.UniversalClient
-	clk      *clock
+	clk      *testkit.Clock
 	users    *Users
 	oauth    *OAuth
 	sessions *Sessions
@@ -52,7 +32,7 @@ var testKey = []byte("0123456789abcdef0123456789abcdef-test-key")
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	_, rdb := storetest.New(t)
-	clk := newClock()
+	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	keys, err := NewKeyring(testKey, nil)
 	if err != nil {
 		t.Fatal(err)

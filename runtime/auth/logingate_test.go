@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -256,9 +257,7 @@ func TestHasherQueueIsBounded(t *testing.T) {
 		_, _, err := h.Verify(ctx, "s3cret passphrase", enc)
 		waited <- err
 	}()
-	for h.waiting.Load() != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.EventuallyTrue(t, 10*time.Second, "the verification queued for a slot", func() bool { return h.waiting.Load() == 1 })
 	// Slot busy and queue full: refused at once, nothing computed.
 	before := h.verifications.Load()
 	t0 := time.Now()
@@ -286,9 +285,7 @@ func TestHasherQueueIsBounded(t *testing.T) {
 	}
 	gaveUp := make(chan error, 1)
 	go func() { gaveUp <- h.acquire(cctx) }()
-	for h.waiting.Load() != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.EventuallyTrue(t, 10*time.Second, "the acquire queued for a slot", func() bool { return h.waiting.Load() == 1 })
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)

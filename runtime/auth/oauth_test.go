@@ -208,13 +208,13 @@ func TestRotateAndReuse(t *testing.T) {
 		t.Fatalf("other resource: %v", err)
 	}
 	// None of those spent it.
-	f.clk.Add(29 * 24 * time.Hour)
+	f.clk.Advance(29 * 24 * time.Hour)
 	a, r1, err := f.oauth.Rotate(ctx, RotateRequest{Token: r0, ClientID: "c1", Scope: "mcp:read"})
 	if err != nil || a.Scope != "mcp:paper" || a.UserID != u.ID || r1 == r0 {
 		t.Fatalf("rotate: %+v %v", a, err)
 	}
 	// Sliding: another 29 days later the family still lives.
-	f.clk.Add(29 * 24 * time.Hour)
+	f.clk.Advance(29 * 24 * time.Hour)
 	_, r2, err := f.oauth.Rotate(ctx, RotateRequest{Token: r1, ClientID: "c1"})
 	if err != nil {
 		t.Fatalf("slide: %v", err)
@@ -236,7 +236,7 @@ func TestRotateAndReuse(t *testing.T) {
 	}
 	// Expiry: unused for 30 days.
 	_, r3, _ := f.authorize(t, u, "mcp:read")
-	f.clk.Add(30*24*time.Hour + time.Second)
+	f.clk.Advance(30*24*time.Hour + time.Second)
 	if _, _, err := f.oauth.Rotate(ctx, RotateRequest{Token: r3, ClientID: "c1"}); !errors.Is(err, ErrGrantExpired) {
 		t.Fatalf("expired family: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestListAndRevokeAuthorizations(t *testing.T) {
 	u := f.user(t, "ivy@example.com", TierPro)
 	other := f.user(t, "jon@example.com", TierPro)
 	a1, _, _ := f.authorize(t, u, "mcp:read")
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	a2, _, _ := f.authorize(t, u, "mcp:live")
 	if err := f.oauth.RevokeAuthorization(ctx, other.ID, a1); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("revoke of another user's authorization: %v", err)

@@ -106,7 +106,7 @@ func TestPendingRequestsCappedPerUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.clk.Add(time.Millisecond) // distinct ages
+		f.clk.Advance(time.Millisecond) // distinct ages
 		return id
 	}
 	var ids []string
@@ -138,7 +138,7 @@ func TestPendingRequestsCappedPerUser(t *testing.T) {
 		t.Fatalf("second take: %v", err)
 	}
 	// Expired requests are gone, and make room without dropping live ones.
-	f.clk.Add(pendingTTL)
+	f.clk.Advance(pendingTTL)
 	if _, err := f.oauth.GetPending(ctx, "u1", ids[len(ids)-1]); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("expired request: %v", err)
 	}

@@ -87,7 +87,7 @@ func TestSetPasswordInvalidatesEverything(t *testing.T) {
 	if err := f.users.SetPassword(ctx, u.ID, "a brand new password"); err != nil {
 		t.Fatal(err)
 	}
-	f.clk.Add(2 * time.Second) // past the verifier's cache
+	f.clk.Advance(2 * time.Second) // past the verifier's cache
 	for _, tok := range []string{api.Token, access} {
 		if _, err := f.verifier.Verify(ctx, tok); !errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("token after password change: %v", err)
@@ -309,7 +309,7 @@ func TestSessions(t *testing.T) {
 	if ttl0 < SessionIdle-time.Minute || ttl0 > SessionIdle {
 		t.Fatalf("TTL %v", ttl0)
 	}
-	f.clk.Add(3 * 24 * time.Hour)
+	f.clk.Advance(3 * 24 * time.Hour)
 	got, err := f.sessions.Lookup(ctx, raw)
 	if err != nil || got.UserID != u.ID {
 		t.Fatalf("lookup %v", err)
@@ -329,7 +329,7 @@ func TestSessions(t *testing.T) {
 	// Absolute cap.
 	raw, _, _ = f.sessions.Create(ctx, u)
 	for range 6 {
-		f.clk.Add(6 * 24 * time.Hour)
+		f.clk.Advance(6 * 24 * time.Hour)
 		if _, err := f.sessions.Lookup(ctx, raw); err != nil {
 			break
 		}

@@ -8,22 +8,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/store"
 )
-
-// forge signs arbitrary claims with a key and header of the test's choosing.
-func forge(t *testing.T, method jwt.SigningMethod, key any, kid string, c jwt.Claims) string {
-	t.Helper()
-	tok := jwt.NewWithClaims(method, c)
-	if kid != "" {
-		tok.Header["kid"] = kid
-	}
-	s, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func (f *fixture) claims(u User) Claims {
 	now := f.clk.Now()
@@ -65,49 +52,49 @@ func TestVerifierAttacks(t *testing.T) {
 	rows := map[string]string{
 		"alg none": func() string {
 			c := live(mod(func(*Claims) {}))
-			return forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, f.keys.KID(), c)
+			return testkit.ForgeJWT(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, f.keys.KID(), c)
 		}(),
-		"HS512 with the right key": forge(t, jwt.SigningMethodHS512, testKey, f.keys.KID(), mod(func(*Claims) {})),
+		"HS512 with the right key": testkit.ForgeJWT(t, jwt.SigningMethodHS512, testKey, f.keys.KID(), mod(func(*Claims) {})),
 		"RS256 header on an HMAC signature (key confusion)": func() string {
-			s := forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(*Claims) {}))
+			s := testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(*Claims) {}))
 			parts := strings.Split(s, ".")
 			parts[0] = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9" // {"alg":"RS256","typ":"JWT"}
 			return strings.Join(parts, ".")
 		}(),
-		"signed with another key (its kid)": forge(t, jwt.SigningMethodHS256, other.current.secret, other.KID(), mod(func(*Claims) {})),
-		"signed with another key (our kid)": forge(t, jwt.SigningMethodHS256, other.current.secret, f.keys.KID(), mod(func(*Claims) {})),
-		"no kid":                            forge(t, jwt.SigningMethodHS256, testKey, "", mod(func(*Claims) {})),
-		"expired": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) {
+		"signed with another key (its kid)": testkit.ForgeJWT(t, jwt.SigningMethodHS256, other.current.secret, other.KID(), mod(func(*Claims) {})),
+		"signed with another key (our kid)": testkit.ForgeJWT(t, jwt.SigningMethodHS256, other.current.secret, f.keys.KID(), mod(func(*Claims) {})),
+		"no kid":                            testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, "", mod(func(*Claims) {})),
+		"expired": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) {
 			c.IssuedAt = jwt.NewNumericDate(f.clk.Now().Add(-2 * time.Hour))
 			c.ExpiresAt = jwt.NewNumericDate(f.clk.Now().Add(-time.Hour))
 		})),
-		"no exp": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.ExpiresAt = nil })),
-		"issued in the future": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) {
+		"no exp": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.ExpiresAt = nil })),
+		"issued in the future": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) {
 			c.IssuedAt = jwt.NewNumericDate(f.clk.Now().Add(time.Hour))
 		})),
-		"wrong audience":               forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Audience = jwt.ClaimStrings{"https://evil/api"} })),
-		"no audience":                  forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Audience = nil })),
-		"wrong issuer":                 forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Issuer = "https://evil" })),
-		"no jti (deprecated endpoint)": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.ID = "" })),
-		"legacy token without jti or kind": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), jwt.MapClaims{
+		"wrong audience":               testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Audience = jwt.ClaimStrings{"https://evil/api"} })),
+		"no audience":                  testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Audience = nil })),
+		"wrong issuer":                 testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Issuer = "https://evil" })),
+		"no jti (deprecated endpoint)": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.ID = "" })),
+		"legacy token without jti or kind": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), jwt.MapClaims{
 			"iss": testIssuer, "sub": u.ID, "aud": testMCP, "iat": f.clk.Now().Unix(), "exp": f.clk.Now().Add(time.Hour).Unix(), "scope": "mcp"}),
-		"unknown kind":                      forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Kind = "admin" })),
-		"api token claiming a scope":        forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Scope = "mcp:live" })),
-		"oauth token without authorization": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Kind = KindOAuth; c.Scope = "mcp:live"; c.ClientID = "c1" })),
-		"oauth token living longer than an hour": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) {
+		"unknown kind":                      testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Kind = "admin" })),
+		"api token claiming a scope":        testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Scope = "mcp:live" })),
+		"oauth token without authorization": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Kind = KindOAuth; c.Scope = "mcp:live"; c.ClientID = "c1" })),
+		"oauth token living longer than an hour": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) {
 			c.Kind, c.Scope, c.ClientID, c.SID = KindOAuth, "mcp:live", "c1", "x"
 			c.ExpiresAt = jwt.NewNumericDate(f.clk.Now().Add(2 * time.Hour))
 		})),
-		"no gen":              forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Gen = 0 })),
-		"stale gen":           forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Gen = 7 })),
-		"unknown user":        forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Subject = "ghost" })),
-		"bearer never issued": forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), func() Claims { c := base; c.ID = "never"; return c }()),
+		"no gen":              testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Gen = 0 })),
+		"stale gen":           testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Gen = 7 })),
+		"unknown user":        testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(c *Claims) { c.Subject = "ghost" })),
+		"bearer never issued": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), func() Claims { c := base; c.ID = "never"; return c }()),
 		"truncated":           "eyJhbGciOiJIUzI1NiJ9.e30",
 		"garbage":             "not a token",
 		"empty":               "",
 		"huge":                strings.Repeat("a", 5000),
 		"signature stripped": func() string {
-			s := forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(*Claims) {}))
+			s := testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(*Claims) {}))
 			return s[:strings.LastIndex(s, ".")+1]
 		}(),
 	}
@@ -117,7 +104,7 @@ func TestVerifierAttacks(t *testing.T) {
 		}
 	}
 	// Control: the same construction with nothing wrong passes.
-	if _, err := f.verifier.Verify(ctx, forge(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(*Claims) {}))); err != nil {
+	if _, err := f.verifier.Verify(ctx, testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, f.keys.KID(), mod(func(*Claims) {}))); err != nil {
 		t.Fatalf("control token refused: %v", err)
 	}
 }
@@ -136,11 +123,11 @@ func TestVerifierRevocationAndCacheBound(t *testing.T) {
 	if err := f.oauth.RevokeAuthorization(ctx, u.ID, id); err != nil {
 		t.Fatal(err)
 	}
-	f.clk.Add(500 * time.Millisecond)
+	f.clk.Advance(500 * time.Millisecond)
 	if _, err := f.verifier.Verify(ctx, at); err != nil {
 		t.Fatalf("within the cache bound the cached fact may stand: %v", err)
 	}
-	f.clk.Add(500 * time.Millisecond)
+	f.clk.Advance(500 * time.Millisecond)
 	if _, err := f.verifier.Verify(ctx, at); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("revocation not effective after 1 s: %v", err)
 	}
@@ -183,7 +170,7 @@ func TestBearerIdleWindowSlides(t *testing.T) {
 	}
 	// Absolute cap: 30 days after issue even an active token expires.
 	api, _ = f.issuer.IssueAPIToken(ctx, u)
-	f.clk.Add(APITokenMaxLifetime + time.Second)
+	f.clk.Advance(APITokenMaxLifetime + time.Second)
 	if _, err := f.verifier.Verify(ctx, api.Token); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("bearer past its exp: %v", err)
 	}
