@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/auth"
 )
 
@@ -43,20 +44,6 @@ func wantOAuthError(t *testing.T, status int, body map[string]any, hdr http.Head
 	if hdr.Get("Cache-Control") != "no-store" || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
 		t.Errorf("headers %v", hdr)
 	}
-}
-
-// forgeToken signs claims for the attack rows.
-func forgeToken(t *testing.T, m jwt.SigningMethod, key any, kid string, c jwt.MapClaims) string {
-	t.Helper()
-	tok := jwt.NewWithClaims(m, c)
-	if kid != "" {
-		tok.Header["kid"] = kid
-	}
-	s, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // TestAttacks is the attack table: each row an attempt that must fail, checked over HTTP
@@ -100,7 +87,7 @@ func TestAttacks(t *testing.T) {
 		b.login(u.Email, testPassword)
 		cfg := h.publicClient("mcp:read")
 		code, v := h.grant(b, cfg)
-		h.clk.Add(61 * time.Second)
+		h.clk.Advance(61 * time.Second)
 		st, body, hdr := h.tokenPost("/api/oauth/token", exchangeForm(cfg.ClientID, code, cfg.RedirectURL, v), "", "")
 		wantOAuthError(t, st, body, hdr, 400, "invalid_grant")
 	})
@@ -110,7 +97,7 @@ func TestAttacks(t *testing.T) {
 		b.login(u.Email, testPassword)
 		cfg := h.publicClient("mcp:read")
 		code, v := h.grant(b, cfg)
-		h.clk.Add(59 * time.Second)
+		h.clk.Advance(59 * time.Second)
 		if st, body, _ := h.tokenPost("/api/oauth/token", exchangeForm(cfg.ClientID, code, cfg.RedirectURL, v), "", ""); st != 200 {
 			t.Fatalf("%d %v", st, body)
 		}
@@ -297,13 +284,13 @@ func TestAttacks(t *testing.T) {
 	})
 
 	forged := map[string]string{
-		"token with alg none": forgeToken(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, claims(func(jwt.MapClaims) {})),
-		"token signed with another key": forgeToken(t, jwt.SigningMethodHS256, []byte("some other key that is long enough!!"), kid,
+		"token with alg none": testkit.ForgeJWT(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, claims(func(jwt.MapClaims) {})),
+		"token signed with another key": testkit.ForgeJWT(t, jwt.SigningMethodHS256, []byte("some other key that is long enough!!"), kid,
 			claims(func(jwt.MapClaims) {})),
-		"token with the wrong audience": forgeToken(t, jwt.SigningMethodHS256, testKey, kid, claims(func(c jwt.MapClaims) {
+		"token with the wrong audience": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, kid, claims(func(c jwt.MapClaims) {
 			c["aud"] = "https://other.example/api"
 		})),
-		"token without jti (deprecated endpoint)": forgeToken(t, jwt.SigningMethodHS256, testKey, kid, claims(func(c jwt.MapClaims) {
+		"token without jti (deprecated endpoint)": testkit.ForgeJWT(t, jwt.SigningMethodHS256, testKey, kid, claims(func(c jwt.MapClaims) {
 			delete(c, "jti")
 			delete(c, "knd")
 			c["scope"] = "mcp"
@@ -320,7 +307,7 @@ func TestAttacks(t *testing.T) {
 
 	t.Run("expired access token", func(t *testing.T) {
 		_, tok, _ := h.flow(u.Email, "mcp:read")
-		h.clk.Add(61 * time.Minute)
+		h.clk.Advance(61 * time.Minute)
 		if st, _ := h.me(tok.AccessToken); st != 401 {
 			t.Fatalf("expired token: %d", st)
 		}
@@ -380,7 +367,7 @@ func TestAttacks(t *testing.T) {
 		if err := h.users.SetPassword(context.Background(), v.ID, "an entirely new password"); err != nil {
 			t.Fatal(err)
 		}
-		h.clk.Add(1100 * time.Millisecond) // another process changed it: the cache bound applies
+		h.clk.Advance(1100 * time.Millisecond) // another process changed it: the cache bound applies
 		for name, tk := range map[string]string{"oauth access token": tok.AccessToken, "bearer JWT": bearer} {
 			if st, _ := h.me(tk); st != 401 {
 				t.Errorf("%s after password change: %d", name, st)

@@ -13,30 +13,18 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 var testKey = []byte("authd-test-signing-key-0123456789abcdef")
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type swap struct{ h http.Handler }
 
@@ -48,10 +36,10 @@ type harness struct {
 	ts    *httptest.Server
 	srv   *Server
 	rdb   redis.UniversalClient
-	clk   *clock
+	clk   *testkit.Clock
 	users *auth.Users
 	base  string
-	logs  *bytes.Buffer
+	logs  *testkit.LogBuffer
 }
 
 func newHarness(t *testing.T, mod ...func(*Options)) *harness {
@@ -65,11 +53,11 @@ func newHarness(t *testing.T, mod ...func(*Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{t: time.Now().Truncate(time.Second)}
-	logs := &bytes.Buffer{}
+	clk := testkit.NewClock(time.Now().Truncate(time.Second))
+	logs := &testkit.LogBuffer{}
 	o := Options{Redis: rdb, Keys: keys, BaseURL: ts.URL, MCPURL: "https://mcp.sigops.test", KDF: auth.TestKDF, Now: clk.Now,
 		RegisterPerIP: auth.Limit{Kind: "register-ip", Max: 10000, Window: time.Hour},
-		Logger:        slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		Logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	for _, m := range mod {
 		m(&o)
 	}
@@ -80,17 +68,6 @@ func newHarness(t *testing.T, mod ...func(*Options)) *harness {
 	sw.h = srv.Handler()
 	return &harness{t: t, ts: ts, srv: srv, rdb: rdb, clk: clk, base: ts.URL, logs: logs,
 		users: auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, Now: clk.Now})}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 const testPassword = "correct horse battery staple"

@@ -370,7 +370,7 @@ func TestConsentCapPerUser(t *testing.T) {
 			t.Fatalf("authorize %d: %d %s %s", i, resp.StatusCode, loc, body)
 		}
 		consentURLs = append(consentURLs, loc)
-		h.clk.Add(time.Millisecond) // distinct ages
+		h.clk.Advance(time.Millisecond) // distinct ages
 	}
 	if n := h.rdb.HLen(context.Background(), store.OAuthPending(u.ID)).Val(); n != int64(auth.MaxPendingPerUser) {
 		t.Fatalf("%d pending requests stored, cap %d", n, auth.MaxPendingPerUser)

@@ -54,7 +54,7 @@ func TestSessionCookieAttributes(t *testing.T) {
 		}
 	}
 	// Activity slides it: three days later a page re-sends a full 7-day cookie.
-	h.clk.Add(72 * time.Hour)
+	h.clk.Advance(72 * time.Hour)
 	resp, _ = b.get("/dashboard/settings")
 	if resp.StatusCode != 200 {
 		t.Fatalf("settings %d", resp.StatusCode)
