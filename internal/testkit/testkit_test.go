@@ -92,6 +92,30 @@ func TestDecimal(t *testing.T) {
 	}
 }
 
+// errorT records Errorf instead of failing the calling test.
+type errorT struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorT) Helper() {}
+func (e *errorT) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func TestEqualD(t *testing.T) {
+	et := &errorT{TB: t}
+	EqualD(et, "balance", D("1.50"), "1.5")
+	if len(et.errs) != 0 {
+		t.Fatalf("equal values reported: %v", et.errs)
+	}
+	EqualD(et, "balance", D("1.51"), "1.5")
+	EqualD(et, "fee", D("0.1"), "0.2")
+	if want := []string{"balance = 1.51, want 1.5", "fee = 0.1, want 0.2"}; fmt.Sprint(et.errs) != fmt.Sprint(want) {
+		t.Fatalf("errors %q, want %q", et.errs, want)
+	}
+}
+
 func TestForgeJWT(t *testing.T) {
 	key := []byte("k")
 	s := ForgeJWT(t, jwt.SigningMethodHS256, key, "kid-1", jwt.MapClaims{"sub": "u1"})

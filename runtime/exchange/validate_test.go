@@ -5,14 +5,14 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 )
 
 func TestOrderRequestValidate(t *testing.T) {
-	d := decimal.RequireFromString
 	ok := exchange.OrderRequest{ClientOrderID: "sg-1", Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.01")}
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.01")}
 	cases := []struct {
 		name string
 		edit func(*exchange.OrderRequest)
@@ -24,21 +24,21 @@ func TestOrderRequestValidate(t *testing.T) {
 		{"unknown side", func(r *exchange.OrderRequest) { r.Side = "hold" }, errs.ExchangeError},
 		{"unknown type", func(r *exchange.OrderRequest) { r.Type = "trailing" }, errs.ExchangeError},
 		{"limit without price", func(r *exchange.OrderRequest) { r.Type = exchange.Limit }, errs.InvalidPrice},
-		{"limit", func(r *exchange.OrderRequest) { r.Type, r.Price = exchange.Limit, d("65000") }, ""},
+		{"limit", func(r *exchange.OrderRequest) { r.Type, r.Price = exchange.Limit, testkit.D("65000") }, ""},
 		{"stop without trigger", func(r *exchange.OrderRequest) { r.Type = exchange.StopLoss }, errs.InvalidPrice},
 		{"stop with negative price", func(r *exchange.OrderRequest) {
-			r.Type, r.StopPrice, r.Price = exchange.StopLoss, d("60000"), d("-1")
+			r.Type, r.StopPrice, r.Price = exchange.StopLoss, testkit.D("60000"), testkit.D("-1")
 		}, errs.InvalidPrice},
 		{"zero amount", func(r *exchange.OrderRequest) { r.Amount = decimal.Zero }, errs.InvalidAmount},
-		{"negative amount", func(r *exchange.OrderRequest) { r.Amount = d("-1") }, errs.InvalidAmount},
+		{"negative amount", func(r *exchange.OrderRequest) { r.Amount = testkit.D("-1") }, errs.InvalidAmount},
 		{"spot stop without amount", func(r *exchange.OrderRequest) {
-			r.Type, r.StopPrice, r.Amount = exchange.StopLoss, d("60000"), decimal.Zero
+			r.Type, r.StopPrice, r.Amount = exchange.StopLoss, testkit.D("60000"), decimal.Zero
 		}, errs.InvalidAmount},
 		{"futures take-profit closing the position", func(r *exchange.OrderRequest) {
-			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.TakeProfit, d("70000"), decimal.Zero
+			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.TakeProfit, testkit.D("70000"), decimal.Zero
 		}, ""},
 		{"futures stop with negative amount", func(r *exchange.OrderRequest) {
-			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.StopLoss, d("60000"), d("-1")
+			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.StopLoss, testkit.D("60000"), testkit.D("-1")
 		}, errs.InvalidAmount},
 	}
 	for _, c := range cases {

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shopspring/decimal"
-
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -14,10 +13,6 @@ import (
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/signal"
 )
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
-func dp(s string) *decimal.Decimal { v := d(s); return &v }
 
 func market(t *testing.T, kind exchange.Kind, symbol string) exchange.MarketInfo {
 	t.Helper()
@@ -29,8 +24,8 @@ func market(t *testing.T, kind exchange.Kind, symbol string) exchange.MarketInfo
 }
 
 func TestEntryAmount(t *testing.T) {
-	pct := func(v string) signal.Amount { return signal.Amount{Value: d(v), Percent: true} }
-	fixed := func(v string) signal.Amount { return signal.Amount{Value: d(v)} }
+	pct := func(v string) signal.Amount { return signal.Amount{Value: testkit.D(v), Percent: true} }
+	fixed := func(v string) signal.Amount { return signal.Amount{Value: testkit.D(v)} }
 	cases := []struct {
 		name      string
 		kind      exchange.Kind
@@ -61,8 +56,8 @@ func TestEntryAmount(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := order.EntryAmount(order.Entry{Market: market(t, c.kind, c.symbol), Size: c.size, Price: d(c.price),
-				Available: d(c.available), FeeRate: d("0.001"), Leverage: c.leverage})
+			got, err := order.EntryAmount(order.Entry{Market: market(t, c.kind, c.symbol), Size: c.size, Price: testkit.D(c.price),
+				Available: testkit.D(c.available), FeeRate: testkit.D("0.001"), Leverage: c.leverage})
 			if c.code != "" {
 				if errs.CodeOf(err) != c.code {
 					t.Fatalf("err = %v, want %s", err, c.code)
@@ -72,7 +67,7 @@ func TestEntryAmount(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !got.Equal(d(c.want)) {
+			if err != nil || !got.Equal(testkit.D(c.want)) {
 				t.Fatalf("amount = %s, %v; want %s", got, err, c.want)
 			}
 		})
@@ -81,25 +76,25 @@ func TestEntryAmount(t *testing.T) {
 
 func TestExitAmount(t *testing.T) {
 	m := market(t, exchange.Spot, "BTC/USDT")
-	held := d("0.01538")
+	held := testkit.D("0.01538")
 	cases := []struct {
 		size *signal.Amount
 		want string
 	}{
 		{nil, "0.01538"},
-		{&signal.Amount{Value: d("100"), Percent: true}, "0.01538"},
-		{&signal.Amount{Value: d("50"), Percent: true}, "0.00769"},
-		{&signal.Amount{Value: d("33"), Percent: true}, "0.00507"}, // 0.0050754 floored
-		{&signal.Amount{Value: d("1")}, "0.01538"},                 // capped at the holding
-		{&signal.Amount{Value: d("0.010009")}, "0.01"},
+		{&signal.Amount{Value: testkit.D("100"), Percent: true}, "0.01538"},
+		{&signal.Amount{Value: testkit.D("50"), Percent: true}, "0.00769"},
+		{&signal.Amount{Value: testkit.D("33"), Percent: true}, "0.00507"}, // 0.0050754 floored
+		{&signal.Amount{Value: testkit.D("1")}, "0.01538"},                 // capped at the holding
+		{&signal.Amount{Value: testkit.D("0.010009")}, "0.01"},
 	}
 	for _, c := range cases {
 		got, err := order.ExitAmount(m, c.size, held)
-		if err != nil || !got.Equal(d(c.want)) {
+		if err != nil || !got.Equal(testkit.D(c.want)) {
 			t.Errorf("ExitAmount(%v) = %s, %v; want %s", c.size, got, err, c.want)
 		}
 	}
-	if _, err := order.ExitAmount(m, &signal.Amount{Value: d("0.01"), Percent: true}, held); errs.CodeOf(err) != errs.InvalidAmount {
+	if _, err := order.ExitAmount(m, &signal.Amount{Value: testkit.D("0.01"), Percent: true}, held); errs.CodeOf(err) != errs.InvalidAmount {
 		t.Errorf("tiny percentage: %v", err)
 	}
 }
@@ -110,22 +105,22 @@ func TestRequestValidate(t *testing.T) {
 		req  order.Request
 		code errs.Code
 	}{
-		{"market", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: dp("0.01")}, ""},
-		{"limit", order.Request{Type: exchange.Limit, Side: exchange.SideSell, Symbol: "BTC/USDT", Amount: dp("0.01"), Price: dp("70000")}, ""},
-		{"stop_loss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: dp("60000"), ClosePercent: dp("100")}, ""},
-		{"take_profit", order.Request{Type: exchange.TakeProfit, Symbol: "ETH/USDT", TakeProfitPrice: dp("4000"), ClosePercent: dp("50")}, ""},
-		{"symbol without slash", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTCUSDT", Amount: dp("1")}, errs.InvalidSymbol},
-		{"lower-case symbol", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "btc/usdt", Amount: dp("1")}, errs.InvalidSymbol},
+		{"market", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("0.01")}, ""},
+		{"limit", order.Request{Type: exchange.Limit, Side: exchange.SideSell, Symbol: "BTC/USDT", Amount: testkit.DP("0.01"), Price: testkit.DP("70000")}, ""},
+		{"stop_loss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("60000"), ClosePercent: testkit.DP("100")}, ""},
+		{"take_profit", order.Request{Type: exchange.TakeProfit, Symbol: "ETH/USDT", TakeProfitPrice: testkit.DP("4000"), ClosePercent: testkit.DP("50")}, ""},
+		{"symbol without slash", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTCUSDT", Amount: testkit.DP("1")}, errs.InvalidSymbol},
+		{"lower-case symbol", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "btc/usdt", Amount: testkit.DP("1")}, errs.InvalidSymbol},
 		{"no amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT"}, errs.InvalidAmount},
-		{"zero amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: dp("0")}, errs.InvalidAmount},
-		{"limit without price", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: dp("1")}, errs.InvalidPrice},
-		{"market with price", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: dp("1"), Price: dp("1")}, errs.InvalidPrice},
-		{"stop without price", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", ClosePercent: dp("100")}, errs.InvalidPrice},
-		{"take profit negative", order.Request{Type: exchange.TakeProfit, Symbol: "BTC/USDT", TakeProfitPrice: dp("-1"), ClosePercent: dp("100")}, errs.InvalidPrice},
-		{"closePercent over 100", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: dp("1"), ClosePercent: dp("101")}, errs.InvalidAmount},
-		{"closePercent missing", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: dp("1")}, errs.InvalidAmount},
-		{"bad side", order.Request{Type: exchange.Market, Side: "hold", Symbol: "BTC/USDT", Amount: dp("1")}, errs.InvalidAction},
-		{"bad type", order.Request{Type: "iceberg", Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: dp("1")}, errs.InvalidAction},
+		{"zero amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("0")}, errs.InvalidAmount},
+		{"limit without price", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidPrice},
+		{"market with price", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"), Price: testkit.DP("1")}, errs.InvalidPrice},
+		{"stop without price", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", ClosePercent: testkit.DP("100")}, errs.InvalidPrice},
+		{"take profit negative", order.Request{Type: exchange.TakeProfit, Symbol: "BTC/USDT", TakeProfitPrice: testkit.DP("-1"), ClosePercent: testkit.DP("100")}, errs.InvalidPrice},
+		{"closePercent over 100", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1"), ClosePercent: testkit.DP("101")}, errs.InvalidAmount},
+		{"closePercent missing", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1")}, errs.InvalidAmount},
+		{"bad side", order.Request{Type: exchange.Market, Side: "hold", Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidAction},
+		{"bad type", order.Request{Type: "iceberg", Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidAction},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -148,7 +143,7 @@ func TestRequestJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"type":"limit","side":"buy","symbol":"BTC/USDT","amount":0.00123,"price":"65000.5"}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Validate(); err != nil || !r.Amount.Equal(d("0.00123")) || !r.Price.Equal(d("65000.5")) {
+	if err := r.Validate(); err != nil || !r.Amount.Equal(testkit.D("0.00123")) || !r.Price.Equal(testkit.D("65000.5")) {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
@@ -164,8 +159,8 @@ func TestClientOrderID(t *testing.T) {
 }
 
 func TestCheckExit(t *testing.T) {
-	abs := func(v string) *signal.Amount { return &signal.Amount{Value: d(v)} }
-	ref := d("100")
+	abs := func(v string) *signal.Amount { return &signal.Amount{Value: testkit.D(v)} }
+	ref := testkit.D("100")
 	cases := []struct {
 		side     position.Side
 		exit     *signal.Amount
@@ -179,7 +174,7 @@ func TestCheckExit(t *testing.T) {
 		{position.Short, abs("105"), true, true},
 		{position.Short, abs("95"), true, false},
 		{position.Short, abs("95"), false, true},
-		{position.Short, &signal.Amount{Value: d("5"), Percent: true}, true, true},
+		{position.Short, &signal.Amount{Value: testkit.D("5"), Percent: true}, true, true},
 		{position.Long, nil, true, true},
 	}
 	for _, c := range cases {
@@ -192,10 +187,10 @@ func TestCheckExit(t *testing.T) {
 
 func TestParseAmountAndLeverage(t *testing.T) {
 	a, err := order.ParseAmount("10%")
-	if err != nil || !a.Percent || !a.Value.Equal(d("10")) {
+	if err != nil || !a.Percent || !a.Value.Equal(testkit.D("10")) {
 		t.Fatal(a, err)
 	}
-	if a, err := order.ParseAmount("0.01"); err != nil || a.Percent || !a.Value.Equal(d("0.01")) {
+	if a, err := order.ParseAmount("0.01"); err != nil || a.Percent || !a.Value.Equal(testkit.D("0.01")) {
 		t.Fatal(a, err)
 	}
 	if a, err := order.ParseAmount(""); a != nil || err != nil {

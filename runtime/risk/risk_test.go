@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
@@ -14,27 +15,25 @@ import (
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
 var noon = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func TestAfterTrade(t *testing.T) {
-	l := risk.Limits{DailyLossLimit: d("50"), MaxConsecutiveLosses: 3}
+	l := risk.Limits{DailyLossLimit: testkit.D("50"), MaxConsecutiveLosses: 3}
 	var c risk.Counters
-	if p := c.AfterTrade(d("-20"), noon, l); p != nil || c.ConsecutiveLosses != 1 {
+	if p := c.AfterTrade(testkit.D("-20"), noon, l); p != nil || c.ConsecutiveLosses != 1 {
 		t.Fatalf("%+v %+v", p, c)
 	}
-	if p := c.AfterTrade(d("10"), noon, l); p != nil || c.ConsecutiveLosses != 0 || !c.DayPnl.Equal(d("-10")) {
+	if p := c.AfterTrade(testkit.D("10"), noon, l); p != nil || c.ConsecutiveLosses != 0 || !c.DayPnl.Equal(testkit.D("-10")) {
 		t.Fatalf("%+v %+v", p, c)
 	}
-	if p := c.AfterTrade(d("0"), noon, l); p != nil || c.ConsecutiveLosses != 0 {
+	if p := c.AfterTrade(testkit.D("0"), noon, l); p != nil || c.ConsecutiveLosses != 0 {
 		t.Fatal("break-even counted as a loss")
 	}
 	// −10 − 39.99 = −49.99: just under the limit.
-	if p := c.AfterTrade(d("-39.99"), noon, l); p != nil {
+	if p := c.AfterTrade(testkit.D("-39.99"), noon, l); p != nil {
 		t.Fatalf("paused at %s", c.DayPnl)
 	}
-	p := c.AfterTrade(d("-0.01"), noon, l) // exactly 50
+	p := c.AfterTrade(testkit.D("-0.01"), noon, l) // exactly 50
 	if p == nil || p.Reason != registry.PauseRisk || !p.Until.Equal(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("pause = %+v", p)
 	}
@@ -43,8 +42,8 @@ func TestAfterTrade(t *testing.T) {
 	if !c.DailyLossUsed(next).IsZero() {
 		t.Fatal("yesterday's loss counted today")
 	}
-	p = c.AfterTrade(d("-1"), next, l) // third loss in a row
-	if p == nil || c.ConsecutiveLosses != 3 || !c.DayPnl.Equal(d("-1")) {
+	p = c.AfterTrade(testkit.D("-1"), next, l) // third loss in a row
+	if p == nil || c.ConsecutiveLosses != 3 || !c.DayPnl.Equal(testkit.D("-1")) {
 		t.Fatalf("pause = %+v, counters %+v", p, c)
 	}
 }
@@ -83,41 +82,41 @@ func TestScoreAndLevels(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	l := risk.Limits{MaxExposure: d("0.5"), DailyLossLimit: d("100"), MaxConsecutiveLosses: 4}
-	c := risk.Counters{Day: "2026-11-21", DayPnl: d("-50"), ConsecutiveLosses: 2}
-	m := risk.Metrics("bot-1", l, c, d("0.25"), noon)
+	l := risk.Limits{MaxExposure: testkit.D("0.5"), DailyLossLimit: testkit.D("100"), MaxConsecutiveLosses: 4}
+	c := risk.Counters{Day: "2026-11-21", DayPnl: testkit.D("-50"), ConsecutiveLosses: 2}
+	m := risk.Metrics("bot-1", l, c, testkit.D("0.25"), noon)
 	// ratios 0.5, 0.5, 0.5 → 5 high
 	if m.BotID != "bot-1" || m.RiskScore != 5 || m.RiskLevel != "high" || m.ConsecutiveLosses != 2 || m.MaxConsecutiveLosses != 4 {
 		t.Fatalf("%+v", m)
 	}
-	if !m.DailyLossUsed.Equal(d("50")) || !m.CurrentExposure.Equal(d("0.25")) || !m.MaxExposureAllowed.Equal(d("0.5")) {
+	if !m.DailyLossUsed.Equal(testkit.D("50")) || !m.CurrentExposure.Equal(testkit.D("0.25")) || !m.MaxExposureAllowed.Equal(testkit.D("0.5")) {
 		t.Fatalf("%+v", m)
 	}
 	// No limits: exposure against all of equity, losses against a run of 10.
-	m = risk.Metrics("bot-1", risk.Limits{}, risk.Counters{}, d("0"), noon)
-	if m.RiskScore != 1 || m.RiskLevel != "low" || !m.MaxExposureAllowed.Equal(d("1")) {
+	m = risk.Metrics("bot-1", risk.Limits{}, risk.Counters{}, testkit.D("0"), noon)
+	if m.RiskScore != 1 || m.RiskLevel != "low" || !m.MaxExposureAllowed.Equal(testkit.D("1")) {
 		t.Fatalf("%+v", m)
 	}
 }
 
 func TestCheckExposure(t *testing.T) {
-	l := risk.Limits{MaxExposure: d("0.5")}
+	l := risk.Limits{MaxExposure: testkit.D("0.5")}
 	// used 3000 + 2000 of (5000 free + 3000 used) = 0.625 > 0.5
-	err := risk.CheckExposure(l, d("3000"), d("2000"), d("5000"))
-	if e, ok := errs.As(err); !ok || e.Code != errs.InvalidAmount || !e.Details["exposure"].(decimal.Decimal).Equal(d("0.625")) {
+	err := risk.CheckExposure(l, testkit.D("3000"), testkit.D("2000"), testkit.D("5000"))
+	if e, ok := errs.As(err); !ok || e.Code != errs.InvalidAmount || !e.Details["exposure"].(decimal.Decimal).Equal(testkit.D("0.625")) {
 		t.Fatalf("err = %v", err)
 	}
-	if err := risk.CheckExposure(l, d("3000"), d("1000"), d("5000")); err != nil { // exactly 0.5
+	if err := risk.CheckExposure(l, testkit.D("3000"), testkit.D("1000"), testkit.D("5000")); err != nil { // exactly 0.5
 		t.Fatal(err)
 	}
-	if err := risk.CheckExposure(risk.Limits{}, d("3000"), d("9000"), d("5000")); err != nil {
+	if err := risk.CheckExposure(risk.Limits{}, testkit.D("3000"), testkit.D("9000"), testkit.D("5000")); err != nil {
 		t.Fatal("no limit refused")
 	}
 }
 
 func TestLimitsOf(t *testing.T) {
 	l, err := risk.LimitsOf(registry.Risk{MaxExposure: "0.3", DailyLossLimit: "250.5", MaxConsecutiveLosses: 4})
-	if err != nil || !l.MaxExposure.Equal(d("0.3")) || !l.DailyLossLimit.Equal(d("250.5")) || l.MaxConsecutiveLosses != 4 {
+	if err != nil || !l.MaxExposure.Equal(testkit.D("0.3")) || !l.DailyLossLimit.Equal(testkit.D("250.5")) || l.MaxConsecutiveLosses != 4 {
 		t.Fatal(l, err)
 	}
 	if _, err := risk.LimitsOf(registry.Risk{MaxExposure: "lots"}); err == nil {

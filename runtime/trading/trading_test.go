@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -26,8 +27,6 @@ type fixedPrice decimal.Decimal
 func (p fixedPrice) Price(context.Context, exchange.Kind, string) (decimal.Decimal, error) {
 	return decimal.Decimal(p), nil
 }
-
-func d(s string) *decimal.Decimal { v := decimal.RequireFromString(s); return &v }
 
 func setup(t *testing.T) (context.Context, redis.UniversalClient, *trading.API, *executor.Executor) {
 	t.Helper()
@@ -70,7 +69,7 @@ func drain(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ex *exe
 
 func TestManualOrders(t *testing.T) {
 	ctx, rdb, api, ex := setup(t)
-	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("0.5")}
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
 	id, err := api.PlaceManual(ctx, "bot-1", buy)
 	if err != nil {
 		t.Fatal(err)
@@ -82,16 +81,16 @@ func TestManualOrders(t *testing.T) {
 		t.Fatal("entry not queued at priority 3")
 	}
 	res, ok, err := api.Result(ctx, id)
-	if err != nil || !ok || !res.Success || !res.Order.Amount.Equal(*d("0.5")) {
+	if err != nil || !ok || !res.Success || !res.Order.Amount.Equal(*testkit.DP("0.5")) {
 		t.Fatalf("result = %+v %v %v", res, ok, err)
 	}
 
 	// A stop-loss and a reducing sell go at priority 1.
 	if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.StopLoss, Symbol: "ETH/USDT",
-		StopPrice: d("2700"), ClosePercent: d("100")}); err != nil {
+		StopPrice: testkit.DP("2700"), ClosePercent: testkit.DP("100")}); err != nil {
 		t.Fatal(err)
 	}
-	sell := order.Request{Type: exchange.Market, Side: exchange.SideSell, Symbol: "ETH/USDT", Amount: d("0.2")}
+	sell := order.Request{Type: exchange.Market, Side: exchange.SideSell, Symbol: "ETH/USDT", Amount: testkit.DP("0.2")}
 	sellID, err := api.PlaceManual(ctx, "bot-1", sell)
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +107,8 @@ func TestManualOrders(t *testing.T) {
 	}
 	p := pos[0]
 	// A manual sell opposite to the long reduces it (no reversal): 0.5 − 0.2.
-	if p.Side != "long" || !p.Size.Equal(*d("0.3")) || p.StopLoss == nil || !p.StopLoss.Equal(*d("2700")) ||
-		p.Leverage != 5 || p.LiquidationPrice == nil || !p.CurrentPrice.Equal(*d("3000")) {
+	if p.Side != "long" || !p.Size.Equal(*testkit.DP("0.3")) || p.StopLoss == nil || !p.StopLoss.Equal(*testkit.DP("2700")) ||
+		p.Leverage != 5 || p.LiquidationPrice == nil || !p.CurrentPrice.Equal(*testkit.DP("3000")) {
 		t.Fatalf("position = %+v", p)
 	}
 	orders, err := api.Orders(ctx, "bot-1", 10)
@@ -121,14 +120,14 @@ func TestManualOrders(t *testing.T) {
 		t.Fatalf("trades = %+v %v", trades, err)
 	}
 	m, err := api.RiskMetrics(ctx, "bot-1")
-	if err != nil || m.BotID != "bot-1" || !m.CurrentExposure.IsPositive() || !m.MaxExposureAllowed.Equal(*d("0.5")) || m.RiskLevel == "" {
+	if err != nil || m.BotID != "bot-1" || !m.CurrentExposure.IsPositive() || !m.MaxExposureAllowed.Equal(*testkit.DP("0.5")) || m.RiskLevel == "" {
 		t.Fatalf("metrics = %+v %v", m, err)
 	}
 }
 
 func TestPlaceManualRefusals(t *testing.T) {
 	ctx, rdb, api, _ := setup(t)
-	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("0.5")}
+	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
 	cases := []struct {
 		name  string
 		bot   string
@@ -136,8 +135,8 @@ func TestPlaceManualRefusals(t *testing.T) {
 		setup func()
 		code  errs.Code
 	}{
-		{"invalid amount", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("-1")}, nil, errs.InvalidAmount},
-		{"invalid symbol", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETHUSDT", Amount: d("1")}, nil, errs.InvalidSymbol},
+		{"invalid amount", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("-1")}, nil, errs.InvalidAmount},
+		{"invalid symbol", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETHUSDT", Amount: testkit.DP("1")}, nil, errs.InvalidSymbol},
 		{"unknown bot", "bot-x", ok, nil, errs.BotDeleted},
 		{"runtime pause", "bot-1", ok, func() {
 			_, _ = registry.New(rdb).Pause(ctx, "bot-1", registry.Pause{Reason: registry.PauseErrors}, api.Now())
@@ -160,7 +159,7 @@ func TestPlaceManualRefusals(t *testing.T) {
 // the connection), any other cause BOT_DISABLED. Nothing is queued either way.
 func TestPlaceManualDisabledBot(t *testing.T) {
 	ctx, rdb, api, _ := setup(t)
-	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: d("0.5")}
+	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
 	reg := registry.New(rdb)
 	bot, err := reg.Get(ctx, "bot-1")
 	if err != nil {

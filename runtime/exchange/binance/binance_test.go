@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
@@ -89,10 +90,10 @@ func TestMarketsWithFilters(t *testing.T) {
 		if !ok || m.Kind != exchange.Spot || m.Base+"/"+m.Quote != m.Symbol {
 			t.Fatalf("unexpected market %+v", m)
 		}
-		eq(t, m.Symbol+" tick", m.TickSize, w[0])
-		eq(t, m.Symbol+" step", m.StepSize, w[1])
-		eq(t, m.Symbol+" minQty", m.MinQty, w[2])
-		eq(t, m.Symbol+" minNotional", m.MinNotional, w[3])
+		testkit.EqualD(t, m.Symbol+" tick", m.TickSize, w[0])
+		testkit.EqualD(t, m.Symbol+" step", m.StepSize, w[1])
+		testkit.EqualD(t, m.Symbol+" minQty", m.MinQty, w[2])
+		testkit.EqualD(t, m.Symbol+" minNotional", m.MinNotional, w[3])
 	}
 	fut, err := f.x.Markets(ctx, exchange.Futures)
 	if err != nil {
@@ -108,13 +109,13 @@ func TestMarketsWithFilters(t *testing.T) {
 	}
 	for _, m := range fut {
 		w := wantF[m.Symbol]
-		eq(t, m.Symbol+" tick", m.TickSize, w[0])
-		eq(t, m.Symbol+" step", m.StepSize, w[1])
-		eq(t, m.Symbol+" minQty", m.MinQty, w[2])
-		eq(t, m.Symbol+" minNotional", m.MinNotional, w[3])
+		testkit.EqualD(t, m.Symbol+" tick", m.TickSize, w[0])
+		testkit.EqualD(t, m.Symbol+" step", m.StepSize, w[1])
+		testkit.EqualD(t, m.Symbol+" minQty", m.MinQty, w[2])
+		testkit.EqualD(t, m.Symbol+" minNotional", m.MinNotional, w[3])
 	}
 	// Rounding with Binance's filters (decision 6 in docs/decisions.md).
-	eq(t, "rounded amount", spot[0].RoundAmount(dec("0.0153846")), "0.01538")
+	testkit.EqualD(t, "rounded amount", spot[0].RoundAmount(testkit.D("0.0153846")), "0.01538")
 
 	// Cached: shared by every account of the endpoint, one fetch per TTL.
 	f.account(t, binance.Connector{}, creds).Markets(ctx, exchange.Spot)
@@ -134,7 +135,7 @@ func TestMarketsStaleOnRefreshFailureAndEmptyCacheIsAnError(t *testing.T) {
 	if err != nil || len(list) != 3 {
 		t.Fatalf("stale copy not served: %v %d", err, len(list))
 	}
-	if !strings.Contains(logs.String(), "serving the cached copy") {
+	if !logs.Contains("serving the cached copy") {
 		t.Fatal("stale serve not logged")
 	}
 	// Nothing cached for spot yet: the failure is the answer.
@@ -154,13 +155,13 @@ func TestTickerAndBalances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "spot ticker", p, "50000")
+	testkit.EqualD(t, "spot ticker", p, "50000")
 	f.fake.SetPrice("ETHUSDT", "3123.45")
 	p, err = f.x.Ticker(ctx, exchange.Futures, "ETHUSDT") // BASEQUOTE resolves through the markets
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "futures ticker", p, "3123.45")
+	testkit.EqualD(t, "futures ticker", p, "3123.45")
 	_, err = f.x.Ticker(ctx, exchange.Spot, "FOO/USDT")
 	wantCode(t, err, errs.InvalidSymbol)
 
@@ -170,13 +171,13 @@ func TestTickerAndBalances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "spot free", b.Free, "1234.5")
-	eq(t, "spot locked", b.Locked, "0")
+	testkit.EqualD(t, "spot free", b.Free, "1234.5")
+	testkit.EqualD(t, "spot locked", b.Locked, "0")
 	b, err = f.x.ForKind(exchange.Futures).Balance(ctx, "usdt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "futures available", b.Free, "777.25")
+	testkit.EqualD(t, "futures available", b.Free, "777.25")
 	b, err = f.x.Balance(ctx, "XRP")
 	if err != nil || !b.Free.IsZero() || b.Asset != "XRP" {
 		t.Fatalf("unheld asset: %v %+v", err, b)
@@ -194,18 +195,18 @@ func TestSpotMarketBuyAndSellExactFills(t *testing.T) {
 		o.ClientOrderID != buyID || o.Symbol != "BTC/USDT" || o.Kind != exchange.Spot || o.ID == "" {
 		t.Fatalf("order %+v", o)
 	}
-	eq(t, "amount", o.Amount, "0.01")
-	eq(t, "filled", o.FilledAmount, "0.01")
-	eq(t, "avg", o.AvgPrice, "50000")
+	testkit.EqualD(t, "amount", o.Amount, "0.01")
+	testkit.EqualD(t, "filled", o.FilledAmount, "0.01")
+	testkit.EqualD(t, "avg", o.AvgPrice, "50000")
 	// 0.1 % charged in BTC (0.00001), reported in BTC: the holding is 0.00999 BTC.
-	eq(t, "fee", o.Fee, "0.00001")
+	testkit.EqualD(t, "fee", o.Fee, "0.00001")
 	if o.FeeAsset != "BTC" {
 		t.Fatalf("fee asset %q", o.FeeAsset)
 	}
 	free, _ := f.fake.SpotBalance("USDT")
-	eq(t, "USDT after buy", free, "9500")
+	testkit.EqualD(t, "USDT after buy", free, "9500")
 	btc, _ := f.fake.SpotBalance("BTC")
-	eq(t, "BTC after buy", btc, "0.00999")
+	testkit.EqualD(t, "BTC after buy", btc, "0.00999")
 	// The request carried the exact decimal strings and the client ID.
 	p := paramsOf(f.fake, http.MethodPost, "/api/v3/order")[0]
 	if p["quantity"] != "0.01" || p["newClientOrderId"] != buyID || p["type"] != "MARKET" || p["side"] != "BUY" ||
@@ -218,11 +219,11 @@ func TestSpotMarketBuyAndSellExactFills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "sell filled", o.FilledAmount, "0.00999")
-	eq(t, "sell avg", o.AvgPrice, "51000")
-	eq(t, "sell fee", o.Fee, "0.50949")
+	testkit.EqualD(t, "sell filled", o.FilledAmount, "0.00999")
+	testkit.EqualD(t, "sell avg", o.AvgPrice, "51000")
+	testkit.EqualD(t, "sell fee", o.Fee, "0.50949")
 	free, _ = f.fake.SpotBalance("USDT")
-	eq(t, "USDT after sell", free, "10008.98051")
+	testkit.EqualD(t, "USDT after sell", free, "10008.98051")
 
 	// GetOrder reads the fee from the account's trades.
 	g, err := f.x.GetOrder(ctx, exchange.Spot, "BTC/USDT", buyID)
@@ -232,9 +233,9 @@ func TestSpotMarketBuyAndSellExactFills(t *testing.T) {
 	if g.ID == "" || g.Status != exchange.StatusFilled {
 		t.Fatalf("get %+v", g)
 	}
-	eq(t, "get filled", g.FilledAmount, "0.01")
-	eq(t, "get avg", g.AvgPrice, "50000")
-	eq(t, "get fee (in BTC)", g.Fee, "0.00001")
+	testkit.EqualD(t, "get filled", g.FilledAmount, "0.01")
+	testkit.EqualD(t, "get avg", g.AvgPrice, "50000")
+	testkit.EqualD(t, "get fee (in BTC)", g.Fee, "0.00001")
 	if g.FeeAsset != "BTC" {
 		t.Fatalf("get fee asset %q", g.FeeAsset)
 	}
@@ -250,21 +251,21 @@ func TestFuturesMarketAndReduceOnlyExactFills(t *testing.T) {
 	if o.Status != exchange.StatusFilled || o.Kind != exchange.Futures {
 		t.Fatalf("order %+v", o)
 	}
-	eq(t, "filled", o.FilledAmount, "0.01")
-	eq(t, "avg", o.AvgPrice, "50000")
-	eq(t, "fee (userTrades)", o.Fee, "0.25")
+	testkit.EqualD(t, "filled", o.FilledAmount, "0.01")
+	testkit.EqualD(t, "avg", o.AvgPrice, "50000")
+	testkit.EqualD(t, "fee (userTrades)", o.Fee, "0.25")
 	if o.FeeAsset != "USDT" || f.fake.Leverage("BTCUSDT") != 10 {
 		t.Fatalf("fee asset %q, leverage %d", o.FeeAsset, f.fake.Leverage("BTCUSDT"))
 	}
 	amt, entry := f.fake.Position("BTCUSDT")
-	eq(t, "position", amt, "0.01")
-	eq(t, "entry", entry, "50000")
+	testkit.EqualD(t, "position", amt, "0.01")
+	testkit.EqualD(t, "entry", entry, "50000")
 	wallet, avail := f.fake.FuturesBalance("USDT")
-	eq(t, "wallet", wallet, "9999.75")
-	eq(t, "available", avail, "9949.75")
+	testkit.EqualD(t, "wallet", wallet, "9999.75")
+	testkit.EqualD(t, "available", avail, "9949.75")
 	b, _ := f.x.ForKind(exchange.Futures).Balance(ctx, "USDT")
-	eq(t, "adapter futures free", b.Free, "9949.75")
-	eq(t, "adapter futures locked", b.Locked, "50")
+	testkit.EqualD(t, "adapter futures free", b.Free, "9949.75")
+	testkit.EqualD(t, "adapter futures locked", b.Locked, "50")
 
 	// The same leverage again needs no call.
 	f.x.PlaceOrder(ctx, futMarket(cid(), exchange.SideBuy, "0.002", 10))
@@ -279,13 +280,13 @@ func TestFuturesMarketAndReduceOnlyExactFills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "close avg", o.AvgPrice, "51000")
-	eq(t, "close fee", o.Fee, "0.306")
+	testkit.EqualD(t, "close avg", o.AvgPrice, "51000")
+	testkit.EqualD(t, "close fee", o.Fee, "0.306")
 	amt, _ = f.fake.Position("BTCUSDT")
-	eq(t, "flat", amt, "0")
+	testkit.EqualD(t, "flat", amt, "0")
 	wallet, _ = f.fake.FuturesBalance("USDT")
 	// 10000 − 0.25 − 0.05 (fees in) + 12 (PnL: 0.012 × 1000) − 0.306 (fee out)
-	eq(t, "wallet after close", wallet, "10011.394")
+	testkit.EqualD(t, "wallet after close", wallet, "10011.394")
 	p := paramsOf(f.fake, http.MethodPost, "/fapi/v1/order")
 	if last := p[len(p)-1]; last["reduceOnly"] != "true" || last["quantity"] != "0.012" || last["newOrderRespType"] != "RESULT" {
 		t.Fatalf("reduce-only request %v", last)
@@ -303,7 +304,7 @@ func TestLimitOrdersRestFillAndCancel(t *testing.T) {
 	f := newFixture(t)
 	id := cid()
 	req := exchange.OrderRequest{ClientOrderID: id, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-		Type: exchange.Limit, Amount: dec("0.01"), Price: dec("49000")}
+		Type: exchange.Limit, Amount: testkit.D("0.01"), Price: testkit.D("49000")}
 	o, err := f.x.PlaceOrder(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +316,7 @@ func TestLimitOrdersRestFillAndCancel(t *testing.T) {
 		t.Fatalf("limit request %v", p)
 	}
 	_, locked := f.fake.SpotBalance("USDT")
-	eq(t, "locked", locked, "490")
+	testkit.EqualD(t, "locked", locked, "490")
 	f.fake.SetPrice("BTCUSDT", "48900")
 	o, err = f.x.GetOrder(ctx, exchange.Spot, "BTC/USDT", id)
 	if err != nil {
@@ -324,23 +325,23 @@ func TestLimitOrdersRestFillAndCancel(t *testing.T) {
 	if o.Status != exchange.StatusFilled {
 		t.Fatalf("not filled: %+v", o)
 	}
-	eq(t, "limit avg", o.AvgPrice, "49000")
-	eq(t, "limit fee (in BTC)", o.Fee, "0.00001")
+	testkit.EqualD(t, "limit avg", o.AvgPrice, "49000")
+	testkit.EqualD(t, "limit fee (in BTC)", o.Fee, "0.00001")
 	_, err = f.x.CancelOrder(ctx, exchange.Spot, "BTC/USDT", id)
 	wantCode(t, err, errs.ExchangeError) // filled: cannot be cancelled
 
 	// A marketable limit fills at once at the better market price.
 	o, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Limit, Amount: dec("0.01"), Price: dec("50000")})
+		Side: exchange.SideBuy, Type: exchange.Limit, Amount: testkit.D("0.01"), Price: testkit.D("50000")})
 	if err != nil || o.Status != exchange.StatusFilled {
 		t.Fatalf("marketable: %v %+v", err, o)
 	}
-	eq(t, "marketable avg", o.AvgPrice, "48900")
+	testkit.EqualD(t, "marketable avg", o.AvgPrice, "48900")
 
 	// Cancel a resting futures limit order.
 	fid := cid()
 	o, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: fid, Symbol: "ETH/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.Limit, Amount: dec("0.5"), Price: dec("3100.5"), Leverage: 5})
+		Side: exchange.SideSell, Type: exchange.Limit, Amount: testkit.D("0.5"), Price: testkit.D("3100.5"), Leverage: 5})
 	if err != nil || o.Status != exchange.StatusOpen {
 		t.Fatalf("futures limit: %v %+v", err, o)
 	}
@@ -375,16 +376,16 @@ func TestFuturesStopLossTakeProfitThroughAlgoOrderAPI(t *testing.T) {
 	}
 	sl, tp := cid(), cid()
 	o, err := f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: sl, Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: dec("0.01"), StopPrice: dec("49000")})
+		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: testkit.D("0.01"), StopPrice: testkit.D("49000")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Status != exchange.StatusOpen || o.Type != exchange.StopLoss || !strings.HasPrefix(o.ID, "algo-") {
 		t.Fatalf("stop-loss %+v", o)
 	}
-	eq(t, "sl amount", o.Amount, "0.01")
+	testkit.EqualD(t, "sl amount", o.Amount, "0.01")
 	o, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: tp, Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.TakeProfit, Amount: dec("0.01"), StopPrice: dec("52000")})
+		Side: exchange.SideSell, Type: exchange.TakeProfit, Amount: testkit.D("0.01"), StopPrice: testkit.D("52000")})
 	if err != nil || o.Type != exchange.TakeProfit {
 		t.Fatalf("take-profit: %v %+v", err, o)
 	}
@@ -410,7 +411,7 @@ func TestFuturesStopLossTakeProfitThroughAlgoOrderAPI(t *testing.T) {
 	}
 	// Placing again returns the same conditional order.
 	again, err := f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: sl, Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: dec("0.01"), StopPrice: dec("49000")})
+		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: testkit.D("0.01"), StopPrice: testkit.D("49000")})
 	if err != nil || f.fake.Placed(sl) != 1 || f.fake.Count(http.MethodPost, "/fapi/v1/algoOrder") != 2 {
 		t.Fatalf("duplicate algo: %v placed=%d", err, f.fake.Placed(sl))
 	}
@@ -425,11 +426,11 @@ func TestFuturesStopLossTakeProfitThroughAlgoOrderAPI(t *testing.T) {
 	if o.Status != exchange.StatusFilled || o.Type != exchange.StopLoss {
 		t.Fatalf("triggered stop-loss %+v", o)
 	}
-	eq(t, "sl filled", o.FilledAmount, "0.01")
-	eq(t, "sl avg", o.AvgPrice, "48900")
-	eq(t, "sl fee", o.Fee, "0.2445")
+	testkit.EqualD(t, "sl filled", o.FilledAmount, "0.01")
+	testkit.EqualD(t, "sl avg", o.AvgPrice, "48900")
+	testkit.EqualD(t, "sl fee", o.Fee, "0.2445")
 	amt, _ := f.fake.Position("BTCUSDT")
-	eq(t, "position", amt, "0")
+	testkit.EqualD(t, "position", amt, "0")
 
 	// Cancel the take-profit.
 	o, err = f.x.CancelOrder(ctx, exchange.Futures, "BTC/USDT", tp)
@@ -446,7 +447,7 @@ func TestFuturesStopLossTakeProfitThroughAlgoOrderAPI(t *testing.T) {
 	}
 	all := cid()
 	o, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: all, Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideBuy, Type: exchange.StopLoss, StopPrice: dec("50000")})
+		Side: exchange.SideBuy, Type: exchange.StopLoss, StopPrice: testkit.D("50000")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,11 +460,11 @@ func TestFuturesStopLossTakeProfitThroughAlgoOrderAPI(t *testing.T) {
 	if o.Status != exchange.StatusFilled {
 		t.Fatalf("close-all %+v", o)
 	}
-	eq(t, "close-all filled", o.FilledAmount, "0.02")
+	testkit.EqualD(t, "close-all filled", o.FilledAmount, "0.02")
 
 	// A trigger already crossed is an invalid price.
 	_, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: dec("0.01"), StopPrice: dec("51000")})
+		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: testkit.D("0.01"), StopPrice: testkit.D("51000")})
 	wantCode(t, err, errs.InvalidPrice)
 }
 
@@ -491,13 +492,13 @@ func TestSpotStopLossAndTakeProfit(t *testing.T) {
 	}
 	sl := cid()
 	o, err := f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: sl, Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: dec("0.01"), StopPrice: dec("49000")})
+		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: testkit.D("0.01"), StopPrice: testkit.D("49000")})
 	if err != nil || o.Status != exchange.StatusOpen || o.Type != exchange.StopLoss {
 		t.Fatalf("spot stop-loss: %v %+v", err, o)
 	}
 	tp := cid()
 	o, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: tp, Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideSell, Type: exchange.TakeProfit, Amount: dec("0.00998"), StopPrice: dec("55000"), Price: dec("54900")})
+		Side: exchange.SideSell, Type: exchange.TakeProfit, Amount: testkit.D("0.00998"), StopPrice: testkit.D("55000"), Price: testkit.D("54900")})
 	if err != nil || o.Status != exchange.StatusOpen || o.Type != exchange.TakeProfit {
 		t.Fatalf("spot take-profit: %v %+v", err, o)
 	}
@@ -511,17 +512,17 @@ func TestSpotStopLossAndTakeProfit(t *testing.T) {
 	if err != nil || o.Status != exchange.StatusFilled {
 		t.Fatalf("triggered: %v %+v", err, o)
 	}
-	eq(t, "stop avg", o.AvgPrice, "48000")
-	eq(t, "stop fee", o.Fee, "0.48")
+	testkit.EqualD(t, "stop avg", o.AvgPrice, "48000")
+	testkit.EqualD(t, "stop fee", o.Fee, "0.48")
 	o, err = f.x.CancelOrder(ctx, exchange.Spot, "BTC/USDT", tp)
 	if err != nil || o.Status != exchange.StatusCancelled {
 		t.Fatalf("cancel tp: %v %+v", err, o)
 	}
 	_, locked := f.fake.SpotBalance("BTC")
-	eq(t, "BTC unlocked", locked, "0")
+	testkit.EqualD(t, "BTC unlocked", locked, "0")
 	// A stop already crossed is refused as an invalid price.
 	_, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: dec("0.001"), StopPrice: dec("49000")})
+		Side: exchange.SideSell, Type: exchange.StopLoss, Amount: testkit.D("0.001"), StopPrice: testkit.D("49000")})
 	wantCode(t, err, errs.InvalidPrice)
 }
 
@@ -598,7 +599,7 @@ func TestBadSignatureBadKeyAndClockSkew(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after re-sync: %v", err)
 	}
-	eq(t, "balance", b.Free, "10000")
+	testkit.EqualD(t, "balance", b.Free, "10000")
 	if n := f.fake.Count(http.MethodGet, "/api/v3/time"); n != 1 {
 		t.Fatalf("%d time syncs", n)
 	}
@@ -686,32 +687,32 @@ func TestInsufficientBalanceDetails(t *testing.T) {
 	// Natural spot refusal: 1 BTC at 50000 with 10000 USDT.
 	_, err := f.x.PlaceOrder(ctx, spotMarket(cid(), exchange.SideBuy, "1"))
 	e := wantCode(t, err, errs.InsufficientBalance)
-	eq(t, "required", asDec(t, e.Details["required"]), "50050")
-	eq(t, "available", asDec(t, e.Details["available"]), "10000")
+	testkit.EqualD(t, "required", asDec(t, e.Details["required"]), "50050")
+	testkit.EqualD(t, "available", asDec(t, e.Details["available"]), "10000")
 	if e.Details["asset"] != "USDT" || !strings.Contains(e.Message, "50050 required, 10000 available") {
 		t.Fatalf("details %v %q", e.Details, e.Message)
 	}
 	// Spot sell of a base asset not held.
 	_, err = f.x.PlaceOrder(ctx, spotMarket(cid(), exchange.SideSell, "0.5"))
 	e = wantCode(t, err, errs.InsufficientBalance)
-	eq(t, "sell required", asDec(t, e.Details["required"]), "0.5")
-	eq(t, "sell available", asDec(t, e.Details["available"]), "0")
+	testkit.EqualD(t, "sell required", asDec(t, e.Details["required"]), "0.5")
+	testkit.EqualD(t, "sell available", asDec(t, e.Details["available"]), "0")
 	if e.Details["asset"] != "BTC" {
 		t.Fatalf("asset %v", e.Details["asset"])
 	}
 	// Natural futures refusal (-2019): 1 BTC at leverage 2 needs 25000 margin + 25 fee.
 	_, err = f.x.PlaceOrder(ctx, futMarket(cid(), exchange.SideBuy, "1", 2))
 	e = wantCode(t, err, errs.InsufficientBalance)
-	eq(t, "futures required", asDec(t, e.Details["required"]), "25025")
-	eq(t, "futures available", asDec(t, e.Details["available"]), "10000")
+	testkit.EqualD(t, "futures required", asDec(t, e.Details["required"]), "25025")
+	testkit.EqualD(t, "futures available", asDec(t, e.Details["available"]), "10000")
 	if e.Details["binanceCode"] != int64(-2019) {
 		t.Fatalf("details %v", e.Details)
 	}
 	// Limit: the required amount uses the limit price.
 	_, err = f.x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: cid(), Symbol: "ETH/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Limit, Amount: dec("4"), Price: dec("2600")})
+		Side: exchange.SideBuy, Type: exchange.Limit, Amount: testkit.D("4"), Price: testkit.D("2600")})
 	e = wantCode(t, err, errs.InsufficientBalance)
-	eq(t, "limit required", asDec(t, e.Details["required"]), "10410.4")
+	testkit.EqualD(t, "limit required", asDec(t, e.Details["required"]), "10410.4")
 }
 
 func TestNaturalFilterRefusals(t *testing.T) {
@@ -725,19 +726,19 @@ func TestNaturalFilterRefusals(t *testing.T) {
 		{"spot notional", spotMarket(cid(), exchange.SideBuy, "0.00001"), errs.InvalidAmount},
 		{"spot precision", spotMarket(cid(), exchange.SideBuy, "0.000000001"), errs.InvalidAmount},
 		{"spot tick", exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Limit, Amount: dec("0.01"), Price: dec("49000.005")}, errs.InvalidPrice},
+			Type: exchange.Limit, Amount: testkit.D("0.01"), Price: testkit.D("49000.005")}, errs.InvalidPrice},
 		{"spot closed market", exchange.OrderRequest{ClientOrderID: cid(), Symbol: "LUNA/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: dec("1")}, errs.ExchangeError},
+			Type: exchange.Market, Amount: testkit.D("1")}, errs.ExchangeError},
 		{"unknown symbol", exchange.OrderRequest{ClientOrderID: cid(), Symbol: "FOO/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: dec("1")}, errs.InvalidSymbol},
+			Type: exchange.Market, Amount: testkit.D("1")}, errs.InvalidSymbol},
 		{"futures notional", futMarket(cid(), exchange.SideBuy, "0.001", 5), errs.InvalidAmount},
 		{"futures precision", futMarket(cid(), exchange.SideBuy, "0.0101", 5), errs.InvalidAmount},
 		{"futures tick", exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Futures, Side: exchange.SideBuy,
-			Type: exchange.Limit, Amount: dec("0.01"), Price: dec("49000.05"), Leverage: 5}, errs.InvalidPrice},
+			Type: exchange.Limit, Amount: testkit.D("0.01"), Price: testkit.D("49000.05"), Leverage: 5}, errs.InvalidPrice},
 		{"futures leverage", futMarket(cid(), exchange.SideBuy, "0.01", 200), errs.InvalidAmount},
 		{"zero amount", spotMarket(cid(), exchange.SideBuy, "0"), errs.InvalidAmount},
 		{"limit without price", exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Spot,
-			Side: exchange.SideBuy, Type: exchange.Limit, Amount: dec("0.01")}, errs.InvalidPrice},
+			Side: exchange.SideBuy, Type: exchange.Limit, Amount: testkit.D("0.01")}, errs.InvalidPrice},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -782,7 +783,7 @@ func Test5xxRetriedThenSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "price", p, "50000")
+	testkit.EqualD(t, "price", p, "50000")
 	if n := f.fake.Count(http.MethodGet, "/fapi/v2/ticker/price"); n != 3 {
 		t.Fatalf("%d attempts", n)
 	}
@@ -820,7 +821,7 @@ func TestDropAfterApplyFindsTheOrderExactlyOnce(t *testing.T) {
 		{"/api/v3/order", spotMarket(cid(), exchange.SideBuy, "0.01")},
 		{"/fapi/v1/order", futMarket(cid(), exchange.SideBuy, "0.01", 20)},
 		{"/fapi/v1/algoOrder", exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Futures,
-			Side: exchange.SideSell, Type: exchange.StopLoss, Amount: dec("0.01"), StopPrice: dec("45000")}},
+			Side: exchange.SideSell, Type: exchange.StopLoss, Amount: testkit.D("0.01"), StopPrice: testkit.D("45000")}},
 	} {
 		f.fake.FailNext(1, binancefake.DropAfterApply().On(http.MethodPost, tc.path))
 		o, err := f.x.PlaceOrder(ctx, tc.req)
@@ -835,7 +836,7 @@ func TestDropAfterApplyFindsTheOrderExactlyOnce(t *testing.T) {
 			t.Fatalf("%s: get %v %+v", tc.path, err, g)
 		}
 	}
-	if !strings.Contains(logs.String(), "got no answer") {
+	if !logs.Contains("got no answer") {
 		t.Fatal("lost answer not logged")
 	}
 }
@@ -916,7 +917,7 @@ func TestDuplicateRefusalReturnsTheExistingOrder(t *testing.T) {
 		sym  string
 	}{{exchange.Spot, "/api/v3/order", "BTC/USDT"}, {exchange.Futures, "/fapi/v1/order", "BTC/USDT"}} {
 		req := exchange.OrderRequest{ClientOrderID: cid(), Symbol: tc.sym, Kind: tc.kind, Side: exchange.SideBuy,
-			Type: exchange.Limit, Amount: dec("0.01"), Price: dec("40000"), Leverage: 20}
+			Type: exchange.Limit, Amount: testkit.D("0.01"), Price: testkit.D("40000"), Leverage: 20}
 		first, err := f.x.PlaceOrder(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -1141,7 +1142,7 @@ func TestForKindThroughTheInterface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "futures balance", b.Free, "321")
+	testkit.EqualD(t, "futures balance", b.Free, "321")
 	b, _ = live.Balance(ctx, "USDT")
-	eq(t, "spot balance", b.Free, "10000")
+	testkit.EqualD(t, "spot balance", b.Free, "10000")
 }

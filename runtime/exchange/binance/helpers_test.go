@@ -1,7 +1,6 @@
 package binance_test
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
@@ -26,24 +26,7 @@ import (
 )
 
 // logs collects what the adapters log, to prove no secret reaches a log.
-var logs = &syncBuffer{}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+var logs = &testkit.LogBuffer{}
 
 var logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
@@ -106,16 +89,6 @@ var cidSeq atomic.Int64
 // cid is a fresh client order ID shaped like the executor's.
 func cid() string { return fmt.Sprintf("sg-%032x", cidSeq.Add(1)+1<<40) }
 
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
-
-// eq compares a decimal with its exact expected value.
-func eq(t testing.TB, what string, got decimal.Decimal, want string) {
-	t.Helper()
-	if !got.Equal(dec(want)) {
-		t.Errorf("%s = %s, want %s", what, got, want)
-	}
-}
-
 func wantCode(t testing.TB, err error, code errs.Code) *errs.Error {
 	t.Helper()
 	keep(err)
@@ -146,12 +119,12 @@ func wantUnknown(t testing.TB, err error) {
 
 func spotMarket(id string, side exchange.Side, amount string) exchange.OrderRequest {
 	return exchange.OrderRequest{ClientOrderID: id, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: side,
-		Type: exchange.Market, Amount: dec(amount)}
+		Type: exchange.Market, Amount: testkit.D(amount)}
 }
 
 func futMarket(id string, side exchange.Side, amount string, lev int) exchange.OrderRequest {
 	return exchange.OrderRequest{ClientOrderID: id, Symbol: "BTC/USDT", Kind: exchange.Futures, Side: side,
-		Type: exchange.Market, Amount: dec(amount), Leverage: lev}
+		Type: exchange.Market, Amount: testkit.D(amount), Leverage: lev}
 }
 
 // paramsOf is the params of the requests to method path.

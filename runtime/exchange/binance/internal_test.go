@@ -9,6 +9,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 )
@@ -53,16 +54,15 @@ func TestAlgoStatusMapping(t *testing.T) {
 }
 
 func TestFeeConversion(t *testing.T) {
-	d := decimal.RequireFromString
 	fee, asset := feeOf([]fill{
-		{price: d("50000"), qty: d("0.006"), commission: d("0.000006"), asset: "BTC"},
-		{price: d("50010"), qty: d("0.004"), commission: d("0.000004"), asset: "BTC"},
+		{price: testkit.D("50000"), qty: testkit.D("0.006"), commission: testkit.D("0.000006"), asset: "BTC"},
+		{price: testkit.D("50010"), qty: testkit.D("0.004"), commission: testkit.D("0.000004"), asset: "BTC"},
 	}, "BTC", "USDT")
-	if !fee.Equal(d("0.00001")) || asset != "BTC" {
+	if !fee.Equal(testkit.D("0.00001")) || asset != "BTC" {
 		t.Fatalf("base commission: %s %s", fee, asset)
 	}
-	fee, asset = feeOf([]fill{{price: d("50000"), qty: d("0.01"), commission: d("0.00037"), asset: "BNB"}}, "BTC", "USDT")
-	if !fee.Equal(d("0.00037")) || asset != "BNB" {
+	fee, asset = feeOf([]fill{{price: testkit.D("50000"), qty: testkit.D("0.01"), commission: testkit.D("0.00037"), asset: "BNB"}}, "BTC", "USDT")
+	if !fee.Equal(testkit.D("0.00037")) || asset != "BNB" {
 		t.Fatalf("BNB commission: %s %s", fee, asset)
 	}
 	if fee, asset = feeOf(nil, "BTC", "USDT"); !fee.IsZero() || asset != "" {

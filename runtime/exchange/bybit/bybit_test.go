@@ -14,13 +14,12 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/bybit"
 	"github.com/sigops/sigops/runtime/exchange/bybit/bybitfake"
 )
-
-var d = decimal.RequireFromString
 
 // secrets are the strings no error may contain.
 var secrets = []string{bybitfake.APIKey, bybitfake.APISecret, "wrong-secret-zz9"}
@@ -40,13 +39,6 @@ func noSecret(t *testing.T, err error) {
 				t.Errorf("error leaks a credential: %s", txt)
 			}
 		}
-	}
-}
-
-func eq(t *testing.T, what string, got decimal.Decimal, want string) {
-	t.Helper()
-	if !got.Equal(d(want)) {
-		t.Errorf("%s = %s, want %s", what, got, want)
 	}
 }
 
@@ -90,12 +82,12 @@ func cid() string {
 
 func spotMarket(side exchange.Side, amount string) exchange.OrderRequest {
 	return exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Spot, Side: side,
-		Type: exchange.Market, Amount: d(amount)}
+		Type: exchange.Market, Amount: testkit.D(amount)}
 }
 
 func linear(side exchange.Side, typ exchange.OrderType, amount string) exchange.OrderRequest {
 	return exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Futures, Side: side,
-		Type: typ, Amount: d(amount), Leverage: 5}
+		Type: typ, Amount: testkit.D(amount), Leverage: 5}
 }
 
 // --- signing ---
@@ -106,8 +98,8 @@ func TestSigningAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "free", b.Free, "10000")
-	eq(t, "locked", b.Locked, "0")
+	testkit.EqualD(t, "free", b.Free, "10000")
+	testkit.EqualD(t, "locked", b.Locked, "0")
 	if srv.Answered(10004) != 0 || srv.Answered(10002) != 0 {
 		t.Error("the fake refused a request")
 	}
@@ -207,7 +199,7 @@ func TestSkewedClockResyncs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("skew %s: %v", skew, err)
 		}
-		eq(t, "free", b.Free, "10000")
+		testkit.EqualD(t, "free", b.Free, "10000")
 		if srv.Answered(10002) != 1 || srv.Calls("/v5/market/time") != 1 {
 			t.Errorf("skew %s: 10002 answered %d, time asked %d", skew, srv.Answered(10002), srv.Calls("/v5/market/time"))
 		}
@@ -239,10 +231,10 @@ func TestMarkets(t *testing.T) {
 	if btc.Base != "BTC" || btc.Quote != "USDT" || btc.Kind != exchange.Spot {
 		t.Errorf("spot BTC %+v", btc)
 	}
-	eq(t, "spot tick", btc.TickSize, "0.01")
-	eq(t, "spot step", btc.StepSize, "0.000001")
-	eq(t, "spot minQty", btc.MinQty, "0.000048")
-	eq(t, "spot minNotional", btc.MinNotional, "1")
+	testkit.EqualD(t, "spot tick", btc.TickSize, "0.01")
+	testkit.EqualD(t, "spot step", btc.StepSize, "0.000001")
+	testkit.EqualD(t, "spot minQty", btc.MinQty, "0.000048")
+	testkit.EqualD(t, "spot minNotional", btc.MinNotional, "1")
 
 	srv.SetPageLimit(2) // linear is read page by page
 	lin, err := a.Markets(ctx, exchange.Futures)
@@ -260,10 +252,10 @@ func TestMarkets(t *testing.T) {
 		t.Errorf("instruments-info called %d times", srv.Calls("/v5/market/instruments-info"))
 	}
 	m := lin[1]
-	eq(t, "linear tick", m.TickSize, "0.1")
-	eq(t, "linear step", m.StepSize, "0.001")
-	eq(t, "linear minQty", m.MinQty, "0.001")
-	eq(t, "linear minNotional", m.MinNotional, "5")
+	testkit.EqualD(t, "linear tick", m.TickSize, "0.1")
+	testkit.EqualD(t, "linear step", m.StepSize, "0.001")
+	testkit.EqualD(t, "linear minQty", m.MinQty, "0.001")
+	testkit.EqualD(t, "linear minNotional", m.MinNotional, "5")
 	if m.Kind != exchange.Futures {
 		t.Error("kind")
 	}
@@ -318,13 +310,13 @@ func TestTicker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eq(t, sym, p, "50000")
+		testkit.EqualD(t, sym, p, "50000")
 	}
 	p, err := a.Ticker(ctx, exchange.Futures, "BTC/USDC")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "BTCPERP", p, "50000")
+	testkit.EqualD(t, "BTCPERP", p, "50000")
 	_, err = a.Ticker(ctx, exchange.Spot, "NOPE/USDT")
 	code(t, err, errs.InvalidSymbol)
 	_, err = a.Ticker(ctx, exchange.Spot, "OLD/USDT") // not Trading
@@ -341,46 +333,46 @@ func TestSpotMarketBuyInBaseUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	fo, _ := srv.Order(req.ClientOrderID)
-	if fo.MarketUnit != "baseCoin" || !fo.Qty.Equal(d("0.01")) || fo.Category != "spot" || fo.Symbol != "BTCUSDT" {
+	if fo.MarketUnit != "baseCoin" || !fo.Qty.Equal(testkit.D("0.01")) || fo.Category != "spot" || fo.Symbol != "BTCUSDT" {
 		t.Errorf("sent %+v", fo)
 	}
 	if o.Status != exchange.StatusFilled || o.Type != exchange.Market || o.Side != exchange.SideBuy ||
 		o.Symbol != "BTC/USDT" || o.Kind != exchange.Spot || o.ClientOrderID != req.ClientOrderID || o.ID != fo.OrderID {
 		t.Errorf("order %+v", o)
 	}
-	eq(t, "amount", o.Amount, "0.01")
-	eq(t, "filled", o.FilledAmount, "0.01")
-	eq(t, "avg", o.AvgPrice, "50000")
-	eq(t, "fee", o.Fee, "0.00001")
+	testkit.EqualD(t, "amount", o.Amount, "0.01")
+	testkit.EqualD(t, "filled", o.FilledAmount, "0.01")
+	testkit.EqualD(t, "avg", o.AvgPrice, "50000")
+	testkit.EqualD(t, "fee", o.Fee, "0.00001")
 	if o.FeeAsset != "BTC" {
 		t.Errorf("fee asset %s", o.FeeAsset)
 	}
-	eq(t, "USDT", srv.Balance("USDT"), "9500")
-	eq(t, "BTC", srv.Balance("BTC"), "0.00999")
+	testkit.EqualD(t, "USDT", srv.Balance("USDT"), "9500")
+	testkit.EqualD(t, "BTC", srv.Balance("BTC"), "0.00999")
 	b, err := a.Balance(context.Background(), "btc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "BTC free", b.Free, "0.00999")
+	testkit.EqualD(t, "BTC free", b.Free, "0.00999")
 
 	// Selling pays the fee in USDT.
 	o, err = a.PlaceOrder(context.Background(), spotMarket(exchange.SideSell, "0.005"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "sell fee", o.Fee, "0.25")
+	testkit.EqualD(t, "sell fee", o.Fee, "0.25")
 	if o.FeeAsset != "USDT" || o.Status != exchange.StatusFilled {
 		t.Errorf("sell %+v", o)
 	}
-	eq(t, "USDT after sell", srv.Balance("USDT"), "9749.75")
-	eq(t, "BTC after sell", srv.Balance("BTC"), "0.00499")
+	testkit.EqualD(t, "USDT after sell", srv.Balance("USDT"), "9749.75")
+	testkit.EqualD(t, "BTC after sell", srv.Balance("BTC"), "0.00499")
 }
 
 func TestSpotLimitRestsLocksAndCancels(t *testing.T) {
 	_, a := setup(t)
 	ctx := context.Background()
 	req := exchange.OrderRequest{ClientOrderID: cid(), Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-		Type: exchange.Limit, Amount: d("0.1"), Price: d("40000.01")}
+		Type: exchange.Limit, Amount: testkit.D("0.1"), Price: testkit.D("40000.01")}
 	o, err := a.PlaceOrder(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -389,14 +381,14 @@ func TestSpotLimitRestsLocksAndCancels(t *testing.T) {
 		t.Errorf("resting %+v", o)
 	}
 	b, _ := a.Balance(ctx, "USDT")
-	eq(t, "free while resting", b.Free, "5999.999")
-	eq(t, "locked while resting", b.Locked, "4000.001")
+	testkit.EqualD(t, "free while resting", b.Free, "5999.999")
+	testkit.EqualD(t, "locked while resting", b.Locked, "4000.001")
 	c, err := a.CancelOrder(ctx, exchange.Spot, "BTC/USDT", req.ClientOrderID)
 	if err != nil || c.Status != exchange.StatusCancelled {
 		t.Fatalf("cancel %+v %v", c, err)
 	}
 	b, _ = a.Balance(ctx, "USDT")
-	eq(t, "free after cancel", b.Free, "10000")
+	testkit.EqualD(t, "free after cancel", b.Free, "10000")
 	// A finished order cannot be cancelled.
 	c, err = a.CancelOrder(ctx, exchange.Spot, "BTC/USDT", req.ClientOrderID)
 	code(t, err, errs.ExchangeError)
@@ -423,20 +415,20 @@ func TestLinearMarketAndLimit(t *testing.T) {
 	if o.Status != exchange.StatusFilled || o.Kind != exchange.Futures || o.FeeAsset != "USDT" {
 		t.Errorf("order %+v", o)
 	}
-	eq(t, "filled", o.FilledAmount, "0.01")
-	eq(t, "avg", o.AvgPrice, "50000")
-	eq(t, "fee", o.Fee, "0.5")
+	testkit.EqualD(t, "filled", o.FilledAmount, "0.01")
+	testkit.EqualD(t, "avg", o.AvgPrice, "50000")
+	testkit.EqualD(t, "fee", o.Fee, "0.5")
 	size, entry, margin := srv.Position("BTCUSDT")
-	eq(t, "size", size, "0.01")
-	eq(t, "entry", entry, "50000")
-	eq(t, "margin", margin, "100")
+	testkit.EqualD(t, "size", size, "0.01")
+	testkit.EqualD(t, "entry", entry, "50000")
+	testkit.EqualD(t, "margin", margin, "100")
 	b, _ := a.Balance(ctx, "USDT")
-	eq(t, "free", b.Free, "9899.5")
-	eq(t, "locked", b.Locked, "100")
+	testkit.EqualD(t, "free", b.Free, "9899.5")
+	testkit.EqualD(t, "locked", b.Locked, "100")
 
 	// A limit sell above the market rests, then fills when the price reaches it.
 	lim := linear(exchange.SideSell, exchange.Limit, "0.01")
-	lim.Price = d("51000")
+	lim.Price = testkit.D("51000")
 	o, err = a.PlaceOrder(ctx, lim)
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +436,7 @@ func TestLinearMarketAndLimit(t *testing.T) {
 	if o.Status != exchange.StatusOpen {
 		t.Errorf("limit %+v", o)
 	}
-	srv.SetPrice("BTCUSDT", d("51000"))
+	srv.SetPrice("BTCUSDT", testkit.D("51000"))
 	o, err = a.GetOrder(ctx, exchange.Futures, "BTC/USDT", lim.ClientOrderID)
 	if err != nil {
 		t.Fatal(err)
@@ -452,11 +444,11 @@ func TestLinearMarketAndLimit(t *testing.T) {
 	if o.Status != exchange.StatusFilled || o.Type != exchange.Limit {
 		t.Errorf("filled limit %+v", o)
 	}
-	eq(t, "limit avg", o.AvgPrice, "51000")
-	eq(t, "limit fee", o.Fee, "0.51")
+	testkit.EqualD(t, "limit avg", o.AvgPrice, "51000")
+	testkit.EqualD(t, "limit fee", o.Fee, "0.51")
 	size, _, _ = srv.Position("BTCUSDT")
-	eq(t, "closed", size, "0")
-	eq(t, "wallet", srv.Balance("USDT"), "10008.99")
+	testkit.EqualD(t, "closed", size, "0")
+	testkit.EqualD(t, "wallet", srv.Balance("USDT"), "10008.99")
 }
 
 func TestSetLeverage(t *testing.T) {
@@ -498,9 +490,9 @@ func TestReduceOnly(t *testing.T) {
 	if !fo.ReduceOnly {
 		t.Error("reduceOnly not sent")
 	}
-	eq(t, "reduced fill", o.FilledAmount, "0.004")
+	testkit.EqualD(t, "reduced fill", o.FilledAmount, "0.004")
 	size, _, _ := srv.Position("BTCUSDT")
-	eq(t, "size", size, "0.006")
+	testkit.EqualD(t, "size", size, "0.006")
 	// Spot has no reduce-only: a spot sell is sent without it.
 	if _, err := a.PlaceOrder(ctx, spotMarket(exchange.SideBuy, "0.01")); err != nil {
 		t.Fatal(err)
@@ -522,7 +514,7 @@ func TestLinearStopLossTakeProfit(t *testing.T) {
 		t.Fatal(err)
 	}
 	sl := linear(exchange.SideSell, exchange.StopLoss, "0.01")
-	sl.StopPrice = d("48000")
+	sl.StopPrice = testkit.D("48000")
 	o, err := a.PlaceOrder(ctx, sl)
 	if err != nil {
 		t.Fatal(err)
@@ -532,11 +524,11 @@ func TestLinearStopLossTakeProfit(t *testing.T) {
 	}
 	fo, _ := srv.Order(sl.ClientOrderID)
 	if fo.TriggerDirection != 2 || !fo.ReduceOnly || !fo.CloseOnTrigger || fo.OrderType != "Market" ||
-		!fo.TriggerPrice.Equal(d("48000")) || fo.Status != "Untriggered" {
+		!fo.TriggerPrice.Equal(testkit.D("48000")) || fo.Status != "Untriggered" {
 		t.Errorf("stop-loss sent %+v", fo)
 	}
 	tp := linear(exchange.SideSell, exchange.TakeProfit, "0.01")
-	tp.StopPrice = d("52000")
+	tp.StopPrice = testkit.D("52000")
 	o, err = a.PlaceOrder(ctx, tp)
 	if err != nil {
 		t.Fatal(err)
@@ -552,14 +544,14 @@ func TestLinearStopLossTakeProfit(t *testing.T) {
 		t.Errorf("read take-profit %+v", o)
 	}
 	// The price falls through the stop: it fills and closes the position.
-	srv.SetPrice("BTCUSDT", d("47900"))
+	srv.SetPrice("BTCUSDT", testkit.D("47900"))
 	o, err = a.GetOrder(ctx, exchange.Futures, "BTC/USDT", sl.ClientOrderID)
 	if err != nil || o.Status != exchange.StatusFilled {
 		t.Fatalf("triggered stop %+v %v", o, err)
 	}
-	eq(t, "stop avg", o.AvgPrice, "47900")
+	testkit.EqualD(t, "stop avg", o.AvgPrice, "47900")
 	size, _, _ := srv.Position("BTCUSDT")
-	eq(t, "closed", size, "0")
+	testkit.EqualD(t, "closed", size, "0")
 	// The take-profit is left over: cancel it.
 	o, err = a.CancelOrder(ctx, exchange.Futures, "BTC/USDT", tp.ClientOrderID)
 	if err != nil || o.Status != exchange.StatusCancelled {
@@ -567,7 +559,7 @@ func TestLinearStopLossTakeProfit(t *testing.T) {
 	}
 	// A trigger on the wrong side of the price is INVALID_PRICE (110093).
 	bad := linear(exchange.SideSell, exchange.StopLoss, "0.01")
-	bad.StopPrice = d("49000")
+	bad.StopPrice = testkit.D("49000")
 	_, err = a.PlaceOrder(ctx, bad)
 	code(t, err, errs.InvalidPrice)
 }
@@ -579,7 +571,7 @@ func TestSpotStopLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	sl := spotMarket(exchange.SideSell, "0.005")
-	sl.Type, sl.StopPrice = exchange.StopLoss, d("45000")
+	sl.Type, sl.StopPrice = exchange.StopLoss, testkit.D("45000")
 	o, err := a.PlaceOrder(ctx, sl)
 	if err != nil {
 		t.Fatal(err)
@@ -597,16 +589,16 @@ func TestSpotStopLoss(t *testing.T) {
 		t.Errorf("cancel %+v %v", o, err)
 	}
 	tp := spotMarket(exchange.SideSell, "0.005")
-	tp.Type, tp.StopPrice = exchange.TakeProfit, d("55000")
+	tp.Type, tp.StopPrice = exchange.TakeProfit, testkit.D("55000")
 	if _, err := a.PlaceOrder(ctx, tp); err != nil {
 		t.Fatal(err)
 	}
-	srv.SetPrice("BTCUSDT", d("55000"))
+	srv.SetPrice("BTCUSDT", testkit.D("55000"))
 	o, err = a.GetOrder(ctx, exchange.Spot, "BTC/USDT", tp.ClientOrderID)
 	if err != nil || o.Status != exchange.StatusFilled || o.Type != exchange.TakeProfit {
 		t.Errorf("take-profit %+v %v", o, err)
 	}
-	eq(t, "proceeds fee", o.Fee, "0.275")
+	testkit.EqualD(t, "proceeds fee", o.Fee, "0.275")
 }
 
 func TestGetOrder(t *testing.T) {
@@ -626,7 +618,7 @@ func TestGetOrder(t *testing.T) {
 	if o.ID != placed.ID || o.Status != exchange.StatusFilled || srv.Calls("/v5/order/history") == 0 {
 		t.Errorf("from history %+v", o)
 	}
-	eq(t, "filled", o.FilledAmount, "0.002")
+	testkit.EqualD(t, "filled", o.FilledAmount, "0.002")
 	if _, err := a.GetOrder(ctx, exchange.Spot, "BTC/USDT", "sg-none"); !errors.Is(err, exchange.ErrOrderNotFound) {
 		t.Errorf("unknown: %v", err)
 	}
@@ -674,7 +666,7 @@ func TestDuplicateClientOrderIDOneOrder(t *testing.T) {
 		if again.ID != first.ID || srv.OrdersCreated(req.ClientOrderID) != 1 {
 			t.Errorf("%s: %s then %s, %d orders", req.Kind, first.ID, again.ID, srv.OrdersCreated(req.ClientOrderID))
 		}
-		eq(t, "filled", again.FilledAmount, "0.01")
+		testkit.EqualD(t, "filled", again.FilledAmount, "0.01")
 	}
 	if srv.Answered(170141) != 1 || srv.Answered(110072) != 1 {
 		t.Errorf("duplicates answered: spot %d linear %d", srv.Answered(170141), srv.Answered(110072))
@@ -684,7 +676,7 @@ func TestDuplicateClientOrderIDOneOrder(t *testing.T) {
 	if _, err := a.PlaceOrder(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	req.Amount = d("0.02")
+	req.Amount = testkit.D("0.02")
 	_, err := a.PlaceOrder(ctx, req)
 	code(t, err, errs.ExchangeError)
 	if srv.OrdersCreated(req.ClientOrderID) != 1 {
@@ -763,7 +755,7 @@ func TestDelayedCreateLandsOnce(t *testing.T) {
 	if srv.Calls("/v5/order/create") != 2 || srv.Answered(170141) != 1 {
 		t.Errorf("%d creates, %d duplicates", srv.Calls("/v5/order/create"), srv.Answered(170141))
 	}
-	eq(t, "one fill", srv.Balance("USDT"), "9500")
+	testkit.EqualD(t, "one fill", srv.Balance("USDT"), "9500")
 }
 
 func TestCallTimeoutBounded(t *testing.T) {
@@ -824,7 +816,7 @@ func TestServerErrorsRetriedOnReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "free", b.Free, "10000")
+	testkit.EqualD(t, "free", b.Free, "10000")
 	if n := srv.Calls("/v5/account/wallet-balance"); n != 3 {
 		t.Errorf("%d attempts", n)
 	}
@@ -924,8 +916,8 @@ func TestErrorMapping(t *testing.T) {
 		}
 		switch c.want {
 		case errs.InsufficientBalance:
-			if e.Details["asset"] != "USDT" || !e.Details["available"].(decimal.Decimal).Equal(d("10000")) ||
-				!e.Details["required"].(decimal.Decimal).Equal(d("500")) {
+			if e.Details["asset"] != "USDT" || !e.Details["available"].(decimal.Decimal).Equal(testkit.D("10000")) ||
+				!e.Details["required"].(decimal.Decimal).Equal(testkit.D("500")) {
 				t.Errorf("%d: details %v", c.ret, e.Details)
 			}
 		case errs.ExchangeError:
@@ -951,8 +943,8 @@ func TestRefusalsFromTheFake(t *testing.T) {
 	ctx := context.Background()
 	_, err := a.PlaceOrder(ctx, spotMarket(exchange.SideBuy, "1")) // 50000 USDT
 	e := code(t, err, errs.InsufficientBalance)
-	if e.Details["asset"] != "USDT" || !e.Details["available"].(decimal.Decimal).Equal(d("10000")) ||
-		!e.Details["required"].(decimal.Decimal).Equal(d("50000")) {
+	if e.Details["asset"] != "USDT" || !e.Details["available"].(decimal.Decimal).Equal(testkit.D("10000")) ||
+		!e.Details["required"].(decimal.Decimal).Equal(testkit.D("50000")) {
 		t.Errorf("details %v", e.Details)
 	}
 	if !strings.Contains(e.Message, "50000 required, 10000 available") {
@@ -960,13 +952,13 @@ func TestRefusalsFromTheFake(t *testing.T) {
 	}
 	_, err = a.PlaceOrder(ctx, spotMarket(exchange.SideSell, "0.5")) // no BTC
 	e = code(t, err, errs.InsufficientBalance)
-	if e.Details["asset"] != "BTC" || !e.Details["required"].(decimal.Decimal).Equal(d("0.5")) {
+	if e.Details["asset"] != "BTC" || !e.Details["required"].(decimal.Decimal).Equal(testkit.D("0.5")) {
 		t.Errorf("sell details %v", e.Details)
 	}
 	big := linear(exchange.SideBuy, exchange.Market, "2") // 100000 notional, 20000 margin at 5x
 	_, err = a.PlaceOrder(ctx, big)
 	e = code(t, err, errs.InsufficientBalance)
-	if !e.Details["required"].(decimal.Decimal).Equal(d("20000")) {
+	if !e.Details["required"].(decimal.Decimal).Equal(testkit.D("20000")) {
 		t.Errorf("linear details %v", e.Details)
 	}
 	code(t, errOf(a.PlaceOrder(ctx, spotMarket(exchange.SideBuy, "0.0000001"))), errs.InvalidAmount) // 170137
@@ -974,7 +966,7 @@ func TestRefusalsFromTheFake(t *testing.T) {
 	code(t, errOf(a.PlaceOrder(ctx, linear(exchange.SideBuy, exchange.Market, "0.0001"))), errs.InvalidAmount)
 	code(t, errOf(a.PlaceOrder(ctx, linear(exchange.SideBuy, exchange.Market, "0.0015"))), errs.InvalidAmount)
 	lim := spotMarket(exchange.SideBuy, "0.01")
-	lim.Type, lim.Price = exchange.Limit, d("40000.001")
+	lim.Type, lim.Price = exchange.Limit, testkit.D("40000.001")
 	code(t, errOf(a.PlaceOrder(ctx, lim)), errs.InvalidPrice) // 170134
 	unknown := spotMarket(exchange.SideBuy, "0.01")
 	unknown.Symbol = "NOPE/USDT"
@@ -1066,7 +1058,7 @@ func TestPermissionsErrors(t *testing.T) {
 func BenchmarkPlaceOrder(b *testing.B) {
 	srv := bybitfake.New()
 	defer srv.Close()
-	srv.SetBalance("USDT", d("1000000000"))
+	srv.SetBalance("USDT", testkit.D("1000000000"))
 	a := account(b, srv, bybit.Connector{})
 	ctx := context.Background()
 	if _, err := a.Markets(ctx, exchange.Spot); err != nil {
@@ -1076,7 +1068,7 @@ func BenchmarkPlaceOrder(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		req := exchange.OrderRequest{ClientOrderID: fmt.Sprintf("sg-bench-%d", i), Symbol: "BTC/USDT",
-			Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.001")}
+			Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.001")}
 		if _, err := a.PlaceOrder(ctx, req); err != nil {
 			b.Fatal(err)
 		}

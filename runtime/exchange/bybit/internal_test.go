@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
-
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 )
@@ -53,7 +52,6 @@ func TestTypeOf(t *testing.T) {
 func TestBodyOfConditional(t *testing.T) {
 	linear := &market{raw: "BTCUSDT", category: "linear", info: exchange.MarketInfo{Kind: exchange.Futures}}
 	spot := &market{raw: "BTCUSDT", category: "spot", info: exchange.MarketInfo{Kind: exchange.Spot}}
-	d := decimal.RequireFromString
 	for _, c := range []struct {
 		m        *market
 		typ      exchange.OrderType
@@ -68,7 +66,7 @@ func TestBodyOfConditional(t *testing.T) {
 		{spot, exchange.Market, exchange.SideBuy, `{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"0.01","marketUnit":"baseCoin","orderLinkId":"sg-1"}`},
 	} {
 		req := exchange.OrderRequest{ClientOrderID: "sg-1", Kind: c.m.info.Kind, Side: c.side, Type: c.typ,
-			Amount: d("0.010"), StopPrice: d("48000")}
+			Amount: testkit.D("0.010"), StopPrice: testkit.D("48000")}
 		b, err := bodyOf(c.m, req, "sg-1")
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +77,7 @@ func TestBodyOfConditional(t *testing.T) {
 	}
 	// A limit order carries its exact price and GTC.
 	req := exchange.OrderRequest{ClientOrderID: "sg-1", Kind: exchange.Futures, Side: exchange.SideBuy,
-		Type: exchange.Limit, Amount: d("0.001"), Price: d("49999.90")}
+		Type: exchange.Limit, Amount: testkit.D("0.001"), Price: testkit.D("49999.90")}
 	b, _ := bodyOf(linear, req, "sg-1")
 	var got map[string]any
 	json.Unmarshal(b, &got)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -27,16 +28,14 @@ func (p prices) Price(_ context.Context, kind exchange.Kind, symbol string) (dec
 	return decimal.Zero, fmt.Errorf("no price for %s %s", kind, symbol)
 }
 
-func (p prices) set(kind exchange.Kind, symbol, v string) { p[string(kind)+" "+symbol] = d(v) }
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+func (p prices) set(kind exchange.Kind, symbol, v string) { p[string(kind)+" "+symbol] = testkit.D(v) }
 
 func setup(t *testing.T) (context.Context, redis.UniversalClient, prices, *paper.Exchange) {
 	t.Helper()
 	ctx := context.Background()
 	_, rdb := storetest.New(t)
 	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: d("10000"), FeeRate: d("0.001")}); err != nil {
+		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
 		t.Fatal(err)
 	}
 	px := prices{}
@@ -50,13 +49,6 @@ func balance(t *testing.T, x *paper.Exchange) decimal.Decimal {
 		t.Fatal(err)
 	}
 	return b.Free
-}
-
-func eq(t *testing.T, what string, got decimal.Decimal, want string) {
-	t.Helper()
-	if !got.Equal(d(want)) {
-		t.Errorf("%s = %s, want %s", what, got, want)
-	}
 }
 
 func place(t *testing.T, x *paper.Exchange, r exchange.OrderRequest) exchange.Order {
@@ -75,34 +67,34 @@ func TestSpotBuyThenSellToTheDecimal(t *testing.T) {
 	// notional 0.01538 × 65000 = 999.70; fee 999.70 × 0.001 = 0.9997;
 	// balance 10000 − 999.70 − 0.9997 = 8999.3003.
 	buy := place(t, x, exchange.OrderRequest{ClientOrderID: "c-buy", Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.01538")})
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.01538")})
 	if buy.Status != exchange.StatusFilled || buy.FeeAsset != "USDT" {
 		t.Fatalf("buy = %+v", buy)
 	}
-	eq(t, "avgPrice", buy.AvgPrice, "65000")
-	eq(t, "filled", buy.FilledAmount, "0.01538")
-	eq(t, "fee", buy.Fee, "0.9997")
-	eq(t, "balance after buy", balance(t, x), "8999.3003")
+	testkit.EqualD(t, "avgPrice", buy.AvgPrice, "65000")
+	testkit.EqualD(t, "filled", buy.FilledAmount, "0.01538")
+	testkit.EqualD(t, "fee", buy.Fee, "0.9997")
+	testkit.EqualD(t, "balance after buy", balance(t, x), "8999.3003")
 	h, _ := x.Holding(ctx, "BTC")
-	eq(t, "holding", h, "0.01538")
+	testkit.EqualD(t, "holding", h, "0.01538")
 
 	// Sell at 66,000: notional 1015.08, fee 1.01508, credit 1014.06492;
 	// balance 8999.3003 + 1014.06492 = 10013.36522 (realised net +13.36522 =
 	// 15.38 gross − 0.9997 − 1.01508 fees).
 	px.set(exchange.Spot, "BTC/USDT", "66000")
 	sell := place(t, x, exchange.OrderRequest{ClientOrderID: "c-sell", Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideSell, Type: exchange.Market, Amount: d("0.01538")})
-	eq(t, "sell fee", sell.Fee, "1.01508")
-	eq(t, "final balance", balance(t, x), "10013.36522")
+		Side: exchange.SideSell, Type: exchange.Market, Amount: testkit.D("0.01538")})
+	testkit.EqualD(t, "sell fee", sell.Fee, "1.01508")
+	testkit.EqualD(t, "final balance", balance(t, x), "10013.36522")
 	h, _ = x.Holding(ctx, "BTC")
-	eq(t, "holding after sell", h, "0")
+	testkit.EqualD(t, "holding after sell", h, "0")
 }
 
 func TestSameClientOrderIDMovesMoneyOnce(t *testing.T) {
 	ctx, rdb, px, x := setup(t)
 	px.set(exchange.Spot, "ETH/USDT", "3000")
 	req := exchange.OrderRequest{ClientOrderID: "sg-1", Symbol: "ETH/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.5")}
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.5")}
 	first := place(t, x, req)
 	px.set(exchange.Spot, "ETH/USDT", "3100") // a retry must not re-price
 	second := place(t, x, req)
@@ -110,7 +102,7 @@ func TestSameClientOrderIDMovesMoneyOnce(t *testing.T) {
 		t.Fatalf("second placement = %+v, want the first %+v", second, first)
 	}
 	// 0.5 × 3000 = 1500 + 1.5 fee.
-	eq(t, "balance", balance(t, x), "8498.5")
+	testkit.EqualD(t, "balance", balance(t, x), "8498.5")
 	got, err := x.GetOrder(ctx, exchange.Spot, "ETH/USDT", "sg-1")
 	if err != nil || !sameOrder(got, first) {
 		t.Fatalf("GetOrder = %+v, %v", got, err)
@@ -138,7 +130,7 @@ func TestConcurrentPlacementsAreAtomic(t *testing.T) {
 			go func(i int) {
 				defer wg.Done()
 				_, err := x.PlaceOrder(context.Background(), exchange.OrderRequest{ClientOrderID: fmt.Sprintf("c-%d", i),
-					Symbol: "SOL/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: d("1.001")})
+					Symbol: "SOL/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("1.001")})
 				if err != nil {
 					t.Error(err)
 				}
@@ -147,9 +139,9 @@ func TestConcurrentPlacementsAreAtomic(t *testing.T) {
 	}
 	wg.Wait()
 	// 20 orders × (1.001 × 150 = 150.15 + 0.15015 fee = 150.30015) = 3006.003.
-	eq(t, "balance", balance(t, x), "6993.997")
+	testkit.EqualD(t, "balance", balance(t, x), "6993.997")
 	h, _ := x.Holding(context.Background(), "SOL")
-	eq(t, "holding", h, "20.02")
+	testkit.EqualD(t, "holding", h, "20.02")
 }
 
 func TestFuturesLongAndShortToTheDecimal(t *testing.T) {
@@ -158,18 +150,18 @@ func TestFuturesLongAndShortToTheDecimal(t *testing.T) {
 	// Long 0.15384 BTC at 65,000, leverage 10: notional 9999.60, margin 999.96, fee 9.9996;
 	// balance 10000 − 1009.9596 = 8990.0404, margin reserved 999.96.
 	place(t, x, exchange.OrderRequest{ClientOrderID: "f1", Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.15384"), Leverage: 10})
-	eq(t, "balance", balance(t, x), "8990.0404")
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.15384"), Leverage: 10})
+	testkit.EqualD(t, "balance", balance(t, x), "8990.0404")
 	st, _ := paper.NewAccounts(rdb).Get(ctx, "acct")
-	eq(t, "margin", st.Margin, "999.96")
-	eq(t, "equity", st.Equity, "9990.0004")
+	testkit.EqualD(t, "margin", st.Margin, "999.96")
+	testkit.EqualD(t, "equity", st.Equity, "9990.0004")
 	p, _ := x.FuturesPosition(ctx, "BTC/USDT")
 	if p == nil || p.Side != "long" || p.Leverage != 10 {
 		t.Fatalf("position = %+v", p)
 	}
 	// An opposite order larger than the position would flip it: refused (one-way mode).
 	_, err := x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: "f-flip", Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.Market, Amount: d("0.2"), Leverage: 10})
+		Side: exchange.SideSell, Type: exchange.Market, Amount: testkit.D("0.2"), Leverage: 10})
 	if errs.CodeOf(err) != errs.InvalidAmount {
 		t.Fatalf("flip: %v", err)
 	}
@@ -177,10 +169,10 @@ func TestFuturesLongAndShortToTheDecimal(t *testing.T) {
 	// credit 999.96 + 153.84 − 10.15344 = 1143.64656; balance 10133.68696.
 	px.set(exchange.Futures, "BTC/USDT", "66000")
 	place(t, x, exchange.OrderRequest{ClientOrderID: "f2", Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.Market, Amount: d("0.15384"), ReduceOnly: true})
-	eq(t, "balance after close", balance(t, x), "10133.68696")
+		Side: exchange.SideSell, Type: exchange.Market, Amount: testkit.D("0.15384"), ReduceOnly: true})
+	testkit.EqualD(t, "balance after close", balance(t, x), "10133.68696")
 	st, _ = paper.NewAccounts(rdb).Get(ctx, "acct")
-	eq(t, "margin after close", st.Margin, "0")
+	testkit.EqualD(t, "margin after close", st.Margin, "0")
 	if p, _ := x.FuturesPosition(ctx, "BTC/USDT"); p != nil {
 		t.Fatalf("position left: %+v", p)
 	}
@@ -189,12 +181,12 @@ func TestFuturesLongAndShortToTheDecimal(t *testing.T) {
 	// Close at 3300: gross −300, fee 3.3, credit 600 − 300 − 3.3 = 296.7 → 9827.38696.
 	px.set(exchange.Futures, "ETH/USDT", "3000")
 	place(t, x, exchange.OrderRequest{ClientOrderID: "s1", Symbol: "ETH/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.Market, Amount: d("1"), Leverage: 5})
-	eq(t, "balance after short", balance(t, x), "9530.68696")
+		Side: exchange.SideSell, Type: exchange.Market, Amount: testkit.D("1"), Leverage: 5})
+	testkit.EqualD(t, "balance after short", balance(t, x), "9530.68696")
 	px.set(exchange.Futures, "ETH/USDT", "3300")
 	place(t, x, exchange.OrderRequest{ClientOrderID: "s2", Symbol: "ETH/USDT", Kind: exchange.Futures,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("1"), ReduceOnly: true})
-	eq(t, "balance after short close", balance(t, x), "9827.38696")
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("1"), ReduceOnly: true})
+	testkit.EqualD(t, "balance after short close", balance(t, x), "9827.38696")
 }
 
 func TestFuturesLossIsCappedAtTheMargin(t *testing.T) {
@@ -202,30 +194,30 @@ func TestFuturesLossIsCappedAtTheMargin(t *testing.T) {
 	px.set(exchange.Futures, "BTC/USDT", "50000")
 	// 0.1 BTC at 50,000 ×10: margin 500, fee 5 → 9495.
 	place(t, x, exchange.OrderRequest{ClientOrderID: "l1", Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.1"), Leverage: 10})
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.1"), Leverage: 10})
 	// At 40,000 the loss (1000 + 4 fee) exceeds the 500 margin: the credit is 0, never negative.
 	px.set(exchange.Futures, "BTC/USDT", "40000")
 	place(t, x, exchange.OrderRequest{ClientOrderID: "l2", Symbol: "BTC/USDT", Kind: exchange.Futures,
-		Side: exchange.SideSell, Type: exchange.Market, Amount: d("0.1"), ReduceOnly: true})
-	eq(t, "balance", balance(t, x), "9495")
+		Side: exchange.SideSell, Type: exchange.Market, Amount: testkit.D("0.1"), ReduceOnly: true})
+	testkit.EqualD(t, "balance", balance(t, x), "9495")
 }
 
 func TestLimitOrdersFillAtTheLimitPrice(t *testing.T) {
 	_, _, px, x := setup(t)
 	px.set(exchange.Spot, "BTC/USDT", "65000")
 	o := place(t, x, exchange.OrderRequest{ClientOrderID: "lim", Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Limit, Amount: d("0.001"), Price: d("60000.5")})
-	eq(t, "avgPrice", o.AvgPrice, "60000.5")
-	eq(t, "fee", o.Fee, "0.0600005")
-	eq(t, "balance", balance(t, x), "9939.9394995")
+		Side: exchange.SideBuy, Type: exchange.Limit, Amount: testkit.D("0.001"), Price: testkit.D("60000.5")})
+	testkit.EqualD(t, "avgPrice", o.AvgPrice, "60000.5")
+	testkit.EqualD(t, "fee", o.Fee, "0.0600005")
+	testkit.EqualD(t, "balance", balance(t, x), "9939.9394995")
 }
 
 func TestMarketPriceRoundsToTheTick(t *testing.T) {
 	_, _, px, x := setup(t)
 	px.set(exchange.Spot, "DOGE/USDT", "0.123456789")
 	o := place(t, x, exchange.OrderRequest{ClientOrderID: "doge", Symbol: "DOGE/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("100")})
-	eq(t, "avgPrice", o.AvgPrice, "0.12346")
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("100")})
+	testkit.EqualD(t, "avgPrice", o.AvgPrice, "0.12346")
 }
 
 func TestRefusals(t *testing.T) {
@@ -240,25 +232,25 @@ func TestRefusals(t *testing.T) {
 		details map[string]string
 	}{
 		{"DOGE amount off the step", exchange.OrderRequest{Symbol: "DOGE/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: d("100.5")}, errs.InvalidAmount, nil},
+			Type: exchange.Market, Amount: testkit.D("100.5")}, errs.InvalidAmount, nil},
 		{"below min notional", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: d("0.00007")}, errs.InvalidAmount, map[string]string{"notional": "4.55", "minNotional": "5"}},
+			Type: exchange.Market, Amount: testkit.D("0.00007")}, errs.InvalidAmount, map[string]string{"notional": "4.55", "minNotional": "5"}},
 		{"limit price off the tick", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Limit, Amount: d("0.001"), Price: d("60000.005")}, errs.InvalidPrice, nil},
+			Type: exchange.Limit, Amount: testkit.D("0.001"), Price: testkit.D("60000.005")}, errs.InvalidPrice, nil},
 		{"unknown symbol", exchange.OrderRequest{Symbol: "PEPE/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: d("1")}, errs.InvalidSymbol, nil},
+			Type: exchange.Market, Amount: testkit.D("1")}, errs.InvalidSymbol, nil},
 		// 1 × 65000 + 65 fee = 65065 needed, 10000 there.
 		{"insufficient quote", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: d("1")}, errs.InsufficientBalance, map[string]string{"required": "65065", "available": "10000"}},
+			Type: exchange.Market, Amount: testkit.D("1")}, errs.InsufficientBalance, map[string]string{"required": "65065", "available": "10000"}},
 		{"sell more than held", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideSell,
-			Type: exchange.Market, Amount: d("0.1")}, errs.InsufficientBalance, map[string]string{"required": "0.1", "available": "0"}},
+			Type: exchange.Market, Amount: testkit.D("0.1")}, errs.InsufficientBalance, map[string]string{"required": "0.1", "available": "0"}},
 		// margin 1.5 × 65000 / 10 = 9750 + fee 97.5 = 9847.5 fits; 2 BTC: 13000 + 130.
 		{"insufficient futures margin", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Futures, Side: exchange.SideBuy,
-			Type: exchange.Market, Amount: d("2"), Leverage: 10}, errs.InsufficientBalance, map[string]string{"required": "13130", "available": "10000"}},
+			Type: exchange.Market, Amount: testkit.D("2"), Leverage: 10}, errs.InsufficientBalance, map[string]string{"required": "13130", "available": "10000"}},
 		{"reduce-only without a position", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Futures, Side: exchange.SideSell,
-			Type: exchange.Market, Amount: d("0.1"), ReduceOnly: true}, errs.PositionNotFound, nil},
+			Type: exchange.Market, Amount: testkit.D("0.1"), ReduceOnly: true}, errs.PositionNotFound, nil},
 		{"stop orders are not paper orders", exchange.OrderRequest{Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideSell,
-			Type: exchange.StopLoss, Amount: d("0.1")}, errs.ExchangeError, nil},
+			Type: exchange.StopLoss, Amount: testkit.D("0.1")}, errs.ExchangeError, nil},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -270,20 +262,20 @@ func TestRefusals(t *testing.T) {
 			}
 			for k, want := range c.details {
 				got, ok := e.Details[k].(decimal.Decimal)
-				if !ok || !got.Equal(d(want)) {
+				if !ok || !got.Equal(testkit.D(want)) {
 					t.Errorf("details[%s] = %v, want %s", k, e.Details[k], want)
 				}
 			}
 		})
 	}
-	eq(t, "balance untouched", balance(t, x), "10000")
+	testkit.EqualD(t, "balance untouched", balance(t, x), "10000")
 }
 
 func TestDeleteRemovesExchangeState(t *testing.T) {
 	ctx, rdb, px, x := setup(t)
 	px.set(exchange.Spot, "BTC/USDT", "65000")
 	place(t, x, exchange.OrderRequest{ClientOrderID: "c", Symbol: "BTC/USDT", Kind: exchange.Spot,
-		Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.001")})
+		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.001")})
 	if err := paper.NewAccounts(rdb).Delete(ctx, "acct"); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +301,7 @@ func TestCatalogue(t *testing.T) {
 	for _, kind := range []exchange.Kind{exchange.Spot, exchange.Futures} {
 		for sym, w := range want {
 			m, ok := paper.Market(kind, sym)
-			if !ok || !m.TickSize.Equal(d(w[0])) || !m.StepSize.Equal(d(w[1])) || !m.MinNotional.Equal(d("5")) {
+			if !ok || !m.TickSize.Equal(testkit.D(w[0])) || !m.StepSize.Equal(testkit.D(w[1])) || !m.MinNotional.Equal(testkit.D("5")) {
 				t.Errorf("%s %s = %+v", kind, sym, m)
 			}
 		}
@@ -322,7 +314,7 @@ func BenchmarkPlaceOrder(b *testing.B) {
 	ctx := context.Background()
 	_, rdb := storetest.New(b)
 	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: d("1000000000"), FeeRate: d("0.001")}); err != nil {
+		InitialBalance: testkit.D("1000000000"), FeeRate: testkit.D("0.001")}); err != nil {
 		b.Fatal(err)
 	}
 	px := prices{}
@@ -332,7 +324,7 @@ func BenchmarkPlaceOrder(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: fmt.Sprintf("b-%d", i), Symbol: "BTC/USDT",
-			Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: d("0.001")}); err != nil {
+			Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.001")}); err != nil {
 			b.Fatal(err)
 		}
 	}
