@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/daemon"
 )
 
@@ -36,15 +37,12 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 	go func() { served <- daemon.Serve(ctx, api, ops, "", "", 5*time.Second) }()
 
 	var resp *http.Response
-	var err error
-	for i := 0; i < 100; i++ {
-		if resp, err = http.Get("http://" + opsAddr + "/metrics"); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("metrics: %v", err)
+	testkit.Eventually(t, 2*time.Second, "the ops server answers /metrics", func() (err error) {
+		resp, err = http.Get("http://" + opsAddr + "/metrics")
+		return err
+	})
+	if resp.StatusCode != 200 {
+		t.Fatalf("metrics: %s", resp.Status)
 	}
 	resp.Body.Close()
 
