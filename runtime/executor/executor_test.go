@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/executor"
@@ -26,17 +27,17 @@ func TestSpotBuyAndSellToTheDecimal(t *testing.T) {
 	if o == nil || o.Status != "filled" || o.Symbol != "BTC/USDT" || o.Side != "buy" || o.Type != "market" || !o.Success {
 		t.Fatalf("order = %+v", o)
 	}
-	eq(t, "amount", o.Amount, "0.01538")
-	eq(t, "filled", o.FilledAmount, "0.01538")
-	eq(t, "avgPrice", o.AvgPrice, "65000")
-	eq(t, "fee", o.Fee, "0.9997")
-	eq(t, "balance", h.balance(), "8999.3003")
+	testkit.EqualD(t, "amount", o.Amount, "0.01538")
+	testkit.EqualD(t, "filled", o.FilledAmount, "0.01538")
+	testkit.EqualD(t, "avgPrice", o.AvgPrice, "65000")
+	testkit.EqualD(t, "fee", o.Fee, "0.9997")
+	testkit.EqualD(t, "balance", h.balance(), "8999.3003")
 	p := h.position("BTC/USDT")
 	if p == nil || p.Side != position.Long || p.DCALevel != 1 {
 		t.Fatalf("position = %+v", p)
 	}
-	eq(t, "size", p.Size, "0.01538")
-	eq(t, "entry", p.EntryPrice(), "65000")
+	testkit.EqualD(t, "size", p.Size, "0.01538")
+	testkit.EqualD(t, "entry", p.EntryPrice(), "65000")
 	// Decimals go out as JSON numbers.
 	data, _ := json.Marshal(res)
 	if !strings.Contains(string(data), `"avgPrice":65000`) || !strings.Contains(string(data), `"fee":0.9997`) {
@@ -47,8 +48,8 @@ func TestSpotBuyAndSellToTheDecimal(t *testing.T) {
 	// balance 10013.36522; realised net 15.38 − 0.9997 − 1.01508 = 13.36522.
 	h.px.set(exchange.Spot, "BTC/USDT", "66000")
 	res = h.ok(h.send(`{"action":"sell","symbol":"BTC/USDT"}`))
-	eq(t, "sell fee", res.Order.Fee, "1.01508")
-	eq(t, "balance after sell", h.balance(), "10013.36522")
+	testkit.EqualD(t, "sell fee", res.Order.Fee, "1.01508")
+	testkit.EqualD(t, "balance after sell", h.balance(), "10013.36522")
 	if h.position("BTC/USDT") != nil {
 		t.Fatal("position still open")
 	}
@@ -56,9 +57,9 @@ func TestSpotBuyAndSellToTheDecimal(t *testing.T) {
 	if len(tr) != 1 || !tr[0].Closed || tr[0].Reason != "signal" {
 		t.Fatalf("trades = %+v", tr)
 	}
-	eq(t, "trade pnl", tr[0].Pnl, "15.38")
-	eq(t, "trade fees", tr[0].Fees, "2.01478")
-	eq(t, "trade net", tr[0].NetPnl, "13.36522")
+	testkit.EqualD(t, "trade pnl", tr[0].Pnl, "15.38")
+	testkit.EqualD(t, "trade fees", tr[0].Fees, "2.01478")
+	testkit.EqualD(t, "trade net", tr[0].NetPnl, "13.36522")
 	orders, _ := position.NewBook(h.rdb).Orders(h.ctx, h.bot.ID, 0)
 	if len(orders) != 2 || orders[0].Status != exchange.StatusFilled || orders[0].Side != exchange.SideSell {
 		t.Fatalf("orders = %+v", orders)
@@ -70,8 +71,8 @@ func TestSpotDOGEStepAndMinimums(t *testing.T) {
 	h.px.set(exchange.Spot, "DOGE/USDT", "0.12345")
 	// floor(1000 / 0.12345 = 8100.44…) = 8100 DOGE (step 1), notional 999.945.
 	res := h.ok(h.send(`{"action":"buy"}`))
-	eq(t, "amount", res.Order.Amount, "8100")
-	eq(t, "balance", h.balance(), "8999.055055") // 10000 − 999.945 − 0.999945
+	testkit.EqualD(t, "amount", res.Order.Amount, "8100")
+	testkit.EqualD(t, "balance", h.balance(), "8999.055055") // 10000 − 999.945 − 0.999945
 	// 30 DOGE = 3.7035 USDT is below the 5 USDT minimum.
 	h.ok(h.send(`{"action":"sell"}`))
 	res = h.fails(h.send(`{"action":"buy","size":"30"}`), errs.InvalidAmount)
@@ -94,7 +95,7 @@ func TestInsufficientBalanceHasDetails(t *testing.T) {
 	if len(orders) != 1 || orders[0].Status != exchange.StatusRejected || orders[0].Code != "INSUFFICIENT_BALANCE" {
 		t.Fatalf("orders = %+v", orders)
 	}
-	eq(t, "balance", h.balance(), "10000")
+	testkit.EqualD(t, "balance", h.balance(), "10000")
 }
 
 func TestFuturesLongThenReversal(t *testing.T) {
@@ -102,9 +103,9 @@ func TestFuturesLongThenReversal(t *testing.T) {
 	h.px.set(exchange.Futures, "BTC/USDT", "65000")
 	// 10 % of 10,000 as margin × 10 = 10,000 notional: 0.15384 BTC; margin 999.96, fee 9.9996.
 	h.ok(h.send(`{"action":"long","symbol":"BTCUSDT.P"}`))
-	eq(t, "balance", h.balance(), "8990.0404")
+	testkit.EqualD(t, "balance", h.balance(), "8990.0404")
 	p := h.position("BTC/USDT")
-	eq(t, "margin", p.Margin, "999.96")
+	testkit.EqualD(t, "margin", p.Margin, "999.96")
 	if p.Leverage != 10 || !p.Liquidation().IsPositive() {
 		t.Fatalf("position = %+v", p)
 	}
@@ -117,19 +118,19 @@ func TestFuturesLongThenReversal(t *testing.T) {
 	if !strings.Contains(res.Message, "closed long") || !strings.Contains(res.Message, "opened short") {
 		t.Fatalf("message = %q", res.Message)
 	}
-	eq(t, "reversal order amount", res.Order.Amount, "0.15354")
-	eq(t, "balance", h.balance(), "9110.18932")
+	testkit.EqualD(t, "reversal order amount", res.Order.Amount, "0.15354")
+	testkit.EqualD(t, "balance", h.balance(), "9110.18932")
 	p = h.position("BTC/USDT")
 	if p == nil || p.Side != position.Short {
 		t.Fatalf("position = %+v", p)
 	}
-	eq(t, "short size", p.Size, "0.15354")
-	eq(t, "short margin", p.Margin, "1013.364")
+	testkit.EqualD(t, "short size", p.Size, "0.15354")
+	testkit.EqualD(t, "short margin", p.Margin, "1013.364")
 	tr := h.trades()
 	if len(tr) != 1 || tr[0].Reason != "reversal" {
 		t.Fatalf("trades = %+v", tr)
 	}
-	eq(t, "reversal net", tr[0].NetPnl, "133.68696") // 153.84 − 9.9996 − 10.15344
+	testkit.EqualD(t, "reversal net", tr[0].NetPnl, "133.68696") // 153.84 − 9.9996 − 10.15344
 	if h.exchangeOrders() != 3 {
 		t.Fatalf("%d exchange orders, want 3", h.exchangeOrders())
 	}
@@ -181,7 +182,7 @@ func TestDCA(t *testing.T) {
 		if p.DCALevel != 1 {
 			t.Fatalf("level = %d", p.DCALevel)
 		}
-		eq(t, "balance", h.balance(), "9399.4")
+		testkit.EqualD(t, "balance", h.balance(), "9399.4")
 		h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":3}`), errs.DCAInvalidLevel)
 		h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":1}`), errs.DCAInvalidLevel)
 		h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":4}`), errs.DCAMaxLevels)
@@ -192,13 +193,13 @@ func TestDCA(t *testing.T) {
 			t.Fatalf("message = %q", res.Message)
 		}
 		p = h.position("BTC/USDT")
-		eq(t, "size", p.Size, "0.02")
-		eq(t, "entry", p.EntryPrice(), "61000")
-		eq(t, "entry fees", p.EntryFees, "1.22")
+		testkit.EqualD(t, "size", p.Size, "0.02")
+		testkit.EqualD(t, "entry", p.EntryPrice(), "61000")
+		testkit.EqualD(t, "entry fees", p.EntryFees, "1.22")
 		if p.DCALevel != 2 {
 			t.Fatalf("level = %d", p.DCALevel)
 		}
-		eq(t, "balance", h.balance(), "8778.78") // 9399.4 − 620 − 0.62
+		testkit.EqualD(t, "balance", h.balance(), "8778.78") // 9399.4 − 620 − 0.62
 		h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":2}`), errs.DCAInvalidLevel)
 		h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":3}`))
 		h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":4}`), errs.DCAMaxLevels)
@@ -209,10 +210,10 @@ func TestDCA(t *testing.T) {
 		h := newHarness(t, dca)
 		h.px.set(exchange.Spot, "BTC/USDT", "60000")
 		h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"stopLoss":"5%"}`))
-		eq(t, "stop", h.position("BTC/USDT").StopLoss.Price, "57000")
+		testkit.EqualD(t, "stop", h.position("BTC/USDT").StopLoss.Price, "57000")
 		h.px.set(exchange.Spot, "BTC/USDT", "62000")
 		h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":2}`))
-		eq(t, "stop after level 2", h.position("BTC/USDT").StopLoss.Price, "57950") // 61000 × 0.95
+		testkit.EqualD(t, "stop after level 2", h.position("BTC/USDT").StopLoss.Price, "57950") // 61000 × 0.95
 	})
 }
 
@@ -228,8 +229,8 @@ func TestCloses(t *testing.T) {
 	h.fails(h.send(`{"action":"close_long","symbol":"ETHUSDT"}`), errs.PositionNotFound)
 	// Close half with a size, then the rest.
 	res := h.ok(h.send(`{"action":"exit_short","symbol":"ETHUSDT","size":"50%"}`))
-	eq(t, "half", res.Order.Amount, "0.5")
-	eq(t, "left", h.position("ETH/USDT").Size, "0.5")
+	testkit.EqualD(t, "half", res.Order.Amount, "0.5")
+	testkit.EqualD(t, "left", h.position("ETH/USDT").Size, "0.5")
 	h.ok(h.send(`{"action":"close_short","symbol":"ETHUSDT"}`))
 	if h.position("ETH/USDT") != nil {
 		t.Fatal("short still open")
@@ -247,7 +248,7 @@ func TestCloses(t *testing.T) {
 	}
 	// Flat again: everything margin-reserved came back.
 	st, _ := h.rdb.HGet(h.ctx, store.PaperAccount("acct-1"), "margin").Result()
-	eq(t, "account margin", d(st), "0")
+	testkit.EqualD(t, "account margin", testkit.D(st), "0")
 }
 
 func TestSpotSellWithNothingHeld(t *testing.T) {
@@ -258,7 +259,7 @@ func TestSpotSellWithNothingHeld(t *testing.T) {
 	// Partial sells reduce the holding.
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
 	h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT","size":"0.004"}`))
-	eq(t, "left", h.position("BTC/USDT").Size, "0.006")
+	testkit.EqualD(t, "left", h.position("BTC/USDT").Size, "0.006")
 	h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT","size":"5"}`)) // capped at the holding
 	if h.position("BTC/USDT") != nil {
 		t.Fatal("holding left")
@@ -292,7 +293,7 @@ func TestGates(t *testing.T) {
 			h := newHarness(t, c.edit)
 			h.px.set(exchange.Spot, "BTC/USDT", "65000")
 			h.fails(h.send(c.body), c.code)
-			eq(t, "balance", h.balance(), "10000")
+			testkit.EqualD(t, "balance", h.balance(), "10000")
 		})
 	}
 	t.Run("deleted", func(t *testing.T) {
@@ -316,7 +317,7 @@ func TestHandlingTheSameEnvelopeTwiceTradesOnce(t *testing.T) {
 	if h.exchangeOrders() != 1 {
 		t.Fatalf("%d exchange orders", h.exchangeOrders())
 	}
-	eq(t, "balance", h.balance(), "8999.3003")
+	testkit.EqualD(t, "balance", h.balance(), "8999.3003")
 }
 
 func TestDeathBetweenFillAndBookingRecordsOnce(t *testing.T) {
@@ -336,7 +337,7 @@ func TestDeathBetweenFillAndBookingRecordsOnce(t *testing.T) {
 	if h.exchangeOrders() != 2 || h.position("BTC/USDT").Side != position.Long {
 		t.Fatal("unexpected state after the crash")
 	}
-	eq(t, "balance after the close", h.balance(), "10133.68696")
+	testkit.EqualD(t, "balance after the close", h.balance(), "10133.68696")
 	// The next attempt dies after the open leg.
 	if err := h.ex.Handle(h.ctx, env); !errors.Is(err, crash) {
 		t.Fatalf("handle = %v, want the crash", err)
@@ -351,13 +352,13 @@ func TestDeathBetweenFillAndBookingRecordsOnce(t *testing.T) {
 	if h.exchangeOrders() != 3 {
 		t.Fatalf("%d exchange orders after the retry", h.exchangeOrders())
 	}
-	eq(t, "fill price", res.Order.AvgPrice, "66000")
-	eq(t, "balance", h.balance(), "9110.18932")
+	testkit.EqualD(t, "fill price", res.Order.AvgPrice, "66000")
+	testkit.EqualD(t, "balance", h.balance(), "9110.18932")
 	p := h.position("BTC/USDT")
 	if p.Side != position.Short {
 		t.Fatalf("position = %+v", p)
 	}
-	eq(t, "short size", p.Size, "0.15354")
+	testkit.EqualD(t, "short size", p.Size, "0.15354")
 	if tr := h.trades(); len(tr) != 1 {
 		t.Fatalf("%d trades", len(tr))
 	}
@@ -384,8 +385,8 @@ func TestExitPricesOnEntry(t *testing.T) {
 	h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"66000"}`), errs.InvalidPrice)
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`))
 	p := h.position("BTC/USDT")
-	eq(t, "stop (bot default 2%)", p.StopLoss.Price, "63700")
-	eq(t, "take (bot default)", p.TakeProfit.Price, "70000")
+	testkit.EqualD(t, "stop (bot default 2%)", p.StopLoss.Price, "63700")
+	testkit.EqualD(t, "take (bot default)", p.TakeProfit.Price, "70000")
 	w, _ := position.Watched(h.ctx, h.rdb)
 	if len(w) != 1 || w[0].PositionID != p.ID {
 		t.Fatalf("watch = %+v", w)
@@ -405,7 +406,7 @@ func TestQueuedEnvelopeDecodes(t *testing.T) {
 	if res.Order.Type != "limit" {
 		t.Fatalf("order = %+v", res.Order)
 	}
-	eq(t, "limit price rounded to the tick", res.Order.AvgPrice, "64000")
+	testkit.EqualD(t, "limit price rounded to the tick", res.Order.AvgPrice, "64000")
 }
 
 func readStream(t testing.TB, h *harness, p queue.Priority) []queue.Envelope {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/queue"
@@ -52,25 +53,20 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 	consumerB := queue.NewConsumer(clientB, queue.Options{Name: "executor-b", LeaseTTL: time.Second, Logger: h.quiet})
 	go func() { _ = consumerB.Run(ctxB, h.ex.Handle) }()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testkit.EventuallyTrue(t, 15*time.Second, "executor B finishes the signal", func() bool {
 		res, ok, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ok {
 			h.ok(res)
-			eq(t, "fill price", res.Order.AvgPrice, "65000")
-			break
+			testkit.EqualD(t, "fill price", res.Order.AvgPrice, "65000")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the signal was never finished by executor B")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ok
+	})
 	if n := h.exchangeOrders(); n != 1 {
 		t.Fatalf("%d exchange orders, want 1", n)
 	}
-	eq(t, "balance", h.balance(), "8999.3003")
-	eq(t, "position size", h.position("BTC/USDT").Size, "0.01538")
+	testkit.EqualD(t, "balance", h.balance(), "8999.3003")
+	testkit.EqualD(t, "position size", h.position("BTC/USDT").Size, "0.01538")
 }

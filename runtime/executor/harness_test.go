@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -44,10 +45,8 @@ func (p *prices) Price(_ context.Context, kind exchange.Kind, symbol string) (de
 func (p *prices) set(kind exchange.Kind, symbol, v string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.m[string(kind)+" "+symbol] = d(v)
+	p.m[string(kind)+" "+symbol] = testkit.D(v)
 }
-
-func d(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 type harness struct {
 	t     testing.TB
@@ -74,7 +73,7 @@ func newHarness(t testing.TB, edit func(*registry.Bot)) *harness {
 		quiet: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if _, err := paper.NewAccounts(rdb).Ensure(h.ctx, paper.Config{ID: "acct-1", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: d("10000"), FeeRate: d("0.001")}); err != nil {
+		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
 		t.Fatal(err)
 	}
 	h.bot = registry.Bot{ID: "bot-1", Namespace: "ns", Name: "b", Owner: "a@x.io",
@@ -190,11 +189,4 @@ func (h *harness) exchangeOrders() int64 {
 		h.t.Fatal(err)
 	}
 	return n
-}
-
-func eq(t testing.TB, what string, got decimal.Decimal, want string) {
-	t.Helper()
-	if !got.Equal(d(want)) {
-		t.Errorf("%s = %s, want %s", what, got, want)
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
@@ -192,7 +193,7 @@ func binanceSpot(t *testing.T) venue {
 func bybitLinear(t *testing.T) venue {
 	f := bybitfake.New()
 	t.Cleanup(f.Close)
-	f.SetPrice("BTCUSDT", d("65000"))
+	f.SetPrice("BTCUSDT", testkit.D("65000"))
 	const path = "/v5/order/create"
 	return venue{name: bybit.Name, url: f.URL(),
 		creds:      exchange.Credentials{APIKey: bybitfake.APIKey, APISecret: bybitfake.APISecret},
@@ -292,18 +293,18 @@ func booked(t *testing.T, h *harness, v venue, env queue.Envelope, cid string) {
 	if n := v.orders(cid); n != 1 {
 		t.Fatalf("%d orders on the exchange with client order ID %s, want 1", n, cid)
 	}
-	eq(t, "filled", res.Order.FilledAmount, "0.01")
-	eq(t, "exchange holding", v.holding(), v.size)
+	testkit.EqualD(t, "filled", res.Order.FilledAmount, "0.01")
+	testkit.EqualD(t, "exchange holding", v.holding(), v.size)
 	pos := h.position("BTC/USDT")
 	if pos == nil {
 		t.Fatal("no position booked")
 	}
-	eq(t, "position size", pos.Size, v.size)
+	testkit.EqualD(t, "position size", pos.Size, v.size)
 	rec, err := position.ReadOrder(h.ctx, h.rdb, h.bot.ID, cid)
 	if err != nil || rec == nil || rec.Status != exchange.StatusFilled {
 		t.Fatalf("order record %+v, %v", rec, err)
 	}
-	eq(t, "booked fill", rec.FilledAmount, "0.01")
+	testkit.EqualD(t, "booked fill", rec.FilledAmount, "0.01")
 	if tr := h.trades(); len(tr) != 0 {
 		t.Fatalf("an entry booked trades: %+v", tr)
 	}
@@ -352,11 +353,10 @@ func TestKilledExecutorsLostOrderIsPlacedAfterTheWindow(t *testing.T) {
 			req.Drop()
 			// The queue redelivers; each attempt inside the window sends nothing (the last
 			// one waits out the rest of the window itself, MaxInlineWait at most).
-			deadline := time.Now().Add(testWindow + 10*time.Second)
-			for {
+			testkit.Eventually(t, testWindow+10*time.Second, "the signal completes", func() error {
 				err := h.ex.Handle(h.ctx, env)
 				if err == nil {
-					break
+					return nil
 				}
 				if !errors.Is(err, executor.ErrOrderInFlight) {
 					t.Fatalf("executor B: %v", err)
@@ -364,11 +364,8 @@ func TestKilledExecutorsLostOrderIsPlacedAfterTheWindow(t *testing.T) {
 				if n := v.creates(); n != 1 {
 					t.Fatalf("executor B sent an order request inside the request window (%d requests)", n)
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("the signal never completed")
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return err
+			})
 			if n := v.creates(); n != 2 {
 				t.Fatalf("%d order requests, want A's lost one and B's", n)
 			}

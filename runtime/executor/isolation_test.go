@@ -16,6 +16,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -89,7 +90,7 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 	px := &prices{m: map[string]decimal.Decimal{}}
 	px.set(exchange.Spot, "BTC/USDT", "65000")
 	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct-1", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: d("10000"), FeeRate: d("0.001")}); err != nil {
+		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := credentials.NewRing(liveKey)
@@ -154,22 +155,17 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 		}
 		return env.SignalID
 	}
-	await := func(id string, within time.Duration) result.Result {
+	await := func(id string, within time.Duration) (res result.Result) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			res, ok, err := queue.GetResult(ctx, rdb, id)
+		testkit.EventuallyTrue(t, within, "a result for "+id, func() bool {
+			r, ok, err := queue.GetResult(ctx, rdb, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok {
-				return res
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no result for %s within %s", id, within)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			res = r
+			return ok
+		})
+		return res
 	}
 
 	// Before the outage the live bot opens a position.
@@ -249,19 +245,13 @@ func TestCorruptProgressIsDeadLettered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if res, ok, _ := queue.GetResult(h.ctx, h.rdb, next.SignalID); ok {
-			if !res.Success {
-				t.Fatalf("the next signal: %+v", res)
-			}
-			break
+	testkit.EventuallyTrue(t, 20*time.Second, "the next signal runs", func() bool {
+		res, ok, _ := queue.GetResult(h.ctx, h.rdb, next.SignalID)
+		if ok && !res.Success {
+			t.Fatalf("the next signal: %+v", res)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the next signal never ran")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ok
+	})
 	res, ok, _ := queue.GetResult(h.ctx, h.rdb, bad.SignalID)
 	if !ok || res.Success || res.Code != errs.InternalError || res.Order != nil {
 		t.Fatalf("corrupt signal's result %+v", res)

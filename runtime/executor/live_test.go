@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -135,11 +136,11 @@ func TestLiveVenuesTradeThroughTheConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acct.Venue != "binance" || !acct.FeeRate.Equal(d("0.001")) {
+	if acct.Venue != "binance" || !acct.FeeRate.Equal(testkit.D("0.001")) {
 		t.Fatalf("account = %s fee %s", acct.Venue, acct.FeeRate)
 	}
-	f.lv.FeeRate = d("0.00075")
-	if acct, _ = f.lv.Open(f.ctx, f.bot); !acct.FeeRate.Equal(d("0.00075")) {
+	f.lv.FeeRate = testkit.D("0.00075")
+	if acct, _ = f.lv.Open(f.ctx, f.bot); !acct.FeeRate.Equal(testkit.D("0.00075")) {
 		t.Fatalf("fee = %s", acct.FeeRate)
 	}
 }
@@ -205,7 +206,7 @@ func TestLiveVenuesRefuse(t *testing.T) {
 			}
 			// Through the executor: a failure result with the same code, nothing traded.
 			f.fails(f.send(`{"action":"buy","symbol":"BTCUSDT"}`), c.code)
-			eq(t, "balance", f.balance(), "10000")
+			testkit.EqualD(t, "balance", f.balance(), "10000")
 		})
 	}
 

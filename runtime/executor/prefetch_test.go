@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -33,7 +34,7 @@ func TestReadAheadFollowsChangesBetweenSignals(t *testing.T) {
 	// "N%" entry is sized from the balance as it is now.
 	h.rdb.HSet(h.ctx, store.PaperAccount("acct-1"), "balance", "5000")
 	res := h.ok(h.send(`{"action":"buy","symbol":"ETHUSDT"}`)) // 10 % of 5000 at 3000
-	eq(t, "ETH amount", res.Order.Amount, "0.1666")
+	testkit.EqualD(t, "ETH amount", res.Order.Amount, "0.1666")
 
 	// Another symbol than the hinted one, then a close of everything (both open).
 	res = h.ok(h.send(`{"action":"close"}`))
@@ -47,23 +48,23 @@ func TestReadAheadFollowsChangesBetweenSignals(t *testing.T) {
 
 	// The bot moved to another paper account: the new one pays.
 	if _, err := accounts.Ensure(h.ctx, paper.Config{ID: "acct-2", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: d("2000"), FeeRate: d("0.001")}); err != nil {
+		InitialBalance: testkit.D("2000"), FeeRate: testkit.D("0.001")}); err != nil {
 		t.Fatal(err)
 	}
 	before := h.balance()
 	h.bot.Account.ID, h.bot.Account.Name = "acct-2", "paper-2"
 	h.project()
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
-	eq(t, "acct-1 balance", h.balance(), before.String())
+	testkit.EqualD(t, "acct-1 balance", h.balance(), before.String())
 	st, err := accounts.Get(h.ctx, "acct-2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "acct-2 balance", st.Balance, "1349.35") // 2000 − 650 − 0.65
+	testkit.EqualD(t, "acct-2 balance", st.Balance, "1349.35") // 2000 − 650 − 0.65
 
 	// The account changed hands: refused, as the first signal would be.
 	if _, err := accounts.Ensure(h.ctx, paper.Config{ID: "acct-2", Owner: "mallory@x.io", Currency: "USDT",
-		InitialBalance: d("2000"), FeeRate: d("0.001")}); err != nil {
+		InitialBalance: testkit.D("2000"), FeeRate: testkit.D("0.001")}); err != nil {
 		t.Fatal(err)
 	}
 	h.fails(h.send(`{"action":"sell","symbol":"BTCUSDT"}`), errs.BotDisabled)
@@ -258,12 +259,12 @@ func TestAttemptFollowsAPlanStoredFirst(t *testing.T) {
 		other.HSet(context.Background(), store.SignalProgress(env.BotID, env.SignalID), "plan", stored)
 	}})
 	res := h.ok(h.run(env))
-	eq(t, "amount (the stored plan's)", res.Order.Amount, "0.002")
+	testkit.EqualD(t, "amount (the stored plan's)", res.Order.Amount, "0.002")
 	if got := h.rdb.HGet(h.ctx, store.SignalProgress(env.BotID, env.SignalID), "plan").Val(); got != stored {
 		t.Fatalf("plan = %s, want the stored %s", got, stored)
 	}
 	if n := h.exchangeOrders(); n != 3 {
 		t.Fatalf("%d exchange orders, want 3", n)
 	}
-	eq(t, "position", h.position("BTC/USDT").Size, "0.002")
+	testkit.EqualD(t, "position", h.position("BTC/USDT").Size, "0.002")
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/registry"
@@ -61,7 +62,7 @@ func TestDailyLossLimitPausesUntilTheNextUTCDay(t *testing.T) {
 	}
 	h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`), errs.BotPaused)
 	c, _ := risk.ReadCounters(h.ctx, h.rdb, h.bot.ID)
-	eq(t, "daily loss used", c.DailyLossUsed(h.now), "42.56")
+	testkit.EqualD(t, "daily loss used", c.DailyLossUsed(h.now), "42.56")
 
 	// The next UTC day the pause is over (and cleared on the way).
 	h.now = time.Date(2026, 11, 22, 0, 0, 1, 0, time.UTC)

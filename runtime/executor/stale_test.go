@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/order"
@@ -34,7 +35,7 @@ func TestStaleEntryExpiresAndStaleCloseRuns(t *testing.T) {
 	if !strings.Contains(res.Error, "maxSignalAge") {
 		t.Errorf("message %q does not say why", res.Error)
 	}
-	eq(t, "balance after an expired entry", h.balance(), "10000")
+	testkit.EqualD(t, "balance after an expired entry", h.balance(), "10000")
 	if h.exchangeOrders() != 0 || h.position("BTC/USDT") != nil {
 		t.Fatal("an expired entry reached the exchange")
 	}
@@ -80,7 +81,7 @@ func TestStaleAddAndReversal(t *testing.T) {
 	if !strings.Contains(res.Error, "DCA add") {
 		t.Errorf("message %q", res.Error)
 	}
-	eq(t, "size after an expired add", h.position("BTC/USDT").Size, before.String())
+	testkit.EqualD(t, "size after an expired add", h.position("BTC/USDT").Size, before.String())
 
 	res = h.fails(h.run(aged(h.envelope(`{"action":"short","symbol":"BTCUSDT"}`), h, 11*time.Second)), errs.SignalExpired)
 	if !strings.Contains(res.Error, "closed long") {
