@@ -263,9 +263,10 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	}
 }
 
-// The suite's cluster has no garbage collector (envtest runs no kube-controller-manager), so
-// only the finalizer can have removed the Secret: a bot applied again under the same name
-// must not wait for "a previous bot"'s Secret.
+// The finalizer deletes the webhook Secret before it lets the bot go, so the Secret is gone
+// the moment the bot is: the garbage collector only starts on a dependent once its owner has
+// gone, and a bot applied again under the same name must not wait for it ("a previous bot"'s
+// Secret).
 func TestDeletedBotTakesItsSecretAndReappliesWithNewID(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,24 +18,28 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/test/stack"
 )
 
-// The suite runs the real controllers against a real API server (envtest, binaries built
-// by hack/setup-envtest.sh) and a real redis-server.
+// The suite runs the real controllers against the control plane test/stack starts for the
+// end-to-end tests and `make run` (etcd, kube-apiserver and kube-controller-manager, binaries
+// built by hack/setup-envtest.sh) and a Redis from storetest. With kube-controller-manager
+// running, owned objects are garbage-collected as on a real cluster, so the tests see what
+// users see.
 var (
 	users    *auth.Users
 	k8s      client.Client
 	rdb      redis.UniversalClient
-	clock    = &testClock{}
+	clock    = testkit.WallClock()
 	nsSerial atomic.Int64
 
 	// masterKey seals credentials in the suite's manager; exchanges is its only connector
@@ -45,7 +47,7 @@ var (
 	masterKey  = bytes.Repeat([]byte{0x5e, 0xc7, 0x21, 0x9a}, 8)
 	masterKeys *credentials.Ring
 	exchanges  = newStubConnector("binance")
-	logs       = &syncBuffer{}
+	logs       = &testkit.LogBuffer{}
 )
 
 const baseURL = "https://sigops.test"
@@ -53,19 +55,18 @@ const baseURL = "https://sigops.test"
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join("..", "bin", "k8s"))
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	root, err := stack.RepoRoot()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "envtest: run `make envtest` to build the control plane:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: root})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "control plane (make envtest builds it):", err)
+		return 1
+	}
+	defer cp.Stop()
+	cfg := cp.Config
 
 	srv, err := storetest.Start()
 	if err != nil {
@@ -128,42 +129,6 @@ func runSuite(m *testing.M) int {
 	return m.Run()
 }
 
-// syncBuffer collects the manager's logs for leak checks.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// testClock is time.Now moved forward by the tests (refill cooldowns).
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
-
 // namespace creates a fresh namespace for one test.
 func namespace(t *testing.T) string {
 	t.Helper()
@@ -174,20 +139,10 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-// eventually retries check until it returns nil or the timeout passes.
+// eventually is testkit.Eventually with the 20 s every wait of the suite allows.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, what, check)
 }
 
 func get(t *testing.T, obj client.Object, ns, name string) {

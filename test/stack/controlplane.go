@@ -1,8 +1,9 @@
 // Package stack starts the pieces of a local sigops installation as real processes: the
 // Kubernetes control plane (etcd and kube-apiserver through envtest, and
 // kube-controller-manager), redis-server and the manager binary. The local stack (`make
-// run`, hack/localstack), the end-to-end tests (test/e2e) and the benchmarks (test/scale,
-// test/load) share it, so all of them exercise what a user would run.
+// run`, hack/localstack), the controller suite (controllers), the end-to-end tests
+// (test/e2e) and the benchmarks (test/scale, test/load) share it, so all of them exercise
+// what a user would run.
 package stack
 
 import (
