@@ -15,6 +15,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 )
 
@@ -62,19 +63,14 @@ func BenchmarkLiveSignalToOrder(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.EventuallyTrue(b, 30*time.Second, "bot ready", func() bool {
 		bot := &tradingv1.SignalBot{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(objs[2]), bot); err == nil {
-			if r := meta.FindStatusCondition(bot.Status.Conditions, tradingv1.ConditionReady); r != nil && r.Status == metav1.ConditionTrue {
-				break
-			}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(objs[2]), bot); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("bot not ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		r := meta.FindStatusCondition(bot.Status.Conditions, tradingv1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionTrue
+	})
 	s := &corev1.Secret{}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "bench-webhook"}, s); err != nil {
 		b.Fatal(err)

@@ -32,6 +32,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -254,25 +255,10 @@ func send(t testing.TB, path, body string) reply {
 	return r
 }
 
+// eventually is testkit.Eventually with the 20 s most of these waits allow.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	within(t, 20*time.Second, what, check)
-}
-
-// within retries check until it returns nil, failing the test after d.
-func within(t *testing.T, d time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, what, check)
 }
 
 func balance(t *testing.T, botID string) string {
@@ -290,7 +276,7 @@ func balance(t *testing.T, botID string) string {
 
 func mustEqual(t *testing.T, what string, got decimal.Decimal, want string) {
 	t.Helper()
-	if !got.Equal(decimal.RequireFromString(want)) {
+	if !got.Equal(testkit.D(want)) {
 		t.Fatalf("%s = %s, want %s", what, got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/internal/testkit"
 )
 
 // botYAML is what a user keeps in Git and applies again after deleting the bot.
@@ -49,7 +50,7 @@ func apply(t *testing.T, doc string) {
 func readyBot(t *testing.T, key client.ObjectKey, d time.Duration) (bot *tradingv1.SignalBot, path string) {
 	t.Helper()
 	ctx := context.Background()
-	within(t, d, "bot "+key.String()+" ready", func() error {
+	testkit.Eventually(t, d, "bot "+key.String()+" ready", func() error {
 		b := &tradingv1.SignalBot{}
 		if err := k8s.Get(ctx, key, b); err != nil {
 			return err
@@ -142,7 +143,7 @@ func TestClusterCollectsGarbageAndDeletesNamespaces(t *testing.T) {
 	}
 	// The namespace controller rediscovers every resource type before it empties a
 	// namespace, which is slower than the collector on a busy machine.
-	within(t, time.Minute, "namespace deleted", func() error {
+	testkit.Eventually(t, time.Minute, "namespace deleted", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
