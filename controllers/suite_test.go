@@ -14,11 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
@@ -26,15 +23,12 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
-	"github.com/sigops/sigops/runtime/store/storetest"
-	"github.com/sigops/sigops/test/stack"
+	"github.com/sigops/sigops/test/testenv"
 )
 
-// The suite runs the real controllers against the control plane test/stack starts for the
-// end-to-end tests and `make run` (etcd, kube-apiserver and kube-controller-manager, binaries
-// built by hack/setup-envtest.sh) and a Redis from storetest. With kube-controller-manager
-// running, owned objects are garbage-collected as on a real cluster, so the tests see what
-// users see.
+// The suite runs the real controllers in the environment test/testenv starts: the control
+// plane of `make run` (with kube-controller-manager, so owned objects are garbage-collected
+// as on a real cluster) and a Redis from storetest.
 var (
 	users    *auth.Users
 	k8s      client.Client
@@ -55,29 +49,15 @@ const baseURL = "https://sigops.test"
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
-	root, err := stack.RepoRoot()
+	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: root})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "control plane (make envtest builds it):", err)
-		return 1
-	}
-	defer cp.Stop()
-	cfg := cp.Config
-
-	srv, err := storetest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer srv.Stop()
-	rdb = srv.Client()
+	defer env.Stop()
+	rdb = env.RDB
 	// The owner of the live bots in these tests: an account whose tier includes live trading.
-	users = auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.KDFParams{MemoryKiB: 64, Time: 1, Threads: 1}})
-	if _, err := users.Create(context.Background(), auth.NewUser{Email: "a@x.io", Password: "correct horse battery", Tier: auth.TierTeam}); err != nil {
+	if users, err = env.LiveOwners(context.Background(), "a@x.io"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -87,42 +67,22 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = tradingv1.AddToScheme(scheme)
-	cfg.QPS, cfg.Burst = 500, 1000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   controllers.CacheOptions(),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := controllers.Setup(mgr, controllers.Options{
+	env.Config.QPS, env.Config.Burst = 500, 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := env.StartControllers(ctx, controllers.Options{
 		Redis: rdb, BaseURL: baseURL, TombstoneTTL: time.Hour, MaxConcurrentReconciles: 4,
 		PaperSyncPeriod: time.Second, CredentialsRetryPeriod: time.Second, Clock: clock.Now,
 		MasterKeys: masterKeys, Connectors: map[string]exchange.Connector{"binance": exchanges},
 		ExchangeRetryBackoff: 200 * time.Millisecond,
-	}); err != nil {
+	})
+	if err != nil {
+		cancel()
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager:", err)
-		}
-	}()
 	defer func() { cancel(); <-done }()
 
-	// Tests use a direct client so that they see the API server, not a cache.
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
+	if k8s, err = env.Client(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

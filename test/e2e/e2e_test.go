@@ -1,7 +1,7 @@
 // Package e2e_test runs the signal path end to end: SignalBot and PaperAccount applied to a
-// real cluster (etcd, kube-apiserver and kube-controller-manager, started by test/stack as
+// real cluster (etcd, kube-apiserver and kube-controller-manager, started by test/testenv as
 // for `make run`), the real manager controllers, webhookd over HTTPS, the Redis queue and
-// the executor with the paper exchange, all against a real redis-server. Prices are pinned
+// the executor with the paper exchange, all against a real Redis. Prices are pinned
 // on the simulated market so every figure can be checked to the decimal.
 package e2e_test
 
@@ -24,16 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/internal/testkit"
-	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
@@ -46,9 +41,8 @@ import (
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
-	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/runtime/trading"
-	"github.com/sigops/sigops/test/stack"
+	"github.com/sigops/sigops/test/testenv"
 	"github.com/sigops/sigops/webhookd"
 )
 
@@ -65,34 +59,17 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	root, err := stack.RepoRoot()
+	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// The control plane of `make run`: with kube-controller-manager, so owned objects are
-	// garbage-collected and deleted namespaces go away as on a real cluster.
-	cp, err := stack.StartControlPlane(stack.ControlPlaneOptions{Root: root})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "control plane (make envtest builds it):", err)
-		return 1
-	}
-	defer cp.Stop()
-	cfg := cp.Config
-	srv, err := storetest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer srv.Stop()
-	rdb = srv.Client()
+	defer env.Stop()
+	rdb = env.RDB
 	// Live bots need owners whose tier includes live trading.
-	accounts := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.KDFParams{MemoryKiB: 64, Time: 1, Threads: 1}})
-	for _, email := range []string{"trader@example.com", "bench@example.com"} {
-		if _, err := accounts.Create(context.Background(), auth.NewUser{Email: email, Password: "correct horse battery", Tier: auth.TierTeam}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if _, err := env.LiveOwners(context.Background(), "trader@example.com", "bench@example.com"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var running sync.WaitGroup
@@ -101,14 +78,6 @@ func run(m *testing.M) int {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	// The manager's controllers.
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = tradingv1.AddToScheme(scheme)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -123,19 +92,20 @@ func run(m *testing.M) int {
 	// The Binance connector's calls are timed, so the latency benchmark can tell the
 	// exchange's share of a signal from ours.
 	exchanges["binance"] = binance.Connector{Transport: exchangeTime}
-	if err := controllers.Setup(mgr, controllers.Options{Redis: rdb, BaseURL: "https://sigops.test", TombstoneTTL: time.Hour,
+	managerDone, err := env.StartControllers(ctx, controllers.Options{Redis: rdb, BaseURL: "https://sigops.test", TombstoneTTL: time.Hour,
 		MaxConcurrentReconciles: 4, PaperSyncPeriod: 200 * time.Millisecond, CredentialsRetryPeriod: time.Second,
-		MasterKeys: ring, Connectors: exchanges}); err != nil {
+		MasterKeys: ring, Connectors: exchanges})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	running.Go(func() { _ = mgr.Start(ctx) })
+	running.Go(func() { <-managerDone })
 
 	// The executor on the simulated market, with pinned prices.
 	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet, Venues: &executor.Paper{Redis: rdb, Prices: prices,
 		Live: &executor.LiveVenues{Redis: rdb, Keys: ring, Connectors: exchanges}}})
-	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: srv.Addr, ClusterAddrs: srv.ClusterAddrs})
+	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: env.Redis.Addr, ClusterAddrs: env.Redis.ClusterAddrs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -161,7 +131,7 @@ func run(m *testing.M) int {
 	hooks = httptest.NewTLSServer(hs.Handler())
 	defer hooks.Close()
 
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if k8s, err = env.Client(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
