@@ -37,14 +37,7 @@ type Waiter interface {
 
 // ResultStore reads a stored result (for duplicates of a finished signal).
 type ResultStore interface {
-	GetResult(ctx context.Context, signalID string) (StoredResult, error)
-}
-
-// StoredResult is what a ResultStore holds for a signal: Found is false until the signal
-// has finished.
-type StoredResult struct {
-	Result result.Result
-	Found  bool
+	GetResult(ctx context.Context, signalID string) (result.Stored, error)
 }
 
 // Options configure the server.

@@ -287,11 +287,11 @@ func TestIdempotencyKey(t *testing.T) {
 // storedResults is a ResultStore the test fills.
 type storedResults struct{ m sync.Map }
 
-func (s *storedResults) GetResult(_ context.Context, id string) (webhookd.StoredResult, error) {
+func (s *storedResults) GetResult(_ context.Context, id string) (result.Stored, error) {
 	if v, ok := s.m.Load(id); ok {
-		return webhookd.StoredResult{Result: v.(result.Result), Found: true}, nil
+		return result.Stored{Result: v.(result.Result), Found: true}, nil
 	}
-	return webhookd.StoredResult{}, nil
+	return result.Stored{}, nil
 }
 
 // A duplicate answers the first signal's ID while it runs, and its result once it finished.

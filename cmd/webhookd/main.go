@@ -21,6 +21,7 @@ import (
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 	"github.com/sigops/sigops/webhookd"
@@ -101,7 +102,6 @@ func run(logger *slog.Logger, c config) error {
 // resultStore reads stored results for duplicate signals.
 type resultStore struct{ rdb redis.UniversalClient }
 
-func (s resultStore) GetResult(ctx context.Context, id string) (webhookd.StoredResult, error) {
-	res, found, err := queue.GetResult(ctx, s.rdb, id)
-	return webhookd.StoredResult{Result: res, Found: found}, err
+func (s resultStore) GetResult(ctx context.Context, id string) (result.Stored, error) {
+	return queue.GetResult(ctx, s.rdb, id)
 }

@@ -125,14 +125,14 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	// One round trip for the independent reads (prefetch.go), each decoded below or in
 	// execute at the point where it is needed.
 	pre := e.begin(ctx, env, now)
-	if res, ok, err := pre.result(); err != nil {
+	if stored, err := pre.result(); err != nil {
 		return err
-	} else if ok {
-		e.m.signals.WithLabelValues("duplicate", string(res.Code)).Inc()
+	} else if stored.Found {
+		e.m.signals.WithLabelValues("duplicate", string(stored.Result.Code)).Inc()
 		if e.log.Enabled(ctx, slog.LevelInfo) {
 			log().Info("signal already executed; result re-published")
 		}
-		return queue.PublishResult(ctx, e.rdb, env, res)
+		return queue.PublishResult(ctx, e.rdb, env, stored.Result)
 	}
 	if pre.err != nil {
 		return pre.err

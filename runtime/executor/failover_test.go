@@ -54,7 +54,8 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 	go func() { _ = consumerB.Run(ctxB, h.ex.Handle) }()
 
 	testkit.EventuallyTrue(t, 15*time.Second, "executor B finishes the signal", func() bool {
-		res, ok, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+		st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+		res, ok := st.Result, st.Found
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -126,7 +126,8 @@ func (h *harness) run(env queue.Envelope) result.Result {
 	if err := h.ex.Handle(h.ctx, env); err != nil {
 		h.t.Fatalf("handle %s: %v", env.SignalID, err)
 	}
-	res, ok, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+	st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+	res, ok := st.Result, st.Found
 	if err != nil || !ok {
 		h.t.Fatalf("no result for %s: %v", env.SignalID, err)
 	}

@@ -277,7 +277,7 @@ func inFlight(t *testing.T, h *harness, v venue, env queue.Envelope) {
 	if n := v.creates(); n != 1 {
 		t.Errorf("executor B sent an order request inside the request window (%d requests)", n)
 	}
-	if _, ok, err := queue.GetResult(h.ctx, h.rdb, env.SignalID); err != nil || ok {
+	if st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID); err != nil || st.Found {
 		t.Errorf("a result was stored while the order was unknown: %v", err)
 	}
 }
@@ -285,7 +285,8 @@ func inFlight(t *testing.T, h *harness, v venue, env queue.Envelope) {
 // booked asserts one order, one fill booked, and the result.
 func booked(t *testing.T, h *harness, v venue, env queue.Envelope, cid string) {
 	t.Helper()
-	res, ok, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+	st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+	res, ok := st.Result, st.Found
 	if err != nil || !ok {
 		t.Fatalf("no result: %v", err)
 	}

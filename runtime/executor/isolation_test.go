@@ -158,7 +158,8 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 	await := func(id string, within time.Duration) (res result.Result) {
 		t.Helper()
 		testkit.EventuallyTrue(t, within, "a result for "+id, func() bool {
-			r, ok, err := queue.GetResult(ctx, rdb, id)
+			st, err := queue.GetResult(ctx, rdb, id)
+			r, ok := st.Result, st.Found
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +190,7 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 				t.Errorf("paper %s %s took %s during the hang", p, action, took)
 			}
 		}
-		if _, ok, _ := queue.GetResult(ctx, rdb, closeID); ok {
+		if st, _ := queue.GetResult(ctx, rdb, closeID); st.Found {
 			t.Fatal("the live close finished while its exchange hung")
 		}
 		time.Sleep(4 * time.Second)
@@ -246,13 +247,15 @@ func TestCorruptProgressIsDeadLettered(t *testing.T) {
 		}
 	}
 	testkit.EventuallyTrue(t, 20*time.Second, "the next signal runs", func() bool {
-		res, ok, _ := queue.GetResult(h.ctx, h.rdb, next.SignalID)
+		st, _ := queue.GetResult(h.ctx, h.rdb, next.SignalID)
+		res, ok := st.Result, st.Found
 		if ok && !res.Success {
 			t.Fatalf("the next signal: %+v", res)
 		}
 		return ok
 	})
-	res, ok, _ := queue.GetResult(h.ctx, h.rdb, bad.SignalID)
+	st, _ := queue.GetResult(h.ctx, h.rdb, bad.SignalID)
+	res, ok := st.Result, st.Found
 	if !ok || res.Success || res.Code != errs.InternalError || res.Order != nil {
 		t.Fatalf("corrupt signal's result %+v", res)
 	}

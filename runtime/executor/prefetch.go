@@ -54,7 +54,7 @@ import (
 type prefetch struct {
 	// err is the pipeline's error when it is not a Redis reply (the connection failed).
 	err      error
-	result   func() (result.Result, bool, error)
+	result   func() (result.Stored, error)
 	bot      func() (registry.Bot, error) // nil: read through Deps.Bots
 	pause    func() (*registry.Pause, error)
 	progress *redis.MapStringStringCmd

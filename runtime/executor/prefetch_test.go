@@ -199,7 +199,8 @@ func TestBookingWithoutExecReleasesItsWatch(t *testing.T) {
 	if err := ex.Handle(h.ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+	st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+	res := st.Result
 	if err != nil || res.Success || res.Code != errs.InternalError {
 		t.Fatalf("result = %+v, %v", res, err)
 	}

@@ -178,14 +178,14 @@ func (w *Watcher) triggerID(ctx context.Context, it position.WatchItem, trigger 
 		if attempt > 0 {
 			id = base + "-" + strconv.Itoa(attempt)
 		}
-		res, ok, err := queue.GetResult(ctx, w.rdb, id)
+		stored, err := queue.GetResult(ctx, w.rdb, id)
 		if err != nil {
 			return "", err
 		}
-		if !ok {
+		if !stored.Found {
 			return id, nil
 		}
-		if res.Success || res.Code == errs.PositionNotFound || res.Code == errs.BotDeleted {
+		if res := stored.Result; res.Success || res.Code == errs.PositionNotFound || res.Code == errs.BotDeleted {
 			return "", nil
 		}
 	}

@@ -94,7 +94,8 @@ func TestRetryBudgetDeadLetters(t *testing.T) {
 	if got, want := rec.snapshot(), []string{bot + "/0", bot + "/0", bot + "/0", bot + "/1"}; !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
-	res, ok, err := GetResult(ctx, rdb, bot+"/0")
+	st, err := GetResult(ctx, rdb, bot+"/0")
+	res, ok := st.Result, st.Found
 	if err != nil || !ok || res.Success || res.Code != errs.ExchangeError || !strings.Contains(res.Error, "3 attempts") {
 		t.Fatalf("result %+v %v %v: want a failure with EXCHANGE_ERROR after 3 attempts", res, ok, err)
 	}
@@ -124,7 +125,8 @@ func TestRetryBudgetDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.EventuallyTrue(t, 10*time.Second, "the retried signal succeeded", func() bool {
-		res, ok, _ := GetResult(ctx, rdb, bot+"/0")
+		st, _ := GetResult(ctx, rdb, bot+"/0")
+		res, ok := st.Result, st.Found
 		return ok && res.Success
 	})
 	if n, _ := CountDeadLetters(ctx, rdb); n != 0 {
@@ -162,7 +164,8 @@ func TestRetryBudgetByTimeAndAcrossExecutors(t *testing.T) {
 	if n := calls[0].Load(); n < 2 || n >= 5 {
 		t.Errorf("slow/0 was called %d times; want its 700 ms to run out before 5 attempts", n)
 	}
-	res, _, _ := GetResult(ctx, rdb, slow+"/0")
+	st, _ := GetResult(ctx, rdb, slow+"/0")
+	res := st.Result
 	if res.Success || res.Code != errs.InternalError || strings.Contains(res.Error, "refused") {
 		t.Errorf("untyped failure result %+v: want INTERNAL_ERROR without internals", res)
 	}
@@ -194,7 +197,8 @@ func TestPanicDeadLettersAtOnce(t *testing.T) {
 	if len(dls) != 1 || dls[0].Reason != ReasonPanic || dls[0].Attempts != 1 || !strings.Contains(dls[0].LastError, "nil map") {
 		t.Fatalf("dead letters %+v", dls)
 	}
-	res, ok, _ := GetResult(ctx, rdb, bot+"/0")
+	st, _ := GetResult(ctx, rdb, bot+"/0")
+	res, ok := st.Result, st.Found
 	if !ok || res.Success || res.Code != errs.InternalError {
 		t.Errorf("result %+v", res)
 	}
@@ -232,7 +236,8 @@ func TestDeadLetterInterruptedAfterItsResult(t *testing.T) {
 	a := startConsumer(t, ca, Options{Name: "A", MaxAttempts: 1, LeaseTTL: time.Second}, h)
 	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
 	testkit.EventuallyTrue(t, 10*time.Second, "the failure result stored", func() bool {
-		_, ok, _ := GetResult(ctx, rdb, bot+"/0")
+		st, _ := GetResult(ctx, rdb, bot+"/0")
+		ok := st.Found
 		return ok
 	})
 	a.stop(t) // dies with the dead-lettering half done
@@ -244,8 +249,8 @@ func TestDeadLetterInterruptedAfterItsResult(t *testing.T) {
 	if n := executions.Load(); n != 1 {
 		t.Fatalf("executed %d times, want once", n)
 	}
-	if res, ok, err := GetResult(ctx, rdb, bot+"/0"); err != nil || !ok || res.Success || res.Code != errs.ExchangeError {
-		t.Fatalf("result %+v %v %v", res, ok, err)
+	if st, err := GetResult(ctx, rdb, bot+"/0"); err != nil || !st.Found || st.Result.Success || st.Result.Code != errs.ExchangeError {
+		t.Fatalf("result %+v %v", st, err)
 	}
 	if n, _ := CountDeadLetters(ctx, rdb); n != 0 {
 		t.Fatalf("%d dead letters; the interrupted one is lost, not half-written", n)

@@ -60,28 +60,28 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 	return nil
 }
 
-// GetResult reads a stored result; false when there is none (not executed yet, or expired).
-func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) (result.Result, bool, error) {
+// GetResult reads a signal's stored result.
+func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) (result.Stored, error) {
 	return GetResultLater(ctx, rdb, signalID)()
 }
 
 // GetResultLater queues GetResult's read on c (a pipeline) and returns the decoder to call
 // once the pipeline has run, so that the read can share a round trip with others.
-func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Result, bool, error) {
+func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Stored, error) {
 	cmd := c.Get(ctx, store.SignalResult(signalID))
-	return func() (result.Result, bool, error) {
+	return func() (result.Stored, error) {
 		data, err := cmd.Bytes()
 		if errors.Is(err, redis.Nil) {
-			return result.Result{}, false, nil
+			return result.Stored{}, nil
 		}
 		if err != nil {
-			return result.Result{}, false, fmt.Errorf("queue: read result %s: %w", signalID, err)
+			return result.Stored{}, fmt.Errorf("queue: read result %s: %w", signalID, err)
 		}
 		var res result.Result
 		if err := json.Unmarshal(data, &res); err != nil {
-			return result.Result{}, false, fmt.Errorf("queue: result %s: corrupt: %w", signalID, err)
+			return result.Stored{}, fmt.Errorf("queue: result %s: corrupt: %w", signalID, err)
 		}
-		return res, true, nil
+		return result.Stored{Result: res, Found: true}, nil
 	}
 }
 
@@ -93,16 +93,16 @@ func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func(
 // belongs to the order layer (a client order ID derived from the signal ID).
 func Idempotent(rdb redis.UniversalClient, h Handler) Handler {
 	return func(ctx context.Context, env Envelope) error {
-		res, done, err := GetResult(ctx, rdb, env.SignalID)
+		stored, err := GetResult(ctx, rdb, env.SignalID)
 		switch {
 		case err != nil:
 			return err // infrastructure failure: the queue retries
-		case !done:
+		case !stored.Found:
 			return h(ctx, env)
 		case env.ReplyTo == "":
 			return nil
 		default:
-			return PublishResult(ctx, rdb, env, res)
+			return PublishResult(ctx, rdb, env, stored.Result)
 		}
 	}
 }

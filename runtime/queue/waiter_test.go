@@ -58,7 +58,8 @@ func TestPublishResultAndWait(t *testing.T) {
 		t.Errorf("%d waits left after delivery", n)
 	}
 
-	stored, ok, err := GetResult(ctx, rdb, "sig-1")
+	st, err := GetResult(ctx, rdb, "sig-1")
+	stored, ok := st.Result, st.Found
 	if err != nil || !ok || stored.Message != "filled" {
 		t.Fatalf("GetResult = %+v, %v, %v", stored, ok, err)
 	}
@@ -66,7 +67,7 @@ func TestPublishResultAndWait(t *testing.T) {
 	if ttl < ResultTTL-time.Minute || ttl > ResultTTL {
 		t.Errorf("result TTL %s, want about %s", ttl, ResultTTL)
 	}
-	if _, ok, err := GetResult(ctx, rdb, "no-such-signal"); ok || err != nil {
+	if st, err := GetResult(ctx, rdb, "no-such-signal"); st.Found || err != nil {
 		t.Errorf("GetResult of a missing signal = %v, %v", ok, err)
 	}
 
@@ -75,7 +76,7 @@ func TestPublishResultAndWait(t *testing.T) {
 	if err := PublishResult(ctx, rdb, Envelope{SignalID: "sig-2", BotID: "bot-1"}, fail); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, _ := GetResult(ctx, rdb, "sig-2"); !ok || got.Code != errs.ExchangeError {
+	if st, _ := GetResult(ctx, rdb, "sig-2"); !st.Found || st.Result.Code != errs.ExchangeError {
 		t.Errorf("stored failure %+v", got)
 	}
 	if err := PublishResult(ctx, rdb, env, result.Result{SignalID: "other"}); err == nil {

@@ -26,6 +26,13 @@ type Result struct {
 	Timestamp int64 `json:"timestamp"`
 }
 
+// Stored is what a read of a signal's stored result finds. Found is false while there is
+// none: the signal has not finished yet, or its result has expired.
+type Stored struct {
+	Result Result
+	Found  bool
+}
+
 // Order is the spec's Order result.
 type Order struct {
 	Success      bool            `json:"success"`

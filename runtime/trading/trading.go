@@ -106,8 +106,8 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 	return id, nil
 }
 
-// Result is a signal's result; false while it is queued (or after it expired).
-func (a *API) Result(ctx context.Context, signalID string) (result.Result, bool, error) {
+// Result is a signal's stored result; not Found while it is queued (or after it expired).
+func (a *API) Result(ctx context.Context, signalID string) (result.Stored, error) {
 	return queue.GetResult(ctx, a.rdb, signalID)
 }
 

@@ -74,13 +74,14 @@ func TestManualOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := api.Result(ctx, id); ok {
+	if st, _ := api.Result(ctx, id); st.Found {
 		t.Fatal("result before execution")
 	}
 	if drain(t, ctx, rdb, ex, queue.PriorityStrategyEntry) != 1 {
 		t.Fatal("entry not queued at priority 3")
 	}
-	res, ok, err := api.Result(ctx, id)
+	st, err := api.Result(ctx, id)
+	res, ok := st.Result, st.Found
 	if err != nil || !ok || !res.Success || !res.Order.Amount.Equal(*testkit.DP("0.5")) {
 		t.Fatalf("result = %+v %v %v", res, ok, err)
 	}
@@ -98,7 +99,7 @@ func TestManualOrders(t *testing.T) {
 	if drain(t, ctx, rdb, ex, queue.PriorityManualClose) != 2 {
 		t.Fatal("closes not queued at priority 1")
 	}
-	if res, _, _ := api.Result(ctx, sellID); !res.Success {
+	if st, _ := api.Result(ctx, sellID); !st.Result.Success {
 		t.Fatalf("sell = %+v", res)
 	}
 	pos, err := api.Positions(ctx, "bot-1")
