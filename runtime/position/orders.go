@@ -18,11 +18,13 @@ const (
 	OrderTTL = 90 * 24 * time.Hour
 )
 
-// Order records have one writer: the Lua of OrderLua. StageOrder runs it in a caller's
-// transaction; a caller whose write must depend on a condition of its own (the executor
-// stores a signal's plan and its first pending order only if no other attempt's plan is
-// there) puts the same Lua into its script. Either way the record's encoding, TTL and list
-// cap are this package's.
+// Order records have one writer, this file, in two forms that make the same writes (the
+// record with its TTL, and the capped list for a new record): StageOrder queues them as
+// plain commands into a caller's transaction, where they cost what a SET costs; a caller
+// whose write must depend on a condition of its own (the executor stores a signal's plan
+// and its first pending order only if no other attempt's plan is there) puts OrderLua into
+// its script. The tests check both forms against the same expected state, so the record's
+// encoding, TTL and list cap are this package's alone.
 
 // OrderLua returns the Lua statements that make an OrderWrite inside a script: they read the
 // write's Keys from KEYS[keyAt] and KEYS[keyAt+1] and its Args from ARGV[argAt] and
@@ -61,17 +63,16 @@ func NewOrderWrite(rec OrderRecord, isNew bool) (OrderWrite, error) {
 	}, nil
 }
 
-// orderScript is OrderLua by itself.
-var orderScript = redis.NewScript(OrderLua(1, 1) + "return 1\n")
-
 // StageOrder adds the write of rec to a transaction (see NewOrderWrite).
 func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew bool) error {
 	w, err := NewOrderWrite(rec, isNew)
 	if err != nil {
 		return err
 	}
-	// EVAL, never EVALSHA: inside MULTI a missing script would fail this command alone and
-	// let the rest of the transaction commit.
-	orderScript.Eval(ctx, p, w.Keys, w.Args...)
+	p.Set(ctx, w.Keys[0], w.Args[0], OrderTTL)
+	if isNew {
+		p.LPush(ctx, w.Keys[1], rec.ClientOrderID)
+		p.LTrim(ctx, w.Keys[1], 0, MaxOrders-1)
+	}
 	return nil
 }
