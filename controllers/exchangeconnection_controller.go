@@ -79,7 +79,7 @@ type ExchangeConnectionReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections/status,verbs=get;patch
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections/finalizers,verbs=update
 
 // Reconcile validates one connection and projects it.

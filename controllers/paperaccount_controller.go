@@ -36,7 +36,7 @@ type PaperAccountReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts/status,verbs=get;patch
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts/finalizers,verbs=update
 
 // Reconcile initialises, refills and mirrors one paper account.

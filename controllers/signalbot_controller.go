@@ -52,7 +52,7 @@ type SignalBotReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/status,verbs=get;patch
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
