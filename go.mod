@@ -19,6 +19,8 @@ require (
 	sigs.k8s.io/controller-runtime v0.25.2
 )
 
+require github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
+
 require (
 	github.com/adshao/go-binance/v2 v2.8.7
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -1,12 +1,11 @@
 package webhookd
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/result"
 )
 
@@ -20,29 +19,13 @@ type successBody struct {
 }
 
 // failureBody is the spec's failure response.
-type failureBody struct {
-	Success   bool           `json:"success"`
-	Error     string         `json:"error"`
-	Code      errs.Code      `json:"code,omitempty"`
-	Timestamp int64          `json:"timestamp"`
-	Details   map[string]any `json:"details,omitempty"`
-	SignalID  string         `json:"signalId,omitempty"`
-}
+type failureBody = httpapi.Failure
 
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
-}
+func writeJSON(w http.ResponseWriter, status int, body any) { httpapi.WriteJSON(w, status, body) }
 
 // writeError answers a typed error with its status; RATE_LIMITED carries Retry-After.
 func writeError(w http.ResponseWriter, err *errs.Error, signalID string, now time.Time) {
-	if err.Code == errs.RateLimited && err.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(int64((err.RetryAfter+time.Second-1)/time.Second), 10))
-	}
-	writeJSON(w, err.Code.HTTPStatus(), failureBody{Error: err.Message, Code: err.Code, Details: err.Details,
-		SignalID: signalID, Timestamp: now.UnixMilli()})
+	httpapi.WriteError(w, err, signalID, now)
 }
 
 // writeResult answers the executor's result.

@@ -1,5 +1,6 @@
-// Package webhookd is the HTTP front door for signals: POST /api/webhooks/trade/{webhookId}.
-// It parses and validates the body, admits it through runtime/intake (one Redis round trip:
+// Package webhookd is the HTTP front door for signals, POST /api/webhooks/trade/{webhookId},
+// and for the read API beside it (webhookd/readapi).
+// For a signal it parses and validates the body, admits it through runtime/intake (one Redis round trip:
 // route, gates, duplicates, rate limit, enqueue), and waits a bounded time for the
 // executor's result. It never calls the Kubernetes API.
 package webhookd
@@ -17,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/webhookd/readapi"
 )
 
 // Defaults of Options.
@@ -60,6 +62,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Read is the read API served beside the webhook endpoint (nil: none).
+	Read *readapi.API
 }
 
 // Server serves the webhook endpoint.
@@ -102,6 +106,13 @@ func (s *Server) Handler() http.Handler {
 		w.WriteHeader(http.StatusOK)
 	})
 	r.With(s.requireHTTPS).Post(webhookRoute, s.handleWebhook)
+	if s.opts.Read != nil {
+		// The read API is HTTPS only too: it carries bearer tokens and session cookies.
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireHTTPS)
+			s.opts.Read.Routes(r)
+		})
+	}
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) { writeNotFound(w) })
 	return r
 }

@@ -1,5 +1,6 @@
-// Command webhookd serves POST /api/webhooks/trade/{webhookId}: it admits signals into the
-// Redis queues and waits a bounded time for the executor's result.
+// Command webhookd serves POST /api/webhooks/trade/{webhookId}, which admits signals into the
+// Redis queues and waits a bounded time for the executor's result, and the read API beside
+// it (candles, bot analytics and risk, the portfolio, the OpenAPI document).
 package main
 
 import (
@@ -11,20 +12,25 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 	"github.com/sigops/sigops/webhookd"
+	"github.com/sigops/sigops/webhookd/readapi"
 )
 
 func main() {
@@ -32,6 +38,7 @@ func main() {
 		listen, metricsAddr, tlsCert, tlsKey, proxies, instance string
 		waitBound                                               time.Duration
 		redisOpts                                               store.Options
+		read                                                    readConfig
 		logLevel                                                slog.Level
 	)
 	host, _ := os.Hostname()
@@ -42,12 +49,16 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
 	flag.DurationVar(&waitBound, "wait-bound", webhookd.DefaultWaitBound, "how long a request waits for the execution result")
 	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's name (its result channel)")
+	flag.StringVar(&read.baseURL, "base-url", "", "the service's public origin ({base_url}): the issuer of the tokens the read API accepts, whose audience must be {base_url}/api")
+	flag.StringVar(&read.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key, to verify the read API's bearer tokens; without it the read API accepts dashboard session cookies only")
+	flag.StringVar(&read.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
+	flag.StringVar(&read.marketData, "market-data", "simulated", "public market data for candles and valuations: simulated or binance")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
-	if err := run(logger, config{listen, metricsAddr, tlsCert, tlsKey, proxies, instance, waitBound, redisOpts}); err != nil {
+	if err := run(logger, config{listen, metricsAddr, tlsCert, tlsKey, proxies, instance, waitBound, redisOpts, read}); err != nil {
 		logger.Error("webhookd stopped", "error", err)
 		os.Exit(1)
 	}
@@ -57,6 +68,7 @@ type config struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies, instance string
 	waitBound                                               time.Duration
 	redis                                                   store.Options
+	read                                                    readConfig
 }
 
 func run(logger *slog.Logger, c config) error {
@@ -80,6 +92,10 @@ func run(logger *slog.Logger, c config) error {
 	}
 
 	reg := daemon.NewRegistry()
+	readAPI, err := newReadAPI(rdb, c.read, trusted, logger)
+	if err != nil {
+		return err
+	}
 	// Symbols: the paper catalogue plus what validated exchange connections recorded.
 	known := webhookd.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
@@ -87,6 +103,7 @@ func run(logger *slog.Logger, c config) error {
 		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: known.Get,
 		WaitBound: c.waitBound, TrustedProxies: trusted, Logger: logger, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Read:  readAPI,
 	})
 	if err != nil {
 		return err
@@ -97,6 +114,37 @@ func run(logger *slog.Logger, c config) error {
 	logger.Info("webhookd listening", "addr", c.listen, "tls", c.tlsCert != "", "instance", c.instance)
 	// Graceful: stop taking requests, let in-flight ones get their results (bounded).
 	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Handler()), c.tlsCert, c.tlsKey, c.waitBound+5*time.Second)
+}
+
+// readConfig are the read API's flags.
+type readConfig struct{ baseURL, keyFile, prevKeyFile, marketData string }
+
+// newReadAPI builds the read API served beside the webhook endpoint.
+func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Proxies, logger *slog.Logger) (*readapi.API, error) {
+	prices, err := marketdata.FromFlag(c.marketData)
+	if err != nil {
+		return nil, err
+	}
+	o := readapi.Options{Redis: rdb, Sessions: auth.NewSessions(rdb, nil), Users: auth.NewUsers(rdb, auth.UsersOptions{}),
+		Proxies: trusted, Trading: trading.New(rdb, nil, prices), Logger: logger}
+	if c.keyFile != "" {
+		if c.baseURL == "" {
+			return nil, errors.New("--jwt-key-file needs --base-url: tokens are checked against its issuer and audience")
+		}
+		keys, err := auth.LoadKeyring(c.keyFile, c.prevKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		base := strings.TrimRight(c.baseURL, "/")
+		if o.Verifier, err = auth.NewVerifier(auth.VerifierOptions{Redis: rdb, Keys: keys, Issuer: base,
+			Audiences: []string{base + "/api"}}); err != nil {
+			return nil, err
+		}
+		o.ResourceMetadata = base + "/.well-known/oauth-protected-resource/api"
+	} else {
+		logger.Warn("no --jwt-key-file: the read API accepts dashboard session cookies only, not bearer tokens")
+	}
+	return readapi.New(o), nil
 }
 
 // resultStore reads stored results for duplicate signals.

@@ -15,7 +15,7 @@ import (
 
 // startDataPlane starts the executor (simulated market, paper trading), webhookd behind
 // nginx, and nginx as the single HTTPS origin https://127.0.0.1:8443 with a self-signed
-// certificate, routing /api/webhooks/ to webhookd as config/ingress does.
+// certificate, routing the webhook and read API paths to webhookd as config/ingress does.
 func (s *localStack) startDataPlane(ctx context.Context) error {
 	bins := map[string]string{}
 	for _, name := range []string{"executor", "webhookd", "authd"} {
@@ -58,7 +58,9 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	if s.webhookd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "webhookd", Binary: bins["webhookd"], LogFile: s.webhookdLog,
 		Args: append([]string{"--listen=" + hookAddr, "--metrics-bind-address=" + hookMetrics,
-			"--trusted-proxies=127.0.0.1/32"}, redisArgs...),
+			"--trusted-proxies=127.0.0.1/32", "--market-data=simulated",
+			// The read API checks authd's tokens: same signing key, issuer and audience.
+			"--base-url=" + baseURL, "--jwt-key-file=" + s.jwtKey}, redisArgs...),
 		ReadyURL: "http://" + hookMetrics + "/readyz",
 	}); err != nil {
 		return err
@@ -100,6 +102,9 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		Listen: originAddr, Dir: s.nginxDir, CertFile: s.certFile, KeyFile: s.keyFile, LogFile: s.nginxLog,
 		Routes: map[string]string{
 			"/api/webhooks/": hookAddr,
+			// webhookd's read API; nginx picks the longest prefix, so /api/user/portfolio
+			// goes to webhookd and the rest of /api/user/ to authd.
+			"/api/charts/": hookAddr, "/api/botsvc/": hookAddr, "/api/user/portfolio": hookAddr, "/api/openapi.json": hookAddr,
 			// authd: discovery, OAuth, logins, identity and the dashboard pages.
 			"/.well-known/": authAddr, "/api/oauth/": authAddr, "/api/auth/": authAddr, "/api/user/": authAddr,
 			"/oauth/": authAddr, "/login": authAddr, "/logout": authAddr, "/dashboard": authAddr,

@@ -40,6 +40,13 @@ const (
 	// SignalExpired: an entry waited longer than its bot's maxSignalAge and was not
 	// executed (ours: the spec names no code for it).
 	SignalExpired Code = "SIGNAL_EXPIRED"
+	// InvalidParameter is a read API query parameter (or path segment) that is malformed or
+	// out of range; the message names the parameter and what it accepts. The interface has
+	// no code for it, and INVALID_JSON would mislead.
+	InvalidParameter Code = "INVALID_PARAMETER"
+	// NotFound is a resource of the read API that does not exist or is not the caller's
+	// (both answer alike, so that nobody learns which IDs exist).
+	NotFound Code = "NOT_FOUND"
 )
 
 type codeInfo struct {
@@ -75,6 +82,8 @@ var codes = map[Code]codeInfo{
 	PositionNotFound:     {http.StatusUnprocessableEntity, 3002},
 	InternalError:        {http.StatusInternalServerError, 5001},
 	SignalExpired:        {http.StatusUnprocessableEntity, 0},
+	InvalidParameter:     {http.StatusBadRequest, 0},
+	NotFound:             {http.StatusNotFound, 0},
 }
 
 // HTTPStatus is the code's status on the wire; unknown codes are 500.

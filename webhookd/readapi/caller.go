@@ -1,0 +1,109 @@
+package readapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/emails"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
+)
+
+// SessionCookie is the dashboard session's cookie (authd sets it on the same origin).
+const SessionCookie = "__Host-sigops_session"
+
+// Caller is the user a read request speaks for.
+type Caller struct {
+	UserID string
+	// Email is the account's e-mail in canonical form (runtime/emails): bots, paper
+	// accounts and exchange connections name their owner by it.
+	Email string
+	// Via is how the caller proved it: "bearer" (a bearer JWT), "oauth" (an OAuth access
+	// token) or "session" (a dashboard session cookie).
+	Via string
+}
+
+type callerKey struct{}
+
+// CallerFrom is the caller requireCaller identified.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// errNoCredentials: the request carries neither a bearer token nor a session cookie.
+var errNoCredentials = errors.New("readapi: no credentials")
+
+// requireCaller admits a request with a valid bearer JWT, an OAuth access token whose scope
+// includes mcp:read and whose audience is the API, or a live dashboard session cookie. A
+// bearer token, when present, decides alone: a bad token is refused even with a good cookie,
+// so a client never learns that its token failed by being served anyway. Refusals: 401 with
+// the RFC 6750 challenge (no credentials, or a token or session that is invalid, expired,
+// revoked or from before a password change), 403 insufficient_scope, 503 when Redis cannot
+// be read.
+func (a *API) requireCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := a.identify(r)
+		switch {
+		case err == nil:
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		case errors.Is(err, errInsufficientScope):
+			auth.WriteInsufficientScope(w, auth.ScopeRead, a.o.ResourceMetadata)
+		case errors.Is(err, auth.ErrUnavailable):
+			httpapi.WriteError(w, errs.New(errs.InternalError, "service unavailable"), "", a.o.Now())
+		default:
+			auth.WriteUnauthorized(w, !errors.Is(err, errNoCredentials), a.o.ResourceMetadata, a.o.Now().UnixMilli())
+		}
+	})
+}
+
+var errInsufficientScope = errors.New("readapi: insufficient scope")
+
+// identify finds the caller of r.
+func (a *API) identify(r *http.Request) (Caller, error) {
+	ctx := r.Context()
+	if raw, ok := auth.BearerToken(r); ok {
+		if a.o.Verifier == nil { // no signing key configured: no token can be checked
+			return Caller{}, auth.ErrInvalidToken
+		}
+		p, err := a.o.Verifier.Verify(ctx, raw)
+		if err != nil {
+			return Caller{}, err
+		}
+		if !p.Allows(auth.ScopeRead) {
+			return Caller{}, errInsufficientScope
+		}
+		via := "bearer"
+		if p.Kind == auth.KindOAuth {
+			via = "oauth"
+		}
+		return a.callerOf(ctx, p.UserID, via)
+	}
+	ck, err := r.Cookie(SessionCookie)
+	if err != nil || ck.Value == "" || a.o.Sessions == nil {
+		return Caller{}, errNoCredentials
+	}
+	s, err := a.o.Sessions.Lookup(ctx, ck.Value)
+	if err != nil {
+		if errors.Is(err, auth.ErrNoSession) {
+			return Caller{}, auth.ErrInvalidToken
+		}
+		return Caller{}, auth.ErrUnavailable
+	}
+	return a.callerOf(ctx, s.UserID, "session")
+}
+
+// callerOf completes a verified user ID with the account's e-mail. An account deleted under
+// a live token answers like an invalid token.
+func (a *API) callerOf(ctx context.Context, userID, via string) (Caller, error) {
+	u, err := a.o.Users.Get(ctx, userID)
+	if errors.Is(err, auth.ErrNotFound) {
+		return Caller{}, auth.ErrInvalidToken
+	}
+	if err != nil {
+		return Caller{}, auth.ErrUnavailable
+	}
+	return Caller{UserID: u.ID, Email: emails.Canonical(u.Email), Via: via}, nil
+}
