@@ -29,6 +29,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
@@ -54,6 +55,9 @@ var (
 	prices *marketdata.Simulated
 	hooks  *httptest.Server
 	api    *trading.API
+	users  *auth.Users
+	// issuer signs the read API's bearer tokens (readapi_test.go).
+	issuer *auth.Issuer
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -67,7 +71,7 @@ func run(m *testing.M) int {
 	defer env.Stop()
 	rdb = env.RDB
 	// Live bots need owners whose tier includes live trading.
-	if _, err := env.LiveOwners(context.Background(), "trader@example.com", "bench@example.com"); err != nil {
+	if users, err = env.LiveOwners(context.Background(), "trader@example.com", "bench@example.com", "other@example.com"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -122,8 +126,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	readAPI, err := startReadAPI(quiet)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	hs, err := webhookd.New(webhookd.Options{Intake: intake.New(rdb), Waiter: waiter, Symbols: func() *signal.Symbols { return paperSymbols },
-		WaitBound: 5 * time.Second, Logger: quiet})
+		WaitBound: 5 * time.Second, Logger: quiet, Read: readAPI})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
