@@ -1,6 +1,7 @@
 package marketdata
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,9 @@ import (
 const (
 	BinanceSpotURL    = "https://api.binance.com"
 	BinanceFuturesURL = "https://fapi.binance.com"
+	// The testnets' hosts, where testnet keys trade (and whose klines they see).
+	BinanceSpotTestnetURL    = "https://testnet.binance.vision"
+	BinanceFuturesTestnetURL = "https://testnet.binancefuture.com"
 )
 
 // DefaultBinanceTimeout bounds one request: the spec allows an exchange call up to 2000 ms.
@@ -108,13 +112,15 @@ func (b *BinancePublic) Candles(ctx context.Context, kind exchange.Kind, symbol,
 	return out, nil
 }
 
-// parseKline reads [openTime, "open", "high", "low", "close", "volume", closeTime, ...].
+// parseKline reads [openTime, "open", "high", "low", "close", "volume", ...]: Binance's row,
+// whose open time is a number, and Bybit's, whose open time is a string.
 func parseKline(row []json.RawMessage) (Candle, error) {
 	if len(row) < 6 {
 		return Candle{}, fmt.Errorf("%d fields", len(row))
 	}
 	var c Candle
-	if err := json.Unmarshal(row[0], &c.Timestamp); err != nil {
+	ts := bytes.Trim(row[0], `"`)
+	if err := json.Unmarshal(ts, &c.Timestamp); err != nil {
 		return Candle{}, fmt.Errorf("open time: %w", err)
 	}
 	c.Time = floorDiv(c.Timestamp, 1000)
@@ -162,57 +168,22 @@ func (b *BinancePublic) get(ctx context.Context, kind exchange.Kind, symbol, end
 	if kind == exchange.Futures {
 		u = b.futuresURL + "/fapi/v1/" + endpoint
 	}
-	u += "?" + q.Encode()
-
-	timeout := b.Timeout
-	if timeout <= 0 {
-		timeout = DefaultBinanceTimeout
-	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	resp, body, err := publicGet(ctx, b.client, b.Timeout, "binance", u+"?"+q.Encode())
 	if err != nil {
-		return errs.Wrap(err, errs.InternalError, "binance: bad request")
+		return err
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "sigops-marketdata")
-	resp, err := b.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return errs.Wrap(err, errs.ExchangeError, "binance: no answer within %s", timeout)
-		}
-		return errs.Wrap(err, errs.ExchangeError, "binance unreachable")
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBinanceBody))
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return errs.Wrap(err, errs.ExchangeError, "binance: reading the answer")
-	}
-
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusTeapot:
+	case resp.StatusCode == http.StatusTeapot:
 		e := errs.New(errs.RateLimited, "binance rate limit (HTTP %d)", resp.StatusCode)
 		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
 		return e
-	case resp.StatusCode >= 500:
-		return errs.New(errs.ExchangeError, "binance unavailable (HTTP %d)", resp.StatusCode)
 	case resp.StatusCode >= 400:
 		var be binanceError
 		_ = json.Unmarshal(body, &be)
 		if be.Code == binanceInvalidSymbol {
 			return unknownSymbol(kind, symbol)
 		}
-		msg := be.Msg
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return errs.New(errs.ExchangeError, "binance rejected the request (HTTP %d, code %d): %s", resp.StatusCode, be.Code, msg)
+		return errs.New(errs.ExchangeError, "binance rejected the request (HTTP %d, code %d): %s", resp.StatusCode, be.Code, clip(be.Msg, 200))
 	case resp.StatusCode != http.StatusOK:
 		return errs.New(errs.ExchangeError, "binance: unexpected HTTP %d", resp.StatusCode)
 	}
@@ -220,6 +191,59 @@ func (b *BinancePublic) get(ctx context.Context, kind exchange.Kind, symbol, end
 		return errs.Wrap(err, errs.ExchangeError, "binance: malformed answer")
 	}
 	return nil
+}
+
+// publicGet sends one GET of a venue's public API, bounded by timeout (<= 0:
+// DefaultBinanceTimeout), and returns the answer with its body for the venue to read.
+// What every venue means alike is answered here: a cancelled caller gets its context's
+// error; no answer, an unreadable body or a 5xx is EXCHANGE_ERROR; 429 is RATE_LIMITED
+// with Retry-After.
+func publicGet(ctx context.Context, client *http.Client, timeout time.Duration, venue, u string) (*http.Response, []byte, error) {
+	if timeout <= 0 {
+		timeout = DefaultBinanceTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, nil, errs.Wrap(err, errs.InternalError, "%s: bad request", venue)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "sigops-marketdata")
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, errs.Wrap(err, errs.ExchangeError, "%s: no answer within %s", venue, timeout)
+		}
+		return nil, nil, errs.Wrap(err, errs.ExchangeError, "%s unreachable", venue)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBinanceBody))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, errs.Wrap(err, errs.ExchangeError, "%s: reading the answer", venue)
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		e := errs.New(errs.RateLimited, "%s rate limit (HTTP %d)", venue, resp.StatusCode)
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+		return nil, nil, e
+	case resp.StatusCode >= 500:
+		return nil, nil, errs.New(errs.ExchangeError, "%s unavailable (HTTP %d)", venue, resp.StatusCode)
+	}
+	return resp, body, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // retryAfter reads Retry-After in seconds (Binance's form) or as an HTTP date; absent or

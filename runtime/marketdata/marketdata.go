@@ -169,3 +169,7 @@ func FromFlag(name string) (Provider, error) {
 	}
 	return nil, fmt.Errorf("marketdata: unknown provider %q (want %s or %s)", name, FlagSimulated, FlagBinance)
 }
+
+// CandleOpenMs is the open time (ms since the epoch) of the candle of length tf that
+// contains tMs, aligned as the package comment says (weekly candles to Monday 00:00 UTC).
+func CandleOpenMs(tMs int64, tf time.Duration) int64 { return candleOpenMs(tMs, tf) }

@@ -117,6 +117,8 @@ func TestResolveSymbols(t *testing.T) {
 		"BINANCE:BTCUSDT": "BTC/USDT", "BINANCE:BTCUSDT.P": "BTC/USDT", "BTCUSDTPERP": "BTC/USDT",
 		"BYBIT:ETHUSDT.P": "ETH/USDT", "eth-usdt": "ETH/USDT", "ETH_USDT": "ETH/USDT", "ETHBTC": "ETH/BTC",
 		" dogeusdt ": "DOGE/USDT", "1000PEPEUSDT": "1000PEPE/USDT", "BTC-PERP": "",
+		"BTC/USDT:USDT": "BTC/USDT", "btc/usdt:usdt": "BTC/USDT", "BYBIT:ETH/USDT:USDT": "ETH/USDT",
+		"BINANCE:BTC/USDT": "BTC/USDT", "BTC-USDT": "BTC/USDT", "BTCUSDT.P": "BTC/USDT",
 	} {
 		got, err := syms.Resolve(in)
 		if want == "" {
@@ -129,7 +131,7 @@ func TestResolveSymbols(t *testing.T) {
 			t.Errorf("%q: %q, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "XRPUSDT", "BT/CUSDT", "BINANCE:", "USDT", "BTC/USDC"} {
+	for _, bad := range []string{"", "XRPUSDT", "BT/CUSDT", "BINANCE:", "USDT", "BTC/USDC", "BT/CUSDT:USDT", "BTCUSDT:USDT"} {
 		if _, err := syms.Resolve(bad); errs.CodeOf(err) != errs.InvalidSymbol {
 			t.Errorf("%q: err = %v, want INVALID_SYMBOL", bad, err)
 		}

@@ -30,10 +30,16 @@ func NewSymbols(canonical []string) *Symbols {
 }
 
 // Resolve accepts BTCUSDT, BTC/USDT, btc-usdt, BTC_USDT, TradingView's BINANCE:BTCUSDT
-// exchange prefix and the .P / PERP perpetual suffixes, in any case, and returns BTC/USDT.
-// An unknown or malformed symbol is INVALID_SYMBOL.
+// exchange prefix, the .P / PERP perpetual suffixes and CCXT's BTC/USDT:USDT perpetual form
+// (settle currency after the colon), in any case, and returns BTC/USDT. An unknown or
+// malformed symbol is INVALID_SYMBOL.
 func (s *Symbols) Resolve(raw string) (string, error) {
 	sym := strings.ToUpper(strings.TrimSpace(raw))
+	// A colon after a BASE/QUOTE pair starts CCXT's settle currency; any other colon ends an
+	// exchange prefix.
+	if i := strings.LastIndexByte(sym, ':'); i >= 0 && strings.IndexByte(sym[:i], '/') >= 0 {
+		sym = sym[:i]
+	}
 	if i := strings.LastIndexByte(sym, ':'); i >= 0 {
 		sym = sym[i+1:]
 	}

@@ -8,3 +8,25 @@ package store
 // APIRateLimit is the read API's rate limit key of one client address, as given to
 // go-redis/redis_rate, which stores it under "rate:" + the key.
 func APIRateLimit(ip string) string { return prefix + "ratelimit:api:" + ip }
+
+// Candles (runtime/candles):
+//
+//	sigops:candles:{<source>|<kind>|<symbol>|<tf>}        string  one source's closed candles of a
+//	                                                               symbol and timeframe, JSON, with its
+//	                                                               expiry; {tag}: one slot per series
+//	sigops:candles:{<source>|<kind>|<symbol>|<tf>}:lock   string  the replica fetching that series
+//	                                                               (SET NX PX), beside its entry
+//
+// The entry and its lock share a hash tag so that the script writing an entry and releasing
+// the lock touches one slot; every series has its own slot, spreading them over a Cluster.
+
+// CandlesEntry is the cached series of source (an exchange and its endpoint, or the public
+// fallback), market kind, canonical symbol and timeframe.
+func CandlesEntry(source, kind, symbol, timeframe string) string {
+	return prefix + "candles:{" + source + "|" + kind + "|" + symbol + "|" + timeframe + "}"
+}
+
+// CandlesLock is the fetch lock of CandlesEntry's series, in its slot.
+func CandlesLock(source, kind, symbol, timeframe string) string {
+	return CandlesEntry(source, kind, symbol, timeframe) + ":lock"
+}

@@ -1,0 +1,169 @@
+// Package marketdatafake is a fake of Binance's and Bybit's public kline endpoints for
+// tests: an HTTP handler answering GET /api/v3/klines, /fapi/v1/klines (Binance: rows
+// oldest first, numbers for times, strings for prices) and /v5/market/kline (Bybit: a
+// retCode envelope, rows newest first, every field a string), with the data of a
+// marketdata.Provider (a Simulated market on the test's clock). It counts the kline
+// requests it answers, and can be told to fail (5xx), to leave candles out or to repeat
+// them, as real venues sometimes do.
+package marketdatafake
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/marketdata"
+)
+
+// Server is the fake. Its zero value is not usable: use New.
+type Server struct {
+	src marketdata.Provider
+
+	calls atomic.Int64
+	down  atomic.Bool
+	// delay, when set, is waited before answering (a slow venue).
+	delay atomic.Int64
+
+	mu   sync.Mutex
+	drop map[int64]bool // open times (ms) left out of every answer
+	dup  map[int64]bool // open times (ms) answered twice
+}
+
+// New serves src's candles.
+func New(src marketdata.Provider) *Server {
+	return &Server{src: src, drop: map[int64]bool{}, dup: map[int64]bool{}}
+}
+
+// Calls is the number of kline requests answered (failures included).
+func (s *Server) Calls() int64 { return s.calls.Load() }
+
+// SetDown makes every answer a 503 (true) or normal again (false).
+func (s *Server) SetDown(down bool) { s.down.Store(down) }
+
+// SetDelay makes every answer wait d first.
+func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// Drop leaves the candle opening at t out of every answer (no trade in that interval).
+func (s *Server) Drop(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop[t.UnixMilli()] = true
+}
+
+// Duplicate answers the candle opening at t twice.
+func (s *Server) Duplicate(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dup[t.UnixMilli()] = true
+}
+
+var bybitIntervals = map[string]string{
+	"1": "1m", "5": "5m", "15": "15m", "30": "30m", "60": "1h", "240": "4h", "D": "1d", "W": "1w",
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d := time.Duration(s.delay.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	q := r.URL.Query()
+	var kind exchange.Kind
+	var tf string
+	bybit := false
+	switch r.URL.Path {
+	case "/api/v3/klines":
+		kind, tf = exchange.Spot, q.Get("interval")
+	case "/fapi/v1/klines":
+		kind, tf = exchange.Futures, q.Get("interval")
+	case "/v5/market/kline":
+		bybit = true
+		tf = bybitIntervals[q.Get("interval")]
+		switch q.Get("category") {
+		case "spot":
+			kind = exchange.Spot
+		case "linear":
+			kind = exchange.Futures
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"retCode": 10001, "retMsg": "params error: category invalid", "result": map[string]any{}})
+			return
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	s.calls.Add(1)
+	if s.down.Load() {
+		http.Error(w, "upstream down", http.StatusServiceUnavailable)
+		return
+	}
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit < 1 || limit > 1000 {
+		if bybit {
+			writeJSON(w, http.StatusOK, map[string]any{"retCode": 10001, "retMsg": "params error: limit invalid", "result": map[string]any{}})
+		} else {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": -1100, "msg": "Illegal characters found in parameter 'limit'."})
+		}
+		return
+	}
+	pair := q.Get("symbol")
+	symbol := pair
+	if strings.HasSuffix(pair, "USDT") {
+		symbol = strings.TrimSuffix(pair, "USDT") + "/USDT"
+	}
+	cs, err := s.src.Candles(r.Context(), kind, symbol, tf, limit)
+	if err != nil {
+		switch {
+		case bybit:
+			writeJSON(w, http.StatusOK, map[string]any{"retCode": 10001, "retMsg": "Not supported symbols", "result": map[string]any{}})
+		default:
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": -1121, "msg": "Invalid symbol."})
+		}
+		return
+	}
+	s.mu.Lock()
+	rows := make([][]any, 0, len(cs)+len(s.dup))
+	for _, c := range cs {
+		if s.drop[c.Timestamp] {
+			continue
+		}
+		n := 1
+		if s.dup[c.Timestamp] {
+			n = 2
+		}
+		for range n {
+			if bybit {
+				rows = append(rows, []any{strconv.FormatInt(c.Timestamp, 10), c.Open.String(), c.High.String(),
+					c.Low.String(), c.Close.String(), c.Volume.String(), c.Volume.Mul(c.Close).String()})
+			} else {
+				rows = append(rows, []any{c.Timestamp, c.Open.String(), c.High.String(), c.Low.String(),
+					c.Close.String(), c.Volume.String(), c.Timestamp + 1, "0", 1, "0", "0", "0"})
+			}
+		}
+	}
+	s.mu.Unlock()
+	if !bybit {
+		writeJSON(w, http.StatusOK, rows)
+		return
+	}
+	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 { // Bybit: newest first
+		rows[i], rows[j] = rows[j], rows[i]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"retCode": 0, "retMsg": "OK",
+		"result": map[string]any{"category": q.Get("category"), "symbol": pair, "list": rows},
+		"retExtInfo": map[string]any{}, "time": time.Now().UnixMilli()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
