@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
@@ -26,6 +27,7 @@ import (
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
+	sigsignal "github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
@@ -92,13 +94,13 @@ func run(logger *slog.Logger, c config) error {
 	}
 
 	reg := daemon.NewRegistry()
-	readAPI, err := newReadAPI(rdb, c.read, trusted, logger)
-	if err != nil {
-		return err
-	}
 	// Symbols: the paper catalogue plus what validated exchange connections recorded.
 	known := webhookd.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
+	readAPI, err := newReadAPI(rdb, c.read, trusted, known.Get, logger)
+	if err != nil {
+		return err
+	}
 	srv, err := webhookd.New(webhookd.Options{
 		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: known.Get,
 		WaitBound: c.waitBound, TrustedProxies: trusted, Logger: logger, Registerer: reg,
@@ -120,13 +122,17 @@ func run(logger *slog.Logger, c config) error {
 type readConfig struct{ baseURL, keyFile, prevKeyFile, marketData string }
 
 // newReadAPI builds the read API served beside the webhook endpoint.
-func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Proxies, logger *slog.Logger) (*readapi.API, error) {
+func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Proxies, symbols func() *sigsignal.Symbols,
+	logger *slog.Logger) (*readapi.API, error) {
 	prices, err := marketdata.FromFlag(c.marketData)
 	if err != nil {
 		return nil, err
 	}
 	o := readapi.Options{Redis: rdb, Sessions: auth.NewSessions(rdb, nil), Users: auth.NewUsers(rdb, auth.UsersOptions{}),
-		Proxies: trusted, Trading: trading.New(rdb, nil, prices), Logger: logger}
+		Proxies: trusted, Trading: trading.New(rdb, nil, prices), Logger: logger,
+		// The --market-data source is the candles' fallback: paper trading, and any exchange
+		// that cannot be reached.
+		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger})}
 	if c.keyFile != "" {
 		if c.baseURL == "" {
 			return nil, errors.New("--jwt-key-file needs --base-url: tokens are checked against its issuer and audience")

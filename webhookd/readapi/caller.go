@@ -46,17 +46,40 @@ var errNoCredentials = errors.New("readapi: no credentials")
 func (a *API) requireCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := a.identify(r)
-		switch {
-		case err == nil:
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
-		case errors.Is(err, errInsufficientScope):
-			auth.WriteInsufficientScope(w, auth.ScopeRead, a.o.ResourceMetadata)
-		case errors.Is(err, auth.ErrUnavailable):
-			httpapi.WriteError(w, errs.New(errs.InternalError, "service unavailable"), "", a.o.Now())
-		default:
-			auth.WriteUnauthorized(w, !errors.Is(err, errNoCredentials), a.o.ResourceMetadata, a.o.Now().UnixMilli())
+		if err != nil {
+			a.refuseCaller(w, err)
+			return
 		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
+}
+
+// optionalCaller identifies the caller of a route that serves anonymous callers too (public
+// data, with more for a caller): no credentials is (zero, false, nil); credentials that fail
+// are refused exactly as requireCaller refuses them, so a client never gets the anonymous
+// answer in place of the one its bad token asked for. On error the refusal is written.
+func (a *API) optionalCaller(w http.ResponseWriter, r *http.Request) (Caller, bool, error) {
+	c, err := a.identify(r)
+	switch {
+	case err == nil:
+		return c, true, nil
+	case errors.Is(err, errNoCredentials):
+		return Caller{}, false, nil
+	}
+	a.refuseCaller(w, err)
+	return Caller{}, false, err
+}
+
+// refuseCaller answers identify's error.
+func (a *API) refuseCaller(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errInsufficientScope):
+		auth.WriteInsufficientScope(w, auth.ScopeRead, a.o.ResourceMetadata)
+	case errors.Is(err, auth.ErrUnavailable):
+		httpapi.WriteError(w, errs.New(errs.InternalError, "service unavailable"), "", a.o.Now())
+	default:
+		auth.WriteUnauthorized(w, !errors.Is(err, errNoCredentials), a.o.ResourceMetadata, a.o.Now().UnixMilli())
+	}
 }
 
 var errInsufficientScope = errors.New("readapi: insufficient scope")

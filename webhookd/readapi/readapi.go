@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/registry"
@@ -42,6 +43,8 @@ type Options struct {
 	Users    *auth.Users
 	// Trading reads a bot's risk metrics.
 	Trading *trading.API
+	// Candles serves GET /api/charts/candles (nil: the route is not served).
+	Candles *candles.Service
 	// ResourceMetadata is the URL of the API's OAuth protected resource metadata, named in
 	// WWW-Authenticate so that a client learns where to get a token.
 	ResourceMetadata string
@@ -83,6 +86,10 @@ func (a *API) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(a.limitPerIP)
 		r.Get(OpenAPIPath, a.handleOpenAPI)
+		if a.o.Candles != nil {
+			// Public data: a caller is needed only to name an exchange connection.
+			r.Get(CandlesPath, a.handleCandles)
+		}
 		r.Group(func(r chi.Router) {
 			r.Use(a.requireCaller)
 			r.Get("/api/botsvc/bots/{botId}/risk", a.handleRisk)

@@ -158,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rows[i], rows[j] = rows[j], rows[i]
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"retCode": 0, "retMsg": "OK",
-		"result": map[string]any{"category": q.Get("category"), "symbol": pair, "list": rows},
+		"result":     map[string]any{"category": q.Get("category"), "symbol": pair, "list": rows},
 		"retExtInfo": map[string]any{}, "time": time.Now().UnixMilli()})
 }
 
