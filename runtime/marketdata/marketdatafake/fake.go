@@ -1,7 +1,8 @@
 // Package marketdatafake is a fake of Binance's and Bybit's public kline endpoints for
 // tests: an HTTP handler answering GET /api/v3/klines, /fapi/v1/klines (Binance: rows
 // oldest first, numbers for times, strings for prices) and /v5/market/kline (Bybit: a
-// retCode envelope, rows newest first, every field a string), with the data of a
+// retCode envelope, rows newest first, every field a string) and Bybit's /v5/market/tickers,
+// with the data of a
 // marketdata.Provider (a Simulated market on the test's clock). It counts the kline
 // requests it answers, and can be told to fail (5xx), to leave candles out or to repeat
 // them, as real venues sometimes do.
@@ -84,6 +85,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		kind, tf = exchange.Spot, q.Get("interval")
 	case "/fapi/v1/klines":
 		kind, tf = exchange.Futures, q.Get("interval")
+	case "/v5/market/tickers":
+		s.bybitTicker(w, r)
+		return
 	case "/v5/market/kline":
 		bybit = true
 		tf = bybitIntervals[q.Get("interval")]
@@ -166,4 +170,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// bybitTicker answers /v5/market/tickers with src's price as lastPrice.
+func (s *Server) bybitTicker(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	kind := exchange.Spot
+	if q.Get("category") == "linear" {
+		kind = exchange.Futures
+	}
+	pair := q.Get("symbol")
+	p, err := s.src.Price(r.Context(), kind, strings.TrimSuffix(pair, "USDT")+"/USDT")
+	if err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"retCode": 10001, "retMsg": "Not supported symbols", "result": map[string]any{}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"retCode": 0, "retMsg": "OK", "result": map[string]any{
+		"category": q.Get("category"), "list": []map[string]any{{"symbol": pair, "lastPrice": p.String()}}}})
 }
