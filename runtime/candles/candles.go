@@ -219,7 +219,10 @@ type Request struct {
 	Owner string
 }
 
-// Result is a series: Candles oldest first, closed candles only.
+// Result is a series: Candles oldest first, closed candles only. Candles is shared with
+// the cache, so a hot series costs no copy (candles are many pointers for the garbage
+// collector to scan): read its elements, never assign them; its capacity ends at its
+// length, so append copies.
 type Result struct {
 	Symbol        string              `json:"symbol"`
 	Timeframe     string              `json:"timeframe"`
@@ -302,7 +305,8 @@ func (s *Service) Get(ctx context.Context, r Request) (Result, error) {
 		return Result{}, e.err
 	}
 	n := min(q.limit, len(e.candles))
-	return Result{Symbol: q.symbol, Timeframe: q.timeframe, Candles: slices.Clone(e.candles[len(e.candles)-n:]),
+	all := e.candles
+	return Result{Symbol: q.symbol, Timeframe: q.timeframe, Candles: all[len(all)-n : len(all) : len(all)],
 		UsingFallback: e.fallback, enc: e}, nil
 }
 

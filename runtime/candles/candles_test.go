@@ -54,9 +54,10 @@ const fallbackSeed = 7
 // service is one replica: the venues point at the fake; the fallback is a simulated market
 // of another seed.
 func (w *world) service(mod ...func(*candles.Options)) *candles.Service {
+	idx := signal.NewSymbols(w.sim.Symbols())
 	o := candles.Options{
 		Redis:    w.rdb,
-		Symbols:  func() *signal.Symbols { return signal.NewSymbols(w.sim.Symbols()) },
+		Symbols:  func() *signal.Symbols { return idx },
 		Fallback: marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: fallbackSeed, Now: w.clk.Now}),
 		Venues: map[string]candles.Venue{
 			candles.Binance: {Spot: w.url, Futures: w.url, TestnetSpot: w.url, TestnetFutures: w.url},
@@ -222,7 +223,9 @@ func TestFallback(t *testing.T) {
 	// A venue that cannot be reached at all (connection refused).
 	dead := httptest.NewServer(w.fake)
 	dead.Close()
-	s2 := w.service(func(o *candles.Options) { o.Venues = map[string]candles.Venue{candles.Bybit: {Spot: dead.URL, Futures: dead.URL}} })
+	s2 := w.service(func(o *candles.Options) {
+		o.Venues = map[string]candles.Venue{candles.Bybit: {Spot: dead.URL, Futures: dead.URL}}
+	})
 	res, err = s2.Get(t.Context(), candles.Request{Symbol: "BTCUSDT", ExchangeID: "bybit", Timeframe: "5m", Limit: 10})
 	if err != nil || !res.UsingFallback {
 		t.Fatalf("venue refused the connection: fallback %v, %v", res.UsingFallback, err)

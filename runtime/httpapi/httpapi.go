@@ -32,11 +32,31 @@ type Data struct {
 // WriteJSON answers body as JSON with status. Responses are never cached by intermediaries:
 // they carry account data, and the candles' own freshness is decided by the server's cache.
 func WriteJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	jsonHeaders(w)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
 }
+
+func jsonHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+}
+
+// WriteRawData answers 200 with the success envelope around data, a JSON value the caller
+// encoded itself (a cached answer encoded once and served many times): encoding/json would
+// validate and compact such a value again on every request.
+func WriteRawData(w http.ResponseWriter, data []byte) {
+	jsonHeaders(w)
+	w.WriteHeader(http.StatusOK)
+	b := make([]byte, 0, len(data)+len(rawDataOpen)+2)
+	b = append(b, rawDataOpen...)
+	b = append(b, data...)
+	b = append(b, "}\n"...)
+	_, _ = w.Write(b)
+}
+
+// rawDataOpen starts the envelope as Data encodes it.
+const rawDataOpen = `{"success":true,"data":`
 
 // WriteData answers 200 with the success envelope around data.
 func WriteData(w http.ResponseWriter, data any) {

@@ -38,5 +38,10 @@ func (a *API) handleCandles(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	httpapi.WriteData(w, res)
+	body, err := res.MarshalJSON()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpapi.WriteRawData(w, body)
 }

@@ -35,8 +35,9 @@ func newCandlesFixture(t testing.TB, with ...func(*readapi.Options)) *candlesFix
 		fakeSrv = httptest.NewServer(cf.fake)
 		cf.venue = fakeSrv.URL
 		v := candles.Venue{Spot: fakeSrv.URL, Futures: fakeSrv.URL, TestnetSpot: fakeSrv.URL, TestnetFutures: fakeSrv.URL}
+		idx := signal.NewSymbols(sim.Symbols())
 		o.Candles = candles.New(candles.Options{Redis: o.Redis, Now: o.Now, Logger: o.Logger,
-			Symbols:  func() *signal.Symbols { return signal.NewSymbols(sim.Symbols()) },
+			Symbols:  func() *signal.Symbols { return idx },
 			Fallback: marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7, Now: o.Now}),
 			Venues:   map[string]candles.Venue{candles.Binance: v, candles.Bybit: v}})
 	}}, with...)...)
