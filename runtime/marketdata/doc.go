@@ -1,8 +1,8 @@
 // Package marketdata supplies market prices and candles: to the paper exchange (fills at the
 // current price), to the stop-loss / take-profit watcher (Price polled many times a second)
-// and to the candles API (GET /api/charts/candles, cached 60 seconds by the spec).
+// and to the candles service (runtime/candles, behind GET /api/charts/candles).
 //
-// Everything goes through one interface, Provider, with three implementations:
+// Everything goes through one interface, Provider, with these implementations:
 //
 //   - Simulated: a deterministic simulated market (this machine and the local stack have no
 //     internet). Prices are a pure function of (seed, symbol, time), so every replica and every
@@ -10,6 +10,8 @@
 //     for the model and its trade-offs.
 //   - BinancePublic: Binance's public REST market data (spot /api/v3, USDⓈ-M futures /fapi/v1),
 //     no API key.
+//   - BybitPublic: Bybit's public v5 market data (/v5/market/kline and tickers, spot and
+//     linear), no API key.
 //   - Cached: a wrapper caching Candles for 60 s and Price for a short TTL (1 s), with
 //     concurrent misses of one key deduplicated into one upstream call.
 //
