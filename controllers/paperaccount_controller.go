@@ -133,6 +133,8 @@ func paperConfig(acct *tradingv1.PaperAccount) (paper.Config, error) {
 	}
 	return paper.Config{
 		ID:             string(acct.UID),
+		Namespace:      acct.Namespace,
+		Name:           acct.Name,
 		Owner:          emails.Canonical(acct.Spec.Owner),
 		Currency:       orDefault(acct.Spec.Currency, "USDT"),
 		InitialBalance: initial,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/owners"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -71,19 +72,29 @@ func (c Connection) CanTrade(kind exchange.Kind) bool {
 	return slices.Contains(c.Permissions, TradePermission(kind))
 }
 
-// Connections reads and writes connection projections in Redis.
-type Connections struct{ rdb redis.UniversalClient }
+// Connections reads and writes connection projections in Redis, with the index of each
+// owner's connections (store.OwnerConnections).
+type Connections struct {
+	rdb    redis.UniversalClient
+	owners owners.Index
+}
 
 // NewConnections returns a store on rdb.
-func NewConnections(rdb redis.UniversalClient) *Connections { return &Connections{rdb: rdb} }
+func NewConnections(rdb redis.UniversalClient) *Connections {
+	return &Connections{rdb: rdb, owners: owners.New(rdb, store.OwnerConnections, fieldOwner)}
+}
 
-// Save writes c. A connection that is not Ready, or has no sealed credentials, loses its
-// credentials fields in the same transaction: a refused key is never left usable.
+// Save writes c and its owner's index entry. A connection that is not Ready, or has no
+// sealed credentials, loses its credentials fields in the same transaction: a refused key
+// is never left usable.
 func (s *Connections) Save(ctx context.Context, c Connection) error {
 	if c.UID == "" {
 		return errors.New("save exchange connection: empty UID")
 	}
 	key := store.ExchangeConnection(c.UID)
+	if err := s.owners.Before(ctx, key, c.UID, c.Owner); err != nil {
+		return err
+	}
 	usable := c.Ready && c.Sealed != ""
 	fields := []any{
 		fieldNamespace, c.Namespace,
@@ -101,14 +112,17 @@ func (s *Connections) Save(ctx context.Context, c Connection) error {
 	if usable {
 		fields = append(fields, fieldCredentials, c.Sealed, fieldKeyID, c.KeyID)
 	}
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		s.owners.StageNote(ctx, p, key, c.Owner)
 		if !usable {
 			p.HDel(ctx, key, fieldCredentials, fieldKeyID)
 		}
 		p.HSet(ctx, key, fields...)
 		return nil
-	})
-	return err
+	}); err != nil {
+		return err
+	}
+	return s.owners.After(ctx, key, c.UID, c.Owner)
 }
 
 // Get reads one connection.
@@ -116,7 +130,18 @@ func (s *Connections) Get(ctx context.Context, uid string) (Connection, error) {
 	if uid == "" {
 		return Connection{}, ErrNotFound
 	}
-	v, err := s.rdb.HGetAll(ctx, store.ExchangeConnection(uid)).Result()
+	return readLater(ctx, s.rdb, uid)()
+}
+
+// readLater queues Get's read on c (a pipeline) and returns the decoder to call once the
+// pipeline has run.
+func readLater(ctx context.Context, c redis.Cmdable, uid string) func() (Connection, error) {
+	cmd := c.HGetAll(ctx, store.ExchangeConnection(uid))
+	return func() (Connection, error) { return parseConnection(uid, cmd) }
+}
+
+func parseConnection(uid string, cmd *redis.MapStringStringCmd) (Connection, error) {
+	v, err := cmd.Result()
 	if err != nil {
 		return Connection{}, err
 	}
@@ -144,9 +169,47 @@ func (s *Connections) Get(ctx context.Context, uid string) (Connection, error) {
 	return c, nil
 }
 
-// Delete removes a connection's projection (the connection was deleted).
+// ListByOwner lists the owner's connections, by UID. An index entry whose projection is
+// gone or names another owner (a change of owner in progress) is left out.
+func (s *Connections) ListByOwner(ctx context.Context, owner string) ([]Connection, error) {
+	uids, err := s.owners.IDs(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(uids)
+	reads := make([]func() (Connection, error), len(uids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, uid := range uids {
+			reads[i] = readLater(ctx, p, uid)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]Connection, 0, len(uids))
+	for _, read := range reads {
+		c, err := read()
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if emails.Same(c.Owner, owner) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Delete removes a connection's owner index entry, then its projection (the connection was
+// deleted).
 func (s *Connections) Delete(ctx context.Context, uid string) error {
-	return s.rdb.Del(ctx, store.ExchangeConnection(uid)).Err()
+	key := store.ExchangeConnection(uid)
+	if err := s.owners.Remove(ctx, key, uid); err != nil {
+		return err
+	}
+	return s.rdb.Del(ctx, key).Err()
 }
 
 func flag(b bool) string {

@@ -3,15 +3,21 @@
 package paper
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/emails"
+	"github.com/sigops/sigops/runtime/owners"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -25,6 +31,8 @@ const (
 	fieldFeeRate      = "feeRate"
 	fieldOwner        = "owner"
 	fieldLastRefillAt = "lastRefillAt"
+	fieldNamespace    = "namespace"
+	fieldName         = "name"
 )
 
 // ErrNotFound: the account has not been initialised.
@@ -39,16 +47,21 @@ func (e *CooldownError) Error() string {
 
 // Config is a paper account as declared.
 type Config struct {
-	ID             string
-	Owner          string
-	Currency       string
-	InitialBalance decimal.Decimal
-	FeeRate        decimal.Decimal
+	ID string
+	// Namespace and Name are the PaperAccount's, shown in listings.
+	Namespace, Name string
+	Owner           string
+	Currency        string
+	InitialBalance  decimal.Decimal
+	FeeRate         decimal.Decimal
 }
 
 // State is a paper account as it stands.
 type State struct {
-	Balance decimal.Decimal
+	// Namespace and Name are the PaperAccount's (empty until the controller's first write
+	// that carries them).
+	Namespace, Name string
+	Balance         decimal.Decimal
 	// Equity is the balance plus the futures margin reserved by open positions (their
 	// value at entry). Spot holdings and unrealised PnL need market prices and are not in
 	// it; the executor's book values them.
@@ -65,27 +78,79 @@ type State struct {
 	LastRefillAt time.Time
 }
 
-// Accounts keeps paper balances in Redis.
-type Accounts struct{ rdb redis.UniversalClient }
+// Accounts keeps paper balances in Redis, with the index of each owner's accounts
+// (store.OwnerPaperAccounts).
+type Accounts struct {
+	rdb    redis.UniversalClient
+	owners owners.Index
+}
 
 // NewAccounts returns Accounts on rdb.
-func NewAccounts(rdb redis.UniversalClient) *Accounts { return &Accounts{rdb: rdb} }
+func NewAccounts(rdb redis.UniversalClient) *Accounts {
+	return &Accounts{rdb: rdb, owners: owners.New(rdb, store.OwnerPaperAccounts, fieldOwner)}
+}
 
 // Ensure creates the account with its initial balance if it does not exist, and updates
-// its settings. It never touches the balance of an existing account: that is live money
-// state, changed only by trades and refills.
+// its settings and its owner's index. It never touches the balance of an existing account:
+// that is live money state, changed only by trades and refills.
 func (a *Accounts) Ensure(ctx context.Context, c Config) (State, error) {
 	key := store.PaperAccount(c.ID)
+	if err := a.owners.Before(ctx, key, c.ID, c.Owner); err != nil {
+		return State{}, err
+	}
 	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		a.owners.StageNote(ctx, p, key, c.Owner)
 		p.HSetNX(ctx, key, fieldBalance, c.InitialBalance.String())
 		p.HSet(ctx, key, fieldInitial, c.InitialBalance.String(), fieldCurrency, c.Currency,
-			fieldFeeRate, c.FeeRate.String(), fieldOwner, c.Owner)
+			fieldFeeRate, c.FeeRate.String(), fieldOwner, c.Owner, fieldNamespace, c.Namespace, fieldName, c.Name)
 		return nil
 	})
 	if err != nil {
 		return State{}, err
 	}
+	if err := a.owners.After(ctx, key, c.ID, c.Owner); err != nil {
+		return State{}, err
+	}
 	return a.Get(ctx, c.ID)
+}
+
+// Account is a paper account listed by ListByOwner.
+type Account struct {
+	ID string
+	State
+}
+
+// ListByOwner lists the owner's paper accounts, by ID. An index entry whose account is
+// gone or names another owner (a change of owner in progress) is left out.
+func (a *Accounts) ListByOwner(ctx context.Context, owner string) ([]Account, error) {
+	ids, err := a.owners.IDs(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	reads := make([]func() (State, error), len(ids))
+	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reads[i] = ReadAccountLater(ctx, p, id)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]Account, 0, len(ids))
+	for i, id := range ids {
+		st, err := reads[i]()
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if emails.Same(st.Owner, owner) {
+			out = append(out, Account{ID: id, State: st})
+		}
+	}
+	return out, nil
 }
 
 // Get reads an account.
@@ -144,9 +209,12 @@ func (a *Accounts) Refill(ctx context.Context, id string, now time.Time) (State,
 	return State{}, fmt.Errorf("refill %s: too much contention", id)
 }
 
-// Delete removes an account's runtime state: the balance and the paper exchange's orders,
-// holdings and positions on it.
+// Delete removes an account's runtime state: its owner's index entry, then the balance and
+// the paper exchange's orders, holdings and positions on it.
 func (a *Accounts) Delete(ctx context.Context, id string) error {
+	if err := a.owners.Remove(ctx, store.PaperAccount(id), id); err != nil {
+		return err
+	}
 	return a.rdb.Del(ctx, store.PaperAccount(id), store.PaperOrders(id), store.PaperPositions(id)).Err()
 }
 
@@ -167,6 +235,7 @@ func parseState(id string, v map[string]string) (State, error) {
 	}
 	st.Equity = st.Balance.Add(st.Margin)
 	st.Currency = v[fieldCurrency]
+	st.Namespace, st.Name = v[fieldNamespace], v[fieldName]
 	st.Owner = v[fieldOwner]
 	st.FeeRate = DefaultFeeRate
 	if fr := v[fieldFeeRate]; fr != "" {
@@ -182,4 +251,57 @@ func parseState(id string, v map[string]string) (State, error) {
 		st.LastRefillAt = time.UnixMilli(n)
 	}
 	return st, nil
+}
+
+// Holdings are what the paper exchange holds for an account's bots besides the quote
+// balance, as its fills wrote them.
+type Holdings struct {
+	// Spot is the spot holding of each base asset, summed over the account's bots.
+	Spot map[string]decimal.Decimal
+	// Futures are the open futures positions, one per bot (Scope) and symbol, by bot then
+	// symbol.
+	Futures []HeldFutures
+}
+
+// HeldFutures is one bot's futures position at the paper exchange.
+type HeldFutures struct {
+	Scope, Symbol string
+	FuturesPosition
+}
+
+// Holdings reads the account's spot holdings and futures positions (one read).
+func (a *Accounts) Holdings(ctx context.Context, id string) (Holdings, error) {
+	v, err := a.rdb.HGetAll(ctx, store.PaperPositions(id)).Result()
+	if err != nil {
+		return Holdings{}, err
+	}
+	out := Holdings{Spot: map[string]decimal.Decimal{}}
+	for field, val := range v {
+		kind, rest, _ := strings.Cut(field, "|")
+		i := strings.LastIndexByte(rest, '|')
+		if i < 0 {
+			return Holdings{}, fmt.Errorf("paper holdings of %s: corrupt field %q", id, field)
+		}
+		scope, name := rest[:i], rest[i+1:]
+		switch kind {
+		case spotKind:
+			amount, err := decimal.NewFromString(val)
+			if err != nil {
+				return Holdings{}, fmt.Errorf("paper holding %s of %s: corrupt: %w", name, id, err)
+			}
+			out.Spot[name] = out.Spot[name].Add(amount)
+		case futKind:
+			h := HeldFutures{Scope: scope, Symbol: name}
+			if err := json.Unmarshal([]byte(val), &h.FuturesPosition); err != nil {
+				return Holdings{}, fmt.Errorf("paper position %s of %s: corrupt: %w", name, id, err)
+			}
+			out.Futures = append(out.Futures, h)
+		default:
+			return Holdings{}, fmt.Errorf("paper holdings of %s: corrupt field %q", id, field)
+		}
+	}
+	slices.SortFunc(out.Futures, func(x, y HeldFutures) int {
+		return cmp.Or(strings.Compare(x.Scope, y.Scope), strings.Compare(x.Symbol, y.Symbol))
+	})
+	return out, nil
 }

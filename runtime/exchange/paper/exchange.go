@@ -518,8 +518,14 @@ func (st *fillState) futures(m exchange.MarketInfo, req exchange.OrderRequest, o
 	return string(b), err
 }
 
-func spotField(scope, base string) string     { return "spot|" + scope + "|" + base }
-func futField(scope, symbol string) string    { return "fut|" + scope + "|" + symbol }
+// Kinds of the fields of the holdings hash: "<kind>|<bot>|<base or symbol>".
+const (
+	spotKind = "spot"
+	futKind  = "fut"
+)
+
+func spotField(scope, base string) string     { return spotKind + "|" + scope + "|" + base }
+func futField(scope, symbol string) string    { return futKind + "|" + scope + "|" + symbol }
 func orderID(account, clientID string) string { return "P" + hash(account + "/" + clientID)[:19] }
 
 func hash(s string) string {
