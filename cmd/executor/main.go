@@ -29,7 +29,7 @@ import (
 func main() {
 	var (
 		metricsAddr, marketData, instance string
-		masterKeyFile, previousKeyFiles   string
+		masterKeys                        credentials.KeyFlags
 		leaseTTL, watchInterval           time.Duration
 		budget                            queue.Options
 		redisOpts                         store.Options
@@ -44,14 +44,13 @@ func main() {
 	flag.DurationVar(&budget.MaxElapsed, "signal-max-elapsed", queue.DefaultMaxElapsed, "time after a signal's first failure before it is dead-lettered")
 	flag.IntVar(&budget.MaxInFlight, "partition-concurrency", queue.DefaultMaxInFlight, "signals of different bots one queue partition executes at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
-	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
-	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, still accepted for opening during a rotation")
+	masterKeys.Bind(flag.CommandLine, "opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
-	keys, err := credentials.FromFlags(masterKeyFile, previousKeyFiles)
+	keys, err := masterKeys.Load(logger, "bots on exchange connections answer EXCHANGE_DISCONNECTED")
 	if err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
@@ -84,13 +83,8 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	}
 
 	exchanges := connectors.All()
-	if keys == nil {
-		logger.Warn("no --master-key-file: bots on exchange connections answer EXCHANGE_DISCONNECTED")
-	} else {
-		logger.Info("master keys loaded", "currentKeyId", keys.CurrentKeyID(), "keyIds", keys.KeyIDs())
-	}
 	venues := &executor.Paper{Redis: rdb, Prices: prices,
-		Live: &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: exchanges}}
+		Live: &executor.LiveVenues{Redis: rdb, Clients: &connectors.Clients{Keys: keys, Connectors: exchanges}}}
 
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Venues: venues, Logger: logger})
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})

@@ -28,7 +28,7 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, baseURL    string
-		masterKeyFile, previousKeyFiles    string
+		masterKeys                         credentials.KeyFlags
 		leaderElect                        bool
 		qps                                float64
 		burst, workers                     int
@@ -47,8 +47,7 @@ func main() {
 	flag.DurationVar(&tombstoneTTL, "tombstone-ttl", 90*24*time.Hour, "how long a deleted bot's URL answers BOT_DELETED")
 	flag.DurationVar(&paperSync, "paper-sync-period", 30*time.Second, "how often paper account status re-reads the balance")
 	flag.DurationVar(&credRetry, "credentials-retry-period", 30*time.Second, "how often a connection with a missing Secret looks again")
-	flag.StringVar(&masterKeyFile, "master-key-file", "", "file with the 32-byte master key (raw or base64) that seals exchange credentials; mount a Secret. Without it no exchange connection becomes Ready")
-	flag.StringVar(&previousKeyFiles, "previous-master-key-files", "", "comma-separated files with previous master keys, accepted for opening until every connection is re-sealed")
+	masterKeys.Bind(flag.CommandLine, "seals exchange credentials; mount a Secret. Without it no exchange connection becomes Ready")
 	flag.DurationVar(&revalidate, "exchange-revalidate-period", controllers.DefaultExchangeRevalidatePeriod, "how often an exchange connection's API key is checked with the exchange again")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level (DEBUG, INFO, WARN, ERROR)")
@@ -56,7 +55,8 @@ func main() {
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
-	keys, err := credentials.FromFlags(masterKeyFile, previousKeyFiles)
+	// Rotation progress is each connection's status.encryptionKeyID.
+	keys, err := masterKeys.Load(logger, "exchange connections stay not Ready (MasterKeyMissing)")
 	if err != nil {
 		logger.Error("manager stopped", "error", err)
 		os.Exit(1)
@@ -124,12 +124,6 @@ func run(ctx context.Context, logger *slog.Logger, c managerConfig) error {
 	// Ready only while Redis answers: without it no bot can be projected.
 	if err := mgr.AddReadyzCheck("redis", func(r *http.Request) error { return rdb.Ping(r.Context()).Err() }); err != nil {
 		return err
-	}
-	if k := c.controllers.MasterKeys; k == nil {
-		logger.Warn("no --master-key-file: exchange connections stay not Ready (MasterKeyMissing)")
-	} else {
-		// Key IDs are short hashes, safe to log; rotation progress is status.encryptionKeyID.
-		logger.Info("master keys loaded", "currentKeyId", k.CurrentKeyID(), "keyIds", k.KeyIDs())
 	}
 	logger.Info("starting manager", "redis", c.redis.String(), "baseURL", c.controllers.BaseURL)
 	return mgr.Start(ctx)

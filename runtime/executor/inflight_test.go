@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 	"github.com/sigops/sigops/runtime/exchange/bybit"
 	"github.com/sigops/sigops/runtime/exchange/bybit/bybitfake"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
@@ -58,7 +59,7 @@ func liveExecutor(rdb redis.UniversalClient, log *slog.Logger, now func() time.T
 	if err != nil {
 		return nil, err
 	}
-	lv := &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: windowConnectors()}
+	lv := &executor.LiveVenues{Redis: rdb, Clients: &connectors.Clients{Keys: keys, Connectors: windowConnectors()}}
 	return executor.New(executor.Deps{Redis: rdb, Logger: log, Now: now,
 		Venues: &executor.Paper{Redis: rdb, Live: lv}}), nil
 }

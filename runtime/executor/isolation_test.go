@@ -21,6 +21,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/order"
@@ -129,7 +130,7 @@ func TestHangingExchangeHoldsUpItsOwnBotOnly(t *testing.T) {
 		}
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lv := &executor.LiveVenues{Redis: rdb, Keys: keys, Connectors: windowConnectors()}
+	lv := &executor.LiveVenues{Redis: rdb, Clients: &connectors.Clients{Keys: keys, Connectors: windowConnectors()}}
 	ex := executor.New(executor.Deps{Redis: rdb, Prices: px, Logger: quiet,
 		Venues: &executor.Paper{Redis: rdb, Prices: px, Live: lv}})
 	qc := queueClient(t, srv)

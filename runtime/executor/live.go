@@ -1,13 +1,8 @@
 package executor
 
 import (
-	"container/list"
 	"context"
-	"crypto/sha256"
 	"errors"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
@@ -16,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -24,14 +20,11 @@ import (
 // endpoints of the exchanges can replace it per account later.
 var DefaultLiveFeeRate = decimal.RequireFromString("0.001")
 
-// DefaultLiveCacheSize bounds the cached exchange clients of a LiveVenues.
-const DefaultLiveCacheSize = 1024
-
 // LiveVenues opens bots' exchange connections (registry.AccountExchange). It reads the
 // connection's projection (runtime/credentials) by the bot's Account.ID, refuses what the
-// bot may not use, opens the sealed credentials with the master key ring and connects. The
-// connected client is cached per connection and sealed blob, so signals reuse it; a new
-// blob (new key in the Secret, master-key rotation) or new endpoints replace the entry.
+// bot may not use, and gets the connected client from Clients, which opens the sealed
+// credentials with the master key ring and caches the client per connection and sealed
+// blob, so signals reuse it.
 //
 // Refusals, as the executor answers them:
 //   - no projection, not Ready (refused key, exchange unreachable at validation), no usable
@@ -40,26 +33,10 @@ const DefaultLiveCacheSize = 1024
 //     the bot's market: BOT_DISABLED.
 type LiveVenues struct {
 	Redis redis.UniversalClient
-	// Keys opens the sealed credentials (--master-key-file and previous keys); nil refuses
-	// every exchange account.
-	Keys *credentials.Ring
-	// Connectors by exchange name (the connection's spec.exchange).
-	Connectors map[string]exchange.Connector
+	// Clients connects the connections (nil refuses every exchange account).
+	Clients *connectors.Clients
 	// FeeRate sizes "N%" orders (zero: DefaultLiveFeeRate).
 	FeeRate decimal.Decimal
-	// CacheSize bounds the cached clients (zero: DefaultLiveCacheSize); the least recently
-	// used is dropped first.
-	CacheSize int
-
-	mu    sync.Mutex
-	lru   *list.List               // of *liveEntry, most recently used first
-	byUID map[string]*list.Element // connection UID -> element
-}
-
-type liveEntry struct {
-	uid         string
-	fingerprint [sha256.Size]byte // of the blob, exchange and endpoints the client was made from
-	live        exchange.Live
 }
 
 // Open implements Venues for exchange accounts.
@@ -111,87 +88,17 @@ func (v *LiveVenues) Open(ctx context.Context, bot registry.Bot) (Account, error
 	return Account{Exchange: ex, FeeRate: fee, Venue: c.Exchange}, nil
 }
 
-// client returns the cached client of c or connects a new one.
+// client connects c through Clients.
 func (v *LiveVenues) client(c credentials.Connection) (exchange.Live, error) {
-	fp := fingerprint(c)
-	v.mu.Lock()
-	if el, ok := v.byUID[c.UID]; ok {
-		e := el.Value.(*liveEntry)
-		if e.fingerprint == fp {
-			v.lru.MoveToFront(el)
-			v.mu.Unlock()
-			return e.live, nil
-		}
-	}
-	v.mu.Unlock()
-
-	connector := v.Connectors[c.Exchange]
-	if connector == nil {
-		return nil, errs.New(errs.ExchangeDisconnected, "this executor cannot trade on %s", c.Exchange)
-	}
-	if v.Keys == nil {
+	if v.Clients == nil {
 		return nil, errs.New(errs.ExchangeDisconnected, "this executor has no master key to open exchange credentials")
 	}
-	creds, err := v.Keys.OpenCredentials(c.Sealed, credentials.AAD(c.UID))
-	if err != nil {
-		// The cause names no secret (see runtime/credentials); it stays out of the message.
-		return nil, errs.Wrap(err, errs.ExchangeDisconnected, "the credentials of exchange connection %q cannot be opened by this executor", c.Name)
-	}
-	live, err := connector.Connect(creds, c.Endpoints())
-	if err != nil {
-		// A connector's error might quote what it was given: keep it out entirely.
-		return nil, errs.New(errs.ExchangeDisconnected, "cannot connect to %s", c.Exchange)
-	}
-	v.put(c.UID, fp, live)
-	return live, nil
-}
-
-func (v *LiveVenues) put(uid string, fp [sha256.Size]byte, live exchange.Live) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.lru == nil {
-		v.lru, v.byUID = list.New(), map[string]*list.Element{}
-	}
-	if el, ok := v.byUID[uid]; ok {
-		el.Value = &liveEntry{uid: uid, fingerprint: fp, live: live}
-		v.lru.MoveToFront(el)
-		return
-	}
-	v.byUID[uid] = v.lru.PushFront(&liveEntry{uid: uid, fingerprint: fp, live: live})
-	size := v.CacheSize
-	if size <= 0 {
-		size = DefaultLiveCacheSize
-	}
-	for v.lru.Len() > size {
-		last := v.lru.Back()
-		v.lru.Remove(last)
-		delete(v.byUID, last.Value.(*liveEntry).uid)
-	}
+	return v.Clients.Client(c)
 }
 
 // forget drops the cached client of a connection.
 func (v *LiveVenues) forget(uid string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if el, ok := v.byUID[uid]; ok {
-		v.lru.Remove(el)
-		delete(v.byUID, uid)
+	if v.Clients != nil {
+		v.Clients.Forget(uid)
 	}
-}
-
-// Cached is the number of cached clients.
-func (v *LiveVenues) Cached() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.lru == nil {
-		return 0
-	}
-	return v.lru.Len()
-}
-
-// fingerprint identifies what a client was built from: the sealed blob (so a new key or a
-// rotation replaces the client) and where it connects.
-func fingerprint(c credentials.Connection) [sha256.Size]byte {
-	return sha256.Sum256([]byte(strings.Join([]string{c.Exchange, strconv.FormatBool(c.Testnet),
-		c.SpotEndpoint, c.FuturesEndpoint, c.Sealed}, "\x00")))
 }

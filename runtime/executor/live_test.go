@@ -15,6 +15,7 @@ import (
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/registry"
@@ -88,7 +89,7 @@ func newLive(t *testing.T, edit func(*registry.Bot)) *liveFixture {
 	}
 	f := &liveFixture{harness: h, keys: keys, conns: credentials.NewConnections(h.rdb),
 		stub: &stubConnector{name: "binance", h: h}}
-	f.lv = &executor.LiveVenues{Redis: h.rdb, Keys: keys, Connectors: map[string]exchange.Connector{"binance": f.stub}}
+	f.lv = &executor.LiveVenues{Redis: h.rdb, Clients: &connectors.Clients{Keys: keys, Connectors: map[string]exchange.Connector{"binance": f.stub}}}
 	f.save(f.connection("xc-1", nil))
 	h.ex = executor.New(executor.Deps{Redis: h.rdb, Logger: h.quiet, Now: func() time.Time { return h.now },
 		Venues: &executor.Paper{Redis: h.rdb, Prices: h.px, Live: f.lv}})
@@ -171,7 +172,7 @@ func TestLiveVenuesRefuse(t *testing.T) {
 		{"blob of an unknown master key", nil, func(_ *liveFixture, c *credentials.Connection) {
 			c.Sealed, _ = other.SealCredentials(liveCreds, credentials.AAD("xc-1"))
 		}, nil, errs.ExchangeDisconnected},
-		{"no master key", nil, nil, func(f *liveFixture) { f.lv.Keys = nil }, errs.ExchangeDisconnected},
+		{"no master key", nil, nil, func(f *liveFixture) { f.lv.Clients.Keys = nil }, errs.ExchangeDisconnected},
 		{"no connector", nil, func(_ *liveFixture, c *credentials.Connection) { c.Exchange = "bybit" }, nil, errs.ExchangeDisconnected},
 		{"connector error quoting the secret", nil, nil, func(f *liveFixture) {
 			f.stub.err = fmt.Errorf("bad secret %s for %s", liveCreds.APISecret, liveCreds.APIKey)
@@ -234,14 +235,14 @@ func TestLiveVenuesCache(t *testing.T) {
 	}
 	open()
 	open()
-	if f.stub.count() != 1 || f.lv.Cached() != 1 {
-		t.Fatalf("connects %d, cached %d", f.stub.count(), f.lv.Cached())
+	if f.stub.count() != 1 || f.lv.Clients.Cached() != 1 {
+		t.Fatalf("connects %d, cached %d", f.stub.count(), f.lv.Clients.Cached())
 	}
 
 	// Rotation: the manager re-seals with a new key; the executor holds both.
 	newKey := bytes.Repeat([]byte{0x77, 0x31, 0xd0, 0x0b}, 8)
 	rotated, _ := credentials.NewRing(newKey, liveKey)
-	f.lv.Keys = rotated
+	f.lv.Clients.Keys = rotated
 	open() // the old blob still opens with the previous key; same blob, cached client
 	if f.stub.count() != 1 {
 		t.Fatal("reconnected although nothing changed")
@@ -249,8 +250,8 @@ func TestLiveVenuesCache(t *testing.T) {
 	f.keys = rotated
 	f.save(f.connection("xc-1", nil))
 	open()
-	if f.stub.count() != 2 || f.stub.creds[1] != liveCreds || f.lv.Cached() != 1 {
-		t.Fatalf("re-sealed blob: connects %d, cached %d", f.stub.count(), f.lv.Cached())
+	if f.stub.count() != 2 || f.stub.creds[1] != liveCreds || f.lv.Clients.Cached() != 1 {
+		t.Fatalf("re-sealed blob: connects %d, cached %d", f.stub.count(), f.lv.Clients.Cached())
 	}
 
 	f.save(f.connection("xc-1", func(c *credentials.Connection) { c.Testnet, c.SpotEndpoint = true, "http://127.0.0.1:9" }))
@@ -264,12 +265,12 @@ func TestLiveVenuesCache(t *testing.T) {
 	if _, err := f.lv.Open(f.ctx, f.bot); errs.CodeOf(err) != errs.ExchangeDisconnected {
 		t.Fatalf("err = %v", err)
 	}
-	if f.lv.Cached() != 0 {
+	if f.lv.Clients.Cached() != 0 {
 		t.Fatal("a refused connection's client stays cached")
 	}
 
 	// Bounded: the least recently used goes first.
-	f.lv.CacheSize = 2
+	f.lv.Clients.CacheSize = 2
 	for _, id := range []string{"xc-a", "xc-b", "xc-c"} {
 		f.save(f.connection(id, nil))
 		b := f.bot
@@ -278,8 +279,8 @@ func TestLiveVenuesCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f.lv.Cached() != 2 {
-		t.Fatalf("cached = %d, want 2", f.lv.Cached())
+	if f.lv.Clients.Cached() != 2 {
+		t.Fatalf("cached = %d, want 2", f.lv.Clients.Cached())
 	}
 	before := f.stub.count()
 	b := f.bot

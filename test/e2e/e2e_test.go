@@ -108,7 +108,7 @@ func run(m *testing.M) int {
 	// The executor on the simulated market, with pinned prices.
 	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet, Venues: &executor.Paper{Redis: rdb, Prices: prices,
-		Live: &executor.LiveVenues{Redis: rdb, Keys: ring, Connectors: exchanges}}})
+		Live: &executor.LiveVenues{Redis: rdb, Clients: &connectors.Clients{Keys: ring, Connectors: exchanges}}}})
 	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: env.Redis.Addr, ClusterAddrs: env.Redis.ClusterAddrs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
