@@ -1,0 +1,418 @@
+// Package portfolio computes a user's portfolio: every paper account and exchange
+// connection the user owns, with balances, the open positions of the user's bots on it
+// valued now, equity, unrealised and realised PnL, and totals in USDT. The read API
+// (GET /api/user/portfolio), mcpd's portfolio tool and the dashboard return its Portfolio.
+//
+// The accounts come from the owner indexes in Redis (runtime/exchange/paper,
+// runtime/credentials), the positions and trades from runtime/position; an exchange
+// connection's balances and prices come from the exchange itself, through a short
+// in-process cache and a per-connection time bound, so that a slow exchange cannot hold
+// the answer. Nothing here calls the Kubernetes API. The figures' definitions are in
+// docs/decisions.md ("Portfolio").
+package portfolio
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/emails"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// Currency of every total and of each account's equity and PnL figures.
+const Currency = "USDT"
+
+// Account kinds.
+const (
+	KindPaper    = "paper"
+	KindExchange = "exchange"
+)
+
+// Wallets a balance is held in: "unified" where one wallet serves spot and futures (paper
+// accounts, Bybit's unified account), "spot" and "futures" where they differ (Binance).
+const (
+	WalletUnified = "unified"
+	WalletSpot    = "spot"
+	WalletFutures = "futures"
+)
+
+// Defaults of Options.
+const (
+	// DefaultCacheTTL is how long an exchange connection's balances and prices are reused.
+	DefaultCacheTTL = 10 * time.Second
+	// DefaultCallTimeout bounds the reads of one exchange connection.
+	DefaultCallTimeout = 3 * time.Second
+)
+
+// Portfolio is a user's accounts and their totals.
+type Portfolio struct {
+	// Accounts: paper accounts, then exchange connections, each by name then ID.
+	Accounts []Account `json:"accounts"`
+	Totals   Totals    `json:"totals"`
+	// AsOf is when the figures were computed (ISO 8601, UTC).
+	AsOf string `json:"asOf"`
+}
+
+// Account is one paper account or exchange connection.
+type Account struct {
+	// ID is the PaperAccount's or ExchangeConnection's Kubernetes UID (a bot's account ID).
+	ID string `json:"id"`
+	// Name is namespace/name.
+	Name string `json:"name"`
+	// Kind is paper or exchange.
+	Kind string `json:"kind"`
+	// Exchange is binance or bybit (exchange connections only).
+	Exchange string `json:"exchange,omitempty"`
+	// Currency is the currency of Equity, UnrealisedPnl and RealisedPnl: USDT.
+	Currency  string     `json:"currency"`
+	Balances  []Balance  `json:"balances"`
+	Positions []Position `json:"positions"`
+	// Equity, UnrealisedPnl and RealisedPnl are null when Error is set.
+	Equity        *decimal.Decimal `json:"equity"`
+	UnrealisedPnl *decimal.Decimal `json:"unrealisedPnl"`
+	RealisedPnl   *decimal.Decimal `json:"realisedPnl"`
+	// Excluded names the assets left out of the figures because no USDT price was found
+	// for them (a balance without an ASSET/USDT market, a position or trade quoted in
+	// another currency). Empty when nothing was left out.
+	Excluded []string `json:"excluded,omitempty"`
+	// Error says why the account could not be read; its figures are then null, its
+	// balances and positions empty, and it is left out of the totals.
+	Error *Error `json:"error,omitempty"`
+}
+
+// Balance is one asset of an account's wallet.
+type Balance struct {
+	Asset  string          `json:"asset"`
+	Wallet string          `json:"wallet"`
+	Free   decimal.Decimal `json:"free"`
+	// Locked is held by open orders or used as margin.
+	Locked decimal.Decimal `json:"locked"`
+	Total  decimal.Decimal `json:"total"`
+}
+
+// Position is an open position of one of the user's bots: the spec's Position valued now
+// (position.View), with its bot.
+type Position struct {
+	BotID string `json:"botId"`
+	position.View
+}
+
+// Error is why an account could not be read.
+type Error struct {
+	Code    errs.Code `json:"code"`
+	Message string    `json:"message"`
+}
+
+// Totals are the sums over the accounts read without an error, in USDT.
+type Totals struct {
+	Currency      string          `json:"currency"`
+	Equity        decimal.Decimal `json:"equity"`
+	UnrealisedPnl decimal.Decimal `json:"unrealisedPnl"`
+	RealisedPnl   decimal.Decimal `json:"realisedPnl"`
+	// Complete is false when an account has an error or excluded assets: the totals then
+	// leave something out.
+	Complete bool `json:"complete"`
+}
+
+// Clients connects exchange connections; *connectors.Clients is one.
+type Clients interface {
+	Client(c credentials.Connection) (exchange.Live, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	Redis redis.UniversalClient
+	// Prices values paper accounts (the market data the paper exchange fills at).
+	Prices paper.PriceSource
+	// Clients connects exchange connections; nil lists them with the error "credentials
+	// unavailable" (a process without a master key).
+	Clients Clients
+	// CacheTTL and CallTimeout: zero means DefaultCacheTTL and DefaultCallTimeout.
+	CacheTTL, CallTimeout time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Service computes portfolios.
+type Service struct {
+	o     Options
+	paper *paper.Accounts
+	conns *credentials.Connections
+	reg   *registry.Registry
+	book  *position.Book
+
+	flight singleflight.Group
+	mu     sync.Mutex
+	cache  map[string]snapshot // by connection UID
+}
+
+// New returns the service.
+func New(o Options) *Service {
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Service{o: o, paper: paper.NewAccounts(o.Redis), conns: credentials.NewConnections(o.Redis),
+		reg: registry.New(o.Redis), book: position.NewBook(o.Redis), cache: map[string]snapshot{}}
+}
+
+// botBook is one of the owner's bots with its open positions and realised trades.
+type botBook struct {
+	bot       registry.Bot
+	positions []position.Position
+	trades    []position.Trade
+}
+
+// Of is the portfolio of the owner (an e-mail, compared canonically). An account that
+// cannot be read carries its Error; an error of Redis fails the whole call.
+func (s *Service) Of(ctx context.Context, owner string) (Portfolio, error) {
+	owner = emails.Canonical(owner)
+	accts, err := s.paper.ListByOwner(ctx, owner)
+	if err != nil {
+		return Portfolio{}, err
+	}
+	conns, err := s.conns.ListByOwner(ctx, owner)
+	if err != nil {
+		return Portfolio{}, err
+	}
+	books, err := s.books(ctx, owner)
+	if err != nil {
+		return Portfolio{}, err
+	}
+	out := Portfolio{Accounts: make([]Account, len(accts)+len(conns)), AsOf: s.o.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+	slices.SortFunc(accts, func(a, b paper.Account) int {
+		return cmp.Or(strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name), strings.Compare(a.ID, b.ID))
+	})
+	for i, a := range accts {
+		if out.Accounts[i], err = s.paperAccount(ctx, a, books[accountKey{registry.AccountPaper, a.ID}]); err != nil {
+			return Portfolio{}, err
+		}
+	}
+	slices.SortFunc(conns, func(a, b credentials.Connection) int {
+		return cmp.Or(strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name), strings.Compare(a.UID, b.UID))
+	})
+	// Exchanges are asked side by side, each within its own bound.
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			out.Accounts[len(accts)+i] = s.exchangeAccount(ctx, c, books[accountKey{registry.AccountExchange, c.UID}])
+		})
+	}
+	wg.Wait()
+	out.Totals = totals(out.Accounts)
+	return out, nil
+}
+
+type accountKey struct {
+	kind string
+	id   string
+}
+
+// books reads the owner's bots with their positions and trades, by account.
+func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]botBook, error) {
+	ids, err := s.reg.OwnerBots(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	reads := make([]func() (registry.Bot, error), len(ids))
+	if _, err := s.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reads[i] = registry.GetLater(ctx, p, id)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := map[accountKey][]botBook{}
+	for _, read := range reads {
+		bot, err := read()
+		if errors.Is(err, registry.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !emails.Same(bot.Owner, owner) || bot.Account.ID == "" {
+			continue
+		}
+		b := botBook{bot: bot}
+		if b.positions, err = s.book.List(ctx, bot.ID); err != nil {
+			return nil, err
+		}
+		if b.trades, err = s.book.Trades(ctx, bot.ID); err != nil {
+			return nil, err
+		}
+		k := accountKey{bot.Account.Kind, bot.Account.ID}
+		out[k] = append(out[k], b)
+	}
+	return out, nil
+}
+
+// paperAccount reads a paper account: balances and holdings from the paper exchange's
+// state, valued at the market data's prices.
+func (s *Service) paperAccount(ctx context.Context, a paper.Account, books []botBook) (Account, error) {
+	out := Account{ID: a.ID, Name: a.Namespace + "/" + a.Name, Kind: KindPaper}
+	h, err := s.paper.Holdings(ctx, a.ID)
+	if err != nil {
+		return Account{}, err
+	}
+	quote := cmp.Or(a.Currency, paper.Quote)
+	v := newValuation()
+	v.balance(Balance{Asset: quote, Wallet: WalletUnified, Free: a.Balance, Locked: a.Margin})
+	for _, base := range sortedKeys(h.Spot) {
+		v.balance(Balance{Asset: base, Wallet: WalletUnified, Free: h.Spot[base]})
+	}
+	price := func(kind exchange.Kind, symbol string) (decimal.Decimal, error) {
+		if s.o.Prices == nil {
+			return decimal.Zero, errs.New(errs.ExchangeError, "no market data to value paper accounts")
+		}
+		p, err := s.o.Prices.Price(ctx, kind, symbol)
+		if err != nil {
+			return decimal.Zero, errs.Wrap(err, errs.ExchangeError, "no market price for %s", symbol)
+		}
+		return p, nil
+	}
+	for _, f := range h.Futures {
+		px, err := price(exchange.Futures, f.Symbol)
+		if err != nil {
+			return failed(out, err), nil
+		}
+		v.futures(f.Symbol, heldPosition(f).Unrealised(px))
+	}
+	if err := v.value(func(asset string) (decimal.Decimal, error) {
+		return price(exchange.Spot, asset+"/"+Currency)
+	}); err != nil {
+		return failed(out, err), nil
+	}
+	if err := v.bots(books, price); err != nil {
+		return failed(out, err), nil
+	}
+	return v.finish(out), nil
+}
+
+// heldPosition is the paper exchange's futures position as a book position, for its
+// unrealised PnL (position.Position.Unrealised).
+func heldPosition(f paper.HeldFutures) position.Position {
+	return position.Position{Kind: exchange.Futures, Side: f.Side, Size: f.Size, Cost: f.Cost}
+}
+
+// exchangeAccount reads an exchange connection: balances and prices from the exchange
+// (cached for CacheTTL, bounded by CallTimeout), futures PnL from the bots' positions.
+func (s *Service) exchangeAccount(ctx context.Context, c credentials.Connection, books []botBook) Account {
+	out := Account{ID: c.UID, Name: c.Namespace + "/" + c.Name, Kind: KindExchange, Exchange: c.Exchange}
+	if !c.Ready || c.Sealed == "" {
+		return failed(out, errs.New(errs.ExchangeDisconnected, "exchange connection is not ready (%s)", c.Reason))
+	}
+	if s.o.Clients == nil {
+		return failed(out, errs.New(errs.ExchangeDisconnected, "credentials unavailable"))
+	}
+	live, err := s.o.Clients.Client(c)
+	if err != nil {
+		return failed(out, err)
+	}
+	need := needsOf(c, live, books)
+	snap := s.snapshot(ctx, c.UID, live, need)
+	if snap.err != nil {
+		return failed(out, snap.err)
+	}
+	v := newValuation()
+	for _, wa := range need.balances {
+		v.balance(snap.balances[wa])
+	}
+	price := func(kind exchange.Kind, symbol string) (decimal.Decimal, error) {
+		r := snap.prices[priceKey{kind, symbol}]
+		return r.price, r.err
+	}
+	if err := v.value(func(asset string) (decimal.Decimal, error) {
+		return price(exchange.Spot, asset+"/"+Currency)
+	}); err != nil {
+		return failed(out, err)
+	}
+	if err := v.bots(books, price); err != nil {
+		return failed(out, err)
+	}
+	for _, b := range books {
+		for _, p := range b.positions {
+			if p.Kind == exchange.Futures {
+				px, _ := price(exchange.Futures, p.Symbol) // read by positions above
+				v.futures(p.Symbol, p.Unrealised(px))
+			}
+		}
+	}
+	return v.finish(out)
+}
+
+// failed is the account with err: no figures, no balances, no positions.
+func failed(a Account, err error) Account {
+	e, ok := errs.As(err)
+	switch {
+	case ok:
+		a.Error = &Error{Code: e.Code, Message: e.Message}
+	case errors.Is(err, context.DeadlineExceeded):
+		a.Error = &Error{Code: errs.ExchangeError, Message: "the exchange did not answer in time"}
+	default:
+		a.Error = &Error{Code: errs.ExchangeError, Message: "the account could not be read"}
+	}
+	a.Currency, a.Balances, a.Positions = Currency, []Balance{}, []Position{}
+	a.Equity, a.UnrealisedPnl, a.RealisedPnl, a.Excluded = nil, nil, nil, nil
+	return a
+}
+
+// totals sums the accounts read without an error.
+func totals(accts []Account) Totals {
+	t := Totals{Currency: Currency, Complete: true}
+	for _, a := range accts {
+		if a.Error != nil {
+			t.Complete = false
+			continue
+		}
+		if len(a.Excluded) > 0 {
+			t.Complete = false
+		}
+		t.Equity = t.Equity.Add(*a.Equity)
+		t.UnrealisedPnl = t.UnrealisedPnl.Add(*a.UnrealisedPnl)
+		t.RealisedPnl = t.RealisedPnl.Add(*a.RealisedPnl)
+	}
+	return t
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// quoteOf is the quote asset of a BASE/QUOTE symbol.
+func quoteOf(symbol string) string {
+	_, q, _ := strings.Cut(symbol, "/")
+	return q
+}
+
+// baseOf is the base asset of a BASE/QUOTE symbol.
+func baseOf(symbol string) string {
+	b, _, _ := strings.Cut(symbol, "/")
+	return b
+}
