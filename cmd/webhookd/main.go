@@ -20,10 +20,13 @@ import (
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
@@ -55,6 +58,9 @@ func main() {
 	flag.StringVar(&read.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key, to verify the read API's bearer tokens; without it the read API accepts dashboard session cookies only")
 	flag.StringVar(&read.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
 	flag.StringVar(&read.marketData, "market-data", "simulated", "public market data for candles and valuations: simulated or binance")
+	read.masterKeys.Bind(flag.CommandLine, "opens exchange connections' credentials to read their balances for the portfolio; mount a Secret. Without it the portfolio lists exchange connections with the error \"credentials unavailable\"")
+	flag.DurationVar(&read.exchangeCacheTTL, "portfolio-exchange-cache", portfolio.DefaultCacheTTL, "how long the portfolio reuses an exchange connection's balances and prices")
+	flag.DurationVar(&read.exchangeTimeout, "portfolio-exchange-timeout", portfolio.DefaultCallTimeout, "how long the portfolio waits for one exchange connection's balances and prices before showing it with an error")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
@@ -119,7 +125,11 @@ func run(logger *slog.Logger, c config) error {
 }
 
 // readConfig are the read API's flags.
-type readConfig struct{ baseURL, keyFile, prevKeyFile, marketData string }
+type readConfig struct {
+	baseURL, keyFile, prevKeyFile, marketData string
+	masterKeys                                credentials.KeyFlags
+	exchangeCacheTTL, exchangeTimeout         time.Duration
+}
 
 // newReadAPI builds the read API served beside the webhook endpoint.
 func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Proxies, symbols func() *sigsignal.Symbols,
@@ -128,8 +138,16 @@ func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Pr
 	if err != nil {
 		return nil, err
 	}
+	keys, err := c.masterKeys.Load(logger, `the portfolio lists exchange connections with the error "credentials unavailable"`)
+	if err != nil {
+		return nil, err
+	}
+	po := portfolio.Options{Redis: rdb, Prices: prices, CacheTTL: c.exchangeCacheTTL, CallTimeout: c.exchangeTimeout}
+	if keys != nil {
+		po.Clients = &connectors.Clients{Keys: keys, Connectors: connectors.All()}
+	}
 	o := readapi.Options{Redis: rdb, Sessions: auth.NewSessions(rdb, nil), Users: auth.NewUsers(rdb, auth.UsersOptions{}),
-		Proxies: trusted, Trading: trading.New(rdb, nil, prices), Logger: logger,
+		Proxies: trusted, Trading: trading.New(rdb, nil, prices), Portfolio: portfolio.New(po), Logger: logger,
 		// The --market-data source is the candles' fallback: paper trading, and any exchange
 		// that cannot be reached.
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger})}

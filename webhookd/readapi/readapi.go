@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
@@ -45,6 +46,9 @@ type Options struct {
 	Trading *trading.API
 	// Candles serves GET /api/charts/candles (nil: the route is not served).
 	Candles *candles.Service
+	// Portfolio computes the caller's portfolio (nil: one on Redis with no market data and
+	// no exchange access).
+	Portfolio *portfolio.Service
 	// ResourceMetadata is the URL of the API's OAuth protected resource metadata, named in
 	// WWW-Authenticate so that a client learns where to get a token.
 	ResourceMetadata string
@@ -77,6 +81,9 @@ func New(o Options) *API {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Portfolio == nil {
+		o.Portfolio = portfolio.New(portfolio.Options{Redis: o.Redis, Now: o.Now})
+	}
 	return &API{o: o, limiter: newLimiter(o.Redis, o.PerIP)}
 }
 
@@ -93,6 +100,7 @@ func (a *API) Routes(r chi.Router) {
 		r.Group(func(r chi.Router) {
 			r.Use(a.requireCaller)
 			r.Get("/api/botsvc/bots/{botId}/risk", a.handleRisk)
+			r.Get(PortfolioPath, a.handlePortfolio)
 		})
 	})
 }
