@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sigops/sigops/runtime/credentials"
@@ -243,7 +244,7 @@ func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]bot
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	out := map[accountKey][]botBook{}
+	var found []botBook
 	for _, read := range reads {
 		bot, err := read()
 		if errors.Is(err, registry.ErrNotFound) {
@@ -252,21 +253,37 @@ func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]bot
 		if err != nil {
 			return nil, err
 		}
-		if !emails.Same(bot.Owner, owner) || bot.Account.ID == "" {
-			continue
+		if emails.Same(bot.Owner, owner) && bot.Account.ID != "" {
+			found = append(found, botBook{bot: bot})
 		}
-		b := botBook{bot: bot}
-		if b.positions, err = s.book.List(ctx, bot.ID); err != nil {
-			return nil, err
-		}
-		if b.trades, err = s.book.Trades(ctx, bot.ID); err != nil {
-			return nil, err
-		}
-		k := accountKey{bot.Account.Kind, bot.Account.ID}
+	}
+	// Each bot's book is a few round trips on its own partition's slot: read side by side.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(bookReaders)
+	for i := range found {
+		g.Go(func() error {
+			var err error
+			b := &found[i]
+			if b.positions, err = s.book.List(gctx, b.bot.ID); err != nil {
+				return err
+			}
+			b.trades, err = s.book.Trades(gctx, b.bot.ID)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := map[accountKey][]botBook{}
+	for _, b := range found {
+		k := accountKey{b.bot.Account.Kind, b.bot.Account.ID}
 		out[k] = append(out[k], b)
 	}
 	return out, nil
 }
+
+// bookReaders bounds the bots' books read at once for one portfolio.
+const bookReaders = 8
 
 // paperAccount reads a paper account: balances and holdings from the paper exchange's
 // state, valued at the market data's prices.
