@@ -71,7 +71,7 @@ func run(m *testing.M) int {
 	defer env.Stop()
 	rdb = env.RDB
 	// Live bots need owners whose tier includes live trading.
-	if users, err = env.LiveOwners(context.Background(), "trader@example.com", "bench@example.com", "other@example.com"); err != nil {
+	if users, err = env.LiveOwners(context.Background(), "trader@example.com", "bench@example.com", "analyst@example.com"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -155,7 +155,10 @@ func pin(t *testing.T, symbol, price string) {
 }
 
 // paperNamespace creates a namespace with the PaperAccount "paper" of trader@example.com.
-func paperNamespace(t *testing.T) string {
+func paperNamespace(t *testing.T) string { return paperNamespaceOf(t, "trader@example.com") }
+
+// paperNamespaceOf creates a namespace with the PaperAccount "paper" of owner.
+func paperNamespaceOf(t *testing.T, owner string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
@@ -163,19 +166,26 @@ func paperNamespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	acct := &tradingv1.PaperAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "paper"},
-		Spec: tradingv1.PaperAccountSpec{Owner: "trader@example.com"}}
+		Spec: tradingv1.PaperAccountSpec{Owner: owner}}
 	if err := k8s.Create(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
 }
 
-// deploy applies a PaperAccount and a SignalBot and returns the bot's webhook path and ID.
+// deploy applies a PaperAccount and a SignalBot of trader@example.com and returns the bot's
+// webhook path and ID.
 func deploy(t *testing.T, bot *tradingv1.SignalBot) (path, botID string) {
 	t.Helper()
+	return deployFor(t, "trader@example.com", bot)
+}
+
+// deployFor is deploy for another owner.
+func deployFor(t *testing.T, owner string, bot *tradingv1.SignalBot) (path, botID string) {
+	t.Helper()
 	ctx := context.Background()
-	ns := paperNamespace(t)
-	bot.Namespace, bot.Spec.Owner = ns, "trader@example.com"
+	ns := paperNamespaceOf(t, owner)
+	bot.Namespace, bot.Spec.Owner = ns, owner
 	bot.Spec.PaperAccountRef = &tradingv1.LocalObjectReference{Name: "paper"}
 	if err := k8s.Create(ctx, bot); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/shopspring/decimal"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/webhookd/readapi"
 )
 
@@ -29,7 +34,7 @@ func startReadAPI(log *slog.Logger) (*readapi.API, error) {
 		return nil, err
 	}
 	return readapi.New(readapi.Options{Redis: rdb, Verifier: verifier, Sessions: auth.NewSessions(rdb, nil), Users: users,
-		Trading: api, Logger: log}), nil
+		Trading: api, Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}), Logger: log}), nil
 }
 
 // bearerOf is a bearer JWT of the account with email.
@@ -75,4 +80,112 @@ func read(t *testing.T, path, token string, v any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+// The read API over HTTPS after fills at known prices: every figure of the risk metrics and
+// the portfolio worked by hand (analytics in TestReadAPIAnalyticsByHand shares the trades).
+func TestReadAPIFiguresByHand(t *testing.T) {
+	const owner = "analyst@example.com"
+	path, botID := deployFor(t, owner, &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		Spec: tradingv1.SignalBotSpec{Symbol: "BTC/USDT",
+			Risk: tradingv1.RiskSpec{MaxExposure: "0.5", DailyLossLimit: "100", MaxConsecutiveLosses: 5}}})
+	token := bearerOf(t, owner)
+
+	// Limit orders fill at once at their price on the paper exchange, fee 0.1 %:
+	//   buy 0.01 @ 60,000: 600 + fee 0.6          balance 10,000 − 600.6 = 9,399.4
+	//   sell 0.01 @ 61,000: 610 − fee 0.61        balance 10,008.79; trade +10 − 1.21 = +8.79
+	//   buy 0.01 @ 61,000: 610 + fee 0.61         balance 9,398.18
+	//   sell 0.01 @ 60,500: 605 − fee 0.605       balance 10,002.575; trade −5 − 1.215 = −6.215
+	//   buy 0.02 @ 60,000: 1,200 + fee 1.2        balance 8,801.375; open long 0.02
+	for _, sig := range []string{
+		`{"action":"buy","symbol":"BTCUSDT","size":"0.01","price":"60000"}`,
+		`{"action":"sell","symbol":"BTCUSDT","size":"0.01","price":"61000"}`,
+		`{"action":"buy","symbol":"BTCUSDT","size":"0.01","price":"61000"}`,
+		`{"action":"sell","symbol":"BTCUSDT","size":"0.01","price":"60500"}`,
+		`{"action":"buy","symbol":"BTCUSDT","size":"0.02","price":"60000"}`,
+	} {
+		if r := send(t, path, sig); r.Status != 200 || !r.Body.Success {
+			t.Fatalf("%s: %+v", sig, r)
+		}
+	}
+	mustEqual(t, "balance", decimal.RequireFromString(balance(t, botID)), "8801.375")
+	pin(t, "BTC/USDT", "60500")
+
+	// Risk: exposure is the open margin (spot: cost 1,200) over free balance plus that
+	// margin: 1,200 / 10,001.375 = 0.11998350… → 0.119984. No loss today (net +2.575), one
+	// loss in a row. Score: ratios 0.2399670 (exposure / 0.5), 0, 0.2 (1 / 5); 0.7 × max +
+	// 0.3 × mean = 0.167977 + 0.043997 = 0.211974; 1 + floor(9 × 0.211974 = 1.9078) = 2, low.
+	var risk struct {
+		BotID                string          `json:"botId"`
+		CurrentExposure      decimal.Decimal `json:"currentExposure"`
+		MaxExposureAllowed   decimal.Decimal `json:"maxExposureAllowed"`
+		DailyLossLimit       decimal.Decimal `json:"dailyLossLimit"`
+		DailyLossUsed        decimal.Decimal `json:"dailyLossUsed"`
+		ConsecutiveLosses    int             `json:"consecutiveLosses"`
+		MaxConsecutiveLosses int             `json:"maxConsecutiveLosses"`
+		RiskScore            int             `json:"riskScore"`
+		RiskLevel            string          `json:"riskLevel"`
+	}
+	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", token, &risk); st != 200 {
+		t.Fatalf("risk: status %d", st)
+	}
+	mustEqual(t, "currentExposure", risk.CurrentExposure, "0.119984")
+	mustEqual(t, "maxExposureAllowed", risk.MaxExposureAllowed, "0.5")
+	mustEqual(t, "dailyLossLimit", risk.DailyLossLimit, "100")
+	mustEqual(t, "dailyLossUsed", risk.DailyLossUsed, "0")
+	if risk.BotID != botID || risk.ConsecutiveLosses != 1 || risk.MaxConsecutiveLosses != 5 || risk.RiskScore != 2 || risk.RiskLevel != "low" {
+		t.Fatalf("risk = %+v", risk)
+	}
+
+	// Portfolio: the one paper account. Equity = free 8,801.375 + spot 0.02 BTC × 60,500
+	// (1,210) = 10,011.375; unrealised 0.02 × (60,500 − 60,000) = 10 (before exit fees);
+	// realised 8.79 − 6.215 = 2.575.
+	var pf portfolio.Portfolio
+	if st := read(t, "/api/user/portfolio", token, &pf); st != 200 {
+		t.Fatalf("portfolio: status %d", st)
+	}
+	if len(pf.Accounts) != 1 {
+		t.Fatalf("accounts = %+v", pf.Accounts)
+	}
+	a := pf.Accounts[0]
+	if a.Kind != "paper" || a.Error != nil || a.Equity == nil || a.UnrealisedPnl == nil || a.RealisedPnl == nil {
+		t.Fatalf("account = %+v", a)
+	}
+	mustEqual(t, "equity", *a.Equity, "10011.375")
+	mustEqual(t, "unrealised", *a.UnrealisedPnl, "10")
+	mustEqual(t, "realised", *a.RealisedPnl, "2.575")
+	usdt := false
+	for _, b := range a.Balances {
+		if b.Asset == "USDT" {
+			usdt = true
+			mustEqual(t, "USDT free", b.Free, "8801.375")
+		}
+	}
+	if !usdt || len(a.Positions) != 1 {
+		t.Fatalf("balances %+v, positions %+v", a.Balances, a.Positions)
+	}
+	p := a.Positions[0]
+	mustEqual(t, "position size", p.Size, "0.02")
+	mustEqual(t, "entry", p.EntryPrice, "60000")
+	mustEqual(t, "current", p.CurrentPrice, "60500")
+	mustEqual(t, "pnl", p.Pnl, "10")
+	mustEqual(t, "pnlPercent", p.PnlPercent, "0.83") // 10 / 1,200 margin = 0.8333 %
+	mustEqual(t, "margin", p.Margin, "1200")
+	if p.BotID != botID || p.Side != "long" || p.Symbol != "BTC/USDT" || p.CreatedAt == "" {
+		t.Fatalf("position = %+v", p)
+	}
+	mustEqual(t, "total equity", pf.Totals.Equity, "10011.375")
+	mustEqual(t, "total realised", pf.Totals.RealisedPnl, "2.575")
+	if !pf.Totals.Complete {
+		t.Fatalf("totals = %+v", pf.Totals)
+	}
+
+	// Another user sees neither the bot nor the account; no token is 401.
+	other := bearerOf(t, "trader@example.com")
+	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", other, nil); st != 404 {
+		t.Fatalf("another user's risk read: status %d, want 404", st)
+	}
+	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", "", nil); st != 401 {
+		t.Fatalf("no token: status %d, want 401", st)
+	}
 }
