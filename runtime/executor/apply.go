@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
@@ -32,7 +33,14 @@ type bookIn struct {
 	req   *exchange.OrderRequest
 	order *exchange.Order
 	now   time.Time
+	// free is the account's free quote balance the entry was sized from in this attempt
+	// (nil: not sized here, or not an entry): the bot's starting equity if this is its
+	// first entry.
+	free *decimal.Decimal
 }
+
+// date is the UTC day a trade booked now belongs to (its ClosedAt is now).
+func (in bookIn) date() analytics.Date { return analytics.DateOf(in.now) }
 
 // bookState is what a booking reads: whether the leg is booked already, the bot's position
 // on the leg's symbol (nil: none open), its risk counters and the leg's order record (nil:
@@ -43,6 +51,9 @@ type bookState struct {
 	pos      *position.Position
 	counters risk.Counters
 	rec      *position.OrderRecord
+	// day is the bot's aggregate of the day a trade of this leg would belong to (read for
+	// reduce legs only).
+	day analytics.Day
 }
 
 // bookWrites are what a booking writes.
@@ -60,6 +71,10 @@ type bookWrites struct {
 	counters risk.Counters
 	// pause is the risk pause the trade triggered.
 	pause *registry.Pause
+	// day is the trade's day with the trade counted (nil: no trade).
+	day *analytics.Day
+	// start is the starting equity to record unless one is (an entry sized here).
+	start *decimal.Decimal
 }
 
 // applyLeg books a leg on the state read and returns the writes to make; st is left as it
@@ -81,7 +96,7 @@ func applyLeg(in bookIn, st bookState) (bookWrites, error) {
 			case opOpen, opAdd:
 				err = w.enter(in, fillOf(in))
 			case opReduce:
-				err = w.reduce(in, fillOf(in))
+				err = w.reduce(in, st, fillOf(in))
 			}
 			if err != nil {
 				return bookWrites{}, err
@@ -140,9 +155,11 @@ func feeInQuote(o exchange.Order, m exchange.MarketInfo) decimal.Decimal {
 }
 
 // enter books an entry fill: it opens the position, or adds to the one open on the same
-// side (the entry re-averages, percentage exits follow it).
+// side (the entry re-averages, percentage exits follow it); the balance it was sized from
+// is the bot's starting equity if none is recorded.
 func (w *bookWrites) enter(in bookIn, f position.Fill) error {
 	l, m, sym := in.leg, in.market, in.leg.Symbol
+	w.start = in.free
 	switch {
 	case w.pos == nil:
 		p := position.Open(position.ID(in.signalID, l.Name), in.botID, sym, in.kind, l.Side, in.req.Leverage, f, in.signalID)
@@ -168,15 +185,19 @@ func (w *bookWrites) enter(in bookIn, f position.Fill) error {
 	return nil
 }
 
-// reduce books an exit fill: the realised trade, the position's rest (none once closed), the
-// exit the watcher fired cleared, and the risk counters with the pause they trigger.
-func (w *bookWrites) reduce(in bookIn, f position.Fill) error {
+// reduce books an exit fill: the realised trade and its day's aggregate, the position's
+// rest (none once closed), the exit the watcher fired cleared, and the risk counters with
+// the pause they trigger.
+func (w *bookWrites) reduce(in bookIn, st bookState, f position.Fill) error {
 	l, sym := in.leg, in.leg.Symbol
 	if w.pos == nil || w.pos.Side != l.Side {
 		return errs.New(errs.InternalError, "filled exit %s has no %s position to book on", in.req.ClientOrderID, l.Side)
 	}
 	_, t, closed := w.pos.Reduce(f, in.req.ClientOrderID, in.signalID, l.Reason)
 	w.trade = &t
+	day := st.day
+	day.Add(t)
+	w.day = &day
 	verb := "reduced"
 	if closed {
 		verb = "closed"

@@ -7,6 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
@@ -50,9 +51,20 @@ type wantTrade struct {
 	closed                            bool
 }
 
+// wantDay is the day's aggregate a trade's booking writes.
+type wantDay struct {
+	trades, wins, losses             int
+	profit, loss, fees               string
+	sum, high, low, drawdown, peakAt string
+}
+
 type applyStep struct {
 	leg   leg
 	order *exchange.Order
+	// free is the balance the leg was sized from ("": not sized in this attempt); start
+	// the starting equity the booking records ("": none).
+	free, start string
+	day         *wantDay // the trade's day after the booking; nil: no trade
 	// what the booking must write
 	msg    string
 	pos    *wantPos   // nil: none open
@@ -74,6 +86,7 @@ func TestApplyLeg(t *testing.T) {
 		limits   risk.Limits
 		pos      *position.Position
 		counters risk.Counters
+		day      analytics.Day // the stored aggregate of the booking's day
 		steps    []applyStep
 	}{{
 		name: "spot buy opens", kind: exchange.Spot,
@@ -100,6 +113,8 @@ func TestApplyLeg(t *testing.T) {
 			trade: &wantTrade{size: "0.01", entry: "65000", exit: "66000", pnl: "10", fees: "1.31", net: "8.69", closed: true},
 			// day −5 + 8.69 = 3.69; a win ends the run of losses
 			dayPnl: "3.69", losses: 0, status: exchange.StatusFilled,
+			// the day's first trade alone: n 1, w 1, profit 8.69, path sum = high = 8.69
+			day: &wantDay{trades: 1, wins: 1, profit: "8.69", loss: "0", fees: "1.31", sum: "8.69", high: "8.69", low: "0", drawdown: "0", peakAt: "0"},
 		}},
 	}, {
 		name: "futures long opens at 10x", kind: exchange.Futures,
@@ -126,6 +141,8 @@ func TestApplyLeg(t *testing.T) {
 			// yesterday's −90 does not count: today −112.1, past the limit of 100
 			dayPnl: "-112.1", losses: 2, halt: "bot paused (Risk) until 2026-11-22T00:00:00Z: loss limit reached",
 			status: exchange.StatusFilled,
+			// one loss: the path falls from 0 to −112.1
+			day: &wantDay{trades: 1, losses: 1, profit: "0", loss: "-112.1", fees: "12.1", sum: "-112.1", high: "0", low: "-112.1", drawdown: "112.1", peakAt: "0"},
 		}},
 	}, {
 		name: "partial take-profit of a futures long", kind: exchange.Futures,
@@ -149,6 +166,8 @@ func TestApplyLeg(t *testing.T) {
 			// take-profit is gone, the stop-loss stays
 			pos:    &wantPos{side: position.Long, size: "0.03", cost: "1845", margin: "184.5", fees: "1.845", entry: "61500", leverage: 10, dca: 1, stop: "60000"},
 			dayPnl: "13.755", status: exchange.StatusFilled,
+			// a partial close is a trade of its own
+			day: &wantDay{trades: 1, wins: 1, profit: "13.755", loss: "0", fees: "1.245", sum: "13.755", high: "13.755", low: "0", drawdown: "0", peakAt: "0"},
 		}},
 	}, {
 		name: "reversal closes the short and opens a long", kind: exchange.Futures,
@@ -161,10 +180,14 @@ func TestApplyLeg(t *testing.T) {
 			msg:    "closed short 0.1 BTC/USDT at 59000, net PnL 88.1",
 			trade:  &wantTrade{size: "0.1", entry: "60000", exit: "59000", pnl: "100", fees: "11.9", net: "88.1", closed: true},
 			dayPnl: "88.1", status: exchange.StatusFilled,
+			day: &wantDay{trades: 1, wins: 1, profit: "88.1", loss: "0", fees: "11.9", sum: "88.1", high: "88.1", low: "0", drawdown: "0", peakAt: "0"},
 		}, {
+			// sized from the balance after the close: the starting equity only if none is
+			// recorded (HSETNX at commit)
 			leg:   leg{Op: opOpen, Symbol: btc.Symbol, Side: position.Long, Leverage: 10},
 			order: fill("c6", exchange.SideBuy, "0.1", "59000", "5.9", "USDT"),
-			msg:   "opened long 0.1 BTC/USDT at 59000",
+			free:  "10088.1", start: "10088.1",
+			msg: "opened long 0.1 BTC/USDT at 59000",
 			// cost 5900, margin 5900 / 10 = 590
 			pos:    &wantPos{side: position.Long, size: "0.1", cost: "5900", margin: "590", fees: "5.9", entry: "59000", leverage: 10, dca: 1},
 			dayPnl: "88.1", status: exchange.StatusFilled,
@@ -186,6 +209,37 @@ func TestApplyLeg(t *testing.T) {
 			msg:    "DCA level 2: added 0.03 to long BTC/USDT at 62000; entry now 61500, size 0.04",
 			pos:    &wantPos{side: position.Long, size: "0.04", cost: "2460", margin: "246", fees: "2.46", entry: "61500", leverage: 10, dca: 2, stop: "60270"},
 			dayPnl: "0", status: exchange.StatusFilled,
+		}},
+	}, {
+		name: "a sized entry records the starting equity", kind: exchange.Spot,
+		steps: []applyStep{{
+			leg:   leg{Op: opOpen, Symbol: btc.Symbol, Side: position.Long},
+			order: fill("c12", exchange.SideBuy, "0.01", "65000", "0.65", "USDT"),
+			free:  "10000", start: "10000",
+			msg:    "opened long 0.01 BTC/USDT at 65000",
+			pos:    &wantPos{side: position.Long, size: "0.01", cost: "650", margin: "650", fees: "0.65", entry: "65000", leverage: 1, dca: 1},
+			dayPnl: "0", status: exchange.StatusFilled,
+		}},
+	}, {
+		name: "a second losing trade of the day extends its aggregate", kind: exchange.Futures,
+		pos: held(exchange.Futures, position.Long, 10, "0.1", "6000", "600", "6"),
+		// earlier today: one win of +20 (fees 2), then one loss of −50 (fees 3): prefix
+		// sums 0, 20, −30; high 20, low −30, fall 20 − (−30) = 50 from 20
+		day: analytics.Day{Trades: 2, Wins: 1, Losses: 1, GrossProfit: testkit.D("20"), GrossLoss: testkit.D("-50"),
+			Fees: testkit.D("5"), Path: analytics.Path{Sum: testkit.D("-30"), High: testkit.D("20"), Low: testkit.D("-30"),
+				DD: testkit.D("50"), Peak: testkit.D("20")}},
+		steps: []applyStep{{
+			leg: leg{Name: "close:BTC/USDT", Op: opReduce, Symbol: btc.Symbol, Side: position.Long, Reason: "signal"},
+			// fee 0.1 × 59500 × 0.001 = 5.95
+			order: fill("c13", exchange.SideSell, "0.1", "59500", "5.95", "USDT"),
+			// gross 5950 − 6000 = −50; net −50 − 5.95 − 6 = −61.95
+			msg:    "closed long 0.1 BTC/USDT at 59500, net PnL -61.95",
+			trade:  &wantTrade{size: "0.1", entry: "60000", exit: "59500", pnl: "-50", fees: "11.95", net: "-61.95", closed: true},
+			dayPnl: "-61.95", losses: 1, status: exchange.StatusFilled,
+			// n 3, w 1, l 2; loss −50 − 61.95 = −111.95; fees 5 + 11.95 = 16.95; sum −30 −
+			// 61.95 = −91.95 = low; high stays 20; fall 20 − (−91.95) = 111.95 from 20
+			day: &wantDay{trades: 3, wins: 1, losses: 2, profit: "20", loss: "-111.95", fees: "16.95",
+				sum: "-91.95", high: "20", low: "-91.95", drawdown: "111.95", peakAt: "20"},
 		}},
 	}, {
 		name: "spot buy whose fee is taken in the base coin", kind: exchange.Spot,
@@ -238,15 +292,18 @@ func TestApplyLeg(t *testing.T) {
 		}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := bookState{pos: tc.pos, counters: tc.counters}
+			st := bookState{pos: tc.pos, counters: tc.counters, day: tc.day}
 			for i, s := range tc.steps {
 				in := bookIn{leg: s.leg, signalID: "sig-1", botID: "bot", kind: tc.kind, market: btc,
 					limits: tc.limits, order: s.order, now: applyNow}
+				if s.free != "" {
+					in.free = testkit.DP(s.free)
+				}
 				if s.order != nil {
 					in.req = &exchange.OrderRequest{ClientOrderID: s.order.ClientOrderID, Symbol: btc.Symbol, Kind: tc.kind,
 						Side: s.order.Side, Type: s.order.Type, Amount: s.order.Amount, Leverage: max(s.leg.Leverage, 1)}
 				}
-				read := func() string { return jsonOf([]any{st.pos, st.counters, st.rec}) }
+				read := func() string { return jsonOf([]any{st.pos, st.counters, st.rec, st.day}) }
 				before := read()
 				w, err := applyLeg(in, st)
 				if after := read(); after != before {
@@ -262,7 +319,10 @@ func TestApplyLeg(t *testing.T) {
 					t.Fatalf("step %d: %v", i, err)
 				}
 				checkWrites(t, i, s, w)
-				st = bookState{pos: w.pos, counters: w.counters}
+				st = bookState{pos: w.pos, counters: w.counters, day: st.day}
+				if w.day != nil {
+					st.day = *w.day
+				}
 			}
 		})
 	}
@@ -324,6 +384,27 @@ func checkWrites(t *testing.T, step int, s applyStep, w bookWrites) {
 		}
 	}
 	eq("day PnL", w.counters.DayPnl, s.dayPnl)
+	switch {
+	case (w.start == nil) != (s.start == ""):
+		t.Errorf("step %d: starting equity %v, want %q", step, w.start, s.start)
+	case w.start != nil:
+		eq("starting equity", *w.start, s.start)
+	}
+	if d, want := w.day, s.day; (d == nil) != (want == nil) {
+		t.Errorf("step %d: day %+v, want %+v", step, d, want)
+	} else if d != nil {
+		if d.Trades != want.trades || d.Wins != want.wins || d.Losses != want.losses {
+			t.Errorf("step %d: day counts %d/%d/%d, want %d/%d/%d", step, d.Trades, d.Wins, d.Losses, want.trades, want.wins, want.losses)
+		}
+		eq("day profit", d.GrossProfit, want.profit)
+		eq("day loss", d.GrossLoss, want.loss)
+		eq("day fees", d.Fees, want.fees)
+		eq("day sum", d.Sum, want.sum)
+		eq("day high", d.High, want.high)
+		eq("day low", d.Low, want.low)
+		eq("day drawdown", d.DD, want.drawdown)
+		eq("day drawdown peak", d.Peak, want.peakAt)
+	}
 	if w.counters.ConsecutiveLosses != s.losses || w.counters.ConsecutiveErrors != 0 {
 		t.Errorf("step %d: counters %+v, want %d losses and the errors reset", step, w.counters, s.losses)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -27,8 +28,8 @@ type legDone struct {
 }
 
 // bookLeg books one leg in one transaction guarded by the leg's done marker: the order
-// record's status, the position, the trade, the risk counters (and a risk pause they
-// trigger). A leg already booked returns its stored outcome.
+// record's status, the position, the trade and its day's aggregate, the starting equity
+// of a first entry, the risk counters (and a risk pause they trigger). A leg already booked returns its stored outcome.
 //
 // The transaction is three steps: readBook (what the booking needs, watched), applyLeg (the
 // booking itself, without Redis: apply.go) and commitBook (its writes, MULTI/EXEC). A
@@ -36,9 +37,15 @@ type legDone struct {
 func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.OrderRequest, o *exchange.Order) (legDone, error) {
 	in := bookIn{leg: l, signalID: j.env.SignalID, botID: j.bot.ID, kind: j.kind, market: j.markets[l.Symbol],
 		limits: j.limits, req: req, order: o, now: e.now()}
+	if v, ok := j.free[l.Name]; ok {
+		in.free = &v
+	}
 	keys := []string{j.sigKey(), store.BookPosition(in.botID, l.Symbol), store.RiskCounters(in.botID)}
 	if req != nil {
 		keys = append(keys, store.BookOrder(in.botID, req.ClientOrderID))
+	}
+	if in.readsDay() {
+		keys = append(keys, store.BookDays(in.botID))
 	}
 	// On a plain client the WATCH goes out with the reads, in their round trip, instead of
 	// in one of its own (Client.Watch without keys sends none): Redis runs the pipeline in
@@ -106,6 +113,7 @@ func readBook(ctx context.Context, tx *redis.Tx, in bookIn, sigKey string, watch
 	var readPos func() (*position.Position, error)
 	var readCnt func() (risk.Counters, error)
 	readRec := func() (*position.OrderRecord, error) { return nil, nil }
+	readDay := func() (analytics.Day, error) { return analytics.Day{}, nil }
 	_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if len(watch) > 0 {
 			args := make([]any, 0, 1+len(watch))
@@ -120,6 +128,9 @@ func readBook(ctx context.Context, tx *redis.Tx, in bookIn, sigKey string, watch
 		readCnt = risk.ReadCountersLater(ctx, p, in.botID)
 		if in.order != nil {
 			readRec = position.ReadOrderLater(ctx, p, in.botID, in.req.ClientOrderID)
+		}
+		if in.readsDay() {
+			readDay = analytics.ReadDayLater(ctx, p, in.botID, in.date())
 		}
 		return nil
 	})
@@ -139,12 +150,17 @@ func readBook(ctx context.Context, tx *redis.Tx, in bookIn, sigKey string, watch
 		return bookState{}, err
 	}
 	var st bookState
-	var posErr, cntErr, recErr error
+	var posErr, cntErr, recErr, dayErr error
 	st.pos, posErr = readPos()
 	st.counters, cntErr = readCnt()
 	st.rec, recErr = readRec()
-	return st, errors.Join(posErr, cntErr, recErr)
+	st.day, dayErr = readDay()
+	return st, errors.Join(posErr, cntErr, recErr, dayErr)
 }
+
+// readsDay says whether the leg may book a trade, whose day's aggregate the booking then
+// reads (and watches: the aggregate is read, changed and written back).
+func (in bookIn) readsDay() bool { return in.leg.Op == opReduce && in.order != nil }
 
 // commitBook makes a booking's writes in one MULTI/EXEC on tx, the leg's done marker (under
 // sigKey) with them.
@@ -166,6 +182,14 @@ func commitBook(ctx context.Context, tx *redis.Tx, in bookIn, sigKey string, w b
 			if err := position.StageTrade(ctx, p, *w.trade); err != nil {
 				return err
 			}
+		}
+		if w.day != nil {
+			if err := analytics.StageDay(ctx, p, in.botID, in.date(), *w.day); err != nil {
+				return err
+			}
+		}
+		if w.start != nil {
+			analytics.StageStart(ctx, p, in.botID, *w.start)
 		}
 		risk.StageCounters(ctx, p, in.botID, w.counters)
 		if w.pause != nil {

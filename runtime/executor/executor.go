@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -220,6 +221,9 @@ type job struct {
 	sig *signal.Signal
 	// unsaved is a plan made by this attempt and not stored yet (see loadOrPlan).
 	unsaved []byte
+	// free is the free quote balance each entry leg sized in this attempt was sized from,
+	// by leg name (see bookIn.free).
+	free map[string]decimal.Decimal
 }
 
 // sigKey is the signal's progress record, in the slot of the bot it was queued for (the

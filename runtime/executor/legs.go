@@ -134,7 +134,8 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 }
 
 // sizeEntry sizes an entry from the free quote balance at the expected price, with the
-// leverage of the position added to, within the bot's maximum exposure.
+// leverage of the position added to, within the bot's maximum exposure. The balance is
+// kept for the booking (the bot's starting equity, if this is its first entry).
 func (e *Executor) sizeEntry(ctx context.Context, j *job, l leg, m exchange.MarketInfo, req *exchange.OrderRequest) error {
 	price, err := e.refPrice(ctx, j, m, l.Price)
 	if err != nil {
@@ -177,6 +178,10 @@ func (e *Executor) sizeEntry(ctx context.Context, j *job, l leg, m exchange.Mark
 		}
 	}
 	req.Side, req.Amount, req.Leverage = l.Side.EntrySide(), amount, lev
+	if j.free == nil {
+		j.free = map[string]decimal.Decimal{}
+	}
+	j.free[l.Name] = bal.Free
 	return nil
 }
 

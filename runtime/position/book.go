@@ -133,6 +133,11 @@ func (b *Book) Trades(ctx context.Context, botID string) ([]Trade, error) {
 	if err != nil {
 		return nil, err
 	}
+	return DecodeTrades(botID, items)
+}
+
+// DecodeTrades decodes the items of a bot's trade list (as LRANGE returns them).
+func DecodeTrades(botID string, items []string) ([]Trade, error) {
 	out := make([]Trade, 0, len(items))
 	for _, it := range items {
 		var t Trade

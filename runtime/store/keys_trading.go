@@ -6,9 +6,9 @@ package store
 // A bot's book, risk counters and signal progress carry its partition's tag ({N}), as does
 // the watch index of that partition and the bot's hash (which holds the runtime pause), so
 // that the executor's booking transaction (progress, order, position, positions set,
-// trades, risk counters, pause, watch entry) is one slot. A paper account's keys carry the
-// account ID as their tag, so that the paper exchange's WATCH transaction (balance,
-// orders, holdings) is one slot.
+// trades, day aggregates, risk counters, pause, watch entry) is one slot. A paper
+// account's keys carry the account ID as their tag, so that the paper exchange's WATCH
+// transaction (balance, orders, holdings) is one slot.
 //
 //	sigops:paper:{id}                       hash   simulated balance of a paper account
 //	sigops:paper:{id}:orders                hash   paper exchange orders by client order ID (JSON)
@@ -18,6 +18,8 @@ package store
 //	sigops:book:{N}:<bot>:order:<clientId>  string one order of a bot (JSON)
 //	sigops:book:{N}:<bot>:orders            list   client order IDs of a bot, newest first
 //	sigops:book:{N}:<bot>:trades            list   realised trades of a bot (JSON), oldest first
+//	sigops:book:{N}:<bot>:days              hash   a bot's trades aggregated per UTC day (runtime/analytics): field
+//	                                               YYYY-MM-DD (JSON), "start" (starting equity), "trades" (count)
 //	sigops:risk:{N}:<bot>                   hash   risk counters: day, dayPnl, consecutiveLosses, consecutiveErrors
 //	sigops:sig:{N}:<signalId>               hash   executor progress of one signal: plan, leg requests, applied legs
 //	sigops:watch:{N}                        hash   the partition's positions with a stop-loss, take-profit or liquidation price
@@ -56,6 +58,11 @@ func BookOrders(botID string) string { return bookKey(botID, ":orders", "") }
 
 // BookTrades lists a bot's realised trades, oldest first (analytics reads it).
 func BookTrades(botID string) string { return bookKey(botID, ":trades", "") }
+
+// BookDays holds a bot's trades aggregated per UTC day, its starting equity and the number
+// of trades the days count; runtime/analytics owns its fields, the booking transaction
+// writes them beside the trade list.
+func BookDays(botID string) string { return bookKey(botID, ":days", "") }
 
 // bookKey is "sigops:book:{N}:<bot>" + kind + name, built in one allocation (the executor
 // names several book keys per signal).

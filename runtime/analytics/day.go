@@ -1,0 +1,143 @@
+package analytics
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/position"
+)
+
+// Path is the run of a sequence of trade results (NetPnl, in order) as far as drawdown
+// needs it: a monoid, so that per-day values combine into any range of days exactly.
+// Prefix sums are relative to the start of the sequence and include the empty prefix (0).
+type Path struct {
+	// Sum is the total of the results.
+	Sum decimal.Decimal `json:"sum"`
+	// High and Low are the largest and smallest prefix sums.
+	High decimal.Decimal `json:"hi"`
+	Low  decimal.Decimal `json:"lo"`
+	// DD is the largest fall from a running peak to a later prefix sum (0: none), and Peak
+	// the prefix sum it fell from. Among equal falls Peak is the lowest, so that the
+	// percentage reported is the largest of them; with no fall Peak is 0.
+	DD   decimal.Decimal `json:"dd"`
+	Peak decimal.Decimal `json:"pk"`
+}
+
+// Step is the path of one result x.
+func Step(x decimal.Decimal) Path {
+	p := Path{Sum: x}
+	if x.IsPositive() {
+		p.High = x
+	} else {
+		p.Low = x
+		p.DD = x.Neg()
+	}
+	return p
+}
+
+// Then is a followed by b. The largest fall lies in a, in b (its peak raised by a's sum),
+// or runs from a's highest prefix to b's lowest.
+func (a Path) Then(b Path) Path {
+	out := Path{
+		Sum:  a.Sum.Add(b.Sum),
+		High: decimal.Max(a.High, a.Sum.Add(b.High)),
+		Low:  decimal.Min(a.Low, a.Sum.Add(b.Low)),
+		DD:   a.DD,
+		Peak: a.Peak,
+	}
+	out.fall(b.DD, a.Sum.Add(b.Peak))
+	out.fall(a.High.Sub(a.Sum.Add(b.Low)), a.High)
+	if !out.DD.IsPositive() {
+		out.DD, out.Peak = decimal.Zero, decimal.Zero
+	}
+	return out
+}
+
+// fall keeps the fall dd from peak when it is larger, or as large from a lower peak.
+func (p *Path) fall(dd, peak decimal.Decimal) {
+	switch c := dd.Cmp(p.DD); {
+	case c > 0, c == 0 && peak.LessThan(p.Peak):
+		p.DD, p.Peak = dd, peak
+	}
+}
+
+// Day is one UTC day of a bot's trades in aggregate: the value stored per day (store.go)
+// and, combined with Then, the aggregate of any run of days.
+type Day struct {
+	// Trades counts every trade; Wins those with NetPnl > 0, Losses those with NetPnl < 0
+	// (a break-even trade is neither).
+	Trades int `json:"n"`
+	Wins   int `json:"w"`
+	Losses int `json:"l"`
+	// GrossProfit sums the winners' NetPnl, GrossLoss the losers' (negative or 0).
+	GrossProfit decimal.Decimal `json:"gp"`
+	GrossLoss   decimal.Decimal `json:"gl"`
+	// Fees sums the trades' fees (entry-fee share and exit fee).
+	Fees decimal.Decimal `json:"fee"`
+	// Path is the day's run of NetPnl; Path.Sum is the day's net result.
+	Path
+}
+
+// Net is the day's net result.
+func (d Day) Net() decimal.Decimal { return d.Sum }
+
+// Then is d followed by e.
+func (d Day) Then(e Day) Day {
+	return Day{
+		Trades: d.Trades + e.Trades, Wins: d.Wins + e.Wins, Losses: d.Losses + e.Losses,
+		GrossProfit: d.GrossProfit.Add(e.GrossProfit), GrossLoss: d.GrossLoss.Add(e.GrossLoss),
+		Fees: d.Fees.Add(e.Fees), Path: d.Path.Then(e.Path),
+	}
+}
+
+// Add counts trade t after the day's earlier trades.
+func (d *Day) Add(t position.Trade) { *d = d.Then(dayOf(t)) }
+
+// dayOf is the day of the one trade t.
+func dayOf(t position.Trade) Day {
+	d := Day{Trades: 1, Fees: t.Fees, Path: Step(t.NetPnl)}
+	switch t.NetPnl.Sign() {
+	case 1:
+		d.Wins, d.GrossProfit = 1, t.NetPnl
+	case -1:
+		d.Losses, d.GrossLoss = 1, t.NetPnl
+	}
+	return d
+}
+
+// DateLayout is a day's name: its field in the days hash and the API's dates.
+const DateLayout = time.DateOnly
+
+// msPerDay is the length of a UTC day (Unix time has no leap seconds).
+const msPerDay = 24 * 60 * 60 * 1000
+
+// Date is the UTC day of a time: days since 1970-01-01.
+type Date int64
+
+// DateOf is the UTC day of t.
+func DateOf(t time.Time) Date { return DateOfMS(t.UnixMilli()) }
+
+// DateOfMS is the UTC day of a Unix time in milliseconds (a trade's ClosedAt).
+func DateOfMS(ms int64) Date {
+	d := ms / msPerDay
+	if ms%msPerDay < 0 {
+		d--
+	}
+	return Date(d)
+}
+
+// ParseDate reads YYYY-MM-DD.
+func ParseDate(s string) (Date, bool) {
+	t, err := time.Parse(DateLayout, s)
+	if err != nil {
+		return 0, false
+	}
+	return DateOf(t), true
+}
+
+// Start is the day's first millisecond (UTC midnight).
+func (d Date) Start() time.Time { return time.UnixMilli(int64(d) * msPerDay).UTC() }
+
+// String is YYYY-MM-DD.
+func (d Date) String() string { return d.Start().Format(DateLayout) }

@@ -1,0 +1,217 @@
+package analytics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// The days hash (store.BookDays) of a bot holds, beside one field per UTC day with trades
+// (YYYY-MM-DD → the Day as JSON):
+const (
+	// fieldStart is the bot's starting equity: the free quote balance its first booked
+	// entry was sized from, written once (HSETNX). Empty: not known (the bot traded before
+	// the days were kept, see Rebuild).
+	fieldStart = "start"
+	// fieldTrades is the number of trades the days count. It equals the length of the
+	// trade list when every trade was booked with its day; otherwise the days are
+	// incomplete and the report is computed from the trade list.
+	fieldTrades = "trades"
+)
+
+// ReadDayLater queues the read of the bot's day date on c (a pipeline) and returns the
+// decoder to call once it has run; a day without trades is the zero Day.
+func ReadDayLater(ctx context.Context, c redis.Cmdable, botID string, date Date) func() (Day, error) {
+	cmd := c.HGet(ctx, store.BookDays(botID), date.String())
+	return func() (Day, error) {
+		s, err := cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			return Day{}, nil
+		}
+		if err != nil {
+			return Day{}, err
+		}
+		return decodeDay(botID, date.String(), s)
+	}
+}
+
+func decodeDay(botID, field, s string) (Day, error) {
+	var d Day
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return Day{}, fmt.Errorf("day %s of bot %s: corrupt: %w", field, botID, err)
+	}
+	return d, nil
+}
+
+// StageDay writes the bot's day date after one more trade (the booking's transaction):
+// the day, and the count of trades the days hold.
+func StageDay(ctx context.Context, p redis.Pipeliner, botID string, date Date, d Day) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	key := store.BookDays(botID)
+	p.HSet(ctx, key, date.String(), data)
+	p.HIncrBy(ctx, key, fieldTrades, 1)
+	return nil
+}
+
+// StageStart records the bot's starting equity unless one is recorded (an entry's
+// booking: only the first one's stays).
+func StageStart(ctx context.Context, p redis.Pipeliner, botID string, equity decimal.Decimal) {
+	p.HSetNX(ctx, store.BookDays(botID), fieldStart, equity.String())
+}
+
+// Purge removes a deleted bot's days. The bot's SignalBot finalizer calls it with the rest
+// of the bot's runtime state.
+func Purge(ctx context.Context, rdb redis.UniversalClient, botID string) error {
+	return rdb.Del(ctx, store.BookDays(botID)).Err()
+}
+
+// dated is a day with its date.
+type dated struct {
+	date Date
+	day  Day
+}
+
+// history is what a report is computed from: the bot's days with trades, oldest first,
+// and its starting equity (nil: not known).
+type history struct {
+	days  []dated
+	start *decimal.Decimal
+}
+
+// load reads the bot's history: the days hash and the trade list's length in one MULTI
+// (one round trip, and the two agree); when the days count fewer trades than the list
+// holds, the days are built from the trade list instead (a second round trip, and work in
+// proportion to the trades).
+func load(ctx context.Context, rdb redis.UniversalClient, botID string) (history, error) {
+	var all *redis.MapStringStringCmd
+	var n *redis.IntCmd
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		all = p.HGetAll(ctx, store.BookDays(botID))
+		n = p.LLen(ctx, store.BookTrades(botID))
+		return nil
+	}); err != nil {
+		return history{}, err
+	}
+	fields := all.Val()
+	h := history{days: make([]dated, 0, len(fields))}
+	counted, _ := strconv.ParseInt(fields[fieldTrades], 10, 64)
+	if counted != n.Val() {
+		// The trades booked before the days were kept are not in them, so a starting
+		// equity recorded since is not the one before the first trade.
+		trades, err := position.NewBook(rdb).Trades(ctx, botID)
+		if err != nil {
+			return history{}, err
+		}
+		h.days = fromTrades(trades)
+		return h, nil
+	}
+	if s, ok := fields[fieldStart]; ok && s != "" {
+		v, err := decimal.NewFromString(s)
+		if err != nil {
+			return history{}, fmt.Errorf("starting equity of bot %s: corrupt: %w", botID, err)
+		}
+		h.start = &v
+	}
+	for f, s := range fields {
+		date, ok := ParseDate(f)
+		if !ok {
+			continue
+		}
+		d, err := decodeDay(botID, f, s)
+		if err != nil {
+			return history{}, err
+		}
+		h.days = append(h.days, dated{date, d})
+	}
+	sort.Slice(h.days, func(i, j int) bool { return h.days[i].date < h.days[j].date })
+	return h, nil
+}
+
+// fromTrades aggregates trades (oldest first) into their days (the UTC day of ClosedAt),
+// oldest first.
+func fromTrades(trades []position.Trade) []dated {
+	idx := map[Date]int{}
+	var out []dated
+	for _, t := range trades {
+		date := DateOfMS(t.ClosedAt)
+		i, ok := idx[date]
+		if !ok {
+			i = len(out)
+			idx[date] = i
+			out = append(out, dated{date: date})
+		}
+		out[i].day.Add(t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].date < out[j].date })
+	return out
+}
+
+// Rebuild writes the bot's days from its trade list when the days count fewer trades than
+// the list holds (trades booked before the days were kept), keeping a recorded starting
+// equity and marking it unknown (empty) when none is. It reports whether it wrote; dry
+// only reports. The trade list and the days are watched, so a booking in between makes it
+// start again. queuectl migrate-keys runs it for every bot with trades.
+func Rebuild(ctx context.Context, rdb redis.UniversalClient, botID string, dry bool) (bool, error) {
+	days, trades := store.BookDays(botID), store.BookTrades(botID)
+	var wrote bool
+	txf := func(tx *redis.Tx) error {
+		wrote = false
+		var counted *redis.StringCmd
+		var start *redis.StringCmd
+		var items *redis.StringSliceCmd
+		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+			counted = p.HGet(ctx, days, fieldTrades)
+			start = p.HGet(ctx, days, fieldStart)
+			items = p.LRange(ctx, trades, 0, -1)
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		n, _ := strconv.Atoi(counted.Val())
+		if n == len(items.Val()) {
+			return nil
+		}
+		wrote = true
+		if dry {
+			return nil
+		}
+		list, err := position.DecodeTrades(botID, items.Val())
+		if err != nil {
+			return err
+		}
+		values := []any{fieldTrades, len(list), fieldStart, start.Val()}
+		for _, d := range fromTrades(list) {
+			data, err := json.Marshal(d.day)
+			if err != nil {
+				return err
+			}
+			values = append(values, d.date.String(), data)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, days)
+			p.HSet(ctx, days, values...)
+			return nil
+		})
+		return err
+	}
+	for range 20 {
+		err := rdb.Watch(ctx, txf, days, trades)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		return wrote, err
+	}
+	return false, fmt.Errorf("rebuilding the days of bot %s: too much contention", botID)
+}
