@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"fmt"
 	"math"
 	"strings"
 
@@ -208,11 +207,15 @@ func formatted(m Metrics, quote string) Formatted {
 	}
 	return Formatted{
 		TotalPnL:     pnl + " " + quote,
-		WinRate:      fmt.Sprintf("%.1f%%", m.WinRate),
-		ProfitFactor: fmt.Sprintf("%.2f", m.ProfitFactor),
-		MaxDrawdown:  fmt.Sprintf("%s %s (%.1f%%)", dd, quote, m.MaxDrawdownPercent),
+		WinRate:      fixed(m.WinRate, 1) + "%",
+		ProfitFactor: fixed(m.ProfitFactor, 2),
+		MaxDrawdown:  dd + " " + quote + " (" + fixed(m.MaxDrawdownPercent, 1) + "%)",
 	}
 }
+
+// fixed is x with places decimals, a half rounded away from zero like the money figures
+// (0.625 is "0.63"; fmt's %.2f would round the binary value to even, "0.62").
+func fixed(x float64, places int32) string { return decimal.NewFromFloat(x).StringFixed(places) }
 
 // quoteOf is the quote currency of a symbol BASE/QUOTE; USDT when the bot has no symbol.
 func quoteOf(symbol string) string {
