@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -105,11 +106,15 @@ func Setup(mgr ctrl.Manager, o Options) error {
 }
 
 // forgetTrading removes a deleted bot's trading state, each part by the package that owns
-// it: the book and its watch entries (runtime/position) and the risk counters
-// (runtime/risk). The runtime pause goes with the bot's hash (registry.Remove). Each part
-// can be repeated, so a finalizer retried after a partial run finishes the job.
+// it: the book and its watch entries (runtime/position), the per-day aggregates
+// (runtime/analytics) and the risk counters (runtime/risk). The runtime pause goes with the
+// bot's hash (registry.Remove). Each part can be repeated, so a finalizer retried after a
+// partial run finishes the job.
 func forgetTrading(ctx context.Context, rdb redis.UniversalClient, botID string) error {
 	if err := position.Purge(ctx, rdb, botID); err != nil {
+		return err
+	}
+	if err := analytics.Purge(ctx, rdb, botID); err != nil {
 		return err
 	}
 	return risk.Purge(ctx, rdb, botID)

@@ -224,11 +224,13 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
 	bot := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
 	id := webhookID(t, ns, "bot")
-	// Trading state of the bot: an open position in its book and its risk counters.
+	// Trading state of the bot: an open position in its book, its per-day aggregates and
+	// its risk counters.
 	uid := string(bot.UID)
-	tradingKeys := []string{store.BookPositions(uid), store.BookPosition(uid, "BTC/USDT"), store.RiskCounters(uid)}
+	tradingKeys := []string{store.BookPositions(uid), store.BookPosition(uid, "BTC/USDT"), store.BookDays(uid), store.RiskCounters(uid)}
 	rdb.SAdd(ctx, store.BookPositions(uid), "BTC/USDT")
 	rdb.Set(ctx, store.BookPosition(uid, "BTC/USDT"), "{}", 0)
+	rdb.HSet(ctx, store.BookDays(uid), "start", "1000")
 	if _, err := risk.RecordError(ctx, rdb, uid, clock.Now()); err != nil {
 		t.Fatal(err)
 	}

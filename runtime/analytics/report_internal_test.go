@@ -17,7 +17,9 @@ var reportNow = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 var testBot = registry.Bot{ID: "bot-1", Name: "grid", Symbol: "BTC/USDT"}
 
 // at is a UTC time on November 2026.
-func at(day, hour, minute int) time.Time { return time.Date(2026, 11, day, hour, minute, 0, 0, time.UTC) }
+func at(day, hour, minute int) time.Time {
+	return time.Date(2026, 11, day, hour, minute, 0, 0, time.UTC)
+}
 
 // tr is a trade of net result net and fees closed at t.
 func tr(net, fees string, t time.Time) position.Trade {

@@ -8,8 +8,10 @@
 // attempt counts) need the bot the signal was queued for: it is read from the entries still
 // in the queue streams and the dead letters, the only signals whose progress can be read
 // again; the others are left under their old names, where they expire. The price watcher's
-// index and the dead-letter stream are split by partition. Running it again does nothing
-// more: a key already carrying its tag is not of the old layout.
+// index and the dead-letter stream are split by partition. Last, a bot whose trades were
+// booked before the per-day aggregates existed gets them built from its trade list
+// (runtime/analytics). Running it again does nothing more: a key already carrying its tag
+// is not of the old layout, and aggregates that count every trade are left alone.
 package keymigration
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
@@ -95,7 +98,40 @@ func Run(ctx context.Context, c redis.UniversalClient, dry bool) (Report, error)
 			return report, err
 		}
 	}
+	if err := add(m.tradeDays(ctx)); err != nil {
+		return report, err
+	}
 	return report, nil
+}
+
+// tradeDays builds the per-day aggregates of every bot whose trades were booked before
+// they were kept (analytics.Rebuild), after the books got their new names. A dry run,
+// which renames nothing, counts the old layout's trade lists too: each would be renamed,
+// then aggregated.
+func (m *migration) tradeDays(ctx context.Context) (Family, error) {
+	out := Family{Name: "trade days"}
+	keys, err := m.scan(ctx, "sigops:book:*:trades")
+	if err != nil {
+		return out, err
+	}
+	for _, k := range keys {
+		rest := strings.TrimSuffix(strings.TrimPrefix(k, "sigops:book:"), ":trades")
+		if _, bot, tagged := strings.Cut(rest, "}:"); tagged {
+			if k != store.BookTrades(bot) {
+				continue // not a key of this layout
+			}
+			wrote, err := analytics.Rebuild(ctx, m.rdb, bot, m.dry)
+			if err != nil {
+				return out, err
+			}
+			if wrote {
+				out.Moved++
+			}
+		} else if m.dry && !strings.Contains(rest, ":") && m.rdb.Exists(ctx, store.BookTrades(rest)).Val() == 0 {
+			out.Moved++
+		}
+	}
+	return out, nil
 }
 
 type migration struct {

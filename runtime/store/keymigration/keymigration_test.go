@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -114,6 +116,8 @@ func TestMigrateKeys(t *testing.T) {
 		"idempotency keys": {Moved: 1}, "dedupe records": {Moved: 1}, "books": {Moved: 5},
 		"risk counters": {Moved: 1, Kept: 1}, "signal progress": {Moved: 2, Kept: 1}, "attempt counts": {Moved: 1},
 		"paper accounts": {Moved: 3}, "users": {Moved: 3},
+		// bot-1's trade list, renamed, then aggregated into its days
+		"trade days": {Moved: 1},
 	}
 	check := func(what string, r keymigration.Report, want map[string]keymigration.Family) {
 		t.Helper()
@@ -160,6 +164,14 @@ func TestMigrateKeys(t *testing.T) {
 	if n, err := position.NewBook(rdb).List(ctx, "bot-1"); err != nil || len(n) != 1 {
 		t.Errorf("book after migration: %v, %v", n, err)
 	}
+	// The trade of bot-1 (closed at 0 ms, 1 January 1970) is counted in its day; the
+	// starting equity was never recorded: empty, unknown.
+	days := rdb.HGetAll(ctx, store.BookDays("bot-1")).Val()
+	var day analytics.Day
+	if err := json.Unmarshal([]byte(days["1970-01-01"]), &day); err != nil || len(days) != 3 || days["trades"] != "1" ||
+		days["start"] != "" || day.Trades != 1 || day.Wins != 1 || !day.Net().Equal(decimal.NewFromInt(1)) {
+		t.Errorf("days after migration: %v (%v)", days, err)
+	}
 	if w, err := position.Watched(ctx, rdb); err != nil || len(w) != 2 {
 		t.Errorf("watched after migration: %v, %v", w, err)
 	}
@@ -197,6 +209,9 @@ func TestMigrateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("second run", again, map[string]keymigration.Family{"risk counters": {Kept: 1}, "signal progress": {Kept: 1}})
+	if v := rdb.HGet(ctx, store.BookDays("bot-1"), "trades").Val(); v != "1" {
+		t.Errorf("days after a second run count %s trades", v)
+	}
 
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
 	defer cluster.Close()
