@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
@@ -49,6 +50,8 @@ type Options struct {
 	// Portfolio computes the caller's portfolio (nil: one on Redis with no market data and
 	// no exchange access).
 	Portfolio *portfolio.Service
+	// Analytics computes a bot's analytics (nil: on Redis).
+	Analytics *analytics.Analytics
 	// ResourceMetadata is the URL of the API's OAuth protected resource metadata, named in
 	// WWW-Authenticate so that a client learns where to get a token.
 	ResourceMetadata string
@@ -71,6 +74,9 @@ type API struct {
 func New(o Options) *API {
 	if o.Bots == nil {
 		o.Bots = registry.New(o.Redis)
+	}
+	if o.Analytics == nil {
+		o.Analytics = analytics.New(o.Redis)
 	}
 	if o.PerIP.Rate <= 0 {
 		o.PerIP = DefaultPerIP
@@ -101,6 +107,7 @@ func (a *API) Routes(r chi.Router) {
 			r.Use(a.requireCaller)
 			r.Get("/api/botsvc/bots/{botId}/risk", a.handleRisk)
 			r.Get(PortfolioPath, a.handlePortfolio)
+			r.Get("/api/botsvc/bots/{botId}/analytics", a.handleAnalytics)
 		})
 	})
 }
