@@ -1,6 +1,10 @@
 package analytics
 
 import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -77,6 +81,66 @@ type Day struct {
 	Fees decimal.Decimal `json:"fee"`
 	// Path is the day's run of NetPnl; Path.Sum is the day's net result.
 	Path
+}
+
+// MarshalJSON writes the day compactly, as the array [trades, wins, losses, grossProfit,
+// grossLoss, fees, sum, high, low, drawdown, peak] with the decimals as numbers in their
+// exact text: a report decodes a day per calendar day with trades, and an array of numbers
+// decodes several times faster than an object of decimal strings.
+func (d Day) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 96)
+	b = append(b, '[')
+	b = strconv.AppendInt(b, int64(d.Trades), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(d.Wins), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(d.Losses), 10)
+	for _, v := range d.decimals() {
+		b = append(b, ',')
+		b = append(b, v.String()...)
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Day) UnmarshalJSON(data []byte) error {
+	s := string(data)
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return errors.New("analytics: a day is a JSON array")
+	}
+	parts := strings.Split(s[1:len(s)-1], ",")
+	decs := d.decimals()
+	if len(parts) != 3+len(decs) {
+		return fmt.Errorf("analytics: a day has %d values, want %d", len(parts), 3+len(decs))
+	}
+	var out Day
+	ptrs := out.decimalPtrs()
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if i < 3 {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return fmt.Errorf("analytics: day value %d: %w", i, err)
+			}
+			*[]*int{&out.Trades, &out.Wins, &out.Losses}[i] = n
+			continue
+		}
+		v, err := decimal.NewFromString(p)
+		if err != nil {
+			return fmt.Errorf("analytics: day value %d: %w", i, err)
+		}
+		*ptrs[i-3] = v
+	}
+	*d = out
+	return nil
+}
+
+func (d Day) decimals() [8]decimal.Decimal {
+	return [8]decimal.Decimal{d.GrossProfit, d.GrossLoss, d.Fees, d.Sum, d.High, d.Low, d.DD, d.Peak}
+}
+
+func (d *Day) decimalPtrs() [8]*decimal.Decimal {
+	return [8]*decimal.Decimal{&d.GrossProfit, &d.GrossLoss, &d.Fees, &d.Sum, &d.High, &d.Low, &d.DD, &d.Peak}
 }
 
 // Net is the day's net result.

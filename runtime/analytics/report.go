@@ -119,8 +119,10 @@ func compute(bot registry.Bot, h history, q Query) Report {
 			i++
 		}
 		before := equity
-		total = total.Then(day)
-		equity = equity.Add(day.Net())
+		if day.Trades > 0 {
+			total = total.Then(day)
+			equity = equity.Add(day.Net())
+		}
 		if len(h.days) > 0 && d >= firstTrade {
 			if before.IsPositive() {
 				returns = append(returns, day.Net().InexactFloat64()/before.InexactFloat64())

@@ -46,7 +46,8 @@ func ReadDayLater(ctx context.Context, c redis.Cmdable, botID string, date Date)
 
 func decodeDay(botID, field, s string) (Day, error) {
 	var d Day
-	if err := json.Unmarshal([]byte(s), &d); err != nil {
+	// Straight to the day's own decoder: json.Unmarshal would scan the text once more first.
+	if err := d.UnmarshalJSON([]byte(s)); err != nil {
 		return Day{}, fmt.Errorf("day %s of bot %s: corrupt: %w", field, botID, err)
 	}
 	return d, nil
@@ -55,7 +56,7 @@ func decodeDay(botID, field, s string) (Day, error) {
 // StageDay writes the bot's day date after one more trade (the booking's transaction):
 // the day, and the count of trades the days hold.
 func StageDay(ctx context.Context, p redis.Pipeliner, botID string, date Date, d Day) error {
-	data, err := json.Marshal(d)
+	data, err := d.MarshalJSON()
 	if err != nil {
 		return err
 	}
@@ -124,18 +125,23 @@ func load(ctx context.Context, rdb redis.UniversalClient, botID string) (history
 		}
 		h.start = &v
 	}
-	for f, s := range fields {
+	// YYYY-MM-DD sorts as the dates do; the names are sorted rather than the days (large).
+	names := make([]string, 0, len(fields))
+	for f := range fields {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
 		date, ok := ParseDate(f)
 		if !ok {
 			continue
 		}
-		d, err := decodeDay(botID, f, s)
+		d, err := decodeDay(botID, f, fields[f])
 		if err != nil {
 			return history{}, err
 		}
 		h.days = append(h.days, dated{date, d})
 	}
-	sort.Slice(h.days, func(i, j int) bool { return h.days[i].date < h.days[j].date })
 	return h, nil
 }
 
