@@ -20,9 +20,9 @@ func analyticsPath(botID, query string) string {
 	return "/api/botsvc/bots/" + botID + "/analytics" + query
 }
 
-// book stores trades of botID as the executor's booking does: each trade with its day's
-// aggregate, and the starting equity.
-func book(t *testing.T, rdb redis.UniversalClient, botID, start string, trades ...position.Trade) {
+// bookTrades stores trades of botID as the executor's booking does: each trade with its
+// day's aggregate, and the starting equity.
+func bookTrades(t *testing.T, rdb redis.UniversalClient, botID, start string, trades ...position.Trade) {
 	t.Helper()
 	days := map[analytics.Date]analytics.Day{}
 	if _, err := rdb.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
@@ -58,8 +58,8 @@ func TestAnalytics(t *testing.T) {
 	f.projectBot(t, "bot-a", "alice@example.com", "acct-a")
 	f.projectBot(t, "bot-b", "bob@example.com", "acct-b")
 	// Equity 1000 → 1100 (20th) → 1050 → 950 (21st) → 980 (22nd).
-	book(t, f.rdb, "bot-a", "1000", trade("100", nov(20, 12)), trade("-50", nov(21, 8)), trade("-100", nov(21, 9)), trade("30", nov(22, 12)))
-	book(t, f.rdb, "bot-b", "500", trade("5", nov(24, 1)))
+	bookTrades(t, f.rdb, "bot-a", "1000", trade("100", nov(20, 12)), trade("-50", nov(21, 8)), trade("-100", nov(21, 9)), trade("30", nov(22, 12)))
+	bookTrades(t, f.rdb, "bot-b", "500", trade("5", nov(24, 1)))
 
 	t.Run("no credentials", func(t *testing.T) {
 		r := f.get(t, analyticsPath("bot-a", ""))
