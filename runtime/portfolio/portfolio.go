@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
@@ -155,6 +156,9 @@ type Service struct {
 	conns *credentials.Connections
 	reg   *registry.Registry
 	book  *position.Book
+	// analytics sums the bots' realised PnL from its per-day aggregates, without reading
+	// every trade.
+	analytics *analytics.Analytics
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -173,14 +177,17 @@ func New(o Options) *Service {
 		o.Now = time.Now
 	}
 	return &Service{o: o, paper: paper.NewAccounts(o.Redis), conns: credentials.NewConnections(o.Redis),
-		reg: registry.New(o.Redis), book: position.NewBook(o.Redis), cache: map[string]snapshot{}}
+		reg: registry.New(o.Redis), book: position.NewBook(o.Redis), analytics: analytics.New(o.Redis),
+		cache: map[string]snapshot{}}
 }
 
-// botBook is one of the owner's bots with its open positions and realised trades.
+// botBook is one of the owner's bots with its open positions and its realised net PnL.
 type botBook struct {
 	bot       registry.Bot
 	positions []position.Position
-	trades    []position.Trade
+	// realised is the net PnL of all the bot's trades, from runtime/analytics (the figure
+	// the bot's analytics report as totalPnL over "all"), in the quote of its trades.
+	realised decimal.Decimal
 }
 
 // Of is the portfolio of the owner (an e-mail, compared canonically). An account that
@@ -267,7 +274,7 @@ func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]bot
 			if b.positions, err = s.book.List(gctx, b.bot.ID); err != nil {
 				return err
 			}
-			b.trades, err = s.book.Trades(gctx, b.bot.ID)
+			b.realised, err = s.analytics.Realised(gctx, b.bot.ID)
 			return err
 		})
 	}

@@ -59,8 +59,9 @@ func (v *valuation) futures(symbol string, pnl decimal.Decimal) {
 }
 
 // bots lists the bots' open positions valued at price (position.View: pnl before exit
-// fees) and adds their unrealised PnL, and the bots' realised trades' net PnL, each when
-// quoted in USDT.
+// fees) and adds their unrealised PnL, and the bots' realised net PnL, each when quoted in
+// USDT. A bot's realised PnL is in the quote of the symbol it trades: a bot fixed on a
+// symbol quoted in another currency has its realised PnL left out and the currency named.
 func (v *valuation) bots(books []botBook, price func(kind exchange.Kind, symbol string) (decimal.Decimal, error)) error {
 	for _, b := range books {
 		for _, p := range b.positions {
@@ -76,13 +77,13 @@ func (v *valuation) bots(books []botBook, price func(kind exchange.Kind, symbol 
 				v.unrealised = v.unrealised.Add(view.Pnl)
 			}
 		}
-		for _, t := range b.trades {
-			if q := quoteOf(t.Symbol); q != Currency {
+		if q := quoteOf(b.bot.Symbol); b.bot.Symbol != "" && q != Currency {
+			if !b.realised.IsZero() {
 				v.excluded[q] = true
-			} else {
-				v.realised = v.realised.Add(t.NetPnl)
 			}
+			continue
 		}
+		v.realised = v.realised.Add(b.realised)
 	}
 	return nil
 }
