@@ -82,8 +82,8 @@ func read(t *testing.T, path, token string, v any) int {
 	return resp.StatusCode
 }
 
-// The read API over HTTPS after fills at known prices: every figure of the risk metrics and
-// the portfolio worked by hand (analytics in TestReadAPIAnalyticsByHand shares the trades).
+// The read API over HTTPS after fills at known prices: every figure of the risk metrics, the
+// portfolio and the analytics worked by hand.
 func TestReadAPIFiguresByHand(t *testing.T) {
 	const owner = "analyst@example.com"
 	path, botID := deployFor(t, owner, &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Name: "reader"},
@@ -180,10 +180,70 @@ func TestReadAPIFiguresByHand(t *testing.T) {
 		t.Fatalf("totals = %+v", pf.Totals)
 	}
 
+	// Analytics over all time: two trades today, +8.79 and −6.215. The starting equity is
+	// the free balance the first order was sized on, 10,000.
+	//   totalPnL 2.575 = 0.02575 % of 10,000; winRate 1 of 2 = 50 %
+	//   profitFactor 8.79 / 6.215 = 1.41432019308…
+	//   equity 10,000 → 10,008.79 (peak) → 10,002.575: maxDrawdown 6.215, and
+	//   6.215 / 10,008.79 = 0.0620954181… % of the peak
+	//   Sharpe 0: fewer than two days of returns.
+	var an struct {
+		BotID          string          `json:"botId"`
+		BotName        string          `json:"botName"`
+		Symbol         string          `json:"symbol"`
+		StartingEquity decimal.Decimal `json:"startingEquity"`
+		Metrics        struct {
+			TotalTrades, WinningTrades, LosingTrades int
+			WinRate, TotalPnLPercent, ProfitFactor   float64
+			MaxDrawdownPercent, SharpeRatio          float64
+			TotalPnL, AvgWin, AvgLoss, MaxDrawdown   decimal.Decimal
+		} `json:"metrics"`
+		Formatted struct {
+			TotalPnL, WinRate, ProfitFactor, MaxDrawdown string
+		} `json:"formatted"`
+		EquityCurve []struct {
+			Timestamp        int64
+			Equity, Drawdown decimal.Decimal
+		} `json:"equityCurve"`
+	}
+	if st := read(t, "/api/botsvc/bots/"+botID+"/analytics?period=all&includeEquity=true", token, &an); st != 200 {
+		t.Fatalf("analytics: status %d", st)
+	}
+	m := an.Metrics
+	if an.BotID != botID || an.Symbol != "BTC/USDT" || m.TotalTrades != 2 || m.WinningTrades != 1 || m.LosingTrades != 1 {
+		t.Fatalf("analytics = %+v", an)
+	}
+	mustEqual(t, "startingEquity", an.StartingEquity, "10000")
+	mustEqual(t, "totalPnL", m.TotalPnL, "2.575")
+	mustEqual(t, "avgWin", m.AvgWin, "8.79")
+	mustEqual(t, "avgLoss", m.AvgLoss, "-6.215")
+	mustEqual(t, "maxDrawdown", m.MaxDrawdown, "6.215")
+	for name, c := range map[string][2]float64{
+		"winRate": {m.WinRate, 50}, "totalPnLPercent": {m.TotalPnLPercent, 0.02575},
+		"profitFactor": {m.ProfitFactor, 8.79 / 6.215}, "maxDrawdownPercent": {m.MaxDrawdownPercent, 6.215 / 10008.79 * 100},
+		"sharpeRatio": {m.SharpeRatio, 0},
+	} {
+		if d := c[0] - c[1]; d > 1e-9 || d < -1e-9 {
+			t.Fatalf("%s = %v, want %v", name, c[0], c[1])
+		}
+	}
+	if f := an.Formatted; f.TotalPnL != "+2.58 USDT" || f.WinRate != "50.0%" || f.ProfitFactor != "1.41" || f.MaxDrawdown != "-6.22 USDT (0.1%)" {
+		t.Fatalf("formatted = %+v", f)
+	}
+	// The curve: the start, then today so far (10,002.575, 6.215 below the peak).
+	if n := len(an.EquityCurve); n != 2 {
+		t.Fatalf("equity curve = %+v", an.EquityCurve)
+	}
+	mustEqual(t, "curve start", an.EquityCurve[0].Equity, "10000")
+	mustEqual(t, "curve now", an.EquityCurve[1].Equity, "10002.575")
+	mustEqual(t, "curve drawdown", an.EquityCurve[1].Drawdown, "6.215")
+
 	// Another user sees neither the bot nor the account; no token is 401.
 	other := bearerOf(t, "trader@example.com")
-	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", other, nil); st != 404 {
-		t.Fatalf("another user's risk read: status %d, want 404", st)
+	for _, p := range []string{"/risk", "/analytics"} {
+		if st := read(t, "/api/botsvc/bots/"+botID+p, other, nil); st != 404 {
+			t.Fatalf("another user's %s read: status %d, want 404", p, st)
+		}
 	}
 	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", "", nil); st != 401 {
 		t.Fatalf("no token: status %d, want 401", st)
