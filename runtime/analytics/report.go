@@ -153,10 +153,10 @@ func metricsOf(t Day, atStart decimal.Decimal, known bool) Metrics {
 		m.WinRate = float64(t.Wins) / float64(t.Trades) * 100
 	}
 	if t.Wins > 0 {
-		m.AvgWin = httpapi.Num(t.GrossProfit.Div(decimal.NewFromInt(int64(t.Wins))).Round(position.Places))
+		m.AvgWin = httpapi.Num(mean(t.GrossProfit, t.Wins))
 	}
 	if t.Losses > 0 {
-		m.AvgLoss = httpapi.Num(t.GrossLoss.Div(decimal.NewFromInt(int64(t.Losses))).Round(position.Places))
+		m.AvgLoss = httpapi.Num(mean(t.GrossLoss, t.Losses))
 	}
 	switch {
 	case t.Losses > 0:
@@ -195,6 +195,17 @@ func sharpe(returns []float64) float64 {
 		return 0
 	}
 	return mean / std * math.Sqrt(daysPerYear)
+}
+
+// mean is sum / n: exact when the quotient terminates (one trade's average is that trade's
+// net PnL to its last decimal), otherwise rounded half away from zero to position.Places
+// (a third of a cent has no exact decimal).
+func mean(sum decimal.Decimal, n int) decimal.Decimal {
+	d := decimal.NewFromInt(int64(n))
+	if q := sum.DivRound(d, 40); q.Mul(d).Equal(sum) {
+		return q
+	}
+	return sum.DivRound(d, position.Places)
 }
 
 // formatted renders the display strings, money in quote.

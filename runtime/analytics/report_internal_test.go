@@ -325,3 +325,22 @@ func TestProfitFactorIsCapped(t *testing.T) {
 		t.Errorf("profit factor %v, want %v", r.Metrics.ProfitFactor, ProfitFactorCap)
 	}
 }
+
+func TestMeanIsExactWhenItTerminates(t *testing.T) {
+	for _, c := range []struct {
+		sum  string
+		n    int
+		want string
+	}{
+		{"-1.9996667862", 1, "-1.9996667862"}, // one trade: its own net PnL, every decimal
+		{"0.0000000000000000001", 1, "0.0000000000000000001"},
+		{"12.3456789", 2, "6.17283945"}, // terminates: 6.17283945
+		{"1", 3, "0.33333333"},          // 0.333…: rounded to 8 places
+		{"-2", 3, "-0.66666667"},        // half away from zero
+	} {
+		got := mean(testkit.D(c.sum), c.n)
+		if !got.Equal(testkit.D(c.want)) {
+			t.Errorf("mean(%s, %d) = %s, want %s", c.sum, c.n, got, c.want)
+		}
+	}
+}
