@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -84,6 +85,17 @@ var codes = map[Code]codeInfo{
 	SignalExpired:        {http.StatusUnprocessableEntity, 0},
 	InvalidParameter:     {http.StatusBadRequest, 0},
 	NotFound:             {http.StatusNotFound, 0},
+}
+
+// Codes are the known codes, sorted: the list a client may see, which the OpenAPI
+// document's code lists are checked against.
+func Codes() []Code {
+	out := make([]Code, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // HTTPStatus is the code's status on the wire; unknown codes are 500.

@@ -41,11 +41,20 @@ type fixture struct {
 	issuer   *auth.Issuer
 	reg      *registry.Registry
 	url      string
+	// handler is webhookd's router, for walking its routes.
+	handler http.Handler
 }
 
 // newFixture starts the server. with adjusts the read API's options before it is built
 // (an endpoint's own services).
 func newFixture(t testing.TB, with ...func(*readapi.Options)) *fixture {
+	t.Helper()
+	return newServedFixture(t, nil, with...)
+}
+
+// newServedFixture is newFixture whose webhookd options web adjusts too (the webhook
+// endpoint's intake, waiter and symbols); it is given the fixture's Redis.
+func newServedFixture(t testing.TB, web func(*webhookd.Options, redis.UniversalClient), with ...func(*readapi.Options)) *fixture {
 	t.Helper()
 	_, rdb := storetest.New(t)
 	clk := testkit.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
@@ -75,11 +84,16 @@ func newFixture(t testing.TB, with ...func(*readapi.Options)) *fixture {
 	for _, fn := range with {
 		fn(&o)
 	}
-	srv, err := webhookd.New(webhookd.Options{TrustedProxies: []netip.Prefix(proxies), Read: readapi.New(o), Now: clk.Now})
+	wo := webhookd.Options{TrustedProxies: []netip.Prefix(proxies), Read: readapi.New(o), Now: clk.Now}
+	if web != nil {
+		web(&wo, rdb)
+	}
+	srv, err := webhookd.New(wo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	f.handler = srv.Handler()
+	ts := httptest.NewServer(f.handler)
 	t.Cleanup(ts.Close)
 	f.url = ts.URL
 	return f
