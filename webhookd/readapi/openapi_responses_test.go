@@ -21,10 +21,13 @@ import (
 
 	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/webhookd"
 	"github.com/sigops/sigops/webhookd/readapi"
 )
@@ -88,6 +91,12 @@ func newSurface(t *testing.T) *surface {
 	}, func(o *readapi.Options) {
 		// Each case speaks from its own address; the rate-limit case spends one.
 		o.PerIP = readapi.RateLimit{Rate: 5, Period: time.Hour, Burst: 5}
+		// Every optional endpoint is served, so that the routes walked are all there are.
+		// No exchange has a public client here: the simulated market serves every series.
+		sim := marketdata.NewSimulated(marketdata.SimulatedOptions{Now: o.Now})
+		idx := signal.NewSymbols(sim.Symbols())
+		o.Candles = candles.New(candles.Options{Redis: o.Redis, Now: o.Now, Logger: o.Logger, Fallback: sim,
+			Symbols: func() *signal.Symbols { return idx }, Venues: map[string]candles.Venue{}})
 	})
 	for _, b := range []struct {
 		id, hook string
@@ -156,13 +165,14 @@ func (s *surface) serve(t *testing.T, h http.Handler) string {
 	return ts.URL
 }
 
-// exchange is one request of a case and what it must get.
-type exchange struct {
+// call is one request of a case and what it must get.
+type call struct {
 	name   string
 	base   string // server URL
 	method string
 	path   string // with the query
 	header map[string]string
+	cred   cred // a caller's credentials, when the call has one
 	body   string
 	status int
 	// validRequest: the request itself must validate too (a well-formed call).
@@ -171,7 +181,7 @@ type exchange struct {
 	check func(t *testing.T, resp *http.Response, body []byte)
 }
 
-// docChecker validates exchanges against the document and records which operations and
+// docChecker validates calls against the document and records which operations and
 // statuses were seen.
 type docChecker struct {
 	v       validator.Validator
@@ -193,7 +203,7 @@ func newDocChecker(t *testing.T, routers map[string]chi.Routes) *docChecker {
 	return &docChecker{v: validator.NewValidatorFromV3Model(&model.Model), routers: routers, seen: map[string]map[int]bool{}}
 }
 
-func (c *docChecker) run(t *testing.T, x exchange) {
+func (c *docChecker) run(t *testing.T, x call) {
 	t.Helper()
 	c.addr++
 	var body *strings.Reader
@@ -210,6 +220,9 @@ func (c *docChecker) run(t *testing.T, x exchange) {
 	// per-address limit is small).
 	req.Header.Set("X-Forwarded-Proto", "https")
 	req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.%d.%d", c.addr/250, c.addr%250+1))
+	if x.cred != nil {
+		x.cred(req)
+	}
 	for k, v := range x.header {
 		if v == "" {
 			req.Header.Del(k)
@@ -312,7 +325,7 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 
 	t.Run("webhook", func(t *testing.T) {
 		s.executor.answer(filled)
-		c.run(t, exchange{name: "executed", base: web, method: "POST", path: hook(hookActive), body: signal, status: 200, validRequest: true,
+		c.run(t, call{name: "executed", base: web, method: "POST", path: hook(hookActive), body: signal, status: 200, validRequest: true,
 			header: map[string]string{"Content-Type": "application/json", "Idempotency-Key": "k-1"},
 			check: func(t *testing.T, _ *http.Response, b []byte) {
 				if !strings.Contains(string(b), `"avgPrice":65000`) {
@@ -320,15 +333,15 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 				}
 			}})
 		s.executor.answer(nil)
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookActive) + "?wait=false", body: `{"action":"close"}`, status: 200, validRequest: true,
+		c.run(t, call{base: web, method: "POST", path: hook(hookActive) + "?wait=false", body: `{"action":"close"}`, status: 200, validRequest: true,
 			header: map[string]string{"Content-Type": "application/json"}})
 		s.executor.answer(failed(errs.New(errs.InsufficientBalance, "insufficient balance").
 			WithDetails(map[string]any{"required": 100, "available": 50})))
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookActive), body: `{"action":"buy","symbol":"ETHUSDT","size":"0.5"}`, status: 422})
+		c.run(t, call{base: web, method: "POST", path: hook(hookActive), body: `{"action":"buy","symbol":"ETHUSDT","size":"0.5"}`, status: 422})
 		s.executor.answer(failed(errs.New(errs.ExchangeError, "the exchange refused the order")))
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookActive), body: `{"action":"sell","symbol":"BTC/USDT"}`, status: 502})
+		c.run(t, call{base: web, method: "POST", path: hook(hookActive), body: `{"action":"sell","symbol":"BTC/USDT"}`, status: 502})
 		s.executor.answer(failed(errs.New(errs.SignalExpired, "the signal waited too long")))
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookActive), body: `{"action":"sell","symbol":"BTC/USDT"}`, status: 422})
+		c.run(t, call{base: web, method: "POST", path: hook(hookActive), body: `{"action":"sell","symbol":"BTC/USDT"}`, status: 422})
 		s.executor.answer(nil)
 		for _, x := range []struct {
 			body string
@@ -340,35 +353,35 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 			{`{"action":"buy"}`, "MISSING_SYMBOL"},
 			{`{"action":"buy","symbol":"XRPUSDT"}`, "INVALID_SYMBOL"},
 		} {
-			c.run(t, exchange{base: web, method: "POST", path: hook(hookActive), body: x.body, status: 400,
+			c.run(t, call{base: web, method: "POST", path: hook(hookActive), body: x.body, status: 400,
 				check: codeIs(x.code)})
 		}
-		c.run(t, exchange{base: web, method: "POST", path: hook("00000000-0000-4000-8000-000000000000"), body: signal, status: 401, check: codeIs("INVALID_WEBHOOK")})
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookPaused), body: signal, status: 403, check: codeIs("BOT_PAUSED")})
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookActive), body: signal, status: 403, check: codeIs("HTTPS_REQUIRED"),
+		c.run(t, call{base: web, method: "POST", path: hook("00000000-0000-4000-8000-000000000000"), body: signal, status: 401, check: codeIs("INVALID_WEBHOOK")})
+		c.run(t, call{base: web, method: "POST", path: hook(hookPaused), body: signal, status: 403, check: codeIs("BOT_PAUSED")})
+		c.run(t, call{base: web, method: "POST", path: hook(hookActive), body: signal, status: 403, check: codeIs("HTTPS_REQUIRED"),
 			header: map[string]string{"X-Forwarded-Proto": ""}})
-		c.run(t, exchange{base: web, method: "POST", path: hook("not-a-uuid"), body: signal, status: 404})
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookActive), body: `{"action":"buy","comment":"` + strings.Repeat("x", 70<<10) + `"}`, status: 413})
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookSlow) + "?wait=false", body: signal, status: 200})
-		c.run(t, exchange{base: web, method: "POST", path: hook(hookSlow) + "?wait=false", body: signal, status: 429,
+		c.run(t, call{base: web, method: "POST", path: hook("not-a-uuid"), body: signal, status: 404})
+		c.run(t, call{base: web, method: "POST", path: hook(hookActive), body: `{"action":"buy","comment":"` + strings.Repeat("x", 70<<10) + `"}`, status: 413})
+		c.run(t, call{base: web, method: "POST", path: hook(hookSlow) + "?wait=false", body: signal, status: 200})
+		c.run(t, call{base: web, method: "POST", path: hook(hookSlow) + "?wait=false", body: signal, status: 429,
 			check: hasHeader("Retry-After", "")})
-		c.run(t, exchange{base: s.downWeb, method: "POST", path: hook(hookActive), body: signal, status: 503})
+		c.run(t, call{base: s.downWeb, method: "POST", path: hook(hookActive), body: signal, status: 503})
 	})
 
 	t.Run("read API", func(t *testing.T) {
-		c.run(t, exchange{base: web, method: "GET", path: readapi.OpenAPIPath, status: 200, validRequest: true})
+		c.run(t, call{base: web, method: "GET", path: readapi.OpenAPIPath, status: 200, validRequest: true})
 		for range 5 {
-			c.run(t, exchange{base: web, method: "GET", path: readapi.OpenAPIPath, status: 200,
+			c.run(t, call{base: web, method: "GET", path: readapi.OpenAPIPath, status: 200,
 				header: map[string]string{"X-Forwarded-For": "192.0.2.9"}})
 		}
-		c.run(t, exchange{base: web, method: "GET", path: readapi.OpenAPIPath, status: 429,
+		c.run(t, call{base: web, method: "GET", path: readapi.OpenAPIPath, status: 429,
 			header: map[string]string{"X-Forwarded-For": "192.0.2.9"}, check: hasHeader("Retry-After", "")})
 
 		risk := "/api/botsvc/bots/bot-active/risk"
-		c.run(t, exchange{base: web, method: "GET", path: risk, status: 200, header: bearer(aliceAPI.Token), validRequest: true})
-		c.run(t, exchange{base: web, method: "GET", path: risk, status: 200, header: cookie, validRequest: true})
-		c.run(t, exchange{base: web, method: "GET", path: risk, status: 401, check: hasHeader("WWW-Authenticate", "Bearer realm=")})
-		c.run(t, exchange{base: web, method: "GET", path: risk, status: 401, header: bearer("abc.def.ghi"),
+		c.run(t, call{base: web, method: "GET", path: risk, status: 200, header: bearer(aliceAPI.Token), validRequest: true})
+		c.run(t, call{base: web, method: "GET", path: risk, status: 200, header: cookie, validRequest: true})
+		c.run(t, call{base: web, method: "GET", path: risk, status: 401, check: hasHeader("WWW-Authenticate", "Bearer realm=")})
+		c.run(t, call{base: web, method: "GET", path: risk, status: 401, header: bearer("abc.def.ghi"),
 			check: hasHeader("WWW-Authenticate", `error="invalid_token"`)})
 		// Every scope the authorization server grants includes mcp:read, so no token it
 		// issues meets the read API's insufficient_scope answer; its writer's output is
@@ -376,18 +389,76 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 		rec := httptest.NewRecorder()
 		auth.WriteInsufficientScope(rec, auth.ScopeRead, testBase+"/.well-known/oauth-protected-resource/api")
 		c.check(t, httptest.NewRequest("GET", web+risk, nil), rec.Result())
-		c.run(t, exchange{base: web, method: "GET", path: risk, status: 403, header: map[string]string{"X-Forwarded-Proto": ""}})
-		c.run(t, exchange{base: web, method: "GET", path: "/api/botsvc/bots/no-such-bot/risk", status: 404, header: bearer(aliceAPI.Token),
+		c.run(t, call{base: web, method: "GET", path: risk, status: 403, header: map[string]string{"X-Forwarded-Proto": ""}})
+		c.run(t, call{base: web, method: "GET", path: "/api/botsvc/bots/no-such-bot/risk", status: 404, header: bearer(aliceAPI.Token),
 			check: codeIs("NOT_FOUND")})
-		c.run(t, exchange{base: s.downWeb, method: "GET", path: risk, status: 500, header: cookie, check: codeIs("INTERNAL_ERROR")})
+		c.run(t, call{base: s.downWeb, method: "GET", path: risk, status: 500, header: cookie, check: codeIs("INTERNAL_ERROR")})
+	})
+
+	t.Run("candles", func(t *testing.T) {
+		// The candles fixture: both exchanges are a fake venue, the fallback another market.
+		cf := newCandlesFixture(t)
+		c.routers[cf.url] = cf.handler.(chi.Routes)
+		q := func(params ...string) string { return candlesPath(params...) }
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "BINANCE:BTCUSDT", "exchangeId", "binance", "timeframe", "1h", "limit", "3"),
+			status: 200, validRequest: true, check: func(t *testing.T, _ *http.Response, b []byte) {
+				if !strings.Contains(string(b), `"usingFallback":false`) || strings.Count(string(b), `"timestamp"`) != 3 {
+					t.Errorf("want three candles from the exchange: %s", b)
+				}
+			}})
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "ETHUSDT", "exchangeId", "bybit", "timeframe", "15m", "market", "futures"),
+			status: 200, validRequest: true})
+		cf.fake.SetDown(true)
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "BTCUSDT", "exchangeId", "binance", "timeframe", "4h", "limit", "2"),
+			status: 200, check: func(t *testing.T, _ *http.Response, b []byte) {
+				if !strings.Contains(string(b), `"usingFallback":true`) {
+					t.Errorf("want the fallback's series: %s", b)
+				}
+			}})
+		cf.fake.SetDown(false)
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "BTCUSDT", "exchangeId", "paper", "timeframe", "1d", "limit", "2"),
+			status: 200, validRequest: true})
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "BTCUSDT", "exchangeId", "binance", "timeframe", "2h"),
+			status: 400, check: codeIs("INVALID_PARAMETER")})
+		c.run(t, call{base: cf.url, method: "GET", path: q("exchangeId", "binance", "timeframe", "1h"), status: 400, check: codeIs("MISSING_SYMBOL")})
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "NOPEUSDT", "exchangeId", "binance", "timeframe", "1h"),
+			status: 400, check: codeIs("INVALID_SYMBOL")})
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "BTCUSDT", "exchangeId", "kraken", "timeframe", "1h"),
+			status: 404, check: codeIs("NOT_FOUND")})
+		c.run(t, call{base: cf.url, method: "GET", path: q("symbol", "BTCUSDT", "exchangeId", "6b0e1c2d-connection", "timeframe", "1h"),
+			header: bearer("abc.def.ghi"), status: 401, check: hasHeader("WWW-Authenticate", `error="invalid_token"`)})
+	})
+
+	t.Run("portfolio", func(t *testing.T) {
+		pf := newPortfolioFixture(t, true)
+		c.routers[pf.url] = pf.handler.(chi.Routes)
+		c.run(t, call{base: pf.url, method: "GET", path: readapi.PortfolioPath, cred: pf.alice, status: 200, validRequest: true,
+			check: func(t *testing.T, _ *http.Response, b []byte) {
+				for _, want := range []string{`"kind":"paper"`, `"kind":"exchange"`, `"liquidationPrice":`, `"stopLoss":`} {
+					if !strings.Contains(string(b), want) {
+						t.Errorf("the portfolio lacks %s, so its schema is not exercised: %s", want, b)
+					}
+				}
+			}})
+		// Without the connection's keys the exchange account carries its error.
+		nokeys := newPortfolioFixture(t, false)
+		c.routers[nokeys.url] = nokeys.handler.(chi.Routes)
+		c.run(t, call{base: nokeys.url, method: "GET", path: readapi.PortfolioPath, cred: nokeys.alice, status: 200,
+			check: func(t *testing.T, _ *http.Response, b []byte) {
+				if !strings.Contains(string(b), `"error":{"code"`) || !strings.Contains(string(b), `"equity":null`) {
+					t.Errorf("want an account with an error and null figures: %s", b)
+				}
+			}})
+		c.run(t, call{base: pf.url, method: "GET", path: readapi.PortfolioPath, status: 401})
+		c.run(t, call{base: s.downWeb, method: "GET", path: readapi.PortfolioPath, header: cookie, status: 500, check: codeIs("INTERNAL_ERROR")})
 	})
 
 	t.Run("discovery", func(t *testing.T) {
 		for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource",
 			"/.well-known/oauth-protected-resource/api", "/.well-known/oauth-protected-resource/mcp", "/.well-known/mcp/server-card.json"} {
-			c.run(t, exchange{base: au, method: "GET", path: p, status: 200, validRequest: true})
+			c.run(t, call{base: au, method: "GET", path: p, status: 200, validRequest: true})
 		}
-		c.run(t, exchange{base: au, method: "GET", path: "/.well-known/oauth-authorization-server", status: 403,
+		c.run(t, call{base: au, method: "GET", path: "/.well-known/oauth-authorization-server", status: 403,
 			header: map[string]string{"X-Forwarded-Proto": ""}, check: codeIs("HTTPS_REQUIRED")})
 	})
 
@@ -395,25 +466,25 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 	formHeader := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
 	var publicClient string
 	t.Run("OAuth", func(t *testing.T) {
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/register", header: json, status: 201, validRequest: true,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/register", header: json, status: 201, validRequest: true,
 			body:  `{"client_name":"Agent","redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none","scope":"mcp:paper"}`,
 			check: func(t *testing.T, _ *http.Response, b []byte) { publicClient = jsonField(t, b, "client_id") }})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/register", header: json, status: 201, validRequest: true,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/register", header: json, status: 201, validRequest: true,
 			body: `{"client_name":"Server app","redirect_uris":["https://app.example/cb"]}`})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/register", header: json, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/register", header: json, status: 400,
 			body: `{"redirect_uris":["http://app.example/cb"]}`, check: oauthErrorIs("invalid_redirect_uri")})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/register", header: formHeader, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/register", header: formHeader, status: 400,
 			body: `redirect_uris=x`, check: oauthErrorIs("invalid_client_metadata")})
 		for i := range 3 { // the third from one address is over its limit of two
 			status := 201
 			if i == 2 {
 				status = 429
 			}
-			c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/register", status: status,
+			c.run(t, call{base: au, method: "POST", path: "/api/oauth/register", status: status,
 				header: map[string]string{"Content-Type": "application/json", "X-Forwarded-For": "192.0.2.44"},
 				body:   `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"none"}`})
 		}
-		c.run(t, exchange{base: s.downAuth, method: "POST", path: "/api/oauth/register", header: json, status: 503,
+		c.run(t, call{base: s.downAuth, method: "POST", path: "/api/oauth/register", header: json, status: 503,
 			body: `{"redirect_uris":["https://app.example/cb"]}`})
 
 		verifier := auth.RandomToken(32)
@@ -425,11 +496,11 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 		exchangeCode := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {"http://127.0.0.1/callback"},
 			"client_id": {publicClient}, "code_verifier": {verifier}}.Encode()
 		var refresh, access string
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, body: exchangeCode, status: 200, validRequest: true,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, body: exchangeCode, status: 200, validRequest: true,
 			check: func(t *testing.T, _ *http.Response, b []byte) {
 				refresh, access = jsonField(t, b, "refresh_token"), jsonField(t, b, "access_token")
 			}})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, body: exchangeCode, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, body: exchangeCode, status: 400,
 			check: oauthErrorIs("invalid_grant")})
 		// The replay above revoked what the code issued; a second code starts a live family.
 		code, err = s.f.oauth.CreateCode(ctx, auth.CodeGrant{ClientID: publicClient, UserID: alice.ID, Gen: alice.Generation,
@@ -439,80 +510,80 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 		}
 		exchangeCode = url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {"http://127.0.0.1/callback"},
 			"client_id": {publicClient}, "code_verifier": {verifier}}.Encode()
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, body: exchangeCode, status: 200,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, body: exchangeCode, status: 200,
 			check: func(t *testing.T, _ *http.Response, b []byte) {
 				refresh, access = jsonField(t, b, "refresh_token"), jsonField(t, b, "access_token")
 			}})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, status: 200, validRequest: true,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, status: 200, validRequest: true,
 			body:  url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {publicClient}, "scope": {"mcp:read"}}.Encode(),
 			check: func(t *testing.T, _ *http.Response, b []byte) { refresh = jsonField(t, b, "refresh_token") }})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, status: 400,
 			body: url.Values{"grant_type": {"password"}, "client_id": {publicClient}}.Encode(), check: oauthErrorIs("unsupported_grant_type")})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: json, status: 400, body: `{}`,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: json, status: 400, body: `{}`,
 			check: oauthErrorIs("invalid_request")})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, status: 401,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", header: formHeader, status: 401,
 			body:  url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {"nobody"}}.Encode(),
 			check: oauthErrorIs("invalid_client")})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/token", status: 401,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/token", status: 401,
 			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Authorization": "Basic bm9ib2R5Onh5eg=="},
 			body:   url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}}.Encode(),
 			check:  hasHeader("WWW-Authenticate", "Basic")})
 
 		t.Run("me with the OAuth token", func(t *testing.T) {
-			c.run(t, exchange{base: au, method: "GET", path: "/api/user/me", header: bearer(access), status: 200, validRequest: true,
+			c.run(t, call{base: au, method: "GET", path: "/api/user/me", header: bearer(access), status: 200, validRequest: true,
 				check: func(t *testing.T, _ *http.Response, b []byte) {
 					if !strings.Contains(string(b), `"token":{"clientId"`) {
 						t.Errorf("an OAuth caller's status has no token block: %s", b)
 					}
 				}})
-			c.run(t, exchange{base: au, method: "POST", path: "/api/auth/logout", header: bearer(access), status: 400})
+			c.run(t, call{base: au, method: "POST", path: "/api/auth/logout", header: bearer(access), status: 400})
 		})
 
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/revoke", header: formHeader, status: 200, validRequest: true,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/revoke", header: formHeader, status: 200, validRequest: true,
 			body: url.Values{"token": {refresh}, "client_id": {publicClient}}.Encode()})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/revoke", header: formHeader, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/revoke", header: formHeader, status: 400,
 			body: url.Values{"client_id": {publicClient}}.Encode(), check: oauthErrorIs("invalid_request")})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/revoke", header: formHeader, status: 401,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/revoke", header: formHeader, status: 401,
 			body: url.Values{"token": {"x"}, "client_id": {"nobody"}}.Encode(), check: oauthErrorIs("invalid_client")})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/oauth/mcp/token", header: formHeader, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/oauth/mcp/token", header: formHeader, status: 400,
 			body: "grant_type=client_credentials", check: oauthErrorIs("invalid_request")})
 
 		authorize := func(q url.Values) string { return "/api/oauth/authorize?" + q.Encode() }
 		good := url.Values{"response_type": {"code"}, "client_id": {publicClient}, "redirect_uri": {"http://127.0.0.1/callback"},
 			"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}, "scope": {"mcp:read"}, "state": {"s1"}}
-		c.run(t, exchange{base: au, method: "GET", path: authorize(good), status: 303, validRequest: true, check: hasHeader("Location", "/login?next=")})
-		c.run(t, exchange{base: au, method: "GET", path: authorize(good), status: 303, validRequest: true, header: cookie,
+		c.run(t, call{base: au, method: "GET", path: authorize(good), status: 303, validRequest: true, check: hasHeader("Location", "/login?next=")})
+		c.run(t, call{base: au, method: "GET", path: authorize(good), status: 303, validRequest: true, header: cookie,
 			check: hasHeader("Location", "/oauth/consent?request=")})
 		bad := url.Values{"response_type": {"token"}, "client_id": {publicClient}, "redirect_uri": {"http://127.0.0.1/callback"}}
-		c.run(t, exchange{base: au, method: "GET", path: authorize(bad), status: 303, check: hasHeader("Location", "error=unsupported_response_type")})
-		c.run(t, exchange{base: au, method: "GET", path: authorize(url.Values{"client_id": {"nobody"}}), status: 400})
-		c.run(t, exchange{base: s.downAuth, method: "GET", path: authorize(good), status: 503})
+		c.run(t, call{base: au, method: "GET", path: authorize(bad), status: 303, check: hasHeader("Location", "error=unsupported_response_type")})
+		c.run(t, call{base: au, method: "GET", path: authorize(url.Values{"client_id": {"nobody"}}), status: 400})
+		c.run(t, call{base: s.downAuth, method: "GET", path: authorize(good), status: 503})
 	})
 
 	t.Run("accounts", func(t *testing.T) {
 		login := `{"email":"alice@example.com","password":"correct horse battery"}`
 		var tok string
-		c.run(t, exchange{base: au, method: "POST", path: "/api/auth/login", header: json, body: login, status: 200, validRequest: true,
+		c.run(t, call{base: au, method: "POST", path: "/api/auth/login", header: json, body: login, status: 200, validRequest: true,
 			check: func(t *testing.T, _ *http.Response, b []byte) { tok = jsonField(t, b, "token") }})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/auth/login", header: json, body: `{"email":"alice@example.com"}`, status: 400,
+		c.run(t, call{base: au, method: "POST", path: "/api/auth/login", header: json, body: `{"email":"alice@example.com"}`, status: 400,
 			check: codeIs("INVALID_JSON")})
 		for i := range 3 { // two failures use up the account's attempts
 			status, code := 401, "UNAUTHORIZED"
 			if i == 2 {
 				status, code = 429, "RATE_LIMITED"
 			}
-			c.run(t, exchange{base: au, method: "POST", path: "/api/auth/login", header: json, status: status, check: codeIs(code),
+			c.run(t, call{base: au, method: "POST", path: "/api/auth/login", header: json, status: status, check: codeIs(code),
 				body: `{"email":"mallory@example.com","password":"guess"}`})
 		}
-		c.run(t, exchange{base: s.downAuth, method: "POST", path: "/api/auth/login", header: json, body: login, status: 503,
+		c.run(t, call{base: s.downAuth, method: "POST", path: "/api/auth/login", header: json, body: login, status: 503,
 			check: codeIs("INTERNAL_ERROR")})
 
-		c.run(t, exchange{base: au, method: "GET", path: "/api/user/me", header: bearer(tok), status: 200, validRequest: true})
-		c.run(t, exchange{base: au, method: "GET", path: "/api/user/me", header: cookie, status: 200, validRequest: true})
-		c.run(t, exchange{base: au, method: "GET", path: "/api/user/me", status: 401, check: hasHeader("WWW-Authenticate", "Bearer")})
-		c.run(t, exchange{base: s.downAuth, method: "GET", path: "/api/user/me", header: cookie, status: 503})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/auth/logout", header: bearer(tok), status: 204, validRequest: true})
-		c.run(t, exchange{base: au, method: "POST", path: "/api/auth/logout", header: bearer(tok), status: 401,
+		c.run(t, call{base: au, method: "GET", path: "/api/user/me", header: bearer(tok), status: 200, validRequest: true})
+		c.run(t, call{base: au, method: "GET", path: "/api/user/me", header: cookie, status: 200, validRequest: true})
+		c.run(t, call{base: au, method: "GET", path: "/api/user/me", status: 401, check: hasHeader("WWW-Authenticate", "Bearer")})
+		c.run(t, call{base: s.downAuth, method: "GET", path: "/api/user/me", header: cookie, status: 503})
+		c.run(t, call{base: au, method: "POST", path: "/api/auth/logout", header: bearer(tok), status: 204, validRequest: true})
+		c.run(t, call{base: au, method: "POST", path: "/api/auth/logout", header: bearer(tok), status: 401,
 			check: hasHeader("WWW-Authenticate", `error="invalid_token"`)})
 	})
 
@@ -525,7 +596,7 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 	}
 	sort.Strings(unseen)
 	for _, r := range unseen {
-		t.Errorf("no response of %s was validated: add an exchange for it", r)
+		t.Errorf("no response of %s was validated: add a call for it", r)
 	}
 }
 
