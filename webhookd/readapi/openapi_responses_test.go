@@ -393,6 +393,26 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 		c.run(t, call{base: web, method: "GET", path: "/api/botsvc/bots/no-such-bot/risk", status: 404, header: bearer(aliceAPI.Token),
 			check: codeIs("NOT_FOUND")})
 		c.run(t, call{base: s.downWeb, method: "GET", path: risk, status: 500, header: cookie, check: codeIs("INTERNAL_ERROR")})
+
+		// bot-active: starting equity 1,000, a win of 100 on 20 November and a loss of 50 on
+		// the 21st; bot-paused has no trades and no starting equity.
+		bookTrades(t, s.f.rdb, "bot-active", "1000", trade("100", nov(20, 12)), trade("-50", nov(21, 8)))
+		c.run(t, call{base: web, method: "GET", path: "/api/botsvc/bots/bot-active/analytics?period=7d&includeEquity=true",
+			header: bearer(aliceAPI.Token), status: 200, validRequest: true, check: func(t *testing.T, _ *http.Response, b []byte) {
+				if !strings.Contains(string(b), `"equityCurve":[`) || !strings.Contains(string(b), `"totalPnL":50`) {
+					t.Errorf("want the curve and a total of 100 − 50 = 50: %s", b)
+				}
+			}})
+		c.run(t, call{base: web, method: "GET", path: "/api/botsvc/bots/bot-paused/analytics?startDate=2026-11-01&endDate=2026-11-30",
+			header: cookie, status: 200, validRequest: true, check: func(t *testing.T, _ *http.Response, b []byte) {
+				if !strings.Contains(string(b), `"startingEquity":null`) {
+					t.Errorf("want an unknown starting equity: %s", b)
+				}
+			}})
+		c.run(t, call{base: web, method: "GET", path: "/api/botsvc/bots/bot-active/analytics?period=week&startDate=2026-11-01",
+			header: bearer(aliceAPI.Token), status: 400, check: codeIs("INVALID_PARAMETER")})
+		c.run(t, call{base: web, method: "GET", path: "/api/botsvc/bots/no-such-bot/analytics", header: bearer(aliceAPI.Token),
+			status: 404, check: codeIs("NOT_FOUND")})
 	})
 
 	t.Run("candles", func(t *testing.T) {
