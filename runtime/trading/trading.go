@@ -150,6 +150,13 @@ func (a *API) RiskMetrics(ctx context.Context, botID string) (risk.BotMetrics, e
 	if err != nil {
 		return risk.BotMetrics{}, err
 	}
+	return a.RiskMetricsOf(ctx, bot)
+}
+
+// RiskMetricsOf is RiskMetrics of a bot the caller has read already (the read API checks
+// ownership on it, so the figures are of that same read).
+func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetrics, error) {
+	botID := bot.ID
 	limits, err := risk.LimitsOf(bot.Risk)
 	if err != nil {
 		return risk.BotMetrics{}, errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid")
