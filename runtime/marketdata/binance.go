@@ -40,31 +40,39 @@ const maxBinanceBody = 4 << 20
 // and 418 are RATE_LIMITED with RetryAfter from the Retry-After header; an invalid symbol
 // (code -1121) is INVALID_SYMBOL wrapping ErrUnknownSymbol; other failures are
 // EXCHANGE_ERROR; a cancelled caller context is returned as is.
-type BinancePublic struct {
-	spotURL, futuresURL string
-	client              *http.Client
-	// Timeout bounds each request (default DefaultBinanceTimeout).
-	Timeout time.Duration
-}
+type BinancePublic struct{ hosts }
 
 // NewBinancePublic makes a provider on the given base URLs (empty: BinanceSpotURL and
 // BinanceFuturesURL) and client (nil: a client of its own).
 func NewBinancePublic(spotBaseURL, futuresBaseURL string, client *http.Client) *BinancePublic {
-	if spotBaseURL == "" {
-		spotBaseURL = BinanceSpotURL
-	}
 	if futuresBaseURL == "" {
 		futuresBaseURL = BinanceFuturesURL
+	}
+	return &BinancePublic{newHosts(spotBaseURL, BinanceSpotURL, futuresBaseURL, client)}
+}
+
+// hosts are a public market-data venue's base URLs and HTTP client.
+type hosts struct {
+	spotURL, futuresURL string
+	client              *http.Client
+	// Timeout bounds each request (default DefaultBinanceTimeout, the spec's 2000 ms).
+	Timeout time.Duration
+}
+
+// newHosts trims the base URLs: spot (empty: defaultSpot), futures (empty: the spot URL,
+// for a venue that serves both markets on one host) and the client (nil: one of its own).
+func newHosts(spot, defaultSpot, futures string, client *http.Client) hosts {
+	if spot == "" {
+		spot = defaultSpot
+	}
+	if futures == "" {
+		futures = spot
 	}
 	if client == nil {
 		client = &http.Client{Timeout: DefaultBinanceTimeout}
 	}
-	return &BinancePublic{
-		spotURL:    strings.TrimRight(spotBaseURL, "/"),
-		futuresURL: strings.TrimRight(futuresBaseURL, "/"),
-		client:     client,
-		Timeout:    DefaultBinanceTimeout,
-	}
+	return hosts{spotURL: strings.TrimRight(spot, "/"), futuresURL: strings.TrimRight(futures, "/"),
+		client: client, Timeout: DefaultBinanceTimeout}
 }
 
 // Price is the last traded price (ticker/price).

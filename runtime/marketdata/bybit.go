@@ -36,31 +36,12 @@ var bybitIntervals = map[string]string{
 // newest first, which Candles turns round. Errors: HTTP 403 (an IP ban) and retCodes 10006
 // and 10018 are RATE_LIMITED; an unknown symbol is INVALID_SYMBOL wrapping ErrUnknownSymbol;
 // other failures are EXCHANGE_ERROR; a cancelled caller context is returned as is.
-type BybitPublic struct {
-	spotURL, linearURL string
-	client             *http.Client
-	// Timeout bounds each request (default DefaultBinanceTimeout, the spec's 2000 ms).
-	Timeout time.Duration
-}
+type BybitPublic struct{ hosts }
 
 // NewBybitPublic makes a provider on the given base URLs (empty spot: BybitURL; empty
 // linear: the spot URL) and client (nil: a client of its own).
 func NewBybitPublic(spotBaseURL, linearBaseURL string, client *http.Client) *BybitPublic {
-	if spotBaseURL == "" {
-		spotBaseURL = BybitURL
-	}
-	if linearBaseURL == "" {
-		linearBaseURL = spotBaseURL
-	}
-	if client == nil {
-		client = &http.Client{Timeout: DefaultBinanceTimeout}
-	}
-	return &BybitPublic{
-		spotURL:   strings.TrimRight(spotBaseURL, "/"),
-		linearURL: strings.TrimRight(linearBaseURL, "/"),
-		client:    client,
-		Timeout:   DefaultBinanceTimeout,
-	}
+	return &BybitPublic{newHosts(spotBaseURL, BybitURL, linearBaseURL, client)}
 }
 
 // Price is the last traded price (tickers' lastPrice).
@@ -132,7 +113,7 @@ const (
 func (b *BybitPublic) get(ctx context.Context, kind exchange.Kind, symbol, endpoint string, q url.Values, into any) error {
 	u, category := b.spotURL, "spot"
 	if kind == exchange.Futures {
-		u, category = b.linearURL, "linear"
+		u, category = b.futuresURL, "linear"
 	}
 	q.Set("category", category)
 	resp, body, err := publicGet(ctx, b.client, b.Timeout, "bybit", u+"/v5/market/"+endpoint+"?"+q.Encode())

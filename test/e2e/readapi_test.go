@@ -13,6 +13,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/portfolio"
+	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/webhookd/readapi"
 )
 
@@ -115,26 +116,16 @@ func TestReadAPIFiguresByHand(t *testing.T) {
 	// margin: 1,200 / 10,001.375 = 0.11998350… → 0.119984. No loss today (net +2.575), one
 	// loss in a row. Score: ratios 0.2399670 (exposure / 0.5), 0, 0.2 (1 / 5); 0.7 × max +
 	// 0.3 × mean = 0.167977 + 0.043997 = 0.211974; 1 + floor(9 × 0.211974 = 1.9078) = 2, low.
-	var risk struct {
-		BotID                string          `json:"botId"`
-		CurrentExposure      decimal.Decimal `json:"currentExposure"`
-		MaxExposureAllowed   decimal.Decimal `json:"maxExposureAllowed"`
-		DailyLossLimit       decimal.Decimal `json:"dailyLossLimit"`
-		DailyLossUsed        decimal.Decimal `json:"dailyLossUsed"`
-		ConsecutiveLosses    int             `json:"consecutiveLosses"`
-		MaxConsecutiveLosses int             `json:"maxConsecutiveLosses"`
-		RiskScore            int             `json:"riskScore"`
-		RiskLevel            string          `json:"riskLevel"`
-	}
-	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", token, &risk); st != 200 {
+	var rm risk.BotMetrics
+	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", token, &rm); st != 200 {
 		t.Fatalf("risk: status %d", st)
 	}
-	mustEqual(t, "currentExposure", risk.CurrentExposure, "0.119984")
-	mustEqual(t, "maxExposureAllowed", risk.MaxExposureAllowed, "0.5")
-	mustEqual(t, "dailyLossLimit", risk.DailyLossLimit, "100")
-	mustEqual(t, "dailyLossUsed", risk.DailyLossUsed, "0")
-	if risk.BotID != botID || risk.ConsecutiveLosses != 1 || risk.MaxConsecutiveLosses != 5 || risk.RiskScore != 2 || risk.RiskLevel != "low" {
-		t.Fatalf("risk = %+v", risk)
+	mustEqual(t, "currentExposure", rm.CurrentExposure, "0.119984")
+	mustEqual(t, "maxExposureAllowed", rm.MaxExposureAllowed, "0.5")
+	mustEqual(t, "dailyLossLimit", rm.DailyLossLimit, "100")
+	mustEqual(t, "dailyLossUsed", rm.DailyLossUsed, "0")
+	if rm.BotID != botID || rm.ConsecutiveLosses != 1 || rm.MaxConsecutiveLosses != 5 || rm.RiskScore != 2 || rm.RiskLevel != "low" {
+		t.Fatalf("risk = %+v", rm)
 	}
 
 	// Portfolio: the one paper account. Equity = free 8,801.375 + spot 0.02 BTC × 60,500

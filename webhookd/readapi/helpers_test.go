@@ -164,6 +164,23 @@ func (r response) decode(t testing.TB, v any) {
 	}
 }
 
+// okData is the data of a 200 success envelope, decoded into T; anything else fails t.
+func okData[T any](t testing.TB, r response) T {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var body struct {
+		Success bool
+		Data    T
+	}
+	r.decode(t, &body)
+	if !body.Success {
+		t.Fatalf("body %s", r.body)
+	}
+	return body.Data
+}
+
 // get requests path as a client behind the trusted proxy over HTTPS.
 func (f *fixture) get(t testing.TB, path string, creds ...cred) response {
 	t.Helper()

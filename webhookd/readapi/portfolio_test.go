@@ -190,19 +190,7 @@ func (f *fixture) projectOn(t *testing.T, id, owner, kind, accountID string) {
 
 func (f *portfolioFixture) portfolio(t *testing.T, c cred) portfolioBody {
 	t.Helper()
-	r := f.get(t, readapi.PortfolioPath, c)
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d: %s", r.status, r.body)
-	}
-	var body struct {
-		Success bool
-		Data    portfolioBody
-	}
-	r.decode(t, &body)
-	if !body.Success {
-		t.Fatalf("body %s", r.body)
-	}
-	return body.Data
+	return okData[portfolioBody](t, f.get(t, readapi.PortfolioPath, c))
 }
 
 func TestPortfolio(t *testing.T) {

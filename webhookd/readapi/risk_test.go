@@ -30,19 +30,7 @@ type riskBody struct {
 
 func (f *fixture) risk(t *testing.T, botID string, c cred) riskBody {
 	t.Helper()
-	r := f.get(t, riskPath(botID), c)
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d: %s", r.status, r.body)
-	}
-	var body struct {
-		Success bool
-		Data    riskBody
-	}
-	r.decode(t, &body)
-	if !body.Success {
-		t.Fatalf("body %s", r.body)
-	}
-	return body.Data
+	return okData[riskBody](t, f.get(t, riskPath(botID), c))
 }
 
 func TestRiskMetrics(t *testing.T) {
