@@ -159,6 +159,17 @@ func (h *hasher) Verify(ctx context.Context, pw, encoded string) (ok, rehash boo
 	return ok, p != h.params, nil
 }
 
+// Dummy is a PHC string with the hasher's parameters and random salt and key, for verifying
+// against when there is no account: verifying it costs exactly what verifying a real hash
+// costs (the work is argon2id over the given password and salt), and making it costs
+// nothing, because no password needs to hash to its key.
+func (h *hasher) Dummy() string {
+	salt, key := make([]byte, saltLen), make([]byte, keyLen)
+	_, _ = rand.Read(salt)
+	_, _ = rand.Read(key)
+	return encodePHC(h.params, salt, key)
+}
+
 func encodePHC(p KDFParams, salt, key []byte) string {
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Time, p.Threads,
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))

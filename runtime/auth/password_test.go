@@ -67,3 +67,28 @@ func TestDefaultKDFIsMemoryHard(t *testing.T) {
 		t.Fatalf("DefaultKDF %+v is below OWASP's argon2id minimum (19 MiB, t=2 or 46 MiB, t=1)", DefaultKDF)
 	}
 }
+
+// The dummy hash an unknown account is verified against costs what a real one costs (same
+// parameters, so the same argon2id work) and matches no password.
+func TestDummyHashCostsWhatARealOneCosts(t *testing.T) {
+	h := newHasher(TestKDF, 1, 1)
+	d := h.Dummy()
+	p, salt, key, err := decodePHC(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != TestKDF || len(salt) != saltLen || len(key) != keyLen {
+		t.Fatalf("dummy %s: params %+v, salt %d bytes, key %d bytes", d, p, len(salt), len(key))
+	}
+	if d == h.Dummy() {
+		t.Fatal("two dummies are equal: the salt is not random")
+	}
+	before := h.verifications.Load()
+	ok, rehash, err := h.Verify(t.Context(), "", d)
+	if err != nil || ok || rehash {
+		t.Fatalf("Verify(dummy) = %v, %v, %v; want no match, no rehash", ok, rehash, err)
+	}
+	if h.verifications.Load() != before+1 {
+		t.Fatal("verifying the dummy computed no argon2id")
+	}
+}

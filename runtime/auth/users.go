@@ -101,7 +101,7 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 	}
 	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency, o.HashQueue), now: o.Now}
 	u.oauth = &OAuth{rdb: rdb, now: o.Now}
-	u.dummy, _ = u.h.Hash(context.Background(), RandomToken(24))
+	u.dummy = u.h.Dummy()
 	return u
 }
 
