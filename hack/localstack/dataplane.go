@@ -60,7 +60,9 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		Args: append([]string{"--listen=" + hookAddr, "--metrics-bind-address=" + hookMetrics,
 			"--trusted-proxies=127.0.0.1/32", "--market-data=simulated",
 			// The read API checks authd's tokens: same signing key, issuer and audience.
-			"--base-url=" + baseURL, "--jwt-key-file=" + s.jwtKey}, redisArgs...),
+			"--base-url=" + baseURL, "--jwt-key-file=" + s.jwtKey,
+			// The portfolio opens exchange connections to read their balances.
+			"--master-key-file=" + s.masterKey}, redisArgs...),
 		ReadyURL: "http://" + hookMetrics + "/readyz",
 	}); err != nil {
 		return err
