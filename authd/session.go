@@ -12,7 +12,7 @@ import (
 // Cookie names. The __Host- prefix makes browsers refuse them unless Secure, Path=/ and
 // host-only, so a sibling subdomain cannot plant or overwrite them.
 const (
-	sessionCookie   = "__Host-sigops_session"
+	sessionCookie   = auth.SessionCookie
 	loginCSRFCookie = "__Host-sigops_login_csrf"
 	csrfField       = "csrf_token"
 )

@@ -11,6 +11,12 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
+// SessionCookie is the dashboard session's cookie. authd sets it; every daemon behind the
+// same origin that accepts sessions (webhookd's read API) reads it by this name. The
+// __Host- prefix makes browsers refuse it unless Secure, Path=/ and host-only, so a sibling
+// subdomain cannot plant or overwrite it.
+const SessionCookie = "__Host-sigops_session"
+
 // ErrNoSession: the cookie names no live session.
 var ErrNoSession = errors.New("no session")
 

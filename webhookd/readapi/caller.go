@@ -11,18 +11,12 @@ import (
 	"github.com/sigops/sigops/runtime/httpapi"
 )
 
-// SessionCookie is the dashboard session's cookie (authd sets it on the same origin).
-const SessionCookie = "__Host-sigops_session"
-
 // Caller is the user a read request speaks for.
 type Caller struct {
 	UserID string
 	// Email is the account's e-mail in canonical form (runtime/emails): bots, paper
 	// accounts and exchange connections name their owner by it.
 	Email string
-	// Via is how the caller proved it: "bearer" (a bearer JWT), "oauth" (an OAuth access
-	// token) or "session" (a dashboard session cookie).
-	Via string
 }
 
 type callerKey struct{}
@@ -41,8 +35,8 @@ var errNoCredentials = errors.New("readapi: no credentials")
 // bearer token, when present, decides alone: a bad token is refused even with a good cookie,
 // so a client never learns that its token failed by being served anyway. Refusals: 401 with
 // the RFC 6750 challenge (no credentials, or a token or session that is invalid, expired,
-// revoked or from before a password change), 403 insufficient_scope, 503 when Redis cannot
-// be read.
+// revoked or from before a password change), 403 insufficient_scope, 500 INTERNAL_ERROR
+// when Redis cannot be read (never admitted on a guess).
 func (a *API) requireCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := a.identify(r)
@@ -98,13 +92,9 @@ func (a *API) identify(r *http.Request) (Caller, error) {
 		if !p.Allows(auth.ScopeRead) {
 			return Caller{}, errInsufficientScope
 		}
-		via := "bearer"
-		if p.Kind == auth.KindOAuth {
-			via = "oauth"
-		}
-		return a.callerOf(ctx, p.UserID, via)
+		return a.callerOf(ctx, p.UserID)
 	}
-	ck, err := r.Cookie(SessionCookie)
+	ck, err := r.Cookie(auth.SessionCookie)
 	if err != nil || ck.Value == "" || a.o.Sessions == nil {
 		return Caller{}, errNoCredentials
 	}
@@ -115,12 +105,12 @@ func (a *API) identify(r *http.Request) (Caller, error) {
 		}
 		return Caller{}, auth.ErrUnavailable
 	}
-	return a.callerOf(ctx, s.UserID, "session")
+	return a.callerOf(ctx, s.UserID)
 }
 
 // callerOf completes a verified user ID with the account's e-mail. An account deleted under
 // a live token answers like an invalid token.
-func (a *API) callerOf(ctx context.Context, userID, via string) (Caller, error) {
+func (a *API) callerOf(ctx context.Context, userID string) (Caller, error) {
 	u, err := a.o.Users.Get(ctx, userID)
 	if errors.Is(err, auth.ErrNotFound) {
 		return Caller{}, auth.ErrInvalidToken
@@ -128,5 +118,5 @@ func (a *API) callerOf(ctx context.Context, userID, via string) (Caller, error) 
 	if err != nil {
 		return Caller{}, auth.ErrUnavailable
 	}
-	return Caller{UserID: u.ID, Email: emails.Canonical(u.Email), Via: via}, nil
+	return Caller{UserID: u.ID, Email: emails.Canonical(u.Email)}, nil
 }

@@ -146,7 +146,7 @@ func (f *fixture) session(t testing.TB, u auth.User) cred {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: readapi.SessionCookie, Value: raw}) }
+	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: raw}) }
 }
 
 // response is an answer of the server.

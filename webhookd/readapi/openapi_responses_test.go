@@ -307,7 +307,7 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := map[string]string{"Cookie": readapi.SessionCookie + "=" + aliceSession}
+	cookie := map[string]string{"Cookie": auth.SessionCookie + "=" + aliceSession}
 	hook := func(id string) string { return "/api/webhooks/trade/" + id }
 	signal := `{"action":"long","symbol":"BINANCE:BTCUSDT","size":"10%","stopLoss":"2%","takeProfit":4,"leverage":"3","comment":"from TradingView","dca":"false","dcaLevel":1}`
 	filled := func(id string) *result.Result {
