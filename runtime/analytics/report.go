@@ -1,11 +1,12 @@
 package analytics
 
 import (
+	"cmp"
 	"math"
-	"strings"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -140,7 +141,8 @@ func compute(bot registry.Bot, h history, q Query) Report {
 	if returnsOK {
 		r.Metrics.SharpeRatio = sharpe(returns)
 	}
-	r.Formatted = formatted(r.Metrics, quoteOf(bot.Symbol))
+	_, quote := exchange.SymbolAssets(bot.Symbol)
+	r.Formatted = formatted(r.Metrics, cmp.Or(quote, "USDT")) // USDT when the bot has no fixed symbol
 	return r
 }
 
@@ -229,11 +231,3 @@ func formatted(m Metrics, quote string) Formatted {
 // fixed is x with places decimals, a half rounded away from zero like the money figures
 // (0.625 is "0.63"; fmt's %.2f would round the binary value to even, "0.62").
 func fixed(x float64, places int32) string { return decimal.NewFromFloat(x).StringFixed(places) }
-
-// quoteOf is the quote currency of a symbol BASE/QUOTE; USDT when the bot has no symbol.
-func quoteOf(symbol string) string {
-	if _, q, ok := strings.Cut(symbol, "/"); ok && q != "" {
-		return q
-	}
-	return "USDT"
-}

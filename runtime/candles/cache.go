@@ -11,6 +11,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // entry is one cached series: every closed candle fetched, normalised, and their JSON.
@@ -91,7 +92,7 @@ func (s *Service) load(ctx context.Context, src source, q query, key string) (*e
 }
 
 func (s *Service) shared(ctx context.Context, src source, q query, key string) (*entry, error) {
-	lock := key + ":lock"
+	lock := store.CandlesLock(src.id, string(q.kind), q.symbol, q.timeframe)
 	token := rand.Text()
 	for {
 		e, err := s.read(ctx, key)

@@ -4,6 +4,7 @@ package exchange
 
 import (
 	"context"
+	"strings"
 
 	"github.com/shopspring/decimal"
 )
@@ -75,6 +76,13 @@ func (s OrderStatus) CanBecome(next OrderStatus) bool {
 		return s == StatusPending
 	}
 	return false
+}
+
+// SymbolAssets is the base and quote asset of a canonical BASE/QUOTE symbol (quote empty
+// for a symbol without a slash).
+func SymbolAssets(symbol string) (base, quote string) {
+	base, quote, _ = strings.Cut(symbol, "/")
+	return base, quote
 }
 
 // MarketInfo is a tradable symbol with its precision and minimums, from the exchange.

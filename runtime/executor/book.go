@@ -29,7 +29,8 @@ type legDone struct {
 
 // bookLeg books one leg in one transaction guarded by the leg's done marker: the order
 // record's status, the position, the trade and its day's aggregate, the starting equity
-// of a first entry, the risk counters (and a risk pause they trigger). A leg already booked returns its stored outcome.
+// of a first entry, the risk counters (and a risk pause they trigger). A leg already booked
+// returns its stored outcome.
 //
 // The transaction is three steps: readBook (what the booking needs, watched), applyLeg (the
 // booking itself, without Redis: apply.go) and commitBook (its writes, MULTI/EXEC). A

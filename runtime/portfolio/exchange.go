@@ -53,7 +53,8 @@ func needsOf(c credentials.Connection, live exchange.Live, books []botBook) need
 				hasFutures = true
 			} else {
 				hasSpot = true
-				bases[baseOf(p.Symbol)] = true
+				base, _ := exchange.SymbolAssets(p.Symbol)
+				bases[base] = true
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -235,7 +236,7 @@ type accountKey struct {
 	id   string
 }
 
-// books reads the owner's bots with their positions and trades, by account.
+// books reads the owner's bots with their open positions and realised PnL, by account.
 func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]botBook, error) {
 	ids, err := s.reg.OwnerBots(ctx, owner)
 	if err != nil {
@@ -303,7 +304,7 @@ func (s *Service) paperAccount(ctx context.Context, a paper.Account, books []bot
 	quote := cmp.Or(a.Currency, paper.Quote)
 	v := newValuation()
 	v.balance(Balance{Asset: quote, Wallet: WalletUnified, Free: a.Balance, Locked: a.Margin})
-	for _, base := range sortedKeys(h.Spot) {
+	for _, base := range slices.Sorted(maps.Keys(h.Spot)) {
 		v.balance(Balance{Asset: base, Wallet: WalletUnified, Free: h.Spot[base]})
 	}
 	price := func(kind exchange.Kind, symbol string) (decimal.Decimal, error) {
@@ -418,25 +419,4 @@ func totals(accts []Account) Totals {
 		t.RealisedPnl = t.RealisedPnl.Add(*a.RealisedPnl)
 	}
 	return t
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// quoteOf is the quote asset of a BASE/QUOTE symbol.
-func quoteOf(symbol string) string {
-	_, q, _ := strings.Cut(symbol, "/")
-	return q
-}
-
-// baseOf is the base asset of a BASE/QUOTE symbol.
-func baseOf(symbol string) string {
-	b, _, _ := strings.Cut(symbol, "/")
-	return b
 }

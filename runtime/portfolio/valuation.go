@@ -1,6 +1,9 @@
 package portfolio
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
@@ -51,7 +54,7 @@ func (v *valuation) value(price func(asset string) (decimal.Decimal, error)) err
 // futures adds a futures position's unrealised PnL to equity (wallet balances hold its
 // margin but not its PnL).
 func (v *valuation) futures(symbol string, pnl decimal.Decimal) {
-	if q := quoteOf(symbol); q != Currency {
+	if _, q := exchange.SymbolAssets(symbol); q != Currency {
 		v.excluded[q] = true
 		return
 	}
@@ -71,13 +74,13 @@ func (v *valuation) bots(books []botBook, price func(kind exchange.Kind, symbol 
 			}
 			view := p.View(px)
 			v.positions = append(v.positions, Position{BotID: b.bot.ID, View: view})
-			if q := quoteOf(p.Symbol); q != Currency {
+			if _, q := exchange.SymbolAssets(p.Symbol); q != Currency {
 				v.excluded[q] = true
 			} else {
 				v.unrealised = v.unrealised.Add(view.Pnl)
 			}
 		}
-		if q := quoteOf(b.bot.Symbol); b.bot.Symbol != "" && q != Currency {
+		if _, q := exchange.SymbolAssets(b.bot.Symbol); b.bot.Symbol != "" && q != Currency {
 			if !b.realised.IsZero() {
 				v.excluded[q] = true
 			}
@@ -98,7 +101,7 @@ func (v *valuation) finish(a Account) Account {
 		a.Positions = []Position{}
 	}
 	a.Equity, a.UnrealisedPnl, a.RealisedPnl = &v.equity, &v.unrealised, &v.realised
-	a.Excluded = sortedKeys(v.excluded)
+	a.Excluded = slices.Sorted(maps.Keys(v.excluded))
 	if len(a.Excluded) == 0 {
 		a.Excluded = nil
 	}

@@ -5,8 +5,8 @@ import "github.com/sigops/sigops/runtime/emails"
 // Owner indexes of accounts (runtime/owners, written by the PaperAccount and
 // ExchangeConnection controllers through runtime/exchange/paper and runtime/credentials).
 //
-//	sigops:owner:<email>:paper   set  {own}  paper account IDs (Kubernetes UIDs) per owner
-//	sigops:owner:<email>:xconn   set  {own}  exchange connection UIDs per owner
+//	sigops:owner:<email>:paper   set  paper account IDs (Kubernetes UIDs) per owner
+//	sigops:owner:<email>:xconn   set  exchange connection UIDs per owner
 //
 // Each set has no hash tag: it is its own slot, touched only by single-key commands
 // (SADD, SREM, SMEMBERS). Adding, moving and removing an account are sequences of
