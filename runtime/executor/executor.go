@@ -27,6 +27,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -293,7 +294,9 @@ func (e *Executor) newJob(ctx context.Context, env queue.Envelope, pre *prefetch
 }
 
 // admit is the signal's bot, when it may trade now: it exists and is neither disabled nor
-// paused. Exits from the price watcher protect open positions and run even while paused.
+// paused. Exits from the price watcher and manual exits (close, stop-loss, take-profit)
+// protect open positions and run even while paused: a bot paused for risk must still let
+// its owner get out.
 func (e *Executor) admit(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (registry.Bot, error) {
 	bot, err := e.getBot(ctx, pre, env.BotID)
 	if errors.Is(err, registry.ErrNotFound) {
@@ -302,7 +305,7 @@ func (e *Executor) admit(ctx context.Context, env queue.Envelope, pre *prefetch,
 	if err != nil {
 		return bot, err
 	}
-	protective := env.Source == queue.SourceWatcher
+	protective := env.Source == queue.SourceWatcher || manualExit(env)
 	switch bot.Availability {
 	case "disabled":
 		return bot, bot.DisabledError()
@@ -327,6 +330,15 @@ func (e *Executor) admit(ctx context.Context, env queue.Envelope, pre *prefetch,
 		return bot, errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)
 	}
 	return bot, nil
+}
+
+// manualExit: env is a manual close, stop-loss or take-profit request.
+func manualExit(env queue.Envelope) bool {
+	if env.Source != queue.SourceManual {
+		return false
+	}
+	var req order.Request
+	return json.Unmarshal(env.Signal, &req) == nil && req.IsExit()
 }
 
 // planAndRun follows the signal's stored plan or makes one, and runs it. When another

@@ -26,6 +26,7 @@ const (
 	opReduce     = "reduce"
 	opProtect    = "protect"
 	reasonSignal = "signal"
+	reasonManual = "manual"
 )
 
 // plan is the legs of one signal, decided once (stored under the signalId) so that a retry
@@ -302,6 +303,9 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 	}
 	want := map[signal.Action]position.Side{signal.CloseLong: position.Long, signal.CloseShort: position.Short}[sig.Action]
 	reason, posID, clear := reasonSignal, "", ""
+	if j.env.Source == queue.SourceManual {
+		reason = reasonManual
+	}
 	if j.env.Source == queue.SourceWatcher {
 		// watcher:<trigger>:<positionId>
 		parts := strings.SplitN(sig.Comment, ":", 3)
@@ -354,6 +358,13 @@ func (e *Executor) planManual(ctx context.Context, j *job, req order.Request) (p
 	if err := req.Validate(); err != nil {
 		return plan{}, err
 	}
+	if req.Type == order.Close {
+		sig := signal.Signal{Action: signal.Close, Symbol: req.Symbol}
+		if req.ClosePercent != nil && !req.ClosePercent.Equal(decimal.NewFromInt(100)) {
+			sig.Size = &signal.Amount{Value: *req.ClosePercent, Percent: true}
+		}
+		return e.planClose(ctx, j, sig)
+	}
 	sym, err := e.resolve(j, req.Symbol)
 	if err != nil {
 		return plan{}, err
@@ -397,7 +408,7 @@ func (e *Executor) planManual(ctx context.Context, j *job, req order.Request) (p
 	}
 	side := position.SideOf(req.Side)
 	l := leg{Symbol: sym, Side: side, Type: req.Type, Size: &signal.Amount{Value: *req.Amount},
-		Leverage: order.Leverage(j.kind, 0, j.bot.Leverage), Reason: "manual"}
+		Leverage: order.Leverage(j.kind, 0, j.bot.Leverage), Reason: reasonManual}
 	if req.Type == exchange.Limit {
 		lp, err := order.LimitPrice(m, *req.Price)
 		if err != nil {

@@ -22,8 +22,12 @@ var hundred = decimal.NewFromInt(100)
 //	limit        as market plus price
 //	stop_loss    type, symbol, stopPrice, closePercent
 //	take_profit  type, symbol, takeProfitPrice, closePercent
+//	close        type, symbol (empty: every open position of the bot), closePercent (empty: 100)
 //
-// Numbers are JSON numbers (strings are accepted too) and are kept as decimals.
+// close is the manual signal's close and close-all: it is not an exchange order type, it
+// reduces whatever position is open when the executor runs it, so a close queued behind
+// another order closes the position that order left. Numbers are JSON numbers (strings are
+// accepted too) and are kept as decimals.
 type Request struct {
 	Type            exchange.OrderType `json:"type"`
 	Side            exchange.Side      `json:"side,omitempty"`
@@ -40,10 +44,11 @@ type Request struct {
 // amount or closePercent out of range, INVALID_PRICE (1003) for a price that is not
 // positive. An unknown type or side is INVALID_ACTION (the spec has no numeric code for it).
 func (r Request) Validate() error {
-	base, quote, ok := strings.Cut(r.Symbol, "/")
-	if !ok || base == "" || quote == "" || strings.ContainsAny(quote, "/ ") || len(r.Symbol) > 41 ||
-		strings.ToUpper(r.Symbol) != r.Symbol {
-		return errs.New(errs.InvalidSymbol, "symbol must be BASE/QUOTE in capitals, e.g. BTC/USDT")
+	if r.Type == Close {
+		return r.validateClose()
+	}
+	if err := validSymbol(r.Symbol); err != nil {
+		return err
 	}
 	positive := func(d *decimal.Decimal) bool { return d != nil && d.IsPositive() }
 	switch r.Type {
@@ -72,7 +77,42 @@ func (r Request) Validate() error {
 			return errs.New(errs.InvalidAmount, "closePercent must be above 0 and at most 100")
 		}
 	default:
-		return errs.New(errs.InvalidAction, "type must be market, limit, stop_loss or take_profit")
+		return errs.New(errs.InvalidAction, "type must be market, limit, stop_loss, take_profit or close")
+	}
+	return nil
+}
+
+// Close is the manual close request's type (see Request).
+const Close exchange.OrderType = "close"
+
+// validateClose checks a close: an optional symbol, an optional closePercent in (0, 100],
+// and nothing that belongs to an order (side, amount, prices).
+func (r Request) validateClose() error {
+	if r.Symbol != "" {
+		if err := validSymbol(r.Symbol); err != nil {
+			return err
+		}
+	}
+	if r.Side != "" || r.Amount != nil || r.Price != nil || r.StopPrice != nil || r.TakeProfitPrice != nil {
+		return errs.New(errs.InvalidAction, "a close takes only symbol and closePercent")
+	}
+	if p := r.ClosePercent; p != nil && (!p.IsPositive() || p.GreaterThan(hundred)) {
+		return errs.New(errs.InvalidAmount, "closePercent must be above 0 and at most 100")
+	}
+	return nil
+}
+
+// IsExit: the request only reduces or protects what is open (close, stop_loss,
+// take_profit), so it may run while the bot is paused.
+func (r Request) IsExit() bool {
+	return r.Type == Close || r.Type == exchange.StopLoss || r.Type == exchange.TakeProfit
+}
+
+func validSymbol(sym string) error {
+	base, quote, ok := strings.Cut(sym, "/")
+	if !ok || base == "" || quote == "" || strings.ContainsAny(quote, "/ ") || len(sym) > 41 ||
+		strings.ToUpper(sym) != sym {
+		return errs.New(errs.InvalidSymbol, "symbol must be BASE/QUOTE in capitals, e.g. BTC/USDT")
 	}
 	return nil
 }

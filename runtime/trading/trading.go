@@ -54,10 +54,13 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 }
 
 // PlaceManual validates req and queues it for the bot's executor; the outcome is read with
-// Result(signalID). Orders that reduce an open position and stop_loss / take_profit
-// changes go at priority 1 (manual close), other orders at priority 3. Errors are
-// *errs.Error: the request's validation codes (1001-1003), BOT_DELETED, BOT_DISABLED or
-// EXCHANGE_DISCONNECTED (registry.Bot.DisabledError), BOT_PAUSED (2002); anything else is an infrastructure failure.
+// Result(signalID). Closes, orders that reduce an open position and stop_loss /
+// take_profit changes go at priority 1 (manual close), other orders at priority 3. Errors
+// are *errs.Error: the request's validation codes (1001-1003), BOT_DELETED, BOT_DISABLED or
+// EXCHANGE_DISCONNECTED (registry.Bot.DisabledError), BOT_PAUSED (2002) for an order that
+// opens or adds (exits run on a paused bot: its owner must be able to get out); anything
+// else is an infrastructure failure. Execution failures (INSUFFICIENT_BALANCE 3001,
+// POSITION_NOT_FOUND 3002, EXCHANGE_ERROR 3003, ...) are in the stored result.
 func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) (string, error) {
 	if err := req.Validate(); err != nil {
 		return "", err
@@ -69,20 +72,22 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 	if err != nil {
 		return "", err
 	}
-	switch bot.Availability {
-	case "disabled":
+	switch {
+	case bot.Availability == "disabled":
 		return "", bot.DisabledError()
-	case "paused":
+	case req.IsExit():
+	case bot.Availability == "paused":
 		return "", errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason)
-	}
-	if p, err := a.pauses.ReadPause(ctx, botID, a.Now()); err != nil {
-		return "", err
-	} else if p != nil {
-		return "", errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)
+	default:
+		if p, err := a.pauses.ReadPause(ctx, botID, a.Now()); err != nil {
+			return "", err
+		} else if p != nil {
+			return "", errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)
+		}
 	}
 	prio := queue.PriorityStrategyEntry
 	switch req.Type {
-	case exchange.StopLoss, exchange.TakeProfit:
+	case exchange.StopLoss, exchange.TakeProfit, order.Close:
 		prio = queue.PriorityManualClose
 	default:
 		pos, err := a.book.Get(ctx, botID, req.Symbol)
@@ -104,6 +109,21 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 		return "", err
 	}
 	return id, nil
+}
+
+// Close queues a manual close of the bot's position on symbol: all of it, or percent of it
+// (nil: 100). POSITION_NOT_FOUND (3002) in the result when nothing is open there.
+func (a *API) Close(ctx context.Context, botID, symbol string, percent *decimal.Decimal) (string, error) {
+	if symbol == "" {
+		return "", errs.New(errs.InvalidSymbol, "symbol required; CloseAll closes every position")
+	}
+	return a.PlaceManual(ctx, botID, order.Request{Type: order.Close, Symbol: symbol, ClosePercent: percent})
+}
+
+// CloseAll queues a manual close of every position the bot holds, one leg per symbol, at
+// priority 1.
+func (a *API) CloseAll(ctx context.Context, botID string) (string, error) {
+	return a.PlaceManual(ctx, botID, order.Request{Type: order.Close})
 }
 
 // Result is a signal's stored result; not Found while it is queued (or after it expired).

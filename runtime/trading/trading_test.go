@@ -194,3 +194,101 @@ func TestPlaceManualDisabledBot(t *testing.T) {
 		}
 	}
 }
+
+// Close and CloseAll are manual signals at priority 1: a close takes a share of the
+// position open when it runs, close-all one leg per symbol, and both run on a paused bot.
+func TestManualCloseAndCloseAll(t *testing.T) {
+	ctx, rdb, api, ex := setup(t)
+	for _, sym := range []string{"ETH/USDT", "BTC/USDT"} {
+		if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy,
+			Symbol: sym, Amount: testkit.DP("0.5")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if drain(t, ctx, rdb, ex, queue.PriorityStrategyEntry) != 2 {
+		t.Fatal("entries not queued at priority 3")
+	}
+	// The bot is paused for risk; a new entry is refused, exits are not.
+	if _, err := registry.New(rdb).Pause(ctx, "bot-1", registry.Pause{Reason: registry.PauseRisk}, api.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy,
+		Symbol: "ETH/USDT", Amount: testkit.DP("0.1")}); errs.CodeOf(err) != errs.BotPaused {
+		t.Fatalf("entry on a paused bot: %v", err)
+	}
+	partID, err := api.Close(ctx, "bot-1", "ETH/USDT", testkit.DP("40"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drain(t, ctx, rdb, ex, queue.PriorityManualClose) != 1 {
+		t.Fatal("close not queued at priority 1")
+	}
+	if st, _ := api.Result(ctx, partID); !st.Found || !st.Result.Success {
+		t.Fatalf("close 40%% = %+v", st)
+	}
+	pos, err := api.Positions(ctx, "bot-1")
+	if err != nil || len(pos) != 2 {
+		t.Fatalf("positions = %+v %v", pos, err)
+	}
+	for _, p := range pos {
+		// 40 % of 0.5 ETH is 0.2, leaving 0.3; BTC untouched.
+		want := map[string]string{"ETH/USDT": "0.3", "BTC/USDT": "0.5"}[p.Symbol]
+		if !p.Size.Equal(*testkit.DP(want)) {
+			t.Fatalf("%s size %s, want %s", p.Symbol, p.Size, want)
+		}
+	}
+
+	allID, err := api.CloseAll(ctx, "bot-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, ctx, rdb, ex, queue.PriorityManualClose)
+	if st, _ := api.Result(ctx, allID); !st.Found || !st.Result.Success {
+		t.Fatalf("close-all = %+v", st)
+	}
+	if pos, err := api.Positions(ctx, "bot-1"); err != nil || len(pos) != 0 {
+		t.Fatalf("positions after close-all = %+v %v", pos, err)
+	}
+	trades, err := api.Trades(ctx, "bot-1")
+	if err != nil || len(trades) != 3 {
+		t.Fatalf("trades = %+v %v", trades, err)
+	}
+	for _, tr := range trades {
+		if tr.Reason != "manual" {
+			t.Fatalf("trade reason %q, want manual", tr.Reason)
+		}
+	}
+
+	// Nothing left: the close fails in its result with POSITION_NOT_FOUND (3002).
+	noneID, err := api.Close(ctx, "bot-1", "ETH/USDT", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, ctx, rdb, ex, queue.PriorityManualClose)
+	st, _ := api.Result(ctx, noneID)
+	if !st.Found || st.Result.Success || st.Result.Code != errs.PositionNotFound || errs.PositionNotFound.Numeric() != 3002 {
+		t.Fatalf("close with nothing open = %+v", st)
+	}
+}
+
+func TestManualCloseValidation(t *testing.T) {
+	ctx, _, api, _ := setup(t)
+	for _, c := range []struct {
+		name string
+		req  order.Request
+		code errs.Code
+	}{
+		{"side on a close", order.Request{Type: order.Close, Symbol: "ETH/USDT", Side: exchange.SideSell}, errs.InvalidAction},
+		{"amount on a close", order.Request{Type: order.Close, Amount: testkit.DP("1")}, errs.InvalidAction},
+		{"zero percent", order.Request{Type: order.Close, ClosePercent: testkit.DP("0")}, errs.InvalidAmount},
+		{"over 100 percent", order.Request{Type: order.Close, ClosePercent: testkit.DP("100.5")}, errs.InvalidAmount},
+		{"bad symbol", order.Request{Type: order.Close, Symbol: "ethusdt"}, errs.InvalidSymbol},
+	} {
+		if _, err := api.PlaceManual(ctx, "bot-1", c.req); errs.CodeOf(err) != c.code {
+			t.Errorf("%s: err = %v, want %s", c.name, err, c.code)
+		}
+	}
+	if _, err := api.Close(ctx, "bot-1", "", nil); errs.CodeOf(err) != errs.InvalidSymbol {
+		t.Errorf("close without a symbol: %v", err)
+	}
+}
