@@ -83,12 +83,29 @@ const minStd = 1e-12
 
 var hundred = decimal.NewFromInt(100)
 
+// Header names what a report is about.
+type Header struct {
+	BotID, BotName, Symbol string
+}
+
+// ReportOf is the report for q of trades (oldest first, each counted on the UTC day of its
+// ClosedAt) begun at startingEquity (nil: unknown), without Redis: the backtester's entry
+// point, on the same computation as a live bot's report (Analytics.Bot).
+func ReportOf(hdr Header, trades []position.Trade, startingEquity *decimal.Decimal, q Query) Report {
+	return report(hdr, history{days: fromTrades(trades), start: startingEquity}, q)
+}
+
 // compute is the report of bot's history for q, without Redis.
 func compute(bot registry.Bot, h history, q Query) Report {
+	return report(Header{BotID: bot.ID, BotName: bot.Name, Symbol: bot.Symbol}, h, q)
+}
+
+// report is the report of a history for q.
+func report(hdr Header, h history, q Query) Report {
 	if q.AllFrom && len(h.days) > 0 {
 		q.From = min(h.days[0].date, q.To)
 	}
-	r := Report{BotID: bot.ID, BotName: bot.Name, Symbol: bot.Symbol, Period: q.Label,
+	r := Report{BotID: hdr.BotID, BotName: hdr.BotName, Symbol: hdr.Symbol, Period: q.Label,
 		StartDate: q.From.String(), EndDate: q.To.String(), AvailablePeriods: Periods()}
 	known := h.start != nil
 	equity := decimal.Zero
@@ -141,7 +158,7 @@ func compute(bot registry.Bot, h history, q Query) Report {
 	if returnsOK {
 		r.Metrics.SharpeRatio = sharpe(returns)
 	}
-	_, quote := exchange.SymbolAssets(bot.Symbol)
+	_, quote := exchange.SymbolAssets(hdr.Symbol)
 	r.Formatted = formatted(r.Metrics, cmp.Or(quote, "USDT")) // USDT when the bot has no fixed symbol
 	return r
 }

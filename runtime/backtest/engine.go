@@ -1,0 +1,301 @@
+package backtest
+
+import (
+	"context"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/strategy"
+)
+
+// Trade reasons, the values the executor books for the same events.
+const (
+	ReasonSignal      = "signal"
+	ReasonReversal    = "reversal"
+	ReasonStopLoss    = "stop_loss"
+	ReasonTakeProfit  = "take_profit"
+	ReasonLiquidation = "liquidation"
+)
+
+const msPerDay = 24 * 60 * 60 * 1000
+
+func dayStart(ms int64) int64 { return int64(analytics.DateOfMS(ms)) * msPerDay }
+
+// engine is one run's state. Prices in the candle loop are ticks; decimals appear at fills.
+type engine struct {
+	s    *Series
+	c    config
+	kind exchange.Kind
+	// balance is the free quote balance, as the paper account holds it (futures margin and
+	// spot cost taken out while a position is open).
+	balance decimal.Decimal
+	// equity is the realised equity (initial balance plus net results), peak its highest.
+	equity, peak decimal.Decimal
+	pos          *position.Position
+	// slT, tpT and liqT are the open position's stop-loss, take-profit and liquidation
+	// levels in ticks (0: none).
+	slT, tpT, liqT int64
+	// limit is a resting limit entry's price in ticks (0: none) and limitSide its side.
+	limit     int64
+	limitSide position.Side
+	trades    []position.Trade
+	points    []analytics.Point
+}
+
+func newEngine(s *Series, c config) *engine {
+	return &engine{s: s, c: c, kind: s.market.Kind, balance: c.InitialBalance, equity: c.InitialBalance, peak: c.InitialBalance,
+		points: []analytics.Point{{Timestamp: s.ts[0], Equity: httpapi.Num(c.InitialBalance), Drawdown: httpapi.Num(decimal.Zero)}}}
+}
+
+// run is the candle loop: candle i's pending signal (decided at i-1's close) at its open,
+// then its path (limit fill, exits), then the strategy sees it closed and decides the
+// signal for i+1. At the end an open position is closed at the last close.
+func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
+	s := e.s
+	n := len(s.ts)
+	ts, bars := s.ts[:n], s.bars[:n]
+	nextDay := dayStart(ts[0]) + msPerDay
+	pend := strategy.None
+	for i := range n {
+		if i&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if ts[i] >= nextDay {
+			d := dayStart(ts[i])
+			e.points = append(e.points, e.point(d))
+			nextDay = d + msPerDay
+		}
+		if pend != strategy.None {
+			e.atOpen(i, pend)
+		}
+		if e.pos != nil || e.limit != 0 {
+			e.walk(i)
+		}
+		pend = st.Next(bars[i])
+	}
+	if e.pos != nil {
+		e.close(s.close[n-1], ts[n-1]+s.tfMs, ReasonEnd)
+	}
+	return nil
+}
+
+// point is the equity at ms at.
+func (e *engine) point(at int64) analytics.Point {
+	return analytics.Point{Timestamp: at, Equity: httpapi.Num(e.equity), Drawdown: httpapi.Num(e.peak.Sub(e.equity))}
+}
+
+// atOpen carries out the signal decided at candle i-1's close at candle i's open: exits
+// first (as the queue serves a strategy exit before the entry of the same candle), then
+// the entry, which reverses an opposite futures position, is ignored while a position on
+// its side is open (no pyramiding), and on spot is ignored for a short.
+func (e *engine) atOpen(i int, sig strategy.Signal) {
+	s := e.s
+	at, o := s.ts[i], s.open[i]
+	exitLong, exitShort := sig.Has(strategy.ExitLong), sig.Has(strategy.ExitShort)
+	if p := e.pos; p != nil && ((p.Side == position.Long && exitLong) || (p.Side == position.Short && exitShort)) {
+		e.close(o, at, ReasonSignal)
+	}
+	if e.limit != 0 && ((e.limitSide == position.Long && exitLong) || (e.limitSide == position.Short && exitShort)) {
+		e.limit = 0
+	}
+	long, short := sig.Has(strategy.EnterLong), sig.Has(strategy.EnterShort)
+	if long == short {
+		return
+	}
+	side := position.Long
+	if short {
+		if e.kind != exchange.Futures {
+			return
+		}
+		side = position.Short
+	}
+	e.limit = 0
+	if e.pos != nil {
+		if e.pos.Side == side {
+			return
+		}
+		e.close(o, at, ReasonReversal)
+	}
+	if off := e.c.LimitOffset; off != nil {
+		e.limit, e.limitSide = e.limitPrice(s.close[i-1], side, *off), side
+		return
+	}
+	e.open(side, o, at)
+}
+
+// limitPrice is the limit entry's price for a signal at a close of closeT ticks: the close
+// minus (long) or plus (short) off percent, rounded down to the tick (order.LimitPrice);
+// 0 when that leaves no price.
+func (e *engine) limitPrice(closeT int64, side position.Side, off decimal.Decimal) int64 {
+	f := off.Div(hundred)
+	if side == position.Long {
+		f = f.Neg()
+	}
+	p, err := order.LimitPrice(e.s.market, e.s.price(closeT).Mul(decimal.NewFromInt(1).Add(f)))
+	if err != nil {
+		return 0
+	}
+	return p.Div(e.s.market.TickSize).IntPart()
+}
+
+// open enters side at t ticks (ms at), sized and paid for as the executor and the paper
+// exchange do; an entry the sizing or the balance refuses is skipped.
+func (e *engine) open(side position.Side, t, at int64) {
+	m := e.s.market
+	price := e.s.price(t)
+	amount, err := order.EntryAmount(order.Entry{Market: m, Size: e.c.PositionSize, Price: price,
+		Available: e.balance, FeeRate: e.c.FeeRate, Leverage: e.c.lev})
+	if err != nil {
+		return
+	}
+	if order.CheckExit(side, e.c.StopLoss, price, true) != nil || order.CheckExit(side, e.c.TakeProfit, price, false) != nil {
+		return
+	}
+	notional := amount.Mul(price)
+	fee := position.Fee(notional, e.c.FeeRate)
+	required := position.InitialMargin(notional, e.c.lev).Add(fee)
+	if required.GreaterThan(e.balance) {
+		return
+	}
+	e.balance = e.balance.Sub(required)
+	p := position.Open("", "", m.Symbol, e.kind, side, e.c.lev, position.Fill{Amount: amount, Price: price, Fee: fee, At: at}, "")
+	if a := e.c.StopLoss; a != nil {
+		p.SetExit(true, a.Value, a.Percent, hundred, m)
+	}
+	if a := e.c.TakeProfit; a != nil {
+		p.SetExit(false, a.Value, a.Percent, hundred, m)
+	}
+	e.pos = &p
+	e.slT, e.tpT, e.liqT = 0, 0, 0
+	tick := m.TickSize
+	if p.StopLoss != nil {
+		e.slT = max(p.StopLoss.Price.Div(tick).IntPart(), 0)
+	}
+	if p.TakeProfit != nil {
+		e.tpT = max(p.TakeProfit.Price.Div(tick).IntPart(), 0)
+	}
+	// A long is liquidated at or below the price, a short at or above: the tick levels that
+	// reach it are the floor and the ceiling of price/tick.
+	if l := p.Liquidation(); l.IsPositive() {
+		q := l.DivRound(tick, 16)
+		if side == position.Long {
+			e.liqT = q.Floor().IntPart()
+		} else {
+			e.liqT = q.Ceil().IntPart()
+		}
+	}
+}
+
+// close closes the position at t ticks (ms at) with its exit fee, credits the balance as
+// the paper exchange does (position.Settle) and records the trade.
+func (e *engine) close(t, at int64, reason string) {
+	p := e.pos
+	price := e.s.price(t)
+	fee := position.Fee(p.Size.Mul(price), e.c.FeeRate)
+	st, tr, _ := p.Reduce(position.Fill{Amount: p.Size, Price: price, Fee: fee, At: at}, "", "", reason)
+	e.balance = e.balance.Add(st.Credit)
+	e.trades = append(e.trades, tr)
+	e.equity = e.equity.Add(tr.NetPnl)
+	e.peak = decimal.Max(e.peak, e.equity)
+	e.points = append(e.points, e.point(at))
+	e.pos = nil
+}
+
+// walk moves through candle i along open → nearer extreme → farther extreme → close: a
+// rising candle (close >= open) visits its low before its high, a falling one its high
+// before its low. A resting limit entry fills at the open when the open is at or beyond
+// its price, else when the path trades through it (strictly), at its price; the open
+// position's liquidation, stop-loss and take-profit fill at the open when it gapped past
+// them, else at their price when the path reaches it.
+func (e *engine) walk(i int) {
+	s := e.s
+	at, o, c := s.ts[i], s.open[i], s.close[i]
+	a, b := s.low[i], s.high[i]
+	if c < o {
+		a, b = b, a
+	}
+	path := [4]int64{o, a, b, c}
+	if e.limit != 0 && ((e.limitSide == position.Long && o <= e.limit) || (e.limitSide == position.Short && o >= e.limit)) {
+		e.limit = 0
+		e.open(e.limitSide, o, at)
+	}
+	if e.pos != nil && e.exitAtOpen(o, at) {
+		return
+	}
+	for k := 1; k < len(path); k++ {
+		from, to := path[k-1], path[k]
+		if l := e.limit; l != 0 && ((e.limitSide == position.Long && to < l) || (e.limitSide == position.Short && to > l)) {
+			e.limit = 0
+			e.open(e.limitSide, l, at)
+			from = l
+		}
+		if e.pos != nil && e.exitOn(from, to, at) {
+			return
+		}
+	}
+}
+
+// adverse is the level at which the position is closed against it (the nearer of the
+// stop-loss and the liquidation, 0 for none) and the reason; at equal levels liquidation
+// wins, as in the live watcher.
+func (e *engine) adverse() (int64, string) {
+	sl, liq := e.slT, e.liqT
+	switch {
+	case liq == 0 && sl == 0:
+		return 0, ""
+	case liq == 0:
+		return sl, ReasonStopLoss
+	case sl == 0:
+		return liq, ReasonLiquidation
+	}
+	if e.pos.Side == position.Long {
+		if liq >= sl {
+			return liq, ReasonLiquidation
+		}
+		return sl, ReasonStopLoss
+	}
+	if liq <= sl {
+		return liq, ReasonLiquidation
+	}
+	return sl, ReasonStopLoss
+}
+
+// exitAtOpen closes the position at the open o when it opened past an exit level.
+func (e *engine) exitAtOpen(o, at int64) bool {
+	long := e.pos.Side == position.Long
+	if lv, reason := e.adverse(); lv != 0 && ((long && o <= lv) || (!long && o >= lv)) {
+		e.close(o, at, reason)
+		return true
+	}
+	if tp := e.tpT; tp != 0 && ((long && o >= tp) || (!long && o <= tp)) {
+		e.close(o, at, ReasonTakeProfit)
+		return true
+	}
+	return false
+}
+
+// exitOn closes the position at the first exit level the move from → to reaches.
+func (e *engine) exitOn(from, to, at int64) bool {
+	long := e.pos.Side == position.Long
+	down := to < from
+	if long != down {
+		// Moving in the position's favour: only the take-profit can be reached.
+		if tp := e.tpT; tp != 0 && ((long && to >= tp) || (!long && to <= tp)) {
+			e.close(tp, at, ReasonTakeProfit)
+			return true
+		}
+		return false
+	}
+	if lv, reason := e.adverse(); lv != 0 && ((long && to <= lv) || (!long && to >= lv)) {
+		e.close(lv, at, reason)
+		return true
+	}
+	return false
+}

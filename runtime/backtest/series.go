@@ -1,0 +1,164 @@
+package backtest
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/strategy"
+)
+
+// Series is a candle series in the columnar, integer form the loop reads: prices in ticks of
+// the market's tick size, and the strategy's float64 view of each candle (strategy.BarOf,
+// the conversion the live runner makes). Built once, it is only read afterwards, so any
+// number of Runs share it concurrently.
+type Series struct {
+	market    exchange.MarketInfo
+	timeframe string
+	tfMs      int64
+	ts        []int64 // open time, ms
+	open      []int64 // ticks
+	high      []int64
+	low       []int64
+	close     []int64
+	bars      []strategy.Bar
+}
+
+// NewSeries converts candles (oldest first, open times strictly increasing) of market m and
+// timeframe. Every price must be a positive multiple of m.TickSize, and each candle's high
+// and low must contain its open and close. Gaps (missing candles) are kept as they are: the
+// strategy sees the candles it is given, in order, as the live runner sees an exchange's.
+func NewSeries(candles []marketdata.Candle, m exchange.MarketInfo, timeframe string) (*Series, error) {
+	d, err := marketdata.TimeframeDuration(timeframe)
+	if err != nil {
+		return nil, errs.Wrap(err, errs.InvalidParameter, "timeframe %q is not one of %s", timeframe, strings.Join(marketdata.Timeframes(), ", "))
+	}
+	if !m.TickSize.IsPositive() {
+		return nil, errs.New(errs.InvalidParameter, "market %s has no tick size", m.Symbol)
+	}
+	if len(candles) == 0 {
+		return nil, errs.New(errs.InvalidParameter, "candles: the series is empty")
+	}
+	n := len(candles)
+	s := &Series{market: m, timeframe: timeframe, tfMs: d.Milliseconds(),
+		ts: make([]int64, n), open: make([]int64, n), high: make([]int64, n), low: make([]int64, n),
+		close: make([]int64, n), bars: make([]strategy.Bar, n)}
+	for i, c := range candles {
+		if i > 0 && c.Timestamp <= candles[i-1].Timestamp {
+			return nil, errs.New(errs.InvalidParameter, "candles: candle %d opens at %d, not after the previous one (%d)", i, c.Timestamp, candles[i-1].Timestamp)
+		}
+		s.ts[i] = c.Timestamp
+		for _, f := range [...]struct {
+			name string
+			v    decimal.Decimal
+			dst  *int64
+		}{{"open", c.Open, &s.open[i]}, {"high", c.High, &s.high[i]}, {"low", c.Low, &s.low[i]}, {"close", c.Close, &s.close[i]}} {
+			t, err := ticks(f.v, m.TickSize)
+			if err != nil {
+				return nil, errs.New(errs.InvalidParameter, "candles: candle %d's %s %s: %v", i, f.name, f.v, err)
+			}
+			*f.dst = t
+		}
+		if s.low[i] > min(s.open[i], s.close[i]) || s.high[i] < max(s.open[i], s.close[i]) {
+			return nil, errs.New(errs.InvalidParameter, "candles: candle %d's high %s and low %s do not contain its open and close", i, c.High, c.Low)
+		}
+		s.bars[i] = strategy.BarOf(c)
+	}
+	return s, nil
+}
+
+var maxTicks = decimal.NewFromInt(1 << 62)
+
+// ticks is price / tick, which must be a positive whole number.
+func ticks(price, tick decimal.Decimal) (int64, error) {
+	if !price.IsPositive() {
+		return 0, errors.New("is not positive")
+	}
+	if !price.Mod(tick).IsZero() {
+		return 0, fmt.Errorf("is not a multiple of the tick %s", tick)
+	}
+	q := price.Div(tick)
+	if q.GreaterThan(maxTicks) {
+		return 0, errors.New("is too many ticks")
+	}
+	return q.IntPart(), nil
+}
+
+// Len is the number of candles.
+func (s *Series) Len() int { return len(s.ts) }
+
+// Market is the series' market.
+func (s *Series) Market() exchange.MarketInfo { return s.market }
+
+// Timeframe is the series' timeframe.
+func (s *Series) Timeframe() string { return s.timeframe }
+
+// price is t ticks as a price.
+func (s *Series) price(t int64) decimal.Decimal { return decimal.New(t, 0).Mul(s.market.TickSize) }
+
+// csvHeader is the first line of a candle file.
+const csvHeader = "timestamp,open,high,low,close,volume"
+
+// ReadCSV reads candles from CSV with the header timestamp,open,high,low,close,volume
+// (timestamp: the open time in ms; numbers as exact decimals).
+func ReadCSV(r io.Reader) ([]marketdata.Candle, error) {
+	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<16))
+	cr.FieldsPerRecord = 6
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("candles CSV: header: %w", err)
+	}
+	if strings.Join(head, ",") != csvHeader {
+		return nil, fmt.Errorf("candles CSV: header %q, want %q", strings.Join(head, ","), csvHeader)
+	}
+	var out []marketdata.Candle
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("candles CSV: %w", err)
+		}
+		ts, err := strconv.ParseInt(rec[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("candles CSV: line %d: timestamp %q: %w", line, rec[0], err)
+		}
+		c := marketdata.Candle{Timestamp: ts, Time: ts / 1000}
+		for j, dst := range [...]*decimal.Decimal{&c.Open, &c.High, &c.Low, &c.Close, &c.Volume} {
+			if *dst, err = decimal.NewFromString(rec[j+1]); err != nil {
+				return nil, fmt.Errorf("candles CSV: line %d: %s %q: %w", line, strings.Split(csvHeader, ",")[j+1], rec[j+1], err)
+			}
+		}
+		out = append(out, c)
+	}
+}
+
+// WriteCSV writes candles as ReadCSV reads them.
+func WriteCSV(w io.Writer, cs []marketdata.Candle) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString(csvHeader + "\n")
+	b := make([]byte, 0, 128)
+	for _, c := range cs {
+		b = strconv.AppendInt(b[:0], c.Timestamp, 10)
+		for _, v := range [...]decimal.Decimal{c.Open, c.High, c.Low, c.Close, c.Volume} {
+			b = append(b, ',')
+			b = append(b, v.String()...)
+		}
+		b = append(b, '\n')
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
