@@ -6,6 +6,8 @@ package registry
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/sigops/sigops/runtime/strategy"
 )
 
 // Bot is a SignalBot as the runtime needs it. The controller writes it; nothing on the hot
@@ -48,6 +50,10 @@ type Bot struct {
 	DisabledReason string `json:"disabledReason,omitempty"`
 	// Generation is the SignalBot's metadata.generation this projection came from.
 	Generation int64 `json:"generation"`
+	// Strategy is the built-in strategy the executor runs for the bot on every closed
+	// candle (runtime/strategyrun), with every parameter filled in; nil for a bot driven by
+	// webhooks only. Its Symbol is always set.
+	Strategy *strategy.Spec `json:"strategy,omitempty"`
 }
 
 // Account is what the bot trades on.

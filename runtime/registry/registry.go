@@ -102,7 +102,28 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 	if err != nil {
 		return err
 	}
+	if err := r.indexStrategy(ctx, bot); err != nil {
+		return err
+	}
 	return r.settle(ctx, bot.ID, replaced)
+}
+
+// indexStrategy keeps the partition's set of strategy bots (store.StrategyBots) in step
+// with the projection. It runs after the switch: the runner reads the projection of every
+// bot in the set and skips one without a strategy, so the set may lead the projection or
+// lag it for the moment between the two steps, and the next Project repairs a crash there.
+func (r *Registry) indexStrategy(ctx context.Context, bot Bot) error {
+	key := store.StrategyBots(store.PartitionOf(bot.ID))
+	if bot.Strategy != nil {
+		return r.rdb.SAdd(ctx, key, bot.ID).Err()
+	}
+	return r.rdb.SRem(ctx, key, bot.ID).Err()
+}
+
+// StrategyBots lists the bots of a partition that run a strategy (possibly including one
+// whose projection has just dropped its strategy, or is gone: the caller reads each).
+func StrategyBots(ctx context.Context, rdb redis.UniversalClient, partition int) ([]string, error) {
+	return rdb.SMembers(ctx, store.StrategyBots(partition)).Result()
 }
 
 // switchScript writes a bot's hash (KEYS[1]) and notes what it replaces. ARGV: the webhook
@@ -178,9 +199,10 @@ return 0
 // Like Project it is a sequence of single-slot steps, and the bot's hash, read first and
 // deleted last, records what remains to do: the routes (current, a replaced one not yet
 // deleted, extraHashes) become tombstones, the bot leaves its owner's (and a replaced
-// owner's) set and the set of all bots, then the hash goes. A crash before the end leaves
-// the hash for the next Remove to read again; the intake, which checks the hash, keeps
-// admitting the bot's signals until it goes, as it did until the removal started.
+// owner's) set, the set of all bots and its partition's set of strategy bots, then the hash
+// goes. A crash before the end leaves the hash for the next Remove to read again; the
+// intake, which checks the hash, keeps admitting the bot's signals until it goes, as it did
+// until the removal started.
 func (r *Registry) Remove(ctx context.Context, id string, ttl time.Duration, extraHashes ...string) error {
 	botKey := store.Bot(id)
 	prev, err := r.rdb.HMGet(ctx, botKey, fieldWebhook, fieldOwner, fieldWebhookOld, fieldOwnerOld).Result()
@@ -200,6 +222,7 @@ func (r *Registry) Remove(ctx context.Context, id string, ttl time.Duration, ext
 			p.SRem(ctx, store.OwnerBots(o), id)
 		}
 		p.SRem(ctx, store.AllBots(), id)
+		p.SRem(ctx, store.StrategyBots(store.PartitionOf(id)), id)
 		return nil
 	}); err != nil {
 		return err
