@@ -332,8 +332,7 @@ func (ps *pass) bot(ctx context.Context, d dueBot) error {
 	cs = cs[:end]
 	bars := make([]strategy.Bar, len(cs))
 	for i, c := range cs {
-		bars[i] = strategy.Bar{Open: c.Open.InexactFloat64(), High: c.High.InexactFloat64(),
-			Low: c.Low.InexactFloat64(), Close: c.Close.InexactFloat64(), Volume: c.Volume.InexactFloat64()}
+		bars[i] = strategy.BarOf(c)
 	}
 	for i, c := range cs {
 		if c.Timestamp <= from {

@@ -153,8 +153,7 @@ func (f *fixture) expected(from, to time.Time, spot bool) []emission {
 		}
 		var s strategy.Signal
 		for _, k := range cs[max(0, i-spec.Lookback()+1) : i+1] {
-			s = st.Next(strategy.Bar{Open: k.Open.InexactFloat64(), High: k.High.InexactFloat64(),
-				Low: k.Low.InexactFloat64(), Close: k.Close.InexactFloat64(), Volume: k.Volume.InexactFloat64()})
+			s = st.Next(strategy.BarOf(k))
 		}
 		for _, a := range []struct {
 			bit    strategy.Signal
