@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/strategyrun"
 )
 
 // Options configure the controllers; cmd/manager fills them from flags.
@@ -107,9 +108,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 
 // forgetTrading removes a deleted bot's trading state, each part by the package that owns
 // it: the book and its watch entries (runtime/position), the per-day aggregates
-// (runtime/analytics) and the risk counters (runtime/risk). The runtime pause goes with the
-// bot's hash (registry.Remove). Each part can be repeated, so a finalizer retried after a
-// partial run finishes the job.
+// (runtime/analytics), the risk counters (runtime/risk) and the strategy runner's state
+// (runtime/strategyrun). The runtime pause and the strategy index go with the bot's hash
+// (registry.Remove). Each part can be repeated, so a finalizer retried after a partial run
+// finishes the job.
 func forgetTrading(ctx context.Context, rdb redis.UniversalClient, botID string) error {
 	if err := position.Purge(ctx, rdb, botID); err != nil {
 		return err
@@ -117,7 +119,10 @@ func forgetTrading(ctx context.Context, rdb redis.UniversalClient, botID string)
 	if err := analytics.Purge(ctx, rdb, botID); err != nil {
 		return err
 	}
-	return risk.Purge(ctx, rdb, botID)
+	if err := risk.Purge(ctx, rdb, botID); err != nil {
+		return err
+	}
+	return strategyrun.Purge(ctx, rdb, botID)
 }
 
 // CacheOptions limits the manager's Secret cache to the Secrets sigops labels (webhook and

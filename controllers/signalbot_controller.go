@@ -27,8 +27,8 @@ import (
 // SignalBotReconciler keeps a SignalBot's webhook Secret and its Redis projection in step
 // with the object. It runs the reconcile skeleton (reconcile.go); its concerns are split
 // across files: the webhook Secret
-// (signalbot_webhook_secret.go), the account reference (signalbot_account.go) and the
-// projection into Redis (signalbot_projection.go).
+// (signalbot_webhook_secret.go), the account reference (signalbot_account.go), the
+// projection into Redis (signalbot_projection.go) and the strategy (signalbot_strategy.go).
 type SignalBotReconciler struct {
 	client.Client
 	Registry *registry.Registry
@@ -79,13 +79,20 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 	}
 	bot.Status.WebhookSecretName = hook.secretName
 
+	strat, err := strategyOf(bot)
+	if err != nil {
+		return stalledOutcome("StrategyInvalid", "spec.strategy: "+err.Error()), ctrl.Result{}, nil
+	}
+
 	acct := r.checkAccount(ctx, bot)
 	if acct.err != nil {
 		return outcome{}, ctrl.Result{}, acct.err
 	}
 	bot.Status.Availability, bot.Status.PausedReason = availability(bot, acct)
 
-	if err := r.Registry.Project(ctx, projection(bot, acct), hook.hash); err != nil {
+	proj := projection(bot, acct)
+	proj.Strategy = strat
+	if err := r.Registry.Project(ctx, proj, hook.hash); err != nil {
 		if errors.Is(err, registry.ErrWebhookInUse) {
 			projections.WithLabelValues("conflict").Inc()
 			return stalledOutcome("WebhookIDConflict",
@@ -100,6 +107,10 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 	requeue, err := r.mirrorRuntimePause(ctx, bot)
 	if err != nil {
 		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's runtime state from Redis; retrying"),
+			ctrl.Result{}, err
+	}
+	if err := r.mirrorStrategy(ctx, bot, strat); err != nil {
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's strategy state from Redis; retrying"),
 			ctrl.Result{}, err
 	}
 	if hook.regenerated != "" {

@@ -44,6 +44,8 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.paperAccountRef) != has(self.exchangeConnectionRef)",message="exactly one of paperAccountRef or exchangeConnectionRef must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.leverage) || self.leverage == 1 || (has(self.market) && self.market == 'futures')",message="leverage above 1 needs market futures"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || has(self.symbol) || has(self.strategy.symbol)",message="a strategy needs a symbol: set spec.symbol or spec.strategy.symbol"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || !has(self.symbol) || !has(self.strategy.symbol) || self.symbol == self.strategy.symbol",message="spec.strategy.symbol must equal spec.symbol when both are set"
 type SignalBotSpec struct {
 	// owner is the email of the account that owns the bot. The referenced paper account or
 	// exchange connection must have the same owner.
@@ -141,6 +143,11 @@ type SignalBotSpec struct {
 	// suspend pauses the bot at once (paused reason Manual).
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// strategy runs a built-in strategy for the bot on every closed candle; webhook
+	// signals are still taken.
+	// +optional
+	Strategy *StrategySpec `json:"strategy,omitempty"`
 }
 
 // DCASpec configures dollar-cost averaging.
@@ -225,6 +232,10 @@ type SignalBotStatus struct {
 	// lastHandledResume echoes the last resume annotation value acted on.
 	// +optional
 	LastHandledResume string `json:"lastHandledResume,omitempty"`
+
+	// strategy is what the strategy runner last evaluated and emitted (spec.strategy only).
+	// +optional
+	Strategy *StrategyStatus `json:"strategy,omitempty"`
 
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
