@@ -1,6 +1,6 @@
 // Command executor runs the signal pipeline: it consumes its share of the queue partitions,
-// executes each signal (risk, order, exchange, record, confirm) and watches open positions'
-// stop-loss and take-profit.
+// executes each signal (risk, order, exchange, record, confirm), watches open positions'
+// stop-loss and take-profit, and runs the strategy bots of the partitions it holds.
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/strategyrun"
 )
 
 func main() {
@@ -31,6 +32,7 @@ func main() {
 		metricsAddr, marketData, instance string
 		masterKeys                        credentials.KeyFlags
 		leaseTTL, watchInterval           time.Duration
+		strategies                        strategyrun.Options
 		budget                            queue.Options
 		redisOpts                         store.Options
 		logLevel                          slog.Level
@@ -44,6 +46,8 @@ func main() {
 	flag.DurationVar(&budget.MaxElapsed, "signal-max-elapsed", queue.DefaultMaxElapsed, "time after a signal's first failure before it is dead-lettered")
 	flag.IntVar(&budget.MaxInFlight, "partition-concurrency", queue.DefaultMaxInFlight, "signals of different bots one queue partition executes at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
+	flag.DurationVar(&strategies.Settle, "strategy-settle", strategyrun.DefaultSettle, "delay after each candle's close before strategy bots evaluate it (exchanges publish a closed candle a moment late)")
+	flag.IntVar(&strategies.Concurrency, "strategy-concurrency", strategyrun.DefaultConcurrency, "strategy bots evaluated at once (each waits mostly on its candle fetch)")
 	masterKeys.Bind(flag.CommandLine, "opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -56,13 +60,15 @@ func main() {
 		os.Exit(1)
 	}
 	budget.Name, budget.LeaseTTL, budget.Logger = instance, leaseTTL, logger
-	if err := run(logger, metricsAddr, marketData, budget, watchInterval, redisOpts, keys); err != nil {
+	strategies.Logger = logger
+	if err := run(logger, metricsAddr, marketData, budget, watchInterval, strategies, redisOpts, keys); err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Options, watchInterval time.Duration, ro store.Options, keys *credentials.Ring) error {
+func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Options, watchInterval time.Duration,
+	sopts strategyrun.Options, ro store.Options, keys *credentials.Ring) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rdb, err := store.Connect(ctx, ro)
@@ -90,10 +96,14 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})
 	qopts.OnDeadLetter = exec.DeadLettered
 	consumer := queue.NewConsumer(qrdb, qopts)
+	// Strategy bots run where their partition's lease is held.
+	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
+	strategies := strategyrun.New(sopts)
 
 	reg := daemon.NewRegistry()
 	reg.MustRegister(exec.Collectors()...)
 	reg.MustRegister(consumer.Collectors()...)
+	reg.MustRegister(strategies.Collectors()...)
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +120,7 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	// Run returns after finishing the signal in hand once ctx ends (graceful shutdown).
 	g.Go(func() error { return consumer.Run(gctx, exec.Handle) })
 	g.Go(func() error { return watcher.Run(gctx) })
+	g.Go(func() error { return strategies.Run(gctx) })
 	g.Go(func() error {
 		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -436,7 +436,7 @@ func TestStateAndAnnouncements(t *testing.T) {
 }
 
 // A bot whose projection drops its strategy leaves the partition's index and is no longer
-// evaluated.
+// evaluated; a removed bot leaves it too.
 func TestStrategyRemovedStopsEvaluation(t *testing.T) {
 	f := newFixture(t, "futures")
 	o := &owner{}
@@ -454,5 +454,48 @@ func TestStrategyRemovedStopsEvaluation(t *testing.T) {
 	r.Evaluate(f.ctx)
 	if got := f.mark(); !got.Equal(before) {
 		t.Fatalf("mark moved to %s for a bot without a strategy", got)
+	}
+	// Back in the index with a strategy, out of it when the bot is removed.
+	f.bot.Strategy = emaSpec()
+	f.project()
+	if ids, _ := registry.StrategyBots(f.ctx, f.rdb, f.part); !slices.Equal(ids, []string{f.bot.ID}) {
+		t.Fatalf("index %v", ids)
+	}
+	if err := registry.New(f.rdb).Remove(f.ctx, f.bot.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := registry.StrategyBots(f.ctx, f.rdb, f.part); err != nil || len(ids) != 0 {
+		t.Fatalf("index after removal %v %v", ids, err)
+	}
+}
+
+// Run evaluates a partition as soon as it is taken over (not at the next minute) and
+// returns when its context ends, as the executor's shutdown needs.
+func TestRunResumesATakenPartitionAndStops(t *testing.T) {
+	f := newFixture(t, "futures")
+	wall := marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
+	o := &owner{}
+	r := strategyrun.New(strategyrun.Options{Redis: f.rdb, Market: wall, Owner: o, Logger: f.quiet})
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	time.Sleep(1500 * time.Millisecond)
+	if !f.mark().IsZero() {
+		t.Fatal("evaluated a partition it does not hold")
+	}
+	o.set(f.part)
+	testkit.EventuallyTrue(t, 5*time.Second, "the taken partition evaluated", func() bool { return !f.mark().IsZero() })
+	newest := time.Now().Add(-time.Minute).Truncate(time.Minute)
+	if got := f.mark(); got.Before(newest.Add(-time.Minute)) {
+		t.Fatalf("mark %s, want the newest closed candle (about %s)", got, newest)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
 	}
 }
