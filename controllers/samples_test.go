@@ -17,13 +17,17 @@ func TestSamplesBecomeReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) < 4 {
-		t.Fatalf("samples hold %d objects, want the Secret and the three kinds", len(objs))
+	if len(objs) < 5 {
+		t.Fatalf("samples hold %d objects, want the Secret, the three kinds and the strategy bot", len(objs))
 	}
 	if err := stack.CreateAll(context.Background(), k8s, objs); err != nil {
 		t.Fatal(err)
 	}
 	waitBot(t, "default", "demo-btc", "sample bot Ready", readyIs(metav1.ConditionTrue, "Active"))
+	ema := waitBot(t, "default", "demo-eth-ema", "sample strategy bot Ready", readyIs(metav1.ConditionTrue, "Active"))
+	if s := ema.Status.Strategy; s == nil || s.Family != "emaCrossover" || s.Timeframe != "15m" || s.Symbol != "ETH/USDT" {
+		t.Fatalf("sample strategy bot status.strategy = %+v", s)
+	}
 	waitConnection(t, "default", "demo-binance", metav1.ConditionTrue, "Validated") // the suite's stub exchange accepts any unknown key
 	a := &tradingv1.PaperAccount{}
 	get(t, a, "default", "demo-paper")
