@@ -56,12 +56,14 @@ type StrategySpec struct {
 // EMACrossoverParams are the EMA crossover's periods, in candles.
 // +kubebuilder:validation:XValidation:rule="self.fastPeriod < self.slowPeriod",message="fastPeriod must be below slowPeriod"
 type EMACrossoverParams struct {
+	// fastPeriod is the fast EMA's period, in candles.
 	// +kubebuilder:default=12
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	FastPeriod int32 `json:"fastPeriod,omitempty"`
 
+	// slowPeriod is the slow EMA's period, in candles.
 	// +kubebuilder:default=26
 	// +kubebuilder:validation:Minimum=3
 	// +kubebuilder:validation:Maximum=400
@@ -72,12 +74,14 @@ type EMACrossoverParams struct {
 // RSIReversionParams are the RSI period (candles) and levels (0-100, decimal strings).
 // +kubebuilder:validation:XValidation:rule="double(self.oversold) < double(self.overbought)",message="oversold must be below overbought"
 type RSIReversionParams struct {
+	// period is the indicator's period, in candles.
 	// +kubebuilder:default=14
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Period int32 `json:"period,omitempty"`
 
+	// oversold is the RSI level (0-100) below which the market is oversold.
 	// +kubebuilder:default="30"
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}(\.[0-9]{1,8})?$`
@@ -85,6 +89,7 @@ type RSIReversionParams struct {
 	// +optional
 	Oversold string `json:"oversold,omitempty"`
 
+	// overbought is the RSI level (0-100) above which the market is overbought.
 	// +kubebuilder:default="70"
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:Pattern=`^[0-9]{1,3}(\.[0-9]{1,8})?$`
@@ -96,12 +101,14 @@ type RSIReversionParams struct {
 // DonchianBreakoutParams are the entry and exit channels' periods, in candles.
 // +kubebuilder:validation:XValidation:rule="self.exitPeriod <= self.period",message="exitPeriod must not exceed period"
 type DonchianBreakoutParams struct {
+	// period is the indicator's period, in candles.
 	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=5
 	// +kubebuilder:validation:Maximum=200
 	// +optional
 	Period int32 `json:"period,omitempty"`
 
+	// exitPeriod is the exit channel's period, in candles (at most period).
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=200
@@ -112,12 +119,14 @@ type DonchianBreakoutParams struct {
 // BollingerReversionParams are the bands' period (candles) and width (standard deviations,
 // a decimal string).
 type BollingerReversionParams struct {
+	// period is the indicator's period, in candles.
 	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=5
 	// +kubebuilder:validation:Maximum=200
 	// +optional
 	Period int32 `json:"period,omitempty"`
 
+	// stdDev is the bands' distance from the middle band, in standard deviations.
 	// +kubebuilder:default="2"
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:Pattern=`^[0-9](\.[0-9]{1,8})?$`
