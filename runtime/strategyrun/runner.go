@@ -140,8 +140,7 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // nextWake is the first minute boundary plus settle after now.
 func nextWake(now time.Time, settle time.Duration) time.Time {
-	w := now.Add(-settle).Truncate(time.Minute).Add(time.Minute + settle)
-	return w
+	return now.Add(-settle).Truncate(time.Minute).Add(time.Minute + settle)
 }
 
 // newlyHeld lists the partitions of owned that were not in held (both ascending).
@@ -155,8 +154,8 @@ func newlyHeld(held, owned []int) []int {
 	return out
 }
 
-// Evaluate evaluates, at the clock's now, every strategy bot of the partitions Ownership
-// holds now: each closed candle since the bot's mark, within the catch-up bound. Run calls
+// Evaluate evaluates, at the clock's time, every strategy bot of the partitions Ownership
+// holds: each closed candle since the bot's mark, within the catch-up bound. Run calls
 // it at every wake; tests call it on their own clock.
 func (r *Runner) Evaluate(ctx context.Context) {
 	r.evaluate(ctx, r.owner.Owned())
