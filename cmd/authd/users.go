@@ -209,7 +209,7 @@ func (r usersRun) creditWallet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bal, err := r.us.CreditWallet(ctx, u.ID, a)
+	bal, err := r.us.Wallets.Credit(ctx, u.ID, a)
 	if err != nil {
 		return err
 	}

@@ -127,6 +127,12 @@ func migrateKeys(ctx context.Context, rdb redis.UniversalClient, out io.Writer, 
 		return err
 	}
 	report, err := keymigration.Run(ctx, rdb, *dry)
+	if errors.Is(err, keymigration.ErrCluster) {
+		// A Cluster holds the tagged names already; only the wallets' move applies.
+		var f keymigration.Family
+		f, err = keymigration.Wallets(ctx, rdb, *dry)
+		report = keymigration.Report{f}
+	}
 	if *dry {
 		fmt.Fprintln(out, "dry run: nothing was changed")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/wallet"
 )
 
 // Fields of a user hash (store.User).
@@ -25,7 +26,6 @@ const (
 	fUserEmail    = "email"
 	fUserPassword = "pw"
 	fUserTier     = "tier"
-	fUserWallet   = "wallet"
 	fUserTelegram = "telegramLinked"
 	fUserGen      = "gen"
 	fUserCreated  = "createdAt"
@@ -38,8 +38,6 @@ var (
 	ErrEmailTaken = errors.New("an account with that email already exists")
 	// ErrInvalidCredentials: wrong email or password; which one is never said.
 	ErrInvalidCredentials = errors.New("invalid email or password")
-	// ErrInsufficientFunds: a debit larger than the wallet.
-	ErrInsufficientFunds = errors.New("insufficient Strategy Lab balance")
 )
 
 // User is an account as the rest of the service sees it. The password hash stays inside
@@ -50,7 +48,8 @@ type User struct {
 	Email          string
 	TelegramLinked bool
 	Tier           Tier
-	// StrategyLabBalanceUsd is the wallet that wallet-charging tools draw from.
+	// StrategyLabBalanceUsd is the wallet that wallet-charging tools draw from, read from
+	// runtime/wallet, which owns it.
 	StrategyLabBalanceUsd decimal.Decimal
 	// Generation is bumped by every password change; sessions and tokens carry the value they
 	// were made under and die when it moves.
@@ -89,6 +88,9 @@ type Users struct {
 	now   func() time.Time
 	dummy string // a hash verified for unknown emails, so both paths cost the same
 	oauth *OAuth // revokes authorizations on a password change
+	// Wallets is the Strategy Lab wallet store the accounts' balances are read from and
+	// opened in.
+	Wallets *wallet.Wallets
 }
 
 // NewUsers returns the account store.
@@ -101,6 +103,7 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 	}
 	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency, o.HashQueue), now: o.Now}
 	u.oauth = &OAuth{rdb: rdb, now: o.Now}
+	u.Wallets = wallet.New(rdb, o.Now)
 	u.dummy = u.h.Dummy()
 	return u
 }
@@ -133,11 +136,12 @@ func cleanName(name, email string) (string, error) {
 
 // Create adds an account. The email is unique case-insensitively.
 //
-// The account, the set of all accounts and the email index are in three Redis Cluster slots,
-// so creating one is two steps: the account and its membership of the set, then the claim of
-// the email (SET NX), last because an account exists for the rest of the service only once
-// its email leads to it. A crash before the claim leaves an account nobody can reach, which
-// List skips as well; an email already taken undoes the first step.
+// The account, the set of all accounts, the wallet and the email index are in four Redis
+// Cluster slots, so creating one is three steps: the account and its membership of the set,
+// its wallet with the opening balance (runtime/wallet), then the claim of the email
+// (SET NX), last because an account exists for the rest of the service only once its email
+// leads to it. A crash before the claim leaves an account nobody can reach, which List skips
+// as well; an email already taken undoes the first two steps.
 func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 	email, err := NormalizeEmail(n.Email)
 	if err != nil {
@@ -168,11 +172,14 @@ func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 		Generation: 1, CreatedAt: u.now().UTC(), passwordHash: hash}
 	if _, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, store.User(usr.ID), fUserID, usr.ID, fUserName, name, fUserEmail, email, fUserPassword, hash,
-			fUserTier, tier.Slug, fUserWallet, n.Wallet.String(), fUserTelegram, "0", fUserGen, "1",
+			fUserTier, tier.Slug, fUserTelegram, "0", fUserGen, "1",
 			fUserCreated, strconv.FormatInt(usr.CreatedAt.UnixMilli(), 10))
 		p.SAdd(ctx, store.Users(), usr.ID)
 		return nil
 	}); err != nil {
+		return User{}, err
+	}
+	if _, err := u.Wallets.Open(ctx, usr.ID, n.Wallet); err != nil {
 		return User{}, err
 	}
 	claimed, err := u.rdb.SetNX(ctx, store.UserByEmail(email), usr.ID, 0).Result()
@@ -183,6 +190,7 @@ func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 		_, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.SRem(ctx, store.Users(), usr.ID)
 			p.Del(ctx, store.User(usr.ID))
+			p.Del(ctx, store.Wallet(usr.ID), store.WalletLedger(usr.ID))
 			return nil
 		})
 		return User{}, errors.Join(ErrEmailTaken, err)
@@ -202,7 +210,12 @@ func (u *Users) Get(ctx context.Context, id string) (User, error) {
 	if len(m) == 0 || m[fUserID] == "" {
 		return User{}, ErrNotFound
 	}
-	return decodeUser(m)
+	usr, err := decodeUser(m)
+	if err != nil {
+		return User{}, err
+	}
+	usr.StrategyLabBalanceUsd, err = u.Wallets.Balance(ctx, id)
+	return usr, err
 }
 
 // ByEmail reads an account by email (case-insensitive).
@@ -222,22 +235,11 @@ func decodeUser(m map[string]string) (User, error) {
 	if err != nil {
 		return User{}, fmt.Errorf("user %s: %w", m[fUserID], err)
 	}
-	wallet, err := decimal.NewFromString(orZero(m[fUserWallet]))
-	if err != nil {
-		return User{}, fmt.Errorf("user %s: corrupt wallet", m[fUserID])
-	}
 	gen, _ := strconv.ParseInt(m[fUserGen], 10, 64)
 	created, _ := strconv.ParseInt(m[fUserCreated], 10, 64)
 	return User{ID: m[fUserID], Name: m[fUserName], Email: m[fUserEmail], TelegramLinked: m[fUserTelegram] == "1",
-		Tier: tier, StrategyLabBalanceUsd: wallet, Generation: gen, CreatedAt: time.UnixMilli(created).UTC(),
+		Tier: tier, Generation: gen, CreatedAt: time.UnixMilli(created).UTC(),
 		passwordHash: m[fUserPassword]}, nil
-}
-
-func orZero(s string) string {
-	if s == "" {
-		return "0"
-	}
-	return s
 }
 
 // Authenticate checks an email and password. An unknown email costs the same argon2id
@@ -393,59 +395,6 @@ func (u *Users) SetTelegramLinked(ctx context.Context, id string, linked bool) e
 		return ErrNotFound
 	}
 	return u.rdb.HSet(ctx, store.User(id), fUserTelegram, v).Err()
-}
-
-// CreditWallet adds a positive amount to the Strategy Lab wallet and returns the balance.
-func (u *Users) CreditWallet(ctx context.Context, id string, amount decimal.Decimal) (decimal.Decimal, error) {
-	if !amount.IsPositive() {
-		return decimal.Decimal{}, errors.New("credit must be positive")
-	}
-	return u.adjustWallet(ctx, id, amount)
-}
-
-// DebitWallet takes a positive amount from the wallet; it refuses to go below zero.
-func (u *Users) DebitWallet(ctx context.Context, id string, amount decimal.Decimal) (decimal.Decimal, error) {
-	if !amount.IsPositive() {
-		return decimal.Decimal{}, errors.New("debit must be positive")
-	}
-	return u.adjustWallet(ctx, id, amount.Neg())
-}
-
-// adjustWallet changes the balance with decimal arithmetic in an optimistic transaction
-// (Lua numbers are doubles, which money never is).
-func (u *Users) adjustWallet(ctx context.Context, id string, delta decimal.Decimal) (decimal.Decimal, error) {
-	key := store.User(id)
-	var out decimal.Decimal
-	for range 20 {
-		err := u.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			v, err := tx.HMGet(ctx, key, fUserID, fUserWallet).Result()
-			if err != nil {
-				return err
-			}
-			if s, _ := v[0].(string); s == "" {
-				return ErrNotFound
-			}
-			s, _ := v[1].(string)
-			cur, err := decimal.NewFromString(orZero(s))
-			if err != nil {
-				return fmt.Errorf("user %s: corrupt wallet", id)
-			}
-			next := cur.Add(delta)
-			if next.IsNegative() {
-				return ErrInsufficientFunds
-			}
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.HSet(ctx, key, fUserWallet, next.String())
-				return nil
-			})
-			out = next
-			return err
-		}, key)
-		if !errors.Is(err, redis.TxFailedErr) {
-			return out, err
-		}
-	}
-	return decimal.Decimal{}, errors.New("wallet update: too much contention")
 }
 
 // EnsureResult says what Ensure did.

@@ -107,29 +107,25 @@ func TestSetPasswordInvalidatesEverything(t *testing.T) {
 	}
 }
 
-func TestWallet(t *testing.T) {
+// The account's balance is the wallet package's: an opening balance at creation, then
+// whatever runtime/wallet writes.
+func TestUserBalanceIsTheWallet(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
-	u := f.user(t, "dan@example.com", TierTeam)
-	bal, err := f.users.CreditWallet(ctx, u.ID, decimal.RequireFromString("0.10"))
-	if err != nil || bal.String() != "0.1" {
-		t.Fatalf("credit: %v %v", bal, err)
+	u, err := f.users.Create(ctx, NewUser{Email: "dan@example.com", Password: "correct horse battery",
+		Wallet: decimal.RequireFromString("0.10")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	bal, err = f.users.CreditWallet(ctx, u.ID, decimal.RequireFromString("0.20"))
-	if err != nil || !bal.Equal(decimal.RequireFromString("0.3")) { // exact: 0.1 + 0.2 == 0.3 in decimal
-		t.Fatalf("credit: %v %v", bal, err)
+	if _, err := f.users.Wallets.Credit(ctx, u.ID, decimal.RequireFromString("0.20")); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := f.users.DebitWallet(ctx, u.ID, decimal.RequireFromString("0.31")); !errors.Is(err, ErrInsufficientFunds) {
-		t.Fatalf("overdraft: %v", err)
+	got, err := f.users.Get(ctx, u.ID)
+	if err != nil || !got.StrategyLabBalanceUsd.Equal(decimal.RequireFromString("0.3")) { // 0.10 + 0.20, exact
+		t.Fatalf("balance: %v %v", got.StrategyLabBalanceUsd, err)
 	}
-	if bal, err = f.users.DebitWallet(ctx, u.ID, decimal.RequireFromString("0.30")); err != nil || !bal.IsZero() {
-		t.Fatalf("debit: %v %v", bal, err)
-	}
-	if _, err := f.users.CreditWallet(ctx, u.ID, decimal.NewFromInt(-5)); err == nil {
-		t.Fatal("negative credit accepted")
-	}
-	if _, err := f.users.CreditWallet(ctx, "nope", decimal.NewFromInt(5)); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown user: %v", err)
+	if n, err := f.rdb.HExists(ctx, store.User(u.ID), "wallet").Result(); err != nil || n {
+		t.Fatalf("the user hash holds a wallet field: %v %v", n, err)
 	}
 }
 

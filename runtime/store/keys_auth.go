@@ -8,7 +8,7 @@ import "github.com/sigops/sigops/runtime/emails"
 // SHA-256 (hex) and values carry KDF hashes.
 //
 //	sigops:users                               set    every user ID
-//	sigops:user:{id}                           hash   account: name, email, password hash, tier, wallet, generation
+//	sigops:user:{id}                           hash   account: name, email, password hash, tier, generation (the wallet: keys_lab.go)
 //	sigops:user:email:<email>                  string lower-cased email -> user ID (uniqueness)
 //	sigops:user:{id}:sessions                  set    session hashes of a user (clean-up on password change)
 //	sigops:user:{id}:oauth                     set    OAuth authorization IDs of a user (connected apps)

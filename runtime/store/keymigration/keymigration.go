@@ -10,8 +10,10 @@
 // again; the others are left under their old names, where they expire. The price watcher's
 // index and the dead-letter stream are split by partition. Last, a bot whose trades were
 // booked before the per-day aggregates existed gets them built from its trade list
-// (runtime/analytics). Running it again does nothing more: a key already carrying its tag
-// is not of the old layout, and aggregates that count every trade are left alone.
+// (runtime/analytics), and every account's Strategy Lab balance moves from its user hash
+// into its wallet (runtime/wallet; Wallets, which also runs alone on a Cluster). Running it
+// again does nothing more: a key already carrying its tag is not of the old layout,
+// aggregates that count every trade are left alone, and a moved balance leaves no field.
 package keymigration
 
 import (
@@ -97,6 +99,9 @@ func Run(ctx context.Context, c redis.UniversalClient, dry bool) (Report, error)
 		if err := add(m.rename(ctx, f)); err != nil {
 			return report, err
 		}
+	}
+	if err := add(Wallets(ctx, rdb, dry)); err != nil {
+		return report, err
 	}
 	if err := add(m.tradeDays(ctx)); err != nil {
 		return report, err

@@ -19,6 +19,7 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/keymigration"
 	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/runtime/wallet"
 )
 
 const hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -70,7 +71,7 @@ func oldLayout(t *testing.T, rdb *redis.Client) {
 		p.HSet(ctx, "sigops:paper:acct-1", "balance", "100", "initialBalance", "100", "currency", "USDT", "feeRate", "0.001")
 		p.HSet(ctx, "sigops:paper:acct-1:orders", "sg-1:x", "{}")
 		p.HSet(ctx, "sigops:paper:acct-1:pos", "bot-1|spot|BTC", "1")
-		p.HSet(ctx, "sigops:user:u-1", "id", "u-1", "email", "a@x.io", "gen", "1")
+		p.HSet(ctx, "sigops:user:u-1", "id", "u-1", "email", "a@x.io", "gen", "1", "wallet", "12.5")
 		p.SAdd(ctx, "sigops:user:u-1:sessions", hash)
 		p.SAdd(ctx, "sigops:user:u-1:oauth", "auth-1")
 		p.Set(ctx, "sigops:user:email:a@x.io", "u-1", 0)
@@ -115,7 +116,7 @@ func TestMigrateKeys(t *testing.T) {
 		"watch index": {Moved: 2}, "dead letters": {Moved: 2}, "bots": {Moved: 1}, "rate limits": {Moved: 1},
 		"idempotency keys": {Moved: 1}, "dedupe records": {Moved: 1}, "books": {Moved: 5},
 		"risk counters": {Moved: 1, Kept: 1}, "signal progress": {Moved: 2, Kept: 1}, "attempt counts": {Moved: 1},
-		"paper accounts": {Moved: 3}, "users": {Moved: 3},
+		"paper accounts": {Moved: 3}, "users": {Moved: 3}, "strategy lab wallets": {Moved: 1},
 		// bot-1's trade list, renamed, then aggregated into its days
 		"trade days": {Moved: 1},
 	}
@@ -172,6 +173,17 @@ func TestMigrateKeys(t *testing.T) {
 		days["start"] != "" || day.Trades != 1 || day.Wins != 1 || !day.Net().Equal(decimal.NewFromInt(1)) {
 		t.Errorf("days after migration: %v (%v)", days, err)
 	}
+	// The balance left the user hash for its wallet, with an opening entry in the ledger.
+	wallets := wallet.New(rdb, nil)
+	if b, err := wallets.Balance(ctx, "u-1"); err != nil || !b.Equal(decimal.RequireFromString("12.5")) {
+		t.Errorf("wallet after migration: %v, %v", b, err)
+	}
+	if entries, _, err := wallets.Ledger(ctx, "u-1", "", 10); err != nil || len(entries) != 1 || entries[0].Kind != wallet.Opening {
+		t.Errorf("ledger after migration: %+v, %v", entries, err)
+	}
+	if rdb.HExists(ctx, store.User("u-1"), "wallet").Val() {
+		t.Error("the user hash still holds its wallet field")
+	}
 	if w, err := position.Watched(ctx, rdb); err != nil || len(w) != 2 {
 		t.Errorf("watched after migration: %v, %v", w, err)
 	}
@@ -217,5 +229,38 @@ func TestMigrateKeys(t *testing.T) {
 	defer cluster.Close()
 	if _, err := keymigration.Run(ctx, cluster, true); !errors.Is(err, keymigration.ErrCluster) {
 		t.Errorf("on a cluster client: %v, want ErrCluster", err)
+	}
+}
+
+// The wallet step alone, as a Cluster runs it: a balance moves once; a wallet the new
+// version wrote wins over the stale field, which goes; a second run finds nothing.
+func TestMigrateWallets(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	wallets := wallet.New(rdb, nil)
+	rdb.HSet(ctx, store.User("u-1"), "id", "u-1", "wallet", "7.25")
+	rdb.HSet(ctx, store.User("u-2"), "id", "u-2", "wallet", "3")
+	rdb.HSet(ctx, store.User("u-3"), "id", "u-3") // no wallet field
+	if _, err := wallets.Open(ctx, "u-2", decimal.RequireFromString("40")); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := keymigration.Wallets(ctx, rdb, true)
+	if err != nil || dry.Moved != 1 || dry.Kept != 1 || !rdb.HExists(ctx, store.User("u-1"), "wallet").Val() {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	f, err := keymigration.Wallets(ctx, rdb, false)
+	if err != nil || f.Moved != 1 || f.Kept != 1 {
+		t.Fatalf("run: %+v %v", f, err)
+	}
+	for id, want := range map[string]string{"u-1": "7.25", "u-2": "40", "u-3": "0"} {
+		if b, err := wallets.Balance(ctx, id); err != nil || !b.Equal(decimal.RequireFromString(want)) {
+			t.Errorf("%s: balance %v (%v), want %s", id, b, err, want)
+		}
+		if rdb.HExists(ctx, store.User(id), "wallet").Val() {
+			t.Errorf("%s still holds the field", id)
+		}
+	}
+	if again, err := keymigration.Wallets(ctx, rdb, false); err != nil || again.Moved != 0 || again.Kept != 0 {
+		t.Fatalf("second run: %+v %v", again, err)
 	}
 }

@@ -1,0 +1,347 @@
+// Package wallet owns a user's Strategy Lab wallet: the balance in USD and the ledger of
+// every movement (top-up, debit, refund, opening balance), both in the slot of the user's
+// queue partition (store.Wallet, store.WalletLedger). Every change is an optimistic
+// transaction (WATCH the balance, MULTI: the new balance and its ledger entry) with the
+// arithmetic in Go decimals, never Lua numbers. A caller that must charge or refund
+// together with its own writes (the Strategy Lab's job record and dispatch entry, its
+// finishing guard) passes them to Apply, which puts them in the same transaction: the
+// caller's keys must carry the same partition tag (runtime/store keys_lab.go).
+package wallet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// Kind is what moved money in or out of a wallet.
+type Kind string
+
+// Ledger entry kinds.
+const (
+	// Opening is the balance an account was created (or migrated) with.
+	Opening Kind = "opening"
+	// TopUp is an administrator's credit (authd users credit-wallet).
+	TopUp Kind = "top_up"
+	// Debit is a charge (a Strategy Lab job when it is queued).
+	Debit Kind = "debit"
+	// Refund gives back a charge's unused part (a job's failed experiments).
+	Refund Kind = "refund"
+)
+
+// Entry is one ledger entry.
+type Entry struct {
+	// ID is the entry's stream ID, also the cursor of Ledger's next page.
+	ID   string `json:"id"`
+	Kind Kind   `json:"kind"`
+	// Amount is the change: positive for an opening balance, a top-up or a refund, negative
+	// for a debit.
+	Amount decimal.Decimal `json:"amount"`
+	// Balance is the balance after this entry.
+	Balance decimal.Decimal `json:"balance"`
+	// JobID is the Strategy Lab job a debit or refund belongs to; empty otherwise.
+	JobID string    `json:"jobId,omitempty"`
+	Time  time.Time `json:"time"`
+}
+
+// Ledger stream fields.
+const (
+	fKind    = "kind"
+	fAmount  = "amount"
+	fBalance = "balance"
+	fJob     = "job"
+	fAt      = "at"
+)
+
+// ErrUserRequired: an empty user ID.
+var ErrUserRequired = errors.New("wallet: user ID required")
+
+// ErrContention: the balance changed under every attempt of a transaction.
+var ErrContention = errors.New("wallet: too much contention, try again")
+
+// maxAttempts bounds the retries of an optimistic transaction whose balance moved meanwhile.
+const maxAttempts = 32
+
+// Wallets reads and changes wallets.
+type Wallets struct {
+	rdb redis.UniversalClient
+	now func() time.Time
+}
+
+// New returns the wallets stored in rdb; now is the clock of ledger entries (nil: time.Now).
+func New(rdb redis.UniversalClient, now func() time.Time) *Wallets {
+	if now == nil {
+		now = time.Now
+	}
+	return &Wallets{rdb: rdb, now: now}
+}
+
+// Balance is a user's balance; a wallet never written is 0.
+func (w *Wallets) Balance(ctx context.Context, userID string) (decimal.Decimal, error) {
+	if userID == "" {
+		return decimal.Decimal{}, ErrUserRequired
+	}
+	s, err := w.rdb.Get(ctx, store.Wallet(userID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return decimal.Zero, nil
+	}
+	if err != nil {
+		return decimal.Decimal{}, err
+	}
+	return parse(userID, s)
+}
+
+// Balances reads several users' balances in one pipeline (a Cluster client splits it by
+// slot), in the order of ids.
+func (w *Wallets) Balances(ctx context.Context, ids []string) ([]decimal.Decimal, error) {
+	cmds := make([]*redis.StringCmd, len(ids))
+	if _, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.Get(ctx, store.Wallet(id))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]decimal.Decimal, len(ids))
+	for i, c := range cmds {
+		s, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			out[i] = decimal.Zero
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = parse(ids[i], s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func parse(userID, s string) (decimal.Decimal, error) {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Decimal{}, fmt.Errorf("wallet of user %s is corrupt: %q", userID, s)
+	}
+	return d, nil
+}
+
+// Open sets a new account's opening balance, with an Opening ledger entry, unless the
+// wallet exists already (SET NX): creating an account, or migrating one, twice changes
+// nothing. A zero amount writes the balance and no entry.
+func (w *Wallets) Open(ctx context.Context, userID string, amount decimal.Decimal) (created bool, err error) {
+	if userID == "" {
+		return false, ErrUserRequired
+	}
+	if amount.IsNegative() {
+		return false, errors.New("wallet: an opening balance cannot be negative")
+	}
+	key := store.Wallet(userID)
+	err = w.transact(ctx, key, func(tx *redis.Tx) error {
+		n, err := tx.Exists(ctx, key).Result()
+		if err != nil || n > 0 {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, amount.String(), 0)
+			if !amount.IsZero() {
+				w.stageEntry(ctx, p, userID, Opening, amount, amount, "", w.now())
+			}
+			return nil
+		})
+		created = err == nil
+		return err
+	})
+	return created, err
+}
+
+// Credit adds a positive amount (an administrator's top-up) and returns the balance.
+func (w *Wallets) Credit(ctx context.Context, userID string, amount decimal.Decimal) (decimal.Decimal, error) {
+	if !amount.IsPositive() {
+		return decimal.Decimal{}, errors.New("wallet: a credit must be positive")
+	}
+	e, err := w.Apply(ctx, userID, Change{Kind: TopUp, Amount: amount}, nil)
+	return e.Balance, err
+}
+
+// Change is one movement: Amount is positive; Kind says its direction (Debit takes it away,
+// every other kind adds it).
+type Change struct {
+	Kind   Kind
+	Amount decimal.Decimal
+	JobID  string
+}
+
+// With is a caller's part of Apply's transaction. Its keys must be in the wallet's slot
+// (the user's partition tag).
+type With struct {
+	// Watch are further keys watched with the balance.
+	Watch []string
+	// Check runs after WATCH, before the balance is read: it reads what it needs through
+	// tx and returns an error to abort (nothing is written), or ErrSkip to write nothing
+	// and report success.
+	Check func(ctx context.Context, tx *redis.Tx) error
+	// Stage queues the caller's writes into the MULTI, after the balance and the ledger
+	// entry; balance is the balance after the change.
+	Stage func(ctx context.Context, p redis.Pipeliner, balance decimal.Decimal) error
+}
+
+// ErrSkip, returned by With.Check, ends Apply without writing and without an error.
+var ErrSkip = errors.New("wallet: nothing to do")
+
+// Apply makes one change with its ledger entry, and the caller's writes, in one optimistic
+// transaction, retried while the watched keys move. A debit larger than the balance is
+// refused with INSUFFICIENT_BALANCE (details: required, balance) and nothing is written.
+// A zero Amount writes no balance and no entry, only the caller's part. The returned
+// entry has no ID (the stream assigns it at EXEC); after ErrSkip it is the zero Entry.
+func (w *Wallets) Apply(ctx context.Context, userID string, c Change, with *With) (Entry, error) {
+	if userID == "" {
+		return Entry{}, ErrUserRequired
+	}
+	if c.Amount.IsNegative() {
+		return Entry{}, errors.New("wallet: a change's amount is positive; its kind gives the direction")
+	}
+	if with == nil {
+		with = &With{}
+	}
+	key := store.Wallet(userID)
+	delta := c.Amount
+	if c.Kind == Debit {
+		delta = delta.Neg()
+	}
+	var out Entry
+	err := w.transact(ctx, key, func(tx *redis.Tx) error {
+		if with.Check != nil {
+			if err := with.Check(ctx, tx); err != nil {
+				return err
+			}
+		}
+		s, err := tx.Get(ctx, key).Result()
+		if errors.Is(err, redis.Nil) {
+			s, err = "0", nil
+		}
+		if err != nil {
+			return err
+		}
+		cur, err := parse(userID, s)
+		if err != nil {
+			return err
+		}
+		next := cur.Add(delta)
+		if next.IsNegative() {
+			return errs.New(errs.InsufficientBalance, "the Strategy Lab wallet holds %s USD; %s USD is required",
+				cur.StringFixed(2), c.Amount.StringFixed(2)).WithDetails(map[string]any{
+				"required": c.Amount.StringFixed(2), "balance": cur.StringFixed(2)})
+		}
+		now := w.now().UTC()
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if !delta.IsZero() {
+				p.Set(ctx, key, next.String(), 0)
+				w.stageEntry(ctx, p, userID, c.Kind, delta, next, c.JobID, now)
+			}
+			if with.Stage != nil {
+				return with.Stage(ctx, p, next)
+			}
+			return nil
+		})
+		if err == nil {
+			out = Entry{Kind: c.Kind, Amount: delta, Balance: next, JobID: c.JobID, Time: now}
+		}
+		return err
+	}, with.Watch...)
+	if errors.Is(err, ErrSkip) {
+		return Entry{}, nil
+	}
+	return out, err
+}
+
+func (w *Wallets) stageEntry(ctx context.Context, p redis.Pipeliner, userID string, k Kind, amount, balance decimal.Decimal, job string, at time.Time) {
+	p.XAdd(ctx, &redis.XAddArgs{Stream: store.WalletLedger(userID), Values: []any{
+		fKind, string(k), fAmount, amount.String(), fBalance, balance.String(), fJob, job,
+		fAt, strconv.FormatInt(at.UnixMilli(), 10)}})
+}
+
+// transact runs fn under WATCH of key and more, again while a watched key moved.
+func (w *Wallets) transact(ctx context.Context, key string, fn func(*redis.Tx) error, more ...string) error {
+	keys := append([]string{key}, more...)
+	for range maxAttempts {
+		err := w.rdb.Watch(ctx, fn, keys...)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+	}
+	return ErrContention
+}
+
+// MaxLedgerPage bounds one page of Ledger.
+const MaxLedgerPage = 200
+
+// Ledger lists a user's entries newest first, up to limit (1 to MaxLedgerPage; 0: 50),
+// after cursor (an entry ID from the previous page; empty: from the newest). next is the
+// cursor of the following page, empty at the end.
+func (w *Wallets) Ledger(ctx context.Context, userID, cursor string, limit int) (entries []Entry, next string, err error) {
+	if userID == "" {
+		return nil, "", ErrUserRequired
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, MaxLedgerPage)
+	start := "+"
+	if cursor != "" {
+		start = "(" + cursor
+	}
+	msgs, err := w.rdb.XRevRangeN(ctx, store.WalletLedger(userID), start, "-", int64(limit+1)).Result()
+	if err != nil {
+		if cursor != "" && isBadID(err) {
+			return nil, "", errs.New(errs.InvalidParameter, "cursor %q is not a ledger cursor", cursor)
+		}
+		return nil, "", err
+	}
+	if len(msgs) > limit {
+		msgs = msgs[:limit]
+		next = msgs[limit-1].ID
+	}
+	entries = make([]Entry, 0, len(msgs))
+	for _, m := range msgs {
+		e, err := decodeEntry(m)
+		if err != nil {
+			return nil, "", fmt.Errorf("ledger of user %s, entry %s: %w", userID, m.ID, err)
+		}
+		entries = append(entries, e)
+	}
+	return entries, next, nil
+}
+
+func isBadID(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+func decodeEntry(m redis.XMessage) (Entry, error) {
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	amount, err := decimal.NewFromString(str(fAmount))
+	if err != nil {
+		return Entry{}, err
+	}
+	bal, err := decimal.NewFromString(str(fBalance))
+	if err != nil {
+		return Entry{}, err
+	}
+	ms, err := strconv.ParseInt(str(fAt), 10, 64)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{ID: m.ID, Kind: Kind(str(fKind)), Amount: amount, Balance: bal, JobID: str(fJob),
+		Time: time.UnixMilli(ms).UTC()}, nil
+}
