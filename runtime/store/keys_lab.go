@@ -33,4 +33,6 @@ func LabUserJobs(userID string) string {
 }
 
 // LabDispatch is the stream of jobs queued on one partition.
-func LabDispatch(partition int) string { return prefix + "lab:" + partitionTag(partition) + ":dispatch" }
+func LabDispatch(partition int) string {
+	return prefix + "lab:" + partitionTag(partition) + ":dispatch"
+}
