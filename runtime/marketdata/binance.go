@@ -96,15 +96,24 @@ func (b *BinancePublic) Price(ctx context.Context, kind exchange.Kind, symbol st
 
 // Candles are Binance's klines, oldest first, the last one open.
 func (b *BinancePublic) Candles(ctx context.Context, kind exchange.Kind, symbol, timeframe string, limit int) ([]Candle, error) {
-	pair, err := binancePair(kind, symbol)
-	if err != nil {
+	if _, err := binancePair(kind, symbol); err != nil {
 		return nil, err
 	}
 	if _, err := TimeframeDuration(timeframe); err != nil {
 		return nil, err // Binance's interval names are the spec's
 	}
 	limit = clampLimit(limit, MaxLimit)
-	q := url.Values{"symbol": {pair}, "interval": {timeframe}, "limit": {strconv.Itoa(limit)}}
+	return b.klines(ctx, kind, symbol, url.Values{"interval": {timeframe}, "limit": {strconv.Itoa(limit)}})
+}
+
+// klines asks for the klines q selects (interval, limit, and startTime/endTime or none) of
+// symbol, oldest first.
+func (b *BinancePublic) klines(ctx context.Context, kind exchange.Kind, symbol string, q url.Values) ([]Candle, error) {
+	pair, err := binancePair(kind, symbol)
+	if err != nil {
+		return nil, err
+	}
+	q.Set("symbol", pair)
 	var rows [][]json.RawMessage
 	if err := b.get(ctx, kind, symbol, "klines", q, &rows); err != nil {
 		return nil, err

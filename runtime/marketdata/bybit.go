@@ -67,8 +67,7 @@ func (b *BybitPublic) Price(ctx context.Context, kind exchange.Kind, symbol stri
 
 // Candles are Bybit's klines turned oldest first, the last one open.
 func (b *BybitPublic) Candles(ctx context.Context, kind exchange.Kind, symbol, timeframe string, limit int) ([]Candle, error) {
-	pair, err := binancePair(kind, symbol)
-	if err != nil {
+	if _, err := binancePair(kind, symbol); err != nil {
 		return nil, err
 	}
 	interval, ok := bybitIntervals[timeframe]
@@ -76,11 +75,21 @@ func (b *BybitPublic) Candles(ctx context.Context, kind exchange.Kind, symbol, t
 		return nil, badTimeframe(timeframe)
 	}
 	limit = clampLimit(limit, MaxLimit)
+	return b.klines(ctx, kind, symbol, url.Values{"interval": {interval}, "limit": {strconv.Itoa(limit)}})
+}
+
+// klines asks for the klines q selects (interval, limit, and start/end or none) of symbol
+// and turns them oldest first.
+func (b *BybitPublic) klines(ctx context.Context, kind exchange.Kind, symbol string, q url.Values) ([]Candle, error) {
+	pair, err := binancePair(kind, symbol)
+	if err != nil {
+		return nil, err
+	}
+	q.Set("symbol", pair)
 	var res struct {
 		Symbol string              `json:"symbol"`
 		List   [][]json.RawMessage `json:"list"`
 	}
-	q := url.Values{"symbol": {pair}, "interval": {interval}, "limit": {strconv.Itoa(limit)}}
 	if err := b.get(ctx, kind, symbol, "kline", q, &res); err != nil {
 		return nil, err
 	}

@@ -5,11 +5,13 @@
 // with the data of a
 // marketdata.Provider (a Simulated market on the test's clock). It counts the kline
 // requests it answers, and can be told to fail (5xx), to leave candles out or to repeat
-// them, as real venues sometimes do.
+// them, as real venues sometimes do. A request with a time range is answered from the
+// source's marketdata.History.
 package marketdatafake
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -123,7 +125,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(pair, "USDT") {
 		symbol = strings.TrimSuffix(pair, "USDT") + "/USDT"
 	}
-	cs, err := s.src.Candles(r.Context(), kind, symbol, tf, limit)
+	cs, err := s.candles(r, kind, symbol, tf, limit, bybit)
 	if err != nil {
 		switch {
 		case bybit:
@@ -187,4 +189,36 @@ func (s *Server) bybitTicker(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"retCode": 0, "retMsg": "OK", "result": map[string]any{
 		"category": q.Get("category"), "list": []map[string]any{{"symbol": pair, "lastPrice": p.String()}}}})
+}
+
+// candles answers a request's candles: the newest limit, or, with a range (Binance's
+// startTime and endTime, Bybit's start and end; open times, both included), the range's
+// first limit (Binance) or last limit (Bybit, which pages backward) from the source's
+// marketdata.History.
+func (s *Server) candles(r *http.Request, kind exchange.Kind, symbol, tf string, limit int, bybit bool) ([]marketdata.Candle, error) {
+	q := r.URL.Query()
+	startKey, endKey := "startTime", "endTime"
+	if bybit {
+		startKey, endKey = "start", "end"
+	}
+	if q.Get(startKey) == "" && q.Get(endKey) == "" {
+		return s.src.Candles(r.Context(), kind, symbol, tf, limit)
+	}
+	h, ok := s.src.(marketdata.History)
+	if !ok {
+		return nil, errors.New("the fake's source keeps no history")
+	}
+	start, err1 := strconv.ParseInt(q.Get(startKey), 10, 64)
+	end, err2 := strconv.ParseInt(q.Get(endKey), 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, errors.New("bad range")
+	}
+	cs, err := h.CandlesBetween(r.Context(), kind, symbol, tf, time.UnixMilli(start), time.UnixMilli(end+1))
+	if err != nil || len(cs) <= limit {
+		return cs, err
+	}
+	if bybit {
+		return cs[len(cs)-limit:], nil
+	}
+	return cs[:limit], nil
 }
