@@ -48,6 +48,10 @@ const (
 	// NotFound is a resource of the read API that does not exist or is not the caller's
 	// (both answer alike, so that nobody learns which IDs exist).
 	NotFound Code = "NOT_FOUND"
+	// TierNotAllowed: the caller's tier lacks the capability the call needs (the Strategy
+	// Lab needs allowAIBuilder). Ours: the spec names no code for it; 403, like the bot's
+	// TierNotAllowed disabled code, because the account is known and only its tier refuses.
+	TierNotAllowed Code = "TIER_NOT_ALLOWED"
 )
 
 type codeInfo struct {
@@ -85,6 +89,7 @@ var codes = map[Code]codeInfo{
 	SignalExpired:        {http.StatusUnprocessableEntity, 0},
 	InvalidParameter:     {http.StatusBadRequest, 0},
 	NotFound:             {http.StatusNotFound, 0},
+	TierNotAllowed:       {http.StatusForbidden, 0},
 }
 
 // Codes are the known codes, sorted: the list a client may see, which the OpenAPI

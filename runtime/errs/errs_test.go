@@ -39,6 +39,7 @@ func TestCodesMatchTheSpec(t *testing.T) {
 		{errs.Unauthorized, 401, 2001},
 		{errs.PositionNotFound, 422, 3002},
 		{errs.InternalError, 500, 5001},
+		{errs.TierNotAllowed, 403, 0},
 	}
 	for _, r := range rows {
 		if got := r.code.HTTPStatus(); got != r.status {
