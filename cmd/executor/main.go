@@ -1,6 +1,7 @@
 // Command executor runs the signal pipeline: it consumes its share of the queue partitions,
 // executes each signal (risk, order, exchange, record, confirm), watches open positions'
-// stop-loss and take-profit, and runs the strategy bots of the partitions it holds.
+// stop-loss and take-profit, and runs the strategy bots and the Strategy Lab's jobs of the
+// partitions it holds.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
@@ -30,6 +33,8 @@ import (
 func main() {
 	var (
 		metricsAddr, marketData, instance string
+		labHistory                        string
+		labWorkers                        int
 		masterKeys                        credentials.KeyFlags
 		leaseTTL, watchInterval           time.Duration
 		strategies                        strategyrun.Options
@@ -45,6 +50,8 @@ func main() {
 	flag.IntVar(&budget.MaxAttempts, "signal-max-attempts", queue.DefaultMaxAttempts, "handler attempts per signal before it is dead-lettered (counted across replicas)")
 	flag.DurationVar(&budget.MaxElapsed, "signal-max-elapsed", queue.DefaultMaxElapsed, "time after a signal's first failure before it is dead-lettered")
 	flag.IntVar(&budget.MaxInFlight, "partition-concurrency", queue.DefaultMaxInFlight, "signals of different bots one queue partition executes at once")
+	flag.StringVar(&labHistory, "lab-history", "", "Strategy Lab candle history: simulated, binance or bybit (default: the --market-data source)")
+	flag.IntVar(&labWorkers, "lab-workers", runtime.GOMAXPROCS(0), "Strategy Lab experiments run at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
 	flag.DurationVar(&strategies.Settle, "strategy-settle", strategyrun.DefaultSettle, "delay after each candle's close before strategy bots evaluate it (exchanges publish a closed candle a moment late)")
 	flag.IntVar(&strategies.Concurrency, "strategy-concurrency", strategyrun.DefaultConcurrency, "strategy bots evaluated at once (each waits mostly on its candle fetch)")
@@ -61,14 +68,23 @@ func main() {
 	}
 	budget.Name, budget.LeaseTTL, budget.Logger = instance, leaseTTL, logger
 	strategies.Logger = logger
-	if err := run(logger, metricsAddr, marketData, budget, watchInterval, strategies, redisOpts, keys); err != nil {
+	if labHistory == "" {
+		labHistory = marketData
+	}
+	history, err := marketdata.HistoryFromFlag(labHistory)
+	if err != nil {
+		logger.Error("executor stopped", "error", err)
+		os.Exit(1)
+	}
+	labOpts := lab.EngineOptions{History: history, Workers: labWorkers, Logger: logger}
+	if err := run(logger, metricsAddr, marketData, budget, watchInterval, strategies, redisOpts, keys, labOpts); err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
 func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Options, watchInterval time.Duration,
-	sopts strategyrun.Options, ro store.Options, keys *credentials.Ring) error {
+	sopts strategyrun.Options, ro store.Options, keys *credentials.Ring, lo lab.EngineOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rdb, err := store.Connect(ctx, ro)
@@ -99,11 +115,16 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
 	strategies := strategyrun.New(sopts)
+	// The Strategy Lab serves the jobs of the partitions this executor's queue consumer
+	// holds: the partition lease is the job lease.
+	lo.Redis, lo.Owned, lo.Name, lo.Metrics = rdb, consumer.Owned, consumer.Name(), lab.NewMetrics()
+	engine := lab.NewEngine(lo)
 
 	reg := daemon.NewRegistry()
 	reg.MustRegister(exec.Collectors()...)
 	reg.MustRegister(consumer.Collectors()...)
 	reg.MustRegister(strategies.Collectors()...)
+	reg.MustRegister(lo.Metrics.Collectors()...)
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +142,7 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	g.Go(func() error { return consumer.Run(gctx, exec.Handle) })
 	g.Go(func() error { return watcher.Run(gctx) })
 	g.Go(func() error { return strategies.Run(gctx) })
+	g.Go(func() error { return engine.Run(gctx) })
 	g.Go(func() error {
 		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 			return err

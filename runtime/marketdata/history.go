@@ -2,9 +2,11 @@ package marketdata
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sigops/sigops/runtime/errs"
@@ -189,4 +191,22 @@ func (b *BybitPublic) CandlesBetween(ctx context.Context, kind exchange.Kind, sy
 		last = min(last, cs[0].Timestamp) - d
 	}
 	return tidyHistory(all, tf, first, end, time.Now().UnixMilli()), nil
+}
+
+// Flag value of HistoryFromFlag beside FlagSimulated and FlagBinance.
+const FlagBybit = "bybit"
+
+// HistoryFromFlag builds the candle history a daemon's flag names: "simulated" (or "") for
+// the default Simulated market, "binance" or "bybit" for their public REST APIs (uncached:
+// the Strategy Lab's engine keeps the series it builds).
+func HistoryFromFlag(name string) (History, error) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "", FlagSimulated:
+		return NewSimulated(SimulatedOptions{}), nil
+	case FlagBinance:
+		return NewBinancePublic("", "", nil), nil
+	case FlagBybit:
+		return NewBybitPublic("", "", nil), nil
+	}
+	return nil, fmt.Errorf("marketdata: unknown history %q (want %s, %s or %s)", name, FlagSimulated, FlagBinance, FlagBybit)
 }
