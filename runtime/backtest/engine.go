@@ -182,7 +182,11 @@ func (e *engine) open(side position.Side, t, at int64) {
 		e.tpT = max(p.TakeProfit.Price.Div(tick).IntPart(), 0)
 	}
 	// A long is liquidated at or below the price, a short at or above: the tick levels that
-	// reach it are the floor and the ceiling of price/tick.
+	// reach it are the floor and the ceiling of price/tick. A long at leverage 1 has none
+	// (position.LiquidationPrice), which spares the division.
+	if e.kind != exchange.Futures || (side == position.Long && e.c.lev == 1) {
+		return
+	}
 	if l := p.Liquidation(); l.IsPositive() {
 		q := l.DivRound(tick, 16)
 		if side == position.Long {

@@ -401,3 +401,39 @@ func TestConfigChecks(t *testing.T) {
 		}
 	}
 }
+
+// never is a strategy that never signals: a run with it is the candle loop alone.
+type never struct{}
+
+func (never) Warmup() int                       { return 1 }
+func (never) Next(strategy.Bar) strategy.Signal { return strategy.None }
+
+// TestLoopDoesNotAllocate: the candle loop allocates nothing per candle; what a run
+// allocates is fixed, plus the equity point of each UTC day (1 in 1440 one-minute candles).
+func TestLoopDoesNotAllocate(t *testing.T) {
+	cs := make([]marketdata.Candle, 20000)
+	for i := range cs {
+		cs[i] = bar(i, "100", "101", "99", "100")
+	}
+	allocs := func(n int) float64 {
+		s, err := NewSeries(cs[:n], spotBTC(), "1m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := normalise(baseConfig(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(5, func() {
+			if _, err := runWith(context.Background(), s, c, never{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	short, long := allocs(100), allocs(20000)
+	// 20,000 candles cross 13 UTC midnights; a day's point costs a few allocations (its
+	// decimals and the slice's growth).
+	if per := (long - short) / 19900; per > 0.01 {
+		t.Fatalf("%.0f allocations on 100 candles, %.0f on 20,000: %.4f a candle", short, long, per)
+	}
+}

@@ -111,13 +111,11 @@ func (r *rsi) next(close float64) (float64, bool) {
 		r.gain = (float64(r.gain*(r.period-1)) + g) / r.period
 		r.loss = (float64(r.loss*(r.period-1)) + l) / r.period
 	}
-	switch {
-	case r.loss == 0 && r.gain == 0:
-		return 50, true
-	case r.loss == 0:
-		return 100, true
+	// 100 − 100/(1 + gain/loss) = 100 × gain / (gain + loss), with one division.
+	if t := r.gain + r.loss; t != 0 {
+		return 100 * r.gain / t, true
 	}
-	return 100 - 100/(1+r.gain/r.loss), true
+	return 50, true
 }
 
 // rsiReversion: RSI crossing below oversold (from at or above it) is ExitShort|EnterLong;
@@ -156,46 +154,55 @@ func (s *rsiReversion) Next(b Bar) Signal {
 	return sig
 }
 
-// extreme is the highest (or lowest) of the last n values pushed, by a monotonic deque in a
-// ring sized once: O(1) amortised per value, exact (no arithmetic), no allocation.
+// extreme is the highest (or lowest) of the last n values pushed, by van Herk and
+// Gil-Werman's blocks: the values are cut into blocks of n; the last n values are a suffix
+// of the previous block and a prefix of the current one, so the answer is the extreme of
+// the previous block's suffix extreme (computed once per block) and the current block's
+// running extreme. O(1) a value with no data-dependent branch (a deque's pops mispredict),
+// exact (comparisons only), no allocation. Lows are kept negated, so both kinds take the
+// maximum.
 type extreme struct {
-	vals     []float64
-	idx      []int
-	mask     int
-	head     int
-	tail     int
-	highest  bool
-	n, count int
+	n      int
+	cur    []float64 // the current block's values
+	suffix []float64 // suffix[j]: the maximum of the previous block from j on
+	prefix float64   // the maximum of the current block so far
+	pos    int       // values in the current block
+	count  int
+	sign   float64 // 1 for the highest, -1 for the lowest
 }
 
 func newExtreme(n int, highest bool) extreme {
-	size := 1
-	for size < n+1 {
-		size <<= 1
+	e := extreme{n: n, cur: make([]float64, n), suffix: make([]float64, n+1), prefix: math.Inf(-1), sign: 1}
+	if !highest {
+		e.sign = -1
 	}
-	return extreme{vals: make([]float64, size), idx: make([]int, size), mask: size - 1, n: n, highest: highest}
+	for j := range e.suffix {
+		e.suffix[j] = math.Inf(-1)
+	}
+	return e
 }
 
 // push adds the next value.
 func (e *extreme) push(v float64) {
-	for e.tail > e.head {
-		last := e.vals[(e.tail-1)&e.mask]
-		if (e.highest && last > v) || (!e.highest && last < v) {
-			break
+	if e.pos == e.n {
+		acc := math.Inf(-1)
+		for j := e.n - 1; j >= 0; j-- {
+			acc = max(acc, e.cur[j])
+			e.suffix[j] = acc
 		}
-		e.tail--
+		e.pos = 0
+		e.prefix = math.Inf(-1)
 	}
-	e.vals[e.tail&e.mask], e.idx[e.tail&e.mask] = v, e.count
-	e.tail++
+	v *= e.sign
+	e.cur[e.pos] = v
+	e.prefix = max(e.prefix, v)
+	e.pos++
 	e.count++
-	for e.idx[e.head&e.mask] <= e.count-1-e.n {
-		e.head++
-	}
 }
 
 // value is the extreme of the last n values; full is false until n have been pushed.
 func (e *extreme) value() (v float64, full bool) {
-	return e.vals[e.head&e.mask], e.count >= e.n
+	return e.sign * max(e.suffix[e.pos], e.prefix), e.count >= e.n
 }
 
 // donchian: with H(n) and L(n) the highest high and lowest low of the n candles before the
@@ -248,56 +255,80 @@ func (s *donchian) Next(b Bar) Signal {
 // middle ± stdDev × σ with σ their population standard deviation (Bollinger's). The close
 // crossing below the lower band is EnterLong, above the upper band EnterShort; crossing
 // above the middle is ExitLong, below it ExitShort. The average and σ are recomputed from
-// the window each candle (two passes, oldest first), so they are a function of the window
-// alone: a fresh instance agrees exactly with one that has run for ever.
+// the window each candle (two passes in a fixed order), so they are a function of the
+// window alone: a fresh instance agrees exactly with one that has run for ever. Each close
+// is written twice, period apart, so the window is always one contiguous slice.
 type bollinger struct {
-	ring  []float64
+	buf   []float64 // 2 × period
+	n     int
 	pos   int
 	count int
 	k     float64
-	n     int
+	seen  int
 	prev  [4]bool // close < lower, close > upper, close > middle, close < middle
 }
 
 func newBollinger(period int, k float64) *bollinger {
-	return &bollinger{ring: make([]float64, period), k: k}
+	return &bollinger{buf: make([]float64, 2*period), n: period, k: k}
 }
 
-func (s *bollinger) Warmup() int { return len(s.ring) + 1 }
+func (s *bollinger) Warmup() int { return s.n + 1 }
+
+// sum4 adds xs in four interleaved running sums (independent additions run in parallel),
+// combined in a fixed order.
+func sum4(xs []float64) float64 {
+	var a, b, c, d float64
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		a += xs[i]
+		b += xs[i+1]
+		c += xs[i+2]
+		d += xs[i+3]
+	}
+	for ; i < len(xs); i++ {
+		a += xs[i]
+	}
+	return (a + b) + (c + d)
+}
+
+// sqdev4 is the sum of (x − m)² over xs, in the same order as sum4.
+func sqdev4(xs []float64, m float64) float64 {
+	var a, b, c, d float64
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		x0, x1, x2, x3 := xs[i]-m, xs[i+1]-m, xs[i+2]-m, xs[i+3]-m
+		a += float64(x0 * x0)
+		b += float64(x1 * x1)
+		c += float64(x2 * x2)
+		d += float64(x3 * x3)
+	}
+	for ; i < len(xs); i++ {
+		x := xs[i] - m
+		a += float64(x * x)
+	}
+	return (a + b) + (c + d)
+}
 
 func (s *bollinger) Next(b Bar) Signal {
-	s.ring[s.pos] = b.Close
+	s.buf[s.pos], s.buf[s.pos+s.n] = b.Close, b.Close
 	s.pos++
-	if s.pos == len(s.ring) {
+	if s.pos == s.n {
 		s.pos = 0
 	}
 	s.count++
-	if s.count < len(s.ring) {
+	if s.count < s.n {
 		return None
 	}
-	// Oldest first: from pos to the end, then from the start to pos.
-	var sum float64
-	for _, v := range s.ring[s.pos:] {
-		sum += v
-	}
-	for _, v := range s.ring[:s.pos] {
-		sum += v
-	}
-	n := float64(len(s.ring))
-	mid := sum / n
-	var ss float64
-	for _, v := range s.ring[s.pos:] {
-		ss += float64((v - mid) * (v - mid))
-	}
-	for _, v := range s.ring[:s.pos] {
-		ss += float64((v - mid) * (v - mid))
-	}
-	w := float64(s.k * math.Sqrt(ss/n))
-	now := [4]bool{b.Close < mid-w, b.Close > mid+w, b.Close > mid, b.Close < mid}
+	// The window, oldest first: buf[pos : pos+n].
+	w := s.buf[s.pos : s.pos+s.n]
+	n := float64(s.n)
+	mid := sum4(w) / n
+	width := float64(s.k * math.Sqrt(sqdev4(w, mid)/n))
+	now := [4]bool{b.Close < mid-width, b.Close > mid+width, b.Close > mid, b.Close < mid}
 	prev := s.prev
 	s.prev = now
-	s.n++
-	if s.n < 2 {
+	s.seen++
+	if s.seen < 2 {
 		return None
 	}
 	var sig Signal

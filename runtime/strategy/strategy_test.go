@@ -16,7 +16,7 @@ func spec(f Family, p Params) Spec {
 	return Spec{Family: f, Timeframe: "1m", Symbol: "BTC/USDT", Params: p}
 }
 
-func mustNew(t *testing.T, s Spec) Strategy {
+func mustNew(t testing.TB, s Spec) Strategy {
 	t.Helper()
 	st, err := New(s)
 	if err != nil {
