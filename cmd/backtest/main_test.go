@@ -49,7 +49,7 @@ type trade struct {
 func TestRunJSON(t *testing.T) {
 	path := fixture(t)
 	args := []string{"run", "--candles", path, "--family", "donchianBreakout", "--period", "30", "--exit-period", "15",
-		"--market", "futures", "--leverage", "2", "--stop-loss", "1.5%", "--json"}
+		"--market", "futures", "--leverage", "2", "--stop-loss", "0.3%", "--json"}
 	var out bytes.Buffer
 	if err := cli(context.Background(), args, &out, os.Stderr); err != nil {
 		t.Fatal(err)
@@ -98,10 +98,10 @@ func TestRunJSON(t *testing.T) {
 		if !tr.Fees.Equal(fees) || !tr.NetPnl.Equal(move.Mul(tr.Amount).Sub(fees)) {
 			t.Fatalf("trade %d: %+v: fees want %s, net want %s", i, tr, fees, move.Mul(tr.Amount).Sub(fees))
 		}
-		// A stop-loss exit is 1.5 % from the entry, rounded down to the cent (or the open
+		// A stop-loss exit is 0.3 % from the entry, rounded down to the cent (or the open
 		// of a candle that gapped past it).
-		if tr.Reason == "stop_loss" && tr.Side == "long" && tr.ExitPrice.GreaterThan(tr.EntryPrice.Mul(decimal.RequireFromString("0.985"))) {
-			t.Fatalf("trade %d: long stopped at %s above 98.5%% of %s", i, tr.ExitPrice, tr.EntryPrice)
+		if tr.Reason == "stop_loss" && tr.Side == "long" && tr.ExitPrice.GreaterThan(tr.EntryPrice.Mul(decimal.RequireFromString("0.997"))) {
+			t.Fatalf("trade %d: long stopped at %s above 99.7%% of %s", i, tr.ExitPrice, tr.EntryPrice)
 		}
 		reasons[tr.Reason]++
 		sum = sum.Add(tr.NetPnl)
