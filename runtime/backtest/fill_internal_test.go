@@ -370,6 +370,15 @@ func TestNewSeriesRefusals(t *testing.T) {
 	if _, err := NewSeries([]marketdata.Candle{ok}, spotBTC(), "2m"); err == nil {
 		t.Error("bad timeframe accepted")
 	}
+	// A tick that is not a power of ten: 100.05 is 2001 ticks of 0.05, 100.02 is off it.
+	odd := spotBTC()
+	odd.TickSize = decimal.RequireFromString("0.05")
+	if s, err := NewSeries([]marketdata.Candle{bar(0, "100.05", "100.1", "100", "100.05")}, odd, "1m"); err != nil || s.open[0] != 2001 {
+		t.Fatalf("tick 0.05: %v", err)
+	}
+	if _, err := NewSeries([]marketdata.Candle{bar(0, "100.02", "100.1", "100", "100.05")}, odd, "1m"); err == nil {
+		t.Fatal("100.02 accepted on a tick of 0.05")
+	}
 	// A gap is kept: candles 0 and 5.
 	s, err := NewSeries([]marketdata.Candle{ok, bar(5, "100", "101", "99", "100")}, spotBTC(), "1m")
 	if err != nil || s.Len() != 2 {
