@@ -54,6 +54,21 @@ type Bot struct {
 	// candle (runtime/strategyrun), with every parameter filled in; nil for a bot driven by
 	// webhooks only. Its Symbol is always set.
 	Strategy *strategy.Spec `json:"strategy,omitempty"`
+
+	// CopyFrom is the master bot whose fills this bot copies (nil: none). The controller
+	// projects it only once the master passed its checks (it exists, copies no bot itself,
+	// and is the same owner's or copyable).
+	CopyFrom *CopyFrom `json:"copyFrom,omitempty"`
+	// Copyable lets bots of other owners copy this one.
+	Copyable bool `json:"copyable,omitempty"`
+}
+
+// CopyFrom is what a follower copies.
+type CopyFrom struct {
+	// MasterID is the master bot's ID (its Kubernetes UID).
+	MasterID string `json:"masterId"`
+	// Ratio scales the follower's share (a decimal string in (0, 100], "1" by default).
+	Ratio string `json:"ratio"`
 }
 
 // Account is what the bot trades on.

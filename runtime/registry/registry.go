@@ -63,6 +63,12 @@ func New(rdb redis.UniversalClient) *Registry { return &Registry{rdb: rdb} }
 //     replaces. From here the new URL works and a regenerated one answers INVALID_WEBHOOK;
 //  5. settle: delete the replaced route (while it still leads to this bot), take the bot
 //     out of the replaced owner's set, and clear the notes.
+//
+// A follower (bot.CopyFrom) is listed in its master's followers set (store.CopyFollowers):
+// it leaves the set of a master it no longer copies before the switch (so that master's
+// fills stop feeding it at once) and joins its master's set after the switch (so the fan-out
+// never finds it before its projection names that master). A crash after the switch leaves
+// the join to the next Project, which always makes it.
 func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) error {
 	if bot.ID == "" || webhookHash == "" {
 		return fmt.Errorf("project bot: empty id or webhook hash")
@@ -74,11 +80,20 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 	botKey, hookKey := store.Bot(bot.ID), store.Webhook(webhookHash)
 	var notes *redis.SliceCmd
 	var route *redis.SliceCmd
+	var prev func() (Bot, error)
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		notes = p.HMGet(ctx, botKey, fieldWebhookOld, fieldOwnerOld)
 		route = p.HMGet(ctx, hookKey, fieldBot, fieldDeletedAt)
+		prev = GetLater(ctx, p, bot.ID)
 		return nil
-	}); err != nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if old, err := prev(); err == nil && old.CopyFrom != nil && (bot.CopyFrom == nil || bot.CopyFrom.MasterID != old.CopyFrom.MasterID) {
+		if err := r.rdb.SRem(ctx, store.CopyFollowers(old.CopyFrom.MasterID), bot.ID).Err(); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	if err := r.settle(ctx, bot.ID, notes.Val()); err != nil {
@@ -104,6 +119,11 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 	}
 	if err := r.indexStrategy(ctx, bot); err != nil {
 		return err
+	}
+	if bot.CopyFrom != nil {
+		if err := r.rdb.SAdd(ctx, store.CopyFollowers(bot.CopyFrom.MasterID), bot.ID).Err(); err != nil {
+			return err
+		}
 	}
 	return r.settle(ctx, bot.ID, replaced)
 }
@@ -203,10 +223,20 @@ return 0
 // goes. A crash before the end leaves the hash for the next Remove to read again; the
 // intake, which checks the hash, keeps admitting the bot's signals until it goes, as it did
 // until the removal started.
+//
+// A follower leaves its master's followers set first, so that no copy is enqueued for it
+// from then on; a master's own followers set goes with it.
 func (r *Registry) Remove(ctx context.Context, id string, ttl time.Duration, extraHashes ...string) error {
 	botKey := store.Bot(id)
 	prev, err := r.rdb.HMGet(ctx, botKey, fieldWebhook, fieldOwner, fieldWebhookOld, fieldOwnerOld).Result()
 	if err != nil {
+		return err
+	}
+	if old, err := r.Get(ctx, id); err == nil && old.CopyFrom != nil {
+		if err := r.rdb.SRem(ctx, store.CopyFollowers(old.CopyFrom.MasterID), id).Err(); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
@@ -223,6 +253,7 @@ func (r *Registry) Remove(ctx context.Context, id string, ttl time.Duration, ext
 		}
 		p.SRem(ctx, store.AllBots(), id)
 		p.SRem(ctx, store.StrategyBots(store.PartitionOf(id)), id)
+		p.Del(ctx, store.CopyFollowers(id))
 		return nil
 	}); err != nil {
 		return err

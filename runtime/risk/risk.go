@@ -17,6 +17,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -187,6 +188,18 @@ func CheckExposure(l Limits, used, add, available decimal.Decimal) error {
 			WithDetails(map[string]any{"exposure": after.Round(6), "maxExposure": l.MaxExposure})
 	}
 	return nil
+}
+
+// Equity is a bot's equity as its exposure and copy signals' sizing measure it: the
+// account's free quote balance plus what the bot's own open positions use (margin on
+// futures, cost on spot, at their entry prices). Unrealised PnL is left out, so a figure
+// rests on booked money only. used is that second part (the exposure's numerator).
+func Equity(free decimal.Decimal, open []position.Position) (equity, used decimal.Decimal) {
+	used = decimal.Zero
+	for _, p := range open {
+		used = used.Add(p.Margin)
+	}
+	return free.Add(used), used
 }
 
 // Exposure is used / equity (0 when equity is not positive and nothing is used, 1 when

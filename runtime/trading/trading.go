@@ -189,10 +189,6 @@ func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetr
 	if err != nil {
 		return risk.BotMetrics{}, err
 	}
-	used := decimal.Zero
-	for _, p := range open {
-		used = used.Add(p.Margin)
-	}
 	free := decimal.Zero
 	if bot.Account.Kind == registry.AccountPaper && bot.Account.ID != "" {
 		st, err := paper.NewAccounts(a.rdb).Get(ctx, bot.Account.ID)
@@ -203,5 +199,6 @@ func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetr
 			free = st.Balance
 		}
 	}
-	return risk.Metrics(botID, limits, counters, risk.Exposure(used, free.Add(used)), a.Now()), nil
+	equity, used := risk.Equity(free, open)
+	return risk.Metrics(botID, limits, counters, risk.Exposure(used, equity), a.Now()), nil
 }
