@@ -37,6 +37,9 @@ type bookIn struct {
 	// (nil: not sized here, or not an entry): the bot's starting equity if this is its
 	// first entry.
 	free *decimal.Decimal
+	// equity is the bot's equity the entry was sized from, kept for its copies (nil: the
+	// bot had no followers when it was sized).
+	equity *decimal.Decimal
 }
 
 // date is the UTC day a trade booked now belongs to (its ClosedAt is now).
@@ -92,12 +95,14 @@ func applyLeg(in bookIn, st bookState) (bookWrites, error) {
 		}
 		if o.FilledAmount.IsPositive() {
 			var err error
+			f := fillOf(in)
 			switch in.leg.Op {
 			case opOpen, opAdd:
-				err = w.enter(in, fillOf(in))
+				err = w.enter(in, f)
 			case opReduce:
-				err = w.reduce(in, st, fillOf(in))
+				err = w.reduce(in, st, f)
 			}
+			w.done.Copy = copyOf(in, f, st.pos)
 			if err != nil {
 				return bookWrites{}, err
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -25,6 +26,8 @@ type legDone struct {
 	Order   *exchange.Order `json:"order,omitempty"`
 	// Halt says why the remaining legs were not run (a risk pause this leg triggered).
 	Halt string `json:"halt,omitempty"`
+	// Copy is the fill as the master's followers copy it (nil: nothing filled).
+	Copy *CopyRequest `json:"copy,omitempty"`
 }
 
 // bookLeg books one leg in one transaction guarded by the leg's done marker: the order
@@ -40,6 +43,13 @@ func (e *Executor) bookLeg(ctx context.Context, j *job, l leg, req *exchange.Ord
 		limits: j.limits, req: req, order: o, now: e.now()}
 	if v, ok := j.free[l.Name]; ok {
 		in.free = &v
+	}
+	if s := j.progress[prefixEquity+l.Name]; s != "" {
+		v, err := decimal.NewFromString(s)
+		if err != nil {
+			return legDone{}, fmt.Errorf("signal %s: leg %q: corrupt equity %q", in.signalID, l.Name, s)
+		}
+		in.equity = &v
 	}
 	keys := []string{j.sigKey(), store.BookPosition(in.botID, l.Symbol), store.RiskCounters(in.botID)}
 	if req != nil {

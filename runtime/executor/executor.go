@@ -151,6 +151,11 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 			return err
 		}
 	}
+	if env.Source == queue.SourceCopy {
+		if err := e.recordCopy(ctx, env, res); err != nil {
+			return err
+		}
+	}
 	if err := queue.PublishResult(ctx, e.rdb, env, res); err != nil {
 		log().Error("result not published; the signal will be retried", "err", err)
 		return err
@@ -225,6 +230,11 @@ type job struct {
 	// free is the free quote balance each entry leg sized in this attempt was sized from,
 	// by leg name (see bookIn.free).
 	free map[string]decimal.Decimal
+	// followers are the IDs in the bot's followers set (copy.go), read with the first reads.
+	followers []string
+	// equity is the bot's equity the entry leg being staged was sized from, when the bot
+	// has followers ("": none); staging keeps it in the progress record (prefixEquity).
+	equity string
 }
 
 // sigKey is the signal's progress record, in the slot of the bot it was queued for (the
@@ -288,6 +298,11 @@ func (e *Executor) newJob(ctx context.Context, env queue.Envelope, pre *prefetch
 	j.markets, j.symbols = cat.markets, cat.symbols
 	if j.progress, err = pre.progress.Result(); err != nil {
 		return nil, err
+	}
+	if pre.followers != nil && bot.ID == env.BotID {
+		if j.followers, err = pre.followers(); err != nil {
+			return nil, err
+		}
 	}
 	j.snap = snapshotOf(pre, j)
 	return j, nil
@@ -442,6 +457,9 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, erro
 			return result.Result{}, err
 		}
 		msgs = append(msgs, done.Message)
+		if err := e.fanOut(ctx, j, done); err != nil {
+			return result.Result{}, err
+		}
 		if done.Order != nil {
 			last = done.Order
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/signal"
 )
 
 // runLeg places (or finds) a leg's order and books it. A failure that is the exchange's
@@ -159,29 +160,40 @@ func (e *Executor) sizeEntry(ctx context.Context, j *job, l leg, m exchange.Mark
 	if j.kind != exchange.Futures || lev < 1 {
 		lev = 1
 	}
-	amount, err := order.EntryAmount(order.Entry{Market: m, Size: *l.Size, Price: price,
+	j.equity = ""
+	// The bot's equity (risk.Equity) is read when something needs it: the exposure check,
+	// a copy's size, and the copies of this entry (the master has followers).
+	var open []position.Position
+	if j.limits.MaxExposure.IsPositive() || l.Share != nil || len(j.followers) > 0 {
+		if open, err = e.openPositions(ctx, j); err != nil {
+			return err
+		}
+	}
+	equity, used := risk.Equity(bal.Free, open)
+	size := l.Size
+	if l.Share != nil {
+		v, err := l.Share.amount(equity)
+		if err != nil {
+			return err
+		}
+		size = &signal.Amount{Value: v}
+	}
+	amount, err := order.EntryAmount(order.Entry{Market: m, Size: *size, Price: price,
 		Available: bal.Free, FeeRate: j.acct.FeeRate, Leverage: lev})
 	if err != nil {
 		return err
 	}
-	if j.limits.MaxExposure.IsPositive() {
-		open, err := e.openPositions(ctx, j)
-		if err != nil {
-			return err
-		}
-		used := decimal.Zero
-		for _, p := range open {
-			used = used.Add(p.Margin)
-		}
-		if err := risk.CheckExposure(j.limits, used, position.InitialMargin(amount.Mul(price), lev), bal.Free); err != nil {
-			return err
-		}
+	if err := risk.CheckExposure(j.limits, used, position.InitialMargin(amount.Mul(price), lev), bal.Free); err != nil {
+		return err
 	}
 	req.Side, req.Amount, req.Leverage = l.Side.EntrySide(), amount, lev
 	if j.free == nil {
 		j.free = map[string]decimal.Decimal{}
 	}
 	j.free[l.Name] = bal.Free
+	if len(j.followers) > 0 {
+		j.equity = equity.String()
+	}
 	return nil
 }
 
@@ -195,7 +207,11 @@ func (e *Executor) sizeExit(ctx context.Context, j *job, l leg, m exchange.Marke
 	if pos == nil || pos.Side != l.Side || (l.PositionID != "" && pos.ID != l.PositionID) {
 		return errs.New(errs.PositionNotFound, "no open %s %s position to close", l.Side, l.Symbol)
 	}
-	amount, err := order.ExitAmount(m, l.Size, pos.Size)
+	size := l.Size
+	if l.Exit != nil {
+		size = l.Exit.size(pos.Size)
+	}
+	amount, err := order.ExitAmount(m, size, pos.Size)
 	if err != nil {
 		return err
 	}
@@ -221,6 +237,9 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 		}
 	} else if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, j.sigKey(), prefixReq+l.Name, data)
+		if j.equity != "" {
+			p.HSet(ctx, j.sigKey(), prefixEquity+l.Name, j.equity)
+		}
 		stampSentScript.Eval(ctx, p, []string{j.sigKey()}, prefixSent+l.Name)
 		p.Expire(ctx, j.sigKey(), ProgressTTL)
 		return position.StageOrder(ctx, p, rec, true)
@@ -228,6 +247,10 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 		return err
 	}
 	j.progress[prefixReq+l.Name] = string(data)
+	if j.equity != "" {
+		j.progress[prefixEquity+l.Name] = j.equity
+	}
+	j.equity = ""
 	return nil
 }
 
@@ -236,7 +259,8 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 // position's Lua), atomically: one round trip instead of two. Either both are stored or,
 // when another attempt's plan is there, nothing is. KEYS[1] is the signal's progress and
 // ARGV[1..6] the plan's field and value, the request's field and value, the progress TTL (s)
-// and the send time's field; the order record's write takes KEYS[2..3] and ARGV[7..8].
+// and the send time's field, ARGV[7..8] the sizing equity's field and value ("": none); the
+// order record's write takes KEYS[2..3] and ARGV[9..10].
 //
 // Crash points: before the script, nothing of the signal is stored and nothing was sent; a
 // retry plans again from the same book. After it, plan and pending order are stored before
@@ -245,8 +269,9 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 var stageWithPlanScript = redis.NewScript(redisNowMS + `
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], ARGV[3], ARGV[4], ARGV[6], stamp)
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], ARGV[7], ARGV[8]) end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
-` + position.OrderLua(2, 7) + `
+` + position.OrderLua(2, 9) + `
 return 1
 `)
 
@@ -258,7 +283,7 @@ func (e *Executor) stageWithPlan(ctx context.Context, j *job, l leg, req []byte,
 	}
 	keys := append([]string{j.sigKey()}, w.Keys...)
 	args := append([]any{fieldPlan, j.unsaved, prefixReq + l.Name, req, int64(ProgressTTL / time.Second),
-		prefixSent + l.Name}, w.Args...)
+		prefixSent + l.Name, prefixEquity + l.Name, j.equity}, w.Args...)
 	won, err := stageWithPlanScript.Run(ctx, e.rdb, keys, args...).Int()
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ const (
 	fieldPlan    = "plan"
 	prefixReq    = "req:"  // + leg: the order request sent (or about to be sent)
 	prefixDone   = "done:" // + leg: the leg's booked outcome
+	prefixEquity = "eq:"   // + leg: the bot's equity an entry was sized from (kept when the bot has followers)
 	watcherTag   = "watcher"
 	opOpen       = "open"
 	opAdd        = "add"
@@ -59,6 +60,10 @@ type leg struct {
 	PositionID string `json:"positionId,omitempty"`
 	// ClearExit is the exit (stop_loss, take_profit) a watcher exit fired, removed once booked.
 	ClearExit string `json:"clearExit,omitempty"`
+	// Share sizes a copy signal's entry from the follower's equity (Size is then unused).
+	Share *copyShare `json:"share,omitempty"`
+	// Exit sizes a copy signal's reduce as a fraction of the follower's position.
+	Exit *exitShare `json:"exit,omitempty"`
 }
 
 func (e *Executor) plan(ctx context.Context, j *job) (plan, error) {
@@ -68,6 +73,13 @@ func (e *Executor) plan(ctx context.Context, j *job) (plan, error) {
 			return plan{}, errs.New(errs.InvalidJSON, "malformed order request")
 		}
 		return e.planManual(ctx, j, req)
+	}
+	if j.env.Source == queue.SourceCopy {
+		var req CopyRequest
+		if err := json.Unmarshal(j.env.Signal, &req); err != nil {
+			return plan{}, errs.New(errs.InvalidJSON, "malformed copy request")
+		}
+		return e.planCopy(ctx, j, req)
 	}
 	var sig signal.Signal
 	if j.sig != nil {

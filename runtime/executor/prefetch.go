@@ -67,12 +67,14 @@ type prefetch struct {
 	// sig is the webhook or watcher signal, parsed once (nil: manual, or malformed: plan
 	// parses it again and answers INVALID_JSON).
 	sig *signal.Signal
+	// followers decodes the bot's followers set (nil: a copy signal, which never fans out).
+	followers func() ([]string, error)
 }
 
 // begin sends a signal's first pipeline (see above).
 func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time) *prefetch {
 	pre := &prefetch{}
-	if env.Source != queue.SourceManual {
+	if env.Source != queue.SourceManual && env.Source != queue.SourceCopy {
 		var sig signal.Signal
 		if json.Unmarshal(env.Signal, &sig) == nil {
 			pre.sig = &sig
@@ -86,6 +88,9 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 		}
 		pre.pause = e.pauses.ReadPauseLater(ctx, p, env.BotID, now)
 		pre.progress = p.HGetAll(ctx, store.SignalProgress(env.BotID, env.SignalID))
+		if env.Source != queue.SourceCopy {
+			pre.followers = registry.FollowersLater(ctx, p, env.BotID)
+		}
 		if e.paper != nil && h.account != "" {
 			pre.account = e.paper.prefetchPaper(ctx, p, h.account)
 		}

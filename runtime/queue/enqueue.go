@@ -76,3 +76,41 @@ func Enqueue(ctx context.Context, rdb redis.UniversalClient, env Envelope) (stri
 	}
 	return id, nil
 }
+
+// enqueueOnceScript sets the marker KEYS[1] for ARGV[1] seconds and XADDs the envelope
+// ARGV[4] under field ARGV[3] to the stream KEYS[2] (MAXLEN ~ ARGV[2]), only when the marker
+// was absent: one step in the bot's partition slot, so a repeat enqueues nothing and a
+// crash cannot leave a marker without its entry. Returns 1 when it enqueued, 0 otherwise.
+var enqueueOnceScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', ARGV[3], ARGV[4])
+return 1
+`)
+
+// EnqueueOnceLater queues on c (a pipeline, or a client) the enqueue of env, like Enqueue,
+// unless marker (a key in env.BotID's partition slot, named by runtime/store) was set by an
+// earlier call within ttl, and sets it. The returned function, called once the pipeline has
+// run, reports whether it enqueued. A producer that may run twice for one signal (the
+// executor's copy fan-out, repeated when its master signal is redelivered) gives each
+// signal its marker. The script goes by EVAL, so a pipeline of them needs no loaded script.
+func EnqueueOnceLater(ctx context.Context, c redis.Scripter, env Envelope, marker string, ttl time.Duration) (func() (bool, error), error) {
+	if err := env.Validate(); err != nil {
+		return nil, err
+	}
+	if env.ReceivedAt == 0 {
+		env.ReceivedAt = time.Now().UnixMilli()
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("queue: encode envelope %s: %w", env.SignalID, err)
+	}
+	cmd := enqueueOnceScript.Eval(ctx, c, []string{marker, StreamOf(env.BotID, env.Priority)},
+		max(1, int64(ttl/time.Second)), MaxLen, EnvelopeField, data)
+	return func() (bool, error) {
+		n, err := cmd.Int()
+		if err != nil {
+			return false, fmt.Errorf("queue: enqueue %s: %w", env.SignalID, err)
+		}
+		return n == 1, nil
+	}, nil
+}
