@@ -27,8 +27,9 @@ import (
 // SignalBotReconciler keeps a SignalBot's webhook Secret and its Redis projection in step
 // with the object. It runs the reconcile skeleton (reconcile.go); its concerns are split
 // across files: the webhook Secret
-// (signalbot_webhook_secret.go), the account reference (signalbot_account.go), the
-// projection into Redis (signalbot_projection.go) and the strategy (signalbot_strategy.go).
+// (signalbot_webhook_secret.go), the account reference (signalbot_account.go), the copied
+// master (signalbot_copy.go), the projection into Redis (signalbot_projection.go) and the
+// strategy (signalbot_strategy.go).
 type SignalBotReconciler struct {
 	client.Client
 	Registry *registry.Registry
@@ -89,9 +90,14 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 		return outcome{}, ctrl.Result{}, acct.err
 	}
 	bot.Status.Availability, bot.Status.PausedReason = availability(bot, acct)
+	cp := r.checkCopy(ctx, bot)
+	if cp.err != nil {
+		return outcome{}, ctrl.Result{}, cp.err
+	}
 
 	proj := projection(bot, acct)
 	proj.Strategy = strat
+	proj.CopyFrom = cp.from
 	if err := r.Registry.Project(ctx, proj, hook.hash); err != nil {
 		if errors.Is(err, registry.ErrWebhookInUse) {
 			projections.WithLabelValues("conflict").Inc()
@@ -113,6 +119,10 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's strategy state from Redis; retrying"),
 			ctrl.Result{}, err
 	}
+	if err := r.mirrorCopy(ctx, bot, cp); err != nil {
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's runtime state from Redis; retrying"),
+			ctrl.Result{}, err
+	}
 	if hook.regenerated != "" {
 		regenerations.Inc()
 		bot.Status.LastHandledRegenerate = hook.regenerated
@@ -125,6 +135,12 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 			return waitingOutcome(acct.reason, acct.message), ctrl.Result{RequeueAfter: after}, nil
 		}
 		return waitingOutcome(acct.reason, acct.message), ctrl.Result{}, nil
+	}
+	if cp.reason != "" {
+		if cp.stalled {
+			return stalledOutcome(cp.reason, cp.message), ctrl.Result{RequeueAfter: requeue}, nil
+		}
+		return waitingOutcome(cp.reason, cp.message), ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	if bot.Status.Availability == tradingv1.AvailabilityPaused {
 		return readyOutcome("Paused", "paused: "+string(bot.Status.PausedReason)), ctrl.Result{RequeueAfter: requeue}, nil
@@ -197,6 +213,9 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &tradingv1.SignalBot{}, indexCopyFrom, copyIndex); err != nil {
+		return err
+	}
 	workers := r.MaxConcurrentReconciles
 	if workers < 1 {
 		workers = 1
@@ -213,6 +232,9 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(accountReadinessChanged())).
 		Watches(&tradingv1.ExchangeConnection{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexExchangeConnectionRef)),
 			builder.WithPredicates(accountReadinessChanged())).
+		// A master's changes wake its followers (signalbot_copy.go).
+		Watches(&tradingv1.SignalBot{}, handler.EnqueueRequestsFromMapFunc(r.followersOf),
+			builder.WithPredicates(masterChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))

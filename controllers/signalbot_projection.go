@@ -32,6 +32,7 @@ func projection(bot *tradingv1.SignalBot, acct accountCheck) registry.Bot {
 		},
 		RateLimit:      registry.Limit{PerMinute: orDefault(s.RateLimit.PerMinute, 60), Burst: orDefault(s.RateLimit.Burst, 10)},
 		Reversals:      s.Reversals == nil || *s.Reversals,
+		Copyable:       s.Copyable,
 		WebhookEnabled: s.Webhook.Enabled == nil || *s.Webhook.Enabled,
 
 		Availability: string(bot.Status.Availability),

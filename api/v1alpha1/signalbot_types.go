@@ -148,6 +148,48 @@ type SignalBotSpec struct {
 	// signals are still taken.
 	// +optional
 	Strategy *StrategySpec `json:"strategy,omitempty"`
+
+	// copyFrom makes the bot a follower: every fill of the master bot becomes a copy signal
+	// for this bot, sized by this bot's equity over the master's times ratio, and executed on
+	// this bot's own account with its own risk limits. The master must not copy a bot
+	// itself, and must be this bot's owner's or copyable.
+	// +optional
+	CopyFrom *CopyFromSpec `json:"copyFrom,omitempty"`
+
+	// copyable lets bots of other owners copy this bot. Bots of the same owner may copy it
+	// either way.
+	// +optional
+	Copyable bool `json:"copyable,omitempty"`
+}
+
+// CopyFromSpec names the master bot and the share of it to copy.
+type CopyFromSpec struct {
+	// botRef is the master bot.
+	// +required
+	BotRef BotReference `json:"botRef"`
+
+	// ratio scales the copy: amount = master amount × follower equity / master equity ×
+	// ratio. A decimal string above 0 and at most 100.
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:XValidation:rule="double(self) > 0.0 && double(self) <= 100.0",message="ratio must be above 0 and at most 100"
+	// +optional
+	Ratio string `json:"ratio,omitempty"`
+}
+
+// BotReference names a SignalBot, by default in the referring bot's namespace.
+type BotReference struct {
+	// name of the SignalBot.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// namespace of the SignalBot; the referring bot's when empty.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // DCASpec configures dollar-cost averaging.
@@ -237,6 +279,11 @@ type SignalBotStatus struct {
 	// +optional
 	Strategy *StrategyStatus `json:"strategy,omitempty"`
 
+	// copy is a follower's copy state: its master, its last copy signal and its last
+	// failure (mirrored from the runtime).
+	// +optional
+	Copy *CopyStatus `json:"copy,omitempty"`
+
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -248,11 +295,47 @@ type SignalBotStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// CopyStatus is a follower's copy state.
+type CopyStatus struct {
+	// master is the master bot copied, as namespace/name.
+	// +optional
+	Master string `json:"master,omitempty"`
+
+	// lastCopy is the last copy signal executed (or refused).
+	// +optional
+	LastCopy *CopyEvent `json:"lastCopy,omitempty"`
+
+	// lastError is the last copy signal that failed, with its code.
+	// +optional
+	LastError *CopyError `json:"lastError,omitempty"`
+}
+
+// CopyEvent is one copy signal's outcome.
+type CopyEvent struct {
+	// signalId is the copy signal's ID (its result is read by it).
+	SignalID string `json:"signalId"`
+	// at is when the outcome was decided.
+	At metav1.Time `json:"at"`
+	// outcome is success or the failure's code.
+	Outcome string `json:"outcome"`
+}
+
+// CopyError is a copy signal's failure.
+type CopyError struct {
+	// code is the failure's code (INSUFFICIENT_BALANCE, BOT_PAUSED, ...).
+	Code string `json:"code"`
+	// message says why.
+	Message string `json:"message"`
+	// at is when it failed.
+	At metav1.Time `json:"at"`
+}
+
 // SignalBot turns webhook signals into orders on a paper account or an exchange.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 245",message="name must be at most 245 characters (the webhook Secret adds -webhook)"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.copyFrom) || has(self.spec.copyFrom.botRef.namespace) || self.spec.copyFrom.botRef.name != self.metadata.name",message="a bot cannot copy itself"
 // +kubebuilder:resource:shortName=sbot;sbots,categories=sigops
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Availability",type=string,JSONPath=`.status.availability`
