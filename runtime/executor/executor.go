@@ -77,6 +77,9 @@ type Executor struct {
 	// afterPlace is a test hook run after a leg's exchange call and before its booking; an
 	// error simulates a crash there.
 	afterPlace func(leg string) error
+	// beforeFanOut is a test hook run after a leg's booking and before its copies are
+	// enqueued; an error simulates a crash there.
+	beforeFanOut func(leg string) error
 
 	// pipelineBots: bots are read in the signal's first pipeline (Deps.Bots was not given).
 	pipelineBots bool
@@ -457,6 +460,11 @@ func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, erro
 			return result.Result{}, err
 		}
 		msgs = append(msgs, done.Message)
+		if e.beforeFanOut != nil {
+			if err := e.beforeFanOut(l.Name); err != nil {
+				return result.Result{}, err
+			}
+		}
 		if err := e.fanOut(ctx, j, done); err != nil {
 			return result.Result{}, err
 		}
