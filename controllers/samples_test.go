@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -17,8 +18,8 @@ func TestSamplesBecomeReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) < 5 {
-		t.Fatalf("samples hold %d objects, want the Secret, the three kinds and the strategy bot", len(objs))
+	if len(objs) < 6 {
+		t.Fatalf("samples hold %d objects, want the Secret, the three kinds, the strategy bot and the copy bot", len(objs))
 	}
 	if err := stack.CreateAll(context.Background(), k8s, objs); err != nil {
 		t.Fatal(err)
@@ -28,6 +29,12 @@ func TestSamplesBecomeReady(t *testing.T) {
 	if s := ema.Status.Strategy; s == nil || s.Family != "emaCrossover" || s.Timeframe != "15m" || s.Symbol != "ETH/USDT" {
 		t.Fatalf("sample strategy bot status.strategy = %+v", s)
 	}
+	waitBot(t, "default", "demo-btc-copy", "sample copy bot Ready", func(b *tradingv1.SignalBot) error {
+		if b.Status.Copy == nil || b.Status.Copy.Master != "default/demo-btc" {
+			return fmt.Errorf("status.copy = %+v", b.Status.Copy)
+		}
+		return readyIs(metav1.ConditionTrue, "Active")(b)
+	})
 	waitConnection(t, "default", "demo-binance", metav1.ConditionTrue, "Validated") // the suite's stub exchange accepts any unknown key
 	a := &tradingv1.PaperAccount{}
 	get(t, a, "default", "demo-paper")
