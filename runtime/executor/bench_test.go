@@ -1,9 +1,11 @@
 package executor_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/queue"
 )
 
 // BenchmarkPaperMarketBuySell is one paper round trip per iteration: a market buy of 10 %
@@ -33,5 +35,46 @@ func BenchmarkPaperMarketBuySell(b *testing.B) {
 	}
 	if n := h.exchangeOrders(); n != int64(2*b.N) {
 		b.Fatalf("%d exchange orders for %d round trips", n, b.N)
+	}
+}
+
+// BenchmarkPaperMarketBuySellTenFollowers is BenchmarkPaperMarketBuySell for a master with
+// ten followers: each signal also reads the followers' projections and enqueues ten copy
+// signals (one pipeline each). The copies are not executed; the streams are trimmed
+// outside the timer.
+func BenchmarkPaperMarketBuySellTenFollowers(b *testing.B) {
+	h := newHarness(b, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	var followers []string
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("bot-f%d", i)
+		h.follower(id, "1000", nil)
+		followers = append(followers, id)
+	}
+	buy, sell := `{"action":"buy","symbol":"BTCUSDT"}`, `{"action":"sell","symbol":"BTCUSDT"}`
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		eb, es := h.envelope(buy), h.envelope(sell)
+		b.StartTimer()
+		if err := h.ex.Handle(h.ctx, eb); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.ex.Handle(h.ctx, es); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if i == 0 {
+			if n := len(h.copies(followers[0])); n != 2 {
+				b.Fatalf("%d copies for a follower after one round trip, want 2", n)
+			}
+		}
+		for p := 1; p <= 4; p++ {
+			for _, f := range followers {
+				h.rdb.Del(h.ctx, queue.StreamOf(f, queue.Priority(p)))
+			}
+		}
+		b.StartTimer()
 	}
 }
