@@ -14,25 +14,7 @@ import (
 // It reports ns per round trip (two signals).
 func BenchmarkPaperMarketBuySell(b *testing.B) {
 	h := newHarness(b, nil)
-	h.px.set(exchange.Spot, "BTC/USDT", "65000")
-	buy, sell := `{"action":"buy","symbol":"BTCUSDT"}`, `{"action":"sell","symbol":"BTCUSDT"}`
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		eb, es := h.envelope(buy), h.envelope(sell)
-		b.StartTimer()
-		if err := h.ex.Handle(h.ctx, eb); err != nil {
-			b.Fatal(err)
-		}
-		if err := h.ex.Handle(h.ctx, es); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	if h.position("BTC/USDT") != nil {
-		b.Fatal("position left open")
-	}
+	benchBuySell(b, h, nil)
 	if n := h.exchangeOrders(); n != int64(2*b.N) {
 		b.Fatalf("%d exchange orders for %d round trips", n, b.N)
 	}
@@ -40,31 +22,17 @@ func BenchmarkPaperMarketBuySell(b *testing.B) {
 
 // BenchmarkPaperMarketBuySellTenFollowers is BenchmarkPaperMarketBuySell for a master with
 // ten followers: each signal also reads the followers' projections and enqueues ten copy
-// signals (one pipeline each). The copies are not executed; the streams are trimmed
+// signals (one pipeline each). The copies are not executed; the streams are emptied
 // outside the timer.
 func BenchmarkPaperMarketBuySellTenFollowers(b *testing.B) {
 	h := newHarness(b, nil)
-	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	var followers []string
 	for i := 0; i < 10; i++ {
 		id := fmt.Sprintf("bot-f%d", i)
 		h.follower(id, "1000", nil)
 		followers = append(followers, id)
 	}
-	buy, sell := `{"action":"buy","symbol":"BTCUSDT"}`, `{"action":"sell","symbol":"BTCUSDT"}`
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		eb, es := h.envelope(buy), h.envelope(sell)
-		b.StartTimer()
-		if err := h.ex.Handle(h.ctx, eb); err != nil {
-			b.Fatal(err)
-		}
-		if err := h.ex.Handle(h.ctx, es); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
+	benchBuySell(b, h, func(i int) {
 		if i == 0 {
 			if n := len(h.copies(followers[0])); n != 2 {
 				b.Fatalf("%d copies for a follower after one round trip, want 2", n)
@@ -75,6 +43,34 @@ func BenchmarkPaperMarketBuySellTenFollowers(b *testing.B) {
 				h.rdb.Del(h.ctx, queue.StreamOf(f, queue.Priority(p)))
 			}
 		}
+	})
+}
+
+// benchBuySell times b.N market buy-and-sell round trips of the harness bot; after, if
+// given, runs outside the timer after each.
+func benchBuySell(b *testing.B, h *harness, after func(i int)) {
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	buy, sell := `{"action":"buy","symbol":"BTCUSDT"}`, `{"action":"sell","symbol":"BTCUSDT"}`
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		eb, es := h.envelope(buy), h.envelope(sell)
 		b.StartTimer()
+		if err := h.ex.Handle(h.ctx, eb); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.ex.Handle(h.ctx, es); err != nil {
+			b.Fatal(err)
+		}
+		if after != nil {
+			b.StopTimer()
+			after(i)
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	if h.position("BTC/USDT") != nil {
+		b.Fatal("position left open")
 	}
 }

@@ -3,12 +3,9 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
@@ -59,22 +56,15 @@ func (h *harness) copyEntries(followerID string) ([]queue.Envelope, []string) {
 	var out []queue.Envelope
 	var ids []string
 	for _, p := range []queue.Priority{queue.PriorityStrategyExit, queue.PriorityStrategyEntry} {
-		msgs, err := h.rdb.XRange(h.ctx, queue.StreamOf(followerID, p), "-", "+").Result()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		for _, m := range msgs {
-			var env queue.Envelope
-			if err := json.Unmarshal([]byte(m.Values[queue.EnvelopeField].(string)), &env); err != nil {
-				h.t.Fatal(err)
-			}
+		envs, entryIDs := streamEntries(h.t, h, queue.StreamOf(followerID, p))
+		for i, env := range envs {
 			if env.BotID != followerID || env.Source != queue.SourceCopy {
 				continue
 			}
 			if env.Priority != p {
 				h.t.Fatalf("copy envelope %+v in stream of priority %d", env, p)
 			}
-			out, ids = append(out, env), append(ids, m.ID)
+			out, ids = append(out, env), append(ids, entryIDs[i])
 		}
 	}
 	return out, ids
@@ -107,24 +97,6 @@ func (h *harness) apart(prefix string, n int) []string {
 		}
 	}
 	return out
-}
-
-func (h *harness) balanceOf(acct string) decimal.Decimal {
-	h.t.Helper()
-	st, err := paper.NewAccounts(h.rdb).Get(h.ctx, acct)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return st.Balance
-}
-
-func (h *harness) positionOf(botID, symbol string) *position.Position {
-	h.t.Helper()
-	p, err := position.NewBook(h.rdb).Get(h.ctx, botID, symbol)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return p
 }
 
 func (h *harness) copyState(botID string) registry.CopyState {
@@ -333,29 +305,7 @@ func TestCopyFanOutExactlyOnceAfterAnExecutorDies(t *testing.T) {
 	h.follower(f2, "5000", nil)
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.02"}`)
 
-	clientA := queueClient(t, h.srv)
-	ctxA, killA := context.WithCancel(h.ctx)
-	defer killA()
-	exA := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet, Now: func() time.Time { return h.now }})
-	booked := make(chan struct{})
-	executor.SetBeforeFanOut(exA, func(string) error {
-		close(booked)
-		_ = clientA.Close()
-		killA()
-		return errors.New("killed")
-	})
-	consumerA := queue.NewConsumer(clientA, queue.Options{Name: "executor-a", LeaseTTL: time.Second, Logger: h.quiet})
-	doneA := make(chan struct{})
-	go func() { defer close(doneA); _ = consumerA.Run(ctxA, exA.Handle) }()
-	if _, err := queue.Enqueue(h.ctx, h.rdb, env); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-booked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("executor A never booked the fill")
-	}
-	<-doneA
+	h.runUntilKilled(env, "the fan-out", executor.SetBeforeFanOut)
 	if n := len(h.copies(f1)) + len(h.copies(f2)); n != 0 {
 		t.Fatalf("%d copies before the fan-out ran", n)
 	}

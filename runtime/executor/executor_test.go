@@ -411,17 +411,25 @@ func TestQueuedEnvelopeDecodes(t *testing.T) {
 
 func readStream(t testing.TB, h *harness, p queue.Priority) []queue.Envelope {
 	t.Helper()
-	msgs, err := h.rdb.XRange(h.ctx, queue.StreamOf(h.bot.ID, p), "-", "+").Result()
+	out, _ := streamEntries(t, h, queue.StreamOf(h.bot.ID, p))
+	return out
+}
+
+// streamEntries are the envelopes in a stream and their entry IDs.
+func streamEntries(t testing.TB, h *harness, stream string) ([]queue.Envelope, []string) {
+	t.Helper()
+	msgs, err := h.rdb.XRange(h.ctx, stream, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []queue.Envelope
+	var ids []string
 	for _, m := range msgs {
 		var env queue.Envelope
 		if err := json.Unmarshal([]byte(m.Values[queue.EnvelopeField].(string)), &env); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, env)
+		out, ids = append(out, env), append(ids, m.ID)
 	}
-	return out
+	return out, ids
 }

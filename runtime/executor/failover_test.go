@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -20,30 +19,7 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"10%"}`)
 
 	// Executor A: its queue client dies right after the exchange fill.
-	clientA := queueClient(t, h.srv)
-	ctxA, killA := context.WithCancel(h.ctx)
-	defer killA()
-	exA := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet, Now: func() time.Time { return h.now }})
-	filled := make(chan struct{})
-	executor.SetAfterPlace(exA, func(string) error {
-		close(filled)
-		_ = clientA.Close() // no more acks or lease renewals: the process is gone
-		killA()
-		return errors.New("killed")
-	})
-	consumerA := queue.NewConsumer(clientA, queue.Options{Name: "executor-a", LeaseTTL: time.Second, Logger: h.quiet})
-	doneA := make(chan struct{})
-	go func() { defer close(doneA); _ = consumerA.Run(ctxA, exA.Handle) }()
-
-	if _, err := queue.Enqueue(h.ctx, h.rdb, env); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-filled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("executor A never placed the order")
-	}
-	<-doneA
+	h.runUntilKilled(env, "the exchange fill", executor.SetAfterPlace)
 	h.px.set(exchange.Spot, "BTC/USDT", "70000") // an order placed again would fill here
 
 	// Executor B takes the partition once A's lease expires and reclaims the signal.

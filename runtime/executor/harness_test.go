@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -159,7 +160,12 @@ func (h *harness) fails(res result.Result, code errs.Code) result.Result {
 
 func (h *harness) balance() decimal.Decimal {
 	h.t.Helper()
-	st, err := paper.NewAccounts(h.rdb).Get(h.ctx, "acct-1")
+	return h.balanceOf("acct-1")
+}
+
+func (h *harness) balanceOf(acct string) decimal.Decimal {
+	h.t.Helper()
+	st, err := paper.NewAccounts(h.rdb).Get(h.ctx, acct)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -168,7 +174,12 @@ func (h *harness) balance() decimal.Decimal {
 
 func (h *harness) position(symbol string) *position.Position {
 	h.t.Helper()
-	p, err := position.NewBook(h.rdb).Get(h.ctx, h.bot.ID, symbol)
+	return h.positionOf(h.bot.ID, symbol)
+}
+
+func (h *harness) positionOf(botID, symbol string) *position.Position {
+	h.t.Helper()
+	p, err := position.NewBook(h.rdb).Get(h.ctx, botID, symbol)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -190,4 +201,35 @@ func (h *harness) exchangeOrders() int64 {
 		h.t.Fatal(err)
 	}
 	return n
+}
+
+// runUntilKilled runs env on executor A, a consumer with its own queue client, whose hook
+// (installed by install: SetAfterPlace or SetBeforeFanOut) kills it the first time it
+// runs: its queue client closes (no more acks or lease renewals: the process is gone). It
+// returns once A has stopped; the signal is left for another executor to reclaim.
+func (h *harness) runUntilKilled(env queue.Envelope, what string, install func(*executor.Executor, func(string) error)) {
+	h.t.Helper()
+	clientA := queueClient(h.t, h.srv)
+	ctxA, killA := context.WithCancel(h.ctx)
+	defer killA()
+	exA := executor.New(executor.Deps{Redis: h.rdb, Prices: h.px, Logger: h.quiet, Now: func() time.Time { return h.now }})
+	hit := make(chan struct{})
+	install(exA, func(string) error {
+		close(hit)
+		_ = clientA.Close()
+		killA()
+		return errors.New("killed")
+	})
+	consumerA := queue.NewConsumer(clientA, queue.Options{Name: "executor-a", LeaseTTL: time.Second, Logger: h.quiet})
+	doneA := make(chan struct{})
+	go func() { defer close(doneA); _ = consumerA.Run(ctxA, exA.Handle) }()
+	if _, err := queue.Enqueue(h.ctx, h.rdb, env); err != nil {
+		h.t.Fatal(err)
+	}
+	select {
+	case <-hit:
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("executor A never reached %s", what)
+	}
+	<-doneA
 }
