@@ -72,6 +72,9 @@ type CopyRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// CopyPriority is the queue priority of every copy signal (strategy exit).
+const CopyPriority = queue.PriorityStrategyExit
+
 // CopySignalID is the ID of the copy of a master signal's leg for a follower: the same
 // inputs give the same ID, so that a repeated fan-out is recognised.
 func CopySignalID(masterSignalID, leg, followerID string) string {
@@ -151,10 +154,11 @@ func (e *Executor) fanOut(ctx context.Context, j *job, d legDone) error {
 	}); tripFailed(err) {
 		return err
 	}
-	prio := queue.PriorityStrategyEntry
-	if c.Op == opReduce {
-		prio = queue.PriorityStrategyExit
-	}
+	// Every copy of a master queues at one priority, so a follower runs them in the master's
+	// order: a close never overtakes the open it closes. Priority 2 keeps copied exits as
+	// fast as strategy exits; copied entries then run ahead of the follower's own strategy
+	// entries and webhook signals, which is harmless.
+	prio := CopyPriority
 	req := *c
 	req.MasterBotID, req.MasterSignalID = j.bot.ID, j.env.SignalID
 	data, err := json.Marshal(req)

@@ -120,7 +120,7 @@ func TestCopyEntryPartialCloseAndStopLoss(t *testing.T) {
 	master := h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.4","stopLoss":"2%"}`))
 	testkit.EqualD(t, "master balance", h.balance(), "4980")
 	env, res := h.takeCopy("bot-f")
-	if env.Priority != queue.PriorityStrategyEntry || env.SignalID != executor.CopySignalID(master.SignalID, "", "bot-f") {
+	if env.Priority != executor.CopyPriority || env.SignalID != executor.CopySignalID(master.SignalID, "", "bot-f") {
 		t.Fatalf("copy envelope = %+v", env)
 	}
 	var req executor.CopyRequest
@@ -153,7 +153,7 @@ func TestCopyEntryPartialCloseAndStopLoss(t *testing.T) {
 	h.px.set(exchange.Futures, "BTC/USDT", "52000")
 	h.ok(h.send(`{"action":"close_long","symbol":"BTCUSDT","size":"50%"}`))
 	env, res = h.takeCopy("bot-f")
-	if env.Priority != queue.PriorityStrategyExit {
+	if env.Priority != executor.CopyPriority {
 		t.Fatalf("reduce copy priority %d", env.Priority)
 	}
 	h.ok(res)
