@@ -117,7 +117,14 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	strategies := strategyrun.New(sopts)
 	// The Strategy Lab serves the jobs of the partitions this executor's queue consumer
 	// holds: the partition lease is the job lease.
-	lo.Redis, lo.Owned, lo.Name, lo.Metrics = rdb, consumer.Owned, consumer.Name(), lab.NewMetrics()
+	// Its blocking reads (one per partition) get their own pool too, for the same reason as
+	// the consumer's.
+	lrdb, err := queue.DedicatedClient(ctx, ro)
+	if err != nil {
+		return err
+	}
+	defer lrdb.Close()
+	lo.Redis, lo.Owned, lo.Name, lo.Metrics = lrdb, consumer.Owned, consumer.Name(), lab.NewMetrics()
 	engine := lab.NewEngine(lo)
 
 	reg := daemon.NewRegistry()

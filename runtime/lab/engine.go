@@ -45,6 +45,9 @@ const InsufficientCandles = "INSUFFICIENT_CANDLES"
 
 // EngineOptions configure an Engine.
 type EngineOptions struct {
+	// Redis should be a client of the engine's own (queue.DedicatedClient): the engine keeps
+	// one blocking read open per partition it serves, up to 32, which would take the
+	// connections of a shared pool from the executor's signals.
 	Redis   redis.UniversalClient
 	Wallets *wallet.Wallets
 	History marketdata.History
