@@ -22,7 +22,7 @@ import (
 // users runs an account administration command.
 func users(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("users needs a command: create, ensure, set-tier, set-password, credit-wallet, show")
+		return errors.New("users needs a command: create, ensure, set-tier, set-password, credit-wallet, wallet-ledger, show")
 	}
 	c, err := parseUsers(args[0], args[1:])
 	if err != nil {
@@ -46,6 +46,7 @@ type usersCommand struct {
 	email, userName, tier, wallet, amount string
 	passwordFile                          string
 	passwordStdin                         bool
+	limit                                 int
 }
 
 // parseUsers reads the flags of command name; flags and positional arguments may be mixed
@@ -93,6 +94,8 @@ func (c *usersCommand) flags() *flag.FlagSet {
 		fs.StringVar(&c.tier, "tier", "", "free, pro or team")
 	case "credit-wallet":
 		fs.StringVar(&c.amount, "amount", "", "USD to add")
+	case "wallet-ledger":
+		fs.IntVar(&c.limit, "limit", 50, "entries to print, newest first")
 	}
 	switch c.name {
 	case "create", "ensure", "set-password":
@@ -138,6 +141,8 @@ func (r usersRun) run(ctx context.Context) error {
 		return r.setPassword(ctx)
 	case "credit-wallet":
 		return r.creditWallet(ctx)
+	case "wallet-ledger":
+		return r.walletLedger(ctx)
 	case "show":
 		u, err := r.byEmail(ctx)
 		if err != nil {
@@ -214,6 +219,26 @@ func (r usersRun) creditWallet(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(r.stdout, "strategyLabBalanceUsd %s\n", bal.StringFixed(2))
+	return nil
+}
+
+// walletLedger prints the newest entries of the account's wallet ledger (top-ups, debits,
+// refunds, each with the balance after it), one JSON object a line.
+func (r usersRun) walletLedger(ctx context.Context) error {
+	u, err := r.byEmail(ctx)
+	if err != nil {
+		return err
+	}
+	entries, _, err := r.us.Wallets.Ledger(ctx, u.ID, "", max(r.limit, 1))
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(r.stdout)
+	for _, e := range entries {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

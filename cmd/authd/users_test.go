@@ -45,6 +45,14 @@ func TestUsersCommands(t *testing.T) {
 	if !strings.Contains(out, "102.50") {
 		t.Fatalf("credit %q", out)
 	}
+	// The ledger, newest first: the top-up, then the opening balance, each with the balance
+	// after it.
+	_, out = run("", "wallet-ledger", "--email", "demo@sigops.local")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"kind":"top_up","amount":"2.5","balance":"102.5"`) ||
+		!strings.Contains(lines[1], `"kind":"opening","amount":"100","balance":"100"`) {
+		t.Fatalf("wallet-ledger %q", out)
+	}
 	_, out = run("", "set-tier", "--email", "DEMO@sigops.local", "--tier", "free")
 	if !strings.Contains(out, "team -> free") {
 		t.Fatalf("set-tier %q", out)
