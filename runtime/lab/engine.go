@@ -19,7 +19,6 @@ import (
 	"github.com/sigops/sigops/runtime/backtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
-	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -98,18 +97,7 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.HistoryBackoff <= 0 {
 		o.HistoryBackoff = time.Second
 	}
-	if o.Market == nil {
-		o.Market = paper.Market
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Wallets == nil {
-		o.Wallets = wallet.New(o.Redis, o.Now)
-	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics()
-	}
+	fillShared(o.Redis, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

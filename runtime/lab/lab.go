@@ -60,20 +60,26 @@ type Lab struct {
 	o Options
 }
 
+// fillShared sets the defaults the Lab's and the Engine's options share.
+func fillShared(rdb redis.UniversalClient, market *func(exchange.Kind, string) (exchange.MarketInfo, bool),
+	now *func() time.Time, wallets **wallet.Wallets, metrics **Metrics) {
+	if *market == nil {
+		*market = paper.Market
+	}
+	if *now == nil {
+		*now = time.Now
+	}
+	if *wallets == nil {
+		*wallets = wallet.New(rdb, *now)
+	}
+	if *metrics == nil {
+		*metrics = NewMetrics()
+	}
+}
+
 // New returns a Lab.
 func New(o Options) *Lab {
-	if o.Market == nil {
-		o.Market = paper.Market
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Wallets == nil {
-		o.Wallets = wallet.New(o.Redis, o.Now)
-	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics()
-	}
+	fillShared(o.Redis, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
 	return &Lab{o: o}
 }
 

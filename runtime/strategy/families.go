@@ -242,13 +242,7 @@ func (s *donchian) Next(b Bar) Signal {
 	if s.n < 2 {
 		return None
 	}
-	var sig Signal
-	for i, bit := range [4]Signal{EnterLong, EnterShort, ExitLong, ExitShort} {
-		if now[i] && !prev[i] {
-			sig |= bit
-		}
-	}
-	return sig
+	return onset(prev, now)
 }
 
 // bollinger: the middle band is the simple average of the last period closes, the bands
@@ -331,6 +325,12 @@ func (s *bollinger) Next(b Bar) Signal {
 	if s.seen < 2 {
 		return None
 	}
+	return onset(prev, now)
+}
+
+// onset is the signal of the conditions [enter long, enter short, exit long, exit short]
+// that hold now and did not at the previous candle: events, not states.
+func onset(prev, now [4]bool) Signal {
 	var sig Signal
 	for i, bit := range [4]Signal{EnterLong, EnterShort, ExitLong, ExitShort} {
 		if now[i] && !prev[i] {
