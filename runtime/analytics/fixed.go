@@ -51,10 +51,10 @@ func ReportOfFixed(hdr Header, trades []FixedTrade, scale int32, startingEquity 
 
 // fixedDay is Day in integers (the same fields, the same definitions).
 type fixedDay struct {
-	trades, wins, losses      int
-	grossProfit, grossLoss    int64
-	fees                      int64
-	sum, high, low, dd, peak  int64
+	trades, wins, losses     int
+	grossProfit, grossLoss   int64
+	fees                     int64
+	sum, high, low, dd, peak int64
 }
 
 // add counts t after the day's earlier trades: Day.Add.

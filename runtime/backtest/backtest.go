@@ -164,16 +164,34 @@ func Run(ctx context.Context, s *Series, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return runWith(ctx, s, c, st)
-}
-
-// runWith runs the checked config c with the strategy st.
-func runWith(ctx context.Context, s *Series, c config, st strategy.Strategy) (Result, error) {
-	e := newEngine(s, c)
-	if err := e.run(ctx, st); err != nil {
+	r, ok, err := runWith(ctx, s, c, st, true)
+	if err != nil || ok {
+		return r, err
+	}
+	// The integer ledger cannot hold this run: again on decimals, with a fresh strategy.
+	if st, err = strategy.New(c.Strategy); err != nil {
 		return Result{}, err
 	}
-	return e.result()
+	r, _, err = runWith(ctx, s, c, st, false)
+	return r, err
+}
+
+// runWith runs the checked config c with the strategy st, on the integer ledger when fixed
+// (ok false when c cannot be represented in it or an amount overflowed it: the run is
+// void), else on decimals.
+func runWith(ctx context.Context, s *Series, c config, st strategy.Strategy, fixed bool) (Result, bool, error) {
+	e := newEngine(s, c, fixed)
+	if fixed && e.fx == nil {
+		return Result{}, false, nil
+	}
+	if err := e.run(ctx, st); err != nil {
+		return Result{}, false, err
+	}
+	if e.fx != nil && e.fx.failed {
+		return Result{}, false, nil
+	}
+	r, err := e.result()
+	return r, err == nil, err
 }
 
 // result assembles the Result of a finished run.
@@ -185,19 +203,28 @@ func (e *engine) result() (Result, error) {
 		return Result{}, err
 	}
 	start := e.c.InitialBalance
+	hdr := analytics.Header{Symbol: s.market.Symbol}
+	if e.fx != nil {
+		r := Result{Candles: len(s.ts)}
+		if n := len(e.fx.points); e.fx.points[n-1].at != end {
+			e.fx.point(end)
+		}
+		e.fx.result(&r, hdr, start, q)
+		return r, nil
+	}
+	if n := len(e.points); e.points[n-1].Timestamp != end {
+		e.point(end)
+	}
 	r := Result{
 		Candles: len(s.ts),
 		Trades:  make([]Trade, len(e.trades)),
-		Report:  analytics.ReportOf(analytics.Header{Symbol: s.market.Symbol}, e.trades, &start, q),
+		Report:  analytics.ReportOf(hdr, e.trades, &start, q),
 		Equity:  e.points,
 		Final:   e.balance,
 	}
 	for i, t := range e.trades {
 		r.Trades[i] = Trade{Side: string(t.Side), EntryTime: t.OpenedAt, ExitTime: t.ClosedAt, EntryPrice: t.EntryPrice,
 			ExitPrice: t.ExitPrice, Amount: t.Size, Fees: t.Fees, NetPnl: t.NetPnl, Reason: t.Reason}
-	}
-	if n := len(r.Equity); n == 0 || r.Equity[n-1].Timestamp != end {
-		r.Equity = append(r.Equity, e.point(end))
 	}
 	return r, nil
 }

@@ -63,7 +63,7 @@ func BenchmarkLoopOnly(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := runWith(context.Background(), s, c, never{}); err != nil {
+		if _, _, err := runWith(context.Background(), s, c, never{}, true); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -26,11 +26,17 @@ const msPerDay = 24 * 60 * 60 * 1000
 
 func dayStart(ms int64) int64 { return int64(analytics.DateOfMS(ms)) * msPerDay }
 
-// engine is one run's state. Prices in the candle loop are ticks; decimals appear at fills.
+// engine is one run's state. Prices in the candle loop are ticks; money is the integer
+// ledger's when the config has one, else decimal and computed at fills.
 type engine struct {
 	s    *Series
 	c    config
 	kind exchange.Kind
+	// fx is the integer ledger; nil: the decimal fields below keep the money.
+	fx *ledger
+	// held is true while a position is open, on side.
+	held bool
+	side position.Side
 	// balance is the free quote balance, as the paper account holds it (futures margin and
 	// spot cost taken out while a position is open).
 	balance decimal.Decimal
@@ -47,9 +53,22 @@ type engine struct {
 	points    []analytics.Point
 }
 
-func newEngine(s *Series, c config) *engine {
-	return &engine{s: s, c: c, kind: s.market.Kind, balance: c.InitialBalance, equity: c.InitialBalance, peak: c.InitialBalance,
-		points: []analytics.Point{{Timestamp: s.ts[0], Equity: httpapi.Num(c.InitialBalance), Drawdown: httpapi.Num(decimal.Zero)}}}
+// newEngine is a run of c on s, on the integer ledger when fixed and c can be represented
+// in it.
+func newEngine(s *Series, c config, fixed bool) *engine {
+	e := &engine{s: s, c: c, kind: s.market.Kind}
+	if fixed {
+		e.fx = newLedger(s, c)
+	}
+	if e.fx != nil {
+		// An equity point per UTC day the series spans, and at least one per trade.
+		e.fx.points = make([]ledgerPoint, 0, int((s.ts[len(s.ts)-1]-s.ts[0])/msPerDay)+64)
+		e.fx.point(s.ts[0])
+		return e
+	}
+	e.balance, e.equity, e.peak = c.InitialBalance, c.InitialBalance, c.InitialBalance
+	e.points = []analytics.Point{{Timestamp: s.ts[0], Equity: httpapi.Num(c.InitialBalance), Drawdown: httpapi.Num(decimal.Zero)}}
+	return e
 }
 
 // run is the candle loop: candle i's pending signal (decided at i-1's close) at its open,
@@ -69,26 +88,30 @@ func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 		}
 		if ts[i] >= nextDay {
 			d := dayStart(ts[i])
-			e.points = append(e.points, e.point(d))
+			e.point(d)
 			nextDay = d + msPerDay
 		}
 		if pend != strategy.None {
 			e.atOpen(i, pend)
 		}
-		if e.pos != nil || e.limit != 0 {
+		if e.held || e.limit != 0 {
 			e.walk(i)
 		}
 		pend = st.Next(bars[i])
 	}
-	if e.pos != nil {
+	if e.held {
 		e.close(s.close[n-1], ts[n-1]+s.tfMs, ReasonEnd)
 	}
 	return nil
 }
 
-// point is the equity at ms at.
-func (e *engine) point(at int64) analytics.Point {
-	return analytics.Point{Timestamp: at, Equity: httpapi.Num(e.equity), Drawdown: httpapi.Num(e.peak.Sub(e.equity))}
+// point records the equity at ms at.
+func (e *engine) point(at int64) {
+	if e.fx != nil {
+		e.fx.point(at)
+		return
+	}
+	e.points = append(e.points, analytics.Point{Timestamp: at, Equity: httpapi.Num(e.equity), Drawdown: httpapi.Num(e.peak.Sub(e.equity))})
 }
 
 // atOpen carries out the signal decided at candle i-1's close at candle i's open: exits
@@ -99,7 +122,7 @@ func (e *engine) atOpen(i int, sig strategy.Signal) {
 	s := e.s
 	at, o := s.ts[i], s.open[i]
 	exitLong, exitShort := sig.Has(strategy.ExitLong), sig.Has(strategy.ExitShort)
-	if p := e.pos; p != nil && ((p.Side == position.Long && exitLong) || (p.Side == position.Short && exitShort)) {
+	if e.held && ((e.side == position.Long && exitLong) || (e.side == position.Short && exitShort)) {
 		e.close(o, at, ReasonSignal)
 	}
 	if e.limit != 0 && ((e.limitSide == position.Long && exitLong) || (e.limitSide == position.Short && exitShort)) {
@@ -117,8 +140,8 @@ func (e *engine) atOpen(i int, sig strategy.Signal) {
 		side = position.Short
 	}
 	e.limit = 0
-	if e.pos != nil {
-		if e.pos.Side == side {
+	if e.held {
+		if e.side == side {
 			return
 		}
 		e.close(o, at, ReasonReversal)
@@ -134,6 +157,18 @@ func (e *engine) atOpen(i int, sig strategy.Signal) {
 // minus (long) or plus (short) off percent, rounded down to the tick (order.LimitPrice);
 // 0 when that leaves no price.
 func (e *engine) limitPrice(closeT int64, side position.Side, off decimal.Decimal) int64 {
+	if l := e.fx; l != nil {
+		// close × (1 ∓ off/100), exact (off has at most 14 places), floored to the tick.
+		base := int64(pow10[l.dO+2])
+		f := base + l.offset
+		if side == position.Long {
+			f = base - l.offset
+		}
+		if f <= 0 {
+			return 0
+		}
+		return l.quo(l.mul(closeT, f), 0, base, 0, false)
+	}
 	f := off.Div(hundred)
 	if side == position.Long {
 		f = f.Neg()
@@ -148,6 +183,13 @@ func (e *engine) limitPrice(closeT int64, side position.Side, off decimal.Decima
 // open enters side at t ticks (ms at), sized and paid for as the executor and the paper
 // exchange do; an entry the sizing or the balance refuses is skipped.
 func (e *engine) open(side position.Side, t, at int64) {
+	if e.fx != nil {
+		sl, tp, liq, ok := e.fx.open(side, t, at, e.kind)
+		if ok {
+			e.held, e.side, e.slT, e.tpT, e.liqT = true, side, sl, tp, liq
+		}
+		return
+	}
 	m := e.s.market
 	price := e.s.price(t)
 	amount, err := order.EntryAmount(order.Entry{Market: m, Size: e.c.PositionSize, Price: price,
@@ -172,7 +214,7 @@ func (e *engine) open(side position.Side, t, at int64) {
 	if a := e.c.TakeProfit; a != nil {
 		p.SetExit(false, a.Value, a.Percent, hundred, m)
 	}
-	e.pos = &p
+	e.pos, e.held, e.side = &p, true, side
 	e.slT, e.tpT, e.liqT = 0, 0, 0
 	tick := m.TickSize
 	if p.StopLoss != nil {
@@ -200,6 +242,11 @@ func (e *engine) open(side position.Side, t, at int64) {
 // close closes the position at t ticks (ms at) with its exit fee, credits the balance as
 // the paper exchange does (position.Settle) and records the trade.
 func (e *engine) close(t, at int64, reason string) {
+	e.held = false
+	if e.fx != nil {
+		e.fx.close(t, at, e.kind == exchange.Futures, reason)
+		return
+	}
 	p := e.pos
 	price := e.s.price(t)
 	fee := position.Fee(p.Size.Mul(price), e.c.FeeRate)
@@ -208,7 +255,7 @@ func (e *engine) close(t, at int64, reason string) {
 	e.trades = append(e.trades, tr)
 	e.equity = e.equity.Add(tr.NetPnl)
 	e.peak = decimal.Max(e.peak, e.equity)
-	e.points = append(e.points, e.point(at))
+	e.point(at)
 	e.pos = nil
 }
 
@@ -230,7 +277,7 @@ func (e *engine) walk(i int) {
 		e.limit = 0
 		e.open(e.limitSide, o, at)
 	}
-	if e.pos != nil && e.exitAtOpen(o, at) {
+	if e.held && e.exitAtOpen(o, at) {
 		return
 	}
 	for k := 1; k < len(path); k++ {
@@ -240,7 +287,7 @@ func (e *engine) walk(i int) {
 			e.open(e.limitSide, l, at)
 			from = l
 		}
-		if e.pos != nil && e.exitOn(from, to, at) {
+		if e.held && e.exitOn(from, to, at) {
 			return
 		}
 	}
@@ -259,7 +306,7 @@ func (e *engine) adverse() (int64, string) {
 	case sl == 0:
 		return liq, ReasonLiquidation
 	}
-	if e.pos.Side == position.Long {
+	if e.side == position.Long {
 		if liq >= sl {
 			return liq, ReasonLiquidation
 		}
@@ -273,7 +320,7 @@ func (e *engine) adverse() (int64, string) {
 
 // exitAtOpen closes the position at the open o when it opened past an exit level.
 func (e *engine) exitAtOpen(o, at int64) bool {
-	long := e.pos.Side == position.Long
+	long := e.side == position.Long
 	if lv, reason := e.adverse(); lv != 0 && ((long && o <= lv) || (!long && o >= lv)) {
 		e.close(o, at, reason)
 		return true
@@ -287,7 +334,7 @@ func (e *engine) exitAtOpen(o, at int64) bool {
 
 // exitOn closes the position at the first exit level the move from → to reaches.
 func (e *engine) exitOn(from, to, at int64) bool {
-	long := e.pos.Side == position.Long
+	long := e.side == position.Long
 	down := to < from
 	if long != down {
 		// Moving in the position's favour: only the take-profit can be reached.

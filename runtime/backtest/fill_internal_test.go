@@ -57,12 +57,37 @@ func runScript(t *testing.T, m exchange.MarketInfo, cfg Config, cs []marketdata.
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both money paths run the script; the integer ledger's result must be the decimal
+	// one's to the byte.
 	st := &scripted{sigs: sigs}
-	r, err := runWith(context.Background(), s, c, st)
+	r, _, err := runWith(context.Background(), s, c, st, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fr, ok, err := runWith(context.Background(), s, c, &scripted{sigs: sigs}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		sameJSON(t, fr, r)
+	}
 	return r, st
+}
+
+// sameJSON fails unless got and want have the same JSON.
+func sameJSON(t *testing.T, got, want Result) {
+	t.Helper()
+	gj, err := got.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wj, err := want.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(gj) != string(wj) {
+		t.Fatalf("the integer ledger's result differs from the decimal one:\n%s\n%s", gj, wj)
+	}
 }
 
 // wantTrade compares a trade field by field (decimals by value).
@@ -434,7 +459,7 @@ func TestLoopDoesNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		return testing.AllocsPerRun(5, func() {
-			if _, err := runWith(context.Background(), s, c, never{}); err != nil {
+			if _, _, err := runWith(context.Background(), s, c, never{}, true); err != nil {
 				t.Fatal(err)
 			}
 		})

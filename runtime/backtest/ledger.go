@@ -1,0 +1,498 @@
+package backtest
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/signal"
+)
+
+// ledger is the run's money in int64 fixed point: prices in ticks, amounts in steps, and
+// balances, fees, margins and PnL in units of 10^-scale, where scale is the most decimals
+// any of them takes (the initial balance's, amount × price × fee rate's, and the 8 places
+// of a futures margin). It computes what runtime/order's sizing and runtime/position's
+// margin, fees, settlement and liquidation price compute on decimals, to the digit:
+// products and sums are exact in integers, and each decimal division (16 places, then a
+// rounding to the step, the tick or 8 places) is reproduced from the integer quotient and
+// remainder. newLedger refuses a config it cannot represent (a tick or step that is not a
+// power of ten, more decimals than int64 holds); an operation that would overflow sets
+// failed, and the run is then made again on decimals (docs/decisions.md, "Strategies and
+// backtests").
+type ledger struct {
+	failed bool
+	// dT, dS and dF are the decimals of the tick, the step and the fee rate; scale those of
+	// money.
+	dT, dS, dF, scale int
+	fee               int64 // fee rate × 10^dF
+	lev               int64
+	// pct: the entry size is size% of the available balance, size × 10^-dN; else a fixed
+	// amount of fixedK steps.
+	pct         bool
+	size        int64
+	dN          int
+	fixedK      int64
+	minK, minN  int64 // minimum amount in steps; minimum notional × 10^(dS+dT), rounded up
+	sl, tp      exitRule
+	offset      int64 // limit offset × 10^dO (offset and dO: 0 for none)
+	dO          int
+	mmrM, mmrDn int64 // 10^dM × (1 − mmr) and 10^dM × (1 + mmr)
+	dM          int
+
+	balance, equity, peak int64
+	// The open position: k steps entered at entryT ticks; cost, margin and entry fee in money.
+	k, entryT, cost, margin, entryFee, openedAt int64
+	side                                        position.Side
+
+	trades []ledgerTrade
+	points []ledgerPoint
+}
+
+// exitRule is a stop-loss or take-profit in integers.
+type exitRule struct {
+	set, percent bool
+	// A percentage p is pct × 10^-dP; base is 10^(dP+2), so the level is
+	// entry × (base ∓ pct) / base.
+	pct, base int64
+	// level is an absolute price's level in ticks (the decimal path's, clamped at 0); an
+	// entry at t ticks is refused unless t > floor (for an exit below the entry) or
+	// t < ceil (above), floor and ceil being the absolute price in ticks.
+	level, floor, ceil int64
+}
+
+type ledgerTrade struct {
+	side             position.Side
+	entryAt, exitAt  int64
+	entryT, exitT, k int64
+	fees, net        int64
+	reason           string
+}
+
+type ledgerPoint struct{ at, equity, drawdown int64 }
+
+var pow10 = func() (p [20]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return
+}()
+
+// decimalsOf is d's decimal places and d × 10^places as an int64; ok false when d is
+// negative, has more than maxPlaces places or does not fit.
+func decimalsOf(d decimal.Decimal, maxPlaces int) (int, int64, bool) {
+	places := max(int(-d.Exponent()), 0)
+	if places > maxPlaces || d.IsNegative() {
+		return 0, 0, false
+	}
+	v := d.Shift(int32(places))
+	if !v.IsInteger() || v.GreaterThan(decimal.NewFromInt(math.MaxInt64)) {
+		return 0, 0, false
+	}
+	return places, v.IntPart(), true
+}
+
+// powerOfTen is the decimals of a tick or step that is 10^-n (n >= 0).
+func powerOfTen(d decimal.Decimal) (int, bool) {
+	e := d.Exponent()
+	if e > 0 || !d.Equal(decimal.New(1, e)) {
+		return 0, false
+	}
+	return int(-e), true
+}
+
+// ceilShift is ceil(d × 10^n) clamped to int64.
+func ceilShift(d decimal.Decimal, n int) int64 {
+	v := d.Shift(int32(n)).Ceil()
+	if v.GreaterThan(decimal.NewFromInt(math.MaxInt64)) {
+		return math.MaxInt64
+	}
+	return v.IntPart()
+}
+
+// newLedger is c's integer ledger on s, or nil when c cannot be represented exactly.
+func newLedger(s *Series, c config) *ledger {
+	m := s.market
+	var ok bool
+	l := &ledger{lev: int64(c.lev)}
+	if l.dT, ok = powerOfTen(m.TickSize); !ok || l.dT > 8 {
+		// Beyond 8 places the trade's entry price (position.avg, 8 places) differs from
+		// the fill price.
+		return nil
+	}
+	if l.dS, ok = powerOfTen(m.StepSize); !ok || l.dS > 16 {
+		return nil
+	}
+	if l.dF, l.fee, ok = decimalsOf(c.FeeRate, 18); !ok {
+		return nil
+	}
+	dB, bal, ok := decimalsOf(c.InitialBalance, 18)
+	if !ok {
+		return nil
+	}
+	l.scale = max(dB, l.dS+l.dT+l.dF)
+	if s.market.Kind == exchange.Futures && c.lev > 1 {
+		l.scale = max(l.scale, position.Places)
+	}
+	if l.scale > 18 {
+		return nil
+	}
+	if l.balance = l.shift(bal, l.scale-dB); l.failed {
+		return nil
+	}
+	l.equity, l.peak = l.balance, l.balance
+	if c.PositionSize.Percent {
+		l.pct = true
+		if l.dN, l.size, ok = decimalsOf(c.PositionSize.Value, 14); !ok {
+			return nil
+		}
+	} else {
+		k := m.RoundAmount(c.PositionSize.Value).Shift(int32(l.dS))
+		if !k.IsInteger() || k.GreaterThan(decimal.NewFromInt(math.MaxInt64)) {
+			return nil
+		}
+		l.fixedK = k.IntPart()
+	}
+	l.minK = ceilShift(m.MinQty, l.dS)
+	l.minN = ceilShift(m.MinNotional, l.dS+l.dT)
+	for _, x := range [...]struct {
+		a    *signal.Amount
+		rule *exitRule
+	}{{c.StopLoss, &l.sl}, {c.TakeProfit, &l.tp}} {
+		a, r := x.a, x.rule
+		if a == nil {
+			continue
+		}
+		r.set, r.percent = true, a.Percent
+		if a.Percent {
+			// PriceFromPercent divides by 100 at 16 places: exact up to 14 places.
+			dP, p, ok := decimalsOf(a.Value, 14)
+			if !ok {
+				return nil
+			}
+			r.pct, r.base = p, int64(pow10[dP+2])
+			continue
+		}
+		level := m.RoundPrice(a.Value).Div(m.TickSize)
+		ticks := a.Value.Shift(int32(l.dT))
+		if level.GreaterThan(maxTicks) || ticks.GreaterThan(maxTicks) {
+			return nil
+		}
+		r.level = max(level.IntPart(), 0)
+		r.floor, r.ceil = ticks.Floor().IntPart(), ticks.Ceil().IntPart()
+	}
+	if o := c.LimitOffset; o != nil {
+		if l.dO, l.offset, ok = decimalsOf(*o, 14); !ok {
+			return nil
+		}
+	}
+	var mmr int64
+	if l.dM, mmr, ok = decimalsOf(position.MaintenanceMarginRate, 16); !ok {
+		return nil
+	}
+	l.mmrDn, l.mmrM = int64(pow10[l.dM])-mmr, int64(pow10[l.dM])+mmr
+	return l
+}
+
+// shift is v × 10^n (n >= 0), failing on overflow.
+func (l *ledger) shift(v int64, n int) int64 {
+	if n < 0 || n >= len(pow10) {
+		l.failed = true
+		return 0
+	}
+	return l.mul(v, int64(pow10[n]))
+}
+
+// mul is a × b for a, b >= 0, failing on overflow.
+func (l *ledger) mul(a, b int64) int64 {
+	if a < 0 || b < 0 {
+		l.failed = true
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		l.failed = true
+		return 0
+	}
+	return int64(lo)
+}
+
+// add is a + b, failing on overflow.
+func (l *ledger) add(a, b int64) int64 {
+	s := a + b
+	if (s > a) != (b > 0) {
+		l.failed = true
+	}
+	return s
+}
+
+// sub is a − b, failing on overflow.
+func (l *ledger) sub(a, b int64) int64 {
+	s := a - b
+	if (s < a) != (b > 0) {
+		l.failed = true
+	}
+	return s
+}
+
+// quo is n × 10^up / d with the decimal library's division: the quotient rounded half away
+// from zero at 16 − digits places beyond the unit, then rounded down (ceil false) or up to
+// the unit. n >= 0, d > 0; digits from 0 to 16.
+func (l *ledger) quo(n int64, up int, d int64, digits int, ceil bool) int64 {
+	if n < 0 || d <= 0 || up < 0 || up >= len(pow10) || digits < 0 || digits > 16 {
+		l.failed = true
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(n), pow10[up])
+	if hi >= uint64(d) {
+		l.failed = true
+		return 0
+	}
+	q, r := bits.Div64(hi, lo, uint64(d))
+	if r != 0 {
+		// The fraction r/d rounded at 16 − digits places: it rounds up to a whole unit when
+		// r/d >= 1 − ½·10^-k, and to something above zero when r/d >= ½·10^-k.
+		m := 2 * pow10[16-digits]
+		rh, rl := bits.Mul64(r, m)
+		var carry bool
+		if ceil {
+			carry = rh > 0 || rl >= uint64(d)
+		} else {
+			th, tl := bits.Mul64(m-1, uint64(d))
+			carry = rh > th || (rh == th && rl >= tl)
+		}
+		if carry {
+			q++
+		}
+	}
+	if q > math.MaxInt64 {
+		l.failed = true
+		return 0
+	}
+	return int64(q)
+}
+
+// money is an amount × 10^-places as money (places <= scale).
+func (l *ledger) money(v int64, places int) int64 { return l.shift(v, l.scale-places) }
+
+// notional is k steps at t ticks, in money.
+func (l *ledger) notional(k, t int64) int64 { return l.money(l.mul(k, t), l.dS+l.dT) }
+
+// feeOf is the fee on k steps at t ticks, in money (position.Fee).
+func (l *ledger) feeOf(k, t int64) int64 {
+	return l.money(l.mul(l.mul(k, t), l.fee), l.dS+l.dT+l.dF)
+}
+
+// marginOf is position.InitialMargin of the notional of k steps at t ticks, in money.
+func (l *ledger) marginOf(k, t int64) int64 {
+	if l.lev <= 1 {
+		return l.notional(k, t)
+	}
+	// notional / lev at 16 places, rounded up to 8.
+	n, p := l.mul(k, t), l.dS+l.dT
+	var q int64
+	if p <= position.Places {
+		q = l.quo(n, position.Places-p, l.lev, position.Places, true)
+	} else {
+		q = l.quo(n, 0, l.mul(l.lev, int64(pow10[p-position.Places])), position.Places, true)
+	}
+	return l.money(q, position.Places)
+}
+
+// required is what entering k steps at t ticks takes from the balance (runtime/order's).
+func (l *ledger) required(k, t int64) int64 { return l.add(l.marginOf(k, t), l.feeOf(k, t)) }
+
+// steps is the base amount num × 10^-numPlaces / (den × 10^-denPlaces) as the decimal
+// library divides it (16 places), rounded down to the step (exchange.RoundAmount).
+func (l *ledger) steps(num int64, numPlaces int, den int64, denPlaces int) int64 {
+	// quotient × 10^dS = num × 10^(denPlaces + dS − numPlaces) / den
+	e := denPlaces + l.dS - numPlaces
+	if e >= 0 {
+		return l.quo(num, e, den, l.dS, false)
+	}
+	return l.quo(num, 0, l.mul(den, l.shift(1, -e)), l.dS, false)
+}
+
+// entrySteps is order.EntryAmount at t ticks in steps, 0 when it refuses the entry.
+func (l *ledger) entrySteps(t int64) int64 {
+	k := l.fixedK
+	if l.pct {
+		// budget = available × size / 100 (16 places) × leverage.
+		bp := l.scale + l.dN + 2
+		b := l.mul(l.balance, l.size)
+		if bp > 16 {
+			b = l.roundHalf(b, bp-16)
+			bp = 16
+		}
+		k = l.steps(l.mul(b, l.lev), bp, t, l.dT)
+		if k > 0 && l.required(k, t) > l.balance {
+			// The fee (and margin rounding) take it past the balance: available × lev /
+			// (price × (1 + fee × lev)).
+			per := l.mul(t, l.add(int64(pow10[l.dF]), l.mul(l.fee, l.lev)))
+			k = l.steps(l.mul(l.balance, l.lev), l.scale, per, l.dT+l.dF)
+			for i := 0; i < 3 && k > 0 && l.required(k, t) > l.balance; i++ {
+				k--
+			}
+		}
+	}
+	if k <= 0 || k < l.minK || l.mul(k, t) < l.minN {
+		return 0
+	}
+	return k
+}
+
+// roundHalf is v / 10^n rounded half away from zero (v >= 0).
+func (l *ledger) roundHalf(v int64, n int) int64 {
+	if v < 0 || n >= len(pow10) {
+		l.failed = true
+		return 0
+	}
+	p := pow10[n]
+	q, r := uint64(v)/p, uint64(v)%p
+	if 2*r >= p {
+		q++
+	}
+	return int64(q)
+}
+
+// level is an exit's level in ticks for a position on side entered at t ticks; 0 for none.
+func (l *ledger) level(r *exitRule, side position.Side, t int64, stopLoss bool) int64 {
+	if !r.set {
+		return 0
+	}
+	if !r.percent {
+		return r.level
+	}
+	f := r.base + r.pct
+	if (side == position.Long) == stopLoss {
+		f = r.base - r.pct
+	}
+	if f <= 0 {
+		return 0
+	}
+	return l.quo(l.mul(t, f), 0, r.base, 0, false)
+}
+
+// refused is order.CheckExit for an entry at t ticks.
+func (r *exitRule) refused(side position.Side, t int64, stopLoss bool) bool {
+	if !r.set || r.percent {
+		return false
+	}
+	if (side == position.Long) == stopLoss {
+		return t <= r.floor
+	}
+	return t >= r.ceil
+}
+
+// open enters side at t ticks (ms at) as engine.open does; ok false when the entry is
+// skipped. It returns the stop-loss, take-profit and liquidation levels in ticks.
+func (l *ledger) open(side position.Side, t, at int64, kind exchange.Kind) (sl, tp, liq int64, ok bool) {
+	k := l.entrySteps(t)
+	if k == 0 || l.sl.refused(side, t, true) || l.tp.refused(side, t, false) {
+		return 0, 0, 0, false
+	}
+	fee, margin := l.feeOf(k, t), l.marginOf(k, t)
+	required := l.add(margin, fee)
+	if l.failed || required > l.balance {
+		return 0, 0, 0, false
+	}
+	l.balance = l.sub(l.balance, required)
+	l.k, l.entryT, l.cost, l.margin, l.entryFee, l.openedAt, l.side = k, t, l.notional(k, t), margin, fee, at, side
+	sl, tp = l.level(&l.sl, side, t, true), l.level(&l.tp, side, t, false)
+	if kind == exchange.Futures && (side == position.Short || l.lev > 1) {
+		liq = l.liquidation()
+	}
+	return sl, tp, liq, !l.failed
+}
+
+// liquidation is position.LiquidationPrice of the open position in ticks: the floor (a
+// long) or the ceiling (a short) of the 8-place price over the tick; 0 for none.
+func (l *ledger) liquidation() int64 {
+	// price × 10^8 = (cost ∓ margin) × 10^(8 − scale + dS + dM) / (k × (10^dM ∓ mmr))
+	long := l.side == position.Long
+	x, f := l.add(l.cost, l.margin), l.mmrM
+	if long {
+		x, f = l.sub(l.cost, l.margin), l.mmrDn
+	}
+	if x <= 0 {
+		return 0
+	}
+	d := l.mul(l.k, f)
+	var p8 int64
+	if e := position.Places - l.scale + l.dS + l.dM; e >= 0 {
+		p8 = l.quo(x, e, d, position.Places, long)
+	} else {
+		p8 = l.quo(x, 0, l.mul(d, l.shift(1, -e)), position.Places, long)
+	}
+	if p8 <= 0 {
+		return 0
+	}
+	unit := int64(pow10[position.Places-l.dT])
+	if long {
+		return p8 / unit
+	}
+	return (p8 + unit - 1) / unit
+}
+
+// close closes the open position at t ticks (ms at) as engine.close does.
+func (l *ledger) close(t, at int64, futures bool, reason string) {
+	value, exitFee := l.notional(l.k, t), l.feeOf(l.k, t)
+	var gross, credit int64
+	if l.side == position.Long {
+		gross = l.sub(value, l.cost)
+	} else {
+		gross = l.sub(l.cost, value)
+	}
+	if futures {
+		credit = l.sub(l.add(l.margin, gross), exitFee)
+		if credit < 0 {
+			credit, gross = 0, l.sub(exitFee, l.margin)
+		}
+	} else {
+		credit = l.sub(value, exitFee)
+	}
+	net := l.sub(l.sub(gross, exitFee), l.entryFee)
+	l.balance = l.add(l.balance, credit)
+	l.equity = l.add(l.equity, net)
+	l.peak = max(l.peak, l.equity)
+	l.trades = append(l.trades, ledgerTrade{side: l.side, entryAt: l.openedAt, exitAt: at, entryT: l.entryT, exitT: t, k: l.k,
+		fees: l.add(l.entryFee, exitFee), net: net, reason: reason})
+	l.point(at)
+}
+
+// point records the equity at ms at.
+func (l *ledger) point(at int64) {
+	l.points = append(l.points, ledgerPoint{at: at, equity: l.equity, drawdown: l.sub(l.peak, l.equity)})
+}
+
+// result fills r's trades, report, equity curve and final equity from the ledger.
+func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, q analytics.Query) {
+	m := func(v int64) decimal.Decimal { return decimal.New(v, int32(-l.scale)) }
+	r.Trades = make([]Trade, len(l.trades))
+	fixed := make([]analytics.FixedTrade, len(l.trades))
+	for i, t := range l.trades {
+		r.Trades[i] = Trade{Side: string(t.side), EntryTime: t.entryAt, ExitTime: t.exitAt,
+			EntryPrice: decimal.New(t.entryT, int32(-l.dT)), ExitPrice: decimal.New(t.exitT, int32(-l.dT)),
+			Amount: decimal.New(t.k, int32(-l.dS)), Fees: m(t.fees), NetPnl: m(t.net), Reason: t.reason}
+		fixed[i] = analytics.FixedTrade{ClosedAt: t.exitAt, NetPnl: t.net, Fees: t.fees}
+	}
+	rep, ok := analytics.ReportOfFixed(hdr, fixed, int32(l.scale), &start, q)
+	if !ok {
+		trades := make([]position.Trade, len(r.Trades))
+		for i, t := range r.Trades {
+			trades[i] = position.Trade{ClosedAt: t.ExitTime, NetPnl: t.NetPnl, Fees: t.Fees}
+		}
+		rep = analytics.ReportOf(hdr, trades, &start, q)
+	}
+	r.Report = rep
+	r.Equity = make([]analytics.Point, len(l.points))
+	for i, p := range l.points {
+		r.Equity[i] = analytics.Point{Timestamp: p.at, Equity: httpapi.Num(m(p.equity)), Drawdown: httpapi.Num(m(p.drawdown))}
+	}
+	r.Final = m(l.balance)
+}
