@@ -94,7 +94,9 @@ func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 		if pend != strategy.None {
 			e.atOpen(i, pend)
 		}
-		if e.held || e.limit != 0 {
+		// A candle's path matters only to a resting limit entry and an open position's
+		// exit levels.
+		if e.limit != 0 || (e.held && (e.slT|e.tpT|e.liqT) != 0) {
 			e.walk(i)
 		}
 		pend = st.Next(bars[i])

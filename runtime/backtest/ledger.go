@@ -244,12 +244,22 @@ func (l *ledger) sub(a, b int64) int64 {
 // from zero at 16 − digits places beyond the unit, then rounded down (ceil false) or up to
 // the unit. n >= 0, d > 0; digits from 0 to 16.
 func (l *ledger) quo(n int64, up int, d int64, digits int, ceil bool) int64 {
-	if n < 0 || d <= 0 || up < 0 || up >= len(pow10) || digits < 0 || digits > 16 {
+	if n < 0 {
 		l.failed = true
 		return 0
 	}
-	hi, lo := bits.Mul64(uint64(n), pow10[up])
-	if hi >= uint64(d) {
+	return l.quo128(u128{lo: uint64(n)}, up, d, digits, ceil)
+}
+
+// quo128 is quo of a 128-bit n.
+func (l *ledger) quo128(n u128, up int, d int64, digits int, ceil bool) int64 {
+	if d <= 0 || up < 0 || up >= len(pow10) || digits < 0 || digits > 16 {
+		l.failed = true
+		return 0
+	}
+	n = l.mul128(n, pow10[up])
+	hi, lo := n.hi, n.lo
+	if l.failed || hi >= uint64(d) {
 		l.failed = true
 		return 0
 	}
@@ -275,6 +285,48 @@ func (l *ledger) quo(n int64, up int, d int64, digits int, ceil bool) int64 {
 		return 0
 	}
 	return int64(q)
+}
+
+// u128 is an unsigned 128-bit integer.
+type u128 struct{ hi, lo uint64 }
+
+// mul128 is n × m, failing beyond 128 bits.
+func (l *ledger) mul128(n u128, m uint64) u128 {
+	h1, lo := bits.Mul64(n.lo, m)
+	h2, l2 := bits.Mul64(n.hi, m)
+	hi, carry := bits.Add64(h1, l2, 0)
+	if h2 != 0 || carry != 0 {
+		l.failed = true
+	}
+	return u128{hi, lo}
+}
+
+// wide is a × b for a, b >= 0 in 128 bits.
+func (l *ledger) wide(a, b int64) u128 {
+	if a < 0 || b < 0 {
+		l.failed = true
+		return u128{}
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	return u128{hi, lo}
+}
+
+// roundHalf is n / 10^k rounded half away from zero, as the decimal library rounds a
+// quotient at 16 places.
+func (l *ledger) roundHalf(n u128, k int) u128 {
+	if k < 0 || k >= len(pow10) {
+		l.failed = true
+		return u128{}
+	}
+	p := pow10[k]
+	qh, rh := n.hi/p, n.hi%p
+	ql, r := bits.Div64(rh, n.lo, p)
+	if r >= p-r {
+		var c uint64
+		ql, c = bits.Add64(ql, 1, 0)
+		qh += c
+	}
+	return u128{qh, ql}
 }
 
 // money is an amount × 10^-places as money (places <= scale).
@@ -309,13 +361,13 @@ func (l *ledger) required(k, t int64) int64 { return l.add(l.marginOf(k, t), l.f
 
 // steps is the base amount num × 10^-numPlaces / (den × 10^-denPlaces) as the decimal
 // library divides it (16 places), rounded down to the step (exchange.RoundAmount).
-func (l *ledger) steps(num int64, numPlaces int, den int64, denPlaces int) int64 {
+func (l *ledger) steps(num u128, numPlaces int, den int64, denPlaces int) int64 {
 	// quotient × 10^dS = num × 10^(denPlaces + dS − numPlaces) / den
 	e := denPlaces + l.dS - numPlaces
 	if e >= 0 {
-		return l.quo(num, e, den, l.dS, false)
+		return l.quo128(num, e, den, l.dS, false)
 	}
-	return l.quo(num, 0, l.mul(den, l.shift(1, -e)), l.dS, false)
+	return l.quo128(num, 0, l.mul(den, l.shift(1, -e)), l.dS, false)
 }
 
 // entrySteps is order.EntryAmount at t ticks in steps, 0 when it refuses the entry.
@@ -324,17 +376,16 @@ func (l *ledger) entrySteps(t int64) int64 {
 	if l.pct {
 		// budget = available × size / 100 (16 places) × leverage.
 		bp := l.scale + l.dN + 2
-		b := l.mul(l.balance, l.size)
+		b := l.wide(l.balance, l.size)
 		if bp > 16 {
-			b = l.roundHalf(b, bp-16)
-			bp = 16
+			b, bp = l.roundHalf(b, bp-16), 16
 		}
-		k = l.steps(l.mul(b, l.lev), bp, t, l.dT)
+		k = l.steps(l.mul128(b, uint64(l.lev)), bp, t, l.dT)
 		if k > 0 && l.required(k, t) > l.balance {
 			// The fee (and margin rounding) take it past the balance: available × lev /
 			// (price × (1 + fee × lev)).
 			per := l.mul(t, l.add(int64(pow10[l.dF]), l.mul(l.fee, l.lev)))
-			k = l.steps(l.mul(l.balance, l.lev), l.scale, per, l.dT+l.dF)
+			k = l.steps(l.wide(l.balance, l.lev), l.scale, per, l.dT+l.dF)
 			for i := 0; i < 3 && k > 0 && l.required(k, t) > l.balance; i++ {
 				k--
 			}
@@ -344,20 +395,6 @@ func (l *ledger) entrySteps(t int64) int64 {
 		return 0
 	}
 	return k
-}
-
-// roundHalf is v / 10^n rounded half away from zero (v >= 0).
-func (l *ledger) roundHalf(v int64, n int) int64 {
-	if v < 0 || n >= len(pow10) {
-		l.failed = true
-		return 0
-	}
-	p := pow10[n]
-	q, r := uint64(v)/p, uint64(v)%p
-	if 2*r >= p {
-		q++
-	}
-	return int64(q)
 }
 
 // level is an exit's level in ticks for a position on side entered at t ticks; 0 for none.
@@ -475,10 +512,21 @@ func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, 
 	m := func(v int64) decimal.Decimal { return decimal.New(v, int32(-l.scale)) }
 	r.Trades = make([]Trade, len(l.trades))
 	fixed := make([]analytics.FixedTrade, len(l.trades))
+	// A reversal enters at the price the previous trade exited at, and a fixed size enters
+	// the same amount every time: equal values share one decimal (decimals are immutable).
+	var prevT, prevK int64 = -1, -1
+	var prevPrice, prevAmount decimal.Decimal
 	for i, t := range l.trades {
-		r.Trades[i] = Trade{Side: string(t.side), EntryTime: t.entryAt, ExitTime: t.exitAt,
-			EntryPrice: decimal.New(t.entryT, int32(-l.dT)), ExitPrice: decimal.New(t.exitT, int32(-l.dT)),
-			Amount: decimal.New(t.k, int32(-l.dS)), Fees: m(t.fees), NetPnl: m(t.net), Reason: t.reason}
+		entry := prevPrice
+		if t.entryT != prevT {
+			entry = decimal.New(t.entryT, int32(-l.dT))
+		}
+		if t.k != prevK {
+			prevK, prevAmount = t.k, decimal.New(t.k, int32(-l.dS))
+		}
+		prevT, prevPrice = t.exitT, decimal.New(t.exitT, int32(-l.dT))
+		r.Trades[i] = Trade{Side: string(t.side), EntryTime: t.entryAt, ExitTime: t.exitAt, EntryPrice: entry,
+			ExitPrice: prevPrice, Amount: prevAmount, Fees: m(t.fees), NetPnl: m(t.net), Reason: t.reason}
 		fixed[i] = analytics.FixedTrade{ClosedAt: t.exitAt, NetPnl: t.net, Fees: t.fees}
 	}
 	rep, ok := analytics.ReportOfFixed(hdr, fixed, int32(l.scale), &start, q)
@@ -491,8 +539,13 @@ func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, 
 	}
 	r.Report = rep
 	r.Equity = make([]analytics.Point, len(l.points))
+	zero := m(0)
 	for i, p := range l.points {
-		r.Equity[i] = analytics.Point{Timestamp: p.at, Equity: httpapi.Num(m(p.equity)), Drawdown: httpapi.Num(m(p.drawdown))}
+		dd := zero
+		if p.drawdown != 0 {
+			dd = m(p.drawdown)
+		}
+		r.Equity[i] = analytics.Point{Timestamp: p.at, Equity: httpapi.Num(m(p.equity)), Drawdown: httpapi.Num(dd)}
 	}
 	r.Final = m(l.balance)
 }

@@ -1,0 +1,273 @@
+package backtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/backtest/candlegen"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/strategy"
+)
+
+// pick is one of xs.
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+// randomParams are parameters of f drawn from its ranges (the defaults when a few draws
+// break a cross-field rule).
+func randomParams(r *rand.Rand, f strategy.Family) strategy.Params {
+	for range 20 {
+		var p strategy.Params
+		for _, rg := range f.Ranges() {
+			// Periods up to 60 keep the indicators warm enough to trade on short series.
+			hi := rg.Max
+			if rg.Integer {
+				hi = min(hi, 60)
+			}
+			v := rg.Min + float64(r.IntN(int((hi-rg.Min)/rg.Step)+1))*rg.Step
+			switch rg.Name {
+			case "fastPeriod":
+				p.FastPeriod = int(v)
+			case "slowPeriod":
+				p.SlowPeriod = int(v)
+			case "period":
+				p.Period = int(v)
+			case "exitPeriod":
+				p.ExitPeriod = int(v)
+			case "oversold":
+				p.Oversold = v
+			case "overbought":
+				p.Overbought = v
+			case "stdDev":
+				p.StdDev = v
+			}
+		}
+		if (strategy.Spec{Family: f, Timeframe: "1m", Symbol: "BTC/USDT", Params: p}).Validate() == nil {
+			return p
+		}
+	}
+	return f.Defaults()
+}
+
+// randomCase is a seeded experiment: a generated series on a paper market (its tick and
+// step, or finer ones) and a config drawn across families, parameters, spot and futures,
+// leverage 1–20, stop-losses and take-profits (percentages and prices), limit entries,
+// balances, sizes and fee rates.
+func randomCase(t *testing.T, seed uint64) (*Series, Config) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	d := decimal.RequireFromString
+	sym := pick(r, "BTC/USDT", "ETH/USDT", "DOGE/USDT", "XRP/USDT", "SOL/USDT")
+	cs, err := candlegen.Generate(candlegen.Options{Seed: seed, Count: 1500 + r.IntN(2500), Symbol: sym})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := pick(r, exchange.Spot, exchange.Futures, exchange.Futures)
+	m, _ := paper.Market(kind, sym)
+	switch r.IntN(6) {
+	case 0: // a finer tick and step
+		m.TickSize, m.StepSize, m.MinQty = m.TickSize.Shift(-1), m.StepSize.Shift(-2), m.StepSize.Shift(-2)
+	case 1: // a tick beyond 8 places: the decimal path only
+		m.TickSize = d("0.000000001")
+	case 2: // a tick that is not a power of ten: the decimal path only
+		m.TickSize = m.TickSize.Mul(d("5"))
+		for i := range cs {
+			for _, p := range []*decimal.Decimal{&cs[i].Open, &cs[i].High, &cs[i].Low, &cs[i].Close} {
+				*p = p.Div(m.TickSize).Floor().Mul(m.TickSize).Add(m.TickSize)
+			}
+			cs[i].High = decimal.Max(cs[i].High, cs[i].Open, cs[i].Close)
+			cs[i].Low = decimal.Min(cs[i].Low, cs[i].Open, cs[i].Close)
+		}
+	case 3: // an odd minimum notional and quantity
+		m.MinNotional, m.MinQty = d("7.35"), m.StepSize.Mul(d("3"))
+	}
+	s, err := NewSeries(cs, m, "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := pick(r, strategy.Families()...)
+	cfg := Config{Strategy: strategy.Spec{Family: f, Timeframe: "1m", Symbol: sym, Params: randomParams(r, f)}}
+	cfg.InitialBalance = pick(r, d("0"), d("10000"), d("123.45"), d("50"), d("987654.321"), d("1000000000"), d("0.00012345"), d("25000.5"))
+	switch r.IntN(4) {
+	case 0:
+	case 1:
+		cfg.PositionSize = signal.Amount{Value: d("100"), Percent: true}
+	case 2:
+		cfg.PositionSize = signal.Amount{Value: d(pick(r, "12.5", "3", "50", "0.37", "99.999", "33.3333333333")), Percent: true}
+	case 3:
+		cfg.PositionSize = signal.Amount{Value: s.price(s.close[0]).Shift(-3).Mul(d(pick(r, "0.0001", "0.01", "0.5"))).Round(6)}
+		if !cfg.PositionSize.Value.IsPositive() {
+			cfg.PositionSize.Value = d("1")
+		}
+	}
+	if kind == exchange.Futures {
+		cfg.Leverage = pick(r, 0, 1, 1+r.IntN(20), 1+r.IntN(20), 20)
+	}
+	exit := func(stopLoss bool) *signal.Amount {
+		switch r.IntN(4) {
+		case 0:
+			return nil
+		case 1, 2:
+			return &signal.Amount{Value: d(pick(r, "0.5", "1", "2", "0.137", "7.25", "3.33333")), Percent: true}
+		}
+		// An absolute price near the first close: most entries are refused by the side
+		// check or trigger at once.
+		f := d("0.97")
+		if !stopLoss {
+			f = d("1.03")
+		}
+		return &signal.Amount{Value: s.price(s.close[0]).Mul(f).Round(3)}
+	}
+	cfg.StopLoss, cfg.TakeProfit = exit(true), exit(false)
+	cfg.FeeRate = d(pick(r, "0", "0.001", "0.0004", "0.00075", "0.000123", "0.002"))
+	if r.IntN(3) == 0 {
+		o := d(pick(r, "0", "0.1", "0.05", "1.25", "0.0333"))
+		cfg.LimitOffset = &o
+	}
+	return s, cfg
+}
+
+// TestLedgerMatchesDecimal: over many seeded random experiments the integer ledger's
+// result is the decimal path's, byte for byte in Result.JSON, and Run (the ledger, with
+// its fallback) gives it too; the experiments reach every reason a strategy's trade closes
+// for (reversals come from scripts: TestFuturesReversalWithLeverage, like every fill test, runs both paths), and the fallback for configs the ledger refuses.
+func TestLedgerMatchesDecimal(t *testing.T) {
+	n := 400
+	if testing.Short() {
+		n = 60
+	}
+	reasons := map[string]int{}
+	var fixed, refused, trades int
+	for seed := range uint64(n) {
+		s, cfg := randomCase(t, seed+1)
+		c, err := normalise(cfg, s)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed+1, err)
+		}
+		run := func(fx bool) (Result, bool) {
+			st, err := strategy.New(c.Strategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok, err := runWith(context.Background(), s, c, st, fx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, ok
+		}
+		want, _ := run(false)
+		got, ok := run(true)
+		label := fmt.Sprintf("seed %d (%s %s, %+v)", seed+1, s.market.Kind, s.market.Symbol, cfg)
+		if ok {
+			fixed++
+			t.Run(fmt.Sprint(seed+1), func(t *testing.T) { sameJSON(t, got, want) })
+		} else {
+			refused++
+		}
+		viaRun, err := Run(context.Background(), s, cfg)
+		if err != nil {
+			t.Fatal(label, err)
+		}
+		sameJSON(t, viaRun, want)
+		for _, tr := range want.Trades {
+			reasons[tr.Reason]++
+		}
+		trades += len(want.Trades)
+	}
+	t.Logf("%d experiments on the ledger, %d on decimals only; %d trades; reasons %v", fixed, refused, trades, reasons)
+	if fixed < n/2 || refused == 0 {
+		t.Fatalf("%d on the ledger, %d refused: the cases do not exercise both paths", fixed, refused)
+	}
+	for _, r := range []string{ReasonSignal, ReasonStopLoss, ReasonTakeProfit, ReasonLiquidation, ReasonEnd} {
+		if reasons[r] == 0 {
+			t.Fatalf("no trade closed by %s: %v", r, reasons)
+		}
+	}
+}
+
+// TestLedgerRefuses: the ledger takes the paper markets' configs and refuses what it cannot
+// hold exactly: a tick that is not a power of ten or beyond 8 places, a balance beyond
+// int64 at the money scale, a stop-loss percentage past 14 places.
+func TestLedgerRefuses(t *testing.T) {
+	d := decimal.RequireFromString
+	cs := []marketdata.Candle{bar(0, "100", "101", "99", "100")}
+	mk := func(m exchange.MarketInfo, cfg Config) *ledger {
+		s, err := NewSeries(cs, m, "1m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := normalise(cfg, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newLedger(s, c)
+	}
+	l := mk(futBTC(), baseConfig())
+	// BTC: tick 0.01, step 0.00001, fee 0.001: money at 5 + 2 + 3 = 10 places.
+	if l == nil || l.scale != 10 || l.balance != 10000*1e10 {
+		t.Fatalf("ledger %+v", l)
+	}
+	cfg := baseConfig()
+	cfg.Leverage = 3
+	// A margin takes 8 places; the fee product's 10 is more.
+	if l := mk(futBTC(), cfg); l == nil || l.scale != 10 {
+		t.Fatalf("ledger %+v", l)
+	}
+	odd := futBTC()
+	odd.TickSize = d("0.5")
+	fine := futBTC()
+	fine.TickSize = d("0.000000001")
+	big := baseConfig()
+	big.InitialBalance = d("1000000000") // 10^9 × 10^10 > 2^63
+	sl := baseConfig()
+	sl.StopLoss = &signal.Amount{Value: d("1.000000000000001"), Percent: true}
+	for name, l := range map[string]*ledger{"tick 0.5": mk(odd, baseConfig()), "tick 1e-9": mk(fine, baseConfig()),
+		"balance 1e9": mk(futBTC(), big), "stop-loss 15 places": mk(futBTC(), sl)} {
+		if l != nil {
+			t.Fatalf("%s: the ledger takes it", name)
+		}
+	}
+}
+
+// TestQuo: the ledger's division rounds as the decimal library's Div (16 places) followed
+// by a rounding down or up, by hand.
+func TestQuo(t *testing.T) {
+	var l ledger
+	for _, c := range []struct {
+		n      int64
+		up     int
+		d      int64
+		digits int
+		ceil   bool
+		want   int64
+	}{
+		// 2/3 at 16 places is 0.6666666666666667: floored to the unit 0, ceiled 1.
+		{2, 0, 3, 0, false, 0},
+		{2, 0, 3, 0, true, 1},
+		// 1 − 10^-17 = (10^17 − 1)/10^17 rounds at 16 places to 1.0000000000000000: floored
+		// to the unit it is 1, not 0.
+		{1e17 - 1, 0, 1e17, 0, false, 1},
+		// 1 + 10^-17 rounds to 1: ceiled it stays 1 (the exact value would give 2).
+		{1e17 + 1, 0, 1e17, 0, true, 1},
+		// 1 + 5·10^-17 rounds half up to 1.0000000000000001: ceiled 2.
+		{1e17 + 5, 0, 1e17, 0, true, 2},
+		// At 8 digits (a margin in 10^-8 units) the rounding is at 8 more places:
+		// 7/3 × 10^8 = 233333333.33333333|33 → 233333333.33333333, ceiled 233333334.
+		{7, 8, 3, 8, true, 233333334},
+		// 10 × 10^8 / 4 is exact: 250000000 either way.
+		{10, 8, 4, 8, true, 250000000},
+	} {
+		if got := l.quo(c.n, c.up, c.d, c.digits, c.ceil); got != c.want || l.failed {
+			t.Fatalf("quo(%d·10^%d / %d, %d digits, ceil %v) = %d (failed %v), want %d", c.n, c.up, c.d, c.digits, c.ceil, got, l.failed, c.want)
+		}
+	}
+	if l.quo(1<<62, 18, 3, 0, false); !l.failed {
+		t.Fatal("a quotient beyond int64 does not fail")
+	}
+}
