@@ -68,9 +68,10 @@ func runScript(t *testing.T, m exchange.MarketInfo, cfg Config, cs []marketdata.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok {
-		sameJSON(t, fr, r)
+	if !ok {
+		t.Fatalf("the integer ledger refused %+v", cfg)
 	}
+	sameJSON(t, fr, r)
 	return r, st
 }
 
@@ -346,6 +347,28 @@ func TestLiquidation(t *testing.T) {
 	// level 90.45; the falling candle reaches it on its way to 85. Gross 9045 − 10000 = −955,
 	// exit fee 9.045, net −955 − 9.045 − 10 = −974.045.
 	wantTrade(t, r.Trades[0], "long", 1, 2, "100", "90.45", "100", "19.045", "-974.045", ReasonLiquidation)
+}
+
+// TestBankruptLiquidationAtAGap: a gap past the liquidation closes at the open, and the
+// loss beyond the margin is absorbed (position.Settle's capped credit).
+func TestBankruptLiquidationAtAGap(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Leverage = 10
+	cs := []marketdata.Candle{
+		bar(0, "100", "100", "100", "100"),
+		bar(1, "100", "100", "100", "100"),
+		bar(2, "80", "80", "80", "80"),
+	}
+	r, _ := runScript(t, futBTC(), cfg, cs, map[int]strategy.Signal{0: strategy.EnterLong})
+	// Long 100 at 100: notional 10000, margin 1000, fee 10. Candle 2 opens at 80, below the
+	// liquidation level 90.45: exit value 8000, exit fee 8; the credit 1000 − 2000 − 8 is
+	// negative, so it is 0 and the gross the margin lost net of the exit fee, 8 − 1000 =
+	// −992; net −992 − 8 − 10 = −1010 (the margin and the entry fee), fees 18.
+	if len(r.Trades) != 1 {
+		t.Fatalf("%d trades", len(r.Trades))
+	}
+	wantTrade(t, r.Trades[0], "long", 1, 2, "100", "80", "100", "18", "-1010", ReasonLiquidation)
+	testkit.EqualD(t, "final", r.Final, "8990")
 }
 
 func TestEquityCurveSampling(t *testing.T) {

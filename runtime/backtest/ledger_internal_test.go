@@ -70,7 +70,7 @@ func randomCase(t *testing.T, seed uint64) (*Series, Config) {
 	}
 	kind := pick(r, exchange.Spot, exchange.Futures, exchange.Futures)
 	m, _ := paper.Market(kind, sym)
-	switch r.IntN(6) {
+	switch r.IntN(7) {
 	case 0: // a finer tick and step
 		m.TickSize, m.StepSize, m.MinQty = m.TickSize.Shift(-1), m.StepSize.Shift(-2), m.StepSize.Shift(-2)
 	case 1: // a tick beyond 8 places: the decimal path only
@@ -86,6 +86,16 @@ func randomCase(t *testing.T, seed uint64) (*Series, Config) {
 		}
 	case 3: // an odd minimum notional and quantity
 		m.MinNotional, m.MinQty = d("7.35"), m.StepSize.Mul(d("3"))
+	case 4, 5: // gaps of up to ±12 % every few hundred candles: liquidations, bankrupt closes
+		f := decimal.NewFromInt(1)
+		for i := range cs {
+			if i > 0 && r.IntN(300) == 0 {
+				f = f.Mul(decimal.NewFromInt(int64(88 + r.IntN(25)))).Div(decimal.NewFromInt(100))
+			}
+			for _, p := range []*decimal.Decimal{&cs[i].Open, &cs[i].High, &cs[i].Low, &cs[i].Close} {
+				*p = decimal.Max(m.RoundPrice(p.Mul(f)), m.TickSize)
+			}
+		}
 	}
 	s, err := NewSeries(cs, m, "1m")
 	if err != nil {
