@@ -17,6 +17,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -29,6 +30,7 @@ var d = decimal.RequireFromString
 var now = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 
 type fixture struct {
+	srv     *storetest.Server
 	rdb     redis.UniversalClient
 	users   *auth.Users
 	wallets *wallet.Wallets
@@ -38,10 +40,10 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	_, rdb := storetest.New(t)
+	srv, rdb := storetest.New(t)
 	clock := func() time.Time { return now }
 	users := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, Now: clock})
-	f := &fixture{rdb: rdb, users: users, wallets: users.Wallets,
+	f := &fixture{srv: srv, rdb: rdb, users: users, wallets: users.Wallets,
 		sim: marketdata.NewSimulated(marketdata.SimulatedOptions{Now: clock})}
 	f.lab = New(Options{Redis: rdb, Wallets: f.wallets, Users: users, Now: clock})
 	return f
@@ -64,7 +66,14 @@ func (f *fixture) engine(t testing.TB, name string, history marketdata.History, 
 	if history == nil {
 		history = f.sim
 	}
-	e = NewEngine(EngineOptions{Redis: f.rdb, Wallets: f.wallets, History: history, Owned: owned, Name: name,
+	// Each engine has a client of its own sized for its blocking readers, as the executor
+	// gives it (queue.DedicatedClient).
+	rdb, err := queue.DedicatedClient(context.Background(), store.Options{Addr: f.srv.Addr, ClusterAddrs: f.srv.ClusterAddrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	e = NewEngine(EngineOptions{Redis: rdb, Wallets: f.wallets, History: history, Owned: owned, Name: name,
 		Workers: workers, Poll: 20 * time.Millisecond, HistoryBackoff: time.Millisecond,
 		Now: func() time.Time { return now }})
 	ctx, cancel := context.WithCancel(context.Background())
