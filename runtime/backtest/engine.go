@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"context"
+	"math"
 
 	"github.com/shopspring/decimal"
 
@@ -46,6 +47,9 @@ type engine struct {
 	// slT, tpT and liqT are the open position's stop-loss, take-profit and liquidation
 	// levels in ticks (0: none).
 	slT, tpT, liqT int64
+	// down and up are the open position's reach: a candle whose low is above down and
+	// high below up cannot close it.
+	down, up int64
 	// limit is a resting limit entry's price in ticks (0: none) and limitSide its side.
 	limit     int64
 	limitSide position.Side
@@ -77,7 +81,7 @@ func newEngine(s *Series, c config, fixed bool) *engine {
 func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 	s := e.s
 	n := len(s.ts)
-	ts, bars := s.ts[:n], s.bars[:n]
+	ts, bars, low, high := s.ts[:n], s.bars[:n], s.low[:n], s.high[:n]
 	nextDay := dayStart(ts[0]) + msPerDay
 	pend := strategy.None
 	for i := range n {
@@ -96,7 +100,7 @@ func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 		}
 		// A candle's path matters only to a resting limit entry and an open position's
 		// exit levels.
-		if e.limit != 0 || (e.held && (e.slT|e.tpT|e.liqT) != 0) {
+		if e.limit != 0 || (e.held && (low[i] <= e.down || high[i] >= e.up)) {
 			e.walk(i)
 		}
 		pend = st.Next(bars[i])
@@ -185,28 +189,53 @@ func (e *engine) limitPrice(closeT int64, side position.Side, off decimal.Decima
 // open enters side at t ticks (ms at), sized and paid for as the executor and the paper
 // exchange do; an entry the sizing or the balance refuses is skipped.
 func (e *engine) open(side position.Side, t, at int64) {
+	var sl, tp, liq int64
+	var ok bool
 	if e.fx != nil {
-		sl, tp, liq, ok := e.fx.open(side, t, at, e.kind)
-		if ok {
-			e.held, e.side, e.slT, e.tpT, e.liqT = true, side, sl, tp, liq
-		}
+		sl, tp, liq, ok = e.fx.open(side, t, at, e.kind)
+	} else {
+		sl, tp, liq, ok = e.openDecimal(side, t, at)
+	}
+	if !ok {
 		return
 	}
+	e.held, e.side, e.slT, e.tpT, e.liqT = true, side, sl, tp, liq
+	// The levels a candle's low or high must reach for its path to close the position: the
+	// nearer of the stop-loss and liquidation against it, the take-profit for it (0 and
+	// MaxInt64 are unreachable, prices being positive ticks).
+	against, _ := e.adverse()
+	e.down, e.up = against, int64(math.MaxInt64)
+	if side == position.Long {
+		if tp != 0 {
+			e.up = tp
+		}
+	} else {
+		e.down = tp
+		if against != 0 {
+			e.up = against
+		}
+	}
+}
+
+// openDecimal is open on decimals with runtime/order's and runtime/position's functions;
+// it returns the stop-loss, take-profit and liquidation levels in ticks (0: none), ok false
+// when the entry is skipped.
+func (e *engine) openDecimal(side position.Side, t, at int64) (sl, tp, liq int64, ok bool) {
 	m := e.s.market
 	price := e.s.price(t)
 	amount, err := order.EntryAmount(order.Entry{Market: m, Size: e.c.PositionSize, Price: price,
 		Available: e.balance, FeeRate: e.c.FeeRate, Leverage: e.c.lev})
 	if err != nil {
-		return
+		return 0, 0, 0, false
 	}
 	if order.CheckExit(side, e.c.StopLoss, price, true) != nil || order.CheckExit(side, e.c.TakeProfit, price, false) != nil {
-		return
+		return 0, 0, 0, false
 	}
 	notional := amount.Mul(price)
 	fee := position.Fee(notional, e.c.FeeRate)
 	required := position.InitialMargin(notional, e.c.lev).Add(fee)
 	if required.GreaterThan(e.balance) {
-		return
+		return 0, 0, 0, false
 	}
 	e.balance = e.balance.Sub(required)
 	p := position.Open("", "", m.Symbol, e.kind, side, e.c.lev, position.Fill{Amount: amount, Price: price, Fee: fee, At: at}, "")
@@ -216,29 +245,29 @@ func (e *engine) open(side position.Side, t, at int64) {
 	if a := e.c.TakeProfit; a != nil {
 		p.SetExit(false, a.Value, a.Percent, hundred, m)
 	}
-	e.pos, e.held, e.side = &p, true, side
-	e.slT, e.tpT, e.liqT = 0, 0, 0
+	e.pos = &p
 	tick := m.TickSize
 	if p.StopLoss != nil {
-		e.slT = max(p.StopLoss.Price.Div(tick).IntPart(), 0)
+		sl = max(p.StopLoss.Price.Div(tick).IntPart(), 0)
 	}
 	if p.TakeProfit != nil {
-		e.tpT = max(p.TakeProfit.Price.Div(tick).IntPart(), 0)
+		tp = max(p.TakeProfit.Price.Div(tick).IntPart(), 0)
 	}
 	// A long is liquidated at or below the price, a short at or above: the tick levels that
 	// reach it are the floor and the ceiling of price/tick. A long at leverage 1 has none
 	// (position.LiquidationPrice), which spares the division.
 	if e.kind != exchange.Futures || (side == position.Long && e.c.lev == 1) {
-		return
+		return sl, tp, 0, true
 	}
 	if l := p.Liquidation(); l.IsPositive() {
 		q := l.DivRound(tick, 16)
 		if side == position.Long {
-			e.liqT = q.Floor().IntPart()
+			liq = q.Floor().IntPart()
 		} else {
-			e.liqT = q.Ceil().IntPart()
+			liq = q.Ceil().IntPart()
 		}
 	}
+	return sl, tp, liq, true
 }
 
 // close closes the position at t ticks (ms at) with its exit fee, credits the balance as
