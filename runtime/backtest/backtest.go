@@ -3,10 +3,11 @@
 // the trades with the same analytics as a live bot (runtime/analytics).
 //
 // The candle loop reads integer tick columns and the strategy's float64 bars and does not
-// allocate; money is decimal and computed at fills only, with the functions the paper
-// exchange and the trade book use (runtime/order's sizing, runtime/position's fees,
-// margin and settlement), so a backtest trade's figures are what the paper exchange would
-// book. The fill model (next-open execution, limit entries, the order in which a candle's
+// allocate. Money follows the functions the paper exchange and the trade book use
+// (runtime/order's sizing, runtime/position's fees, margin and settlement), so a backtest
+// trade's figures are what the paper exchange would book: computed in int64 fixed point
+// by the ledger (ledger.go) where the config can be represented exactly, else with those
+// decimal functions themselves, which are also the ledger's test oracle. The fill model (next-open execution, limit entries, the order in which a candle's
 // high and low are visited, no pyramiding, the end-of-series close) is in
 // docs/decisions.md, "Strategies and backtests".
 package backtest
