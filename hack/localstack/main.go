@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,8 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
+	"github.com/sigops/sigops/runtime/backtest"
+	"github.com/sigops/sigops/runtime/backtest/candlegen"
 	"github.com/sigops/sigops/runtime/store/keymigration"
 	"github.com/sigops/sigops/test/stack"
 )
@@ -133,7 +136,7 @@ type paths struct {
 	webhookdLog, executorLog, nginxDir, nginxLog   string
 	certFile, keyFile, masterKey                   string
 	authdLog, jwtKey, demoPassword                 string
-	kcmLog                                         string
+	kcmLog, candles                                string
 }
 
 func newPaths(root string) paths {
@@ -151,6 +154,7 @@ func newPaths(root string) paths {
 		masterKey: filepath.Join(dir, "master.key"), jwtKey: filepath.Join(dir, "jwt.key"),
 		demoPassword: filepath.Join(dir, "demo.password"), authdLog: filepath.Join(dir, "authd.log"),
 		kcmLog:  filepath.Join(dir, "kube-controller-manager.log"),
+		candles: filepath.Join(dir, "candles-btc-usdt-1m.csv"),
 		samples: filepath.Join(root, "config", "samples"),
 		kubectl: filepath.Join(stack.AssetsDir(root), "kubectl"),
 	}
@@ -293,8 +297,41 @@ func (s *localStack) start(ctx context.Context) error {
 	if err := os.WriteFile(s.env, []byte(env), 0o600); err != nil { // it holds the demo password
 		return err
 	}
+	if err := s.writeCandles(); err != nil {
+		return err
+	}
 	s.printReady(secretName, webhookURL)
 	return nil
+}
+
+// writeCandles writes the backtest fixture (100,000 generated one-minute BTC/USDT candles,
+// seed 1, the same on every machine) for `backtest run`, once.
+func (s *localStack) writeCandles() error {
+	if _, err := os.Stat(s.candles); err == nil {
+		return nil
+	}
+	cs, err := candlegen.Generate(candlegen.Options{Seed: 1, Count: 100_000, Symbol: "BTC/USDT"})
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(s.dir, ".candles-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	w := bufio.NewWriter(f)
+	if err := backtest.WriteCSV(w, cs); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), s.candles)
 }
 
 func (s *localStack) printReady(secretName, webhookURL string) {
@@ -317,6 +354,9 @@ Send a signal to the sample bot %s/%s (paper trading on a simulated market):
     -d '{"action":"buy","symbol":"BTCUSDT","size":"10%%"}' \
     %s
 
+Backtest a strategy on the local candle fixture (100,000 one-minute BTC/USDT candles):
+  go run ./cmd/backtest run --candles %s --family emaCrossover --fast 12 --slow 26
+
 Log in at %s/login as %s with password %s
 (also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD), or get a bearer token:
   curl -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login
@@ -326,7 +366,7 @@ Ctrl-C stops the stack.
 `, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
 		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
 		sampleNamespace, sampleBot, s.rel(s.certFile), webhookURL,
-		baseURL, demoEmail, s.password, s.rel(s.env),
+		s.rel(s.candles), baseURL, demoEmail, s.password, s.rel(s.env),
 		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog), s.rel(s.authdLog), s.rel(s.kcmLog))
 }
 
