@@ -52,6 +52,11 @@ const (
 	// Lab needs allowAIBuilder). Ours: the spec names no code for it; 403, like the bot's
 	// TierNotAllowed disabled code, because the account is known and only its tier refuses.
 	TierNotAllowed Code = "TIER_NOT_ALLOWED"
+	// ManagedByGitOps: a change or deletion of a bot that was applied outside sigops (by a
+	// platform team's GitOps tooling, without the managed-by label) and so belongs to its
+	// repository; fleet refuses it. Ours: 409, because the bot exists and the caller owns it,
+	// but its state is another writer's.
+	ManagedByGitOps Code = "MANAGED_BY_GITOPS"
 )
 
 type codeInfo struct {
@@ -90,6 +95,7 @@ var codes = map[Code]codeInfo{
 	InvalidParameter:     {http.StatusBadRequest, 0},
 	NotFound:             {http.StatusNotFound, 0},
 	TierNotAllowed:       {http.StatusForbidden, 0},
+	ManagedByGitOps:      {http.StatusConflict, 0},
 }
 
 // Codes are the known codes, sorted: the list a client may see, which the OpenAPI

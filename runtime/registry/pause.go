@@ -22,9 +22,13 @@ import (
 // on store.BotEvents() with the bot ID, so that the manager mirrors it into the SignalBot's
 // status within moments.
 
-// Pause reasons. A Manual pause is the spec's (suspend) and lives in the projection's
-// Availability and PausedReason instead.
+// Pause reasons. A pause of the spec (suspend) lives in the projection's Availability and
+// PausedReason instead; PauseManual is the runtime pause a user asks for through mcpd or the
+// dashboard (fleet), which works on a bot applied through GitOps too because no sync
+// reverts it.
 const (
+	// PauseManual: the user paused the bot through fleet; until resumed.
+	PauseManual = "Manual"
 	// PauseErrors: MaxConsecutiveErrors execution errors in a row (runtime/risk); until
 	// resumed.
 	PauseErrors = "Errors"

@@ -253,13 +253,13 @@ func docCodes(t *testing.T, raw json.RawMessage, components map[string]json.RawM
 var statusOverrides = map[string]int{"413 INVALID_JSON": 413, "503 INTERNAL_ERROR": 503, "403 HTTPS_REQUIRED": 403}
 
 // webhookCodes are the codes the webhook endpoint can answer: every code but those of the
-// read API, of authentication by token (the webhook ID is its credential) and of the
-// Strategy Lab's tier check.
+// read API, of authentication by token (the webhook ID is its credential), of the
+// Strategy Lab's tier check and of bot management (fleet).
 func webhookCodes() map[errs.Code]bool {
 	out := map[errs.Code]bool{}
 	for _, c := range errs.Codes() {
 		switch c {
-		case errs.InvalidParameter, errs.NotFound, errs.Unauthorized, errs.TierNotAllowed:
+		case errs.InvalidParameter, errs.NotFound, errs.Unauthorized, errs.TierNotAllowed, errs.ManagedByGitOps:
 		default:
 			out[c] = true
 		}

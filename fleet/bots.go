@@ -1,0 +1,266 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/emails"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// notFound is the one answer for a bot that is missing or another owner's.
+func notFound(id string) *errs.Error { return errs.New(errs.NotFound, "bot %s not found", id) }
+
+// Get is the caller's bot id as projected in Redis.
+func (f *Fleet) Get(ctx context.Context, c Caller, id string) (registry.Bot, error) {
+	bot, err := f.registry.Get(ctx, id)
+	if errors.Is(err, registry.ErrNotFound) || (err == nil && !emails.Same(bot.Owner, c.Email)) {
+		return registry.Bot{}, notFound(id)
+	}
+	return bot, err
+}
+
+// List is the caller's projected bots, in no particular order.
+func (f *Fleet) List(ctx context.Context, c Caller) ([]registry.Bot, error) {
+	ids, err := f.registry.OwnerBots(ctx, c.Email)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]registry.Bot, 0, len(ids))
+	for _, id := range ids {
+		// The owner set may lead or lag a projection for a moment (registry.Project): Get
+		// checks the owner the bot's hash names.
+		bot, err := f.Get(ctx, c, id)
+		var e *errs.Error
+		if errors.As(err, &e) && e.Code == errs.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bot)
+	}
+	return out, nil
+}
+
+// object is the caller's SignalBot id: the projection names it, and the object must still
+// carry that UID and the caller as owner.
+func (f *Fleet) object(ctx context.Context, c Caller, id string) (*tradingv1.SignalBot, error) {
+	p, err := f.Get(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	var bot tradingv1.SignalBot
+	err = f.k8s.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, &bot)
+	if apierrors.IsNotFound(err) || (err == nil && (string(bot.UID) != id || !emails.Same(bot.Spec.Owner, c.Email) || bot.DeletionTimestamp != nil)) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &bot, nil
+}
+
+// managed is the caller's bot id, refused with errs.ManagedByGitOps unless fleet created it.
+func (f *Fleet) managed(ctx context.Context, c Caller, id string) (*tradingv1.SignalBot, error) {
+	bot, err := f.object(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if bot.Labels[LabelManagedBy] != ManagedBySigops {
+		return nil, errs.New(errs.ManagedByGitOps,
+			"bot %s is managed by GitOps (applied outside sigops): change or delete it in its repository; it can still be paused and resumed here", id)
+	}
+	return bot, nil
+}
+
+// Create makes bot name in the caller's namespace with spec, owned by the caller whatever
+// spec.owner says, and returns the object as the API server stored it (its UID is the bot
+// ID). The controller projects it within moments; until then Get answers NOT_FOUND.
+func (f *Fleet) Create(ctx context.Context, c Caller, name string, spec tradingv1.SignalBotSpec) (*tradingv1.SignalBot, error) {
+	ns, err := f.Namespace(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	spec.Owner = c.Email
+	bot := &tradingv1.SignalBot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelManagedBy: ManagedBySigops}},
+		Spec:       spec,
+	}
+	if err := f.k8s.Create(ctx, bot); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, errs.New(errs.InvalidParameter, "name: a bot named %q already exists", name)
+		}
+		return nil, apiError(err)
+	}
+	return bot, nil
+}
+
+// Update applies patch, a JSON merge patch (RFC 7386) of the spec, to the caller's bot id
+// and returns the stored object. The owner cannot change: a bot stays its creator's. The
+// patch carries the resourceVersion read, so a change made meanwhile fails (INTERNAL_ERROR
+// with a message to retry) rather than being overwritten.
+func (f *Fleet) Update(ctx context.Context, c Caller, id string, patch json.RawMessage) (*tradingv1.SignalBot, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &fields); err != nil || fields == nil {
+		return nil, errs.New(errs.InvalidParameter, "spec: a JSON object of the fields to change")
+	}
+	if _, ok := fields["owner"]; ok {
+		return nil, errs.New(errs.InvalidParameter, "spec.owner: a bot's owner cannot change")
+	}
+	bot, err := f.managed(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": bot.ResourceVersion},
+		"spec":     json.RawMessage(patch),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.k8s.Patch(ctx, bot, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return nil, apiError(err)
+	}
+	return bot, nil
+}
+
+// Delete deletes the caller's bot id; the finalizer removes its runtime state and its
+// webhook answers BOT_DELETED.
+func (f *Fleet) Delete(ctx context.Context, c Caller, id string) error {
+	bot, err := f.managed(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	uid := bot.UID
+	err = f.k8s.Delete(ctx, bot, client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return notFound(id)
+	}
+	return err
+}
+
+// Pause pauses the caller's bot id (sigops-managed or GitOps) with a runtime pause of reason
+// Manual until resumed. A bot already under an open-ended runtime pause keeps that one
+// (registry.Pause's rule): it is paused either way.
+func (f *Fleet) Pause(ctx context.Context, c Caller, id string) error {
+	if _, err := f.Get(ctx, c, id); err != nil {
+		return err
+	}
+	_, err := f.registry.Pause(ctx, id, registry.Pause{Reason: registry.PauseManual}, f.now())
+	return err
+}
+
+// Resume lifts the caller's bot id's runtime pause. Its own Manual pause is lifted here at
+// once; any other (Errors, Risk, Downgrade) goes through the resume annotation, so that the
+// controller's rule applies (a Downgrade pause ends only with the tier). spec.suspend is
+// the spec's and is not touched.
+func (f *Fleet) Resume(ctx context.Context, c Caller, id string) error {
+	if _, err := f.Get(ctx, c, id); err != nil {
+		return err
+	}
+	pause, err := f.registry.ReadPause(ctx, id, f.now())
+	if err != nil || pause == nil {
+		return err
+	}
+	if pause.Reason == registry.PauseManual {
+		_, err := f.registry.Resume(ctx, id, *pause)
+		return err
+	}
+	bot, err := f.object(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	return f.annotate(ctx, bot, tradingv1.AnnotationResume)
+}
+
+// RegenerateWebhook asks the controller for a new webhook ID for the caller's bot id (the
+// regenerate annotation with a new value); the old URL stops once the controller has acted,
+// and WebhookURL answers the new one from then. A GitOps bot is refused: its repository
+// would set the annotation back, and the controller would regenerate again on every sync.
+func (f *Fleet) RegenerateWebhook(ctx context.Context, c Caller, id string) error {
+	bot, err := f.managed(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	return f.annotate(ctx, bot, tradingv1.AnnotationRegenerateWebhook)
+}
+
+// annotate sets annotation key of bot to a value it has never had: the clock in
+// nanoseconds, above the current value when the clock has not moved past it.
+func (f *Fleet) annotate(ctx context.Context, bot *tradingv1.SignalBot, key string) error {
+	v := f.now().UnixNano()
+	if cur, err := strconv.ParseInt(bot.Annotations[key], 10, 64); err == nil && cur >= v {
+		v = cur + 1
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{key: strconv.FormatInt(v, 10)},
+	}})
+	if err != nil {
+		return err
+	}
+	return apiError(f.k8s.Patch(ctx, bot, client.RawPatch(types.MergePatchType, body)))
+}
+
+// WebhookURL is the webhook URL of the caller's bot id, from its Secret. NOT_FOUND until the
+// controller has made the Secret.
+func (f *Fleet) WebhookURL(ctx context.Context, c Caller, id string) (string, error) {
+	bot, err := f.object(ctx, c, id)
+	if err != nil {
+		return "", err
+	}
+	name := bot.Status.WebhookSecretName
+	if name == "" {
+		name = bot.Name + "-webhook"
+	}
+	var s corev1.Secret
+	err = f.k8s.Get(ctx, client.ObjectKey{Namespace: bot.Namespace, Name: name}, &s)
+	if apierrors.IsNotFound(err) || (err == nil && len(s.Data["url"]) == 0) {
+		return "", errs.New(errs.NotFound, "bot %s has no webhook URL yet", id)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(s.Data["url"]), nil
+}
+
+// apiError maps the API server's refusal of a spec to INVALID_PARAMETER with each field's
+// path and message (the CRD schema's and CEL rules' own text) and nothing else of
+// Kubernetes; other failures pass through as they are.
+func apiError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		if apierrors.IsConflict(err) {
+			return errs.New(errs.InternalError, "the bot changed meanwhile: retry")
+		}
+		return err
+	}
+	var parts []string
+	if d := status.Status().Details; d != nil {
+		for _, cause := range d.Causes {
+			msg := cause.Message
+			if cause.Field != "" && !strings.HasPrefix(msg, cause.Field) {
+				msg = cause.Field + ": " + msg
+			}
+			parts = append(parts, msg)
+		}
+	}
+	if len(parts) == 0 {
+		return errs.New(errs.InvalidParameter, "the bot's spec is invalid")
+	}
+	return errs.New(errs.InvalidParameter, "%s", strings.Join(parts, "; "))
+}
