@@ -20,8 +20,8 @@ const (
 	FieldRateBurst      = "rateBurst"
 	FieldDedupeMillis   = "dedupeMillis"
 
-	// FieldPause is the runtime pause's reason (PauseErrors, PauseRisk, PauseDowngrade);
-	// FieldPauseUntil is when it ends in ms since epoch (0: until resumed).
+	// FieldPause is the runtime pause's reason (PauseErrors, PauseRisk, PauseDowngrade,
+	// PauseManual); FieldPauseUntil is when it ends in ms since epoch (0: until resumed).
 	FieldPause      = "pause"
 	FieldPauseUntil = "pauseUntil"
 )

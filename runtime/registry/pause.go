@@ -12,7 +12,8 @@ import (
 )
 
 // A bot's runtime pause is the one piece of a bot's state that the runtime, not the
-// controller, decides: the executor's Errors and Risk pauses and authd's tier Downgrade.
+// controller, decides: the executor's Errors and Risk pauses, authd's tier Downgrade and the
+// Manual pause a user sets through fleet.
 // It lives in the bot's hash (store.Bot) as FieldPause and FieldPauseUntil, so that the
 // webhook intake's script reads it with the gate fields in the same HMGET, and it dies with
 // the projection when the bot is deleted. This file is the only writer of those fields; the
