@@ -157,6 +157,18 @@ func TestNamespaceIsDerivedCreatedAndRecorded(t *testing.T) {
 	if again, err := fl.Namespace(ctx, c); err != nil || again != ns {
 		t.Fatalf("again: %q, %v", again, err)
 	}
+	if _, err := fl.Namespace(ctx, fleet.Caller{UserID: c.UserID}); code(err) != errs.Unauthorized {
+		t.Fatalf("no e-mail: %v", err)
+	}
+	// An ID that is no valid label value is named by its hash instead.
+	odd := fleet.Caller{UserID: fmt.Sprintf("odd/%d@x", serial.Add(1)), Email: "odd@x.io"}
+	oddNS, err := fl.Namespace(ctx, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: oddNS}, &got); err != nil || got.Labels[fleet.LabelUser] != oddNS[len("sigops-u-"):] {
+		t.Fatalf("odd ID's label %v, %v", got.Labels, err)
+	}
 	intruder := fleet.Caller{UserID: "intruder", Email: "i@x.io"}
 	squatted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleet.NamespaceFor(intruder.UserID), Labels: map[string]string{fleet.LabelUser: "someone-else"}}}
 	if err := k8s.Create(ctx, squatted); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -450,5 +462,31 @@ func TestAnotherOwnersBotAnswersLikeAMissingOne(t *testing.T) {
 	same := fleet.Caller{UserID: owner.UserID, Email: "  " + strings.ToUpper(owner.Email)}
 	if _, err := fl.Get(ctx, same, id); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkGet is the read behind every bot tool: the projection and the owner check.
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	c := newCaller()
+	ns, err := fl.Namespace(ctx, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	acc := &tradingv1.PaperAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paper"}, Spec: tradingv1.PaperAccountSpec{Owner: c.Email}}
+	if err := k8s.Create(ctx, acc); err != nil {
+		b.Fatal(err)
+	}
+	bot, err := fl.Create(ctx, c, "bench", tradingv1.SignalBotSpec{PaperAccountRef: &tradingv1.LocalObjectReference{Name: acc.Name}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := string(bot.UID)
+	testkit.Eventually(b, 20*time.Second, "projected", func() error { _, err := fl.Get(ctx, c, id); return err })
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := fl.Get(ctx, c, id); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
