@@ -30,14 +30,7 @@ func (s *Server) handleASMetadata(w http.ResponseWriter, _ *http.Request) {
 // serves MCP 2025-06-18 clients.
 func (s *Server) handlePRMetadata(resource string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONCached(w, map[string]any{
-			"resource":                 resource,
-			"authorization_servers":    []string{s.o.BaseURL},
-			"scopes_supported":         auth.SupportedScopes,
-			"bearer_methods_supported": []string{"header"},
-			"resource_name":            "sigops",
-			"mcp_resource":             s.mcpResource,
-		})
+		writeJSONCached(w, auth.ProtectedResourceMetadata(resource, s.o.BaseURL, s.mcpResource))
 	}
 }
 
