@@ -73,15 +73,24 @@ func NormalizeScope(scope string) (string, error) {
 // §3.1): the WWW-Authenticate challenge names it, and so does the JSON body.
 // resourceMetadata is the protected resource metadata URL (RFC 9728 §5.1), or empty.
 func WriteInsufficientScope(w http.ResponseWriter, required, resourceMetadata string) {
+	WriteInsufficientScopeHeld(w, required, "", resourceMetadata)
+}
+
+// WriteInsufficientScopeHeld is WriteInsufficientScope whose body also names the scope the
+// token holds (tokenScope), when held is not empty, so that a user sees what to grant.
+func WriteInsufficientScopeHeld(w http.ResponseWriter, required, held, resourceMetadata string) {
 	desc := "this call needs the scope " + required
 	ch := `Bearer error="insufficient_scope", scope="` + required + `", error_description="` + desc + `"`
 	if resourceMetadata != "" {
 		ch += `, resource_metadata="` + resourceMetadata + `"`
 	}
 	w.Header().Set("WWW-Authenticate", ch)
-	writeJSONError(w, http.StatusForbidden, map[string]any{
-		"error": "insufficient_scope", "error_description": desc, "scope": required,
-	})
+	body := map[string]any{"error": "insufficient_scope", "error_description": desc, "scope": required}
+	if held != "" {
+		body["error_description"] = desc + "; the token holds " + held
+		body["tokenScope"] = held
+	}
+	writeJSONError(w, http.StatusForbidden, body)
 }
 
 // WriteUnauthorized answers 401 for a missing or refused bearer token (RFC 6750 §3.1): with

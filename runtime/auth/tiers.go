@@ -71,3 +71,16 @@ func OwnerTier(ctx context.Context, rdb redis.UniversalClient, email string) (t 
 	t, err = TierOf(slug)
 	return t, err == nil, err
 }
+
+// TierOfUser reads the tier of the account id without loading the rest of it (mcpd checks
+// it on every request). ErrNotFound: no such account.
+func (u *Users) TierOfUser(ctx context.Context, id string) (Tier, error) {
+	slug, err := u.rdb.HGet(ctx, store.User(id), fUserTier).Result()
+	if errors.Is(err, redis.Nil) {
+		return Tier{}, ErrNotFound
+	}
+	if err != nil {
+		return Tier{}, err
+	}
+	return TierOf(slug)
+}

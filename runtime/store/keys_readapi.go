@@ -30,3 +30,12 @@ func CandlesEntry(source, kind, symbol, timeframe string) string {
 func CandlesLock(source, kind, symbol, timeframe string) string {
 	return CandlesEntry(source, kind, symbol, timeframe) + ":lock"
 }
+
+// Keys of the hosted MCP server (mcpd).
+//
+//	rate:sigops:ratelimit:mcp:<subject>   string  GCRA state of one OAuth client of a user, or of
+//	                                              a user's bearer JWTs (go-redis/redis_rate adds
+//	                                              its "rate:" prefix); its own slot
+
+// MCPRateLimit is mcpd's rate limit key of subject, as given to go-redis/redis_rate.
+func MCPRateLimit(subject string) string { return prefix + "ratelimit:mcp:" + subject }

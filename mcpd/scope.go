@@ -1,0 +1,85 @@
+package mcpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
+)
+
+// MaxBodyBytes bounds a request body: the largest tool input (a strategy definition) is far
+// below it, and the body is read whole before mcp-go sees it.
+const MaxBodyBytes = 1 << 20
+
+// rpcCall is the part of a JSON-RPC message the scope check reads.
+type rpcCall struct {
+	Method string `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// checkScope refuses a tools/call whose tool needs more than the token's scope, before
+// mcp-go handles it, so that the refusal is the HTTP 403 insufficient_scope of RFC 6750
+// §3.1 a client can act on (ask for the scope again), not a tool error inside a 200. The
+// body is read whole and handed on unchanged. A body that is not JSON is left to mcp-go,
+// which answers the JSON-RPC parse error; an unknown tool too (its "tool not found").
+func (s *Server) checkScope(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				httpapi.WriteJSON(w, http.StatusRequestEntityTooLarge, httpapi.Failure{Error: "request body too large",
+					Code: errs.InvalidJSON, Timestamp: s.o.Now().UnixMilli()})
+				return
+			}
+			httpapi.WriteError(w, errs.New(errs.InvalidJSON, "could not read the request body"), "", s.o.Now())
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p, _ := auth.PrincipalFrom(r.Context())
+		if need, ok := s.neededScope(body); ok && p != nil && !p.Allows(need) {
+			auth.WriteInsufficientScopeHeld(w, need, p.Scope, s.metadataURL)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// neededScope is the highest scope the tools/call messages of body need (a single message,
+// or a batch, which revisions before 2025-06-18 allow); false when it calls no known tool.
+func (s *Server) neededScope(body []byte) (string, bool) {
+	var calls []rpcCall
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(trimmed, &calls) != nil {
+			return "", false
+		}
+	} else {
+		var c rpcCall
+		if json.Unmarshal(trimmed, &c) != nil {
+			return "", false
+		}
+		calls = []rpcCall{c}
+	}
+	need, found := "", false
+	for _, c := range calls {
+		if c.Method != "tools/call" {
+			continue
+		}
+		if sc, ok := s.tools.Scope(c.Params.Name); ok && auth.ScopeLevel(sc) > auth.ScopeLevel(need) {
+			need, found = sc, true
+		}
+	}
+	return need, found
+}

@@ -1,0 +1,159 @@
+// Package mcpd is the hosted MCP server: {mcp_url}/mcp over streamable HTTP (mcp-go), in
+// stateless mode so that any replica answers any request. It owns what every tool shares:
+// who the caller is (auth.go: bearer JWTs and OAuth access tokens for the MCP resource, the
+// tier's allowMcpServer), the tool registry with each tool's required scope and the scope
+// check before mcp-go sees a call (registry.go, scope.go), the rate limit per OAuth client
+// or user (limit.go) and the protected resource metadata (metadata.go). Tools call the
+// runtime packages' Go APIs; none reads Redis keys itself.
+package mcpd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/trustedproxy"
+)
+
+// Path is the MCP endpoint on {mcp_url}.
+const Path = "/mcp"
+
+// Paths of the protected resource metadata (RFC 9728) on the MCP origin: the one the 401
+// challenge names, and the one RFC 9728 §3.1 derives from the resource's path.
+const (
+	MetadataPath         = "/.well-known/oauth-protected-resource"
+	MetadataResourcePath = MetadataPath + Path
+)
+
+// Options configure the server.
+type Options struct {
+	Redis redis.UniversalClient
+	// BaseURL is {base_url}: authd, the authorization server and the tokens' issuer.
+	BaseURL string
+	// MCPURL is {mcp_url}, the origin of this server (empty: BaseURL).
+	MCPURL string
+	// Verifier checks tokens; its audiences must include {mcp_url}/mcp (OAuth) and
+	// {base_url}/api (bearer JWTs).
+	Verifier *auth.Verifier
+	Users    *auth.Users
+	OAuth    *auth.OAuth
+	// Tier reads a user's tier for the allowMcpServer check (nil: Users.TierOfUser).
+	Tier func(ctx context.Context, userID string) (auth.Tier, error)
+	// RateLimit is the number of requests a minute per OAuth client of a user, or per user
+	// for bearer JWTs (0: DefaultRateLimit).
+	RateLimit int
+	// TrustedProxies may mark a request as HTTPS (X-Forwarded-Proto).
+	TrustedProxies trustedproxy.Proxies
+	// Tools are registered after the built-in ones (tests add tools with other scopes).
+	Tools  []Tool
+	Ready  func(ctx context.Context) error
+	Logger *slog.Logger
+	// Version is the serverInfo version.
+	Version string
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Server is the hosted MCP server.
+type Server struct {
+	o           Options
+	resource    string // {mcp_url}/mcp
+	apiAudience string // {base_url}/api
+	metadataURL string
+	tools       *Registry
+	mcp         *server.MCPServer
+	http        *server.StreamableHTTPServer
+	limiter     *limiter
+	status      *statusCache
+}
+
+// New returns the server.
+func New(o Options) (*Server, error) {
+	if o.Redis == nil || o.Verifier == nil || o.Users == nil || o.OAuth == nil || o.BaseURL == "" {
+		return nil, errors.New("mcpd needs Redis, a verifier, the user and OAuth stores and the base URL")
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	o.MCPURL = strings.TrimRight(o.MCPURL, "/")
+	if o.MCPURL == "" {
+		o.MCPURL = o.BaseURL
+	}
+	if o.Tier == nil {
+		o.Tier = o.Users.TierOfUser
+	}
+	if o.RateLimit <= 0 {
+		o.RateLimit = DefaultRateLimit
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
+		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
+		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now)}
+	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
+	for _, t := range append(s.sessionTools(), o.Tools...) {
+		if err := s.tools.Add(t); err != nil {
+			return nil, err
+		}
+		s.mcp.AddTool(t.Def, t.Handler)
+	}
+	// Stateless: no session ID is issued or required, so a request needs nothing a replica
+	// remembers (decision "MCP server" 1). DNS rebinding protection is off: the server is
+	// hosted behind TLS and every request carries a bearer token a browser cannot add.
+	s.http = server.NewStreamableHTTPServer(s.mcp, server.WithStateLess(true), server.WithDisableStreaming(true),
+		server.WithDisableLocalhostProtection(true))
+	return s, nil
+}
+
+// Handler serves the MCP endpoint and the metadata documents, HTTPS only.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requireHTTPS)
+	r.Get(MetadataPath, s.handleMetadata)
+	r.Get(MetadataResourcePath, s.handleMetadata)
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate, s.limit, s.checkScope)
+		r.Handle(Path, s.http)
+	})
+	return r
+}
+
+// Probes serves /healthz (the process runs) and /readyz (Redis answers) for the ops port.
+func (s *Server) Probes() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" && s.o.Ready != nil {
+			if err := s.o.Ready(r.Context()); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+}
+
+// requireHTTPS serves a request only when it arrived over TLS or from a trusted proxy that
+// says the client used HTTPS: bearer tokens never travel in clear.
+func (s *Server) requireHTTPS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.o.TrustedProxies.OverHTTPS(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		httpapi.WriteJSON(w, http.StatusForbidden, httpapi.Failure{Error: "HTTPS is required; plain HTTP is not supported",
+			Code: "HTTPS_REQUIRED", Timestamp: s.o.Now().UnixMilli()})
+	})
+}

@@ -1,0 +1,166 @@
+package mcpd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sigops/sigops/runtime/auth"
+)
+
+// statusTTL is how long check_auth reuses a token's Authentication status: an agent may
+// call it before every step, and the account rarely changes. Whether the token is still
+// live is checked on every request regardless (authenticate).
+const statusTTL = 30 * time.Second
+
+// checkAuthOutput is check_auth's output schema: the Authentication status.
+const checkAuthOutput = `{
+  "type": "object",
+  "required": ["id", "name", "email", "telegramLinked", "tier", "strategyLabBalanceUsd"],
+  "properties": {
+    "id": {"type": "string"},
+    "name": {"type": "string"},
+    "email": {"type": "string"},
+    "telegramLinked": {"type": "boolean"},
+    "tier": {
+      "type": "object",
+      "required": ["name", "slug", "capabilities"],
+      "properties": {
+        "name": {"type": "string"},
+        "slug": {"type": "string"},
+        "capabilities": {
+          "type": "object",
+          "required": ["allowLiveTrading", "allowAIBuilder", "allowNewsTrading", "allowMcpServer"],
+          "properties": {
+            "allowLiveTrading": {"type": "boolean"},
+            "allowAIBuilder": {"type": "boolean"},
+            "allowNewsTrading": {"type": "boolean"},
+            "allowMcpServer": {"type": "boolean"}
+          }
+        }
+      }
+    },
+    "strategyLabBalanceUsd": {"type": "number", "description": "Strategy Lab wallet in USD, two decimals"},
+    "token": {
+      "type": "object",
+      "description": "the OAuth access token of this request; absent for a bearer JWT",
+      "required": ["clientId", "clientName", "scope", "expiresAt"],
+      "properties": {
+        "clientId": {"type": "string"},
+        "clientName": {"type": "string"},
+        "scope": {"type": "string"},
+        "expiresAt": {"type": "string", "format": "date-time"}
+      }
+    }
+  }
+}`
+
+// hostedSessionNote is what the local client's session tools answer on the hosted server.
+const hostedSessionNote = "This hosted MCP server authenticates every request by its Authorization bearer token " +
+	"(an OAuth access token or an API token); there is no session to log in to, change or log out of, and " +
+	"nothing was changed. Use check_auth to see who the token speaks for."
+
+// sessionTools are check_auth and the local client's session tools, which the hosted
+// server answers without changing anything.
+func (s *Server) sessionTools() []Tool {
+	readOnly := func(title string) mcp.ToolAnnotation {
+		t, f := true, false
+		return mcp.ToolAnnotation{Title: title, ReadOnlyHint: &t, DestructiveHint: &f, IdempotentHint: &t, OpenWorldHint: &f}
+	}
+	noop := func(name, title, desc string, opts ...mcp.ToolOption) Tool {
+		opts = append([]mcp.ToolOption{mcp.WithDescription(desc), mcp.WithToolAnnotation(readOnly(title))}, opts...)
+		return Tool{Def: mcp.NewTool(name, opts...), Scope: auth.ScopeRead,
+			Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(hostedSessionNote), nil
+			}}
+	}
+	return []Tool{
+		{Def: mcp.NewTool("check_auth",
+			mcp.WithDescription("Who this connection is authenticated as: the account, its tier and capabilities, the "+
+				"Strategy Lab balance and, for an OAuth token, the client, scope and expiry."),
+			mcp.WithToolAnnotation(readOnly("Check authentication")),
+			mcp.WithRawOutputSchema(json.RawMessage(checkAuthOutput))),
+			Scope: auth.ScopeRead, Handler: s.checkAuth},
+		noop("login", "Log in", "On the hosted server the bearer token authenticates each request: this changes nothing.",
+			mcp.WithString("email", mcp.Description("ignored on the hosted server")),
+			mcp.WithString("password", mcp.Description("ignored on the hosted server; not stored or checked"))),
+		noop("authenticate", "Authenticate", "On the hosted server the bearer token authenticates each request: this changes nothing."),
+		noop("set_token", "Set API token", "On the hosted server the bearer token authenticates each request: this changes nothing.",
+			mcp.WithString("token", mcp.Description("ignored on the hosted server"))),
+		noop("logout", "Log out", "On the hosted server the bearer token authenticates each request: this changes nothing; "+
+			"revoke the token in the dashboard's Connected Apps or API tokens to end access."),
+	}
+}
+
+// checkAuth answers the Authentication status of the request's token.
+func (s *Server) checkAuth(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok {
+		return nil, errors.New("mcpd: no principal in the request context")
+	}
+	st, ok := s.status.get(p.JTI)
+	if !ok {
+		var err error
+		if st, err = auth.StatusOf(ctx, s.o.Users, s.o.OAuth, p); err != nil {
+			s.o.Logger.Error("check_auth", "err", err)
+			return mcp.NewToolResultError("the account could not be read; try again"), nil
+		}
+		s.status.put(p.JTI, st)
+	}
+	text, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultStructured(st, string(text)), nil
+}
+
+// statusCache keeps Authentication statuses per token ID for a fixed time, bounded in size.
+type statusCache struct {
+	mu  sync.Mutex
+	ttl time.Duration
+	now func() time.Time
+	m   map[string]statusEntry
+}
+
+type statusEntry struct {
+	st       auth.Status
+	deadline time.Time
+}
+
+// statusCacheMax bounds the cache; past it, expired entries go, then all.
+const statusCacheMax = 10_000
+
+func newStatusCache(ttl time.Duration, now func() time.Time) *statusCache {
+	return &statusCache{ttl: ttl, now: now, m: map[string]statusEntry{}}
+}
+
+func (c *statusCache) get(jti string) (auth.Status, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[jti]
+	if !ok || !c.now().Before(e.deadline) {
+		return auth.Status{}, false
+	}
+	return e.st, true
+}
+
+func (c *statusCache) put(jti string, st auth.Status) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.m) >= statusCacheMax {
+		for k, e := range c.m {
+			if !now.Before(e.deadline) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= statusCacheMax {
+			clear(c.m)
+		}
+	}
+	c.m[jti] = statusEntry{st: st, deadline: now.Add(c.ttl)}
+}
