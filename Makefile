@@ -39,9 +39,8 @@ fmt: ## gofmt the code.
 	go fmt ./...
 
 .PHONY: vet
-vet: ## go vet the code (with the tools tag, so the pinned later-issue dependencies compile too).
+vet: ## go vet the code.
 	go vet ./...
-	go vet -tags tools ./hack/deps
 
 .PHONY: test
 test: deps manifests generate fmt vet envtest ## Run every test (unit, envtest, real Redis, end to end), the Redis ones on a Redis Cluster too, and the fuzzers briefly.

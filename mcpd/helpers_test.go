@@ -1,0 +1,237 @@
+package mcpd_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+const (
+	testBase     = "https://sigops.test"
+	testAPI      = testBase + "/api"
+	testMCPURL   = "https://mcp.sigops.test"
+	testResource = testMCPURL + "/mcp"
+	testMetadata = testMCPURL + "/.well-known/oauth-protected-resource"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef-mcpd-test-key")
+
+// fixture is authd's stores on real Redis, to sign callers in, and the keys mcpd verifies
+// their tokens with.
+type fixture struct {
+	rdb    redis.UniversalClient
+	clk    *testkit.Clock
+	keys   *auth.Keyring
+	users  *auth.Users
+	oauth  *auth.OAuth
+	issuer *auth.Issuer
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	_, rdb := storetest.New(t)
+	clk := testkit.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	keys, err := auth.NewKeyring(testKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{rdb: rdb, clk: clk, keys: keys,
+		users:  auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, Now: clk.Now}),
+		oauth:  auth.NewOAuth(rdb, auth.OAuthOptions{Now: clk.Now}),
+		issuer: auth.NewIssuer(auth.IssuerOptions{Redis: rdb, Keys: keys, Issuer: testBase, APIAudience: testAPI, Now: clk.Now})}
+}
+
+// serve starts one mcpd replica over TLS on the fixture's Redis; with adjusts its options.
+func (f *fixture) serve(t testing.TB, with ...func(*mcpd.Options)) *httptest.Server {
+	t.Helper()
+	v, err := auth.NewVerifier(auth.VerifierOptions{Redis: f.rdb, Keys: f.keys, Issuer: testBase,
+		Audiences: []string{testResource, testAPI}, CacheTTL: time.Nanosecond, Now: f.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := mcpd.Options{Redis: f.rdb, BaseURL: testBase, MCPURL: testMCPURL, Verifier: v, Users: f.users, OAuth: f.oauth,
+		Logger: slog.New(slog.DiscardHandler), Now: f.clk.Now}
+	for _, fn := range with {
+		fn(&o)
+	}
+	s, err := mcpd.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func (f *fixture) user(t testing.TB, email, tier string) auth.User {
+	t.Helper()
+	u, err := f.users.Create(t.Context(), auth.NewUser{Email: email, Name: "Ada", Password: "correct horse battery", Tier: tier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// bearer is a full-access bearer JWT of u.
+func (f *fixture) bearer(t testing.TB, u auth.User) auth.IssuedToken {
+	t.Helper()
+	tok, err := f.issuer.IssueAPIToken(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// oauthToken is an OAuth access token of u for client with scope and audience, from a live
+// authorization whose ID is returned for revocation.
+func (f *fixture) oauthToken(t testing.TB, u auth.User, clientID, scope, audience string) (auth.IssuedToken, string) {
+	t.Helper()
+	id := auth.RandomToken(12)
+	if _, err := f.oauth.CreateAuthorization(t.Context(), auth.Authorization{ID: id, UserID: u.ID, ClientID: clientID,
+		ClientName: "Test agent", Scope: scope, Resource: audience, Gen: u.Generation}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.issuer.IssueAccessToken(auth.AccessTokenRequest{UserID: u.ID, Gen: u.Generation, ClientID: clientID,
+		Scope: scope, AuthorizationID: id, Audience: audience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok, id
+}
+
+// mcpClient is mcp-go's streamable HTTP client for the servers' /mcp with token, initialized
+// at protocol version (empty: the newest both sides speak). Successive HTTP requests go to
+// the servers in turn, as a load balancer without affinity would send them.
+func mcpClient(t testing.TB, token, version string, servers ...*httptest.Server) (*client.Client, *mcp.InitializeResult) {
+	t.Helper()
+	c, res, _ := mcpClientRR(t, token, version, servers...)
+	return c, res
+}
+
+// mcpClientRR is mcpClient that also returns its round robin, to count requests per server.
+func mcpClientRR(t testing.TB, token, version string, servers ...*httptest.Server) (*client.Client, *mcp.InitializeResult, *roundRobin) {
+	t.Helper()
+	rr := &roundRobin{next: servers[0].Client().Transport}
+	for _, s := range servers {
+		u, _ := url.Parse(s.URL)
+		rr.hosts = append(rr.hosts, u.Host)
+	}
+	c, err := client.NewStreamableHttpClient(servers[0].URL+mcpd.Path,
+		transport.WithHTTPBasicClient(&http.Client{Transport: rr}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = version
+	req.Params.ClientInfo = mcp.Implementation{Name: "mcpd-test", Version: "1"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, res, rr
+}
+
+// roundRobin sends each request to the next of hosts and counts the requests per host.
+type roundRobin struct {
+	next  http.RoundTripper
+	hosts []string
+	n     atomic.Int64
+	seen  [8]atomic.Int64
+}
+
+func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
+	i := int(rr.n.Add(1)-1) % len(rr.hosts)
+	rr.seen[i].Add(1)
+	r = r.Clone(r.Context())
+	r.URL.Host = rr.hosts[i]
+	r.Host = rr.hosts[i]
+	return rr.next.RoundTrip(r)
+}
+
+// post sends one raw JSON-RPC message to ts's /mcp with token (none when empty).
+func post(t testing.TB, ts *httptest.Server, token, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpd.Path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, b
+}
+
+// callBody is a tools/call message for tool.
+func callBody(tool string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+}
+
+const pingBody = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+
+func decode(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("body %q: %v", b, err)
+	}
+	return m
+}
+
+// checkAuth calls check_auth and decodes its structured result.
+func checkAuth(t testing.TB, c *client.Client) auth.Status {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "check_auth"
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("check_auth failed: %+v", res.Content)
+	}
+	// The text content is the status's exact JSON; StructuredContent arrives decoded into
+	// float64s, which would hide how the balance is written.
+	text := res.Content[0].(mcp.TextContent).Text
+	var st auth.Status
+	if err := json.Unmarshal([]byte(text), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

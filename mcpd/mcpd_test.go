@@ -1,0 +1,373 @@
+package mcpd_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/auth"
+)
+
+// liveTool is a test-only tool that needs mcp:live.
+var liveTool = mcpd.Tool{Def: mcp.NewTool("test_live", mcp.WithDescription("needs mcp:live")), Scope: auth.ScopeLive,
+	Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("live ok"), nil
+	}}
+
+func withLiveTool(o *mcpd.Options) { o.Tools = append(o.Tools, liveTool) }
+
+func TestInitializeAndListTools(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	tok := f.bearer(t, u)
+
+	for _, version := range []string{mcp.ProtocolVersion20250618, ""} {
+		c, init := mcpClient(t, tok.Token, version, ts)
+		if version != "" && init.ProtocolVersion != version {
+			t.Fatalf("negotiated %q, want %q", init.ProtocolVersion, version)
+		}
+		if init.ServerInfo.Name != "sigops" {
+			t.Fatalf("server name %q", init.ServerInfo.Name)
+		}
+		res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		var check *mcp.Tool
+		for i := range res.Tools {
+			names = append(names, res.Tools[i].Name)
+			if res.Tools[i].Name == "check_auth" {
+				check = &res.Tools[i]
+			}
+		}
+		slices.Sort(names)
+		if want := []string{"authenticate", "check_auth", "login", "logout", "set_token"}; !slices.Equal(names, want) {
+			t.Fatalf("version %q: tools %v, want %v", version, names, want)
+		}
+		a := check.Annotations
+		if a.ReadOnlyHint == nil || !*a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint ||
+			a.IdempotentHint == nil || !*a.IdempotentHint || a.Title != "Check authentication" {
+			t.Fatalf("check_auth annotations %+v", a)
+		}
+		out, _ := json.Marshal(check.OutputSchema)
+		if !strings.Contains(string(out), `"strategyLabBalanceUsd"`) || !strings.Contains(string(out), `"allowMcpServer"`) {
+			t.Fatalf("check_auth output schema %s", out)
+		}
+	}
+}
+
+func TestCheckAuthBearerJWT(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t)
+	u, err := f.users.Create(t.Context(), auth.NewUser{Email: "Ada@Example.com", Name: "Ada", Password: "correct horse battery",
+		Tier: auth.TierPro, Wallet: testkit.D("12.5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := mcpClient(t, f.bearer(t, u).Token, mcp.ProtocolVersion20250618, ts)
+	st := checkAuth(t, c)
+	// 12.5 with two decimals is "12.50"; the e-mail is stored in canonical (lower) case.
+	if st.ID != u.ID || st.Name != "Ada" || st.Email != "ada@example.com" || st.TelegramLinked ||
+		st.StrategyLabBalanceUsd != "12.50" || st.Tier.Slug != auth.TierPro || !st.Tier.Capabilities.AllowMcpServer ||
+		!st.Tier.Capabilities.AllowLiveTrading || st.Token != nil {
+		t.Fatalf("status %+v (token %+v)", st, st.Token)
+	}
+}
+
+func TestCheckAuthOAuthTokenAndCache(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t)
+	u := f.user(t, "ada@example.com", auth.TierFree)
+	tok, _ := f.oauthToken(t, u, "client-1", auth.ScopePaper, testResource)
+	c, _ := mcpClient(t, tok.Token, mcp.ProtocolVersion20250618, ts)
+	st := checkAuth(t, c)
+	want := auth.StatusToken{ClientID: "client-1", ClientName: "Test agent", Scope: auth.ScopePaper,
+		ExpiresAt: tok.ExpiresAt.UTC().Format(time.RFC3339)}
+	if st.Token == nil || *st.Token != want || st.Tier.Slug != auth.TierFree || st.StrategyLabBalanceUsd != "0.00" {
+		t.Fatalf("status %+v, token %+v, want %+v", st, st.Token, want)
+	}
+
+	// The status is reused for 30 s: a Telegram link shows after that, not before.
+	if err := f.users.SetTelegramLinked(t.Context(), u.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(29 * time.Second)
+	if checkAuth(t, c).TelegramLinked {
+		t.Fatal("status re-read within 30 s")
+	}
+	f.clk.Advance(time.Second)
+	if !checkAuth(t, c).TelegramLinked {
+		t.Fatal("status not re-read after 30 s")
+	}
+}
+
+func TestSessionToolsChangeNothing(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	tok := f.bearer(t, u)
+	c, _ := mcpClient(t, tok.Token, mcp.ProtocolVersion20250618, ts)
+	for _, name := range []string{"login", "authenticate", "set_token", "logout"} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = map[string]any{"token": "other", "email": "eve@example.com", "password": "x"}
+		res, err := c.CallTool(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := res.Content[0].(mcp.TextContent).Text
+		if res.IsError || !strings.Contains(text, "nothing was changed") {
+			t.Fatalf("%s: %+v", name, res)
+		}
+	}
+	// The token still works: logout revoked nothing.
+	if checkAuth(t, c).ID != u.ID {
+		t.Fatal("token stopped working after logout")
+	}
+}
+
+func TestUnauthorizedAndMetadata(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t)
+	res, body := post(t, ts, "", pingBody)
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d %s", res.StatusCode, body)
+	}
+	want := `resource_metadata="` + testMetadata + `"`
+	if h := res.Header.Get("WWW-Authenticate"); !strings.HasPrefix(h, "Bearer ") || !strings.Contains(h, want) ||
+		strings.Contains(h, "error=") {
+		t.Fatalf("no token challenge %q", h)
+	}
+	res, body = post(t, ts, "not-a-jwt", pingBody)
+	if h := res.Header.Get("WWW-Authenticate"); res.StatusCode != http.StatusUnauthorized ||
+		!strings.Contains(h, `error="invalid_token"`) || !strings.Contains(h, want) {
+		t.Fatalf("bad token: %d %q %s", res.StatusCode, h, body)
+	}
+
+	for _, path := range []string{mcpd.MetadataPath, mcpd.MetadataResourcePath} {
+		res, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			MCPResource          string   `json:"mcp_resource"`
+			Scopes               []string `json:"scopes_supported"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&doc)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", path, res.StatusCode, err)
+		}
+		if doc.Resource != testResource || !slices.Equal(doc.AuthorizationServers, []string{testBase}) ||
+			doc.MCPResource != testResource || !slices.Equal(doc.Scopes, auth.SupportedScopes) {
+			t.Fatalf("%s: %+v", path, doc)
+		}
+	}
+}
+
+func TestRefusedTokens(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	ok := func(name, token string) {
+		t.Helper()
+		if res, body := post(t, ts, token, pingBody); res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, res.StatusCode, body)
+		}
+	}
+	refused := func(name, token string) {
+		t.Helper()
+		res, body := post(t, ts, token, pingBody)
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Fatalf("%s: %d %q %s", name, res.StatusCode, res.Header.Get("WWW-Authenticate"), body)
+		}
+	}
+
+	bearer := f.bearer(t, u)
+	ok("bearer", bearer.Token)
+	if err := f.issuer.RevokeAPIToken(t.Context(), bearer.JTI); err != nil {
+		t.Fatal(err)
+	}
+	// The verifier's cache lives 1 ns here: a millisecond later it asks Redis again.
+	f.clk.Advance(time.Millisecond)
+	refused("revoked bearer", bearer.Token)
+
+	oauth, authID := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
+	ok("oauth", oauth.Token)
+	if err := f.oauth.RevokeAuthorization(t.Context(), u.ID, authID); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Millisecond)
+	refused("revoked authorization", oauth.Token)
+
+	apiOnly, _ := f.oauthToken(t, u, "client-1", auth.ScopeLive, testAPI)
+	refused("OAuth token for the API resource", apiOnly.Token)
+
+	// The deprecated /api/oauth/mcp/token endpoint's tokens carry no jti.
+	legacy := jwt.NewWithClaims(jwt.SigningMethodHS256, auth.Claims{RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: testBase, Subject: u.ID, Audience: jwt.ClaimStrings{testResource},
+		IssuedAt: jwt.NewNumericDate(f.clk.Now()), ExpiresAt: jwt.NewNumericDate(f.clk.Now().Add(time.Hour))},
+		Kind: auth.KindOAuth, Scope: auth.ScopeLegacy, ClientID: "client-1", SID: authID, Gen: u.Generation})
+	legacy.Header["typ"] = "at+jwt"
+	legacy.Header["kid"] = f.keys.KID()
+	raw, err := legacy.SignedString(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("deprecated token without jti", raw)
+
+	fresh := f.bearer(t, u)
+	ok("fresh bearer", fresh.Token)
+	if err := f.users.SetPassword(t.Context(), u.ID, "another correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Millisecond)
+	refused("bearer from before a password change", fresh.Token)
+}
+
+func TestInsufficientScope(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t, withLiveTool)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+
+	paper, _ := f.oauthToken(t, u, "client-1", auth.ScopePaper, testResource)
+	res, body := post(t, ts, paper.Token, callBody("test_live"))
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("mcp:paper calling an mcp:live tool: %d %s", res.StatusCode, body)
+	}
+	if h := res.Header.Get("WWW-Authenticate"); !strings.Contains(h, `error="insufficient_scope"`) ||
+		!strings.Contains(h, `scope="mcp:live"`) {
+		t.Fatalf("challenge %q", h)
+	}
+	m := decode(t, body)
+	if m["scope"] != auth.ScopeLive || m["tokenScope"] != auth.ScopePaper || m["error"] != "insufficient_scope" {
+		t.Fatalf("body %v", m)
+	}
+	// A tool within the scope is served by the same token.
+	if res, body := post(t, ts, paper.Token, callBody("check_auth")); res.StatusCode != http.StatusOK {
+		t.Fatalf("check_auth with mcp:paper: %d %s", res.StatusCode, body)
+	}
+
+	// mcp:live, the legacy "mcp" (counted as mcp:live) and a bearer JWT reach the tool.
+	live, _ := f.oauthToken(t, u, "client-1", auth.ScopeLive, testResource)
+	legacy, _ := f.oauthToken(t, u, "client-1", auth.ScopeLegacy, testResource)
+	for name, token := range map[string]string{"mcp:live": live.Token, "mcp": legacy.Token, "bearer": f.bearer(t, u).Token} {
+		c, _ := mcpClient(t, token, mcp.ProtocolVersion20250618, ts)
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "test_live"
+		out, err := c.CallTool(t.Context(), req)
+		if err != nil || out.IsError || out.Content[0].(mcp.TextContent).Text != "live ok" {
+			t.Fatalf("%s: %+v %v", name, out, err)
+		}
+	}
+}
+
+func TestTierWithoutMCPServer(t *testing.T) {
+	f := newFixture(t)
+	u := f.user(t, "ada@example.com", auth.TierFree)
+	// Every built-in tier includes the MCP server; this one is the Free tier without it.
+	ts := f.serve(t, func(o *mcpd.Options) {
+		o.Tier = func(ctx context.Context, id string) (auth.Tier, error) {
+			tier, err := f.users.TierOfUser(ctx, id)
+			tier.Capabilities.AllowMcpServer = false
+			return tier, err
+		}
+	})
+	res, body := post(t, ts, f.bearer(t, u).Token, pingBody)
+	m := decode(t, body)
+	if res.StatusCode != http.StatusForbidden || m["code"] != "TIER_NOT_ALLOWED" ||
+		!strings.Contains(m["error"].(string), "Free tier does not include the MCP server") {
+		t.Fatalf("%d %v", res.StatusCode, m)
+	}
+}
+
+func TestRateLimitAcrossReplicas(t *testing.T) {
+	f := newFixture(t)
+	limit := func(o *mcpd.Options) { o.RateLimit = 3 }
+	a, b := f.serve(t, limit), f.serve(t, limit)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	tok, _ := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
+
+	// 3 a minute: two requests on one replica and one on the other use the budget up.
+	for i, ts := range []*httptest.Server{a, b, a} {
+		if res, body := post(t, ts, tok.Token, pingBody); res.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, res.StatusCode, body)
+		}
+	}
+	res, body := post(t, b, tok.Token, pingBody)
+	if res.StatusCode != http.StatusTooManyRequests || decode(t, body)["code"] != "RATE_LIMITED" {
+		t.Fatalf("4th request: %d %s", res.StatusCode, body)
+	}
+	// GCRA at 3 a minute frees one request every 60 s / 3 = 20 s; the wait left, a few
+	// milliseconds under 20 s, rounds up to 20.
+	if ra := res.Header.Get("Retry-After"); ra != "20" {
+		t.Fatalf("Retry-After %q, want 20", ra)
+	}
+
+	// Another client of the same user, and the user's bearer JWTs, have budgets of their own.
+	other, _ := f.oauthToken(t, u, "client-2", auth.ScopeRead, testResource)
+	for name, token := range map[string]string{"client-2": other.Token, "bearer": f.bearer(t, u).Token} {
+		if res, body := post(t, a, token, pingBody); res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, res.StatusCode, body)
+		}
+	}
+}
+
+func TestStatelessAcrossReplicas(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.serve(t), f.serve(t)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	tok, _ := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
+	// The client initializes on one replica; its next requests alternate between the two.
+	c, _, rr := mcpClientRR(t, tok.Token, mcp.ProtocolVersion20250618, a, b)
+	for range 3 {
+		if checkAuth(t, c).ID != u.ID {
+			t.Fatal("wrong account")
+		}
+	}
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if rr.seen[0].Load() < 2 || rr.seen[1].Load() < 2 {
+		t.Fatalf("requests per replica: %d and %d", rr.seen[0].Load(), rr.seen[1].Load())
+	}
+
+	// No session is issued, so no replica has anything the other lacks.
+	res, body := post(t, a, tok.Token, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",`+
+		`"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize: %d session %q %s", res.StatusCode, res.Header.Get("Mcp-Session-Id"), body)
+	}
+	if v := decode(t, body)["result"].(map[string]any)["protocolVersion"]; v != mcp.ProtocolVersion20250618 {
+		t.Fatalf("protocol version %v", v)
+	}
+}
+
+func TestHTTPSRequired(t *testing.T) {
+	f := newFixture(t)
+	tls := f.serve(t)
+	ts := httptest.NewServer(tls.Config.Handler)
+	t.Cleanup(ts.Close)
+	res, err := http.Post(ts.URL+mcpd.Path, "application/json", strings.NewReader(pingBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("plain HTTP: %d", res.StatusCode)
+	}
+}
