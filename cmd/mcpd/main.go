@@ -1,0 +1,106 @@
+// Command mcpd serves the hosted MCP server: {mcp_url}/mcp over streamable HTTP, stateless,
+// authenticated by the bearer tokens authd issues.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/trustedproxy"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+type config struct {
+	listen, metricsAddr, tlsCert, tlsKey, proxies string
+	baseURL, mcpURL, keyFile, prevKeyFile         string
+	rateLimit                                     int
+	redis                                         store.Options
+}
+
+func main() {
+	var (
+		c        config
+		logLevel slog.Level
+	)
+	flag.StringVar(&c.listen, "listen", ":8444", "address of the MCP endpoint")
+	flag.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file; without it only requests a trusted proxy marks as HTTPS are served")
+	flag.StringVar(&c.tlsKey, "tls-key", "", "TLS key file")
+	flag.StringVar(&c.proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-Proto is believed (e.g. 10.0.0.0/8)")
+	flag.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
+	flag.StringVar(&c.baseURL, "base-url", "", "the service's public origin ({base_url}): authd, the tokens' issuer and the authorization server")
+	flag.StringVar(&c.mcpURL, "mcp-url", "", "this server's public origin ({mcp_url}; default --base-url): OAuth tokens must name {mcp_url}/mcp as audience")
+	flag.StringVar(&c.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key")
+	flag.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
+	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
+	store.BindFlags(flag.CommandLine, &c.redis)
+	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
+	flag.Parse()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	if err := run(logger, c); err != nil {
+		logger.Error("mcpd stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger, c config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.baseURL == "" || c.keyFile == "" {
+		return errors.New("give --base-url and --jwt-key-file: every request is authenticated by a token authd signs")
+	}
+	trusted, err := trustedproxy.Parse(c.proxies)
+	if err != nil {
+		return err
+	}
+	if c.tlsCert == "" && len(trusted) == 0 {
+		return errors.New("give --tls-cert/--tls-key or --trusted-proxies: the endpoint is HTTPS only")
+	}
+	keys, err := auth.LoadKeyring(c.keyFile, c.prevKeyFile)
+	if err != nil {
+		return err
+	}
+	rdb, err := store.Connect(ctx, c.redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	base := strings.TrimRight(c.baseURL, "/")
+	mcpURL := strings.TrimRight(c.mcpURL, "/")
+	if mcpURL == "" {
+		mcpURL = base
+	}
+	// Bearer JWTs name the API ({base_url}/api); OAuth tokens must name the MCP resource,
+	// which the server checks on top.
+	verifier, err := auth.NewVerifier(auth.VerifierOptions{Redis: rdb, Keys: keys, Issuer: base,
+		Audiences: []string{mcpURL + mcpd.Path, base + "/api"}})
+	if err != nil {
+		return err
+	}
+	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
+		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
+		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version,
+		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
+	if err != nil {
+		return err
+	}
+	reg := daemon.NewRegistry()
+	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	logger.Info("mcpd listening", "addr", c.listen, "tls", c.tlsCert != "", "resource", mcpURL+mcpd.Path)
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Probes()), c.tlsCert, c.tlsKey, 30*time.Second)
+}
