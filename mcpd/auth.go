@@ -33,6 +33,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if !tier.Capabilities.AllowMcpServer {
+			s.metrics.requests.WithLabelValues("tier").Inc()
 			httpapi.WriteError(w, errs.New(errs.TierNotAllowed, "the %s tier does not include the MCP server (allowMcpServer); upgrade the account's tier to use it",
 				tier.Name), "", s.o.Now())
 			return
@@ -45,10 +46,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) refuse(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, auth.ErrNoToken):
+		s.metrics.requests.WithLabelValues("unauthorized").Inc()
 		auth.WriteUnauthorized(w, false, s.metadataURL, s.o.Now().UnixMilli())
 	case errors.Is(err, auth.ErrInvalidToken), errors.Is(err, auth.ErrNotFound):
+		s.metrics.requests.WithLabelValues("unauthorized").Inc()
 		auth.WriteUnauthorized(w, true, s.metadataURL, s.o.Now().UnixMilli())
 	default:
+		s.metrics.requests.WithLabelValues("unavailable").Inc()
 		s.o.Logger.Error("mcpd: token state unavailable", "err", err)
 		httpapi.WriteJSON(w, http.StatusServiceUnavailable, httpapi.Failure{Error: "service unavailable",
 			Code: errs.InternalError, Timestamp: s.o.Now().UnixMilli()})

@@ -46,6 +46,7 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			if err != nil {
 				s.o.Logger.Warn("mcpd rate limit unavailable", "err", err)
 			} else if res.Allowed == 0 {
+				s.metrics.requests.WithLabelValues("rate_limited").Inc()
 				httpapi.WriteError(w, &errs.Error{Code: errs.RateLimited, Message: "too many requests",
 					RetryAfter: res.RetryAfter}, "", s.o.Now())
 				return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
@@ -241,7 +242,8 @@ func TestRefusedTokens(t *testing.T) {
 
 func TestInsufficientScope(t *testing.T) {
 	f := newFixture(t)
-	ts := f.serve(t, withLiveTool)
+	reg := prometheus.NewRegistry()
+	ts := f.serve(t, withLiveTool, func(o *mcpd.Options) { o.Registerer = reg })
 	u := f.user(t, "ada@example.com", auth.TierPro)
 
 	paper, _ := f.oauthToken(t, u, "client-1", auth.ScopePaper, testResource)
@@ -274,6 +276,39 @@ func TestInsufficientScope(t *testing.T) {
 			t.Fatalf("%s: %+v %v", name, out, err)
 		}
 	}
+	// One refusal; three tokens reached the tool.
+	if n := counter(t, reg, "sigops_mcp_requests_total", "insufficient_scope"); n != 1 {
+		t.Fatalf("insufficient_scope refusals %v", n)
+	}
+	if n := counter(t, reg, "sigops_mcp_tool_calls_total", "ok", "test_live"); n != 3 {
+		t.Fatalf("test_live calls %v", n)
+	}
+}
+
+// counter is the value of the counter name in reg whose label values, in the order of the
+// label names sorted (as Gather gives them), are labels.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var vals []string
+			for _, l := range m.GetLabel() {
+				vals = append(vals, l.GetValue())
+			}
+			if slices.Equal(vals, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return 0
 }
 
 func TestTierWithoutMCPServer(t *testing.T) {
@@ -369,5 +404,28 @@ func TestHTTPSRequired(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusForbidden {
 		t.Fatalf("plain HTTP: %d", res.StatusCode)
+	}
+}
+
+func TestScopeCheckReadsTheBody(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t, withLiveTool)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	read, _ := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
+
+	// A batch (revisions before 2025-06-18) needs its highest tool's scope.
+	res, body := post(t, ts, read.Token, "["+callBody("check_auth")+","+callBody("test_live")+"]")
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(res.Header.Get("WWW-Authenticate"), `scope="mcp:live"`) {
+		t.Fatalf("batch: %d %q %s", res.StatusCode, res.Header.Get("WWW-Authenticate"), body)
+	}
+	// An unknown tool is mcp-go's to answer: a JSON-RPC error, not a scope refusal.
+	res, body = post(t, ts, read.Token, callBody("no_such_tool"))
+	if res.StatusCode == http.StatusForbidden || !strings.Contains(string(body), `"error"`) {
+		t.Fatalf("unknown tool: %d %s", res.StatusCode, body)
+	}
+	// A body over MaxBodyBytes is refused before it is parsed.
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", mcpd.MaxBodyBytes) + `"}}`
+	if res, body := post(t, ts, read.Token, big); res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("large body: %d %s", res.StatusCode, body)
 	}
 }

@@ -49,6 +49,7 @@ func (s *Server) checkScope(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		p, _ := auth.PrincipalFrom(r.Context())
 		if need, ok := s.neededScope(body); ok && p != nil && !p.Allows(need) {
+			s.metrics.requests.WithLabelValues("insufficient_scope").Inc()
 			auth.WriteInsufficientScopeHeld(w, need, p.Scope, s.metadataURL)
 			return
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/auth"
@@ -54,9 +55,11 @@ type Options struct {
 	// TrustedProxies may mark a request as HTTPS (X-Forwarded-Proto).
 	TrustedProxies trustedproxy.Proxies
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
-	Tools  []Tool
-	Ready  func(ctx context.Context) error
-	Logger *slog.Logger
+	Tools []Tool
+	Ready func(ctx context.Context) error
+	// Registerer receives the metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 	// Version is the serverInfo version.
 	Version string
 	// Now is the clock (nil: time.Now).
@@ -74,6 +77,7 @@ type Server struct {
 	http        *server.StreamableHTTPServer
 	limiter     *limiter
 	status      *statusCache
+	metrics     *metrics
 }
 
 // New returns the server.
@@ -103,13 +107,18 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
 		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
-		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now)}
+		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics()}
+	if o.Registerer != nil {
+		if err := s.metrics.register(o.Registerer); err != nil {
+			return nil, err
+		}
+	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
 	for _, t := range append(s.sessionTools(), o.Tools...) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}
-		s.mcp.AddTool(t.Def, t.Handler)
+		s.mcp.AddTool(t.Def, s.metrics.counted(t.Def.Name, t.Handler))
 	}
 	// Stateless: no session ID is issued or required, so a request needs nothing a replica
 	// remembers (decision "MCP server" 1). DNS rebinding protection is off: the server is
@@ -127,7 +136,10 @@ func (s *Server) Handler() http.Handler {
 	r.Get(MetadataResourcePath, s.handleMetadata)
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.limit, s.checkScope)
-		r.Handle(Path, s.http)
+		r.Handle(Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.metrics.requests.WithLabelValues("served").Inc()
+			s.http.ServeHTTP(w, r)
+		}))
 	})
 	return r
 }

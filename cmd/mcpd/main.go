@@ -91,14 +91,14 @@ func run(logger *slog.Logger, c config) error {
 	if err != nil {
 		return err
 	}
+	reg := daemon.NewRegistry()
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
-		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version,
+		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	if err != nil {
 		return err
 	}
-	reg := daemon.NewRegistry()
 	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	logger.Info("mcpd listening", "addr", c.listen, "tls", c.tlsCert != "", "resource", mcpURL+mcpd.Path)
