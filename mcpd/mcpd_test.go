@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
@@ -427,5 +428,23 @@ func TestScopeCheckReadsTheBody(t *testing.T) {
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", mcpd.MaxBodyBytes) + `"}}`
 	if res, body := post(t, ts, read.Token, big); res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("large body: %d %s", res.StatusCode, body)
+	}
+}
+
+func TestRedisUnavailable(t *testing.T) {
+	f := newFixture(t)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	tok := f.bearer(t, u)
+	// A verifier whose Redis refuses connections: the token's state cannot be read.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	v, err := auth.NewVerifier(auth.VerifierOptions{Redis: dead, Keys: f.keys, Issuer: testBase, Audiences: []string{testAPI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := f.serve(t, func(o *mcpd.Options) { o.Verifier = v })
+	res, body := post(t, ts, tok.Token, pingBody)
+	if res.StatusCode != http.StatusServiceUnavailable || decode(t, body)["code"] != "INTERNAL_ERROR" {
+		t.Fatalf("%d %s", res.StatusCode, body)
 	}
 }
