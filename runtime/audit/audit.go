@@ -30,6 +30,9 @@ const (
 const (
 	// DefaultRetention is how long entries are kept (the daemons' --audit-retention).
 	DefaultRetention = 90 * 24 * time.Hour
+	// DefaultMaxEntries bounds one user's journal: at most about 4.3 KB an entry (the
+	// arguments' cap plus the other fields), 10,000 entries hold at most about 43 MB.
+	DefaultMaxEntries = 10_000
 	// DefaultPageSize is the page List returns for a limit of 0 or less.
 	DefaultPageSize = 50
 	// MaxPageSize bounds one page of List; larger limits are lowered to it.
@@ -83,6 +86,9 @@ type Entry struct {
 type Options struct {
 	// Retention is how long an entry is kept (DefaultRetention when 0).
 	Retention time.Duration
+	// MaxEntries caps one user's stream (DefaultMaxEntries when 0): the oldest entries go
+	// first, so an agent calling in a loop bounds its user's memory before the retention does.
+	MaxEntries int
 	// MaxArguments caps the stored arguments of one entry in bytes (DefaultMaxArguments).
 	MaxArguments int
 	// Now is the clock (time.Now when nil).
@@ -94,17 +100,21 @@ type Journal struct {
 	rdb       redis.UniversalClient
 	retention time.Duration
 	maxArgs   int
+	maxLen    int
 	now       func() time.Time
 }
 
 // New makes a Journal over rdb.
 func New(rdb redis.UniversalClient, o Options) *Journal {
-	j := &Journal{rdb: rdb, retention: o.Retention, maxArgs: o.MaxArguments, now: o.Now}
+	j := &Journal{rdb: rdb, retention: o.Retention, maxArgs: o.MaxArguments, maxLen: o.MaxEntries, now: o.Now}
 	if j.retention <= 0 {
 		j.retention = DefaultRetention
 	}
 	if j.maxArgs <= 0 {
 		j.maxArgs = DefaultMaxArguments
+	}
+	if j.maxLen <= 0 {
+		j.maxLen = DefaultMaxEntries
 	}
 	if j.now == nil {
 		j.now = time.Now
@@ -116,16 +126,16 @@ func New(rdb redis.UniversalClient, o Options) *Journal {
 func (j *Journal) Retention() time.Duration { return j.retention }
 
 // recordScript appends one entry with an ID of the caller's clock in milliseconds, trims
-// the entries older than the cutoff and keeps the key alive for one retention past its
+// the entries older than the cutoff and beyond the entry cap, and keeps the key alive for one retention past its
 // newest entry, so a user who stops calling leaves nothing behind. A clock that went back
 // behind the stream's last ID appends at that ID's millisecond instead, since stream IDs
 // only grow.
 //
 // KEYS[1] the user's stream; ARGV[1] now (ms), ARGV[2] cutoff (ms), ARGV[3] TTL (ms),
-// ARGV[4..] field/value pairs.
+// ARGV[4] the entry cap, ARGV[5..] field/value pairs.
 var recordScript = redis.NewScript(`
 local fields = {}
-for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local ok, id = pcall(redis.call, 'XADD', KEYS[1], 'MINID', '=', ARGV[2], ARGV[1] .. '-*', unpack(fields))
 if not ok then
   local info = redis.call('XINFO', 'STREAM', KEYS[1])
@@ -136,6 +146,7 @@ if not ok then
   local ms = string.match(last, '^(%d+)-')
   id = redis.call('XADD', KEYS[1], 'MINID', '=', ARGV[2], ms .. '-*', unpack(fields))
 end
+redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return id
 `)
@@ -155,7 +166,7 @@ func (j *Journal) Record(ctx context.Context, e Entry) error {
 		ok = "1"
 	}
 	args := []any{
-		now, now - j.retention.Milliseconds(), j.retention.Milliseconds(),
+		now, now - j.retention.Milliseconds(), j.retention.Milliseconds(), j.maxLen,
 		"at", now, "client", e.ClientID, "clientName", e.ClientName, "channel", e.Channel,
 		"tool", e.Tool, "args", RedactArguments(e.Arguments, j.maxArgs),
 		"ok", ok, "code", string(e.Outcome.Code), "message", e.Outcome.Message,

@@ -3,7 +3,9 @@ package audit
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +218,61 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		if err := j.Record(b.Context(), e); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestEntryCapDropsTheOldest(t *testing.T) {
+	_, rdb := storetest.New(t)
+	clk := testkit.NewClock(t0)
+	j := New(rdb, Options{Now: clk.Now, MaxEntries: 3})
+	for i := range 5 {
+		if err := j.Record(t.Context(), call("alice", "x", i)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
+	es, _, _ := j.List(t.Context(), "alice", "", 10)
+	var got []int
+	for _, e := range es {
+		var a struct{ I int }
+		if err := json.Unmarshal(e.Arguments, &a); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a.I)
+	}
+	if fmt.Sprint(got) != "[4 3 2]" {
+		t.Fatalf("%v", got)
+	}
+}
+
+func TestBindFlags(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	BindFlags(fs, &o)
+	if o.Retention != 2160*time.Hour || o.MaxEntries != DefaultMaxEntries {
+		t.Fatalf("defaults %+v", o)
+	}
+	if err := fs.Parse([]string{"--audit-retention=720h", "--audit-max-entries=7"}); err != nil || o.Retention != 720*time.Hour || o.MaxEntries != 7 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if err := fs.Parse([]string{"--audit-retention=-1h"}); err == nil {
+		t.Fatal("a negative retention parsed")
+	}
+}
+
+func BenchmarkListPage(b *testing.B) {
+	j, _, clk := newJournal(b)
+	for i := range 1000 {
+		if err := j.Record(b.Context(), call("alice", "place_order", i)); err != nil {
+			b.Fatal(err)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	for b.Loop() {
+		if es, _, err := j.List(b.Context(), "alice", "", DefaultPageSize); err != nil || len(es) != DefaultPageSize {
+			b.Fatal(len(es), err)
 		}
 	}
 }
