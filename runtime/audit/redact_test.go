@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -140,4 +141,28 @@ func FuzzRecordNeverStoresASecret(f *testing.F) {
 			checkNoSecret(t, v)
 		}
 	})
+}
+
+func TestNoSecretReachesRedis(t *testing.T) {
+	j, rdb, _ := newJournal(t)
+	e := call("alice", "create_bot", 1)
+	e.Arguments = json.RawMessage(`{"name":"b","exchange":{"API_KEY":"AKIA-1","apiSecret":"S3CR3T"},
+		"legs":[{"refresh_token":"RT-9"},[{"Password":"hunter2"}]],"url":"https://x/api/webhooks/trade/5f0e-WH"}`)
+	if err := j.Record(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := rdb.XRange(t.Context(), store.UserAudit("alice"), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("%v %v", msgs, err)
+	}
+	for k, v := range msgs[0].Values {
+		for _, secret := range []string{"AKIA-1", "S3CR3T", "RT-9", "hunter2", "5f0e-WH"} {
+			if strings.Contains(v.(string), secret) {
+				t.Fatalf("field %s holds %q: %s", k, secret, v)
+			}
+		}
+	}
+	if !strings.Contains(msgs[0].Values["args"].(string), `"name":"b"`) {
+		t.Fatalf("the rest was lost: %v", msgs[0].Values["args"])
+	}
 }
