@@ -55,8 +55,18 @@ func TestInitializeAndListTools(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		if want := []string{"authenticate", "check_auth", "login", "logout", "set_token"}; !slices.Equal(names, want) {
+		if want := []string{"authenticate", "check_auth", "get_bot", "get_bot_analytics", "get_bot_risk", "list_bots",
+			"login", "logout", "set_token"}; !slices.Equal(names, want) {
 			t.Fatalf("version %q: tools %v, want %v", version, names, want)
+		}
+		// Every read tool says it changes nothing and declares what it answers.
+		for _, tool := range res.Tools {
+			if !strings.HasPrefix(tool.Name, "get_") && !strings.HasPrefix(tool.Name, "list_") {
+				continue
+			}
+			if ro := tool.Annotations.ReadOnlyHint; ro == nil || !*ro || tool.OutputSchema.Type != "object" || tool.Description == "" {
+				t.Errorf("%s: annotations %+v, output schema %+v", tool.Name, tool.Annotations, tool.OutputSchema)
+			}
 		}
 		a := check.Annotations
 		if a.ReadOnlyHint == nil || !*a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint ||

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
@@ -54,6 +58,13 @@ type Options struct {
 	RateLimit int
 	// TrustedProxies may mark a request as HTTPS (X-Forwarded-Proto).
 	TrustedProxies trustedproxy.Proxies
+	// Bots reads the projected bots (nil: a registry on Redis).
+	Bots *registry.Registry
+	// Trading reads bots' risk metrics, positions and orders (nil: on Redis, without market
+	// data, which the risk metrics do not need).
+	Trading *trading.API
+	// Analytics computes bots' analytics (nil: on Redis).
+	Analytics *analytics.Analytics
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
 	Tools []Tool
 	Ready func(ctx context.Context) error
@@ -102,6 +113,15 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Bots == nil {
+		o.Bots = registry.New(o.Redis)
+	}
+	if o.Trading == nil {
+		o.Trading = trading.New(o.Redis, nil, nil)
+	}
+	if o.Analytics == nil {
+		o.Analytics = analytics.New(o.Redis)
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -114,7 +134,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range append(s.sessionTools(), o.Tools...) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

@@ -67,10 +67,6 @@ const hostedSessionNote = "This hosted MCP server authenticates every request by
 // sessionTools are check_auth and the local client's session tools, which the hosted
 // server answers without changing anything.
 func (s *Server) sessionTools() []Tool {
-	readOnly := func(title string) mcp.ToolAnnotation {
-		t, f := true, false
-		return mcp.ToolAnnotation{Title: title, ReadOnlyHint: &t, DestructiveHint: &f, IdempotentHint: &t, OpenWorldHint: &f}
-	}
 	noop := func(name, title, desc string, opts ...mcp.ToolOption) Tool {
 		opts = append([]mcp.ToolOption{mcp.WithDescription(desc), mcp.WithToolAnnotation(readOnly(title))}, opts...)
 		return Tool{Def: mcp.NewTool(name, opts...), Scope: auth.ScopeRead,

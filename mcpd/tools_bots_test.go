@@ -1,0 +1,257 @@
+package mcpd_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/trading"
+)
+
+// toolResult calls tool with args and returns the result and its text content.
+func toolResult(t testing.TB, c *client.Client, tool string, args map[string]any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: %d contents, want 1", tool, len(res.Content))
+	}
+	return res, res.Content[0].(mcp.TextContent).Text
+}
+
+// toolOK calls tool and decodes its answer's text (the exact JSON, decimals as written).
+func toolOK[T any](t testing.TB, c *client.Client, tool string, args map[string]any) T {
+	t.Helper()
+	res, text := toolResult(t, c, tool, args)
+	if res.IsError {
+		t.Fatalf("%s(%v) failed: %s", tool, args, text)
+	}
+	if res.StructuredContent == nil {
+		t.Fatalf("%s: no structured content", tool)
+	}
+	var v T
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// toolErr calls tool expecting an error result and returns its text.
+func toolErr(t testing.TB, c *client.Client, tool string, args map[string]any) string {
+	t.Helper()
+	res, text := toolResult(t, c, tool, args)
+	if !res.IsError {
+		t.Fatalf("%s(%v) succeeded: %s", tool, args, text)
+	}
+	return text
+}
+
+// botFixture is mcpd on the fixture with ada (owner of bots) and bob (a stranger), and the
+// Go APIs the tools must agree with.
+type botFixture struct {
+	*fixture
+	reg      *registry.Registry
+	trading  *trading.API
+	analyt   *analytics.Analytics
+	ada, bob *client.Client
+}
+
+func newBotFixture(t *testing.T) *botFixture {
+	t.Helper()
+	f := &botFixture{fixture: newFixture(t)}
+	f.reg = registry.New(f.rdb)
+	f.trading = trading.New(f.rdb, nil, nil)
+	f.trading.Now = f.clk.Now
+	f.analyt = analytics.New(f.rdb)
+	ts := f.serve(t, func(o *mcpd.Options) { o.Bots, o.Trading, o.Analytics = f.reg, f.trading, f.analyt })
+	ada := f.user(t, "Ada@Example.com", auth.TierPro)
+	bob := f.user(t, "bob@example.com", auth.TierPro)
+	tok, _ := f.oauthToken(t, ada, "agent", auth.ScopeRead, testResource)
+	f.ada, _ = mcpClient(t, tok.Token, "", ts)
+	f.bob, _ = mcpClient(t, f.bearer(t, bob).Token, "", ts)
+	return f
+}
+
+func (f *botFixture) project(t testing.TB, id, owner string) registry.Bot {
+	t.Helper()
+	b := registry.Bot{ID: id, Namespace: "trading", Name: "bot " + id, Owner: owner,
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true,
+		Risk: registry.Risk{MaxExposure: "0.8", DailyLossLimit: "100", MaxConsecutiveLosses: 4}}
+	if err := f.reg.Project(t.Context(), b, "hash-"+id); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type botsPage struct {
+	Bots       []registry.Bot
+	NextCursor *string
+}
+
+func ids(bots []registry.Bot) string {
+	out := make([]string, len(bots))
+	for i, b := range bots {
+		out[i] = b.ID
+	}
+	return strings.Join(out, ",")
+}
+
+func TestListBotsPages(t *testing.T) {
+	f := newBotFixture(t)
+	// 23 of ada's bots, projected out of order, and one of bob's that must never show.
+	for _, i := range []int{7, 22, 1, 15, 3, 9, 20, 11, 0, 5, 18, 13, 2, 21, 8, 16, 4, 12, 19, 6, 10, 17, 14} {
+		f.project(t, fmt.Sprintf("b%02d", i), "ada@example.com")
+	}
+	f.project(t, "b00x", "bob@example.com")
+
+	// Default page size 20: b00..b19, then b20..b22 and no cursor.
+	p1 := toolOK[botsPage](t, f.ada, "list_bots", nil)
+	if len(p1.Bots) != mcpd.DefaultPageSize || p1.Bots[0].ID != "b00" || p1.Bots[19].ID != "b19" || p1.NextCursor == nil {
+		t.Fatalf("page 1: %s cursor %v", ids(p1.Bots), p1.NextCursor)
+	}
+	if p1.Bots[0].Name != "bot b00" || p1.Bots[0].Risk.DailyLossLimit != "100" {
+		t.Fatalf("bot: %+v", p1.Bots[0])
+	}
+	p2 := toolOK[botsPage](t, f.ada, "list_bots", map[string]any{"cursor": *p1.NextCursor})
+	if ids(p2.Bots) != "b20,b21,b22" || p2.NextCursor != nil {
+		t.Fatalf("page 2: %s cursor %v", ids(p2.Bots), p2.NextCursor)
+	}
+
+	// limit 5 from the first cursor; a bot deleted before the next page neither repeats nor
+	// shifts the others: the cursor names the last bot served.
+	q1 := toolOK[botsPage](t, f.ada, "list_bots", map[string]any{"limit": 5})
+	if ids(q1.Bots) != "b00,b01,b02,b03,b04" {
+		t.Fatalf("limit 5: %s", ids(q1.Bots))
+	}
+	if err := f.reg.Remove(t.Context(), "b04", 0); err != nil {
+		t.Fatal(err)
+	}
+	q2 := toolOK[botsPage](t, f.ada, "list_bots", map[string]any{"limit": 5, "cursor": *q1.NextCursor})
+	if ids(q2.Bots) != "b05,b06,b07,b08,b09" {
+		t.Fatalf("after a deletion: %s", ids(q2.Bots))
+	}
+	// limit 100 is the largest: all 22 left on one page.
+	if all := toolOK[botsPage](t, f.ada, "list_bots", map[string]any{"limit": 100}); len(all.Bots) != 22 || all.NextCursor != nil {
+		t.Fatalf("limit 100: %d bots", len(all.Bots))
+	}
+
+	// bob sees only his own bot.
+	if b := toolOK[botsPage](t, f.bob, "list_bots", nil); ids(b.Bots) != "b00x" {
+		t.Fatalf("bob: %s", ids(b.Bots))
+	}
+
+	for _, args := range []map[string]any{{"limit": 0}, {"limit": 101}, {"limit": 2.5}, {"limit": "5"},
+		{"cursor": "not-a-cursor"}, {"cursor": "Yjk5"}} { // "Yjk5" decodes to "b99", not a cursor of ours
+		text := toolErr(t, f.ada, "list_bots", args)
+		if !strings.Contains(text, `"code":"INVALID_PARAMETER"`) {
+			t.Errorf("%v: %s", args, text)
+		}
+	}
+}
+
+func TestGetBotOwnership(t *testing.T) {
+	f := newBotFixture(t)
+	want := f.project(t, "bot-a", "ada@example.com")
+	f.project(t, "bot-b", "bob@example.com")
+
+	got := toolOK[registry.Bot](t, f.ada, "get_bot", map[string]any{"botId": "bot-a"})
+	wantJSON, _ := json.Marshal(want)
+	gotJSON, _ := json.Marshal(got)
+	if string(gotJSON) != string(wantJSON) {
+		t.Fatalf("get_bot:\n got %s\nwant %s", gotJSON, wantJSON)
+	}
+
+	// Another user's bot answers exactly as a missing one, for every bot tool.
+	for _, tool := range []string{"get_bot", "get_bot_risk", "get_bot_analytics"} {
+		other := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-b"})
+		missing := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-zz"})
+		if other != missing || other != `{"code":"NOT_FOUND","message":"bot not found"}` {
+			t.Errorf("%s: another's %s, missing %s", tool, other, missing)
+		}
+		if text := toolErr(t, f.ada, tool, nil); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) ||
+			!strings.Contains(text, "botId is required") {
+			t.Errorf("%s without botId: %s", tool, text)
+		}
+	}
+}
+
+func TestGetBotRisk(t *testing.T) {
+	f := newBotFixture(t)
+	bot := f.project(t, "bot-r", "ada@example.com")
+	ctx := t.Context()
+	// Today's realised PnL -40 after two losses in a row.
+	if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		risk.StageCounters(ctx, p, "bot-r", risk.Counters{Day: "2026-11-24", DayPnl: testkit.D("-40"), ConsecutiveLosses: 2})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, text := toolResult(t, f.ada, "get_bot_risk", map[string]any{"botId": "bot-r"})
+	if res.IsError {
+		t.Fatal(text)
+	}
+	want, err := f.trading.RiskMetricsOf(ctx, bot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(want)
+	if text != string(wantJSON) {
+		t.Fatalf("get_bot_risk:\n got %s\nwant %s", text, wantJSON)
+	}
+	// By hand: the loss used is the day's -40, the limits the bot's 100 and 4.
+	var m map[string]any
+	_ = json.Unmarshal([]byte(text), &m)
+	if m["dailyLossUsed"] != 40.0 || m["dailyLossLimit"] != 100.0 || m["consecutiveLosses"] != 2.0 ||
+		m["maxConsecutiveLosses"] != 4.0 {
+		t.Fatalf("figures: %s", text)
+	}
+}
+
+func TestGetBotAnalytics(t *testing.T) {
+	f := newBotFixture(t)
+	bot := f.project(t, "bot-n", "ada@example.com")
+	args := map[string]any{"botId": "bot-n", "period": "7d", "includeEquity": true}
+	res, text := toolResult(t, f.ada, "get_bot_analytics", args)
+	if res.IsError {
+		t.Fatal(text)
+	}
+	q, err := analytics.ParseQuery("7d", "", "", "true", f.clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.analyt.Bot(t.Context(), bot, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(want)
+	if text != string(wantJSON) {
+		t.Fatalf("get_bot_analytics:\n got %s\nwant %s", text, wantJSON)
+	}
+	// 7d is today (2026-11-24) and the 6 days before.
+	if !strings.Contains(text, `"startDate":"2026-11-18","endDate":"2026-11-24"`) {
+		t.Fatalf("range: %s", text)
+	}
+	for _, bad := range []map[string]any{{"botId": "bot-n", "period": "2w"},
+		{"botId": "bot-n", "period": "7d", "startDate": "2026-11-01"}, {"botId": "bot-n", "endDate": "2026-11-01"}} {
+		if text := toolErr(t, f.ada, "get_bot_analytics", bad); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) {
+			t.Errorf("%v: %s", bad, text)
+		}
+	}
+}
