@@ -110,7 +110,7 @@ func (s *Server) listBots(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return s.toolError("list_bots", err), nil
 	}
-	ids, next := paginate(ids, p)
+	ids, next := paginate(ids, func(id string) string { return id }, p)
 	bots, err := s.o.Bots.OwnedBots(ctx, owner, ids)
 	if err != nil {
 		return s.toolError("list_bots", err), nil
@@ -125,7 +125,7 @@ func (s *Server) listBots(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 }
 
 // ownedBot is the caller's bot named by the botId argument, or registry.ErrBotNotFound: the
-// same answer for a missing bot and another user's (decision "MCP server" 6).
+// same answer for a missing bot and another user's (decision "MCP server" 8).
 func (s *Server) ownedBot(ctx context.Context, req mcp.CallToolRequest) (registry.Bot, error) {
 	id, err := botIDArg(req)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 )
 
-// Page sizes of the list tools' limit argument (decision "MCP server" 5).
+// Page sizes of the list tools' limit argument (decision "MCP server" 7).
 const (
 	DefaultPageSize = 20
 	MaxPageSize     = 100
@@ -70,24 +70,22 @@ func pageOf(req mcp.CallToolRequest) (page, error) {
 	return p, nil
 }
 
-// paginate sorts keys and returns the page p asks for and the cursor of the next page
-// (empty on the last). The cursor names the last key served, not a position, so that items
-// added or removed between calls neither repeat nor skip the ones that stay.
-func paginate(keys []string, p page) ([]string, string) {
-	sort.Strings(keys)
+// paginate sorts items by key and returns the page p asks for and the cursor of the next
+// page (empty on the last). The cursor names the last key served, not a position, so that
+// items added or removed between calls neither repeat nor skip the ones that stay. Keys are
+// unique.
+func paginate[T any](items []T, key func(T) string, p page) ([]T, string) {
+	sort.Slice(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
 	start := 0
 	if p.after != "" {
-		start = sort.SearchStrings(keys, p.after)
-		if start < len(keys) && keys[start] == p.after {
-			start++
-		}
+		start = sort.Search(len(items), func(i int) bool { return key(items[i]) > p.after })
 	}
-	end := min(start+p.limit, len(keys))
-	out := keys[start:end]
-	if end == len(keys) || len(out) == 0 {
+	end := min(start+p.limit, len(items))
+	out := items[start:end]
+	if end == len(items) || len(out) == 0 {
 		return out, ""
 	}
-	return out, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + out[len(out)-1]))
+	return out, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key(out[len(out)-1])))
 }
 
 // toolError is a tool's error result: its text is a JSON object with the spec's error code,
