@@ -1,12 +1,14 @@
 package mcpd_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/shopspring/decimal"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/redis/go-redis/v9"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/trading"
@@ -76,7 +79,7 @@ func newBotFixture(t *testing.T) *botFixture {
 	t.Helper()
 	f := &botFixture{fixture: newFixture(t)}
 	f.reg = registry.New(f.rdb)
-	f.trading = trading.New(f.rdb, nil, nil)
+	f.trading = trading.New(f.rdb, nil, prices{"BTC/USDT": testkit.D("61000"), "ETH/USDT": testkit.D("2900")})
 	f.trading.Now = f.clk.Now
 	f.analyt = analytics.New(f.rdb)
 	ts := f.serve(t, func(o *mcpd.Options) { o.Bots, o.Trading, o.Analytics = f.reg, f.trading, f.analyt })
@@ -179,13 +182,13 @@ func TestGetBotOwnership(t *testing.T) {
 	}
 
 	// Another user's bot answers exactly as a missing one, for every bot tool.
-	for _, tool := range []string{"get_bot", "get_bot_risk", "get_bot_analytics"} {
-		other := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-b"})
-		missing := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-zz"})
+	for _, tool := range []string{"get_bot", "get_bot_risk", "get_bot_analytics", "list_positions", "get_position"} {
+		other := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-b", "symbol": "BTC/USDT"})
+		missing := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-zz", "symbol": "BTC/USDT"})
 		if other != missing || other != `{"code":"NOT_FOUND","message":"bot not found"}` {
 			t.Errorf("%s: another's %s, missing %s", tool, other, missing)
 		}
-		if text := toolErr(t, f.ada, tool, nil); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) ||
+		if text := toolErr(t, f.ada, tool, map[string]any{"symbol": "BTC/USDT"}); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) ||
 			!strings.Contains(text, "botId is required") {
 			t.Errorf("%s without botId: %s", tool, text)
 		}
@@ -254,4 +257,14 @@ func TestGetBotAnalytics(t *testing.T) {
 			t.Errorf("%v: %s", bad, text)
 		}
 	}
+}
+
+// prices is a fixed market: the price of each symbol, whatever the kind.
+type prices map[string]decimal.Decimal
+
+func (p prices) Price(_ context.Context, _ exchange.Kind, symbol string) (decimal.Decimal, error) {
+	if v, ok := p[symbol]; ok {
+		return v, nil
+	}
+	return decimal.Zero, fmt.Errorf("no price for %s", symbol)
 }

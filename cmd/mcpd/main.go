@@ -17,7 +17,9 @@ import (
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
@@ -27,6 +29,7 @@ var version = "dev"
 type config struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies string
 	baseURL, mcpURL, keyFile, prevKeyFile         string
+	marketData                                    string
 	rateLimit                                     int
 	redis                                         store.Options
 }
@@ -45,6 +48,7 @@ func main() {
 	flag.StringVar(&c.mcpURL, "mcp-url", "", "this server's public origin ({mcp_url}; default --base-url): OAuth tokens must name {mcp_url}/mcp as audience")
 	flag.StringVar(&c.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key")
 	flag.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
+	flag.StringVar(&c.marketData, "market-data", "simulated", "public market data for position valuations: simulated or binance")
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
 	store.BindFlags(flag.CommandLine, &c.redis)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -91,9 +95,14 @@ func run(logger *slog.Logger, c config) error {
 	if err != nil {
 		return err
 	}
+	prices, err := marketdata.FromFlag(c.marketData)
+	if err != nil {
+		return err
+	}
 	reg := daemon.NewRegistry()
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
+		Trading:   trading.New(rdb, nil, prices),
 		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	if err != nil {
