@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
@@ -63,6 +64,8 @@ type Options struct {
 	// Trading reads bots' risk metrics, positions and orders (nil: on Redis, without market
 	// data, which the risk metrics do not need).
 	Trading *trading.API
+	// Book reads bots' orders (nil: on Redis).
+	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
 	Analytics *analytics.Analytics
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
@@ -119,6 +122,9 @@ func New(o Options) (*Server, error) {
 	if o.Trading == nil {
 		o.Trading = trading.New(o.Redis, nil, nil)
 	}
+	if o.Book == nil {
+		o.Book = position.NewBook(o.Redis)
+	}
 	if o.Analytics == nil {
 		o.Analytics = analytics.New(o.Redis)
 	}
@@ -134,7 +140,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/shopspring/decimal"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
