@@ -140,7 +140,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}
