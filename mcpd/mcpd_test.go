@@ -55,7 +55,7 @@ func TestInitializeAndListTools(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		if want := []string{"authenticate", "check_auth", "get_bot", "get_bot_analytics", "get_bot_risk", "get_order", "get_position", "get_signal", "list_bots", "list_positions", "list_trades",
+		if want := []string{"authenticate", "check_auth", "get_bot", "get_bot_analytics", "get_bot_risk", "get_order", "get_portfolio", "get_position", "get_signal", "list_bots", "list_positions", "list_trades",
 			"login", "logout", "set_token"}; !slices.Equal(names, want) {
 			t.Fatalf("version %q: tools %v, want %v", version, names, want)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/trading"
@@ -64,6 +65,9 @@ type Options struct {
 	// Trading reads bots' risk metrics, positions and orders (nil: on Redis, without market
 	// data, which the risk metrics do not need).
 	Trading *trading.API
+	// Portfolio computes the caller's portfolio (nil: on Redis, with no market data and no
+	// exchange access).
+	Portfolio *portfolio.Service
 	// Book reads bots' orders (nil: on Redis).
 	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
@@ -122,6 +126,9 @@ func New(o Options) (*Server, error) {
 	if o.Trading == nil {
 		o.Trading = trading.New(o.Redis, nil, nil)
 	}
+	if o.Portfolio == nil {
+		o.Portfolio = portfolio.New(portfolio.Options{Redis: o.Redis, Now: o.Now})
+	}
 	if o.Book == nil {
 		o.Book = position.NewBook(o.Redis)
 	}
@@ -140,7 +147,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/trading"
@@ -72,6 +73,7 @@ type botFixture struct {
 	reg      *registry.Registry
 	trading  *trading.API
 	analyt   *analytics.Analytics
+	folio    *portfolio.Service
 	ada, bob *client.Client
 }
 
@@ -79,10 +81,12 @@ func newBotFixture(t *testing.T) *botFixture {
 	t.Helper()
 	f := &botFixture{fixture: newFixture(t)}
 	f.reg = registry.New(f.rdb)
-	f.trading = trading.New(f.rdb, nil, prices{"BTC/USDT": testkit.D("61000"), "ETH/USDT": testkit.D("2900")})
+	market := prices{"BTC/USDT": testkit.D("61000"), "ETH/USDT": testkit.D("2900")}
+	f.trading = trading.New(f.rdb, nil, market)
+	f.folio = portfolio.New(portfolio.Options{Redis: f.rdb, Prices: market, Now: f.clk.Now})
 	f.trading.Now = f.clk.Now
 	f.analyt = analytics.New(f.rdb)
-	ts := f.serve(t, func(o *mcpd.Options) { o.Bots, o.Trading, o.Analytics = f.reg, f.trading, f.analyt })
+	ts := f.serve(t, func(o *mcpd.Options) { o.Bots, o.Trading, o.Analytics, o.Portfolio = f.reg, f.trading, f.analyt, f.folio })
 	ada := f.user(t, "Ada@Example.com", auth.TierPro)
 	bob := f.user(t, "bob@example.com", auth.TierPro)
 	tok, _ := f.oauthToken(t, ada, "agent", auth.ScopeRead, testResource)

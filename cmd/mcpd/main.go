@@ -18,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
@@ -103,6 +104,9 @@ func run(logger *slog.Logger, c config) error {
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
 		Trading:   trading.New(rdb, nil, prices),
+		// Without the master key, get_portfolio lists exchange connections with the error
+		// "credentials unavailable" (portfolio.Options.Clients).
+		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),
 		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	if err != nil {
