@@ -86,7 +86,9 @@ func newBotFixture(t *testing.T) *botFixture {
 	f.folio = portfolio.New(portfolio.Options{Redis: f.rdb, Prices: market, Now: f.clk.Now})
 	f.trading.Now = f.clk.Now
 	f.analyt = analytics.New(f.rdb)
-	ts := f.serve(t, func(o *mcpd.Options) { o.Bots, o.Trading, o.Analytics, o.Portfolio = f.reg, f.trading, f.analyt, f.folio })
+	ts := f.serve(t, func(o *mcpd.Options) {
+		o.Bots, o.Trading, o.Analytics, o.Portfolio = f.reg, f.trading, f.analyt, f.folio
+	})
 	ada := f.user(t, "Ada@Example.com", auth.TierPro)
 	bob := f.user(t, "bob@example.com", auth.TierPro)
 	tok, _ := f.oauthToken(t, ada, "agent", auth.ScopeRead, testResource)

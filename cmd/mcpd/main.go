@@ -103,7 +103,7 @@ func run(logger *slog.Logger, c config) error {
 	reg := daemon.NewRegistry()
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
-		Trading:   trading.New(rdb, nil, prices),
+		Trading: trading.New(rdb, nil, prices),
 		// Without the master key, get_portfolio lists exchange connections with the error
 		// "credentials unavailable" (portfolio.Options.Clients).
 		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),
