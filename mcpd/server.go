@@ -23,6 +23,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
@@ -68,6 +69,8 @@ type Options struct {
 	// Portfolio computes the caller's portfolio (nil: on Redis, with no market data and no
 	// exchange access).
 	Portfolio *portfolio.Service
+	// Candles serves get_candles (nil: the tool is not registered).
+	Candles *candles.Service
 	// Book reads bots' orders (nil: on Redis).
 	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
@@ -147,7 +150,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

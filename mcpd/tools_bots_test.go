@@ -16,10 +16,13 @@ import (
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/trading"
 )
 
@@ -74,6 +77,7 @@ type botFixture struct {
 	trading  *trading.API
 	analyt   *analytics.Analytics
 	folio    *portfolio.Service
+	candles  *candles.Service
 	ada, bob *client.Client
 }
 
@@ -86,8 +90,13 @@ func newBotFixture(t *testing.T) *botFixture {
 	f.folio = portfolio.New(portfolio.Options{Redis: f.rdb, Prices: market, Now: f.clk.Now})
 	f.trading.Now = f.clk.Now
 	f.analyt = analytics.New(f.rdb)
+	sim := marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7, Now: f.clk.Now})
+	idx := signal.NewSymbols(sim.Symbols())
+	// No venues: every exchange answers from the simulated fallback, so nothing leaves the machine.
+	f.candles = candles.New(candles.Options{Redis: f.rdb, Now: f.clk.Now, Fallback: sim,
+		Symbols: func() *signal.Symbols { return idx }, Venues: map[string]candles.Venue{}})
 	ts := f.serve(t, func(o *mcpd.Options) {
-		o.Bots, o.Trading, o.Analytics, o.Portfolio = f.reg, f.trading, f.analyt, f.folio
+		o.Bots, o.Trading, o.Analytics, o.Portfolio, o.Candles = f.reg, f.trading, f.analyt, f.folio, f.candles
 	})
 	ada := f.user(t, "Ada@Example.com", auth.TierPro)
 	bob := f.user(t, "bob@example.com", auth.TierPro)
