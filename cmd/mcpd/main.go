@@ -16,12 +16,16 @@ import (
 
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
+	"github.com/sigops/sigops/webhookd"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -100,6 +104,10 @@ func run(logger *slog.Logger, c config) error {
 	if err != nil {
 		return err
 	}
+	// Symbols for get_candles: webhookd's index (the paper catalogue plus what validated
+	// exchange connections recorded), refreshed the same way.
+	known := webhookd.NewKnownSymbols(paper.Symbols())
+	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
 	reg := daemon.NewRegistry()
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
@@ -107,6 +115,8 @@ func run(logger *slog.Logger, c config) error {
 		// Without the master key, get_portfolio lists exchange connections with the error
 		// "credentials unavailable" (portfolio.Options.Clients).
 		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),
+		// The --market-data source is the candles' fallback, as in webhookd.
+		Candles:   candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger}),
 		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	if err != nil {
