@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
@@ -119,18 +120,27 @@ func (f *Fleet) Update(ctx context.Context, c Caller, id string, patch json.RawM
 	if _, ok := fields["owner"]; ok {
 		return nil, errs.New(errs.InvalidParameter, "spec.owner: a bot's owner cannot change")
 	}
-	bot, err := f.managed(ctx, c, id)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": bot.ResourceVersion},
-		"spec":     json.RawMessage(patch),
+	// The patch carries the resourceVersion the ownership check read, so it never lands on
+	// another object of the same name. The controller writes the bot's status often, which
+	// moves the resourceVersion too: a conflict therefore re-reads, re-checks and applies
+	// the same patch again (a merge patch of the user's fields is the same intent on the
+	// newer object).
+	var bot *tradingv1.SignalBot
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if bot, err = f.managed(ctx, c, id); err != nil {
+			return err
+		}
+		body, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": bot.ResourceVersion},
+			"spec":     json.RawMessage(patch),
+		})
+		if err != nil {
+			return err
+		}
+		return f.k8s.Patch(ctx, bot, client.RawPatch(types.MergePatchType, body))
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := f.k8s.Patch(ctx, bot, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return nil, apiError(err)
 	}
 	return bot, nil
