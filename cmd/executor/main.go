@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
@@ -115,33 +117,14 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
 	strategies := strategyrun.New(sopts)
-	// The Strategy Lab serves the jobs of the partitions this executor's queue consumer
-	// holds: the partition lease is the job lease.
-	// Its blocking reads (one per partition) get their own pool too, for the same reason as
-	// the consumer's.
-	lrdb, err := queue.DedicatedClient(ctx, ro)
+	engine, closeLab, err := labEngine(ctx, ro, consumer, &lo)
 	if err != nil {
 		return err
 	}
-	defer lrdb.Close()
-	lo.Redis, lo.Owned, lo.Name, lo.Metrics = lrdb, consumer.Owned, consumer.Name(), lab.NewMetrics()
-	engine := lab.NewEngine(lo)
+	defer closeLab()
 
-	reg := daemon.NewRegistry()
-	reg.MustRegister(exec.Collectors()...)
-	reg.MustRegister(consumer.Collectors()...)
-	reg.MustRegister(strategies.Collectors()...)
-	reg.MustRegister(lo.Metrics.Collectors()...)
-	probes := http.NewServeMux()
-	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := rdb.Ping(r.Context()).Err(); err != nil {
-			http.Error(w, "redis unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-	ops := daemon.OpsServer(metricsAddr, reg, probes)
+	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
+		lo.Metrics.Collectors())
 
 	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
 	g, gctx := errgroup.WithContext(ctx)
@@ -167,4 +150,36 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 		return nil
 	}
 	return err
+}
+
+// labEngine builds the Strategy Lab's engine. It serves the jobs of the partitions this
+// executor's queue consumer holds (the partition lease is the job lease), and its blocking
+// reads (one per partition) get a pool of their own, for the same reason as the
+// consumer's. lo.Metrics is set for registration.
+func labEngine(ctx context.Context, ro store.Options, consumer *queue.Consumer, lo *lab.EngineOptions) (*lab.Engine, func() error, error) {
+	lrdb, err := queue.DedicatedClient(ctx, ro)
+	if err != nil {
+		return nil, nil, err
+	}
+	lo.Redis, lo.Owned, lo.Name, lo.Metrics = lrdb, consumer.Owned, consumer.Name(), lab.NewMetrics()
+	return lab.NewEngine(*lo), lrdb.Close, nil
+}
+
+// opsServer serves /metrics with the given collectors, /healthz, and /readyz (Redis
+// answers).
+func opsServer(addr string, rdb redis.UniversalClient, collectors ...[]prometheus.Collector) *http.Server {
+	reg := daemon.NewRegistry()
+	for _, c := range collectors {
+		reg.MustRegister(c...)
+	}
+	probes := http.NewServeMux()
+	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := rdb.Ping(r.Context()).Err(); err != nil {
+			http.Error(w, "redis unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	return daemon.OpsServer(addr, reg, probes)
 }

@@ -371,60 +371,79 @@ func (e *Executor) planManual(ctx context.Context, j *job, req order.Request) (p
 		return plan{}, err
 	}
 	if req.Type == order.Close {
-		sig := signal.Signal{Action: signal.Close, Symbol: req.Symbol}
-		if req.ClosePercent != nil && !req.ClosePercent.Equal(decimal.NewFromInt(100)) {
-			sig.Size = &signal.Amount{Value: *req.ClosePercent, Percent: true}
-		}
-		return e.planClose(ctx, j, sig)
+		return e.planClose(ctx, j, manualClose(req))
 	}
 	sym, err := e.resolve(j, req.Symbol)
 	if err != nil {
 		return plan{}, err
 	}
-	m := j.markets[sym]
 	pos, err := e.position(ctx, j, sym)
 	if err != nil {
 		return plan{}, err
 	}
+	var l leg
 	switch req.Type {
 	case exchange.StopLoss, exchange.TakeProfit:
-		if pos == nil {
-			return plan{}, errs.New(errs.PositionNotFound, "no open %s position to protect", sym)
-		}
-		stop := req.Type == exchange.StopLoss
-		trigger := req.StopPrice
-		if !stop {
-			trigger = req.TakeProfitPrice
-		}
-		price, err := order.LimitPrice(m, *trigger)
-		if err != nil {
-			return plan{}, err
-		}
-		now, err := j.acct.Exchange.Ticker(ctx, j.kind, sym)
-		if err != nil {
-			return plan{}, err
-		}
-		l := leg{Op: opProtect, Symbol: sym, Side: pos.Side, ClosePercent: *req.ClosePercent, PositionID: pos.ID}
-		a := &signal.Amount{Value: price}
-		if stop {
-			l.StopLoss = a
-			err = order.CheckExit(pos.Side, a, now, true)
-		} else {
-			l.TakeProfit = a
-			err = order.CheckExit(pos.Side, a, now, false)
-		}
-		if err != nil {
-			return plan{}, err
-		}
-		return plan{Legs: []leg{l}}, nil
+		l, err = e.manualProtect(ctx, j, req, sym, pos)
+	default:
+		l, err = e.manualOrder(ctx, j, req, sym, pos)
 	}
+	if err != nil {
+		return plan{}, err
+	}
+	return plan{Legs: []leg{l}}, nil
+}
+
+// manualClose is a close request as the close signal planClose plans: all of the position,
+// or closePercent of it.
+func manualClose(req order.Request) signal.Signal {
+	sig := signal.Signal{Action: signal.Close, Symbol: req.Symbol}
+	if req.ClosePercent != nil && !req.ClosePercent.Equal(decimal.NewFromInt(100)) {
+		sig.Size = &signal.Amount{Value: *req.ClosePercent, Percent: true}
+	}
+	return sig
+}
+
+// manualProtect is the leg of a stop_loss or take_profit request: the open position's exit
+// at the trigger rounded to the tick, on the protecting side of the market price.
+func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request, sym string, pos *position.Position) (leg, error) {
+	if pos == nil {
+		return leg{}, errs.New(errs.PositionNotFound, "no open %s position to protect", sym)
+	}
+	stop := req.Type == exchange.StopLoss
+	trigger := req.StopPrice
+	if !stop {
+		trigger = req.TakeProfitPrice
+	}
+	price, err := order.LimitPrice(j.markets[sym], *trigger)
+	if err != nil {
+		return leg{}, err
+	}
+	now, err := j.acct.Exchange.Ticker(ctx, j.kind, sym)
+	if err != nil {
+		return leg{}, err
+	}
+	l := leg{Op: opProtect, Symbol: sym, Side: pos.Side, ClosePercent: *req.ClosePercent, PositionID: pos.ID}
+	a := &signal.Amount{Value: price}
+	if stop {
+		l.StopLoss = a
+	} else {
+		l.TakeProfit = a
+	}
+	return l, order.CheckExit(pos.Side, a, now, stop)
+}
+
+// manualOrder is the leg of a market or limit request: it reduces a position open on the
+// other side, adds to one on its side, or opens one.
+func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, sym string, pos *position.Position) (leg, error) {
+	m := j.markets[sym]
 	side := position.SideOf(req.Side)
 	l := leg{Symbol: sym, Side: side, Type: req.Type, Size: &signal.Amount{Value: *req.Amount},
 		Leverage: order.Leverage(j.kind, 0, j.bot.Leverage), Reason: reasonManual}
 	if req.Type == exchange.Limit {
 		lp, err := order.LimitPrice(m, *req.Price)
 		if err != nil {
-			return plan{}, err
+			return leg{}, err
 		}
 		l.Price = &lp
 	}
@@ -432,19 +451,19 @@ func (e *Executor) planManual(ctx context.Context, j *job, req order.Request) (p
 	case pos != nil && pos.Side != side:
 		l.Op, l.Side = opReduce, pos.Side
 	case j.kind == exchange.Spot && side == position.Short:
-		return plan{}, errs.New(errs.PositionNotFound, "no %s holding to sell (spot has no shorts)", sym)
+		return leg{}, errs.New(errs.PositionNotFound, "no %s holding to sell (spot has no shorts)", sym)
 	case pos != nil:
 		l.Op, l.Leverage = opAdd, pos.Leverage
 	default:
 		l.Op = opOpen
 		if err := defaultExits(j, &l); err != nil {
-			return plan{}, err
+			return leg{}, err
 		}
 		if err := e.checkExits(ctx, j, m, l); err != nil {
-			return plan{}, err
+			return leg{}, err
 		}
 	}
-	return plan{Legs: []leg{l}}, nil
+	return l, nil
 }
 
 // defaultExits fills a new position's missing stop-loss and take-profit from the bot.
