@@ -100,6 +100,13 @@ func (s *Service) shared(ctx context.Context, src source, q query, key string) (
 			var won bool
 			won, err = s.o.Redis.SetNX(ctx, lock, token, s.o.LockTTL).Result()
 			if err == nil && won {
+				// Another replica may have stored the entry and released the lock between
+				// the read above and the SET NX: read once more before fetching, so that
+				// a series is still fetched once across replicas.
+				if e, err = s.read(ctx, key); err == nil && e != nil {
+					s.release(ctx, lock, token)
+					return e, nil
+				}
 				return s.fetchAndStore(ctx, src, q, key, lock, token)
 			}
 		}
@@ -149,6 +156,14 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
 return 1`)
 
+// release drops the fetch lock if this replica still holds it; a failure only delays the
+// other replicas until the lock expires.
+func (s *Service) release(ctx context.Context, lock, token string) {
+	if err := releaseScript.Run(ctx, s.o.Redis, []string{lock}, token).Err(); err != nil {
+		s.o.Logger.Warn("cannot release the candles lock", "key", lock, "err", err)
+	}
+}
+
 // releaseScript drops the lock if this replica still holds it: KEYS[1] the lock, ARGV[1]
 // the token.
 var releaseScript = redis.NewScript(`
@@ -163,9 +178,7 @@ const entryGrace = 5 * time.Second
 func (s *Service) fetchAndStore(ctx context.Context, src source, q query, key, lock, token string) (*entry, error) {
 	e, err := s.fetch(ctx, src, q)
 	if err != nil {
-		if rerr := releaseScript.Run(ctx, s.o.Redis, []string{lock}, token).Err(); rerr != nil {
-			s.o.Logger.Warn("cannot release the candles lock", "key", lock, "err", rerr)
-		}
+		s.release(ctx, lock, token)
 		return nil, err
 	}
 	raw, err := json.Marshal(e.record())
