@@ -11,6 +11,8 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	calls    *prometheus.CounterVec
+	// auditFailures counts changing calls whose audit record could not be written.
+	auditFailures prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -23,11 +25,15 @@ func newMetrics() *metrics {
 			Name: "sigops_mcp_tool_calls_total",
 			Help: "Tool calls that reached their tool, by tool and result (ok, error).",
 		}, []string{"tool", "result"}),
+		auditFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sigops_mcp_audit_failures_total",
+			Help: "Calls of changing tools whose audit journal record could not be written (the call's answer stands).",
+		}),
 	}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.calls} {
+	for _, c := range []prometheus.Collector{m.requests, m.calls, m.auditFailures} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package mcpd
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -14,10 +15,38 @@ import (
 // annotations), the scope a call needs and its handler.
 type Tool struct {
 	Def mcp.Tool
-	// Scope is the OAuth scope a call needs: auth.ScopeRead, ScopePaper or ScopeLive
+	// Scope is the OAuth scope every call needs: auth.ScopeRead, ScopePaper or ScopeLive
 	// (hierarchical: mcp:live covers the others). Bearer JWTs are not limited by scope.
-	Scope   string
+	Scope string
+	// ScopeFor, when set, is the scope this call needs given the caller and its arguments:
+	// an action on a paper bot needs mcp:paper and the same action on an exchange bot
+	// mcp:live. It is read before mcp-go sees the call (the HTTP 403) and again inside the
+	// call (the venue may change in between). An answer below Scope counts as Scope. A
+	// bot that is missing or another user's must answer Scope, so that the tool's own
+	// NOT_FOUND answers alike for both; an error is a failure to read (Redis).
+	ScopeFor func(ctx context.Context, userID string, args map[string]any) (string, error)
+	// ScopeRule says in words when ScopeFor asks for more than Scope, for the docs table
+	// ("mcp:live on an exchange bot"); required with ScopeFor.
+	ScopeRule string
+	// Changes marks a tool that changes something: every call is written to the caller's
+	// audit journal with its arguments (secrets removed) and outcome.
+	Changes bool
 	Handler server.ToolHandlerFunc
+}
+
+// scopeOf is the scope a call of t with args needs.
+func (t Tool) scopeOf(ctx context.Context, userID string, args map[string]any) (string, error) {
+	if t.ScopeFor == nil {
+		return t.Scope, nil
+	}
+	need, err := t.ScopeFor(ctx, userID, args)
+	if err != nil {
+		return "", err
+	}
+	if auth.ScopeLevel(need) < auth.ScopeLevel(t.Scope) {
+		return t.Scope, nil
+	}
+	return need, nil
 }
 
 // Registry holds the tools by name; the scope check reads it before mcp-go handles a call.
@@ -38,6 +67,9 @@ func (r *Registry) Add(t Tool) error {
 	if auth.ScopeLevel(t.Scope) == 0 || t.Scope == auth.ScopeLegacy {
 		return fmt.Errorf("mcpd: tool %q: scope %q is not one of %v", t.Def.Name, t.Scope, auth.SupportedScopes)
 	}
+	if (t.ScopeFor == nil) != (t.ScopeRule == "") {
+		return fmt.Errorf("mcpd: tool %q: ScopeFor and ScopeRule go together", t.Def.Name)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.tools[t.Def.Name]; ok {
@@ -47,12 +79,12 @@ func (r *Registry) Add(t Tool) error {
 	return nil
 }
 
-// Scope is the scope the named tool needs; false for an unknown tool.
-func (r *Registry) Scope(name string) (string, bool) {
+// Get is the named tool; false for an unknown tool.
+func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	t, ok := r.tools[name]
-	return t.Scope, ok
+	return t, ok
 }
 
 // Names lists the registered tools.

@@ -2,6 +2,7 @@ package mcpd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -20,7 +21,8 @@ const MaxBodyBytes = 1 << 20
 type rpcCall struct {
 	Method string `json:"method"`
 	Params struct {
-		Name string `json:"name"`
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
 	} `json:"params"`
 }
 
@@ -48,28 +50,37 @@ func (s *Server) checkScope(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		p, _ := auth.PrincipalFrom(r.Context())
-		if need, ok := s.neededScope(body); ok && p != nil && !p.Allows(need) {
-			s.metrics.requests.WithLabelValues("insufficient_scope").Inc()
-			auth.WriteInsufficientScopeHeld(w, need, p.Scope, s.metadataURL)
-			return
+		if p != nil && p.Kind != auth.KindAPI {
+			need, ok, err := s.neededScope(r.Context(), p.UserID, body)
+			if err != nil {
+				s.refuse(w, err)
+				return
+			}
+			if ok && !p.Allows(need) {
+				s.metrics.requests.WithLabelValues("insufficient_scope").Inc()
+				auth.WriteInsufficientScopeHeld(w, need, p.Scope, s.metadataURL)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
 // neededScope is the highest scope the tools/call messages of body need (a single message,
-// or a batch, which revisions before 2025-06-18 allow); false when it calls no known tool.
-func (s *Server) neededScope(body []byte) (string, bool) {
+// or a batch, which revisions before 2025-06-18 allow) when userID makes them; false when
+// it calls no known tool. Bearer JWTs skip it: they are not limited by scope, and a
+// per-venue scope would cost them a read for nothing.
+func (s *Server) neededScope(ctx context.Context, userID string, body []byte) (string, bool, error) {
 	var calls []rpcCall
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if json.Unmarshal(trimmed, &calls) != nil {
-			return "", false
+			return "", false, nil
 		}
 	} else {
 		var c rpcCall
 		if json.Unmarshal(trimmed, &c) != nil {
-			return "", false
+			return "", false, nil
 		}
 		calls = []rpcCall{c}
 	}
@@ -78,9 +89,18 @@ func (s *Server) neededScope(body []byte) (string, bool) {
 		if c.Method != "tools/call" {
 			continue
 		}
-		if sc, ok := s.tools.Scope(c.Params.Name); ok && auth.ScopeLevel(sc) > auth.ScopeLevel(need) {
-			need, found = sc, true
+		t, ok := s.tools.Get(c.Params.Name)
+		if !ok {
+			continue
 		}
+		sc, err := t.scopeOf(ctx, userID, c.Params.Arguments)
+		if err != nil {
+			return "", false, err
+		}
+		if auth.ScopeLevel(sc) > auth.ScopeLevel(need) {
+			need = sc
+		}
+		found = true
 	}
-	return need, found
+	return need, found, nil
 }

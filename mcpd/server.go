@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/httpapi"
@@ -75,6 +76,8 @@ type Options struct {
 	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
 	Analytics *analytics.Analytics
+	// Audit records the calls of tools that change something (nil: a journal on Redis).
+	Audit *audit.Journal
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
 	Tools []Tool
 	Ready func(ctx context.Context) error
@@ -138,6 +141,9 @@ func New(o Options) (*Server, error) {
 	if o.Analytics == nil {
 		o.Analytics = analytics.New(o.Redis)
 	}
+	if o.Audit == nil {
+		o.Audit = audit.New(o.Redis, audit.Options{Now: o.Now})
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -154,7 +160,7 @@ func New(o Options) (*Server, error) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}
-		s.mcp.AddTool(t.Def, s.metrics.counted(t.Def.Name, t.Handler))
+		s.mcp.AddTool(t.Def, s.guarded(t))
 	}
 	// Stateless: no session ID is issued or required, so a request needs nothing a replica
 	// remembers (decision "MCP server" 1). DNS rebinding protection is off: the server is

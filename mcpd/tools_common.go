@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sigops/sigops/runtime/auth"
-	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 )
 
@@ -120,18 +119,13 @@ func structured(v any) (*mcp.CallToolResult, error) {
 	return mcp.NewToolResultStructured(v, string(text)), nil
 }
 
-// owner is the email (canonical form) of the user the request speaks for: bots and accounts
-// name their owner by it.
+// owner is the email (canonical form) of the user the request speaks for.
 func (s *Server) owner(ctx context.Context) (string, error) {
 	p, ok := auth.PrincipalFrom(ctx)
 	if !ok {
 		return "", errors.New("mcpd: no principal in the request context")
 	}
-	u, err := s.o.Users.Get(ctx, p.UserID)
-	if err != nil {
-		return "", err
-	}
-	return emails.Canonical(u.Email), nil
+	return s.ownerOf(ctx, p.UserID)
 }
 
 // botIDArg reads the required botId argument.

@@ -57,6 +57,11 @@ const (
 	// repository; fleet refuses it. Ours: 409, because the bot exists and the caller owns it,
 	// but its state is another writer's.
 	ManagedByGitOps Code = "MANAGED_BY_GITOPS"
+	// InsufficientScope: an OAuth token's scope does not cover the call (an MCP tool on a
+	// live bot with an mcp:paper token). The HTTP answer is RFC 6750's 403
+	// insufficient_scope; the code names the same refusal inside a tool result, for a
+	// call whose bot changed venue between the scope check and the tool.
+	InsufficientScope Code = "INSUFFICIENT_SCOPE"
 )
 
 type codeInfo struct {
@@ -96,6 +101,7 @@ var codes = map[Code]codeInfo{
 	NotFound:             {http.StatusNotFound, 0},
 	TierNotAllowed:       {http.StatusForbidden, 0},
 	ManagedByGitOps:      {http.StatusConflict, 0},
+	InsufficientScope:    {http.StatusForbidden, 0},
 }
 
 // Codes are the known codes, sorted: the list a client may see, which the OpenAPI

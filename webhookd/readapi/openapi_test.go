@@ -259,7 +259,7 @@ func webhookCodes() map[errs.Code]bool {
 	out := map[errs.Code]bool{}
 	for _, c := range errs.Codes() {
 		switch c {
-		case errs.InvalidParameter, errs.NotFound, errs.Unauthorized, errs.TierNotAllowed, errs.ManagedByGitOps:
+		case errs.InvalidParameter, errs.NotFound, errs.Unauthorized, errs.TierNotAllowed, errs.ManagedByGitOps, errs.InsufficientScope:
 		default:
 			out[c] = true
 		}

@@ -1,0 +1,129 @@
+package mcpd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sigops/sigops/runtime/audit"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/emails"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// guarded wraps t's handler with what every call of it needs besides its own work: the
+// per-call scope read again inside the call (a bot may have changed venue since the HTTP
+// check), the audit record of a tool that changes something, and the call counter.
+func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
+	name := t.Def.Name
+	return s.metrics.counted(name, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, ok := auth.PrincipalFrom(ctx)
+		if !ok {
+			return nil, errors.New("mcpd: a tool call without a principal")
+		}
+		if t.ScopeFor != nil && p.Kind != auth.KindAPI {
+			need, err := t.scopeOf(ctx, p.UserID, req.GetArguments())
+			if err != nil {
+				return s.toolError(name, err), nil
+			}
+			if !p.Allows(need) {
+				return s.toolError(name, errs.New(errs.InsufficientScope,
+					"this call needs the %s scope and the token holds %q; ask the user to authorize %s (do not log out without their approval)",
+					need, p.Scope, need)), nil
+			}
+		}
+		res, err := t.Handler(ctx, req)
+		if t.Changes {
+			s.record(ctx, p, name, req, res, err)
+		}
+		return res, err
+	})
+}
+
+// record writes a changing call to the caller's audit journal. A journal that cannot be
+// written is logged and the call's answer stands: the change has happened, and failing
+// the call would make an agent retry it.
+func (s *Server) record(ctx context.Context, p *auth.Principal, tool string, req mcp.CallToolRequest, res *mcp.CallToolResult, callErr error) {
+	args, err := json.Marshal(req.GetArguments())
+	if err != nil {
+		args = nil
+	}
+	e := audit.Entry{UserID: p.UserID, ClientID: p.ClientID, Channel: audit.ChannelMCP, Tool: tool,
+		Arguments: args, Outcome: outcomeOf(res, callErr)}
+	if p.Kind == auth.KindOAuth && p.ClientID != "" {
+		if c, err := s.o.OAuth.GetClient(ctx, p.ClientID); err == nil {
+			e.ClientName = c.Name
+		}
+	}
+	if err := s.o.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		s.metrics.auditFailures.Inc()
+		s.o.Logger.Error("mcpd: audit record failed", "tool", tool, "user", p.UserID, "err", err)
+	}
+}
+
+// outcomeOf is the audit outcome of a call: its Go error, or the code and message of an
+// error result (toolError's JSON text).
+func outcomeOf(res *mcp.CallToolResult, err error) audit.Outcome {
+	if err != nil || res == nil {
+		return audit.OutcomeOf(err)
+	}
+	if !res.IsError {
+		return audit.Outcome{OK: true}
+	}
+	var body struct {
+		Code    errs.Code `json:"code"`
+		Message string    `json:"message"`
+	}
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok && json.Unmarshal([]byte(t.Text), &body) == nil && body.Code != "" {
+			return audit.Outcome{Code: body.Code, Message: body.Message}
+		}
+	}
+	return audit.Outcome{Code: errs.InternalError, Message: audit.InternalMessage}
+}
+
+// botVenueScope is the ScopeFor of a tool that acts on the bot named by its botId
+// argument: mcp:live on a bot trading on an exchange, mcp:paper otherwise. A missing
+// argument, or a bot that is missing or another user's, asks for mcp:paper, and the tool
+// answers INVALID_PARAMETER or NOT_FOUND itself.
+func (s *Server) botVenueScope(ctx context.Context, userID string, args map[string]any) (string, error) {
+	id, _ := args["botId"].(string)
+	if id == "" {
+		return auth.ScopePaper, nil
+	}
+	owner, err := s.ownerOf(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	bot, err := registry.Owned(ctx, s.o.Bots, id, owner)
+	if errors.Is(err, registry.ErrBotNotFound) {
+		return auth.ScopePaper, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return venueScope(bot.Account.Kind), nil
+}
+
+// venueScope is the scope an action on an account of kind needs: a live exchange is
+// mcp:live, a paper account mcp:paper.
+func venueScope(kind string) string {
+	if kind == registry.AccountExchange {
+		return auth.ScopeLive
+	}
+	return auth.ScopePaper
+}
+
+// ownerOf is the email (canonical form) of userID: bots and accounts name their owner by
+// it.
+func (s *Server) ownerOf(ctx context.Context, userID string) (string, error) {
+	u, err := s.o.Users.Get(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	return emails.Canonical(u.Email), nil
+}
