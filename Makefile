@@ -34,6 +34,10 @@ manifests: controller-gen ## Generate CRDs and RBAC into config/.
 generate: controller-gen ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: docs-mcp
+docs-mcp: ## Write docs/mcp-tools.md (the MCP tools, their scopes and inputs) from mcpd's registry.
+	go test ./mcpd -run TestToolsDocIsCurrent -count=1 -update
+
 .PHONY: fmt
 fmt: ## gofmt the code.
 	go fmt ./...

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 )
 
@@ -43,6 +44,9 @@ type Options struct {
 	// at once, and computations waiting for a slot before a login is refused with 429
 	// (zero: auth.DefaultHashConcurrency, auth.DefaultHashQueue; a negative queue: none wait).
 	HashConcurrency, HashQueue int
+	// Audit is the journal GET /api/user/audit reads (nil: one on Redis with the default
+	// retention).
+	Audit *audit.Journal
 	// Version is the server card's version.
 	Version string
 	// Ready reports whether the server can take traffic (Redis reachable).
@@ -62,6 +66,7 @@ type Server struct {
 	issuer   *auth.Issuer
 	verifier *auth.Verifier
 	limiter  *auth.Limiter
+	audit    *audit.Journal
 	gate     *auth.LoginGate
 	metrics  *metrics
 	pages    *pages
@@ -123,6 +128,10 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.limiter = auth.NewLimiter(o.Redis)
+	s.audit = o.Audit
+	if s.audit == nil {
+		s.audit = audit.New(o.Redis, audit.Options{Now: o.Now})
+	}
 	s.gate = auth.NewLoginGate(o.Redis, o.LoginPerAccount, o.LoginPerIP)
 	s.metrics = newMetrics(s.users.Verifications)
 	if o.Registerer != nil {
@@ -185,6 +194,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/api/auth/login", s.handleAPILogin)
 		r.Post("/api/auth/logout", s.handleAPILogout)
 		r.Get("/api/user/me", s.handleMe)
+		r.Get("/api/user/audit", s.handleAudit)
 
 		r.Get("/login", s.handleLoginPage)
 		r.Post("/login", s.handleLoginForm)

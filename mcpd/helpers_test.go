@@ -62,6 +62,14 @@ func newFixture(t testing.TB) *fixture {
 // serve starts one mcpd replica over TLS on the fixture's Redis; with adjusts its options.
 func (f *fixture) serve(t testing.TB, with ...func(*mcpd.Options)) *httptest.Server {
 	t.Helper()
+	ts := httptest.NewTLSServer(f.server(t, with...).Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// server is an mcpd server on the fixture's Redis; with adjusts its options.
+func (f *fixture) server(t testing.TB, with ...func(*mcpd.Options)) *mcpd.Server {
+	t.Helper()
 	v, err := auth.NewVerifier(auth.VerifierOptions{Redis: f.rdb, Keys: f.keys, Issuer: testBase,
 		Audiences: []string{testResource, testAPI}, CacheTTL: time.Nanosecond, Now: f.clk.Now})
 	if err != nil {
@@ -76,9 +84,7 @@ func (f *fixture) serve(t testing.TB, with ...func(*mcpd.Options)) *httptest.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewTLSServer(s.Handler())
-	t.Cleanup(ts.Close)
-	return ts
+	return s
 }
 
 func (f *fixture) user(t testing.TB, email, tier string) auth.User {

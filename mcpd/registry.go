@@ -53,6 +53,8 @@ func (t Tool) scopeOf(ctx context.Context, userID string, args map[string]any) (
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
+	// order is the registration order: the docs table lists the tools in it, by group.
+	order []string
 }
 
 // NewRegistry returns an empty registry.
@@ -76,6 +78,7 @@ func (r *Registry) Add(t Tool) error {
 		return fmt.Errorf("mcpd: tool %q registered twice", t.Def.Name)
 	}
 	r.tools[t.Def.Name] = t
+	r.order = append(r.order, t.Def.Name)
 	return nil
 }
 
@@ -87,13 +90,13 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return t, ok
 }
 
-// Names lists the registered tools.
-func (r *Registry) Names() []string {
+// List is the registered tools in registration order.
+func (r *Registry) List() []Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.tools))
-	for n := range r.tools {
-		out = append(out, n)
+	out := make([]Tool, len(r.order))
+	for i, n := range r.order {
+		out[i] = r.tools[n]
 	}
 	return out
 }

@@ -90,11 +90,7 @@ func newBotFixture(t *testing.T) *botFixture {
 	f.folio = portfolio.New(portfolio.Options{Redis: f.rdb, Prices: market, Now: f.clk.Now})
 	f.trading.Now = f.clk.Now
 	f.analyt = analytics.New(f.rdb)
-	sim := marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7, Now: f.clk.Now})
-	idx := signal.NewSymbols(sim.Symbols())
-	// No venues: every exchange answers from the simulated fallback, so nothing leaves the machine.
-	f.candles = candles.New(candles.Options{Redis: f.rdb, Now: f.clk.Now, Fallback: sim,
-		Symbols: func() *signal.Symbols { return idx }, Venues: map[string]candles.Venue{}})
+	f.candles = f.candlesService()
 	ts := f.serve(t, func(o *mcpd.Options) {
 		o.Bots, o.Trading, o.Analytics, o.Portfolio, o.Candles = f.reg, f.trading, f.analyt, f.folio, f.candles
 	})
@@ -104,6 +100,15 @@ func newBotFixture(t *testing.T) *botFixture {
 	f.ada, _ = mcpClient(t, tok.Token, "", ts)
 	f.bob, _ = mcpClient(t, f.bearer(t, bob).Token, "", ts)
 	return f
+}
+
+// candlesService serves candles from the simulated market. No venues: every exchange
+// answers from the simulated fallback, so nothing leaves the machine.
+func (f *fixture) candlesService() *candles.Service {
+	sim := marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7, Now: f.clk.Now})
+	idx := signal.NewSymbols(sim.Symbols())
+	return candles.New(candles.Options{Redis: f.rdb, Now: f.clk.Now, Fallback: sim,
+		Symbols: func() *signal.Symbols { return idx }, Venues: map[string]candles.Venue{}})
 }
 
 func (f *botFixture) project(t testing.TB, id, owner string) registry.Bot {

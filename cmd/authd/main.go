@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/authd"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/store"
@@ -68,6 +69,7 @@ type serveConfig struct {
 	allowLocalhost                                bool
 	hashConcurrency, hashQueue                    int
 	registerPer48, registerGlobal                 int
+	audit                                         audit.Options
 	redis                                         store.Options
 }
 
@@ -91,6 +93,9 @@ func serve(args []string) error {
 	fs.IntVar(&c.registerGlobal, "register-global-per-hour", auth.RegisterGlobal.Max, "client registrations of the whole service per hour")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
 	store.BindFlags(fs, &c.redis)
+	// authd reads the journal mcpd writes: the same retention, so that an entry past it is
+	// never shown (mcpd trims on its next write).
+	audit.BindFlags(fs, &c.audit)
 	fs.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	_ = fs.Parse(args)
 
@@ -143,7 +148,7 @@ func run(logger *slog.Logger, c serveConfig) error {
 	defer rdb.Close()
 
 	reg := daemon.NewRegistry()
-	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL,
+	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL, Audit: audit.New(rdb, c.audit),
 		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version,
 		HashConcurrency: c.hashConcurrency, HashQueue: hashQueue(c.hashQueue),
 		RegisterPerNet48: perHour(auth.RegisterPerNet48, c.registerPer48), RegisterGlobal: perHour(auth.RegisterGlobal, c.registerGlobal),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/daemon"
@@ -37,6 +38,7 @@ type config struct {
 	marketData                                    string
 	rateLimit                                     int
 	redis                                         store.Options
+	audit                                         audit.Options
 }
 
 func main() {
@@ -56,6 +58,7 @@ func main() {
 	flag.StringVar(&c.marketData, "market-data", "simulated", "public market data for position valuations: simulated or binance")
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
 	store.BindFlags(flag.CommandLine, &c.redis)
+	audit.BindFlags(flag.CommandLine, &c.audit)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
 
@@ -111,7 +114,7 @@ func run(logger *slog.Logger, c config) error {
 	reg := daemon.NewRegistry()
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
-		Trading: trading.New(rdb, nil, prices),
+		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit),
 		// Without the master key, get_portfolio lists exchange connections with the error
 		// "credentials unavailable" (portfolio.Options.Clients).
 		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),

@@ -1,0 +1,127 @@
+package mcpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Tools is the server's tools in registration order (the order of the docs table).
+func (s *Server) Tools() []Tool { return s.tools.List() }
+
+// toolSchema is the part of a tool's JSON definition the docs table shows. It is read from
+// the definition as mcp-go sends it in tools/list, so the table shows what agents see
+// whether a tool's schema was built with options or written raw.
+type toolSchema struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	InputSchema struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+			Enum        []any  `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	} `json:"inputSchema"`
+	Annotations struct {
+		ReadOnly    *bool `json:"readOnlyHint"`
+		Destructive *bool `json:"destructiveHint"`
+		Idempotent  *bool `json:"idempotentHint"`
+		OpenWorld   *bool `json:"openWorldHint"`
+	} `json:"annotations"`
+}
+
+// ToolsMarkdown is docs/mcp-tools.md: every tool with the scope it needs, whether its calls
+// are audited, its annotations and its inputs, generated from the registry so the page
+// cannot drift from the code (mcpd's TestToolsDocIsCurrent fails when it is stale; `make
+// docs-mcp` writes it).
+func ToolsMarkdown(tools []Tool) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("<!-- Generated from mcpd's tool registry by `make docs-mcp`; do not edit. -->\n")
+	b.WriteString("# MCP tools\n\n")
+	fmt.Fprintf(&b, "The hosted MCP server at `{mcp_url}/mcp` serves %d tools. Scopes are hierarchical "+
+		"(`mcp:read` < `mcp:paper` < `mcp:live`); a user's bearer JWT is limited only by the tier. "+
+		"A call above the token's scope answers HTTP 403 `insufficient_scope` naming the scope it needs. "+
+		"Audited tools write every call to the caller's audit journal (arguments without secrets, outcome).\n\n", len(tools))
+	b.WriteString("| # | Tool | Scope | Audited | Hints | Inputs (* required) |\n|---|---|---|---|---|---|\n")
+	defs := make([]toolSchema, len(tools))
+	for i, t := range tools {
+		raw, err := json.Marshal(t.Def)
+		if err != nil {
+			return nil, fmt.Errorf("mcpd: tool %s: %w", t.Def.Name, err)
+		}
+		if err := json.Unmarshal(raw, &defs[i]); err != nil {
+			return nil, fmt.Errorf("mcpd: tool %s: %w", t.Def.Name, err)
+		}
+		d := defs[i]
+		scope := "`" + t.Scope + "`"
+		if t.ScopeRule != "" {
+			scope += "; " + t.ScopeRule
+		}
+		audited := ""
+		if t.Changes {
+			audited = "yes"
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %s | %s | %s |\n", i+1, d.Name, cell(scope), audited, hints(d), cell(inputs(d)))
+	}
+	b.WriteString("\n## Descriptions\n\nWhat each tool tells an agent.\n")
+	for _, d := range defs {
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n", d.Name, strings.TrimSpace(d.Description))
+	}
+	return b.Bytes(), nil
+}
+
+// hints is the tool's annotations that are true, or "" when it has none.
+func hints(d toolSchema) string {
+	var out []string
+	for _, h := range []struct {
+		name string
+		v    *bool
+	}{{"read-only", d.Annotations.ReadOnly}, {"destructive", d.Annotations.Destructive},
+		{"idempotent", d.Annotations.Idempotent}, {"open-world", d.Annotations.OpenWorld}} {
+		if h.v != nil && *h.v {
+			out = append(out, h.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// inputs lists the tool's arguments by name, required ones marked, with their types.
+func inputs(d toolSchema) string {
+	names := make([]string, 0, len(d.InputSchema.Properties))
+	for n := range d.InputSchema.Properties {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		p := d.InputSchema.Properties[n]
+		mark := ""
+		if slices.Contains(d.InputSchema.Required, n) {
+			mark = "*"
+		}
+		typ := fmt.Sprint(p.Type)
+		if p.Type == nil {
+			typ = "any"
+		}
+		if len(p.Enum) > 0 {
+			vals := make([]string, len(p.Enum))
+			for j, v := range p.Enum {
+				vals[j] = fmt.Sprint(v)
+			}
+			typ = strings.Join(vals, " / ")
+		}
+		out[i] = fmt.Sprintf("`%s`%s (%s)", n, mark, typ)
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// cell makes s safe inside a Markdown table cell.
+func cell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", "\\|")
+}
