@@ -3,6 +3,7 @@ package mcpd_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -373,13 +374,18 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	}
 }
 
-func TestStatelessAcrossReplicas(t *testing.T) {
+func TestSessionsAcrossReplicasAndUsers(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.serve(t), f.serve(t)
 	u := f.user(t, "ada@example.com", auth.TierPro)
+	bob := f.user(t, "bob@example.com", auth.TierPro)
 	tok, _ := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
-	// The client initializes on one replica; its next requests alternate between the two.
+	// The client initializes on one replica; its next requests, carrying the session ID,
+	// alternate between the two.
 	c, _, rr := mcpClientRR(t, tok.Token, mcp.ProtocolVersion20250618, a, b)
+	if c.GetSessionId() == "" {
+		t.Fatal("no session ID issued")
+	}
 	for range 3 {
 		if checkAuth(t, c).ID != u.ID {
 			t.Fatal("wrong account")
@@ -392,14 +398,55 @@ func TestStatelessAcrossReplicas(t *testing.T) {
 		t.Fatalf("requests per replica: %d and %d", rr.seen[0].Load(), rr.seen[1].Load())
 	}
 
-	// No session is issued, so no replica has anything the other lacks.
+	// A session started on a is served by b for its user, and by nobody for another user.
 	res, body := post(t, a, tok.Token, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",`+
 		`"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if res.StatusCode != http.StatusOK || res.Header.Get("Mcp-Session-Id") != "" {
-		t.Fatalf("initialize: %d session %q %s", res.StatusCode, res.Header.Get("Mcp-Session-Id"), body)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d session %q %s", res.StatusCode, sid, body)
 	}
 	if v := decode(t, body)["result"].(map[string]any)["protocolVersion"]; v != mcp.ProtocolVersion20250618 {
 		t.Fatalf("protocol version %v", v)
+	}
+	withSession := func(ts *httptest.Server, token, method, id string) int {
+		t.Helper()
+		var rd io.Reader
+		if method == http.MethodPost {
+			rd = strings.NewReader(pingBody)
+		}
+		req, _ := http.NewRequest(method, ts.URL+mcpd.Path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20250618)
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	bobs := f.bearer(t, bob).Token
+	for _, c := range []struct {
+		name   string
+		ts     *httptest.Server
+		token  string
+		method string
+		id     string
+		want   int
+	}{
+		{"owner on the other replica", b, tok.Token, http.MethodPost, sid, http.StatusOK},
+		{"another user's token", b, bobs, http.MethodPost, sid, http.StatusNotFound},
+		{"an unknown session", a, tok.Token, http.MethodPost, "mcps_unknown", http.StatusNotFound},
+		{"another user ends it", a, bobs, http.MethodDelete, sid, http.StatusNotFound},
+		{"still the owner's", a, tok.Token, http.MethodPost, sid, http.StatusOK},
+		{"the owner ends it on b", b, tok.Token, http.MethodDelete, sid, http.StatusOK},
+		{"ended on both", a, tok.Token, http.MethodPost, sid, http.StatusNotFound},
+	} {
+		if got := withSession(c.ts, c.token, c.method, c.id); got != c.want {
+			t.Fatalf("%s: %d, want %d", c.name, got, c.want)
+		}
 	}
 }
 

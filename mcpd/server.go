@@ -1,5 +1,5 @@
-// Package mcpd is the hosted MCP server: {mcp_url}/mcp over streamable HTTP (mcp-go), in
-// stateless mode so that any replica answers any request. It owns what every tool shares:
+// Package mcpd is the hosted MCP server: {mcp_url}/mcp over streamable HTTP (mcp-go), with
+// its sessions in Redis so that any replica answers any request (session.go). It owns what every tool shares:
 // who the caller is (auth.go: bearer JWTs and OAuth access tokens for the MCP resource, the
 // tier's allowMcpServer), the tool registry with each tool's required scope and the scope
 // check before mcp-go sees a call (registry.go, scope.go), the rate limit per OAuth client
@@ -76,6 +76,9 @@ type Options struct {
 	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
 	Analytics *analytics.Analytics
+	// SessionIdle is how long an MCP session lives without a request (0:
+	// DefaultSessionIdle).
+	SessionIdle time.Duration
 	// Audit records the calls of tools that change something (nil: a journal on Redis).
 	Audit *audit.Journal
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
@@ -141,6 +144,9 @@ func New(o Options) (*Server, error) {
 	if o.Analytics == nil {
 		o.Analytics = analytics.New(o.Redis)
 	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
 	if o.Audit == nil {
 		o.Audit = audit.New(o.Redis, audit.Options{Now: o.Now})
 	}
@@ -162,11 +168,12 @@ func New(o Options) (*Server, error) {
 		}
 		s.mcp.AddTool(t.Def, s.guarded(t))
 	}
-	// Stateless: no session ID is issued or required, so a request needs nothing a replica
-	// remembers (decision "MCP server" 1). DNS rebinding protection is off: the server is
-	// hosted behind TLS and every request carries a bearer token a browser cannot add.
-	s.http = server.NewStreamableHTTPServer(s.mcp, server.WithStateLess(true), server.WithDisableStreaming(true),
-		server.WithDisableLocalhostProtection(true))
+	// Sessions live in Redis, bound to the user who started them, so any replica serves
+	// any request (decision "MCP server" 1). DNS rebinding protection is off: the server
+	// is hosted behind TLS and every request carries a bearer token a browser cannot add.
+	s.http = server.NewStreamableHTTPServer(s.mcp,
+		server.WithSessionIdManagerResolver(&sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}),
+		server.WithDisableStreaming(true), server.WithDisableLocalhostProtection(true))
 	return s, nil
 }
 
@@ -180,6 +187,9 @@ func (s *Server) Handler() http.Handler {
 		r.Use(s.authenticate, s.limit, s.checkScope)
 		r.Handle(Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.metrics.requests.WithLabelValues("served").Inc()
+			if r.Method == http.MethodDelete && s.endSession(w, r) {
+				return
+			}
 			s.http.ServeHTTP(w, r)
 		}))
 	})

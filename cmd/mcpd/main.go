@@ -37,6 +37,7 @@ type config struct {
 	baseURL, mcpURL, keyFile, prevKeyFile         string
 	marketData                                    string
 	rateLimit                                     int
+	sessionIdle                                   time.Duration
 	redis                                         store.Options
 	audit                                         audit.Options
 }
@@ -57,6 +58,7 @@ func main() {
 	flag.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
 	flag.StringVar(&c.marketData, "market-data", "simulated", "public market data for position valuations: simulated or binance")
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
+	flag.DurationVar(&c.sessionIdle, "session-idle", mcpd.DefaultSessionIdle, "how long an MCP session lives without a request (sessions are in Redis, shared by the replicas)")
 	store.BindFlags(flag.CommandLine, &c.redis)
 	audit.BindFlags(flag.CommandLine, &c.audit)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -114,7 +116,7 @@ func run(logger *slog.Logger, c config) error {
 	reg := daemon.NewRegistry()
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
-		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit),
+		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit), SessionIdle: c.sessionIdle,
 		// Without the master key, get_portfolio lists exchange connections with the error
 		// "credentials unavailable" (portfolio.Options.Clients).
 		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),

@@ -36,6 +36,11 @@ func CandlesLock(source, kind, symbol, timeframe string) string {
 //	rate:sigops:ratelimit:mcp:<subject>   string  GCRA state of one OAuth client of a user, or of
 //	                                              a user's bearer JWTs (go-redis/redis_rate adds
 //	                                              its "rate:" prefix); its own slot
+//	sigops:mcp:session:<id>               string  the user ID a streamable HTTP session belongs
+//	                                              to; idle expiry; its own slot
+
+// MCPSession binds an MCP session ID to the user whose token started it.
+func MCPSession(id string) string { return prefix + "mcp:session:" + id }
 
 // MCPRateLimit is mcpd's rate limit key of subject, as given to go-redis/redis_rate.
 func MCPRateLimit(subject string) string { return prefix + "ratelimit:mcp:" + subject }
