@@ -6,6 +6,13 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 )
 
+// StdioCommand is the local stdio MCP client's binary and StdioModule the Go package that
+// builds it; the server card names both.
+const (
+	StdioCommand = "sigops-mcp"
+	StdioModule  = "github.com/sigops/sigops/cmd/sigops-mcp"
+)
+
 // handleASMetadata is RFC 8414 authorization server metadata.
 func (s *Server) handleASMetadata(w http.ResponseWriter, _ *http.Request) {
 	b := s.o.BaseURL
@@ -34,9 +41,9 @@ func (s *Server) handlePRMetadata(resource string) http.HandlerFunc {
 	}
 }
 
-// handleServerCard is the MCP server card (SEP-1649): the hosted streamable-http endpoint
-// and how to authenticate. It lists no stdio package: none is published yet, and a card
-// must not send clients to install something that does not exist.
+// handleServerCard is the MCP server card (SEP-1649): the hosted streamable-http endpoint,
+// how to authenticate, and the local stdio client sigops-mcp (cmd/sigops-mcp), which
+// desktop agents start as a command and which bridges to the hosted endpoint.
 func (s *Server) handleServerCard(w http.ResponseWriter, _ *http.Request) {
 	writeJSONCached(w, map[string]any{
 		"$schema":         "https://static.modelcontextprotocol.io/schemas/mcp-server-card/v1.json",
@@ -59,6 +66,19 @@ func (s *Server) handleServerCard(w http.ResponseWriter, _ *http.Request) {
 			"scopes":                auth.SupportedScopes,
 		},
 		"tools": "dynamic",
+		"packages": []map[string]any{{
+			"registryType": "go",
+			"identifier":   StdioModule,
+			"version":      s.o.Version,
+			"install":      "go install " + StdioModule + "@latest",
+			"transport":    map[string]any{"type": "stdio"},
+			"command":      StdioCommand,
+			"args":         []string{"--base-url", s.o.BaseURL},
+			"packageArguments": []map[string]any{{
+				"type": "named", "name": "--base-url", "value": s.o.BaseURL,
+				"description": "{base_url} of this sigops (the server card and the authorization server)",
+			}},
+		}},
 	})
 }
 

@@ -1,6 +1,7 @@
 package authd
 
 import (
+	"fmt"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -348,13 +349,19 @@ func TestDiscoveryDocuments(t *testing.T) {
 		au["required"] != true {
 		t.Errorf("server card %v", card)
 	}
-	// Exactly these entries: no "packages", since no stdio client is published to install.
+	// The stdio client: the command a desktop agent starts, pointed at this base URL.
+	pkgs := card["packages"].([]any)
+	pkg := pkgs[0].(map[string]any)
+	if len(pkgs) != 1 || pkg["command"] != "sigops-mcp" || pkg["identifier"] != "github.com/sigops/sigops/cmd/sigops-mcp" ||
+		pkg["transport"].(map[string]any)["type"] != "stdio" || fmt.Sprint(pkg["args"]) != "[--base-url "+h.base+"]" {
+		t.Errorf("server card packages %v", pkgs)
+	}
 	var keys []string
 	for k := range card {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if got := strings.Join(keys, " "); got != "$schema authentication capabilities description protocolVersion serverInfo tools transport version" {
+	if got := strings.Join(keys, " "); got != "$schema authentication capabilities description packages protocolVersion serverInfo tools transport version" {
 		t.Errorf("server card entries: %s", got)
 	}
 }

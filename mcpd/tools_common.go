@@ -96,13 +96,7 @@ func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
 		s.o.Logger.Error("tool call failed", "tool", tool, "err", err)
 		e = errs.New(errs.InternalError, "the server could not read the data; try again in a few seconds")
 	}
-	body := struct {
-		Code        errs.Code      `json:"code"`
-		NumericCode int            `json:"numericCode,omitempty"`
-		Message     string         `json:"message"`
-		Details     map[string]any `json:"details,omitempty"`
-	}{e.Code, e.Code.Numeric(), e.Message, e.Details}
-	text, mErr := json.Marshal(body)
+	text, mErr := json.Marshal(e.Object())
 	if mErr != nil {
 		text = []byte(`{"code":"INTERNAL_ERROR","numericCode":5001,"message":"the answer could not be encoded"}`)
 	}

@@ -188,3 +188,18 @@ func As(err error) (*Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// Object is the error object an MCP tool's error result carries as its text: the spec's
+// code, its numeric code where the spec gives one, the message an agent can act on, and
+// the details. The hosted server and the local stdio client answer the same shape.
+type Object struct {
+	Code        Code           `json:"code"`
+	NumericCode int            `json:"numericCode,omitempty"`
+	Message     string         `json:"message"`
+	Details     map[string]any `json:"details,omitempty"`
+}
+
+// Object is e as an error object.
+func (e *Error) Object() Object {
+	return Object{Code: e.Code, NumericCode: e.Code.Numeric(), Message: e.Message, Details: e.Details}
+}
