@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -24,7 +23,22 @@ import (
 type hostedClient struct {
 	c           *client.Client
 	initialized bool
-	ids         atomic.Int64
+}
+
+// rawResult is mcp-go's streamable HTTP transport that also hands the raw JSON result of a
+// request to the caller that put a *json.RawMessage in its context: tool definitions and
+// structured content reach the agent as the hosted server wrote them, while mcp-go still
+// adds what each request carries (the protocol version's _meta and headers).
+type rawResult struct{ *transport.StreamableHTTP }
+
+type ctxRaw struct{}
+
+func (r rawResult) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := r.StreamableHTTP.SendRequest(ctx, req)
+	if p, ok := ctx.Value(ctxRaw{}).(*json.RawMessage); ok && err == nil && resp != nil {
+		*p = resp.Result
+	}
+	return resp, err
 }
 
 type ctxToken struct{}
@@ -88,7 +102,7 @@ func (b *Bridge) hostedLink(ctx context.Context) (*hostedClient, error) {
 	b.mu.Unlock()
 	if h == nil {
 		hc := &http.Client{Transport: classify{next: b.http.Transport}, Timeout: b.http.Timeout}
-		c, err := client.NewStreamableHttpClient(ep, transport.WithHTTPBasicClient(hc),
+		tr, err := transport.NewStreamableHTTP(ep, transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaderFunc(func(ctx context.Context) map[string]string {
 				tok, _ := ctx.Value(ctxToken{}).(string)
 				return map[string]string{"Authorization": "Bearer " + tok}
@@ -96,6 +110,7 @@ func (b *Bridge) hostedLink(ctx context.Context) (*hostedClient, error) {
 		if err != nil {
 			return nil, err
 		}
+		c := client.NewClient(rawResult{tr})
 		if err := c.Start(ctx); err != nil {
 			return nil, err
 		}
@@ -110,59 +125,57 @@ func (b *Bridge) hostedLink(ctx context.Context) (*hostedClient, error) {
 	return h, nil
 }
 
-// send sends one JSON-RPC request to the hosted server with the current token and returns
-// its raw result. A 401 refreshes the OAuth token and sends once more.
-func (b *Bridge) send(ctx context.Context, method string, params any) (json.RawMessage, error) {
+// send runs call (one request to the hosted server) with the current token. A 401
+// refreshes the OAuth token and runs call once more: the server refused the request before
+// running it.
+func (b *Bridge) send(ctx context.Context, call func(ctx context.Context, c *client.Client) error) error {
 	h, err := b.hostedLink(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		tok, err := b.accessToken(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		tctx := context.WithValue(ctx, ctxToken{}, tok)
-		raw, err := b.sendWith(tctx, h, method, params)
+		err = b.initialize(tctx, h)
+		if err == nil {
+			err = call(tctx, h.c)
+		}
 		if errors.Is(err, errUnauthorized) && attempt == 0 {
 			if _, err := b.refresh(ctx, tok); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		if errors.Is(err, errUnauthorized) {
 			b.forget()
-			return nil, errs.New(errs.Unauthorized, "the hosted server refused the token and it has been forgotten: "+
+			return errs.New(errs.Unauthorized, "the hosted server refused the token and it has been forgotten: "+
 				"call login, authenticate or set_token")
 		}
-		return raw, err
+		return err
 	}
 }
 
-func (b *Bridge) sendWith(ctx context.Context, h *hostedClient, method string, params any) (json.RawMessage, error) {
+// initialize runs the MCP handshake once per token.
+func (b *Bridge) initialize(ctx context.Context, h *hostedClient) error {
 	b.mu.Lock()
-	init := h.initialized
+	done := h.initialized
 	b.mu.Unlock()
-	if !init {
-		req := mcp.InitializeRequest{}
-		req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		req.Params.ClientInfo = mcp.Implementation{Name: "sigops-mcp", Version: b.o.Version}
-		if _, err := h.c.Initialize(ctx, req); err != nil {
-			return nil, err
-		}
-		b.mu.Lock()
-		h.initialized = true
-		b.mu.Unlock()
+	if done {
+		return nil
 	}
-	resp, err := h.c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
-		ID: mcp.NewRequestId(h.ids.Add(1)), Method: method, Params: params})
-	if err != nil {
-		return nil, err
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "sigops-mcp", Version: b.o.Version}
+	if _, err := h.c.Initialize(ctx, req); err != nil {
+		return err
 	}
-	if resp.Error != nil {
-		return nil, fmt.Errorf("hosted server: %s (JSON-RPC %d)", resp.Error.Message, resp.Error.Code)
-	}
-	return resp.Result, nil
+	b.mu.Lock()
+	h.initialized = true
+	b.mu.Unlock()
+	return nil
 }
 
 // hostedError is err of a hosted call as the agent's error result.
@@ -208,9 +221,15 @@ func errorResult(e *errs.Error) *mcp.CallToolResult {
 // stay raw JSON, so that the agent sees exactly the hosted server's.
 func (b *Bridge) listHosted(ctx context.Context) ([]mcp.Tool, error) {
 	var tools []mcp.Tool
-	params := map[string]any{}
+	var cursor mcp.Cursor
 	for range 100 {
-		raw, err := b.send(ctx, string(mcp.MethodToolsList), params)
+		var raw json.RawMessage
+		err := b.send(ctx, func(ctx context.Context, c *client.Client) error {
+			req := mcp.ListToolsRequest{}
+			req.Params.Cursor = cursor
+			_, err := c.ListToolsByPage(context.WithValue(ctx, ctxRaw{}, &raw), req)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +262,7 @@ func (b *Bridge) listHosted(ctx context.Context) ([]mcp.Tool, error) {
 		if page.NextCursor == "" {
 			return tools, nil
 		}
-		params = map[string]any{"cursor": page.NextCursor}
+		cursor = mcp.Cursor(page.NextCursor)
 	}
 	return nil, errors.New("hosted tools/list: too many pages")
 }
@@ -251,11 +270,13 @@ func (b *Bridge) listHosted(ctx context.Context) ([]mcp.Tool, error) {
 // callHosted forwards a tools/call and answers the hosted result unchanged: its content
 // as decoded by mcp-go and its structured content as the exact JSON the server sent.
 func (b *Bridge) callHosted(ctx context.Context, req mcp.CallToolRequest) *mcp.CallToolResult {
-	raw, err := b.send(ctx, string(mcp.MethodToolsCall), map[string]any{"name": req.Params.Name, "arguments": req.Params.Arguments})
-	if err != nil {
-		return b.hostedError(req.Params.Name, err)
-	}
-	res, err := mcp.ParseCallToolResult(&raw)
+	var raw json.RawMessage
+	var res *mcp.CallToolResult
+	err := b.send(ctx, func(ctx context.Context, c *client.Client) error {
+		var err error
+		res, err = c.CallTool(context.WithValue(ctx, ctxRaw{}, &raw), req)
+		return err
+	})
 	if err != nil {
 		return b.hostedError(req.Params.Name, err)
 	}
