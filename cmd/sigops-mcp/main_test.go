@@ -79,7 +79,7 @@ type stack struct {
 	caFile, base string
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t testing.TB) *stack {
 	t.Helper()
 	_, rdb := storetest.New(t)
 	keys, err := auth.NewKeyring(testKey, nil)
@@ -123,7 +123,7 @@ func newStack(t *testing.T) *stack {
 	return st
 }
 
-func (st *stack) user(t *testing.T, email string) auth.User {
+func (st *stack) user(t testing.TB, email string) auth.User {
 	t.Helper()
 	u, err := st.users.Create(t.Context(), auth.NewUser{Email: email, Name: "Test", Password: password, Tier: auth.TierPro})
 	if err != nil {
@@ -141,7 +141,7 @@ type agent struct {
 
 // start runs sigops-mcp against st with HOME and the XDG directories in an empty directory,
 // and checks at the end that the binary wrote nothing there.
-func (st *stack) start(t *testing.T) *agent {
+func (st *stack) start(t testing.TB) *agent {
 	t.Helper()
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home + "/config", "XDG_CACHE_HOME=" + home + "/cache",
@@ -190,7 +190,7 @@ func (st *stack) start(t *testing.T) *agent {
 	return a
 }
 
-func (a *agent) call(t *testing.T, tool string, args map[string]any) (*mcp.CallToolResult, string) {
+func (a *agent) call(t testing.TB, tool string, args map[string]any) (*mcp.CallToolResult, string) {
 	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
@@ -208,7 +208,7 @@ func (a *agent) call(t *testing.T, tool string, args map[string]any) (*mcp.CallT
 }
 
 // ok calls tool expecting success and decodes its text (the exact JSON).
-func ok[T any](t *testing.T, a *agent, tool string, args map[string]any) T {
+func ok[T any](t testing.TB, a *agent, tool string, args map[string]any) T {
 	t.Helper()
 	res, text := a.call(t, tool, args)
 	if res.IsError {
@@ -229,7 +229,7 @@ type toolError struct {
 }
 
 // refused calls tool expecting an error result and decodes its error object.
-func refused(t *testing.T, a *agent, tool string, args map[string]any) toolError {
+func refused(t testing.TB, a *agent, tool string, args map[string]any) toolError {
 	t.Helper()
 	res, text := a.call(t, tool, args)
 	if !res.IsError {
@@ -242,7 +242,7 @@ func refused(t *testing.T, a *agent, tool string, args map[string]any) toolError
 	return e
 }
 
-func (a *agent) toolNames(t *testing.T) []string {
+func (a *agent) toolNames(t testing.TB) []string {
 	t.Helper()
 	res, err := a.c.ListTools(t.Context(), mcp.ListToolsRequest{})
 	if err != nil {
@@ -257,7 +257,7 @@ func (a *agent) toolNames(t *testing.T) []string {
 }
 
 // waitChanged waits for the n-th tools/list_changed notification.
-func (a *agent) waitChanged(t *testing.T, n int64) {
+func (a *agent) waitChanged(t testing.TB, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for a.changed.Load() < n {
@@ -270,7 +270,7 @@ func (a *agent) waitChanged(t *testing.T, n int64) {
 
 // hosted is a direct streamable HTTP client of mcpd with token: what the binary must
 // answer unchanged.
-func (st *stack) hosted(t *testing.T, token string) *client.Client {
+func (st *stack) hosted(t testing.TB, token string) *client.Client {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(st.mcpd.URL+"/mcp", transport.WithHTTPBasicClient(st.mcpd.Client()),
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
@@ -298,7 +298,7 @@ type signedIn struct {
 	Tools         int    `json:"tools"`
 }
 
-func (st *stack) project(t *testing.T, id, owner string) {
+func (st *stack) project(t testing.TB, id, owner string) {
 	t.Helper()
 	b := registry.Bot{ID: id, Namespace: "trading", Name: "bot " + id, Owner: owner,
 		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
@@ -431,7 +431,7 @@ func TestLoginForwardsHostedToolsAndLogoutRefuses(t *testing.T) {
 	}
 }
 
-func (st *stack) userByEmail(t *testing.T, email string) auth.User {
+func (st *stack) userByEmail(t testing.TB, email string) auth.User {
 	t.Helper()
 	u, err := st.users.ByEmail(t.Context(), email)
 	if err != nil {
@@ -487,11 +487,11 @@ var (
 
 // browser is the user's browser: a cookie jar, redirects followed by hand.
 type browser struct {
-	t *testing.T
+	t testing.TB
 	c *http.Client
 }
 
-func (st *stack) browser(t *testing.T) *browser {
+func (st *stack) browser(t testing.TB) *browser {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Transport: st.authd.Client().Transport, Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -520,7 +520,7 @@ func (b *browser) do(method, u string, form url.Values) (*http.Response, string)
 	return resp, string(raw)
 }
 
-func match(t *testing.T, re *regexp.Regexp, page string) string {
+func match(t testing.TB, re *regexp.Regexp, page string) string {
 	t.Helper()
 	m := re.FindStringSubmatch(page)
 	if m == nil {
@@ -655,3 +655,43 @@ func TestAuthenticateRefreshScopeAndLogout(t *testing.T) {
 	}
 }
 
+// benchAgent is a signed-in agent and a direct hosted client of the same user, with bots
+// to list.
+func benchAgent(b *testing.B) (*agent, *client.Client) {
+	st := newStack(b)
+	u := st.user(b, "ada@example.com")
+	for _, id := range []string{"b1", "b2", "b3"} {
+		st.project(b, id, "ada@example.com")
+	}
+	a := st.start(b)
+	ok[signedIn](b, a, "login", map[string]any{"email": "ada@example.com", "password": password})
+	tok, err := st.issuer.IssueAPIToken(b.Context(), u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a, st.hosted(b, tok.Token)
+}
+
+// BenchmarkForwardedListBots is list_bots through sigops-mcp: stdio, the bridge, HTTPS to
+// mcpd and back.
+func BenchmarkForwardedListBots(b *testing.B) {
+	a, _ := benchAgent(b)
+	for b.Loop() {
+		if res, text := a.call(b, "list_bots", map[string]any{}); res.IsError {
+			b.Fatal(text)
+		}
+	}
+}
+
+// BenchmarkHostedListBots is the same call straight to mcpd, the baseline of the bridge's cost.
+func BenchmarkHostedListBots(b *testing.B) {
+	_, direct := benchAgent(b)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "list_bots"
+	req.Params.Arguments = map[string]any{}
+	for b.Loop() {
+		if res, err := direct.CallTool(b.Context(), req); err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
