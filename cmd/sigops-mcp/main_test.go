@@ -33,8 +33,12 @@ import (
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-// binary is sigops-mcp built once for the package's tests.
-var binary string
+// binary is sigops-mcp built once for the package's tests, with buildFlags (-race under
+// go test -race, so that the bridge's goroutines are checked too).
+var (
+	binary     string
+	buildFlags []string
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sigops-mcp-bin")
@@ -42,7 +46,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "sigops-mcp")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	out, err := exec.Command("go", append([]string{"build", "-o", binary}, append(buildFlags, ".")...)...).CombinedOutput()
 	if err != nil {
 		os.RemoveAll(dir)
 		panic("go build: " + err.Error() + "\n" + string(out))
@@ -159,6 +163,9 @@ func (st *stack) start(t testing.TB) *agent {
 		entries, err := os.ReadDir(home)
 		if err != nil || len(entries) != 0 {
 			t.Errorf("sigops-mcp wrote to its home directory: %v %v", entries, err)
+		}
+		if a.stderr.Contains("DATA RACE") || a.stderr.Contains("panic:") {
+			t.Error("sigops-mcp raced or panicked")
 		}
 		if t.Failed() {
 			t.Logf("sigops-mcp stderr:\n%s", a.stderr.String())
@@ -443,8 +450,33 @@ func (st *stack) userByEmail(t testing.TB, email string) auth.User {
 func TestSetToken(t *testing.T) {
 	st := newStack(t)
 	bob := st.user(t, "bob@example.com")
+	st.user(t, "ada@example.com")
+	st.project(t, "ada-btc", "ada@example.com")
+	st.project(t, "bob-eth", "bob@example.com")
 	a := st.start(t)
 
+	// Signed in as ada, then a dashboard token of bob's: every call after it is bob's.
+	ok[signedIn](t, a, "login", map[string]any{"email": "ada@example.com", "password": password})
+	if _, text := a.call(t, "list_bots", map[string]any{}); !strings.Contains(text, `"ada-btc"`) || strings.Contains(text, `"bob-eth"`) {
+		t.Fatalf("ada's list_bots: %s", text)
+	}
+	tok, err := st.issuer.IssueAPIToken(t.Context(), bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ok[signedIn](t, a, "set_token", map[string]any{"token": tok.Token})
+	if in.Method != "set_token" || in.Tools != 11 {
+		t.Fatalf("set_token: %+v", in)
+	}
+	a.waitChanged(t, 2)
+	if me := ok[auth.Status](t, a, "check_auth", nil); me.Email != "bob@example.com" {
+		t.Fatalf("check_auth: %+v", me)
+	}
+	if _, text := a.call(t, "list_bots", map[string]any{}); !strings.Contains(text, `"bob-eth"`) || strings.Contains(text, `"ada-btc"`) {
+		t.Fatalf("bob's list_bots: %s", text)
+	}
+
+	// A token the hosted server refuses is not kept: the previous one is forgotten too.
 	if e := refused(t, a, "set_token", map[string]any{"token": "not-a-real-token-at-all"}); e.Code != "UNAUTHORIZED" {
 		t.Fatalf("bad token: %+v", e)
 	}
@@ -452,22 +484,10 @@ func TestSetToken(t *testing.T) {
 	if e := refused(t, a, "check_auth", nil); !strings.Contains(e.Message, "call login") {
 		t.Fatalf("check_auth after a refused token: %+v", e)
 	}
-	if got := a.toolNames(t); len(got) != len(ownTools) {
-		t.Fatalf("tools after a refused token: %v", got)
+	if e := refused(t, a, "list_bots", map[string]any{}); !strings.Contains(e.Message, "call login") {
+		t.Fatalf("list_bots after a refused token: %+v", e)
 	}
-
-	tok, err := st.issuer.IssueAPIToken(t.Context(), bob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := ok[signedIn](t, a, "set_token", map[string]any{"token": tok.Token})
-	if in.Method != "set_token" || in.Tools == 0 {
-		t.Fatalf("set_token: %+v", in)
-	}
-	a.waitChanged(t, 1)
-	if me := ok[auth.Status](t, a, "check_auth", nil); me.Email != "bob@example.com" {
-		t.Fatalf("check_auth: %+v", me)
-	}
+	ok[signedIn](t, a, "set_token", map[string]any{"token": tok.Token})
 	// logout forgets a dashboard token without revoking it: the user may use it elsewhere.
 	if out := ok[map[string]any](t, a, "logout", nil); out["revoked"] != false {
 		t.Fatalf("logout of a set token: %v", out)
