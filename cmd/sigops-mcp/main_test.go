@@ -127,6 +127,26 @@ func newStack(t testing.TB) *stack {
 	return st
 }
 
+// TestModernAgent is an agent speaking 2026-07-28 (no initialize handshake, notifications
+// by subscription): it sees the hosted tools appear and calls one.
+func TestModernAgent(t *testing.T) {
+	st := newStack(t)
+	st.user(t, "ada@example.com")
+	st.project(t, "ada-btc", "ada@example.com")
+	a := st.startAt(t, mcp.ProtocolVersion20260728)
+	if got := a.toolNames(t); !slices.Equal(got, ownTools) {
+		t.Fatalf("tools before login: %v", got)
+	}
+	ok[signedIn](t, a, "login", map[string]any{"email": "ada@example.com", "password": password})
+	a.waitChanged(t, 1)
+	if got := a.toolNames(t); !slices.Contains(got, "list_bots") {
+		t.Fatalf("tools after login: %v", got)
+	}
+	if res, text := a.call(t, "list_bots", map[string]any{}); res.IsError || !strings.Contains(text, `"ada-btc"`) {
+		t.Fatalf("list_bots: %s", text)
+	}
+}
+
 func (st *stack) user(t testing.TB, email string) auth.User {
 	t.Helper()
 	u, err := st.users.Create(t.Context(), auth.NewUser{Email: email, Name: "Test", Password: password, Tier: auth.TierPro})
@@ -146,6 +166,12 @@ type agent struct {
 // start runs sigops-mcp against st with HOME and the XDG directories in an empty directory,
 // and checks at the end that the binary wrote nothing there.
 func (st *stack) start(t testing.TB) *agent {
+	t.Helper()
+	return st.startAt(t, mcp.ProtocolVersion20250618)
+}
+
+// startAt is start with the agent speaking protocol version.
+func (st *stack) startAt(t testing.TB, version string) *agent {
 	t.Helper()
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home + "/config", "XDG_CACHE_HOME=" + home + "/cache",
@@ -182,17 +208,23 @@ func (st *stack) start(t testing.TB) *agent {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The handshake of today's desktop agents (2025-06-18): list_changed reaches every
-	// initialized session.
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.ProtocolVersion20250618
+	req.Params.ProtocolVersion = version
 	req.Params.ClientInfo = mcp.Implementation{Name: "desktop-agent-test", Version: "1"}
 	res, err := c.Initialize(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
-		t.Fatalf("tools capability %+v: want listChanged", res.Capabilities.Tools)
+	if res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged || res.ProtocolVersion != version {
+		t.Fatalf("initialize %s: tools capability %+v: want listChanged", res.ProtocolVersion, res.Capabilities.Tools)
+	}
+	if mcp.IsModernProtocol(version) {
+		// From 2026-07-28 a client opts in to list_changed on a subscriptions/listen stream.
+		stop, err := c.ListenAsync(t.Context(), mcp.SubscriptionFilter{ToolsListChanged: true}, func(error) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
 	}
 	return a
 }
