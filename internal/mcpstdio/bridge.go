@@ -103,9 +103,6 @@ func New(o Options) (*Bridge, error) {
 	return b, nil
 }
 
-// MCPServer is the stdio side's MCP server (its tools change as tokens come and go).
-func (b *Bridge) MCPServer() *server.MCPServer { return b.mcp }
-
 // Serve speaks MCP on in/out until in closes or ctx ends.
 func (b *Bridge) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s := server.NewStdioServer(b.mcp)
