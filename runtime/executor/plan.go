@@ -447,6 +447,11 @@ func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, s
 		}
 		l.Price = &lp
 	}
+	if (req.StopLoss != nil || req.TakeProfit != nil) && pos != nil {
+		return leg{}, errs.New(errs.InvalidAction,
+			"stopLoss and takeProfit set the exits of a new position and a %s %s position is open: use stop_loss or take_profit on it",
+			pos.Side, sym)
+	}
 	switch {
 	case pos != nil && pos.Side != side:
 		l.Op, l.Side = opReduce, pos.Side
@@ -456,6 +461,12 @@ func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, s
 		l.Op, l.Leverage = opAdd, pos.Leverage
 	default:
 		l.Op = opOpen
+		if req.StopLoss != nil {
+			l.StopLoss = &signal.Amount{Value: *req.StopLoss}
+		}
+		if req.TakeProfit != nil {
+			l.TakeProfit = &signal.Amount{Value: *req.TakeProfit}
+		}
 		if err := defaultExits(j, &l); err != nil {
 			return leg{}, err
 		}

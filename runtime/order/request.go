@@ -23,6 +23,10 @@ var hundred = decimal.NewFromInt(100)
 //	stop_loss    type, symbol, stopPrice, closePercent
 //	take_profit  type, symbol, takeProfitPrice, closePercent
 //	close        type, symbol (empty: every open position of the bot), closePercent (empty: 100)
+//	cancel       type, clientOrderId (an order of the bot still open on its exchange)
+//
+// A market or limit order that opens a position may carry stopLoss and takeProfit, absolute
+// prices that replace the bot's default exits for that position.
 //
 // close is the manual signal's close and close-all: it is not an exchange order type, it
 // reduces whatever position is open when the executor runs it, so a close queued behind
@@ -37,6 +41,9 @@ type Request struct {
 	StopPrice       *decimal.Decimal   `json:"stopPrice,omitempty"`
 	TakeProfitPrice *decimal.Decimal   `json:"takeProfitPrice,omitempty"`
 	ClosePercent    *decimal.Decimal   `json:"closePercent,omitempty"`
+	StopLoss        *decimal.Decimal   `json:"stopLoss,omitempty"`
+	TakeProfit      *decimal.Decimal   `json:"takeProfit,omitempty"`
+	ClientOrderID   string             `json:"clientOrderId,omitempty"`
 }
 
 // Validate checks a request's shape. Failures carry the internal API's numeric codes:
@@ -44,8 +51,14 @@ type Request struct {
 // amount or closePercent out of range, INVALID_PRICE (1003) for a price that is not
 // positive. An unknown type or side is INVALID_ACTION (the spec has no numeric code for it).
 func (r Request) Validate() error {
-	if r.Type == Close {
+	switch r.Type {
+	case Close:
 		return r.validateClose()
+	case Cancel:
+		return r.validateCancel()
+	}
+	if r.ClientOrderID != "" {
+		return errs.New(errs.InvalidAction, "only a cancel names a clientOrderId")
 	}
 	if err := validSymbol(r.Symbol); err != nil {
 		return err
@@ -65,7 +78,16 @@ func (r Request) Validate() error {
 		if r.Type == exchange.Market && r.Price != nil {
 			return errs.New(errs.InvalidPrice, "a market order takes no price; use type limit")
 		}
+		if r.StopLoss != nil && !positive(r.StopLoss) {
+			return errs.New(errs.InvalidPrice, "stopLoss must be a positive price")
+		}
+		if r.TakeProfit != nil && !positive(r.TakeProfit) {
+			return errs.New(errs.InvalidPrice, "takeProfit must be a positive price")
+		}
 	case exchange.StopLoss, exchange.TakeProfit:
+		if r.StopLoss != nil || r.TakeProfit != nil {
+			return errs.New(errs.InvalidAction, "stop_loss and take_profit take stopPrice or takeProfitPrice, not stopLoss or takeProfit")
+		}
 		trigger, name := r.StopPrice, "stopPrice"
 		if r.Type == exchange.TakeProfit {
 			trigger, name = r.TakeProfitPrice, "takeProfitPrice"
@@ -77,13 +99,29 @@ func (r Request) Validate() error {
 			return errs.New(errs.InvalidAmount, "closePercent must be above 0 and at most 100")
 		}
 	default:
-		return errs.New(errs.InvalidAction, "type must be market, limit, stop_loss, take_profit or close")
+		return errs.New(errs.InvalidAction, "type must be market, limit, stop_loss, take_profit, close or cancel")
 	}
 	return nil
 }
 
 // Close is the manual close request's type (see Request).
 const Close exchange.OrderType = "close"
+
+// Cancel is the manual cancel request's type (see Request): the executor cancels the
+// bot's order ClientOrderID on its exchange and books what the exchange reports.
+const Cancel exchange.OrderType = "cancel"
+
+// validateCancel checks a cancel: a clientOrderId, and nothing else.
+func (r Request) validateCancel() error {
+	if r.ClientOrderID == "" || len(r.ClientOrderID) > 64 {
+		return errs.New(errs.InvalidParameter, "a cancel needs the clientOrderId of the order (at most 64 characters)")
+	}
+	if r.Symbol != "" || r.Side != "" || r.Amount != nil || r.Price != nil || r.StopPrice != nil ||
+		r.TakeProfitPrice != nil || r.ClosePercent != nil || r.StopLoss != nil || r.TakeProfit != nil {
+		return errs.New(errs.InvalidAction, "a cancel takes only clientOrderId")
+	}
+	return nil
+}
 
 // validateClose checks a close: an optional symbol, an optional closePercent in (0, 100],
 // and nothing that belongs to an order (side, amount, prices).
@@ -93,7 +131,8 @@ func (r Request) validateClose() error {
 			return err
 		}
 	}
-	if r.Side != "" || r.Amount != nil || r.Price != nil || r.StopPrice != nil || r.TakeProfitPrice != nil {
+	if r.Side != "" || r.Amount != nil || r.Price != nil || r.StopPrice != nil || r.TakeProfitPrice != nil ||
+		r.StopLoss != nil || r.TakeProfit != nil || r.ClientOrderID != "" {
 		return errs.New(errs.InvalidAction, "a close takes only symbol and closePercent")
 	}
 	if p := r.ClosePercent; p != nil && (!p.IsPositive() || p.GreaterThan(hundred)) {
@@ -103,9 +142,9 @@ func (r Request) validateClose() error {
 }
 
 // IsExit: the request only reduces or protects what is open (close, stop_loss,
-// take_profit), so it may run while the bot is paused.
+// take_profit) or withdraws an order (cancel), so it may run while the bot is paused.
 func (r Request) IsExit() bool {
-	return r.Type == Close || r.Type == exchange.StopLoss || r.Type == exchange.TakeProfit
+	return r.Type == Close || r.Type == Cancel || r.Type == exchange.StopLoss || r.Type == exchange.TakeProfit
 }
 
 func validSymbol(sym string) error {

@@ -77,14 +77,17 @@ func Enqueue(ctx context.Context, rdb redis.UniversalClient, env Envelope) (stri
 	return id, nil
 }
 
-// enqueueOnceScript sets the marker KEYS[1] for ARGV[1] seconds and XADDs the envelope
-// ARGV[4] under field ARGV[3] to the stream KEYS[2] (MAXLEN ~ ARGV[2]), only when the marker
-// was absent: one step in the bot's partition slot, so a repeat enqueues nothing and a
-// crash cannot leave a marker without its entry. Returns 1 when it enqueued, 0 otherwise.
+// enqueueOnceScript sets the marker KEYS[1] to ARGV[5] for ARGV[1] seconds and XADDs the
+// envelope ARGV[4] under field ARGV[3] to the stream KEYS[2] (MAXLEN ~ ARGV[2]), only when
+// the marker was absent: one step in the bot's partition slot, so a repeat enqueues nothing
+// and a crash cannot leave a marker without its entry. Returns {1} when it enqueued, {0,
+// the marker's value} otherwise.
 var enqueueOnceScript = redis.NewScript(`
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
+local prev = redis.call('GET', KEYS[1])
+if prev then return {0, prev} end
+redis.call('SET', KEYS[1], ARGV[5], 'EX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', ARGV[3], ARGV[4])
-return 1
+return {1}
 `)
 
 // EnqueueOnceLater queues on c (a pipeline, or a client) the enqueue of env, like Enqueue,
@@ -94,6 +97,29 @@ return 1
 // executor's copy fan-out, repeated when its master signal is redelivered) gives each
 // signal its marker. The script goes by EVAL, so a pipeline of them needs no loaded script.
 func EnqueueOnceLater(ctx context.Context, c redis.Scripter, env Envelope, marker string, ttl time.Duration) (func() (bool, error), error) {
+	done, err := enqueueOnce(ctx, c, env, marker, "1", ttl)
+	if err != nil {
+		return nil, err
+	}
+	return func() (bool, error) {
+		_, enqueued, err := done()
+		return enqueued, err
+	}, nil
+}
+
+// EnqueueOnce enqueues env, like Enqueue, and sets marker (a key in env.BotID's partition
+// slot, named by runtime/store) to value for ttl, unless marker is set already: then it
+// enqueues nothing and returns the marker's value. A caller that names its requests by a
+// key of its own (an idempotency key) stores in value what a repeat must answer.
+func EnqueueOnce(ctx context.Context, c redis.Scripter, env Envelope, marker, value string, ttl time.Duration) (prev string, enqueued bool, err error) {
+	done, err := enqueueOnce(ctx, c, env, marker, value, ttl)
+	if err != nil {
+		return "", false, err
+	}
+	return done()
+}
+
+func enqueueOnce(ctx context.Context, c redis.Scripter, env Envelope, marker, value string, ttl time.Duration) (func() (string, bool, error), error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
@@ -105,12 +131,19 @@ func EnqueueOnceLater(ctx context.Context, c redis.Scripter, env Envelope, marke
 		return nil, fmt.Errorf("queue: encode envelope %s: %w", env.SignalID, err)
 	}
 	cmd := enqueueOnceScript.Eval(ctx, c, []string{marker, StreamOf(env.BotID, env.Priority)},
-		max(1, int64(ttl/time.Second)), MaxLen, EnvelopeField, data)
-	return func() (bool, error) {
-		n, err := cmd.Int()
+		max(1, int64(ttl/time.Second)), MaxLen, EnvelopeField, data, value)
+	return func() (string, bool, error) {
+		reply, err := cmd.Slice()
 		if err != nil {
-			return false, fmt.Errorf("queue: enqueue %s: %w", env.SignalID, err)
+			return "", false, fmt.Errorf("queue: enqueue %s: %w", env.SignalID, err)
 		}
-		return n == 1, nil
+		if n, _ := reply[0].(int64); n == 1 {
+			return "", true, nil
+		}
+		if len(reply) != 2 {
+			return "", false, fmt.Errorf("queue: enqueue %s: unexpected reply %v", env.SignalID, reply)
+		}
+		prev, _ := reply[1].(string)
+		return prev, false, nil
 	}, nil
 }

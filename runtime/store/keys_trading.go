@@ -24,6 +24,7 @@ package store
 //	sigops:sig:{N}:<signalId>               hash   executor progress of one signal: plan, leg requests, applied legs
 //	sigops:watch:{N}                        hash   the partition's positions with a stop-loss, take-profit or liquidation price
 //	sigops:watch:{N}:fired:<signalId>       string marker: the watcher enqueued this trigger
+//	sigops:midem:{N}:<bot>:<sha256>         string first signalId and request hash of a manual order's idempotency key (24 h)
 //	sigops:events:bots                      pubsub bot IDs whose runtime availability changed
 //
 // Runtime pauses live in the bot's own hash (Bot) as the fields registry.FieldPause and
@@ -86,4 +87,12 @@ func Watch(partition int) string { return prefix + "watch:" + partitionTag(parti
 // WatchFired marks a watcher trigger of a bot's position as enqueued.
 func WatchFired(botID, signalID string) string {
 	return prefix + "watch:" + botTag(botID) + ":fired:" + signalID
+}
+
+// ManualIdempotency is the record of one idempotency key (its SHA-256, hex, over the
+// caller's user ID and the key) of a manual order on a bot: the first order's signal ID and
+// the SHA-256 of its request, in the bot's partition slot with the stream the order goes
+// to, so that the check, the record and the enqueue are one script (queue.EnqueueOnce).
+func ManualIdempotency(botID, hash string) string {
+	return prefix + "midem:" + botTag(botID) + ":" + botID + ":" + hash
 }

@@ -6,8 +6,11 @@ package trading
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,6 +27,7 @@ import (
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // Bots reads projected bots; *registry.Registry is one.
@@ -62,37 +66,110 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 // else is an infrastructure failure. Execution failures (INSUFFICIENT_BALANCE 3001,
 // POSITION_NOT_FOUND 3002, EXCHANGE_ERROR 3003, ...) are in the stored result.
 func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) (string, error) {
-	if err := req.Validate(); err != nil {
-		return "", err
-	}
-	bot, err := a.bots.Get(ctx, botID)
-	if errors.Is(err, registry.ErrNotFound) {
-		return "", errs.New(errs.BotDeleted, "bot not found")
-	}
+	env, err := a.envelope(ctx, botID, req)
 	if err != nil {
 		return "", err
 	}
+	if _, err := queue.Enqueue(ctx, a.rdb, env); err != nil {
+		return "", err
+	}
+	return env.SignalID, nil
+}
+
+// IdempotencyTTL is how long an idempotency key of PlaceManualOnce names its first order:
+// as long as that order's result is kept (queue.ResultTTL).
+const IdempotencyTTL = queue.ResultTTL
+
+// Placed is the answer of PlaceManualOnce.
+type Placed struct {
+	SignalID string
+	// Repeat: the key named an earlier order, whose signal ID SignalID is; nothing was queued.
+	Repeat bool
+}
+
+// PlaceManualOnce is PlaceManual under an idempotency key of userID's: the first call with
+// key queues the order; a repeat within IdempotencyTTL queues nothing and answers the first
+// order's signal ID, on any replica (the key's record and the order's entry are written by
+// one script in the bot's slot, queue.EnqueueOnce). A repeat is answered before the bot's
+// gates are read, so a bot paused since the first call still answers that call's signal.
+// The same key with another request is INVALID_PARAMETER (details: parameter
+// idempotencyKey, signalId of the first order), and nothing is queued.
+func (a *API) PlaceManualOnce(ctx context.Context, botID, userID, key string, req order.Request) (Placed, error) {
+	if err := req.Validate(); err != nil {
+		return Placed{}, err
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return Placed{}, err
+	}
+	keySum := sha256.Sum256([]byte(userID + "\n" + key))
+	reqSum := sha256.Sum256(data)
+	marker := store.ManualIdempotency(botID, hex.EncodeToString(keySum[:]))
+	reqHash := hex.EncodeToString(reqSum[:])
+	repeat := func(prev string) (Placed, error) {
+		id, hash, _ := strings.Cut(prev, " ")
+		if hash != reqHash {
+			return Placed{}, errs.New(errs.InvalidParameter,
+				"idempotencyKey %q was used for a different order (signal %s); use a new key for a new order", key, id).
+				WithDetails(map[string]any{"parameter": "idempotencyKey", "signalId": id})
+		}
+		return Placed{SignalID: id, Repeat: true}, nil
+	}
+	prev, err := a.rdb.Get(ctx, marker).Result()
+	if err == nil {
+		return repeat(prev)
+	}
+	if !errors.Is(err, redis.Nil) {
+		return Placed{}, err
+	}
+	env, err := a.envelope(ctx, botID, req)
+	if err != nil {
+		return Placed{}, err
+	}
+	prev, enqueued, err := queue.EnqueueOnce(ctx, a.rdb, env, marker, env.SignalID+" "+reqHash, IdempotencyTTL)
+	if err != nil {
+		return Placed{}, err
+	}
+	if !enqueued {
+		return repeat(prev) // another call with the key won between the read and the script
+	}
+	return Placed{SignalID: env.SignalID}, nil
+}
+
+// envelope validates req, applies the bot's gates and builds the queue envelope of a new
+// manual signal (see PlaceManual).
+func (a *API) envelope(ctx context.Context, botID string, req order.Request) (queue.Envelope, error) {
+	if err := req.Validate(); err != nil {
+		return queue.Envelope{}, err
+	}
+	bot, err := a.bots.Get(ctx, botID)
+	if errors.Is(err, registry.ErrNotFound) {
+		return queue.Envelope{}, errs.New(errs.BotDeleted, "bot not found")
+	}
+	if err != nil {
+		return queue.Envelope{}, err
+	}
 	switch {
 	case bot.Availability == "disabled":
-		return "", bot.DisabledError()
+		return queue.Envelope{}, bot.DisabledError()
 	case req.IsExit():
 	case bot.Availability == "paused":
-		return "", errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason)
+		return queue.Envelope{}, errs.New(errs.BotPaused, "bot paused (%s)", bot.PausedReason)
 	default:
 		if p, err := a.pauses.ReadPause(ctx, botID, a.Now()); err != nil {
-			return "", err
+			return queue.Envelope{}, err
 		} else if p != nil {
-			return "", errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)
+			return queue.Envelope{}, errs.New(errs.BotPaused, "bot paused (%s)", p.Reason)
 		}
 	}
 	prio := queue.PriorityStrategyEntry
 	switch req.Type {
-	case exchange.StopLoss, exchange.TakeProfit, order.Close:
+	case exchange.StopLoss, exchange.TakeProfit, order.Close, order.Cancel:
 		prio = queue.PriorityManualClose
 	default:
 		pos, err := a.book.Get(ctx, botID, req.Symbol)
 		if err != nil {
-			return "", err
+			return queue.Envelope{}, err
 		}
 		if pos != nil && pos.Side != position.SideOf(req.Side) {
 			prio = queue.PriorityManualClose
@@ -100,15 +177,10 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
-		return "", err
+		return queue.Envelope{}, err
 	}
-	id := "m-" + uuid.NewString()
-	env := queue.Envelope{SignalID: id, BotID: botID, Priority: prio, Source: queue.SourceManual,
-		Signal: data, ReceivedAt: a.Now().UnixMilli()}
-	if _, err := queue.Enqueue(ctx, a.rdb, env); err != nil {
-		return "", err
-	}
-	return id, nil
+	return queue.Envelope{SignalID: "m-" + uuid.NewString(), BotID: botID, Priority: prio, Source: queue.SourceManual,
+		Signal: data, ReceivedAt: a.Now().UnixMilli()}, nil
 }
 
 // Close queues a manual close of the bot's position on symbol: all of it, or percent of it
@@ -126,9 +198,44 @@ func (a *API) CloseAll(ctx context.Context, botID string) (string, error) {
 	return a.PlaceManual(ctx, botID, order.Request{Type: order.Close})
 }
 
+// Cancel queues a manual cancel of the bot's order clientOrderID, still open on its
+// exchange, at priority 1. The executor cancels it there and books the cancelled status and
+// any partial fill on the order record. INVALID_ACTION in the result for an order that is no
+// longer open (filled, cancelled, rejected, expired: the message says which; a paper bot's
+// orders fill at once, so they are never open), NOT_FOUND for an order the bot's book does
+// not hold.
+func (a *API) Cancel(ctx context.Context, botID, clientOrderID string) (string, error) {
+	return a.PlaceManual(ctx, botID, order.Request{Type: order.Cancel, ClientOrderID: clientOrderID})
+}
+
 // Result is a signal's stored result; not Found while it is queued (or after it expired).
 func (a *API) Result(ctx context.Context, signalID string) (result.Stored, error) {
 	return queue.GetResult(ctx, a.rdb, signalID)
+}
+
+// resultPoll is how often WaitResult reads the result.
+const resultPoll = 50 * time.Millisecond
+
+// WaitResult is Result once the signal has one, or not Found after within (or when ctx
+// ends): a caller that placed an order answers its outcome when the executor is quick, and
+// otherwise the signal ID to read it later with Result.
+func (a *API) WaitResult(ctx context.Context, signalID string, within time.Duration) (result.Stored, error) {
+	deadline := time.Now().Add(within)
+	for {
+		st, err := a.Result(ctx, signalID)
+		if err != nil || st.Found {
+			return st, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, nil
+		case <-time.After(min(resultPoll, left)):
+		}
+	}
 }
 
 // Positions are the bot's open positions (spec: Position) at the current market price.
