@@ -25,7 +25,9 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -81,6 +83,13 @@ type Options struct {
 	SessionIdle time.Duration
 	// Audit records the calls of tools that change something (nil: a journal on Redis).
 	Audit *audit.Journal
+	// ResultWait bounds how long a trading tool waits for its signal's result before it
+	// answers "queued" (0: DefaultResultWait; negative: it does not wait).
+	ResultWait time.Duration
+	// PaperAccounts refills paper accounts (nil: on Redis).
+	PaperAccounts *paper.Accounts
+	// Lab serves generate_strategy (nil: the Strategy Lab tools are not registered).
+	Lab *lab.Lab
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
 	Tools []Tool
 	Ready func(ctx context.Context) error
@@ -150,6 +159,12 @@ func New(o Options) (*Server, error) {
 	if o.Audit == nil {
 		o.Audit = audit.New(o.Redis, audit.Options{Now: o.Now})
 	}
+	if o.ResultWait == 0 {
+		o.ResultWait = DefaultResultWait
+	}
+	if o.PaperAccounts == nil {
+		o.PaperAccounts = paper.NewAccounts(o.Redis)
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -162,7 +177,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

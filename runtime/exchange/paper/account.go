@@ -175,6 +175,20 @@ func ReadAccountLater(ctx context.Context, c redis.Cmdable, id string) func() (S
 // RefillCooldown before now; otherwise it returns a *CooldownError. The check and the reset
 // are one transaction, so two managers cannot both refill.
 func (a *Accounts) Refill(ctx context.Context, id string, now time.Time) (State, error) {
+	return a.refill(ctx, id, "", now)
+}
+
+// RefillOwned is Refill of one of owner's accounts: an account of another owner answers
+// ErrNotFound, as a missing one does, from the read the refill's transaction watches.
+func (a *Accounts) RefillOwned(ctx context.Context, id, owner string, now time.Time) (State, error) {
+	if owner == "" {
+		return State{}, ErrNotFound
+	}
+	return a.refill(ctx, id, owner, now)
+}
+
+// refill is Refill, of owner's account only when owner is set.
+func (a *Accounts) refill(ctx context.Context, id, owner string, now time.Time) (State, error) {
 	key := store.PaperAccount(id)
 	var out State
 	txf := func(tx *redis.Tx) error {
@@ -185,6 +199,9 @@ func (a *Accounts) Refill(ctx context.Context, id string, now time.Time) (State,
 		st, err := parseState(id, v)
 		if err != nil {
 			return err
+		}
+		if owner != "" && !emails.Same(st.Owner, owner) {
+			return ErrNotFound
 		}
 		if !st.LastRefillAt.IsZero() {
 			if next := st.LastRefillAt.Add(RefillCooldown); now.Before(next) {

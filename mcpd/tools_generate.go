@@ -1,0 +1,120 @@
+package mcpd
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/lab"
+	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/strategy"
+)
+
+// labRequestSchema is lab.Request as JSON schema (the estimate's proceed and the job's request).
+const labRequestSchema = `{"type": "object", "required": ["family", "symbol", "market", "timeframe", "from", "to", "experiments"],
+  "properties": {"family": {"type": "string"}, "symbol": {"type": "string"}, "market": {"type": "string"},
+    "timeframe": {"type": "string"}, "from": {"type": "string", "format": "date-time"}, "to": {"type": "string", "format": "date-time"},
+    "experiments": {"type": "integer"}, "seed": {"type": "integer"}, "minTrades": {"type": "integer"},
+    "initialBalance": {"type": "string"}, "positionSize": {"type": "string"}, "leverage": {"type": "integer"},
+    "stopLoss": {"type": "string"}, "takeProfit": {"type": "string"}, "acknowledgeCost": {"type": "boolean"}}}`
+
+// generateOutput is lab.Outcome: an estimate, or the queued job.
+var generateOutput = `{
+  "type": "object",
+  "properties": {
+    "estimate": {"type": "object", "description": "without acknowledgeCost: what the job would cost; nothing was charged or queued",
+      "required": ["experiments", "unitCostUsd", "totalCostUsd", "balanceUsd", "sufficient", "proceed", "message"],
+      "properties": {"experiments": {"type": "integer"}, "unitCostUsd": {"type": "number"}, "totalCostUsd": {"type": "number"},
+        "balanceUsd": {"type": "number"}, "sufficient": {"type": "boolean"},
+        "proceed": ` + labRequestSchema + `, "message": {"type": "string"}}},
+    "job": {"type": "object", "description": "with acknowledgeCost: the queued job; read it with get_strategy_job",
+      "required": ["id", "state", "request", "experiments", "completed", "costUsd", "refundedUsd", "createdAt"],
+      "properties": {"id": {"type": "string"}, "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+        "request": ` + labRequestSchema + `, "experiments": {"type": "integer"}, "completed": {"type": "integer"},
+        "costUsd": {"type": "number"}, "refundedUsd": {"type": "number"},
+        "createdAt": {"type": "string", "format": "date-time"}, "finishedAt": {"type": "string", "format": "date-time"},
+        "result": {"type": "object"}}}}}`
+
+// generateTools is generate_strategy, when the server has a Lab.
+func (s *Server) generateTools() []Tool {
+	if s.o.Lab == nil {
+		return nil
+	}
+	families := make([]string, 0, 4)
+	for _, f := range strategy.Families() {
+		families = append(families, string(f))
+	}
+	f := false
+	return []Tool{{Def: mcp.NewTool("generate_strategy",
+		mcp.WithDescription("Search a strategy family's parameters with backtests on one symbol, timeframe and period "+
+			"(the Strategy Lab), ranked by Sharpe ratio; the best set comes as a bot spec fragment. Costs 0.50 USD per "+
+			"experiment from your Strategy Lab wallet. Call it first without acknowledgeCost: it answers the cost "+
+			"estimate and your balance, charges and queues nothing, and needs only mcp:read. Then send estimate.proceed "+
+			"(acknowledgeCost true): the cost is charged and the job queued (needs mcp:live: it spends money; call "+
+			"check_auth first); read it with get_strategy_job. Experiments that cannot run are refunded. Refusals: "+
+			"TIER_NOT_ALLOWED (the tier lacks the Strategy Lab; pro and team have it), INSUFFICIENT_BALANCE (details "+
+			"required and balance), INVALID_PARAMETER (details.parameter names it), INVALID_SYMBOL, INSUFFICIENT_SCOPE."),
+		mcp.WithToolAnnotation(mcp.ToolAnnotation{Title: "Generate strategy", ReadOnlyHint: &f, DestructiveHint: &f,
+			IdempotentHint: &f, OpenWorldHint: &f}),
+		mcp.WithString("family", mcp.Required(), mcp.Enum(families...), mcp.Description("the strategy family to search")),
+		mcp.WithString("symbol", mcp.Required(), mcp.Description("BASE/QUOTE, a symbol of the paper catalogue, e.g. BTC/USDT")),
+		mcp.WithString("market", mcp.Enum("spot", "futures"), mcp.Description("spot (default) or futures")),
+		mcp.WithString("timeframe", mcp.Required(), mcp.Enum(marketdata.Timeframes()...), mcp.Description("the candle timeframe")),
+		mcp.WithString("from", mcp.Required(), mcp.Description("start of the period, RFC 3339 (e.g. 2026-01-01T00:00:00Z)")),
+		mcp.WithString("to", mcp.Required(), mcp.Description("end of the period, RFC 3339, after from; at most 200,000 candles")),
+		mcp.WithInteger("experiments", mcp.Required(), mcp.Min(1), mcp.Max(lab.MaxExperiments),
+			mcp.Description("parameter sets to backtest, 1 to 30; the first is the family's defaults")),
+		mcp.WithInteger("seed", mcp.Description("the search's seed; the same request and seed draw the same sets (absent: chosen and returned)")),
+		mcp.WithInteger("minTrades", mcp.Min(0), mcp.Description("trades an experiment needs to rank by Sharpe ratio (default 10)")),
+		mcp.WithString("initialBalance", mcp.Description("backtest starting balance in quote currency (default 10000)")),
+		mcp.WithString("positionSize", mcp.Description(`position size as on a bot, "10%" (default) or a base amount`)),
+		mcp.WithInteger("leverage", mcp.Min(1), mcp.Description("futures leverage (default 1)")),
+		mcp.WithString("stopLoss", mcp.Description(`stop-loss as on a bot, "2%" or a price (optional)`)),
+		mcp.WithString("takeProfit", mcp.Description(`take-profit as on a bot, "4%" or a price (optional)`)),
+		mcp.WithBoolean("acknowledgeCost", mcp.Description("true to charge the cost and queue the job; absent or false answers the estimate")),
+		mcp.WithRawOutputSchema(json.RawMessage(generateOutput))),
+		Scope: auth.ScopeRead, ScopeFor: generateScope, ScopeRule: "mcp:live with acknowledgeCost true (it charges the wallet)",
+		Changes: true, Handler: s.generate}}
+}
+
+// generateScope: the estimate charges nothing (mcp:read); the call that charges the wallet
+// needs mcp:live.
+func generateScope(_ context.Context, _ string, args map[string]any) (string, error) {
+	if ack, _ := args["acknowledgeCost"].(bool); ack {
+		return auth.ScopeLive, nil
+	}
+	return auth.ScopeRead, nil
+}
+
+func (s *Server) generate(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	const name = "generate_strategy"
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok {
+		return s.toolError(name, errs.New(errs.Unauthorized, "no caller")), nil
+	}
+	raw, err := json.Marshal(req.GetArguments())
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	var r lab.Request
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return s.toolError(name, errs.New(errs.InvalidParameter,
+			"the arguments do not match the schema (from and to are RFC 3339 times, experiments a whole number): %s", clipText(err.Error()))), nil
+	}
+	out, err := s.o.Lab.Generate(ctx, lab.Caller{UserID: p.UserID}, r)
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	return structured(out)
+}
+
+// clipText bounds a decoding error quoted back to the caller.
+func clipText(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,293 @@
+package mcpd
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/result"
+)
+
+// DefaultResultWait is how long a trading tool waits for the executor's result before it
+// answers "queued" with the signal ID to read with get_signal (decision "MCP server" 15).
+const DefaultResultWait = 3 * time.Second
+
+// Statuses of a trading tool's answer.
+const (
+	statusExecuted = "executed"
+	statusFailed   = "failed"
+	statusQueued   = "queued"
+)
+
+// tradeOutput is a trading tool's answer (tradeAnswer).
+var tradeOutput = `{
+  "type": "object",
+  "required": ["signalId", "status"],
+  "properties": {
+    "signalId": {"type": "string", "description": "the manual signal's id, for get_signal"},
+    "status": {"type": "string", "enum": ["executed", "failed", "queued"],
+      "description": "executed or failed: result holds the outcome; queued: not executed yet, call get_signal with signalId"},
+    "repeat": {"type": "boolean", "description": "the idempotencyKey named an earlier order, whose answer this is; nothing new was placed"},
+    "result": ` + signalOutput + `}}`
+
+// tradeAnswer is what a trading tool answers: the signal and, once executed, its result.
+type tradeAnswer struct {
+	SignalID string         `json:"signalId"`
+	Status   string         `json:"status"`
+	Repeat   bool           `json:"repeat,omitempty"`
+	Result   *result.Result `json:"result,omitempty"`
+}
+
+// tradeHints is the annotation of a tool that queues a manual signal: it may reach a real
+// exchange.
+func tradeHints(title string, destructive, idempotent bool) mcp.ToolAnnotation {
+	f, t := false, true
+	return mcp.ToolAnnotation{Title: title, ReadOnlyHint: &f, DestructiveHint: &destructive,
+		IdempotentHint: &idempotent, OpenWorldHint: &t}
+}
+
+// scopeNote is the scope sentence of a tool acting on a bot's venue.
+const scopeNote = " Needs the mcp:paper scope for a paper bot and mcp:live for a bot on an exchange: call check_auth first " +
+	"to see the token's scope. Answers within a few seconds with the executed result (success, the order, or the " +
+	"error code), or status queued with the signalId to read with get_signal. Refusals: NOT_FOUND (not one of your " +
+	"bots), BOT_DISABLED, EXCHANGE_DISCONNECTED, INSUFFICIENT_SCOPE."
+
+// tradingTools are the tools that trade on a bot's venue through the manual-signal API.
+func (s *Server) tradingTools() []Tool {
+	botID := mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)"))
+	symbol := func(required bool, what string) mcp.ToolOption {
+		opts := []mcp.PropertyOption{mcp.Description(what + ", BASE/QUOTE in capitals, e.g. BTC/USDT")}
+		if required {
+			opts = append(opts, mcp.Required())
+		}
+		return mcp.WithString("symbol", opts...)
+	}
+	price := func(name, what string) mcp.ToolOption {
+		return mcp.WithNumber(name, mcp.Required(), mcp.Description(what), positive())
+	}
+	output := mcp.WithRawOutputSchema(json.RawMessage(tradeOutput))
+	tool := func(def mcp.Tool) Tool {
+		return Tool{Def: def, Scope: auth.ScopePaper, ScopeFor: s.botVenueScope,
+			ScopeRule: "mcp:live on a bot trading on an exchange", Changes: true}
+	}
+	place := tool(mcp.NewTool("place_order",
+		mcp.WithDescription("Place a market or limit order on a bot's venue, as the dashboard's manual order does. "+
+			"An order opposite to the bot's open position reduces it (never past zero); on its side it adds; "+
+			"otherwise it opens a position, with stopLoss and takeProfit as its exits (absent: the bot's defaults). "+
+			"Pass an idempotencyKey to retry safely: the same key answers the first order and places nothing new."+
+			scopeNote+" Also INVALID_SYMBOL, INVALID_AMOUNT, INVALID_PRICE, INVALID_ACTION, BOT_PAUSED (entries on a "+
+			"paused bot), INVALID_PARAMETER (an idempotencyKey reused for a different order); in the result "+
+			"INSUFFICIENT_BALANCE, EXCHANGE_ERROR."),
+		mcp.WithToolAnnotation(tradeHints("Place order", false, false)), botID,
+		mcp.WithString("side", mcp.Required(), mcp.Enum("buy", "sell"), mcp.Description("buy or sell")),
+		mcp.WithString("type", mcp.Required(), mcp.Enum("market", "limit"), mcp.Description("market, or limit with price")),
+		symbol(false, "the pair; absent: the bot's fixed pair"),
+		mcp.WithNumber("amount", mcp.Required(), positive(),
+			mcp.Description("the amount in base currency (0.01 BTC); a decimal string is accepted for more than 15 significant digits")),
+		mcp.WithNumber("price", positive(), mcp.Description("the limit price (type limit only)")),
+		mcp.WithNumber("stopLoss", positive(), mcp.Description("stop-loss price of the position the order opens")),
+		mcp.WithNumber("takeProfit", positive(), mcp.Description("take-profit price of the position the order opens")),
+		mcp.WithString("idempotencyKey", mcp.MaxLength(255),
+			mcp.Description("your key for this order: a repeat within 24 hours answers the first order and places nothing")),
+		output))
+	place.Handler = s.placeOrder
+	stop := tool(mcp.NewTool("set_stop_loss",
+		mcp.WithDescription("Set the stop-loss price of a bot's open position on symbol: when the market reaches it the "+
+			"position is closed at market. It must be on the protecting side of the current price (below it for a long)."+
+			scopeNote+" Also INVALID_SYMBOL, INVALID_PRICE; in the result POSITION_NOT_FOUND, INVALID_PRICE (wrong side)."),
+		mcp.WithToolAnnotation(tradeHints("Set stop-loss", false, true)), botID,
+		symbol(true, "the position's pair"), price("price", "the stop-loss trigger price"), output))
+	stop.Handler = s.protect("set_stop_loss", exchange.StopLoss)
+	take := tool(mcp.NewTool("set_take_profit",
+		mcp.WithDescription("Set the take-profit price of a bot's open position on symbol: when the market reaches it "+
+			"the position is closed at market. It must be on the profitable side of the current price (above it for a long)."+
+			scopeNote+" Also INVALID_SYMBOL, INVALID_PRICE; in the result POSITION_NOT_FOUND, INVALID_PRICE (wrong side)."),
+		mcp.WithToolAnnotation(tradeHints("Set take-profit", false, true)), botID,
+		symbol(true, "the position's pair"), price("price", "the take-profit trigger price"), output))
+	take.Handler = s.protect("set_take_profit", exchange.TakeProfit)
+	closePos := tool(mcp.NewTool("close_position",
+		mcp.WithDescription("Close a bot's open position on symbol at market: all of it, or percent of it. The close "+
+			"applies to what is open when it executes."+scopeNote+
+			" Also INVALID_SYMBOL, INVALID_AMOUNT (percent); in the result POSITION_NOT_FOUND, EXCHANGE_ERROR."),
+		mcp.WithToolAnnotation(tradeHints("Close position", true, false)), botID,
+		symbol(true, "the position's pair"),
+		mcp.WithNumber("percent", positive(), mcp.Max(100), mcp.Description("the part to close, above 0 and at most 100 (default 100)")),
+		output))
+	closePos.Handler = s.closePosition
+	closeAll := tool(mcp.NewTool("close_all_positions",
+		mcp.WithDescription("Close every open position of a bot at market, one order per symbol."+scopeNote+
+			" In the result POSITION_NOT_FOUND when nothing is open, EXCHANGE_ERROR."),
+		mcp.WithToolAnnotation(tradeHints("Close all positions", true, false)), botID, output))
+	closeAll.Handler = s.closeAll
+	cancel := tool(mcp.NewTool("cancel_order",
+		mcp.WithDescription("Cancel a bot's order still open on its exchange (a resting limit order), by its "+
+			"clientOrderId (get_order shows it). The order record becomes cancelled, keeping any partial fill."+
+			scopeNote+" In the result INVALID_ACTION when the order is not open (filled, cancelled, rejected, expired; "+
+			"a paper bot's orders fill at once, so they are never open), NOT_FOUND for an order the bot does not hold, "+
+			"EXCHANGE_ERROR."),
+		mcp.WithToolAnnotation(tradeHints("Cancel order", true, true)), botID,
+		mcp.WithString("orderId", mcp.Required(), mcp.MaxLength(64), mcp.Description("the order's clientOrderId")),
+		output))
+	cancel.Handler = s.cancelOrder
+	return []Tool{place, stop, take, closePos, closeAll, cancel}
+}
+
+func (s *Server) placeOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	const name = "place_order"
+	args := req.GetArguments()
+	r := order.Request{Type: exchange.OrderType(req.GetString("type", "")), Side: exchange.Side(req.GetString("side", "")),
+		Symbol: req.GetString("symbol", "")}
+	if r.Type != exchange.Market && r.Type != exchange.Limit {
+		return s.toolError(name, errs.New(errs.InvalidParameter, "type must be market or limit")), nil
+	}
+	var err error
+	for _, d := range []struct {
+		name string
+		code errs.Code
+		to   **decimal.Decimal
+	}{{"amount", errs.InvalidAmount, &r.Amount}, {"price", errs.InvalidPrice, &r.Price},
+		{"stopLoss", errs.InvalidPrice, &r.StopLoss}, {"takeProfit", errs.InvalidPrice, &r.TakeProfit}} {
+		if *d.to, err = decimalArg(args, d.name, d.code); err != nil {
+			return s.toolError(name, err), nil
+		}
+	}
+	key, _ := args["idempotencyKey"].(string)
+	if v, ok := args["idempotencyKey"]; ok && v != nil && (key == "" || len(key) > 255) {
+		return s.toolError(name, errs.New(errs.InvalidParameter, "idempotencyKey must be a string of 1 to 255 characters")), nil
+	}
+	bot, err := s.ownedBot(ctx, req)
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	if r.Symbol == "" {
+		r.Symbol = bot.Symbol
+	}
+	if key == "" {
+		id, err := s.o.Trading.PlaceManual(ctx, bot.ID, r)
+		return s.answerTrade(ctx, name, id, false, err)
+	}
+	p, ok := auth.PrincipalFrom(ctx)
+	if !ok {
+		return s.toolError(name, errs.New(errs.Unauthorized, "no caller")), nil
+	}
+	placed, err := s.o.Trading.PlaceManualOnce(ctx, bot.ID, p.UserID, key, r)
+	return s.answerTrade(ctx, name, placed.SignalID, placed.Repeat, err)
+}
+
+// protect is the handler of set_stop_loss (typ exchange.StopLoss) and set_take_profit: the
+// whole position's exit.
+func (s *Server) protect(name string, typ exchange.OrderType) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		price, err := decimalArg(req.GetArguments(), "price", errs.InvalidPrice)
+		if err != nil {
+			return s.toolError(name, err), nil
+		}
+		if price == nil {
+			return s.toolError(name, errs.New(errs.InvalidPrice, "price is required: the trigger price")), nil
+		}
+		bot, err := s.ownedBot(ctx, req)
+		if err != nil {
+			return s.toolError(name, err), nil
+		}
+		all := decimal.NewFromInt(100)
+		r := order.Request{Type: typ, Symbol: req.GetString("symbol", ""), ClosePercent: &all}
+		if typ == exchange.StopLoss {
+			r.StopPrice = price
+		} else {
+			r.TakeProfitPrice = price
+		}
+		id, err := s.o.Trading.PlaceManual(ctx, bot.ID, r)
+		return s.answerTrade(ctx, name, id, false, err)
+	}
+}
+
+func (s *Server) closePosition(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	const name = "close_position"
+	percent, err := decimalArg(req.GetArguments(), "percent", errs.InvalidAmount)
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	bot, err := s.ownedBot(ctx, req)
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	id, err := s.o.Trading.Close(ctx, bot.ID, req.GetString("symbol", ""), percent)
+	return s.answerTrade(ctx, name, id, false, err)
+}
+
+func (s *Server) closeAll(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	bot, err := s.ownedBot(ctx, req)
+	if err != nil {
+		return s.toolError("close_all_positions", err), nil
+	}
+	id, err := s.o.Trading.CloseAll(ctx, bot.ID)
+	return s.answerTrade(ctx, "close_all_positions", id, false, err)
+}
+
+func (s *Server) cancelOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	bot, err := s.ownedBot(ctx, req)
+	if err != nil {
+		return s.toolError("cancel_order", err), nil
+	}
+	id, err := s.o.Trading.Cancel(ctx, bot.ID, req.GetString("orderId", ""))
+	return s.answerTrade(ctx, "cancel_order", id, false, err)
+}
+
+// answerTrade answers a queued manual signal: its result when the executor stores one within
+// Options.ResultWait, otherwise status queued.
+func (s *Server) answerTrade(ctx context.Context, tool, signalID string, repeat bool, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return s.toolError(tool, err), nil
+	}
+	out := tradeAnswer{SignalID: signalID, Status: statusQueued, Repeat: repeat}
+	st, err := s.o.Trading.WaitResult(ctx, signalID, s.o.ResultWait)
+	if err != nil {
+		// The signal is queued: answer it, and let the agent read the outcome later.
+		s.o.Logger.Warn("mcpd: reading a manual signal's result failed", "tool", tool, "signal", signalID, "err", err)
+	}
+	if err == nil && st.Found {
+		out.Result, out.Status = &st.Result, statusExecuted
+		if !st.Result.Success {
+			out.Status = statusFailed
+		}
+	}
+	return structured(out)
+}
+
+// positive is the schema bound of a number that must be above 0.
+func positive() mcp.PropertyOption {
+	return func(schema map[string]any) { schema["exclusiveMinimum"] = 0 }
+}
+
+// decimalArg reads the optional decimal argument name: a JSON number (read as its shortest
+// decimal form, exact up to 15 significant digits) or a decimal string. Anything else, or a
+// number that is not positive, is code (INVALID_AMOUNT, INVALID_PRICE).
+func decimalArg(args map[string]any, name string, code errs.Code) (*decimal.Decimal, error) {
+	v, ok := args[name]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	var d decimal.Decimal
+	switch x := v.(type) {
+	case float64:
+		d = decimal.NewFromFloat(x)
+	case string:
+		var err error
+		if d, err = decimal.NewFromString(x); err != nil {
+			return nil, errs.New(code, "%s must be a number", name).WithDetails(map[string]any{"parameter": name})
+		}
+	default:
+		return nil, errs.New(code, "%s must be a number", name).WithDetails(map[string]any{"parameter": name})
+	}
+	if !d.IsPositive() {
+		return nil, errs.New(code, "%s must be above 0", name).WithDetails(map[string]any{"parameter": name})
+	}
+	return &d, nil
+}
