@@ -363,6 +363,10 @@ func manualExit(env queue.Envelope) bool {
 // attempt stores its plan first, it follows that plan, as the first attempt's, from fresh
 // reads (nothing of this attempt's plan was stored or sent).
 func (e *Executor) planAndRun(ctx context.Context, j *job) (outcome, error) {
+	if req, ok := manualCancel(j.env); ok {
+		res, err := e.cancelOrder(ctx, j, req)
+		return outcome{res: res}, err
+	}
 	p, err := e.loadOrPlan(ctx, j)
 	if err != nil {
 		return outcome{}, err
