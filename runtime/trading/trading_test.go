@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
@@ -290,5 +291,117 @@ func TestManualCloseValidation(t *testing.T) {
 	}
 	if _, err := api.Close(ctx, "bot-1", "", nil); errs.CodeOf(err) != errs.InvalidSymbol {
 		t.Errorf("close without a symbol: %v", err)
+	}
+}
+
+// streamLen is how many envelopes wait in bot-1's stream at priority p.
+func streamLen(t *testing.T, ctx context.Context, rdb redis.UniversalClient, p queue.Priority) int64 {
+	t.Helper()
+	n, err := rdb.XLen(ctx, queue.StreamOf("bot-1", p)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The same idempotency key twice, even from two replicas at once, queues one order and
+// answers its signal ID; another request under the key is refused; another user's key of
+// the same text is another key.
+func TestPlaceManualOnce(t *testing.T) {
+	ctx, rdb, api, ex := setup(t)
+	other := trading.New(rdb, nil, nil) // a second replica
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5"),
+		StopLoss: testkit.DP("2700")}
+	answers := make(chan trading.Placed, 2)
+	failures := make(chan error, 2)
+	for _, a := range []*trading.API{api, other} {
+		go func() {
+			p, err := a.PlaceManualOnce(ctx, "bot-1", "user-a", "key-1", buy)
+			if err != nil {
+				failures <- err
+				return
+			}
+			answers <- p
+		}()
+	}
+	var got []trading.Placed
+	for range 2 {
+		select {
+		case err := <-failures:
+			t.Fatal(err)
+		case p := <-answers:
+			got = append(got, p)
+		}
+	}
+	if got[0].SignalID != got[1].SignalID || got[0].Repeat == got[1].Repeat || streamLen(t, ctx, rdb, queue.PriorityStrategyEntry) != 1 {
+		t.Fatalf("answers %+v; %d queued, want one order", got, streamLen(t, ctx, rdb, queue.PriorityStrategyEntry))
+	}
+	first := got[0].SignalID
+
+	// After execution a repeat still answers the first order, even on a paused bot.
+	drain(t, ctx, rdb, ex, queue.PriorityStrategyEntry)
+	if _, err := registry.New(rdb).Pause(ctx, "bot-1", registry.Pause{Reason: registry.PauseRisk}, api.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := api.PlaceManualOnce(ctx, "bot-1", "user-a", "key-1", buy)
+	if err != nil || p.SignalID != first || !p.Repeat {
+		t.Fatalf("repeat = %+v %v, want %s", p, err, first)
+	}
+	st, err := api.Result(ctx, first)
+	if err != nil || !st.Found || !st.Result.Success || !st.Result.Order.FilledAmount.Equal(testkit.D("0.5")) {
+		t.Fatalf("result %+v %v", st, err)
+	}
+	// The stop-loss the order carried is the position's exit.
+	pos, err := api.Positions(ctx, "bot-1")
+	if err != nil || len(pos) != 1 || pos[0].StopLoss == nil || !pos[0].StopLoss.Equal(testkit.D("2700")) {
+		t.Fatalf("positions %+v %v", pos, err)
+	}
+
+	// Another amount under the same key: refused, naming the first order; nothing queued.
+	more := buy
+	more.Amount = testkit.DP("0.6")
+	_, err = api.PlaceManualOnce(ctx, "bot-1", "user-a", "key-1", more)
+	e, ok := errs.As(err)
+	if !ok || e.Code != errs.InvalidParameter || e.Details["signalId"] != first || e.Details["parameter"] != "idempotencyKey" {
+		t.Fatalf("reused key: %v", err)
+	}
+	// Another user's key of the same text is its own (the bot is paused: entries refused).
+	if _, err := api.PlaceManualOnce(ctx, "bot-1", "user-b", "key-1", buy); errs.CodeOf(err) != errs.BotPaused {
+		t.Fatalf("user-b's key-1 on a paused bot: %v", err)
+	}
+	if n := streamLen(t, ctx, rdb, queue.PriorityStrategyEntry); n != 0 {
+		t.Fatalf("%d queued after refusals", n)
+	}
+}
+
+// Cancel queues a cancel request at priority 1; WaitResult answers not Found when nothing
+// executes within the bound, and the result once the executor stores it.
+func TestCancelAndWaitResult(t *testing.T) {
+	ctx, rdb, api, ex := setup(t)
+	id, err := api.Cancel(ctx, "bot-1", "sg-0123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := rdb.XRange(ctx, queue.StreamOf("bot-1", queue.PriorityManualClose), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("queued %v %v", msgs, err)
+	}
+	var env queue.Envelope
+	if err := json.Unmarshal([]byte(msgs[0].Values[queue.EnvelopeField].(string)), &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.SignalID != id || env.Source != queue.SourceManual || string(env.Signal) != `{"type":"cancel","symbol":"","clientOrderId":"sg-0123"}` {
+		t.Fatalf("envelope %+v %s", env, env.Signal)
+	}
+	if _, err := api.Cancel(ctx, "bot-1", ""); errs.CodeOf(err) != errs.InvalidParameter {
+		t.Fatalf("cancel without an order: %v", err)
+	}
+	if st, err := api.WaitResult(ctx, id, 0); err != nil || st.Found {
+		t.Fatalf("before execution: %+v %v", st, err)
+	}
+	go drain(t, ctx, rdb, ex, queue.PriorityManualClose)
+	st, err := api.WaitResult(ctx, id, 10*time.Second)
+	if err != nil || !st.Found || st.Result.Code != errs.NotFound {
+		t.Fatalf("after execution: %+v %v", st, err)
 	}
 }
