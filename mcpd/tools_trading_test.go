@@ -446,3 +446,34 @@ func TestGenerateStrategyNeedsLab(t *testing.T) {
 		}
 	}
 }
+
+// The changing tools say so in their annotations: the trading tools may reach a real
+// exchange, the closes and the cancel destroy, and every tool declares what it answers.
+func TestTradingToolDefinitions(t *testing.T) {
+	f := newTradeFixture(t)
+	res, err := f.read.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][3]bool{ // destructive, idempotent, open world
+		"place_order": {false, false, true}, "set_stop_loss": {false, true, true}, "set_take_profit": {false, true, true},
+		"close_position": {true, false, true}, "close_all_positions": {true, false, true}, "cancel_order": {true, true, true},
+		"refill_paper_account": {true, false, false}, "generate_strategy": {false, false, false},
+	}
+	seen := 0
+	for _, tool := range res.Tools {
+		w, ok := want[tool.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		a := tool.Annotations
+		if a.ReadOnlyHint == nil || *a.ReadOnlyHint || *a.DestructiveHint != w[0] || *a.IdempotentHint != w[1] ||
+			*a.OpenWorldHint != w[2] || tool.OutputSchema.Type != "object" || !strings.Contains(tool.Description, "mcp:") {
+			t.Errorf("%s: annotations %+v, output %+v", tool.Name, a, tool.OutputSchema)
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("%d of the %d tools listed", seen, len(want))
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
@@ -114,9 +115,14 @@ func run(logger *slog.Logger, c config) error {
 	known := webhookd.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
 	reg := daemon.NewRegistry()
+	users := auth.NewUsers(rdb, auth.UsersOptions{})
+	labMetrics := lab.NewMetrics()
+	reg.MustRegister(labMetrics.Collectors()...)
 	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
-		Users: auth.NewUsers(rdb, auth.UsersOptions{}), OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
+		Users: users, OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
 		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit), SessionIdle: c.sessionIdle,
+		// generate_strategy queues jobs and charges the wallet; the executors run them.
+		Lab: lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics}),
 		// Without the master key, get_portfolio lists exchange connections with the error
 		// "credentials unavailable" (portfolio.Options.Clients).
 		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),
