@@ -121,6 +121,21 @@ func TestRequestValidate(t *testing.T) {
 		{"closePercent missing", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1")}, errs.InvalidAmount},
 		{"bad side", order.Request{Type: exchange.Market, Side: "hold", Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidAction},
 		{"bad type", order.Request{Type: "iceberg", Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidAction},
+		{"entry with exits", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"),
+			StopLoss: testkit.DP("60000"), TakeProfit: testkit.DP("70000")}, ""},
+		{"entry with zero stop", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"),
+			Price: testkit.DP("65000"), StopLoss: testkit.DP("0")}, errs.InvalidPrice},
+		{"entry with negative take profit", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT",
+			Amount: testkit.DP("1"), TakeProfit: testkit.DP("-1")}, errs.InvalidPrice},
+		{"stop_loss with stopLoss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1"),
+			ClosePercent: testkit.DP("100"), StopLoss: testkit.DP("1")}, errs.InvalidAction},
+		{"entry naming an order", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"),
+			ClientOrderID: "sg-1"}, errs.InvalidAction},
+		{"close with exits", order.Request{Type: order.Close, Symbol: "BTC/USDT", StopLoss: testkit.DP("1")}, errs.InvalidAction},
+		{"cancel", order.Request{Type: order.Cancel, ClientOrderID: "sg-0123"}, ""},
+		{"cancel without order", order.Request{Type: order.Cancel}, errs.InvalidParameter},
+		{"cancel with symbol", order.Request{Type: order.Cancel, ClientOrderID: "sg-0123", Symbol: "BTC/USDT"}, errs.InvalidAction},
+		{"cancel with a long id", order.Request{Type: order.Cancel, ClientOrderID: strings.Repeat("x", 65)}, errs.InvalidParameter},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -159,3 +159,29 @@ func TestHoldings(t *testing.T) {
 		t.Fatalf("futures = %+v", h.Futures)
 	}
 }
+
+// RefillOwned refills the owner's account only: another owner's answers ErrNotFound and
+// keeps its balance.
+func TestRefillOwned(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	a := paper.NewAccounts(rdb)
+	if _, err := a.Ensure(ctx, paper.Config{ID: "p1", Owner: "ada@example.com", Currency: "USDT",
+		InitialBalance: decimal.RequireFromString("10000"), FeeRate: decimal.Zero}); err != nil {
+		t.Fatal(err)
+	}
+	rdb.HSet(ctx, store.PaperAccount("p1"), "balance", "12.5")
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, owner := range []string{"bob@example.com", ""} {
+		if _, err := a.RefillOwned(ctx, "p1", owner, now); !errors.Is(err, paper.ErrNotFound) {
+			t.Fatalf("refill by %q: %v", owner, err)
+		}
+	}
+	if got, _ := a.Get(ctx, "p1"); got.Balance.String() != "12.5" || !got.LastRefillAt.IsZero() {
+		t.Fatalf("refused refill changed the account: %+v", got)
+	}
+	st, err := a.RefillOwned(ctx, "p1", "Ada@Example.com", now)
+	if err != nil || st.Balance.String() != "10000" || !st.LastRefillAt.Equal(now) {
+		t.Fatalf("owner's refill = %+v, %v", st, err)
+	}
+}
