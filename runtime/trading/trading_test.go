@@ -29,7 +29,7 @@ func (p fixedPrice) Price(context.Context, exchange.Kind, string) (decimal.Decim
 	return decimal.Decimal(p), nil
 }
 
-func setup(t *testing.T) (context.Context, redis.UniversalClient, *trading.API, *executor.Executor) {
+func setup(t testing.TB) (context.Context, redis.UniversalClient, *trading.API, *executor.Executor) {
 	t.Helper()
 	ctx := context.Background()
 	_, rdb := storetest.New(t)
