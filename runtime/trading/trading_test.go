@@ -19,6 +19,7 @@ import (
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/runtime/trading"
 )
@@ -399,8 +400,18 @@ func TestCancelAndWaitResult(t *testing.T) {
 	if st, err := api.WaitResult(ctx, id, 0); err != nil || st.Found {
 		t.Fatalf("before execution: %+v %v", st, err)
 	}
-	go drain(t, ctx, rdb, ex, queue.PriorityManualClose)
-	st, err := api.WaitResult(ctx, id, 10*time.Second)
+	type waited struct {
+		st  result.Stored
+		err error
+	}
+	wait := make(chan waited, 1)
+	go func() {
+		st, err := api.WaitResult(ctx, id, 10*time.Second)
+		wait <- waited{st, err}
+	}()
+	drain(t, ctx, rdb, ex, queue.PriorityManualClose)
+	w := <-wait
+	st, err := w.st, w.err
 	if err != nil || !st.Found || st.Result.Code != errs.NotFound {
 		t.Fatalf("after execution: %+v %v", st, err)
 	}
