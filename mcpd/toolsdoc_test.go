@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/lab"
 )
 
 var update = flag.Bool("update", false, "write docs/mcp-tools.md from the registry")
@@ -41,5 +42,8 @@ func TestToolsDocIsCurrent(t *testing.T) {
 func newFullServer(t *testing.T) *mcpd.Server {
 	t.Helper()
 	f := newFixture(t)
-	return f.server(t, func(o *mcpd.Options) { o.Candles = f.candlesService() })
+	return f.server(t, func(o *mcpd.Options) {
+		o.Candles = f.candlesService()
+		o.Lab = lab.New(lab.Options{Redis: f.rdb, Users: f.users, Now: f.clk.Now})
+	})
 }
