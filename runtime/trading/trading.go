@@ -58,11 +58,11 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 }
 
 // PlaceManual validates req and queues it for the bot's executor; the outcome is read with
-// Result(signalID). Closes, orders that reduce an open position and stop_loss /
+// Result(signalID). Closes, cancels, orders that reduce an open position and stop_loss /
 // take_profit changes go at priority 1 (manual close), other orders at priority 3. Errors
 // are *errs.Error: the request's validation codes (1001-1003), BOT_DELETED, BOT_DISABLED or
 // EXCHANGE_DISCONNECTED (registry.Bot.DisabledError), BOT_PAUSED (2002) for an order that
-// opens or adds (exits run on a paused bot: its owner must be able to get out); anything
+// opens or adds (exits and cancels run on a paused bot: its owner must be able to get out); anything
 // else is an infrastructure failure. Execution failures (INSUFFICIENT_BALANCE 3001,
 // POSITION_NOT_FOUND 3002, EXCHANGE_ERROR 3003, ...) are in the stored result.
 func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) (string, error) {
