@@ -89,8 +89,9 @@ func (s *Server) tradingTools() []Tool {
 		mcp.WithString("side", mcp.Required(), mcp.Enum("buy", "sell"), mcp.Description("buy or sell")),
 		mcp.WithString("type", mcp.Required(), mcp.Enum("market", "limit"), mcp.Description("market, or limit with price")),
 		symbol(false, "the pair; absent: the bot's fixed pair"),
-		mcp.WithNumber("amount", mcp.Required(), positive(),
-			mcp.Description("the amount in base currency (0.01 BTC); a decimal string is accepted for more than 15 significant digits")),
+		mcp.WithNumber("amount", positive(),
+			mcp.Description("the amount in base currency (0.01 BTC); a decimal string is accepted for more than 15 significant "+
+				"digits. Absent: the bot's positionSize, for an order that opens or adds (one that reduces needs an amount)")),
 		mcp.WithNumber("price", positive(), mcp.Description("the limit price (type limit only)")),
 		mcp.WithNumber("stopLoss", positive(), mcp.Description("stop-loss price of the position the order opens")),
 		mcp.WithNumber("takeProfit", positive(), mcp.Description("take-profit price of the position the order opens")),

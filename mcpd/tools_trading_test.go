@@ -338,6 +338,19 @@ func TestRefillPaperAccountTool(t *testing.T) {
 		!r.LastRefillAt.Equal(now) || !r.NextRefillAt.Equal(now.Add(24*time.Hour)) {
 		t.Fatalf("refill %+v", r)
 	}
+	// An order without an amount is sized as the bot sizes signals, from the refilled
+	// balance: 10 % of 10000 = 1000 USDT at 3000 = 0.3333… ETH, down to the 0.0001 step:
+	// 0.3333, fee 0.3333 × 3000 × 0.001 = 0.9999.
+	sized := toolOK[trade](t, f.paper, "place_order", map[string]any{"botId": "bot-p", "side": "buy", "type": "market", "symbol": "ETH/USDT"})
+	if sized.Status != "executed" || !sized.Result.Order.FilledAmount.Equal(testkit.D("0.3333")) ||
+		!sized.Result.Order.Fee.Equal(testkit.D("0.9999")) {
+		t.Fatalf("buy without an amount: %+v %+v", sized, sized.Result)
+	}
+	// A reduce without an amount is refused: nobody chose how much to sell.
+	if sell := toolOK[trade](t, f.paper, "place_order", map[string]any{"botId": "bot-p", "side": "sell", "type": "market",
+		"symbol": "ETH/USDT"}); sell.Status != "failed" || sell.Result.Code != errs.InvalidAmount {
+		t.Fatalf("sell without an amount: %+v %+v", sell, sell.Result)
+	}
 	// Inside the 24 h cooldown: refused, saying when. (Tokens are issued again: a day
 	// outlives them.)
 	f.clk.Advance(23 * time.Hour)
@@ -360,8 +373,8 @@ func TestRefillPaperAccountTool(t *testing.T) {
 	}
 	f.forbidden(t, f.readTok, "refill_paper_account", `{"accountId":"acct-ada"}`, auth.ScopePaper)
 	entries, _, err := f.journal.List(t.Context(), f.ada.ID, "", 10)
-	if err != nil || len(entries) != 4 || entries[0].Tool != "refill_paper_account" || !entries[0].Outcome.OK ||
-		entries[1].Outcome.Code != errs.RateLimited {
+	if err != nil || len(entries) != 6 || entries[0].Tool != "refill_paper_account" || !entries[0].Outcome.OK ||
+		entries[1].Outcome.Code != errs.RateLimited || entries[2].Tool != "place_order" {
 		t.Fatalf("journal %+v %v", entries, err)
 	}
 }

@@ -438,8 +438,23 @@ func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request,
 func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, sym string, pos *position.Position) (leg, error) {
 	m := j.markets[sym]
 	side := position.SideOf(req.Side)
-	l := leg{Symbol: sym, Side: side, Type: req.Type, Size: &signal.Amount{Value: *req.Amount},
-		Leverage: order.Leverage(j.kind, 0, j.bot.Leverage), Reason: reasonManual}
+	l := leg{Symbol: sym, Side: side, Type: req.Type, Leverage: order.Leverage(j.kind, 0, j.bot.Leverage), Reason: reasonManual}
+	if req.Amount != nil {
+		l.Size = &signal.Amount{Value: *req.Amount}
+	} else if pos == nil || pos.Side == side {
+		// An entry without an amount is sized as the bot sizes a signal's.
+		size, err := order.ParseAmount(j.bot.PositionSize)
+		if err != nil {
+			return leg{}, err
+		}
+		if size == nil {
+			return leg{}, errs.New(errs.InvalidAmount, "no amount: the order has none and the bot has no positionSize")
+		}
+		l.Size = size
+	} else {
+		// A reduce without an amount would close a share of the position nobody chose.
+		return leg{}, errs.New(errs.InvalidAmount, "an order that reduces the %s %s position needs an amount; close_position closes a percentage", pos.Side, sym)
+	}
 	if req.Type == exchange.Limit {
 		lp, err := order.LimitPrice(m, *req.Price)
 		if err != nil {

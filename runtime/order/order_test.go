@@ -111,7 +111,7 @@ func TestRequestValidate(t *testing.T) {
 		{"take_profit", order.Request{Type: exchange.TakeProfit, Symbol: "ETH/USDT", TakeProfitPrice: testkit.DP("4000"), ClosePercent: testkit.DP("50")}, ""},
 		{"symbol without slash", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTCUSDT", Amount: testkit.DP("1")}, errs.InvalidSymbol},
 		{"lower-case symbol", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "btc/usdt", Amount: testkit.DP("1")}, errs.InvalidSymbol},
-		{"no amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT"}, errs.InvalidAmount},
+		{"no amount: the bot's size", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT"}, ""},
 		{"zero amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("0")}, errs.InvalidAmount},
 		{"limit without price", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidPrice},
 		{"market with price", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"), Price: testkit.DP("1")}, errs.InvalidPrice},

@@ -18,7 +18,8 @@ var hundred = decimal.NewFromInt(100)
 
 // Request is an order of the internal trading API (spec: Order requests):
 //
-//	market       type, side, symbol, amount (base currency)
+//	market       type, side, symbol, amount (base currency; absent: the bot's positionSize,
+//	             for an order that opens or adds to a position)
 //	limit        as market plus price
 //	stop_loss    type, symbol, stopPrice, closePercent
 //	take_profit  type, symbol, takeProfitPrice, closePercent
@@ -69,7 +70,7 @@ func (r Request) Validate() error {
 		if r.Side != exchange.SideBuy && r.Side != exchange.SideSell {
 			return errs.New(errs.InvalidAction, "side must be buy or sell")
 		}
-		if !positive(r.Amount) {
+		if r.Amount != nil && !positive(r.Amount) {
 			return errs.New(errs.InvalidAmount, "amount must be a positive base-currency amount")
 		}
 		if r.Type == exchange.Limit && !positive(r.Price) {
