@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/sigops/sigops/authd"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
@@ -602,6 +603,22 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 		c.run(t, call{base: au, method: "GET", path: "/api/user/me", header: cookie, status: 200, validRequest: true})
 		c.run(t, call{base: au, method: "GET", path: "/api/user/me", status: 401, check: hasHeader("WWW-Authenticate", "Bearer")})
 		c.run(t, call{base: s.downAuth, method: "GET", path: "/api/user/me", header: cookie, status: 503})
+
+		// The audit journal: one entry of alice's, read with her token and her cookie.
+		if err := audit.New(s.f.rdb, audit.Options{}).Record(ctx, audit.Entry{UserID: alice.ID, ClientID: "c-1", ClientName: "Desk agent",
+			Channel: audit.ChannelMCP, Tool: "pause_bot", Arguments: []byte(`{"botId":"bot-active"}`), Outcome: audit.Outcome{OK: true}}); err != nil {
+			t.Fatal(err)
+		}
+		c.run(t, call{base: au, method: "GET", path: "/api/user/audit?limit=10", header: bearer(tok), status: 200, validRequest: true,
+			check: func(t *testing.T, _ *http.Response, b []byte) {
+				if !strings.Contains(string(b), `"tool":"pause_bot"`) {
+					t.Errorf("the entry is missing: %s", b)
+				}
+			}})
+		c.run(t, call{base: au, method: "GET", path: "/api/user/audit", header: cookie, status: 200, validRequest: true})
+		c.run(t, call{base: au, method: "GET", path: "/api/user/audit?limit=0", header: bearer(tok), status: 400, check: codeIs("INVALID_PARAMETER")})
+		c.run(t, call{base: au, method: "GET", path: "/api/user/audit", status: 401, check: hasHeader("WWW-Authenticate", "Bearer")})
+		c.run(t, call{base: s.downAuth, method: "GET", path: "/api/user/audit", header: cookie, status: 503})
 		c.run(t, call{base: au, method: "POST", path: "/api/auth/logout", header: bearer(tok), status: 204, validRequest: true})
 		c.run(t, call{base: au, method: "POST", path: "/api/auth/logout", header: bearer(tok), status: 401,
 			check: hasHeader("WWW-Authenticate", `error="invalid_token"`)})
