@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -110,21 +111,93 @@ func (b *Book) Orders(ctx context.Context, botID string, limit int) ([]OrderReco
 	if limit <= 0 {
 		limit = 100
 	}
-	ids, err := b.rdb.LRange(ctx, store.BookOrders(botID), 0, int64(limit-1)).Result()
-	if err != nil {
-		return nil, err
+	page, err := b.OrderPage(ctx, botID, OrderQuery{Limit: limit})
+	return page.Orders, err
+}
+
+// OrderQuery selects a page of a bot's orders, newest first.
+type OrderQuery struct {
+	// After is the client order ID the previous page ended with ("" for the first page).
+	After string
+	// Limit is the page size (at least 1).
+	Limit int
+	// Statuses keeps only orders in one of them (empty: every status).
+	Statuses []exchange.OrderStatus
+}
+
+// OrderPage is a page of a bot's orders.
+type OrderPage struct {
+	Orders []OrderRecord
+	// Next is the After of the following page; empty on the last.
+	Next string
+}
+
+// ErrCursorGone: the order an OrderQuery continues after is no longer in the bot's list
+// (trimmed at MaxOrders, or the book was purged).
+var ErrCursorGone = errors.New("position: the order the page continues after is no longer listed")
+
+// orderScan is how many client order IDs one round trip of OrderPage reads.
+const orderScan = 200
+
+// OrderPage reads the bot's orders newest first, after q.After, keeping those of
+// q.Statuses. The list names the newest MaxOrders orders; a filtered page reads it in
+// chunks of orderScan until the page is full or the list ends. An ID whose record has
+// expired is skipped.
+func (b *Book) OrderPage(ctx context.Context, botID string, q OrderQuery) (OrderPage, error) {
+	if q.Limit < 1 {
+		q.Limit = 1
 	}
-	out := make([]OrderRecord, 0, len(ids))
-	for _, id := range ids {
-		r, err := b.Order(ctx, botID, id)
+	key := store.BookOrders(botID)
+	start := int64(0)
+	if q.After != "" {
+		pos, err := b.rdb.LPos(ctx, key, q.After, redis.LPosArgs{}).Result()
+		if errors.Is(err, redis.Nil) {
+			return OrderPage{}, ErrCursorGone
+		}
 		if err != nil {
-			return nil, err
+			return OrderPage{}, err
 		}
-		if r != nil {
-			out = append(out, *r)
-		}
+		start = pos + 1
 	}
-	return out, nil
+	var out OrderPage
+	for {
+		chunk := int64(max(q.Limit+1, orderScan))
+		if len(q.Statuses) == 0 {
+			chunk = int64(q.Limit + 1) // one more tells whether a next page exists
+		}
+		ids, err := b.rdb.LRange(ctx, key, start, start+chunk-1).Result()
+		if err != nil {
+			return OrderPage{}, err
+		}
+		reads := make([]func() (*OrderRecord, error), len(ids))
+		if _, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				reads[i] = ReadOrderLater(ctx, p, botID, id)
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return OrderPage{}, err
+		}
+		for _, read := range reads {
+			r, err := read()
+			if err != nil {
+				return OrderPage{}, err
+			}
+			if r == nil || (len(q.Statuses) > 0 && !slices.Contains(q.Statuses, r.Status)) {
+				continue
+			}
+			if len(out.Orders) == q.Limit {
+				// A further match exists: the page ends at the last one kept.
+				out.Next = out.Orders[q.Limit-1].ClientOrderID
+				return out, nil
+			}
+			out.Orders = append(out.Orders, *r)
+		}
+		if int64(len(ids)) < chunk {
+			return out, nil
+		}
+		start += chunk
+	}
 }
 
 // Trades is every realised trade of the bot, oldest first.

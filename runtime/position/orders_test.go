@@ -137,3 +137,64 @@ return 1
 	}
 	stored(t, rdb, rec, "cid-1", "older")
 }
+
+func TestOrderPageNewestFirstWithStatusFilter(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	book := position.NewBook(rdb)
+	// Orders c0 … c9 listed in that order, so c9 is the newest; every third is open.
+	for i := range 10 {
+		rec := pendingRecord("bot-p", fmt.Sprintf("c%d", i))
+		if i%3 == 0 {
+			rec.Status = exchange.StatusOpen
+		}
+		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageOrder(ctx, p, rec, true) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An ID whose record expired is skipped.
+	rdb.LPush(ctx, store.BookOrders("bot-p"), "gone")
+	cids := func(p position.OrderPage) string {
+		out := ""
+		for _, o := range p.Orders {
+			out += o.ClientOrderID + " "
+		}
+		return out + "next=" + p.Next
+	}
+	var got []string
+	q := position.OrderQuery{Limit: 4}
+	for {
+		p, err := book.OrderPage(ctx, "bot-p", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, cids(p))
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
+	}
+	want := []string{"c9 c8 c7 c6 next=c6", "c5 c4 c3 c2 next=c2", "c1 c0 next="}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("pages %q, want %q", got, want)
+	}
+	// Open ones: c9, c6, c3, c0 (i % 3 == 0), two a page.
+	open := position.OrderQuery{Limit: 2, Statuses: []exchange.OrderStatus{exchange.StatusOpen, exchange.StatusPartiallyFilled}}
+	p1, err := book.OrderPage(ctx, "bot-p", open)
+	if err != nil || cids(p1) != "c9 c6 next=c6" {
+		t.Fatalf("open page 1: %s %v", cids(p1), err)
+	}
+	open.After = p1.Next
+	p2, err := book.OrderPage(ctx, "bot-p", open)
+	if err != nil || cids(p2) != "c3 c0 next=" {
+		t.Fatalf("open page 2: %s %v", cids(p2), err)
+	}
+	if _, err := book.OrderPage(ctx, "bot-p", position.OrderQuery{Limit: 2, After: "c-unknown"}); err != position.ErrCursorGone {
+		t.Fatalf("unknown cursor: %v", err)
+	}
+	// Orders (the read API's and trading's) is the first page.
+	all, err := book.Orders(ctx, "bot-p", 3)
+	if err != nil || len(all) != 3 || all[0].ClientOrderID != "c9" || all[2].ClientOrderID != "c7" {
+		t.Fatalf("Orders: %+v %v", all, err)
+	}
+}
