@@ -84,7 +84,15 @@ func paginate[T any](items []T, key func(T) string, p page) ([]T, string) {
 	if end == len(items) || len(out) == 0 {
 		return out, ""
 	}
-	return out, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key(out[len(out)-1])))
+	return out, cursorOf(key(out[len(out)-1]))
+}
+
+// cursorOf is the cursor of a page that ends at key ("" for none: the last page).
+func cursorOf(key string) string {
+	if key == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key))
 }
 
 // toolError is a tool's error result: its text is a JSON object with the spec's error code,

@@ -1,6 +1,7 @@
 package mcpd_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -88,6 +89,116 @@ func TestListTrades(t *testing.T) {
 		}
 	}
 	if text := toolErr(t, f.bob, "list_trades", map[string]any{"botId": "bot-t"}); text != `{"code":"NOT_FOUND","message":"bot not found"}` {
+		t.Fatalf("bob: %s", text)
+	}
+}
+
+type ordersPage struct {
+	Orders     []position.OrderRecord
+	NextCursor *string
+}
+
+func cidsOf(p ordersPage) string {
+	out := make([]string, len(p.Orders))
+	for i, o := range p.Orders {
+		out[i] = o.ClientOrderID
+	}
+	return strings.Join(out, ",")
+}
+
+// stageOrders lists orders cid on bot, in that order (the last is the newest), with the
+// given statuses.
+func stageOrders(t *testing.T, f *botFixture, bot string, orders map[string]exchange.OrderStatus, order ...string) {
+	t.Helper()
+	ctx := t.Context()
+	for i, cid := range order {
+		rec := position.OrderRecord{OrderID: "x-" + cid, ClientOrderID: cid, SignalID: "sig-" + cid, BotID: bot, Leg: "entry",
+			Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Limit, Status: orders[cid],
+			Amount: testkit.D("0.1"), Price: testkit.D("59000.25"), FilledAmount: testkit.D("0"), AvgPrice: testkit.D("0"),
+			Fee: testkit.D("0"), CreatedAt: int64(1000 + i), UpdatedAt: int64(1000 + i)}
+		if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageOrder(ctx, p, rec, true) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestListOrders(t *testing.T) {
+	f := newBotFixture(t)
+	f.project(t, "bot-o", "ada@example.com")
+	st := map[string]exchange.OrderStatus{"a": exchange.StatusFilled, "b": exchange.StatusOpen, "c": exchange.StatusRejected,
+		"d": exchange.StatusPartiallyFilled, "e": exchange.StatusFilled}
+	stageOrders(t, f, "bot-o", st, "a", "b", "c", "d", "e")
+	p1 := toolOK[ordersPage](t, f.ada, "list_orders", map[string]any{"botId": "bot-o", "limit": 2})
+	if cidsOf(p1) != "e,d" || p1.NextCursor == nil {
+		t.Fatalf("page 1: %s", cidsOf(p1))
+	}
+	p2 := toolOK[ordersPage](t, f.ada, "list_orders", map[string]any{"botId": "bot-o", "limit": 2, "cursor": *p1.NextCursor})
+	p3 := toolOK[ordersPage](t, f.ada, "list_orders", map[string]any{"botId": "bot-o", "limit": 2, "cursor": *p2.NextCursor})
+	if cidsOf(p2) != "c,b" || cidsOf(p3) != "a" || p3.NextCursor != nil {
+		t.Fatalf("pages 2, 3: %s / %s", cidsOf(p2), cidsOf(p3))
+	}
+	// Each record is the book's, figures as written.
+	want, _ := position.NewBook(f.rdb).Order(t.Context(), "bot-o", "b")
+	wj, _ := json.Marshal(want)
+	gj, _ := json.Marshal(p2.Orders[1])
+	if string(wj) != string(gj) || !strings.Contains(string(gj), `"price":59000.25`) {
+		t.Fatalf("order b:\n got %s\nwant %s", gj, wj)
+	}
+	filled := toolOK[ordersPage](t, f.ada, "list_orders", map[string]any{"botId": "bot-o", "status": "filled"})
+	if cidsOf(filled) != "e,a" || filled.NextCursor != nil {
+		t.Fatalf("filled: %s", cidsOf(filled))
+	}
+	if text := toolErr(t, f.ada, "list_orders", map[string]any{"botId": "bot-o", "status": "done"}); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) {
+		t.Fatalf("bad status: %s", text)
+	}
+	// A cursor whose order left the list.
+	gone := base64.RawURLEncoding.EncodeToString([]byte("k1:zz"))
+	if text := toolErr(t, f.ada, "list_orders", map[string]any{"botId": "bot-o", "cursor": gone}); text !=
+		`{"code":"INVALID_PARAMETER","message":"the cursor's order is no longer listed; list again without a cursor"}` {
+		t.Fatalf("gone cursor: %s", text)
+	}
+	if text := toolErr(t, f.bob, "list_orders", map[string]any{"botId": "bot-o"}); text != `{"code":"NOT_FOUND","message":"bot not found"}` {
+		t.Fatalf("bob: %s", text)
+	}
+}
+
+func TestListOpenOrders(t *testing.T) {
+	f := newBotFixture(t)
+	f.project(t, "bot-1", "ada@example.com")
+	f.project(t, "bot-2", "ada@example.com")
+	f.project(t, "bot-3", "ada@example.com")
+	f.project(t, "bot-x", "bob@example.com")
+	open, part, done := exchange.StatusOpen, exchange.StatusPartiallyFilled, exchange.StatusFilled
+	stageOrders(t, f, "bot-1", map[string]exchange.OrderStatus{"1a": open, "1b": done, "1c": part}, "1a", "1b", "1c")
+	stageOrders(t, f, "bot-2", map[string]exchange.OrderStatus{"2a": done}, "2a")
+	stageOrders(t, f, "bot-3", map[string]exchange.OrderStatus{"3a": open}, "3a")
+	stageOrders(t, f, "bot-x", map[string]exchange.OrderStatus{"xa": open}, "xa")
+	// All of ada's bots in id order, newest first within a bot; bob's never.
+	all := toolOK[ordersPage](t, f.ada, "list_open_orders", nil)
+	if cidsOf(all) != "1c,1a,3a" || all.NextCursor != nil {
+		t.Fatalf("all: %s", cidsOf(all))
+	}
+	var got []string
+	args := map[string]any{"limit": 1}
+	for {
+		p := toolOK[ordersPage](t, f.ada, "list_open_orders", args)
+		got = append(got, cidsOf(p))
+		if p.NextCursor == nil {
+			break
+		}
+		args["cursor"] = *p.NextCursor
+	}
+	if strings.Join(got, "|") != "1c|1a|3a" {
+		t.Fatalf("pages of one: %q", got)
+	}
+	one := toolOK[ordersPage](t, f.ada, "list_open_orders", map[string]any{"botId": "bot-3"})
+	if cidsOf(one) != "3a" {
+		t.Fatalf("bot-3: %s", cidsOf(one))
+	}
+	if none := toolOK[ordersPage](t, f.bob, "list_open_orders", map[string]any{"botId": "bot-x"}); cidsOf(none) != "xa" {
+		t.Fatalf("bob's own: %s", cidsOf(none))
+	}
+	if text := toolErr(t, f.bob, "list_open_orders", map[string]any{"botId": "bot-1"}); text != `{"code":"NOT_FOUND","message":"bot not found"}` {
 		t.Fatalf("bob: %s", text)
 	}
 }
