@@ -25,6 +25,7 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/lab"
@@ -114,6 +115,9 @@ type Server struct {
 	limiter     *limiter
 	status      *statusCache
 	metrics     *metrics
+	// conns and paper read the caller's exchange connections and paper accounts.
+	conns *credentials.Connections
+	paper *paper.Accounts
 }
 
 // New returns the server.
@@ -170,14 +174,15 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
 		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
-		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics()}
+		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
+		conns: credentials.NewConnections(o.Redis), paper: paper.NewAccounts(o.Redis)}
 	if o.Registerer != nil {
 		if err := s.metrics.register(o.Registerer); err != nil {
 			return nil, err
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), s.accountTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

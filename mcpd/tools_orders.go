@@ -66,9 +66,9 @@ func (s *Server) orderTools() []Tool {
 			mcp.WithRawOutputSchema(json.RawMessage(orderSchema))),
 			Scope: auth.ScopeRead, Handler: s.getOrder},
 		{Def: mcp.NewTool("list_orders", append([]mcp.ToolOption{
-			mcp.WithDescription("A bot's orders, newest first, a page at a time (pass nextCursor as cursor to read on): "+
-				"status, fills, average price, fee, and why a rejected order was rejected. The book keeps the bot's "+
-				"newest 5000 orders, each for 90 days. Errors: NOT_FOUND (no such bot of yours), INVALID_PARAMETER "+
+			mcp.WithDescription("A bot's orders, newest first, a page at a time (pass nextCursor as cursor to read on): " +
+				"status, fills, average price, fee, and why a rejected order was rejected. The book keeps the bot's " +
+				"newest 5000 orders, each for 90 days. Errors: NOT_FOUND (no such bot of yours), INVALID_PARAMETER " +
 				"(limit, status, or a cursor whose order has left the list: list again without a cursor)."),
 			mcp.WithToolAnnotation(readOnly("List orders")), botID,
 			mcp.WithString("status", mcp.Description("only orders in this status"),
@@ -76,8 +76,8 @@ func (s *Server) orderTools() []Tool {
 			mcp.WithRawOutputSchema(json.RawMessage(ordersOutput))}, pageOptions()...)...),
 			Scope: auth.ScopeRead, Handler: s.listOrders},
 		{Def: mcp.NewTool("list_open_orders", append([]mcp.ToolOption{
-			mcp.WithDescription("Orders still working on the exchange (status open or partially_filled, e.g. a GTC "+
-				"limit order) of one bot, or of all your bots when botId is omitted; newest first within a bot, "+
+			mcp.WithDescription("Orders still working on the exchange (status open or partially_filled, e.g. a GTC " +
+				"limit order) of one bot, or of all your bots when botId is omitted; newest first within a bot, " +
 				"bots in id order, a page at a time. Errors: NOT_FOUND (botId is not one of your bots), INVALID_PARAMETER."),
 			mcp.WithToolAnnotation(readOnly("List open orders")),
 			mcp.WithString("botId", mcp.Description("one of your bots (list_bots lists them); omit for all")),

@@ -218,3 +218,63 @@ func flag(b bool) string {
 	}
 	return "0"
 }
+
+// View is a connection as its owner may see it (mcpd, the dashboard): what it is, whether
+// the exchange accepted the key, the key's permissions and the markets it may trade.
+// It holds nothing of the credentials: no key, no sealed blob, no key ID.
+type View struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Exchange  string `json:"exchange"`
+	Testnet   bool   `json:"testnet"`
+	// Status is "ready" when the exchange accepted the key and its permissions are
+	// acceptable, "not_ready" otherwise; Reason says why (Validated,
+	// WithdrawalPermissionEnabled, ...).
+	Status      string   `json:"status"`
+	Reason      string   `json:"reason,omitempty"`
+	Permissions []string `json:"permissions"`
+	// Markets are the market kinds the key may trade (spot, futures).
+	Markets []string `json:"markets"`
+	// ValidatedAt is when the exchange last answered about the key (ms since epoch; 0:
+	// never).
+	ValidatedAt int64 `json:"validatedAt"`
+}
+
+// Statuses of a View.
+const (
+	StatusReady    = "ready"
+	StatusNotReady = "not_ready"
+)
+
+// View is c without its credentials.
+func (c Connection) View() View {
+	v := View{ID: c.UID, Namespace: c.Namespace, Name: c.Name, Exchange: c.Exchange, Testnet: c.Testnet,
+		Status: StatusNotReady, Reason: c.Reason, Permissions: slices.Clone(c.Permissions), Markets: []string{},
+		ValidatedAt: c.ValidatedAt}
+	if c.Ready {
+		v.Status = StatusReady
+	}
+	if v.Permissions == nil {
+		v.Permissions = []string{}
+	}
+	for _, k := range []exchange.Kind{exchange.Spot, exchange.Futures} {
+		if c.CanTrade(k) {
+			v.Markets = append(v.Markets, string(k))
+		}
+	}
+	return v
+}
+
+// OwnedBy is the owner's connection uid, or ErrNotFound when it is missing or another
+// owner's (owner: an e-mail, compared in canonical form): one answer for both.
+func (s *Connections) OwnedBy(ctx context.Context, uid, owner string) (Connection, error) {
+	c, err := s.Get(ctx, uid)
+	if err != nil {
+		return Connection{}, err
+	}
+	if !emails.Same(c.Owner, owner) {
+		return Connection{}, ErrNotFound
+	}
+	return c, nil
+}

@@ -194,26 +194,55 @@ type botBook struct {
 // Of is the portfolio of the owner (an e-mail, compared canonically). An account that
 // cannot be read carries its Error; an error of Redis fails the whole call.
 func (s *Service) Of(ctx context.Context, owner string) (Portfolio, error) {
-	owner = emails.Canonical(owner)
-	accts, err := s.paper.ListByOwner(ctx, owner)
+	accts, err := s.Accounts(ctx, owner, Select{})
 	if err != nil {
 		return Portfolio{}, err
 	}
-	conns, err := s.conns.ListByOwner(ctx, owner)
-	if err != nil {
-		return Portfolio{}, err
+	return Portfolio{Accounts: accts, Totals: totals(accts), AsOf: s.o.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}, nil
+}
+
+// Select narrows Accounts to some of the owner's accounts; the zero Select is all of them.
+type Select struct {
+	// Kind is KindPaper or KindExchange ("": both).
+	Kind string
+	// ID is one account's ID (a paper account's ID, a connection's UID; "": all).
+	ID string
+}
+
+// Accounts are the owner's accounts sel picks, each read and valued exactly as Of reads
+// it (paper accounts by name, then exchange connections by name); an exchange connection
+// that is not picked is not asked. An ID the owner does not own picks nothing.
+func (s *Service) Accounts(ctx context.Context, owner string, sel Select) ([]Account, error) {
+	owner = emails.Canonical(owner)
+	var accts []paper.Account
+	var conns []credentials.Connection
+	var err error
+	if sel.Kind != KindExchange {
+		if accts, err = s.paper.ListByOwner(ctx, owner); err != nil {
+			return nil, err
+		}
+		accts = slices.DeleteFunc(accts, func(a paper.Account) bool { return sel.ID != "" && a.ID != sel.ID })
+	}
+	if sel.Kind != KindPaper {
+		if conns, err = s.conns.ListByOwner(ctx, owner); err != nil {
+			return nil, err
+		}
+		conns = slices.DeleteFunc(conns, func(c credentials.Connection) bool { return sel.ID != "" && c.UID != sel.ID })
+	}
+	if len(accts)+len(conns) == 0 {
+		return []Account{}, nil
 	}
 	books, err := s.books(ctx, owner)
 	if err != nil {
-		return Portfolio{}, err
+		return nil, err
 	}
-	out := Portfolio{Accounts: make([]Account, len(accts)+len(conns)), AsOf: s.o.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+	out := make([]Account, len(accts)+len(conns))
 	slices.SortFunc(accts, func(a, b paper.Account) int {
 		return cmp.Or(strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name), strings.Compare(a.ID, b.ID))
 	})
 	for i, a := range accts {
-		if out.Accounts[i], err = s.paperAccount(ctx, a, books[accountKey{registry.AccountPaper, a.ID}]); err != nil {
-			return Portfolio{}, err
+		if out[i], err = s.paperAccount(ctx, a, books[accountKey{registry.AccountPaper, a.ID}]); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(conns, func(a, b credentials.Connection) int {
@@ -223,11 +252,10 @@ func (s *Service) Of(ctx context.Context, owner string) (Portfolio, error) {
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		wg.Go(func() {
-			out.Accounts[len(accts)+i] = s.exchangeAccount(ctx, c, books[accountKey{registry.AccountExchange, c.UID}])
+			out[len(accts)+i] = s.exchangeAccount(ctx, c, books[accountKey{registry.AccountExchange, c.UID}])
 		})
 	}
 	wg.Wait()
-	out.Totals = totals(out.Accounts)
 	return out, nil
 }
 
