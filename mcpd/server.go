@@ -89,7 +89,8 @@ type Options struct {
 	ResultWait time.Duration
 	// PaperAccounts refills paper accounts (nil: on Redis).
 	PaperAccounts *paper.Accounts
-	// Lab serves generate_strategy (nil: the Strategy Lab tools are not registered).
+	// Lab serves generate_strategy, get_strategy_job and list_strategy_jobs (nil: the
+	// Strategy Lab tools are not registered).
 	Lab *lab.Lab
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
 	Tools []Tool
@@ -182,7 +183,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), s.accountTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), s.accountTools(), s.labTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}
