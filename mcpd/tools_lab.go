@@ -39,12 +39,12 @@ func (s *Server) labTools() []Tool {
 			mcp.WithRawOutputSchema(json.RawMessage(jobSchema))),
 			Scope: auth.ScopeRead, Handler: s.getStrategyJob},
 		{Def: mcp.NewTool("list_strategy_jobs", append([]mcp.ToolOption{
-			mcp.WithDescription("Your Strategy Lab jobs, newest first, a page at a time (pass nextCursor as cursor to "+
-				"read on), without their results (get_strategy_job has them). Reading costs nothing. Errors: "+
+			mcp.WithDescription("Your Strategy Lab jobs, newest first, a page at a time (pass nextCursor as cursor to " +
+				"read on), without their results (get_strategy_job has them). Reading costs nothing. Errors: " +
 				"INVALID_PARAMETER (limit, cursor)."),
 			mcp.WithToolAnnotation(readOnly("List strategy jobs")),
 			mcp.WithRawOutputSchema(json.RawMessage(`{"type": "object", "required": ["jobs"], "properties": {
-  "jobs": {"type": "array", "items": `+jobSchema+`},
+  "jobs": {"type": "array", "items": ` + jobSchema + `},
   "nextCursor": {"type": "string", "description": "pass as cursor for the next page; absent on the last page"}}}`))},
 			pageOptions()...)...),
 			Scope: auth.ScopeRead, Handler: s.listStrategyJobs},

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
 )
 
 // signalOutput is a signal's stored result (result.Result).
@@ -24,7 +28,23 @@ const signalOutput = `{
     "order": {"type": "object", "description": "the order placed, when one was"},
     "timestamp": {"type": "integer", "description": "Unix ms when the result was decided"}}}`
 
-// signalTools is get_signal.
+// listSignalsOutput is a page of signalItem.
+const listSignalsOutput = `{"type": "object", "required": ["signals"], "properties": {
+  "signals": {"type": "array", "items": {"type": "object",
+    "required": ["signalId", "source", "receivedAt", "success", "decidedAt", "latencyMs"],
+    "properties": {
+      "signalId": {"type": "string"},
+      "source": {"type": "string", "enum": ["webhook", "manual", "strategy", "copy", "watcher"]},
+      "action": {"type": "string", "description": "the signal's action, or a manual order's type"},
+      "receivedAt": {"type": "integer", "description": "Unix ms when the signal was accepted"},
+      "success": {"type": "boolean"}, "message": {"type": "string"},
+      "code": {"type": "string", "description": "the error code of a failed signal"}, "error": {"type": "string"},
+      "order": {"type": "object", "description": "the order placed, when one was"},
+      "decidedAt": {"type": "integer", "description": "Unix ms when the result was decided"},
+      "latencyMs": {"type": "integer", "description": "decidedAt - receivedAt"}}}},
+  "nextCursor": {"type": "string", "description": "pass as cursor for the next page; absent on the last page"}}}`
+
+// signalTools are get_signal and list_signals.
 func (s *Server) signalTools() []Tool {
 	return []Tool{
 		{Def: mcp.NewTool("get_signal",
@@ -35,7 +55,80 @@ func (s *Server) signalTools() []Tool {
 			mcp.WithString("signalId", mcp.Required(), mcp.Description("the signalId a webhook or order answered")),
 			mcp.WithRawOutputSchema(json.RawMessage(signalOutput))),
 			Scope: auth.ScopeRead, Handler: s.getSignal},
+		{Def: mcp.NewTool("list_signals", append([]mcp.ToolOption{
+			mcp.WithDescription("A bot's recent signals (webhook, manual, strategy, copy, stop-loss/take-profit watcher), " +
+				"newest first, a page at a time (pass nextCursor as cursor to read on), each with its result: success " +
+				"or the error code, the order placed, when it was accepted and decided and the latency between. " +
+				"The bot's newest 1000 signals of the last 24 hours are kept; a signal refused at the webhook or still " +
+				"executing is not listed (get_signal reads one by id). Errors: NOT_FOUND (no such bot of yours), " +
+				"INVALID_PARAMETER (limit, cursor)."),
+			mcp.WithToolAnnotation(readOnly("List signals")),
+			mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)")),
+			mcp.WithRawOutputSchema(json.RawMessage(listSignalsOutput))}, pageOptions()...)...),
+			Scope: auth.ScopeRead, Handler: s.listSignals},
 	}
+}
+
+// signalItem is one listed signal: its index entry and its result.
+type signalItem struct {
+	SignalID   string         `json:"signalId"`
+	Source     string         `json:"source"`
+	Action     string         `json:"action,omitempty"`
+	ReceivedAt int64          `json:"receivedAt"`
+	Success    bool           `json:"success"`
+	Message    string         `json:"message,omitempty"`
+	Code       errs.Code      `json:"code,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Order      *result.Order  `json:"order,omitempty"`
+	DecidedAt  int64          `json:"decidedAt"`
+	LatencyMs  int64          `json:"latencyMs"`
+	Details    map[string]any `json:"details,omitempty"`
+}
+
+// signalKey orders signals newest first (then by ID): the inverted acceptance time.
+func signalKey(e queue.SignalEntry) string {
+	return fmt.Sprintf("%020d/%s", math.MaxInt64-e.ReceivedAt, e.SignalID)
+}
+
+// listSignals pages the bot's signal index and reads the page's results. A signal whose
+// result has expired since is left out of the page.
+func (s *Server) listSignals(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, err := pageOf(req)
+	if err != nil {
+		return s.toolError("list_signals", err), nil
+	}
+	bot, err := s.ownedBot(ctx, req)
+	if err != nil {
+		return s.toolError("list_signals", err), nil
+	}
+	entries, err := s.o.Trading.RecentSignals(ctx, bot.ID)
+	if err != nil {
+		return s.toolError("list_signals", err), nil
+	}
+	entries, next := paginate(entries, signalKey, p)
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.SignalID
+	}
+	results, err := s.o.Trading.Results(ctx, ids)
+	if err != nil {
+		return s.toolError("list_signals", err), nil
+	}
+	items := make([]signalItem, 0, len(entries))
+	for i, e := range entries {
+		st := results[i]
+		if !st.Found || st.Result.BotID != bot.ID {
+			continue
+		}
+		r := st.Result
+		items = append(items, signalItem{SignalID: e.SignalID, Source: e.Source, Action: e.Action, ReceivedAt: e.ReceivedAt,
+			Success: r.Success, Message: r.Message, Code: r.Code, Error: r.Error, Details: r.Details, Order: r.Order,
+			DecidedAt: r.Timestamp, LatencyMs: r.Timestamp - e.ReceivedAt})
+	}
+	return structured(struct {
+		Signals    []signalItem `json:"signals"`
+		NextCursor string       `json:"nextCursor,omitempty"`
+	}{items, next})
 }
 
 // getSignal answers the caller's signal result. One answer covers a signal with no result

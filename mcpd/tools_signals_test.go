@@ -2,6 +2,8 @@ package mcpd_test
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sigops/sigops/internal/testkit"
@@ -54,5 +56,58 @@ func TestGetSignal(t *testing.T) {
 	if text := toolErr(t, f.ada, "get_signal", nil); text !=
 		`{"code":"INVALID_PARAMETER","message":"signalId is required: the signalId a webhook or order answered"}` {
 		t.Fatalf("no signalId: %s", text)
+	}
+}
+
+func TestListSignals(t *testing.T) {
+	f := newBotFixture(t)
+	f.project(t, "bot-s", "ada@example.com")
+	ctx := t.Context()
+	publish := func(env queue.Envelope, res result.Result) {
+		t.Helper()
+		if err := queue.PublishResult(ctx, f.rdb, env, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Accepted at 1000, 2000, 3000 ms and decided 40, 250 and 1500 ms later.
+	publish(queue.Envelope{SignalID: "sig-1", BotID: "bot-s", Source: queue.SourceWebhook, Signal: json.RawMessage(`{"action":"buy"}`),
+		ReceivedAt: 1000}, result.Result{Success: true, Message: "Order placed", Timestamp: 1040,
+		Order: &result.Order{Success: true, OrderID: "x-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
+			Amount: testkit.D("0.1"), FilledAmount: testkit.D("0.1"), AvgPrice: testkit.D("60000.5"), Fee: testkit.D("6.00005"), Timestamp: 1039}})
+	publish(queue.Envelope{SignalID: "sig-2", BotID: "bot-s", Source: queue.SourceManual, Signal: json.RawMessage(`{"type":"close"}`),
+		ReceivedAt: 2000}, result.Result{Code: errs.PositionNotFound, Error: "no open position", Timestamp: 2250})
+	publish(queue.Envelope{SignalID: "sig-3", BotID: "bot-s", Source: queue.SourceWebhook, Signal: json.RawMessage(`{"action":"sell"}`),
+		ReceivedAt: 3000}, result.Result{Code: errs.InsufficientBalance, Error: "insufficient balance", Timestamp: 4500})
+	type item struct {
+		SignalID, Source, Action, Code   string
+		ReceivedAt, DecidedAt, LatencyMs int64
+		Success                          bool
+		Order                            *result.Order
+	}
+	type page struct {
+		Signals    []item
+		NextCursor *string
+	}
+	p1 := toolOK[page](t, f.ada, "list_signals", map[string]any{"botId": "bot-s", "limit": 2})
+	want1 := []item{
+		{SignalID: "sig-3", Source: "webhook", Action: "sell", Code: "INSUFFICIENT_BALANCE", ReceivedAt: 3000, DecidedAt: 4500, LatencyMs: 1500},
+		{SignalID: "sig-2", Source: "manual", Action: "close", Code: "POSITION_NOT_FOUND", ReceivedAt: 2000, DecidedAt: 2250, LatencyMs: 250},
+	}
+	if !reflect.DeepEqual(p1.Signals, want1) || p1.NextCursor == nil {
+		t.Fatalf("page 1: %+v", p1)
+	}
+	_, text := toolResult(t, f.ada, "list_signals", map[string]any{"botId": "bot-s", "limit": 2, "cursor": *p1.NextCursor})
+	want2 := `{"signals":[{"signalId":"sig-1","source":"webhook","action":"buy","receivedAt":1000,"success":true,` +
+		`"message":"Order placed","order":{"success":true,"orderId":"x-1","status":"filled","symbol":"BTC/USDT","side":"buy",` +
+		`"type":"market","amount":0.1,"filledAmount":0.1,"avgPrice":60000.5,"fee":6.00005,"timestamp":1039},` +
+		`"decidedAt":1040,"latencyMs":40}]}`
+	if text != want2 {
+		t.Fatalf("page 2:\n got %s\nwant %s", text, want2)
+	}
+	if text := toolErr(t, f.bob, "list_signals", map[string]any{"botId": "bot-s"}); text != `{"code":"NOT_FOUND","message":"bot not found"}` {
+		t.Fatalf("bob: %s", text)
+	}
+	if text := toolErr(t, f.ada, "list_signals", map[string]any{"botId": "bot-s", "cursor": "nope"}); !strings.Contains(text, "INVALID_PARAMETER") {
+		t.Fatalf("bad cursor: %s", text)
 	}
 }

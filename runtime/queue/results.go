@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,8 +48,21 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 	if err != nil {
 		return fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
 	}
+	member, err := json.Marshal(signalEntryOf(env))
+	if err != nil {
+		return fmt.Errorf("queue: encode signal entry %s: %w", env.SignalID, err)
+	}
+	// The bot's index is in its partition slot, the result in one of its own: separate
+	// commands of one round trip, never one transaction. The index is written after the
+	// result, so every entry it lists has had a result (unless expired since).
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, store.SignalResult(env.SignalID), data, ResultTTL)
+		if env.BotID != "" {
+			idx := store.BotSignals(env.BotID)
+			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: member})
+			p.ZRemRangeByRank(ctx, idx, 0, -MaxBotSignals-1)
+			p.Expire(ctx, idx, ResultTTL)
+		}
 		if env.ReplyTo != "" {
 			p.Publish(ctx, env.ReplyTo, encodeReply(env.SignalID, data))
 		}
@@ -58,6 +72,58 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
 	}
 	return nil
+}
+
+// MaxBotSignals is how many signals a bot's index (store.BotSignals) keeps: the newest by
+// the time the intake accepted them.
+const MaxBotSignals = 1000
+
+// SignalEntry is one signal of a bot's index: what the result does not say.
+type SignalEntry struct {
+	SignalID string `json:"signalId"`
+	// Source is webhook, manual, strategy, copy or watcher.
+	Source string `json:"source"`
+	// Action is the signal's action (buy, sell, close, ...), or a manual order's type.
+	Action string `json:"action,omitempty"`
+	// ReceivedAt is when the intake accepted the signal, ms since epoch.
+	ReceivedAt int64 `json:"receivedAt"`
+}
+
+// signalMember is an index entry as the sorted set's member; the score is ReceivedAt.
+type signalMember struct {
+	SignalID string `json:"id"`
+	Source   string `json:"source"`
+	Action   string `json:"action,omitempty"`
+}
+
+// signalEntryOf is env's index member. Its JSON is the same for every publication of one
+// envelope, so a re-published result adds no second entry.
+func signalEntryOf(env Envelope) signalMember {
+	var body struct {
+		Action string `json:"action"`
+		Type   string `json:"type"`
+	}
+	_ = json.Unmarshal(env.Signal, &body) // an undecodable signal has no action to show
+	return signalMember{SignalID: env.SignalID, Source: env.Source, Action: cmp.Or(body.Action, body.Type)}
+}
+
+// RecentSignals is the bot's index, newest first (ties by signal ID), at most
+// MaxBotSignals entries of the last ResultTTL.
+func RecentSignals(ctx context.Context, rdb redis.UniversalClient, botID string) ([]SignalEntry, error) {
+	zs, err := rdb.ZRevRangeWithScores(ctx, store.BotSignals(botID), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: read signals of %s: %w", botID, err)
+	}
+	out := make([]SignalEntry, 0, len(zs))
+	for _, z := range zs {
+		var m signalMember
+		raw, _ := z.Member.(string)
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return nil, fmt.Errorf("queue: signal index of %s: corrupt entry: %w", botID, err)
+		}
+		out = append(out, SignalEntry{SignalID: m.SignalID, Source: m.Source, Action: m.Action, ReceivedAt: int64(z.Score)})
+	}
+	return out, nil
 }
 
 // GetResult reads a signal's stored result.

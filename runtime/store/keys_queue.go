@@ -31,6 +31,11 @@ func QueueExecutors() string { return prefix + "q:executors" }
 // API, MCP and the executor's "already done" check.
 func SignalResult(signalID string) string { return prefix + "result:" + signalID }
 
+// BotSignals is the index of one bot's recent signals (sorted set: an entry per signal whose
+// result is stored, scored by the time the intake accepted it), in the bot's partition
+// slot; runtime/queue writes it with each result, capped and expiring with the results.
+func BotSignals(botID string) string { return Bot(botID) + ":signals" }
+
 // ReplyChannel is the pub/sub channel on which one webhookd instance hears the results of the
 // signals it is waiting for (Envelope.ReplyTo).
 func ReplyChannel(instanceID string) string { return prefix + "reply:" + instanceID }

@@ -238,6 +238,34 @@ func (a *API) WaitResult(ctx context.Context, signalID string, within time.Durat
 	}
 }
 
+// Results are the stored results of signalIDs, in that order, read in one round trip.
+func (a *API) Results(ctx context.Context, signalIDs []string) ([]result.Stored, error) {
+	reads := make([]func() (result.Stored, error), len(signalIDs))
+	if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range signalIDs {
+			reads[i] = queue.GetResultLater(ctx, p, id)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]result.Stored, len(signalIDs))
+	for i, read := range reads {
+		st, err := read()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+// RecentSignals is the bot's index of recent signals, newest first (queue.RecentSignals):
+// the manual-signal API's, mcpd's and the dashboard's signal log.
+func (a *API) RecentSignals(ctx context.Context, botID string) ([]queue.SignalEntry, error) {
+	return queue.RecentSignals(ctx, a.rdb, botID)
+}
+
 // Positions are the bot's open positions (spec: Position) at the current market price.
 func (a *API) Positions(ctx context.Context, botID string) ([]position.View, error) {
 	open, err := a.book.List(ctx, botID)

@@ -1,0 +1,62 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+func TestPublishResultIndexesTheBotsSignals(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	publish := func(env queue.Envelope) {
+		t.Helper()
+		if err := queue.PublishResult(ctx, rdb, env, result.Result{Success: true, Timestamp: env.ReceivedAt + 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	web := queue.Envelope{SignalID: "s-web", BotID: "bot-i", Source: queue.SourceWebhook,
+		Signal: []byte(`{"action":"buy","symbol":"BTCUSDT"}`), ReceivedAt: 2000}
+	manual := queue.Envelope{SignalID: "s-man", BotID: "bot-i", Source: queue.SourceManual,
+		Signal: []byte(`{"type":"close","symbol":"BTC/USDT"}`), ReceivedAt: 3000}
+	odd := queue.Envelope{SignalID: "s-odd", BotID: "bot-i", Source: queue.SourceWatcher, Signal: []byte(`not json`), ReceivedAt: 1000}
+	for _, env := range []queue.Envelope{web, manual, odd, web} { // web twice: a re-published result
+		publish(env)
+	}
+	publish(queue.Envelope{SignalID: "s-other", BotID: "bot-j", Source: queue.SourceWebhook, ReceivedAt: 500})
+	got, err := queue.RecentSignals(ctx, rdb, "bot-i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queue.SignalEntry{
+		{SignalID: "s-man", Source: "manual", Action: "close", ReceivedAt: 3000},
+		{SignalID: "s-web", Source: "webhook", Action: "buy", ReceivedAt: 2000},
+		{SignalID: "s-odd", Source: "watcher", ReceivedAt: 1000},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("index %+v, want %+v", got, want)
+	}
+	if ttl := rdb.TTL(ctx, store.BotSignals("bot-i")).Val(); (queue.ResultTTL - ttl).Abs() > time.Minute {
+		t.Fatalf("index TTL %s, want %s", ttl, queue.ResultTTL)
+	}
+	// Past MaxBotSignals the oldest leave: of 3 + 1,000 signals, the first three.
+	for i := range queue.MaxBotSignals {
+		publish(queue.Envelope{SignalID: fmt.Sprintf("s-%04d", i), BotID: "bot-i", Source: queue.SourceWebhook,
+			ReceivedAt: int64(4000 + i)})
+	}
+	got, err = queue.RecentSignals(ctx, rdb, "bot-i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != queue.MaxBotSignals || got[0].SignalID != fmt.Sprintf("s-%04d", queue.MaxBotSignals-1) ||
+		got[len(got)-1].SignalID != "s-0000" {
+		t.Fatalf("capped index: %d entries, newest %+v, oldest %+v", len(got), got[0], got[len(got)-1])
+	}
+}
