@@ -333,28 +333,57 @@ func (s *Service) parse(r Request) (query, error) {
 	case q.limit < 0 || q.limit > MaxLimit:
 		return query{}, limitError()
 	}
-	switch r.Market {
-	case "", string(exchange.Spot):
-		q.kind = exchange.Spot
-	case string(exchange.Futures):
-		q.kind = exchange.Futures
-	default:
-		return query{}, errs.New(errs.InvalidParameter, "market must be spot or futures")
+	if q.kind, err = ParseMarket(r.Market); err != nil {
+		return query{}, err
 	}
 	if strings.TrimSpace(r.ExchangeID) == "" {
 		return query{}, errs.New(errs.InvalidParameter, "exchangeId is required: binance, bybit, paper or an exchange connection's ID")
 	}
-	var idx *signal.Symbols
-	if s.o.Symbols != nil {
-		idx = s.o.Symbols()
-	}
-	if idx == nil {
-		return query{}, errs.New(errs.InvalidSymbol, "no symbols are known")
-	}
-	if q.symbol, err = idx.Resolve(r.Symbol); err != nil {
+	if q.symbol, err = s.Resolve(r.Symbol); err != nil {
 		return query{}, err
 	}
 	return q, nil
+}
+
+// ParseMarket reads a market parameter: "spot" (also "") or "futures"; anything else is
+// INVALID_PARAMETER.
+func ParseMarket(market string) (exchange.Kind, error) {
+	switch market {
+	case "", string(exchange.Spot):
+		return exchange.Spot, nil
+	case string(exchange.Futures):
+		return exchange.Futures, nil
+	}
+	return "", errs.New(errs.InvalidParameter, "market must be spot or futures")
+}
+
+// Resolve is the canonical BASE/QUOTE of raw in any spelling signal.Symbols.Resolve
+// accepts, against the known symbols; MISSING_SYMBOL when empty, INVALID_SYMBOL when
+// unknown.
+func (s *Service) Resolve(raw string) (string, error) {
+	if strings.TrimSpace(raw) == "" {
+		return "", errs.New(errs.MissingSymbol, "symbol is required")
+	}
+	idx := s.index()
+	if idx == nil {
+		return "", errs.New(errs.InvalidSymbol, "no symbols are known")
+	}
+	return idx.Resolve(raw)
+}
+
+// Symbols are the known symbols (BASE/QUOTE), sorted: the ones Resolve accepts.
+func (s *Service) Symbols() []string {
+	if idx := s.index(); idx != nil {
+		return idx.List()
+	}
+	return nil
+}
+
+func (s *Service) index() *signal.Symbols {
+	if s.o.Symbols == nil {
+		return nil
+	}
+	return s.o.Symbols()
 }
 
 // source is where a series comes from.

@@ -1,6 +1,8 @@
 package signal
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sigops/sigops/runtime/errs"
@@ -63,6 +65,13 @@ func (s *Symbols) Resolve(raw string) (string, error) {
 		return "", errs.New(errs.InvalidSymbol, "unknown symbol %q", clip(raw, 32))
 	}
 	return canonical, nil
+}
+
+// List is the canonical symbols indexed, sorted.
+func (s *Symbols) List() []string {
+	out := slices.Collect(maps.Values(s.compact))
+	slices.Sort(out)
+	return out
 }
 
 // Len is the number of symbols indexed.

@@ -88,6 +88,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/fapi/v1/klines":
 		kind, tf = exchange.Futures, q.Get("interval")
 	case "/v5/market/tickers":
+		if s.down.Load() {
+			http.Error(w, "upstream down", http.StatusServiceUnavailable)
+			return
+		}
 		s.bybitTicker(w, r)
 		return
 	case "/v5/market/kline":
