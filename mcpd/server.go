@@ -75,6 +75,10 @@ type Options struct {
 	Portfolio *portfolio.Service
 	// Candles serves get_candles (nil: the tool is not registered).
 	Candles *candles.Service
+	// Exchanges connects the caller's exchange connections for get_symbol_info (the
+	// Clients the portfolio uses; nil: such calls answer EXCHANGE_DISCONNECTED "credentials
+	// unavailable", as the portfolio does without a master key).
+	Exchanges portfolio.Clients
 	// Book reads bots' orders (nil: on Redis).
 	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
