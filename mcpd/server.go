@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
@@ -86,6 +87,9 @@ type Options struct {
 	// SessionIdle is how long an MCP session lives without a request (0:
 	// DefaultSessionIdle).
 	SessionIdle time.Duration
+	// Fleet changes users' bots through the Kubernetes API and reads their webhook URLs
+	// (nil: get_webhook_url is not registered).
+	Fleet *fleet.Fleet
 	// Audit records the calls of tools that change something (nil: a journal on Redis).
 	Audit *audit.Journal
 	// ResultWait bounds how long a trading tool waits for its signal's result before it
@@ -187,7 +191,7 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), s.accountTools(), s.labTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), s.accountTools(), s.labTools(), s.webhookTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}
