@@ -41,6 +41,7 @@ type config struct {
 	sessionIdle                                   time.Duration
 	redis                                         store.Options
 	audit                                         audit.Options
+	portfolio                                     portfolio.Flags
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.StringVar(&c.marketData, "market-data", "simulated", "public market data for position valuations: simulated or binance")
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
 	flag.DurationVar(&c.sessionIdle, "session-idle", mcpd.DefaultSessionIdle, "how long an MCP session lives without a request (sessions are in Redis, shared by the replicas)")
+	c.portfolio.Bind(flag.CommandLine)
 	store.BindFlags(flag.CommandLine, &c.redis)
 	audit.BindFlags(flag.CommandLine, &c.audit)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -110,6 +112,13 @@ func run(logger *slog.Logger, c config) error {
 	if err != nil {
 		return err
 	}
+	// The portfolio as webhookd's read API builds it: get_portfolio and get_balances show
+	// the same figures; its exchange clients also read a connection's market rules
+	// (get_symbol_info).
+	po, err := c.portfolio.Options(rdb, prices, logger)
+	if err != nil {
+		return err
+	}
 	// Symbols for get_candles: webhookd's index (the paper catalogue plus what validated
 	// exchange connections recorded), refreshed the same way.
 	known := webhookd.NewKnownSymbols(paper.Symbols())
@@ -122,10 +131,8 @@ func run(logger *slog.Logger, c config) error {
 		Users: users, OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
 		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit), SessionIdle: c.sessionIdle,
 		// generate_strategy queues jobs and charges the wallet; the executors run them.
-		Lab: lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics}),
-		// Without the master key, get_portfolio lists exchange connections with the error
-		// "credentials unavailable" (portfolio.Options.Clients).
-		Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),
+		Lab:       lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics}),
+		Portfolio: portfolio.New(po), Exchanges: po.Clients,
 		// The --market-data source is the candles' fallback, as in webhookd.
 		Candles:   candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger}),
 		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,

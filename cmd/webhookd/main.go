@@ -20,9 +20,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
-	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/daemon"
-	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
@@ -58,9 +56,7 @@ func main() {
 	flag.StringVar(&read.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key, to verify the read API's bearer tokens; without it the read API accepts dashboard session cookies only")
 	flag.StringVar(&read.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
 	flag.StringVar(&read.marketData, "market-data", "simulated", "public market data for candles and valuations: simulated or binance")
-	read.masterKeys.Bind(flag.CommandLine, "opens exchange connections' credentials to read their balances for the portfolio; mount a Secret. Without it the portfolio lists exchange connections with the error \"credentials unavailable\"")
-	flag.DurationVar(&read.exchangeCacheTTL, "portfolio-exchange-cache", portfolio.DefaultCacheTTL, "how long the portfolio reuses an exchange connection's balances and prices")
-	flag.DurationVar(&read.exchangeTimeout, "portfolio-exchange-timeout", portfolio.DefaultCallTimeout, "how long the portfolio waits for one exchange connection's balances and prices before showing it with an error")
+	read.portfolio.Bind(flag.CommandLine)
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
@@ -127,8 +123,7 @@ func run(logger *slog.Logger, c config) error {
 // readConfig are the read API's flags.
 type readConfig struct {
 	baseURL, keyFile, prevKeyFile, marketData string
-	masterKeys                                credentials.KeyFlags
-	exchangeCacheTTL, exchangeTimeout         time.Duration
+	portfolio                                 portfolio.Flags
 }
 
 // newReadAPI builds the read API served beside the webhook endpoint.
@@ -138,13 +133,9 @@ func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Pr
 	if err != nil {
 		return nil, err
 	}
-	keys, err := c.masterKeys.Load(logger, `the portfolio lists exchange connections with the error "credentials unavailable"`)
+	po, err := c.portfolio.Options(rdb, prices, logger)
 	if err != nil {
 		return nil, err
-	}
-	po := portfolio.Options{Redis: rdb, Prices: prices, CacheTTL: c.exchangeCacheTTL, CallTimeout: c.exchangeTimeout}
-	if keys != nil {
-		po.Clients = &connectors.Clients{Keys: keys, Connectors: connectors.All()}
 	}
 	o := readapi.Options{Redis: rdb, Sessions: auth.NewSessions(rdb, nil), Users: auth.NewUsers(rdb, auth.UsersOptions{}),
 		Proxies: trusted, Trading: trading.New(rdb, nil, prices), Portfolio: portfolio.New(po), Logger: logger,
