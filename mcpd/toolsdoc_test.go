@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/lab"
 )
@@ -45,5 +46,7 @@ func newFullServer(t *testing.T) *mcpd.Server {
 	return f.server(t, func(o *mcpd.Options) {
 		o.Candles = f.candlesService()
 		o.Lab = lab.New(lab.Options{Redis: f.rdb, Users: f.users, Now: f.clk.Now})
+		// Registration needs no API server: no tool is called.
+		o.Fleet = fleet.New(fleet.Options{Redis: f.rdb, Now: f.clk.Now})
 	})
 }
