@@ -6,7 +6,7 @@ import (
 )
 
 // KeyFlags are the master-key flags of every process that seals or opens exchange
-// credentials (manager, executor, webhookd), declared and loaded in one place so that
+// credentials (manager, executor, webhookd, mcpd), declared and loaded in one place so that
 // they mean the same everywhere.
 type KeyFlags struct {
 	// Current is --master-key-file; Previous is --previous-master-key-files
