@@ -95,7 +95,7 @@ type Options struct {
 	// ResultWait bounds how long a trading tool waits for its signal's result before it
 	// answers "queued" (0: DefaultResultWait; negative: it does not wait).
 	ResultWait time.Duration
-	// PaperAccounts refills paper accounts (nil: on Redis).
+	// PaperAccounts reads and refills paper accounts (nil: on Redis).
 	PaperAccounts *paper.Accounts
 	// Lab serves generate_strategy, get_strategy_job and list_strategy_jobs (nil: the
 	// Strategy Lab tools are not registered).
@@ -124,9 +124,8 @@ type Server struct {
 	limiter     *limiter
 	status      *statusCache
 	metrics     *metrics
-	// conns and paper read the caller's exchange connections and paper accounts.
+	// conns reads the caller's exchange connections.
 	conns *credentials.Connections
-	paper *paper.Accounts
 }
 
 // New returns the server.
@@ -184,7 +183,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
 		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
 		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
-		conns: credentials.NewConnections(o.Redis), paper: paper.NewAccounts(o.Redis)}
+		conns: credentials.NewConnections(o.Redis)}
 	if o.Registerer != nil {
 		if err := s.metrics.register(o.Registerer); err != nil {
 			return nil, err

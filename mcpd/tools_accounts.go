@@ -172,7 +172,7 @@ type paperAccountView struct {
 
 // paperAccounts are the owner's paper accounts (one when id is given), by ID.
 func (s *Server) paperAccounts(ctx context.Context, owner, id string) ([]paperAccountView, error) {
-	states, err := s.paper.ListByOwner(ctx, owner)
+	states, err := s.o.PaperAccounts.ListByOwner(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
