@@ -13,12 +13,13 @@ import (
 	"github.com/sigops/sigops/test/stack"
 )
 
-// startDataPlane starts the executor (simulated market, paper trading), webhookd behind
-// nginx, and nginx as the single HTTPS origin https://127.0.0.1:8443 with a self-signed
-// certificate, routing the webhook and read API paths to webhookd as config/ingress does.
+// startDataPlane starts the executor (simulated market, paper trading), webhookd, authd and
+// mcpd behind nginx, and nginx with a self-signed certificate as two HTTPS origins:
+// {base_url} https://127.0.0.1:8443, routing the webhook and read API paths to webhookd and
+// the rest to authd as config/ingress does, and {mcp_url} https://127.0.0.1:8444 for mcpd.
 func (s *localStack) startDataPlane(ctx context.Context) error {
 	bins := map[string]string{}
-	for _, name := range []string{"executor", "webhookd", "authd"} {
+	for _, name := range []string{"executor", "webhookd", "authd", "mcpd"} {
 		fmt.Printf("building %s...\n", name)
 		bin, err := stack.Build(ctx, s.root, name)
 		if err != nil {
@@ -93,13 +94,33 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		return err
 	}
 
+	mcpAddr, err := addr()
+	if err != nil {
+		return err
+	}
+	mcpMetrics, err := addr()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("starting mcpd (log: %s)\n", s.rel(s.mcpdLog))
+	if s.mcpd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
+		Name: "mcpd", Binary: bins["mcpd"], LogFile: s.mcpdLog,
+		Args: append([]string{"--listen=" + mcpAddr, "--metrics-bind-address=" + mcpMetrics,
+			"--trusted-proxies=127.0.0.1/32", "--market-data=simulated",
+			// authd's tokens: same signing key and issuer; OAuth tokens name {mcp_url}/mcp.
+			"--base-url=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey}, redisArgs...),
+		ReadyURL: "http://" + mcpMetrics + "/readyz",
+	}); err != nil {
+		return err
+	}
+
 	if err := os.MkdirAll(filepath.Dir(s.certFile), 0o700); err != nil {
 		return err
 	}
 	if err := stack.SelfSignedCert(s.certFile, s.keyFile); err != nil {
 		return err
 	}
-	fmt.Printf("starting nginx on %s (certificate: %s)\n", originAddr, s.rel(s.certFile))
+	fmt.Printf("starting nginx on %s and %s (certificate: %s)\n", originAddr, mcpOriginAddr, s.rel(s.certFile))
 	s.nginx, err = stack.StartNginx(ctx, stack.NginxOptions{
 		Listen: originAddr, Dir: s.nginxDir, CertFile: s.certFile, KeyFile: s.keyFile, LogFile: s.nginxLog,
 		Routes: map[string]string{
@@ -111,12 +132,20 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 			"/.well-known/": authAddr, "/api/oauth/": authAddr, "/api/auth/": authAddr, "/api/user/": authAddr,
 			"/oauth/": authAddr, "/login": authAddr, "/logout": authAddr, "/dashboard": authAddr,
 		},
+		// {mcp_url}: its own origin, as config/ingress would give it its own host: the MCP
+		// endpoint and its protected resource metadata (the 401 challenge names it).
+		Origins: []stack.NginxOrigin{{Listen: mcpOriginAddr, Routes: map[string]string{
+			"/mcp": mcpAddr, "/.well-known/oauth-protected-resource": mcpAddr,
+		}}},
 	})
 	return err
 }
 
-// originAddr is where nginx serves {base_url}.
-const originAddr = "127.0.0.1:8443"
+// originAddr is where nginx serves {base_url}, mcpOriginAddr {mcp_url}.
+const (
+	originAddr    = "127.0.0.1:8443"
+	mcpOriginAddr = "127.0.0.1:8444"
+)
 
 // demoEmail owns the samples and is the local stack's login.
 const demoEmail = "demo@sigops.local"

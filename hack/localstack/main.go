@@ -39,9 +39,10 @@ import (
 const (
 	// redisPort is the local stack's fixed Redis port (a free one if it is taken).
 	redisPort = 6390
-	// baseURL and mcpURL are the public origins; nginx fronts them in a later issue.
-	baseURL = "https://127.0.0.1:8443"
-	mcpURL  = "https://127.0.0.1:8443"
+	// baseURL and mcpURL are the public origins nginx serves (originAddr, mcpOriginAddr):
+	// authd's discovery documents and the OAuth tokens' audience name mcpURL.
+	baseURL = "https://" + originAddr
+	mcpURL  = "https://" + mcpOriginAddr
 	// The sample bot whose readiness means the stack works.
 	sampleNamespace = "default"
 	sampleBot       = "demo-btc"
@@ -121,6 +122,8 @@ func run(fresh bool) int {
 		return fail(fmt.Errorf("the executor exited (%v); see %s", s.executor.ExitErr(), p.rel(p.executorLog)))
 	case <-s.authd.Done():
 		return fail(fmt.Errorf("authd exited (%v); see %s", s.authd.ExitErr(), p.rel(p.authdLog)))
+	case <-s.mcpd.Done():
+		return fail(fmt.Errorf("mcpd exited (%v); see %s", s.mcpd.ExitErr(), p.rel(p.mcpdLog)))
 	case <-s.webhookd.Done():
 		return fail(fmt.Errorf("webhookd exited (%v); see %s", s.webhookd.ExitErr(), p.rel(p.webhookdLog)))
 	case <-s.nginx.Done():
@@ -135,7 +138,7 @@ type paths struct {
 	managerLog, redisLog, samples, kubectl, assets string
 	webhookdLog, executorLog, nginxDir, nginxLog   string
 	certFile, keyFile, masterKey                   string
-	authdLog, jwtKey, demoPassword                 string
+	authdLog, jwtKey, demoPassword, mcpdLog        string
 	kcmLog, candles                                string
 }
 
@@ -153,6 +156,7 @@ func newPaths(root string) paths {
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
 		masterKey: filepath.Join(dir, "master.key"), jwtKey: filepath.Join(dir, "jwt.key"),
 		demoPassword: filepath.Join(dir, "demo.password"), authdLog: filepath.Join(dir, "authd.log"),
+		mcpdLog: filepath.Join(dir, "mcpd.log"),
 		kcmLog:  filepath.Join(dir, "kube-controller-manager.log"),
 		candles: filepath.Join(dir, "candles-btc-usdt-1m.csv"),
 		samples: filepath.Join(root, "config", "samples"),
@@ -200,10 +204,11 @@ type localStack struct {
 	cp      *stack.ControlPlane
 	redis   *stack.Redis
 	manager *stack.Manager
-	// The data plane: executor, webhookd and nginx in front as the {base_url} origin.
-	executor, webhookd, authd *stack.Process
-	password                  string // the demo account's
-	nginx                     *stack.Nginx
+	// The data plane: executor, webhookd, authd, mcpd and nginx in front as the {base_url}
+	// and {mcp_url} origins.
+	executor, webhookd, authd, mcpd *stack.Process
+	password                        string // the demo account's
+	nginx                           *stack.Nginx
 }
 
 func (s *localStack) start(ctx context.Context) error {
@@ -361,13 +366,19 @@ Log in at %s/login as %s with password %s
 (also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD), or get a bearer token:
   curl -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login
 
-Logs: %s, %s, %s, %s, %s.
+MCP server (MCP_URL): point an MCP client at %s/mcp (streamable HTTP); it finds the
+authorization server through the 401 challenge and signs in by OAuth in the browser, or
+send that bearer token as "Authorization: Bearer <token>". The certificate is self-signed:
+trust %s (Node clients: NODE_EXTRA_CA_CERTS=%s).
+
+Logs: %s, %s, %s, %s, %s, %s.
 Ctrl-C stops the stack.
 `, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
 		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
 		sampleNamespace, sampleBot, s.rel(s.certFile), webhookURL,
 		s.rel(s.candles), baseURL, demoEmail, s.password, s.rel(s.env),
-		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog), s.rel(s.authdLog), s.rel(s.kcmLog))
+		mcpURL, s.rel(s.certFile), s.certFile,
+		s.rel(s.managerLog), s.rel(s.webhookdLog), s.rel(s.executorLog), s.rel(s.authdLog), s.rel(s.mcpdLog), s.rel(s.kcmLog))
 }
 
 // stop stops what start started, newest first: the manager, Redis, the control plane
@@ -378,7 +389,7 @@ func (s *localStack) stop() {
 			fmt.Fprintln(os.Stderr, "nginx:", err)
 		}
 	}
-	for _, p := range []*stack.Process{s.authd, s.webhookd, s.executor} { // in-flight signals finish first
+	for _, p := range []*stack.Process{s.mcpd, s.authd, s.webhookd, s.executor} { // in-flight signals finish first
 		if p != nil {
 			if err := p.Stop(stopTimeout); err != nil {
 				fmt.Fprintln(os.Stderr, p.Name+":", err)

@@ -21,8 +21,17 @@ type NginxOptions struct {
 	CertFile, KeyFile string
 	// Routes map a path prefix to the upstream host:port serving it, as the Ingress in
 	// config/ingress routes them.
-	Routes  map[string]string
+	Routes map[string]string
+	// Origins are further HTTPS origins served with the same certificate, each on its own
+	// port (the local stack's {mcp_url} beside {base_url}).
+	Origins []NginxOrigin
 	LogFile string
+}
+
+// NginxOrigin is one more HTTPS server block: its host:port and its routes.
+type NginxOrigin struct {
+	Listen string
+	Routes map[string]string
 }
 
 // Nginx is a running nginx.
@@ -42,7 +51,7 @@ func NginxPath() (string, error) {
 // StartNginx writes a config that terminates TLS on Listen and proxies each route to its
 // upstream with X-Forwarded-Proto set to the scheme nginx received (https) and its peer's
 // address appended to X-Forwarded-For, starts nginx in the foreground, and waits until
-// the port accepts connections.
+// every origin's port accepts connections.
 func StartNginx(ctx context.Context, o NginxOptions) (*Nginx, error) {
 	bin, err := NginxPath()
 	if err != nil {
@@ -64,23 +73,37 @@ func StartNginx(ctx context.Context, o NginxOptions) (*Nginx, error) {
 	}
 	n := &Nginx{p}
 	deadline := time.Now().Add(10 * time.Second)
+	listens := []string{o.Listen}
+	for _, origin := range o.Origins {
+		listens = append(listens, origin.Listen)
+	}
+	for _, listen := range listens {
+		if err := n.waitListen(ctx, listen, deadline); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// waitListen waits until listen accepts connections; on failure nginx is stopped.
+func (n *Nginx) waitListen(ctx context.Context, listen string, deadline time.Time) error {
 	for {
-		c, err := net.DialTimeout("tcp", o.Listen, 200*time.Millisecond)
+		c, err := net.DialTimeout("tcp", listen, 200*time.Millisecond)
 		if err == nil {
 			_ = c.Close()
-			return n, nil
+			return nil
 		}
 		select {
-		case <-p.Done():
-			return nil, p.exited()
+		case <-n.Done():
+			return n.exited()
 		case <-ctx.Done():
 			_ = n.Stop(5 * time.Second)
-			return nil, ctx.Err()
+			return ctx.Err()
 		default:
 		}
 		if time.Now().After(deadline) {
 			_ = n.Stop(5 * time.Second)
-			return nil, fmt.Errorf("nginx did not listen on %s: %v", o.Listen, err)
+			return fmt.Errorf("nginx did not listen on %s: %v", listen, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -110,15 +133,27 @@ http {
 `, user, filepath.Join(o.Dir, "nginx.pid"),
 		filepath.Join(o.Dir, "tmp", "client_body"), filepath.Join(o.Dir, "tmp", "proxy"),
 		filepath.Join(o.Dir, "tmp", "fastcgi"), filepath.Join(o.Dir, "tmp", "uwsgi"), filepath.Join(o.Dir, "tmp", "scgi"))
-	i := 0
+	// One upstream per distinct host:port, shared by every origin routing to it.
 	names := map[string]string{}
-	for prefix, upstream := range o.Routes {
-		name := "up" + strconv.Itoa(i)
-		i++
-		names[prefix] = name
-		fmt.Fprintf(&b, "  upstream %s { server %s; keepalive 64; }\n", name, upstream)
+	origins := append([]NginxOrigin{{Listen: o.Listen, Routes: o.Routes}}, o.Origins...)
+	for _, origin := range origins {
+		for _, upstream := range origin.Routes {
+			if _, ok := names[upstream]; !ok {
+				names[upstream] = "up" + strconv.Itoa(len(names))
+				fmt.Fprintf(&b, "  upstream %s { server %s; keepalive 64; }\n", names[upstream], upstream)
+			}
+		}
 	}
-	fmt.Fprintf(&b, `  server {
+	for _, origin := range origins {
+		writeServer(&b, origin, o.CertFile, o.KeyFile, names)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// writeServer writes one HTTPS server block proxying origin's routes to their upstreams.
+func writeServer(b *strings.Builder, origin NginxOrigin, certFile, keyFile string, upstreams map[string]string) {
+	fmt.Fprintf(b, `  server {
     listen %s ssl;
     ssl_certificate %s;
     ssl_certificate_key %s;
@@ -126,9 +161,9 @@ http {
     # Plain HTTP on the HTTPS port (nginx's 497) gets the service's JSON refusal.
     error_page 497 =403 @https_required;
     location @https_required { return 403 '{"success":false,"error":"HTTPS is required; plain HTTP is not supported","code":"HTTPS_REQUIRED"}'; }
-`, o.Listen, o.CertFile, o.KeyFile)
-	for prefix, name := range names {
-		fmt.Fprintf(&b, `    location %s {
+`, origin.Listen, certFile, keyFile)
+	for prefix, upstream := range origin.Routes {
+		fmt.Fprintf(b, `    location %s {
       proxy_pass http://%s;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
@@ -140,8 +175,7 @@ http {
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_read_timeout 30s;
     }
-`, prefix, name)
+`, prefix, upstreams[upstream])
 	}
-	b.WriteString("    location / { return 404 '{\"success\":false,\"error\":\"not found\"}'; }\n  }\n}\n")
-	return b.String()
+	b.WriteString("    location / { return 404 '{\"success\":false,\"error\":\"not found\"}'; }\n  }\n")
 }

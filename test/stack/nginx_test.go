@@ -42,14 +42,37 @@ func TestNginxForwardedHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	port2, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second origin on its own port routes another prefix to the same upstream.
+	listen2 := net.JoinHostPort("127.0.0.1", strconv.Itoa(port2))
 	n, err := StartNginx(context.Background(), NginxOptions{Listen: listen, Dir: dir, CertFile: cert, KeyFile: key,
-		Routes: map[string]string{"/echo": upstream.Listener.Addr().String()}})
+		Routes:  map[string]string{"/echo": upstream.Listener.Addr().String()},
+		Origins: []NginxOrigin{{Listen: listen2, Routes: map[string]string{"/mcp": upstream.Listener.Addr().String()}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Stop(5 * time.Second)
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, c := range []struct {
+		url    string
+		status int
+	}{{"https://" + listen2 + "/mcp", 200}, {"https://" + listen2 + "/echo", 404}, {"https://" + listen + "/mcp", 404}} {
+		req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got seen
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || (c.status == 200 && !got.HTTPS) {
+			t.Errorf("%s: status %d (HTTPS upstream %v), want %d", c.url, resp.StatusCode, got.HTTPS, c.status)
+		}
+	}
 	req, _ := http.NewRequest(http.MethodGet, "https://"+listen+"/echo", nil)
 	req.Header.Add("X-Forwarded-Proto", "http")
 	req.Header.Add("X-Forwarded-Proto", "gopher")
