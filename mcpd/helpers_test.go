@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,13 +131,13 @@ func mcpClient(t testing.TB, token, version string, servers ...*httptest.Server)
 }
 
 // mcpClientRR is mcpClient that also returns its round robin, to count requests per server.
-func mcpClientRR(t testing.TB, token, version string, servers ...*httptest.Server) (*client.Client, *mcp.InitializeResult, *roundRobin) {
+func mcpClientRR(t testing.TB, token, version string, servers ...*httptest.Server) (*client.Client, *mcp.InitializeResult, *testkit.RoundRobin) {
 	t.Helper()
-	rr := &roundRobin{next: servers[0].Client().Transport}
-	for _, s := range servers {
-		u, _ := url.Parse(s.URL)
-		rr.hosts = append(rr.hosts, u.Host)
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL
 	}
+	rr := testkit.NewRoundRobin(servers[0].Client().Transport, urls...)
 	c, err := client.NewStreamableHttpClient(servers[0].URL+mcpd.Path,
 		transport.WithHTTPBasicClient(&http.Client{Transport: rr}),
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
@@ -160,23 +158,6 @@ func mcpClientRR(t testing.TB, token, version string, servers ...*httptest.Serve
 		t.Fatal(err)
 	}
 	return c, res, rr
-}
-
-// roundRobin sends each request to the next of hosts and counts the requests per host.
-type roundRobin struct {
-	next  http.RoundTripper
-	hosts []string
-	n     atomic.Int64
-	seen  [8]atomic.Int64
-}
-
-func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
-	i := int(rr.n.Add(1)-1) % len(rr.hosts)
-	rr.seen[i].Add(1)
-	r = r.Clone(r.Context())
-	r.URL.Host = rr.hosts[i]
-	r.Host = rr.hosts[i]
-	return rr.next.RoundTrip(r)
 }
 
 // post sends one raw JSON-RPC message to ts's /mcp with token (none when empty).

@@ -397,8 +397,8 @@ func TestSessionsAcrossReplicasAndUsers(t *testing.T) {
 	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if rr.seen[0].Load() < 2 || rr.seen[1].Load() < 2 {
-		t.Fatalf("requests per replica: %d and %d", rr.seen[0].Load(), rr.seen[1].Load())
+	if rr.Seen(0) < 2 || rr.Seen(1) < 2 {
+		t.Fatalf("requests per replica: %d and %d", rr.Seen(0), rr.Seen(1))
 	}
 
 	// A session started on a is served by b for its user, and by nobody for another user.
