@@ -144,7 +144,8 @@ func TestSessionToolsChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := res.Content[0].(mcp.TextContent).Text
-		if res.IsError || !strings.Contains(text, "nothing was changed") {
+		msg, _ := res.StructuredContent.(map[string]any)["message"].(string)
+		if res.IsError || !strings.Contains(text, "nothing was changed") || !strings.Contains(msg, "nothing was changed") {
 			t.Fatalf("%s: %+v", name, res)
 		}
 	}

@@ -64,14 +64,20 @@ const hostedSessionNote = "This hosted MCP server authenticates every request by
 	"(an OAuth access token or an API token); there is no session to log in to, change or log out of, and " +
 	"nothing was changed. Use check_auth to see who the token speaks for."
 
+// sessionNoteOutput is what the session tools answer: the note, as structured content too.
+const sessionNoteOutput = `{"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}`
+
 // sessionTools are check_auth and the local client's session tools, which the hosted
 // server answers without changing anything.
 func (s *Server) sessionTools() []Tool {
 	noop := func(name, title, desc string, opts ...mcp.ToolOption) Tool {
-		opts = append([]mcp.ToolOption{mcp.WithDescription(desc), mcp.WithToolAnnotation(readOnly(title))}, opts...)
+		opts = append([]mcp.ToolOption{mcp.WithDescription(desc), mcp.WithToolAnnotation(readOnly(title)),
+			mcp.WithRawOutputSchema(json.RawMessage(sessionNoteOutput))}, opts...)
 		return Tool{Def: mcp.NewTool(name, opts...), Scope: auth.ScopeRead,
 			Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText(hostedSessionNote), nil
+				return structured(struct {
+					Message string `json:"message"`
+				}{hostedSessionNote})
 			}}
 	}
 	return []Tool{
