@@ -140,6 +140,14 @@ func run(m *testing.M) int {
 	hooks = httptest.NewTLSServer(hs.Handler())
 	defer hooks.Close()
 
+	// authd and two mcpd replicas (mcp_test.go).
+	stopMCP, err := startMCP(quiet)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stopMCP()
+
 	if k8s, err = env.Client(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
