@@ -1,15 +1,31 @@
 package mcpd_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/test/stack"
 )
 
 // BenchmarkCheckAuth is one tools/call of check_auth with an OAuth token over HTTPS through
@@ -40,4 +56,135 @@ func BenchmarkCheckAuth(b *testing.B) {
 			b.Fatal(res.Status)
 		}
 	}
+}
+
+// BenchmarkGetBotRiskConcurrent is tools/call of get_bot_risk over streamable HTTP (TLS)
+// from 20 mcp-go clients at once, each initialized with its own OAuth token, against a
+// redis-server configured as the local stack ships it (append-only file, fsync every
+// second, 512 MB, noeviction) and the verifier's production cache bound. It reports p50,
+// p99 and calls/s; "reference" drives a chi handler answering a fixed small JSON over the
+// same TLS with the same 20 workers and the same request body, so the ratio is mcpd's own
+// cost. The load generator runs in the same process and on the same CPUs.
+func BenchmarkGetBotRiskConcurrent(b *testing.B) {
+	rds, err := stack.StartRedis(b.Context(), stack.RedisOptions{DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rds.Stop(10 * time.Second) })
+	rdb := rds.Client()
+	b.Cleanup(func() { _ = rdb.Close() })
+	f := newFixtureOn(b, rdb)
+	u := f.user(b, "ada@example.com", auth.TierPro)
+	reg := registry.New(rdb)
+	bot := registry.Bot{ID: "bot-r", Namespace: "trading", Name: "risk", Owner: "ada@example.com",
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true,
+		Risk: registry.Risk{MaxExposure: "0.8", DailyLossLimit: "100", MaxConsecutiveLosses: 4}}
+	if err := reg.Project(b.Context(), bot, "hash-r"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := rdb.TxPipelined(b.Context(), func(p redis.Pipeliner) error {
+		risk.StageCounters(b.Context(), p, bot.ID, risk.Counters{Day: "2026-11-24", DayPnl: testkit.D("-40"), ConsecutiveLosses: 2})
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	v, err := auth.NewVerifier(auth.VerifierOptions{Redis: rdb, Keys: f.keys, Issuer: testBase,
+		Audiences: []string{testResource, testAPI}, Now: f.clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: testBase, MCPURL: testMCPURL, Verifier: v, Users: f.users,
+		OAuth: f.oauth, Bots: reg, RateLimit: 1 << 30, Logger: slog.New(slog.DiscardHandler), Now: f.clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(srv.Handler())
+	b.Cleanup(ts.Close)
+	// Every session keeps its TLS connection, as an agent's client does (net/http keeps two
+	// idle connections per host by default: the rest would handshake again on each call).
+	ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = benchSessions
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_bot_risk","arguments":{"botId":"bot-r"}}}`
+
+	b.Run("mcpd", func(b *testing.B) {
+		clients := make([]*client.Client, benchSessions)
+		for i := range clients {
+			tok, _ := f.oauthToken(b, u, fmt.Sprintf("agent-%d", i), auth.ScopeRead, testResource)
+			clients[i], _ = mcpClient(b, tok.Token, "", ts)
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "get_bot_risk", map[string]any{"botId": "bot-r"}
+		drive(b, func(ctx context.Context, worker int) error {
+			res, err := clients[worker].CallTool(ctx, req)
+			if err == nil && res.IsError {
+				err = fmt.Errorf("error result %+v", res.Content)
+			}
+			return err
+		})
+	})
+
+	b.Run("reference", func(b *testing.B) {
+		r := chi.NewRouter()
+		r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`))
+		})
+		ref := httptest.NewTLSServer(r)
+		defer ref.Close()
+		hc := ref.Client()
+		hc.Transport.(*http.Transport).MaxIdleConnsPerHost = benchSessions
+		drive(b, func(ctx context.Context, _ int) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ref.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			res, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			var out map[string]any
+			err = json.NewDecoder(res.Body).Decode(&out)
+			res.Body.Close()
+			return err
+		})
+	})
+}
+
+// benchSessions is the number of concurrent MCP sessions of BenchmarkGetBotRiskConcurrent.
+const benchSessions = 20
+
+// drive runs b.N calls of do from benchSessions goroutines (worker i uses session i) and
+// reports p50, p99 and calls/s.
+func drive(b *testing.B, do func(ctx context.Context, worker int) error) {
+	var next atomic.Int64
+	took := make([][]time.Duration, benchSessions)
+	errs := make(chan error, benchSessions)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range benchSessions {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				if err := do(b.Context(), w); err != nil {
+					errs <- err
+					return
+				}
+				took[w] = append(took[w], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	all := slices.Concat(took...)
+	slices.Sort(all)
+	q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(.5), "ms-p50")
+	b.ReportMetric(q(.99), "ms-p99")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 }

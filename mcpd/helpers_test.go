@@ -46,6 +46,12 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	_, rdb := storetest.New(t)
+	return newFixtureOn(t, rdb)
+}
+
+// newFixtureOn is newFixture on a Redis of the caller's.
+func newFixtureOn(t testing.TB, rdb redis.UniversalClient) *fixture {
+	t.Helper()
 	clk := testkit.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
 	keys, err := auth.NewKeyring(testKey, nil)
 	if err != nil {
