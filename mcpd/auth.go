@@ -1,6 +1,7 @@
 package mcpd
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -27,19 +28,41 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.refuse(w, err)
 			return
 		}
-		tier, err := s.o.Tier(r.Context(), p.UserID)
+		id, err := s.identity(r.Context(), p.UserID)
 		if err != nil {
 			s.refuse(w, err)
 			return
 		}
-		if !tier.Capabilities.AllowMcpServer {
+		if tier := id.Tier; !tier.Capabilities.AllowMcpServer {
 			s.metrics.requests.WithLabelValues("tier").Inc()
 			httpapi.WriteError(w, errs.New(errs.TierNotAllowed, "the %s tier does not include the MCP server (allowMcpServer); upgrade the account's tier to use it",
 				tier.Name), "", s.o.Now())
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		ctx := context.WithValue(auth.WithPrincipal(r.Context(), p), identityKey{}, requestIdentity{userID: p.UserID, Identity: id})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// identityKey carries the caller's requestIdentity in a request's context.
+type identityKey struct{}
+
+// requestIdentity is the tier and email read once per request by authenticate, so that the
+// scope check and the tool do not read the account again.
+type requestIdentity struct {
+	userID string
+	auth.Identity
+}
+
+// identity reads the tier and email of userID in one round trip; Options.Tier, when set,
+// decides the tier.
+func (s *Server) identity(ctx context.Context, userID string) (auth.Identity, error) {
+	id, err := s.o.Users.IdentityOf(ctx, userID)
+	if err != nil || s.o.Tier == nil {
+		return id, err
+	}
+	id.Tier, err = s.o.Tier(ctx, userID)
+	return id, err
 }
 
 // refuse answers a failed authentication.

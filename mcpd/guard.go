@@ -121,6 +121,9 @@ func venueScope(kind string) string {
 // ownerOf is the email (canonical form) of userID: bots and accounts name their owner by
 // it.
 func (s *Server) ownerOf(ctx context.Context, userID string) (string, error) {
+	if id, ok := ctx.Value(identityKey{}).(requestIdentity); ok && id.userID == userID {
+		return id.Email, nil
+	}
 	u, err := s.o.Users.Get(ctx, userID)
 	if err != nil {
 		return "", err

@@ -59,7 +59,8 @@ type Options struct {
 	Verifier *auth.Verifier
 	Users    *auth.Users
 	OAuth    *auth.OAuth
-	// Tier reads a user's tier for the allowMcpServer check (nil: Users.TierOfUser).
+	// Tier reads a user's tier for the allowMcpServer check (nil: the tier Users.IdentityOf
+	// reads with the email, once per request).
 	Tier func(ctx context.Context, userID string) (auth.Tier, error)
 	// RateLimit is the number of requests a minute per OAuth client of a user, or per user
 	// for bearer JWTs (0: DefaultRateLimit).
@@ -137,9 +138,6 @@ func New(o Options) (*Server, error) {
 	o.MCPURL = strings.TrimRight(o.MCPURL, "/")
 	if o.MCPURL == "" {
 		o.MCPURL = o.BaseURL
-	}
-	if o.Tier == nil {
-		o.Tier = o.Users.TierOfUser
 	}
 	if o.RateLimit <= 0 {
 		o.RateLimit = DefaultRateLimit

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -70,6 +71,29 @@ func OwnerTier(ctx context.Context, rdb redis.UniversalClient, email string) (t 
 	}
 	t, err = TierOf(slug)
 	return t, err == nil, err
+}
+
+// Identity is what a request of an account needs on every call: its tier and its email in
+// canonical form (bots and accounts name their owner by it).
+type Identity struct {
+	Email string
+	Tier  Tier
+}
+
+// IdentityOf reads the tier and email of the account id in one round trip, without the
+// rest of it (mcpd reads it once per request). ErrNotFound: no such account.
+func (u *Users) IdentityOf(ctx context.Context, id string) (Identity, error) {
+	v, err := u.rdb.HMGet(ctx, store.User(id), fUserEmail, fUserTier).Result()
+	if err != nil {
+		return Identity{}, err
+	}
+	email, _ := v[0].(string)
+	slug, _ := v[1].(string)
+	if email == "" || slug == "" {
+		return Identity{}, ErrNotFound
+	}
+	t, err := TierOf(slug)
+	return Identity{Email: emails.Canonical(email), Tier: t}, err
 }
 
 // TierOfUser reads the tier of the account id without loading the rest of it (mcpd checks

@@ -51,6 +51,22 @@ func TestUsersCreateAndEmailUniqueness(t *testing.T) {
 	}
 }
 
+func TestIdentityOf(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u, err := f.users.Create(ctx, NewUser{Name: "Ada", Email: "Ada@Example.COM", Password: "correct horse battery", Tier: "team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := f.users.IdentityOf(ctx, u.ID)
+	if err != nil || id.Email != "ada@example.com" || id.Tier.Slug != TierTeam || !id.Tier.Capabilities.AllowMcpServer {
+		t.Fatalf("IdentityOf = %+v, %v", id, err)
+	}
+	if _, err := f.users.IdentityOf(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing account: %v", err)
+	}
+}
+
 func TestUsersAuthenticate(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
