@@ -1,9 +1,6 @@
 package webhookd
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,9 +12,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/intake"
-	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
-	"github.com/sigops/sigops/runtime/signal"
 )
 
 // handleWebhook: receive, validate, queue, wait for execute and confirm (spec: Processing order).
@@ -30,13 +25,13 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeNotFound(w)
 		return
 	}
-	in, ref := s.readSignal(w, r)
+	req, ref := s.readSignal(w, r, received)
 	if ref != nil {
 		s.refuse(w, "", ref.err, ref.status, received)
 		return
 	}
-
-	req := in.intakeRequest(id, r.Header.Get("Idempotency-Key"), received)
+	// Only the webhook ID's hash reaches Redis.
+	req.WebhookHash = registry.HashWebhookID(id)
 	wait := r.URL.Query().Get("wait") != "false"
 	var results <-chan resultT
 	if wait {
@@ -58,17 +53,10 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.answerDuplicate(w, r, adm.SignalID)
 	case !wait:
 		s.metrics.signals.WithLabelValues("queued", "").Inc()
-		writeJSON(w, http.StatusOK, successBody{Success: true, Message: "Signal queued", SignalID: req.SignalID, Timestamp: received.UnixMilli()})
+		writeJSON(w, http.StatusOK, intake.Queued(req.SignalID, false, received))
 	default:
 		s.awaitResult(w, r, results, req.SignalID, received, log)
 	}
-}
-
-// inbound is a body that parsed and validated as a signal.
-type inbound struct {
-	body    []byte // as received: its hash tells a repeated body
-	sig     signal.Signal
-	payload []byte // sig as JSON, the form the queue carries
 }
 
 // refusal is a request refused before it reaches the intake: the error answered and its
@@ -78,46 +66,23 @@ type refusal struct {
 	status int
 }
 
-// readSignal reads the body (any Content-Type: TradingView sends JSON as text/plain), parses
-// the signal and resolves its symbol against the markets the service trades.
-func (s *Server) readSignal(w http.ResponseWriter, r *http.Request) (inbound, *refusal) {
+// readSignal reads the body (any Content-Type: TradingView sends JSON as text/plain) and
+// makes it the intake's request (intake.NewRequest: the signal parsed, its symbol resolved
+// against the markets the service trades).
+func (s *Server) readSignal(w http.ResponseWriter, r *http.Request, received time.Time) (intake.Request, *refusal) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return inbound{}, &refusal{errs.New(errs.InvalidJSON, "body exceeds %d KiB", MaxBodyBytes>>10), http.StatusRequestEntityTooLarge}
+			return intake.Request{}, &refusal{errs.New(errs.InvalidJSON, "body exceeds %d KiB", MaxBodyBytes>>10), http.StatusRequestEntityTooLarge}
 		}
-		return inbound{}, &refusal{errs.New(errs.InvalidJSON, "cannot read body"), 0}
+		return intake.Request{}, &refusal{errs.New(errs.InvalidJSON, "cannot read body"), 0}
 	}
-	sig, err := signal.Parse(body)
+	req, err := intake.NewRequest(body, s.opts.Symbols(), r.Header.Get("Idempotency-Key"), received)
 	if err != nil {
-		return inbound{}, &refusal{err, 0}
+		return intake.Request{}, &refusal{err, 0}
 	}
-	if sig.Symbol != "" {
-		if sig.Symbol, err = s.opts.Symbols().Resolve(sig.Symbol); err != nil {
-			return inbound{}, &refusal{err, 0}
-		}
-	}
-	payload, err := json.Marshal(sig)
-	if err != nil {
-		return inbound{}, &refusal{err, 0}
-	}
-	return inbound{body: body, sig: sig, payload: payload}, nil
-}
-
-// intakeRequest is the signal as the intake admits it, under a new signal ID. Only hashes of
-// the webhook ID, the body and the Idempotency-Key reach Redis.
-func (in inbound) intakeRequest(webhookID, idempotencyKey string, received time.Time) intake.Request {
-	req := intake.Request{
-		WebhookHash: registry.HashWebhookID(webhookID), SignalID: uuid.NewString(), Priority: queue.PriorityWebhook,
-		Signal: in.payload, ReceivedAt: received,
-		NeedsSymbol: in.sig.Action.IsEntry() && in.sig.Symbol == "",
-		BodyHash:    sha256Hex(in.body),
-	}
-	if idempotencyKey != "" {
-		req.IdempotencyHash = sha256Hex([]byte(idempotencyKey))
-	}
-	return req
+	return req, nil
 }
 
 // awaitResult answers the executor's result for signalID, or "queued" once the wait bound
@@ -138,8 +103,7 @@ func (s *Server) awaitResult(w http.ResponseWriter, r *http.Request, results <-c
 		// Decision 2: past the bound the signal is still queued; its result is readable later.
 		s.metrics.signals.WithLabelValues("queued", "").Inc()
 		log.Info("result not ready within the wait bound; answered queued", "bound", s.opts.WaitBound)
-		writeJSON(w, http.StatusOK, successBody{Success: true, Message: "Signal queued; execution is still in progress",
-			SignalID: signalID, Timestamp: s.opts.Now().UnixMilli()})
+		writeJSON(w, http.StatusOK, intake.Queued(signalID, true, s.opts.Now()))
 	case <-r.Context().Done():
 		// The client left; the signal still executes.
 	}
@@ -153,8 +117,7 @@ func (s *Server) answerDuplicate(w http.ResponseWriter, r *http.Request, firstID
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, successBody{Success: true, Message: "Duplicate signal; the first one stands",
-		SignalID: firstID, Timestamp: s.opts.Now().UnixMilli()})
+	writeJSON(w, http.StatusOK, intake.Duplicate(firstID, s.opts.Now()))
 }
 
 // refuse answers a validation failure; status 0 means the code's own status.
@@ -181,9 +144,4 @@ func (s *Server) refuseBot(w http.ResponseWriter, botID string, err error, now t
 		return
 	}
 	s.refuse(w, botID, err, 0, now)
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

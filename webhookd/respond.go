@@ -6,17 +6,9 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/result"
 )
-
-// successBody is the spec's webhook success response, plus the order when one was placed.
-type successBody struct {
-	Success   bool          `json:"success"`
-	Message   string        `json:"message"`
-	SignalID  string        `json:"signalId"`
-	Timestamp int64         `json:"timestamp"`
-	Order     *result.Order `json:"order,omitempty"`
-}
 
 // failureBody is the spec's failure response.
 type failureBody = httpapi.Failure
@@ -31,11 +23,7 @@ func writeError(w http.ResponseWriter, err *errs.Error, signalID string, now tim
 // writeResult answers the executor's result.
 func writeResult(w http.ResponseWriter, res result.Result) {
 	if res.Success {
-		msg := res.Message
-		if msg == "" {
-			msg = "Signal executed"
-		}
-		writeJSON(w, http.StatusOK, successBody{Success: true, Message: msg, SignalID: res.SignalID, Timestamp: res.Timestamp, Order: res.Order})
+		writeJSON(w, http.StatusOK, intake.Executed(res))
 		return
 	}
 	writeJSON(w, res.Code.HTTPStatus(), failureBody{Error: res.Error, Code: res.Code, Details: res.Details,

@@ -296,6 +296,17 @@ func ResolveRoute(ctx context.Context, c redis.HashCmdable, webhookHash string) 
 	return Route{BotID: id, Deleted: asString(v[1]) != ""}, nil
 }
 
+// WebhookHashOf is the webhook hash bot id's hash names: the route a signal for the bot
+// must come in on (runtime/intake admits a signal only when they match). ErrNotFound when
+// the bot is not projected.
+func WebhookHashOf(ctx context.Context, c redis.HashCmdable, id string) (string, error) {
+	h, err := c.HGet(ctx, store.Bot(id), fieldWebhook).Result()
+	if errors.Is(err, redis.Nil) || (err == nil && h == "") {
+		return "", ErrNotFound
+	}
+	return h, err
+}
+
 // Get reads one projected bot.
 func (r *Registry) Get(ctx context.Context, id string) (Bot, error) {
 	return GetLater(ctx, r.rdb, id)()
