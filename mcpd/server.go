@@ -29,10 +29,13 @@ import (
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 )
@@ -88,9 +91,18 @@ type Options struct {
 	// SessionIdle is how long an MCP session lives without a request (0:
 	// DefaultSessionIdle).
 	SessionIdle time.Duration
-	// Fleet changes users' bots through the Kubernetes API and reads their webhook URLs
-	// (nil: get_webhook_url is not registered).
+	// Fleet changes bots through the Kubernetes API (create_bot, update_bot, delete_bot,
+	// pause_bot, resume_bot, regenerate_webhook) and reads their webhook URLs
+	// (get_webhook_url); nil: those tools are not registered.
 	Fleet *fleet.Fleet
+	// Intake admits send_signal's signals, as webhookd's (nil: one on Redis).
+	Intake *intake.Intake
+	// Symbols resolves send_signal's symbols, as webhookd's index does (nil: the paper
+	// catalogue only).
+	Symbols func() *signal.Symbols
+	// Waiter delivers results to send_signal calls with wait true (nil: they answer queued
+	// at once).
+	Waiter *queue.Waiter
 	// Audit records the calls of tools that change something (nil: a journal on Redis).
 	Audit *audit.Journal
 	// ResultWait bounds how long a trading tool waits for its signal's result before it
@@ -175,6 +187,13 @@ func New(o Options) (*Server, error) {
 	if o.PaperAccounts == nil {
 		o.PaperAccounts = paper.NewAccounts(o.Redis)
 	}
+	if o.Intake == nil {
+		o.Intake = intake.New(o.Redis)
+	}
+	if o.Symbols == nil {
+		paperSymbols := signal.NewSymbols(paper.Symbols())
+		o.Symbols = func() *signal.Symbols { return paperSymbols }
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -188,7 +207,9 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.positionTools(), s.orderTools(), s.signalTools(), s.portfolioTools(), s.marketTools(), s.tradingTools(), s.refillTools(), s.generateTools(), s.accountTools(), s.labTools(), s.webhookTools(), o.Tools) {
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.fleetTools(), s.webhookTools(), s.sendTools(),
+		s.signalTools(), s.tradingTools(), s.orderTools(), s.positionTools(), s.portfolioTools(), s.accountTools(),
+		s.refillTools(), s.marketTools(), s.generateTools(), s.labTools(), o.Tools) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,176 @@
+package mcpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// botSpecProperties are the SignalBot spec fields an agent sets, as the JSON schema of
+// create_bot's and update_bot's arguments. Types, patterns, bounds, enums and defaults are
+// the CRD's (config/crd/bases, generated from api/v1alpha1; TestBotSpecSchemaMatchesCRD
+// holds them equal); the CRD's CEL rules are checked by the API server, whose message the
+// tools answer. account stands for the CRD's paperAccountRef / exchangeConnectionRef pair,
+// and owner is always the caller.
+const botSpecProperties = `{
+  "account": {"type": "object", "required": ["kind", "name"], "description": "where the bot trades: a paper account or an exchange connection of yours, by name",
+    "properties": {"kind": {"type": "string", "enum": ["paper", "exchange"], "description": "paper (simulated) or exchange (real money; needs mcp:live)"},
+      "name": {"type": "string", "minLength": 1, "maxLength": 253, "description": "the PaperAccount's or ExchangeConnection's name"}}},
+  "market": {"type": "string", "enum": ["spot", "futures"], "default": "spot"},
+  "symbol": {"type": "string", "pattern": "^[A-Z0-9]{1,20}/[A-Z0-9]{1,20}$", "description": "a fixed pair, BASE/QUOTE; signals may then omit it"},
+  "positionSize": {"type": "string", "maxLength": 32, "pattern": "^[0-9]+(\\.[0-9]+)?%?$", "default": "10%", "description": "default size: a percentage of the available balance (above 0, at most 100: \"10%\") or a base amount above 0 (\"0.01\")"},
+  "leverage": {"type": "integer", "minimum": 1, "maximum": 125, "default": 1, "description": "above 1 only with market futures"},
+  "stopLoss": {"type": "string", "maxLength": 32, "pattern": "^[0-9]+(\\.[0-9]+)?%?$", "description": "default stop-loss: a price or a percentage from entry"},
+  "takeProfit": {"type": "string", "maxLength": 32, "pattern": "^[0-9]+(\\.[0-9]+)?%?$", "description": "default take-profit: a price or a percentage from entry"},
+  "dca": {"type": "object", "properties": {"enabled": {"type": "boolean"}, "maxLevels": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5}}},
+  "risk": {"type": "object", "description": "limits; absent fields mean no limit", "properties": {
+    "maxExposure": {"type": "string", "maxLength": 32, "pattern": "^(0(\\.[0-9]+)?|1(\\.0+)?)$", "description": "largest fraction of the account in positions, above 0 and at most 1"},
+    "dailyLossLimit": {"type": "string", "maxLength": 32, "pattern": "^[0-9]+(\\.[0-9]+)?$", "description": "realised loss in quote currency that pauses the bot until the next UTC day"},
+    "maxConsecutiveLosses": {"type": "integer", "minimum": 1}}},
+  "rateLimit": {"type": "object", "default": {}, "properties": {"perMinute": {"type": "integer", "minimum": 1, "maximum": 60000, "default": 60}, "burst": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10}}},
+  "dedupeWindow": {"type": "string", "default": "0s", "description": "a duration (\"30s\"): identical signals within it are dropped; 0s is off"},
+  "maxSignalAge": {"type": "string", "default": "60s", "description": "a duration: an entry older than this when executed fails SIGNAL_EXPIRED; 0s is off"},
+  "reversals": {"type": "boolean", "default": true},
+  "webhook": {"type": "object", "default": {}, "properties": {"enabled": {"type": "boolean", "default": true}}},
+  "suspend": {"type": "boolean", "description": "true pauses the bot until set false"},
+  "strategy": {"type": "object", "required": ["family", "timeframe"], "description": "a built-in strategy run on every closed candle; give only the chosen family's parameter block",
+    "properties": {
+      "family": {"type": "string", "enum": ["emaCrossover", "rsiReversion", "donchianBreakout", "bollingerReversion"]},
+      "timeframe": {"type": "string", "enum": ["1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w"]},
+      "symbol": {"type": "string", "pattern": "^[A-Z0-9]{1,20}/[A-Z0-9]{1,20}$"},
+      "emaCrossover": {"type": "object", "properties": {"fastPeriod": {"type": "integer", "minimum": 2, "maximum": 100, "default": 12}, "slowPeriod": {"type": "integer", "minimum": 3, "maximum": 400, "default": 26}}},
+      "rsiReversion": {"type": "object", "properties": {"period": {"type": "integer", "minimum": 2, "maximum": 100, "default": 14},
+        "oversold": {"type": "string", "maxLength": 16, "pattern": "^[0-9]{1,3}(\\.[0-9]{1,8})?$", "default": "30"},
+        "overbought": {"type": "string", "maxLength": 16, "pattern": "^[0-9]{1,3}(\\.[0-9]{1,8})?$", "default": "70"}}},
+      "donchianBreakout": {"type": "object", "properties": {"period": {"type": "integer", "minimum": 5, "maximum": 200, "default": 20}, "exitPeriod": {"type": "integer", "minimum": 2, "maximum": 200, "default": 10}}},
+      "bollingerReversion": {"type": "object", "properties": {"period": {"type": "integer", "minimum": 5, "maximum": 200, "default": 20}, "stdDev": {"type": "string", "maxLength": 16, "pattern": "^[0-9](\\.[0-9]{1,8})?$", "default": "2"}}}}},
+  "copyFrom": {"type": "object", "required": ["botRef"], "description": "copy another bot's fills, scaled by equity times ratio",
+    "properties": {"botRef": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 253}, "namespace": {"type": "string", "maxLength": 63}}},
+      "ratio": {"type": "string", "maxLength": 32, "pattern": "^[0-9]+(\\.[0-9]+)?$", "default": "1", "description": "above 0, at most 100"}}},
+  "copyable": {"type": "boolean", "description": "let other owners' bots copy this one"}
+}`
+
+// BotSpecProperties is botSpecProperties for tests and docs: the spec fields create_bot
+// and update_bot take.
+func BotSpecProperties() json.RawMessage { return json.RawMessage(botSpecProperties) }
+
+// specFields are the argument names botSpecProperties declares.
+var specFields = func() map[string]bool {
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(botSpecProperties), &props); err != nil {
+		panic("mcpd: botSpecProperties: " + err.Error())
+	}
+	out := make(map[string]bool, len(props))
+	for k := range props {
+		out[k] = true
+	}
+	return out
+}()
+
+// inputSchema is an object schema of botSpecProperties plus extra properties, with
+// required names.
+func botInputSchema(extra string, required ...string) json.RawMessage {
+	req, _ := json.Marshal(required)
+	props := strings.TrimSuffix(strings.TrimSpace(botSpecProperties), "}")
+	return json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ` + string(req) +
+		`, "properties": ` + props + `, ` + extra + `}}`)
+}
+
+// specPatch turns the spec arguments of args (every key but skip) into the SignalBot spec
+// JSON they stand for: account becomes paperAccountRef or exchangeConnectionRef (and, as a
+// merge patch, null for the other). An argument the schema does not declare, or an account
+// without a kind and name, is INVALID_PARAMETER naming it.
+func specPatch(args map[string]any, skip ...string) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range args {
+		switch {
+		case slices.Contains(skip, k):
+		case !specFields[k]:
+			return nil, errs.New(errs.InvalidParameter, "%s: not a bot setting (the tool's input schema lists them)", k)
+		case k == "account":
+			kind, name, err := accountArg(v)
+			if err != nil {
+				return nil, err
+			}
+			ref := map[string]any{"name": name}
+			if kind == registry.AccountExchange {
+				out["exchangeConnectionRef"], out["paperAccountRef"] = ref, nil
+			} else {
+				out["paperAccountRef"], out["exchangeConnectionRef"] = ref, nil
+			}
+		default:
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// accountArg reads the account argument: {kind: paper|exchange, name}.
+func accountArg(v any) (kind, name string, err error) {
+	m, _ := v.(map[string]any)
+	kind, _ = m["kind"].(string)
+	name, _ = m["name"].(string)
+	if kind != registry.AccountPaper && kind != registry.AccountExchange {
+		return "", "", errs.New(errs.InvalidParameter, "account.kind: paper or exchange")
+	}
+	if name == "" {
+		return "", "", errs.New(errs.InvalidParameter, "account.name: the name of your paper account or exchange connection")
+	}
+	return kind, name, nil
+}
+
+// specOf decodes a create_bot spec: a field of the wrong type is INVALID_PARAMETER naming
+// it. Bounds and CEL rules are the API server's to check.
+func specOf(fields map[string]any) (tradingv1.SignalBotSpec, error) {
+	for k, v := range fields {
+		if v == nil {
+			delete(fields, k)
+		}
+	}
+	body, err := json.Marshal(fields)
+	if err != nil {
+		return tradingv1.SignalBotSpec{}, errs.New(errs.InvalidParameter, "the bot's settings are not JSON")
+	}
+	var spec tradingv1.SignalBotSpec
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return tradingv1.SignalBotSpec{}, decodeError(err)
+	}
+	return spec, nil
+}
+
+// decodeError names the field a spec failed to decode on.
+func decodeError(err error) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		return errs.New(errs.InvalidParameter, "%s: must be %s", typ.Field, typeName(typ.Type.Kind().String()))
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return errs.New(errs.InvalidParameter, "%s: not a bot setting", strings.Trim(f, `"`))
+	}
+	// Durations (metav1.Duration) fail with time.ParseDuration's text, which names the value.
+	return errs.New(errs.InvalidParameter, "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+func typeName(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"):
+		return "a whole number"
+	case kind == "string":
+		return "a string"
+	case kind == "bool":
+		return "true or false"
+	case kind == "struct", kind == "ptr":
+		return "an object"
+	}
+	return fmt.Sprintf("of type %s", kind)
+}
