@@ -60,7 +60,7 @@ func TestInitializeAndListTools(t *testing.T) {
 			"get_bot", "get_bot_analytics", "get_bot_risk", "get_exchange_connection", "get_order", "get_paper_account",
 			"get_portfolio", "get_position", "get_signal", "list_bots", "list_exchange_connections", "list_open_orders",
 			"list_orders", "list_paper_accounts", "list_positions", "list_signals", "list_trades", "login", "logout",
-			"place_order", "refill_paper_account", "set_stop_loss", "set_take_profit", "set_token"}; !slices.Equal(names, want) {
+			"place_order", "refill_paper_account", "send_signal", "set_stop_loss", "set_take_profit", "set_token"}; !slices.Equal(names, want) {
 			t.Fatalf("version %q: tools %v, want %v", version, names, want)
 		}
 		// Every read tool says it changes nothing and declares what it answers.

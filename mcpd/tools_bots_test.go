@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -79,9 +80,13 @@ type botFixture struct {
 	folio    *portfolio.Service
 	candles  *candles.Service
 	ada, bob *client.Client
+	// adaUser and bobUser are the accounts behind ada and bob, for tokens of other scopes.
+	adaUser, bobUser auth.User
+	ts               *httptest.Server
 }
 
-func newBotFixture(t *testing.T) *botFixture {
+// newBotFixture starts the fixture; with adjusts mcpd's options after the fixture's own.
+func newBotFixture(t *testing.T, with ...func(*mcpd.Options)) *botFixture {
 	t.Helper()
 	f := &botFixture{fixture: newFixture(t)}
 	f.reg = registry.New(f.rdb)
@@ -91,11 +96,12 @@ func newBotFixture(t *testing.T) *botFixture {
 	f.trading.Now = f.clk.Now
 	f.analyt = analytics.New(f.rdb)
 	f.candles = f.candlesService()
-	ts := f.serve(t, func(o *mcpd.Options) {
+	ts := f.serve(t, append([]func(*mcpd.Options){func(o *mcpd.Options) {
 		o.Bots, o.Trading, o.Analytics, o.Portfolio, o.Candles = f.reg, f.trading, f.analyt, f.folio, f.candles
-	})
+	}}, with...)...)
 	ada := f.user(t, "Ada@Example.com", auth.TierPro)
 	bob := f.user(t, "bob@example.com", auth.TierPro)
+	f.adaUser, f.bobUser, f.ts = ada, bob, ts
 	tok, _ := f.oauthToken(t, ada, "agent", auth.ScopeRead, testResource)
 	f.ada, _ = mcpClient(t, tok.Token, "", ts)
 	f.bob, _ = mcpClient(t, f.bearer(t, bob).Token, "", ts)
