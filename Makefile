@@ -29,6 +29,7 @@ help: ## Show the targets.
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC into config/.
 	$(CONTROLLER_GEN) rbac:roleName=sigops-manager crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=sigops-mcpd paths="./fleet/..." output:rbac:artifacts:config=config/rbac/mcpd
 
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code.

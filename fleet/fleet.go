@@ -12,9 +12,8 @@
 //
 // A bot of another owner answers exactly like a missing one (errs.NotFound).
 //
-// The daemon that uses fleet needs these rights (controller-gen runs over api/ and
-// controllers/ only, so these markers feed no role yet; the daemon's role is generated from
-// them when the daemon lands):
+// The daemon that uses fleet (mcpd) needs these rights; `make manifests` generates its
+// ClusterRole sigops-mcpd (config/rbac/mcpd) from these markers:
 //
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create

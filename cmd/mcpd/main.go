@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -14,6 +15,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
@@ -21,8 +30,10 @@ import (
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/lab"
+	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trading"
@@ -36,9 +47,10 @@ var version = "dev"
 type config struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies string
 	baseURL, mcpURL, keyFile, prevKeyFile         string
-	marketData                                    string
+	marketData, instance                          string
 	rateLimit                                     int
 	sessionIdle                                   time.Duration
+	botActions                                    bool
 	redis                                         store.Options
 	audit                                         audit.Options
 	portfolio                                     portfolio.Flags
@@ -62,6 +74,11 @@ func main() {
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
 	flag.DurationVar(&c.sessionIdle, "session-idle", mcpd.DefaultSessionIdle, "how long an MCP session lives without a request (sessions are in Redis, shared by the replicas)")
 	c.portfolio.Bind(flag.CommandLine)
+	host, _ := os.Hostname()
+	flag.StringVar(&c.instance, "instance-id", fmt.Sprintf("mcpd-%s-%d", host, os.Getpid()),
+		"this replica's name: the channel send_signal's results come back on")
+	flag.BoolVar(&c.botActions, "bot-actions", true,
+		"serve create_bot, update_bot, delete_bot, pause_bot, resume_bot and regenerate_webhook, which need the Kubernetes API (in-cluster, or --kubeconfig)")
 	store.BindFlags(flag.CommandLine, &c.redis)
 	audit.BindFlags(flag.CommandLine, &c.audit)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -123,6 +140,18 @@ func run(logger *slog.Logger, c config) error {
 	// exchange connections recorded), refreshed the same way.
 	known := webhookd.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
+	var bots *fleet.Fleet
+	if c.botActions {
+		if bots, err = newFleet(rdb); err != nil {
+			return err
+		}
+	}
+	// send_signal's wait: results come back on this replica's channel, as webhookd's do.
+	waiter, err := queue.NewWaiter(ctx, rdb, c.instance)
+	if err != nil {
+		return err
+	}
+	defer waiter.Close()
 	reg := daemon.NewRegistry()
 	users := auth.NewUsers(rdb, auth.UsersOptions{})
 	labMetrics := lab.NewMetrics()
@@ -134,7 +163,9 @@ func run(logger *slog.Logger, c config) error {
 		Lab:       lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics}),
 		Portfolio: portfolio.New(po), Exchanges: po.Clients,
 		// The --market-data source is the candles' fallback, as in webhookd.
-		Candles:   candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger}),
+		Candles: candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger}),
+		// send_signal resolves symbols against the same index as the webhook.
+		Fleet: bots, Intake: intake.New(rdb), Symbols: known.Get, Waiter: waiter,
 		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	if err != nil {
@@ -144,4 +175,25 @@ func run(logger *slog.Logger, c config) error {
 		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	logger.Info("mcpd listening", "addr", c.listen, "tls", c.tlsCert != "", "resource", mcpURL+mcpd.Path)
 	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Probes()), c.tlsCert, c.tlsKey, 30*time.Second)
+}
+
+// newFleet is the bot action tools' Go API on the API server of the in-cluster config or
+// --kubeconfig (controller-runtime's flag), acting as mcpd's ServiceAccount (config/rbac/mcpd).
+func newFleet(rdb redis.UniversalClient) (*fleet.Fleet, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig (or --bot-actions=false): %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := tradingv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return fleet.New(fleet.Options{Client: k8s, Redis: rdb}), nil
 }
