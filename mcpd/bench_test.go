@@ -188,3 +188,32 @@ func drive(b *testing.B, do func(ctx context.Context, worker int) error) {
 	b.ReportMetric(q(.99), "ms-p99")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 }
+
+// BenchmarkSendSignal is one send_signal of a paper bot's buy with a bearer JWT through the
+// whole chain (token, tier, rate limit, the scope's bot read, mcp-go, the owner read, the
+// parse and the intake script) without waiting for a result. The bot's rate limit is the
+// CRD's highest (60000 a minute, burst 1000) and the fixture's clock moves 1 ms a call, so that the intake never refuses.
+func BenchmarkSendSignal(b *testing.B) {
+	f := newFixture(b)
+	ts := f.serve(b, func(o *mcpd.Options) { o.RateLimit = 1 << 30 })
+	u := f.user(b, "ada@example.com", auth.TierPro)
+	bot := registry.Bot{ID: "bench", Namespace: "trading", Name: "bench", Owner: "ada@example.com",
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true,
+		RateLimit: registry.Limit{PerMinute: 60000, Burst: 1000}}
+	if err := registry.New(f.rdb).Project(b.Context(), bot, "hash-bench"); err != nil {
+		b.Fatal(err)
+	}
+	c, _ := mcpClient(b, f.bearer(b, u).Token, "", ts)
+	args := map[string]any{"botId": "bench", "action": "buy", "size": "0.001"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		// The fixture's clock stands still; a millisecond a call keeps the GCRA's bucket
+		// (one every 1 ms) from emptying.
+		f.clk.Advance(time.Millisecond)
+		if res, text := toolResult(b, c, "send_signal", args); res.IsError {
+			b.Fatal(text)
+		}
+	}
+}
