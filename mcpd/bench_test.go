@@ -192,7 +192,8 @@ func drive(b *testing.B, do func(ctx context.Context, worker int) error) {
 // BenchmarkSendSignal is one send_signal of a paper bot's buy with a bearer JWT through the
 // whole chain (token, tier, rate limit, the scope's bot read, mcp-go, the owner read, the
 // parse and the intake script) without waiting for a result. The bot's rate limit is the
-// CRD's highest (60000 a minute, burst 1000) and the fixture's clock moves 1 ms a call, so that the intake never refuses.
+// CRD's highest (60000 a minute, burst 1000) and the fixture's clock moves 1 ms a call,
+// so that the intake never refuses.
 func BenchmarkSendSignal(b *testing.B) {
 	f := newFixture(b)
 	ts := f.serve(b, func(o *mcpd.Options) { o.RateLimit = 1 << 30 })
