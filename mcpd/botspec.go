@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
@@ -81,6 +83,15 @@ func botInputSchema(extra string, required ...string) json.RawMessage {
 	props := strings.TrimSuffix(strings.TrimSpace(botSpecProperties), "}")
 	return json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ` + string(req) +
 		`, "properties": ` + props + `, ` + extra + `}}`)
+}
+
+// rawInputTool is mcp.NewTool with schema as its whole input schema: mcp-go refuses to
+// encode a tool that has both its default InputSchema and a raw one.
+func rawInputTool(name string, schema json.RawMessage, opts ...mcp.ToolOption) mcp.Tool {
+	t := mcp.NewTool(name, opts...)
+	t.InputSchema = mcp.ToolInputSchema{}
+	t.RawInputSchema = schema
+	return t
 }
 
 // specPatch turns the spec arguments of args (every key but skip) into the SignalBot spec

@@ -81,7 +81,8 @@ func (s *Server) fleetTools() []Tool {
 	venue := " Needs mcp:paper for a paper bot, mcp:live for a live (exchange) one: call check_auth first to see your scope."
 	free := " Free: no wallet charge."
 	return []Tool{
-		{Def: mcp.NewTool("create_bot",
+		{Def: rawInputTool("create_bot", botInputSchema(`"name": {"type": "string", "minLength": 1, "maxLength": 245, "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "description": "the bot's name, unique among your bots: lower-case letters, digits, '-' and '.'"}`,
+			"name", "account"),
 			mcp.WithDescription("Create a signal bot in your namespace, trading on one of your paper accounts or exchange connections "+
 				"(account {kind, name}). Settings left out take the CRD's defaults (spot, positionSize 10%, leverage 1, ...). "+
 				"Needs mcp:paper for a paper account, mcp:live for an exchange connection: call check_auth first."+free+
@@ -89,19 +90,16 @@ func (s *Server) fleetTools() []Tool {
 				" normally), else its id and state pending: get_bot shows it moments later. Errors: INVALID_PARAMETER "+
 				"naming the field (bad value, unknown setting, a name already taken, a rule of the bot's spec), "+
 				"INSUFFICIENT_SCOPE."),
-			mcp.WithRawInputSchema(botInputSchema(`"name": {"type": "string", "minLength": 1, "maxLength": 245, "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "description": "the bot's name, unique among your bots: lower-case letters, digits, '-' and '.'"}`,
-				"name", "account")),
 			mcp.WithToolAnnotation(changeAnnotation("Create bot", false, false)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
 			Scope: auth.ScopePaper, ScopeFor: createScope, ScopeRule: "mcp:live for an exchange account",
 			Changes: true, Handler: s.createBot},
-		{Def: mcp.NewTool("update_bot",
+		{Def: rawInputTool("update_bot", botInputSchema(`"botId": {"type": "string", "description": "the bot's id (list_bots lists yours)"}`, "botId"),
 			mcp.WithDescription("Change settings of one of your bots: give botId and only the settings to change "+
 				"(a JSON merge patch of its spec: null removes a setting, which then takes its default). "+
 				"Moving the bot to an exchange connection needs mcp:live."+venue+free+
 				" The controller applies the change within moments. Errors: NOT_FOUND, MANAGED_BY_GITOPS (a bot applied "+
 				"from a Git repository: change it there), INVALID_PARAMETER naming the field, INSUFFICIENT_SCOPE."),
-			mcp.WithRawInputSchema(botInputSchema(`"botId": {"type": "string", "description": "the bot's id (list_bots lists yours)"}`, "botId")),
 			mcp.WithToolAnnotation(changeAnnotation("Update bot", false, true)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
 			Scope: auth.ScopePaper, ScopeFor: s.updateScope, ScopeRule: "mcp:live on an exchange bot or when moving it to an exchange account",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -140,6 +141,22 @@ func TestCreateBot(t *testing.T) {
 	f := newFleetFixture(t)
 	paperTok, paper := f.token(t, f.adaUser, auth.ScopePaper)
 	ns := fleet.NamespaceFor(f.adaUser.ID)
+
+	// tools/list carries the settings schema whole (mcp-go refuses a tool with two schemas).
+	list, err := paper.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	for _, tool := range list.Tools {
+		if tool.Name == "create_bot" {
+			b, _ := json.Marshal(tool.InputSchema)
+			schema = string(b)
+		}
+	}
+	if !strings.Contains(schema, `"required":["name","account"]`) || !strings.Contains(schema, `"maxExposure"`) {
+		t.Fatalf("create_bot input schema %s", schema)
+	}
 
 	// The controller's part, played by the test: project the bot once the API server has it,
 	// so that create_bot answers it ready.
