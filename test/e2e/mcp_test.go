@@ -27,6 +27,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/authd"
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/auth"
@@ -112,7 +113,10 @@ func startMCP(log *slog.Logger) (func(), error) {
 			Candles: candles.New(candles.Options{Redis: rdb, Symbols: func() *signal.Symbols { return paperSymbols },
 				Fallback: prices, Logger: log}),
 			// generate_strategy; no engine runs here, so jobs stay queued.
-			Lab:   lab.New(lab.Options{Redis: rdb, Users: users, Now: mcpClock.Now}),
+			Lab: lab.New(lab.Options{Redis: rdb, Users: users, Now: mcpClock.Now}),
+			// The bot tools change SignalBots on the suite's API server, which the manager
+			// reconciles into the registry the read tools see.
+			Fleet: fleet.New(fleet.Options{Client: k8s, Redis: rdb}),
 			Tools: scopeTools, Logger: log, Now: mcpClock.Now})
 		if err != nil {
 			return nil, err
