@@ -108,7 +108,10 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		Args: append([]string{"--listen=" + mcpAddr, "--metrics-bind-address=" + mcpMetrics,
 			"--trusted-proxies=127.0.0.1/32", "--market-data=simulated",
 			// authd's tokens: same signing key and issuer; OAuth tokens name {mcp_url}/mcp.
-			"--base-url=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey}, redisArgs...),
+			"--base-url=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey,
+			// The bot tools change SignalBots on the local control plane; balances of
+			// exchange connections need their credentials.
+			"--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey}, redisArgs...),
 		ReadyURL: "http://" + mcpMetrics + "/readyz",
 	}); err != nil {
 		return err
