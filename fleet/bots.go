@@ -87,7 +87,8 @@ func (f *Fleet) managed(ctx context.Context, c Caller, id string) (*tradingv1.Si
 }
 
 // Create makes bot name in the caller's namespace with spec, owned by the caller whatever
-// spec.owner says, and returns the object as the API server stored it (its UID is the bot
+// spec.owner says, on an account of that namespace (a paper account is made on first use:
+// accounts.go), and returns the object as the API server stored it (its UID is the bot
 // ID). The controller projects it within moments; until then Get answers NOT_FOUND.
 func (f *Fleet) Create(ctx context.Context, c Caller, name string, spec tradingv1.SignalBotSpec) (*tradingv1.SignalBot, error) {
 	ns, err := f.Namespace(ctx, c)
@@ -95,6 +96,9 @@ func (f *Fleet) Create(ctx context.Context, c Caller, name string, spec tradingv
 		return nil, err
 	}
 	spec.Owner = c.Email
+	if err := f.account(ctx, c, ns, &spec); err != nil {
+		return nil, err
+	}
 	bot := &tradingv1.SignalBot{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelManagedBy: ManagedBySigops}},
 		Spec:       spec,

@@ -16,6 +16,8 @@
 // ClusterRole sigops-mcpd (config/rbac/mcpd) from these markers:
 //
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts,verbs=get;create
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 package fleet

@@ -22,6 +22,7 @@ import (
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/testenv"
@@ -255,7 +256,9 @@ func TestCreateUpdateDelete(t *testing.T) {
 		}
 	}
 	// Create goes through the same validation (the spec-level CEL rule: one account).
-	e = wantCode(t, "create CEL", mustErr(fl.Create(ctx, c, "bad", tradingv1.SignalBotSpec{Symbol: "BTC/USDT"})), errs.InvalidParameter)
+	e = wantCode(t, "create CEL", mustErr(fl.Create(ctx, c, "bad", tradingv1.SignalBotSpec{Symbol: "BTC/USDT",
+		PaperAccountRef: &tradingv1.LocalObjectReference{Name: acc}, ExchangeConnectionRef: &tradingv1.LocalObjectReference{Name: acc}})),
+		errs.InvalidParameter)
 	if !strings.Contains(e.Message, "exactly one of paperAccountRef or exchangeConnectionRef must be set") {
 		t.Fatalf("create CEL message %q", e.Message)
 	}
@@ -488,5 +491,74 @@ func BenchmarkGet(b *testing.B) {
 		if _, err := fl.Get(ctx, c, id); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCreateMakesThePaperAccountOnFirstUse(t *testing.T) {
+	ctx := context.Background()
+	c := newCaller()
+	ns, err := fl.Namespace(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No account named: the default paper account is made in the caller's namespace, owned
+	// by the caller, and the bot trades on it at once.
+	bot, err := fl.Create(ctx, c, "first", tradingv1.SignalBotSpec{Symbol: "BTC/USDT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bot.Spec.PaperAccountRef == nil || bot.Spec.PaperAccountRef.Name != fleet.DefaultPaperAccount {
+		t.Fatalf("account ref %+v", bot.Spec.PaperAccountRef)
+	}
+	var acct tradingv1.PaperAccount
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fleet.DefaultPaperAccount}, &acct); err != nil {
+		t.Fatal(err)
+	}
+	if acct.Spec.Owner != c.Email || acct.Labels[fleet.LabelManagedBy] != fleet.ManagedBySigops {
+		t.Fatalf("account owner %q labels %v", acct.Spec.Owner, acct.Labels)
+	}
+	projected(t, c, string(bot.UID), "bot on the new account active", active)
+	// A second bot uses the same account.
+	if _, err := fl.Create(ctx, c, "second", tradingv1.SignalBotSpec{Symbol: "ETH/USDT",
+		PaperAccountRef: &tradingv1.LocalObjectReference{Name: fleet.DefaultPaperAccount}}); err != nil {
+		t.Fatal(err)
+	}
+	var accts tradingv1.PaperAccountList
+	if err := k8s.List(ctx, &accts, client.InNamespace(ns)); err != nil || len(accts.Items) != 1 {
+		t.Fatalf("accounts in %s: %d, %v", ns, len(accts.Items), err)
+	}
+
+	// An account of the caller's in another namespace (applied by a platform team) is not
+	// copied under the same name: the refusal says where it is.
+	other := "team-" + strings.ToLower(strings.ReplaceAll(c.UserID, "-", ""))
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, &tradingv1.PaperAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "desk"},
+		Spec: tradingv1.PaperAccountSpec{Owner: c.Email}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the desk account indexed", func() error {
+		mine, err := paper.NewAccounts(env.RDB).ListByOwner(ctx, c.Email)
+		for _, a := range mine {
+			if a.Namespace == other && a.Name == "desk" {
+				return nil
+			}
+		}
+		return fmt.Errorf("accounts %+v, %v", mine, err)
+	})
+	_, err = fl.Create(ctx, c, "on-desk", tradingv1.SignalBotSpec{Symbol: "BTC/USDT",
+		PaperAccountRef: &tradingv1.LocalObjectReference{Name: "desk"}})
+	if e := wantCode(t, "create on desk", err, errs.InvalidParameter); !strings.Contains(e.Message, "is in namespace "+other) {
+		t.Fatalf("message %q", e.Message)
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "desk"}, &tradingv1.PaperAccount{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a second desk account was made: %v", err)
+	}
+	// An exchange connection cannot be made without its key: a missing one is refused.
+	_, err = fl.Create(ctx, c, "live", tradingv1.SignalBotSpec{Symbol: "BTC/USDT",
+		ExchangeConnectionRef: &tradingv1.LocalObjectReference{Name: "binance"}})
+	if e := wantCode(t, "missing exchange connection", err, errs.InvalidParameter); !strings.Contains(e.Message, "no exchange connection") {
+		t.Fatalf("message %q", e.Message)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -22,9 +23,9 @@ import (
 // tools answer. account stands for the CRD's paperAccountRef / exchangeConnectionRef pair,
 // and owner is always the caller.
 const botSpecProperties = `{
-  "account": {"type": "object", "required": ["kind", "name"], "description": "where the bot trades: a paper account or an exchange connection of yours, by name",
+  "account": {"type": "object", "required": ["kind"], "description": "where the bot trades: a paper account or an exchange connection of yours in your namespace, by name",
     "properties": {"kind": {"type": "string", "enum": ["paper", "exchange"], "description": "paper (simulated) or exchange (real money; needs mcp:live)"},
-      "name": {"type": "string", "minLength": 1, "maxLength": 253, "description": "the PaperAccount's or ExchangeConnection's name"}}},
+      "name": {"type": "string", "minLength": 1, "maxLength": 253, "description": "the PaperAccount's or ExchangeConnection's name; for paper it may be left out: your paper account \"paper\", made (10,000 USDT) on first use"}}},
   "market": {"type": "string", "enum": ["spot", "futures"], "default": "spot"},
   "symbol": {"type": "string", "pattern": "^[A-Z0-9]{1,20}/[A-Z0-9]{1,20}$", "description": "a fixed pair, BASE/QUOTE; signals may then omit it"},
   "positionSize": {"type": "string", "maxLength": 32, "pattern": "^[0-9]+(\\.[0-9]+)?%?$", "default": "10%", "description": "default size: a percentage of the available balance (above 0, at most 100: \"10%\") or a base amount above 0 (\"0.01\")"},
@@ -123,7 +124,8 @@ func specPatch(args map[string]any, skip ...string) (map[string]any, error) {
 	return out, nil
 }
 
-// accountArg reads the account argument: {kind: paper|exchange, name}.
+// accountArg reads the account argument: {kind: paper|exchange, name}; a paper account's
+// name defaults to fleet's DefaultPaperAccount, which fleet makes on first use.
 func accountArg(v any) (kind, name string, err error) {
 	m, _ := v.(map[string]any)
 	kind, _ = m["kind"].(string)
@@ -131,8 +133,11 @@ func accountArg(v any) (kind, name string, err error) {
 	if kind != registry.AccountPaper && kind != registry.AccountExchange {
 		return "", "", errs.New(errs.InvalidParameter, "account.kind: paper or exchange")
 	}
+	if name == "" && kind == registry.AccountPaper {
+		name = fleet.DefaultPaperAccount
+	}
 	if name == "" {
-		return "", "", errs.New(errs.InvalidParameter, "account.name: the name of your paper account or exchange connection")
+		return "", "", errs.New(errs.InvalidParameter, "account.name: the name of your exchange connection")
 	}
 	return kind, name, nil
 }

@@ -84,7 +84,9 @@ func (s *Server) fleetTools() []Tool {
 		{Def: rawInputTool("create_bot", botInputSchema(`"name": {"type": "string", "minLength": 1, "maxLength": 245, "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "description": "the bot's name, unique among your bots: lower-case letters, digits, '-' and '.'"}`,
 			"name", "account"),
 			mcp.WithDescription("Create a signal bot in your namespace, trading on one of your paper accounts or exchange connections "+
-				"(account {kind, name}). Settings left out take the CRD's defaults (spot, positionSize 10%, leverage 1, ...). "+
+				"of that namespace (account {kind, name}). A paper bot without account.name trades on your paper account \"paper\", "+
+				"made with 10,000 USDT on first use; an account of yours in another namespace (applied by your platform team) "+
+				"cannot be used and the refusal says so. Settings left out take the CRD's defaults (spot, positionSize 10%, leverage 1, ...). "+
 				"Needs mcp:paper for a paper account, mcp:live for an exchange connection: call check_auth first."+free+
 				" Answers the bot once the controller has projected it (state ready, within "+CreateWait.String()+
 				" normally), else its id and state pending: get_bot shows it moments later. Errors: INVALID_PARAMETER "+
@@ -186,7 +188,7 @@ func (s *Server) createBot(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return s.toolError(tool, errs.New(errs.InvalidParameter, "name: required, the new bot's name")), nil
 	}
 	if _, ok := args["account"]; !ok {
-		return s.toolError(tool, errs.New(errs.InvalidParameter, "account: required, {kind: paper or exchange, name}")), nil
+		return s.toolError(tool, errs.New(errs.InvalidParameter, "account: required, {kind: paper or exchange, name} ({kind: paper} alone trades on your paper account)")), nil
 	}
 	fields, err := specPatch(args, "name")
 	if err != nil {
