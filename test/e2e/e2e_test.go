@@ -140,6 +140,12 @@ func run(m *testing.M) int {
 	hooks = httptest.NewTLSServer(hs.Handler())
 	defer hooks.Close()
 
+	// The API server's client, which the MCP replicas' fleet changes bots through.
+	if k8s, err = env.Client(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
 	// authd and two mcpd replicas (mcp_test.go).
 	stopMCP, err := startMCP(quiet)
 	if err != nil {
@@ -148,10 +154,6 @@ func run(m *testing.M) int {
 	}
 	defer stopMCP()
 
-	if k8s, err = env.Client(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	return m.Run()
 }
 
