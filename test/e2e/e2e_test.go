@@ -107,8 +107,9 @@ func run(m *testing.M) int {
 
 	// The executor on the simulated market, with pinned prices.
 	prices = marketdata.NewSimulated(marketdata.SimulatedOptions{Seed: 7})
+	clients := &connectors.Clients{Keys: ring, Connectors: exchanges}
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: quiet, Venues: &executor.Paper{Redis: rdb, Prices: prices,
-		Live: &executor.LiveVenues{Redis: rdb, Clients: &connectors.Clients{Keys: ring, Connectors: exchanges}}}})
+		Live: &executor.LiveVenues{Redis: rdb, Clients: clients}}})
 	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: env.Redis.Addr, ClusterAddrs: env.Redis.ClusterAddrs})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -147,7 +148,7 @@ func run(m *testing.M) int {
 	}
 
 	// authd and two mcpd replicas (mcp_test.go).
-	stopMCP, err := startMCP(quiet)
+	stopMCP, err := startMCP(ctx, quiet, clients)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -32,9 +33,11 @@ import (
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
@@ -76,8 +79,9 @@ func testTool(name, scope string) mcpd.Tool {
 }
 
 // startMCP serves authd and two mcpd replicas over TLS on the suite's Redis, with one
-// signing key, issuer and MCP origin; it returns what stops them.
-func startMCP(log *slog.Logger) (func(), error) {
+// signing key, issuer and MCP origin, reaching exchange connections through clients as the
+// executor does; it returns what stops them. ctx bounds the replicas' result waiters.
+func startMCP(ctx context.Context, log *slog.Logger, clients *connectors.Clients) (func(), error) {
 	mcpKey = make([]byte, 32)
 	if _, err := rand.Read(mcpKey); err != nil {
 		return nil, err
@@ -106,9 +110,16 @@ func startMCP(log *slog.Logger) (func(), error) {
 		if err != nil {
 			return nil, err
 		}
+		// Each replica receives the results of its own send_signal calls with wait.
+		waiter, err := queue.NewWaiter(ctx, rdb, fmt.Sprintf("e2e-mcp-%d", i))
+		if err != nil {
+			return nil, err
+		}
 		s, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpOrigin, Verifier: v, Users: users,
 			OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{Now: mcpClock.Now}), Trading: api,
-			Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices}),
+			Portfolio: portfolio.New(portfolio.Options{Redis: rdb, Prices: prices, Clients: clients}), Exchanges: clients,
+			// send_signal resolves symbols as webhookd does and waits for results.
+			Symbols: func() *signal.Symbols { return paperSymbols }, Waiter: waiter,
 			// get_candles over the paper catalogue with the simulated market as the source.
 			Candles: candles.New(candles.Options{Redis: rdb, Symbols: func() *signal.Symbols { return paperSymbols },
 				Fallback: prices, Logger: log}),
