@@ -119,9 +119,13 @@ func TestCheckAuthOAuthTokenAndCache(t *testing.T) {
 	if err := f.users.SetTelegramLinked(t.Context(), u.ID, true); err != nil {
 		t.Fatal(err)
 	}
+	// The wallet is read on every call: a credit of 2.5 shows at once.
+	if _, err := f.users.Wallets.Credit(t.Context(), u.ID, testkit.D("2.5")); err != nil {
+		t.Fatal(err)
+	}
 	f.clk.Advance(29 * time.Second)
-	if checkAuth(t, c).TelegramLinked {
-		t.Fatal("status re-read within 30 s")
+	if st := checkAuth(t, c); st.TelegramLinked || st.StrategyLabBalanceUsd != "2.50" {
+		t.Fatalf("within 30 s: telegramLinked %v (want the cached false), wallet %s (want 2.50)", st.TelegramLinked, st.StrategyLabBalanceUsd)
 	}
 	f.clk.Advance(time.Second)
 	if !checkAuth(t, c).TelegramLinked {

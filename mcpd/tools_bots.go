@@ -112,6 +112,9 @@ func (s *Server) listBots(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	ids, next := paginate(ids, func(id string) string { return id }, p)
 	bots, err := s.o.Bots.OwnedBots(ctx, owner, ids)
+	if err == nil {
+		err = s.o.Bots.WithPauses(ctx, bots, s.o.Now())
+	}
 	if err != nil {
 		return s.toolError("list_bots", err), nil
 	}
@@ -143,7 +146,12 @@ func (s *Server) getBot(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return s.toolError("get_bot", err), nil
 	}
-	return structured(bot)
+	// A runtime pause (pause_bot, errors, risk, a downgrade) shows as the bot's state.
+	bots := []registry.Bot{bot}
+	if err := s.o.Bots.WithPauses(ctx, bots, s.o.Now()); err != nil {
+		return s.toolError("get_bot", err), nil
+	}
+	return structured(bots[0])
 }
 
 func (s *Server) getBotRisk(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

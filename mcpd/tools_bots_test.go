@@ -221,6 +221,26 @@ func TestGetBotOwnership(t *testing.T) {
 	}
 }
 
+// A runtime pause shows as the bot's state in get_bot and list_bots: the projection keeps
+// the spec-level availability, and an agent that paused a bot must not read it as active.
+func TestGetBotShowsRuntimePause(t *testing.T) {
+	f := newBotFixture(t)
+	f.project(t, "bot-p", "ada@example.com")
+	f.project(t, "bot-q", "ada@example.com")
+	if ok, err := f.reg.Pause(t.Context(), "bot-p", registry.Pause{Reason: registry.PauseManual}, f.clk.Now()); err != nil || !ok {
+		t.Fatalf("pause: %v, %v", ok, err)
+	}
+	got := toolOK[registry.Bot](t, f.ada, "get_bot", map[string]any{"botId": "bot-p"})
+	if got.Availability != "paused" || got.PausedReason != registry.PauseManual {
+		t.Fatalf("get_bot of a paused bot: %s %q", got.Availability, got.PausedReason)
+	}
+	page := toolOK[botsPage](t, f.ada, "list_bots", nil)
+	if len(page.Bots) != 2 || page.Bots[0].Availability != "paused" || page.Bots[0].PausedReason != registry.PauseManual ||
+		page.Bots[1].Availability != "active" || page.Bots[1].PausedReason != "" {
+		t.Fatalf("list_bots: %+v", page.Bots)
+	}
+}
+
 func TestGetBotRisk(t *testing.T) {
 	f := newBotFixture(t)
 	bot := f.project(t, "bot-r", "ada@example.com")

@@ -12,9 +12,10 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 )
 
-// statusTTL is how long check_auth reuses a token's Authentication status: an agent may
-// call it before every step, and the account rarely changes. Whether the token is still
-// live is checked on every request regardless (authenticate).
+// statusTTL is how long check_auth reuses a token's Authentication status, all but the
+// Strategy Lab wallet: an agent may call it before every step, and the account rarely
+// changes. Whether the token is still live is checked on every request regardless
+// (authenticate).
 const statusTTL = 30 * time.Second
 
 // checkAuthOutput is check_auth's output schema: the Authentication status.
@@ -112,6 +113,15 @@ func (s *Server) checkAuth(ctx context.Context, _ mcp.CallToolRequest) (*mcp.Cal
 			return mcp.NewToolResultError("the account could not be read; try again"), nil
 		}
 		s.status.put(p.JTI, st)
+	} else {
+		// The wallet is money that generate_strategy charges between two calls: it is read
+		// on every call, the rest of the status is reused.
+		bal, err := s.o.Users.Wallets.Balance(ctx, p.UserID)
+		if err != nil {
+			s.o.Logger.Error("check_auth", "err", err)
+			return mcp.NewToolResultError("the account could not be read; try again"), nil
+		}
+		st.StrategyLabBalanceUsd = json.Number(bal.StringFixed(2))
 	}
 	text, err := json.Marshal(st)
 	if err != nil {

@@ -169,3 +169,31 @@ func (r *Registry) ReadPauseLater(ctx context.Context, c redis.Cmdable, id strin
 		return nil, nil
 	}
 }
+
+// WithPauses shows on bots the runtime pauses in force at now, read in one pipelined round
+// trip: an active bot under a pause is paused for the pause's reason. The projection keeps
+// the spec-level availability (the manager mirrors a runtime pause into the SignalBot's
+// status, not into the projection), so a view of a bot's state applies its pause with
+// this; a bot already disabled or paused by its spec stays as it is, as in the status.
+func (r *Registry) WithPauses(ctx context.Context, bots []Bot, now time.Time) error {
+	if len(bots) == 0 {
+		return nil
+	}
+	pipe := r.rdb.Pipeline()
+	reads := make([]func() (*Pause, error), len(bots))
+	for i := range bots {
+		reads[i] = r.ReadPauseLater(ctx, pipe, bots[i].ID, now)
+	}
+	// Errors are per command; each read reports its own.
+	_, _ = pipe.Exec(ctx)
+	for i, read := range reads {
+		p, err := read()
+		if err != nil {
+			return err
+		}
+		if p != nil && bots[i].Availability == "active" {
+			bots[i].Availability, bots[i].PausedReason = "paused", p.Reason
+		}
+	}
+	return nil
+}

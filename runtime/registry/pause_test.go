@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -224,4 +225,42 @@ func TestProjectKeepsThePause(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.holds(noon, &errors)
+}
+
+// WithPauses shows a pause in force on an active bot, leaves a disabled bot as it is, and
+// lifts a pause whose time is over.
+func TestWithPauses(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+	disabled := bot("off", "a@x.io")
+	disabled.Availability = "disabled"
+	bots := []registry.Bot{bot("manual", "a@x.io"), bot("over", "a@x.io"), disabled, bot("none", "a@x.io")}
+	for i, b := range bots {
+		if err := reg.Project(ctx, b, registry.HashWebhookID(fmt.Sprintf("99999999-9999-4999-8999-99999999999%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, p := range map[string]registry.Pause{"manual": {Reason: registry.PauseManual},
+		"over": {Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}, "off": {Reason: registry.PauseErrors}} {
+		if ok, err := reg.Pause(ctx, id, p, noon); err != nil || !ok {
+			t.Fatalf("pause %s: %v, %v", id, ok, err)
+		}
+	}
+	// Two hours later the Risk pause is over.
+	if err := reg.WithPauses(ctx, bots, noon.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"paused", "Manual"}, {"active", ""}, {"disabled", ""}, {"active", ""}}
+	for i, b := range bots {
+		if b.Availability != want[i][0] || b.PausedReason != want[i][1] {
+			t.Errorf("%s: %s %q, want %v", b.ID, b.Availability, b.PausedReason, want[i])
+		}
+	}
+	if p, err := reg.ReadPause(ctx, "over", noon); err != nil || p != nil {
+		t.Fatalf("the Risk pause is not lifted: %+v, %v", p, err)
+	}
+	if err := reg.WithPauses(ctx, nil, noon); err != nil {
+		t.Fatal(err)
+	}
 }

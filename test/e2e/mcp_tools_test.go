@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 	"github.com/sigops/sigops/runtime/lab"
+	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -118,6 +120,28 @@ func (d *toolDay) scopeRefused(token, tool string, args map[string]any, scope st
 	d.cov.refused[tool] = true
 }
 
+// idRe matches a UUID, whole or cut short as some messages quote it.
+var idRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{1,27}`)
+
+// sameAsMissing checks that tool answers another user's id exactly as it answers an id that
+// does not exist: NOT_FOUND, with nothing but the id told apart.
+func (d *toolDay) sameAsMissing(c *client.Client, tool, arg, theirs string, args map[string]any) {
+	d.t.Helper()
+	const none = "00000000-0000-0000-0000-000000000000"
+	with := func(id string) map[string]any {
+		out := map[string]any{arg: id}
+		for k, v := range args {
+			out[k] = v
+		}
+		return out
+	}
+	their := d.refused(c, tool, with(theirs), "NOT_FOUND")
+	missing := d.refused(c, tool, with(none), "NOT_FOUND")
+	if idRe.ReplaceAllString(their, "ID") != idRe.ReplaceAllString(missing, "ID") {
+		d.t.Fatalf("%s: another user's %s answers %s, a missing one %s", tool, arg, their, missing)
+	}
+}
+
 // unauthenticated posts tool with a token that is not one, which must answer HTTP 401
 // invalid_token with the challenge naming the protected resource metadata.
 func (d *toolDay) unauthenticated(tool string) {
@@ -198,7 +222,6 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	paperTok := signIn(t, u, auth.ScopePaper)
 	readTok := signIn(t, u, auth.ScopeRead)
 	c, _ := mcpSession(t, live.tok.AccessToken)
-	paperC, _ := mcpSession(t, paperTok.tok.AccessToken)
 
 	// Another user with a bot, a paper account and a Strategy Lab job: all of them answer
 	// this user exactly as missing ones do.
@@ -276,12 +299,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if bot.Name != "day" || bot.Symbol != "BTC/USDT" || bot.Account.Kind != "paper" || bot.Availability != "active" {
 		t.Fatalf("get_bot = %+v", bot)
 	}
-	d.refused(c, "get_bot", map[string]any{"botId": otherBot}, "NOT_FOUND")
-	missing := d.refused(c, "get_bot", map[string]any{"botId": "00000000-0000-0000-0000-000000000000"}, "NOT_FOUND")
-	theirs, _ := d.answer(c, "get_bot", map[string]any{"botId": otherBot})
-	if strings.ReplaceAll(theirs, otherBot, "ID") != strings.ReplaceAll(missing, "00000000-0000-0000-0000-000000000000", "ID") {
-		t.Fatalf("another user's bot %s differs from a missing one %s", theirs, missing)
-	}
+	d.sameAsMissing(c, "get_bot", "botId", otherBot, nil)
 	var bots struct {
 		Bots []registry.Bot `json:"bots"`
 	}
@@ -337,11 +355,17 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 
 	// pause_bot / resume_bot on the new bot: the registry's pause refuses send_signal.
 	d.ok(c, "pause_bot", map[string]any{"botId": botID}, &pause)
+	// The registry's runtime pause is the bot's state at once.
+	d.ok(c, "get_bot", map[string]any{"botId": botID}, &bot)
+	if bot.Availability != "paused" || bot.PausedReason != "Manual" {
+		t.Fatalf("get_bot after pause_bot = %+v", bot)
+	}
 	d.refused(c, "send_signal", map[string]any{"botId": botID, "action": "buy", "wait": true}, "BOT_PAUSED")
 	d.refused(c, "pause_bot", map[string]any{"botId": otherBot}, "NOT_FOUND")
 	d.ok(c, "resume_bot", map[string]any{"botId": botID}, &pause)
-	if pause.Paused {
-		t.Fatalf("resume_bot = %+v", pause)
+	d.ok(c, "get_bot", map[string]any{"botId": botID}, &bot)
+	if pause.Paused || bot.Availability != "active" {
+		t.Fatalf("resume_bot = %+v, get_bot %+v", pause, bot)
 	}
 	d.refused(c, "resume_bot", map[string]any{"botId": otherBot}, "NOT_FOUND")
 	d.scopeRefused(readTok.tok.AccessToken, "pause_bot", map[string]any{"botId": botID}, auth.ScopePaper)
@@ -390,13 +414,13 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	mustEqual(t, "avgPrice", sent.Order.AvgPrice, "60000")
 	mustEqual(t, "fee", sent.Order.Fee, "1.2")
 	d.ok(c, "send_signal", buy, &again)
-	if again.SignalID != sent.SignalID {
+	if again.SignalID != sent.SignalID || !again.Success {
 		t.Fatalf("the same idempotencyKey answered signal %s, first %s", again.SignalID, sent.SignalID)
 	}
 	mustEqual(t, "balance", decimal.RequireFromString(balance(t, botID)), "8798.8")
 	d.refused(c, "send_signal", map[string]any{"botId": botID, "action": "buy", "symbol": "NOPE/USDT"}, "INVALID_SYMBOL")
 	d.refused(c, "send_signal", map[string]any{"botId": botID, "action": "buy", "size": "-1"}, "INVALID_AMOUNT")
-	d.refused(c, "send_signal", map[string]any{"botId": otherBot, "action": "buy"}, "NOT_FOUND")
+	d.sameAsMissing(c, "send_signal", "botId", otherBot, map[string]any{"action": "buy"})
 	d.scopeRefused(readTok.tok.AccessToken, "send_signal", map[string]any{"botId": botID, "action": "buy"}, auth.ScopePaper)
 
 	// The reads at 61,000: the long of 0.02 from 60,000 is up 0.02 × 1,000 = 20 on the
@@ -418,7 +442,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		mustEqual(t, "pnl", v.Pnl, "20")
 		mustEqual(t, "pnlPercent", v.PnlPercent, "1.67")
 	}
-	d.refused(c, "list_positions", map[string]any{"botId": otherBot}, "NOT_FOUND")
+	d.sameAsMissing(c, "list_positions", "botId", otherBot, nil)
 	d.refused(c, "get_position", map[string]any{"botId": botID, "symbol": "ETH/USDT"}, "POSITION_NOT_FOUND")
 	d.refused(c, "get_position", map[string]any{"botId": otherBot, "symbol": "BTC/USDT"}, "NOT_FOUND")
 
@@ -437,8 +461,8 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	d.ok(c, "get_order", map[string]any{"botId": botID, "clientOrderId": first.ClientOrderID}, &got)
 	mustEqual(t, "get_order filled", got.FilledAmount, "0.02")
 	d.refused(c, "get_order", map[string]any{"botId": botID, "clientOrderId": "no-such-order"}, "NOT_FOUND")
-	// Another user's order, asked through this user's bot or theirs: missing.
-	d.refused(c, "get_order", map[string]any{"botId": otherBot, "clientOrderId": first.ClientOrderID}, "NOT_FOUND")
+	// Another user's order, by their bot and its real client order ID: missing.
+	d.sameAsMissing(c, "get_order", "botId", otherBot, map[string]any{"clientOrderId": order.ClientOrderID(otherSignal.Body.SignalID, "")})
 	var open struct {
 		Orders []position.OrderRecord `json:"orders"`
 	}
@@ -452,7 +476,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if !sig.Success || sig.BotID != botID || sig.Order == nil {
 		t.Fatalf("get_signal = %+v", sig)
 	}
-	d.refused(c, "get_signal", map[string]any{"signalId": otherSignal.Body.SignalID}, "NOT_FOUND")
+	d.sameAsMissing(c, "get_signal", "signalId", otherSignal.Body.SignalID, nil)
 	var sigs struct {
 		Signals []struct {
 			SignalID string `json:"signalId"`
@@ -551,7 +575,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		t.Fatalf("get_paper_account = %+v", acct)
 	}
 	mustEqual(t, "paper USDT", acct.Balances[0].Total, "10031.345")
-	d.refused(c, "get_paper_account", map[string]any{"accountId": otherAccount}, "NOT_FOUND")
+	d.sameAsMissing(c, "get_paper_account", "accountId", otherAccount, nil)
 	var bal struct {
 		Accounts []struct {
 			ID       string              `json:"id"`
@@ -566,15 +590,29 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	d.refused(c, "get_balances", map[string]any{"accountId": accountID, "botId": botID}, "INVALID_PARAMETER")
 	var pf portfolio.Portfolio
 	d.ok(c, "get_portfolio", nil, &pf)
-	if len(pf.Accounts) == 0 {
+	if len(pf.Accounts) != 1 || pf.Accounts[0].ID != accountID || len(pf.Accounts[0].Positions) != 0 {
 		t.Fatalf("get_portfolio = %+v", pf)
 	}
+	mustEqual(t, "portfolio equity", pf.Totals.Equity, "10031.345")
+	mustEqual(t, "portfolio realised", pf.Totals.RealisedPnl, "31.345")
 	d.scopeRefused(readTok.tok.AccessToken, "refill_paper_account", map[string]any{"accountId": accountID}, auth.ScopePaper)
 	var refill struct {
 		Balance decimal.Decimal `json:"balance"`
 	}
 	d.ok(c, "refill_paper_account", map[string]any{"accountId": accountID}, &refill)
 	mustEqual(t, "refilled balance", refill.Balance, "10000")
+	var refilled struct {
+		Balances     []portfolio.Balance `json:"balances"`
+		RealisedPnl  decimal.Decimal     `json:"realisedPnl"`
+		LastRefillAt time.Time           `json:"lastRefillAt"`
+		NextRefillAt time.Time           `json:"nextRefillAt"`
+	}
+	d.ok(c, "get_paper_account", map[string]any{"accountId": accountID}, &refilled)
+	mustEqual(t, "balance after the refill", refilled.Balances[0].Total, "10000")
+	mustEqual(t, "realised P&L after the refill", refilled.RealisedPnl, "31.345")
+	if !refilled.NextRefillAt.Equal(refilled.LastRefillAt.Add(24 * time.Hour)) {
+		t.Fatalf("refill times %+v", refilled)
+	}
 	d.refused(c, "refill_paper_account", map[string]any{"accountId": accountID}, "RATE_LIMITED")
 	d.refused(c, "refill_paper_account", map[string]any{"accountId": otherAccount}, "NOT_FOUND")
 	// get_portfolio takes no argument and any scope reads it: its refusal is the bearer's.
@@ -585,6 +623,9 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		Candles []json.RawMessage `json:"candles"`
 	}
 	d.ok(c, "get_candles", map[string]any{"exchangeId": "paper", "symbol": "BTC/USDT", "timeframe": "1h", "limit": 5}, &candles)
+	if len(candles.Candles) != 5 {
+		t.Fatalf("get_candles: %d candles, want 5", len(candles.Candles))
+	}
 	d.refused(c, "get_candles", map[string]any{"exchangeId": "paper", "symbol": "NOPE/USDT", "timeframe": "1h"}, "INVALID_SYMBOL")
 	var ticker struct {
 		Price decimal.Decimal `json:"price"`
@@ -608,19 +649,30 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	d.refused(c, "get_symbol_info", map[string]any{"symbol": "NOPE/USDT"}, "INVALID_SYMBOL")
 
 	// Analytics and risk over the day's two trades.
+	// Two winning trades, net 8.18 + 23.165 = 31.345 on the 10,000 starting equity:
+	// 0.31345 %; the average win 31.345 / 2 = 15.6725.
 	var an struct {
-		TotalTrades int             `json:"totalTrades"`
-		NetPnl      decimal.Decimal `json:"netPnl"`
+		Metrics struct {
+			TotalTrades     int             `json:"totalTrades"`
+			WinningTrades   int             `json:"winningTrades"`
+			TotalPnL        decimal.Decimal `json:"totalPnL"`
+			TotalPnLPercent decimal.Decimal `json:"totalPnLPercent"`
+			AvgWin          decimal.Decimal `json:"avgWin"`
+		} `json:"metrics"`
 	}
 	d.ok(c, "get_bot_analytics", map[string]any{"botId": botID, "period": "7d"}, &an)
-	for _, tool := range []string{"get_bot_analytics", "get_bot_risk", "get_portfolio", "get_candles", "get_ticker", "get_paper_account"} {
-		text, _ := d.answer(c, tool, map[string]any{"botId": botID, "period": "7d", "exchangeId": "paper", "symbol": "BTC/USDT", "timeframe": "1h", "limit": 3, "accountId": accountID})
-		t.Logf("DEBUG %s: %s", tool, text)
+	if an.Metrics.TotalTrades != 2 || an.Metrics.WinningTrades != 2 {
+		t.Fatalf("get_bot_analytics = %+v", an)
 	}
+	mustEqual(t, "analytics totalPnL", an.Metrics.TotalPnL, "31.345")
+	mustEqual(t, "analytics totalPnLPercent", an.Metrics.TotalPnLPercent, "0.31345")
+	mustEqual(t, "analytics avgWin", an.Metrics.AvgWin, "15.6725")
 	d.refused(c, "get_bot_analytics", map[string]any{"botId": botID, "period": "fortnight"}, "INVALID_PARAMETER")
 	var rm risk.BotMetrics
 	d.ok(c, "get_bot_risk", map[string]any{"botId": botID}, &rm)
-	if rm.BotID != botID {
+	// Nothing open and no loss: every ratio 0, the lowest score.
+	mustEqual(t, "exposure", rm.CurrentExposure, "0")
+	if rm.BotID != botID || rm.RiskScore != 1 || rm.RiskLevel != "low" {
 		t.Fatalf("get_bot_risk = %+v", rm)
 	}
 	d.refused(c, "get_bot_risk", map[string]any{"botId": otherBot}, "NOT_FOUND")
@@ -703,6 +755,16 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		t.Fatalf("cancelled order = %+v", got)
 	}
 	d.refused(c, "cancel_order", map[string]any{"botId": otherBot, "orderId": open.Orders[0].ClientOrderID}, "NOT_FOUND")
+	// The connection's balances are read from the exchange: the cancelled buy holds nothing.
+	d.ok(c, "get_balances", map[string]any{"accountId": connID}, &bal)
+	if len(bal.Accounts) != 1 || bal.Accounts[0].ID != connID {
+		t.Fatalf("get_balances of the connection = %+v", bal)
+	}
+	usdt := slices.IndexFunc(bal.Accounts[0].Balances, func(b portfolio.Balance) bool { return b.Asset == "USDT" })
+	if usdt < 0 {
+		t.Fatalf("no USDT on the connection: %+v", bal)
+	}
+	mustEqual(t, "exchange USDT", bal.Accounts[0].Balances[usdt].Total, "10000")
 	d.ok(c, "delete_bot", map[string]any{"botId": liveBot.ID, "confirm": true}, nil)
 
 	// The Strategy Lab: the estimate is free and needs mcp:read; the job needs mcp:live and
@@ -724,13 +786,19 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		t.Fatalf("generate_strategy = %+v", job)
 	}
 	mustEqual(t, "job cost", job.Job.CostUsd, "1")
+	// The wallet: 1.50 credited − 1.00 charged = 0.50.
+	var wallet struct {
+		Balance decimal.Decimal `json:"strategyLabBalanceUsd"`
+	}
+	d.ok(c, "check_auth", nil, &wallet)
+	mustEqual(t, "Strategy Lab wallet", wallet.Balance, "0.5")
 	d.refused(c, "generate_strategy", strategyArgs(31, false), "INVALID_PARAMETER")
 	var gotJob lab.Job
 	d.ok(c, "get_strategy_job", map[string]any{"jobId": job.Job.ID}, &gotJob)
 	if gotJob.ID != job.Job.ID || gotJob.Experiments != 2 {
 		t.Fatalf("get_strategy_job = %+v", gotJob)
 	}
-	d.refused(c, "get_strategy_job", map[string]any{"jobId": otherJob.Job.ID}, "NOT_FOUND")
+	d.sameAsMissing(c, "get_strategy_job", "jobId", otherJob.Job.ID, nil)
 	var jobs struct {
 		Jobs []lab.Job `json:"jobs"`
 	}
@@ -739,7 +807,6 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		t.Fatalf("list_strategy_jobs = %+v", jobs)
 	}
 	d.refused(c, "list_strategy_jobs", map[string]any{"limit": 101}, "INVALID_PARAMETER")
-	_ = paperC
 
 	// delete_bot: confirm is required; then the bot is gone.
 	d.refused(c, "delete_bot", map[string]any{"botId": botID, "confirm": false}, "INVALID_PARAMETER")
