@@ -285,6 +285,9 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	d.ok(c, "create_bot", map[string]any{"name": "day", "account": map[string]any{"kind": "paper", "name": "paper"},
 		"symbol": "BTC/USDT", "positionSize": "0.02"}, &created)
 	botID := created.ID
+	if botID == "" || (created.State != "ready" && created.State != "pending") {
+		t.Fatalf("create_bot = %+v", created)
+	}
 	d.refused(c, "create_bot", map[string]any{"name": "day", "account": map[string]any{"kind": "paper", "name": "paper"}}, "INVALID_PARAMETER")
 	d.scopeRefused(readTok.tok.AccessToken, "create_bot", map[string]any{"name": "nope", "account": map[string]any{"kind": "paper", "name": "paper"}}, auth.ScopePaper)
 
