@@ -3,11 +3,9 @@ package mcpd_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -169,26 +167,7 @@ func mcpClientRR(t testing.TB, token, version string, servers ...*httptest.Serve
 // post sends one raw JSON-RPC message to ts's /mcp with token (none when empty).
 func post(t testing.TB, ts *httptest.Server, token, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpd.Path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, b
+	return testkit.PostMCP(t, ts.Client(), ts.URL+mcpd.Path, token, body)
 }
 
 // callBody is a tools/call message for tool.

@@ -380,27 +380,10 @@ func callBody(tool string, args map[string]any) string {
 	return string(b)
 }
 
-// postMCP sends one raw JSON-RPC message to ts's /mcp with token (none when empty), to see
-// the HTTP status and headers mcp-go's client does not show.
+// postMCP sends one raw JSON-RPC message to ts's /mcp with token (none when empty).
 func postMCP(t *testing.T, ts *httptest.Server, token, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpd.Path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
+	return testkit.PostMCP(t, ts.Client(), ts.URL+mcpd.Path, token, body)
 }
 
 // An agent signs in by OAuth, then one MCP session spread over both replicas lists every
