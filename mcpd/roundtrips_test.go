@@ -45,11 +45,13 @@ func TestGetBotRiskRoundTrips(t *testing.T) {
 	trips.Take()
 	toolOK[map[string]any](t, c, "get_bot_risk", map[string]any{"botId": "bot-r"})
 	got := trips.Take()
-	// Five: the caller's tier and email (HMGET), the rate limit (script), the bot
-	// (HGETALL), its risk counters (HGET) and its open positions (SMEMBERS). The token's
-	// Redis facts come from the verifier's cache. Reading the whole account for the owner
-	// check (Users.Get: the user hash and the wallet) would add two.
-	if len(got) > 5 || !slices.Contains(got, "hmget") {
+	// Four: the caller's tier and email (HMGET), the rate limit (script), the bot
+	// (HGETALL), and its risk counters with its open symbols (HGETALL and SMEMBERS in one
+	// pipeline; open positions would add one pipeline of their reads). The token's Redis
+	// facts come from the verifier's cache; protocol 2026-07-28 has no session to check.
+	// Reading the whole account for the owner check (Users.Get: the user hash and the
+	// wallet) would add two.
+	if len(got) > 4 || !slices.Contains(got, "hmget") {
 		t.Fatalf("%d round trips: %s", len(got), strings.Join(got, " | "))
 	}
 }

@@ -63,24 +63,46 @@ func decode(cmd *redis.StringCmd, v any) (bool, error) {
 	return true, nil
 }
 
-// List is every open position of the bot, by symbol.
+// List is every open position of the bot, by symbol: the symbols, then every position in
+// one pipeline (two round trips whatever the number of positions).
 func (b *Book) List(ctx context.Context, botID string) ([]Position, error) {
-	symbols, err := b.rdb.SMembers(ctx, store.BookPositions(botID)).Result()
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(symbols)
-	out := make([]Position, 0, len(symbols))
-	for _, s := range symbols {
-		p, err := b.Get(ctx, botID, s)
+	return ListLater(ctx, b.rdb, botID)(ctx, b.rdb)
+}
+
+// ListLater queues the read of the bot's open symbols on c (a pipeline, to share a round
+// trip with other reads) and returns the function that, once the pipeline has run, reads
+// their positions on rc in one more pipeline.
+func ListLater(ctx context.Context, c redis.Cmdable, botID string) func(context.Context, redis.Cmdable) ([]Position, error) {
+	cmd := c.SMembers(ctx, store.BookPositions(botID))
+	return func(ctx context.Context, rc redis.Cmdable) ([]Position, error) {
+		symbols, err := cmd.Result()
 		if err != nil {
 			return nil, err
 		}
-		if p != nil {
-			out = append(out, *p)
+		sort.Strings(symbols)
+		out := make([]Position, 0, len(symbols))
+		if len(symbols) == 0 {
+			return out, nil
 		}
+		reads := make([]func() (*Position, error), len(symbols))
+		// Each read's error is its own (a missing key is a position closed meanwhile).
+		_, _ = rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, s := range symbols {
+				reads[i] = ReadLater(ctx, p, botID, s)
+			}
+			return nil
+		})
+		for _, read := range reads {
+			p, err := read()
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				out = append(out, *p)
+			}
+		}
+		return out, nil
 	}
-	return out, nil
 }
 
 // Order is one of the bot's orders by client order ID, or nil.

@@ -316,17 +316,28 @@ func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetr
 	if err != nil {
 		return risk.BotMetrics{}, errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid")
 	}
-	counters, err := risk.ReadCounters(ctx, a.rdb, botID)
+	// The counters, the open symbols and the paper account in one round trip, the
+	// positions in a second.
+	pipe := a.rdb.Pipeline()
+	readCounters := risk.ReadCountersLater(ctx, pipe, botID)
+	readOpen := position.ListLater(ctx, pipe, botID)
+	var readAccount func() (paper.State, error)
+	if bot.Account.Kind == registry.AccountPaper && bot.Account.ID != "" {
+		readAccount = paper.ReadAccountLater(ctx, pipe, bot.Account.ID)
+	}
+	// Each read's error is its own.
+	_, _ = pipe.Exec(ctx)
+	counters, err := readCounters()
 	if err != nil {
 		return risk.BotMetrics{}, err
 	}
-	open, err := a.book.List(ctx, botID)
+	open, err := readOpen(ctx, a.rdb)
 	if err != nil {
 		return risk.BotMetrics{}, err
 	}
 	free := decimal.Zero
-	if bot.Account.Kind == registry.AccountPaper && bot.Account.ID != "" {
-		st, err := paper.NewAccounts(a.rdb).Get(ctx, bot.Account.ID)
+	if readAccount != nil {
+		st, err := readAccount()
 		if err != nil && !errors.Is(err, paper.ErrNotFound) {
 			return risk.BotMetrics{}, err
 		}
