@@ -62,8 +62,9 @@ func (s *Server) handleServerCard(w http.ResponseWriter, _ *http.Request) {
 			"schemes":               []string{"oauth2", "bearer"},
 			"authorization_servers": []string{s.o.BaseURL},
 			"resource":              s.mcpResource,
-			"resource_metadata":     s.o.BaseURL + "/.well-known/oauth-protected-resource",
-			"scopes":                auth.SupportedScopes,
+			// The MCP resource's own document, the one mcpd's 401 challenge names.
+			"resource_metadata": s.o.MCPURL + "/.well-known/oauth-protected-resource",
+			"scopes":            auth.SupportedScopes,
 		},
 		"tools": "dynamic",
 		"packages": []map[string]any{{

@@ -346,7 +346,8 @@ func TestDiscoveryDocuments(t *testing.T) {
 	tr := card["transport"].(map[string]any)
 	au := card["authentication"].(map[string]any)
 	if si["name"] != "sigops" || si["version"] == "" || tr["type"] != "streamable-http" || tr["endpoint"] != "https://mcp.sigops.test/mcp" ||
-		au["required"] != true {
+		au["required"] != true || au["resource"] != "https://mcp.sigops.test/mcp" ||
+		au["resource_metadata"] != "https://mcp.sigops.test/.well-known/oauth-protected-resource" {
 		t.Errorf("server card %v", card)
 	}
 	// The stdio client: the command a desktop agent starts, pointed at this base URL.
