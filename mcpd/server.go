@@ -146,6 +146,36 @@ func New(o Options) (*Server, error) {
 	if o.Redis == nil || o.Verifier == nil || o.Users == nil || o.OAuth == nil || o.BaseURL == "" {
 		return nil, errors.New("mcpd needs Redis, a verifier, the user and OAuth stores and the base URL")
 	}
+	o = o.withDefaults()
+	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
+		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
+		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
+		conns: credentials.NewConnections(o.Redis)}
+	if o.Registerer != nil {
+		if err := s.metrics.register(o.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
+	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.fleetTools(), s.webhookTools(), s.sendTools(),
+		s.signalTools(), s.tradingTools(), s.orderTools(), s.positionTools(), s.portfolioTools(), s.accountTools(),
+		s.refillTools(), s.marketTools(), s.generateTools(), s.labTools(), o.Tools) {
+		if err := s.tools.Add(t); err != nil {
+			return nil, err
+		}
+		s.mcp.AddTool(t.Def, s.guarded(t))
+	}
+	// Sessions live in Redis, bound to the user who started them, so any replica serves
+	// any request (decision "MCP server" 1). DNS rebinding protection is off: the server
+	// is hosted behind TLS and every request carries a bearer token a browser cannot add.
+	s.http = server.NewStreamableHTTPServer(s.mcp,
+		server.WithSessionIdManagerResolver(&sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}),
+		server.WithDisableStreaming(true), server.WithDisableLocalhostProtection(true))
+	return s, nil
+}
+
+// withDefaults fills the options left out: the Go APIs on Redis, the clock, the limits.
+func (o Options) withDefaults() Options {
 	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
 	o.MCPURL = strings.TrimRight(o.MCPURL, "/")
 	if o.MCPURL == "" {
@@ -197,31 +227,7 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
-		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
-		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
-		conns: credentials.NewConnections(o.Redis)}
-	if o.Registerer != nil {
-		if err := s.metrics.register(o.Registerer); err != nil {
-			return nil, err
-		}
-	}
-	s.mcp = server.NewMCPServer("sigops", o.Version, server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range slices.Concat(s.sessionTools(), s.botTools(), s.fleetTools(), s.webhookTools(), s.sendTools(),
-		s.signalTools(), s.tradingTools(), s.orderTools(), s.positionTools(), s.portfolioTools(), s.accountTools(),
-		s.refillTools(), s.marketTools(), s.generateTools(), s.labTools(), o.Tools) {
-		if err := s.tools.Add(t); err != nil {
-			return nil, err
-		}
-		s.mcp.AddTool(t.Def, s.guarded(t))
-	}
-	// Sessions live in Redis, bound to the user who started them, so any replica serves
-	// any request (decision "MCP server" 1). DNS rebinding protection is off: the server
-	// is hosted behind TLS and every request carries a bearer token a browser cannot add.
-	s.http = server.NewStreamableHTTPServer(s.mcp,
-		server.WithSessionIdManagerResolver(&sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}),
-		server.WithDisableStreaming(true), server.WithDisableLocalhostProtection(true))
-	return s, nil
+	return o
 }
 
 // Handler serves the MCP endpoint and the metadata documents, HTTPS only.

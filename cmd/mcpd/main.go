@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -104,15 +105,36 @@ func run(logger *slog.Logger, c config) error {
 	if c.tlsCert == "" && len(trusted) == 0 {
 		return errors.New("give --tls-cert/--tls-key or --trusted-proxies: the endpoint is HTTPS only")
 	}
-	keys, err := auth.LoadKeyring(c.keyFile, c.prevKeyFile)
-	if err != nil {
-		return err
-	}
 	rdb, err := store.Connect(ctx, c.redis)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	reg := daemon.NewRegistry()
+	o, closeWaiter, err := options(ctx, logger, c, rdb, reg)
+	if err != nil {
+		return err
+	}
+	defer closeWaiter()
+	o.TrustedProxies = trusted
+	srv, err := mcpd.New(o)
+	if err != nil {
+		return err
+	}
+	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	logger.Info("mcpd listening", "addr", c.listen, "tls", c.tlsCert != "", "resource", o.MCPURL+mcpd.Path)
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Probes()), c.tlsCert, c.tlsKey, 30*time.Second)
+}
+
+// options wires the Go APIs the tools call, on rdb, with their metrics on reg; the
+// function returned closes send_signal's result waiter.
+func options(ctx context.Context, logger *slog.Logger, c config, rdb redis.UniversalClient, reg *prometheus.Registry) (mcpd.Options, func(), error) {
+	none := func() {}
+	keys, err := auth.LoadKeyring(c.keyFile, c.prevKeyFile)
+	if err != nil {
+		return mcpd.Options{}, none, err
+	}
 	base := strings.TrimRight(c.baseURL, "/")
 	mcpURL := strings.TrimRight(c.mcpURL, "/")
 	if mcpURL == "" {
@@ -123,18 +145,18 @@ func run(logger *slog.Logger, c config) error {
 	verifier, err := auth.NewVerifier(auth.VerifierOptions{Redis: rdb, Keys: keys, Issuer: base,
 		Audiences: []string{mcpURL + mcpd.Path, base + "/api"}})
 	if err != nil {
-		return err
+		return mcpd.Options{}, none, err
 	}
 	prices, err := marketdata.FromFlag(c.marketData)
 	if err != nil {
-		return err
+		return mcpd.Options{}, none, err
 	}
 	// The portfolio as webhookd's read API builds it: get_portfolio and get_balances show
 	// the same figures; its exchange clients also read a connection's market rules
 	// (get_symbol_info).
 	po, err := c.portfolio.Options(rdb, prices, logger)
 	if err != nil {
-		return err
+		return mcpd.Options{}, none, err
 	}
 	// Symbols for get_candles: webhookd's index (the paper catalogue plus what validated
 	// exchange connections recorded), refreshed the same way.
@@ -143,20 +165,18 @@ func run(logger *slog.Logger, c config) error {
 	var bots *fleet.Fleet
 	if c.botActions {
 		if bots, err = newFleet(rdb); err != nil {
-			return err
+			return mcpd.Options{}, none, err
 		}
 	}
 	// send_signal's wait: results come back on this replica's channel, as webhookd's do.
 	waiter, err := queue.NewWaiter(ctx, rdb, c.instance)
 	if err != nil {
-		return err
+		return mcpd.Options{}, none, err
 	}
-	defer waiter.Close()
-	reg := daemon.NewRegistry()
 	users := auth.NewUsers(rdb, auth.UsersOptions{})
 	labMetrics := lab.NewMetrics()
 	reg.MustRegister(labMetrics.Collectors()...)
-	srv, err := mcpd.New(mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
+	return mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: users, OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
 		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit), SessionIdle: c.sessionIdle,
 		// generate_strategy queues jobs and charges the wallet; the executors run them.
@@ -166,15 +186,8 @@ func run(logger *slog.Logger, c config) error {
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger}),
 		// send_signal resolves symbols against the same index as the webhook.
 		Fleet: bots, Intake: intake.New(rdb), Symbols: known.Get, Waiter: waiter,
-		RateLimit: c.rateLimit, TrustedProxies: trusted, Logger: logger, Version: version, Registerer: reg,
-		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
-	if err != nil {
-		return err
-	}
-	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
-	logger.Info("mcpd listening", "addr", c.listen, "tls", c.tlsCert != "", "resource", mcpURL+mcpd.Path)
-	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Probes()), c.tlsCert, c.tlsKey, 30*time.Second)
+		RateLimit: c.rateLimit, Logger: logger, Version: version, Registerer: reg,
+		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, func() { _ = waiter.Close() }, nil
 }
 
 // newFleet is the bot action tools' Go API on the API server of the in-cluster config or
