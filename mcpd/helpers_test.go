@@ -1,7 +1,6 @@
 package mcpd_test
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/redis/go-redis/v9"
 
@@ -142,25 +140,7 @@ func mcpClientRR(t testing.TB, token, version string, servers ...*httptest.Serve
 		urls[i] = s.URL
 	}
 	rr := testkit.NewRoundRobin(servers[0].Client().Transport, urls...)
-	c, err := client.NewStreamableHttpClient(servers[0].URL+mcpd.Path,
-		transport.WithHTTPBasicClient(&http.Client{Transport: rr}),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = version
-	req.Params.ClientInfo = mcp.Implementation{Name: "mcpd-test", Version: "1"}
-	res, err := c.Initialize(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, res := testkit.MCPClient(t, rr, servers[0].URL+mcpd.Path, token, version, "mcpd-test")
 	return c, res, rr
 }
 

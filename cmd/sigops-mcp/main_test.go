@@ -202,19 +202,7 @@ func (st *stack) startAt(t testing.TB, version string) *agent {
 			a.changed.Add(1)
 		}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	// Start hands the transport's notifications to OnNotification.
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = version
-	req.Params.ClientInfo = mcp.Implementation{Name: "desktop-agent-test", Version: "1"}
-	res, err := c.Initialize(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := testkit.InitializeMCP(t, c, version, "desktop-agent-test", 20*time.Second)
 	if res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged || res.ProtocolVersion != version {
 		t.Fatalf("initialize %s: tools capability %+v: want listChanged", res.ProtocolVersion, res.Capabilities.Tools)
 	}

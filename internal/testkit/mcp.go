@@ -1,11 +1,15 @@
 package testkit
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -35,4 +39,38 @@ func PostMCP(t testing.TB, hc *http.Client, url, token, body string) (*http.Resp
 		t.Fatal(err)
 	}
 	return res, b
+}
+
+// MCPClient is mcp-go's streamable HTTP client for the MCP endpoint url with the bearer
+// token, its requests sent through rt, started and initialized at protocol version (empty:
+// the newest both sides speak) as client name; it is closed when t ends.
+func MCPClient(t testing.TB, rt http.RoundTripper, url, token, version, name string) (*client.Client, *mcp.InitializeResult) {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url,
+		transport.WithHTTPBasicClient(&http.Client{Transport: rt}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, InitializeMCP(t, c, version, name, 10*time.Second)
+}
+
+// InitializeMCP starts c (which hands the transport's notifications to its handlers) and
+// initializes it at protocol version as client name, within the bound.
+func InitializeMCP(t testing.TB, c *client.Client, version, name string, within time.Duration) *mcp.InitializeResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = version
+	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/shopspring/decimal"
 	"golang.org/x/oauth2"
@@ -332,24 +331,7 @@ func getJSON(t *testing.T, hc *http.Client, u string, v any) {
 func mcpSession(t *testing.T, token string) (*client.Client, *testkit.RoundRobin) {
 	t.Helper()
 	rr := testkit.NewRoundRobin(mcpReplicas[0].Client().Transport, mcpReplicas[0].URL, mcpReplicas[1].URL)
-	c, err := client.NewStreamableHttpClient(mcpReplicas[0].URL+mcpd.Path,
-		transport.WithHTTPBasicClient(&http.Client{Transport: rr}),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "e2e-agent", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := testkit.MCPClient(t, rr, mcpReplicas[0].URL+mcpd.Path, token, mcp.LATEST_PROTOCOL_VERSION, "e2e-agent")
 	return c, rr
 }
 
