@@ -35,6 +35,10 @@ manifests: controller-gen ## Generate CRDs and RBAC into config/.
 generate: controller-gen ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: vendor-web
+vendor-web: ## Vendor htmx and lightweight-charts from npm into authd/static/vendor (pinned versions and sha512; needs npm).
+	bash hack/vendor-web.sh
+
 .PHONY: docs-mcp
 docs-mcp: ## Write docs/mcp-tools.md (the MCP tools, their scopes and inputs) from mcpd's registry.
 	go test ./mcpd -run TestToolsDocIsCurrent -count=1 -update
