@@ -36,7 +36,7 @@ generate: controller-gen ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: vendor-web
-vendor-web: ## Vendor htmx and lightweight-charts from npm into authd/static/vendor (pinned versions and sha512; needs npm).
+vendor-web: ## Vendor htmx and lightweight-charts from npm into authd/dashboard/static/vendor (pinned versions and sha512; needs npm).
 	bash hack/vendor-web.sh
 
 .PHONY: docs-mcp

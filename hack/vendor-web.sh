@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Vendors the dashboard's two browser libraries from the npm registry into
-# authd/static/vendor, pinned by version and by the tarball's sha512 (the registry's
+# authd/dashboard/static/vendor, pinned by version and by the tarball's sha512 (the registry's
 # "integrity"), so that a tampered or changed package fails here instead of reaching users.
 # Node is needed only to run this; nothing of Node runs in sigops. `make vendor-web` calls it;
 # the vendored files are committed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-out="$root/authd/static/vendor"
+out="$root/authd/dashboard/static/vendor"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
