@@ -17,29 +17,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
-	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/internal/userapi"
 	"github.com/sigops/sigops/mcpd"
-	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
-	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/daemon"
-	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/intake"
-	"github.com/sigops/sigops/runtime/lab"
-	"github.com/sigops/sigops/runtime/marketdata"
-	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/queue"
-	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
-	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/runtime/trustedproxy"
-	"github.com/sigops/sigops/webhookd"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -48,13 +34,11 @@ var version = "dev"
 type config struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies string
 	baseURL, mcpURL, keyFile, prevKeyFile         string
-	marketData, instance                          string
+	instance                                      string
 	rateLimit                                     int
 	sessionIdle                                   time.Duration
-	botActions                                    bool
 	redis                                         store.Options
-	audit                                         audit.Options
-	portfolio                                     portfolio.Flags
+	apis                                          userapi.Flags
 }
 
 func main() {
@@ -71,17 +55,14 @@ func main() {
 	flag.StringVar(&c.mcpURL, "mcp-url", "", "this server's public origin ({mcp_url}; default --base-url): OAuth tokens must name {mcp_url}/mcp as audience")
 	flag.StringVar(&c.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key")
 	flag.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
-	flag.StringVar(&c.marketData, "market-data", "simulated", "public market data for position valuations: simulated or binance")
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
 	flag.DurationVar(&c.sessionIdle, "session-idle", mcpd.DefaultSessionIdle, "how long an MCP session lives without a request (sessions are in Redis, shared by the replicas)")
-	c.portfolio.Bind(flag.CommandLine)
+	c.apis.Bind(flag.CommandLine,
+		"serve create_bot, update_bot, delete_bot, pause_bot, resume_bot and regenerate_webhook, which need the Kubernetes API (in-cluster, or --kubeconfig)")
 	host, _ := os.Hostname()
 	flag.StringVar(&c.instance, "instance-id", fmt.Sprintf("mcpd-%s-%d", host, os.Getpid()),
 		"this replica's name: the channel send_signal's results come back on")
-	flag.BoolVar(&c.botActions, "bot-actions", true,
-		"serve create_bot, update_bot, delete_bot, pause_bot, resume_bot and regenerate_webhook, which need the Kubernetes API (in-cluster, or --kubeconfig)")
 	store.BindFlags(flag.CommandLine, &c.redis)
-	audit.BindFlags(flag.CommandLine, &c.audit)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	flag.Parse()
 
@@ -147,66 +128,21 @@ func options(ctx context.Context, logger *slog.Logger, c config, rdb redis.Unive
 	if err != nil {
 		return mcpd.Options{}, none, err
 	}
-	prices, err := marketdata.FromFlag(c.marketData)
+	apis, err := userapi.Build(ctx, c.apis, rdb, reg, logger)
 	if err != nil {
 		return mcpd.Options{}, none, err
-	}
-	// The portfolio as webhookd's read API builds it: get_portfolio and get_balances show
-	// the same figures; its exchange clients also read a connection's market rules
-	// (get_symbol_info).
-	po, err := c.portfolio.Options(rdb, prices, logger)
-	if err != nil {
-		return mcpd.Options{}, none, err
-	}
-	// Symbols for get_candles: webhookd's index (the paper catalogue plus what validated
-	// exchange connections recorded), refreshed the same way.
-	known := webhookd.NewKnownSymbols(paper.Symbols())
-	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
-	var bots *fleet.Fleet
-	if c.botActions {
-		if bots, err = newFleet(rdb); err != nil {
-			return mcpd.Options{}, none, err
-		}
 	}
 	// send_signal's wait: results come back on this replica's channel, as webhookd's do.
 	waiter, err := queue.NewWaiter(ctx, rdb, c.instance)
 	if err != nil {
 		return mcpd.Options{}, none, err
 	}
-	users := auth.NewUsers(rdb, auth.UsersOptions{})
-	labMetrics := lab.NewMetrics()
-	reg.MustRegister(labMetrics.Collectors()...)
 	return mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
-		Users: users, OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
-		Trading: trading.New(rdb, nil, prices), Audit: audit.New(rdb, c.audit), SessionIdle: c.sessionIdle,
-		// generate_strategy queues jobs and charges the wallet; the executors run them.
-		Lab:       lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics}),
-		Portfolio: portfolio.New(po), Exchanges: po.Clients,
-		// The --market-data source is the candles' fallback, as in webhookd.
-		Candles: candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger}),
+		Users: apis.Users, OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{}),
+		Trading: apis.Trading, Audit: apis.Audit, SessionIdle: c.sessionIdle, Lab: apis.Lab,
+		Portfolio: apis.Portfolio, Exchanges: apis.Exchanges, Candles: apis.Candles,
 		// send_signal resolves symbols against the same index as the webhook.
-		Fleet: bots, Intake: intake.New(rdb), Symbols: known.Get, Waiter: waiter,
+		Fleet: apis.Fleet, Intake: intake.New(rdb), Symbols: apis.Symbols, Waiter: waiter,
 		RateLimit: c.rateLimit, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, func() { _ = waiter.Close() }, nil
-}
-
-// newFleet is the bot action tools' Go API on the API server of the in-cluster config or
-// --kubeconfig (controller-runtime's flag), acting as mcpd's ServiceAccount (config/rbac/mcpd).
-func newFleet(rdb redis.UniversalClient) (*fleet.Fleet, error) {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig (or --bot-actions=false): %w", err)
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := tradingv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	return fleet.New(fleet.Options{Client: k8s, Redis: rdb}), nil
 }

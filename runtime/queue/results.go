@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/events"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -65,6 +66,9 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		}
 		if env.ReplyTo != "" {
 			p.Publish(ctx, env.ReplyTo, encodeReply(env.SignalID, data))
+		}
+		if env.BotID != "" {
+			events.PublishResult(ctx, p, env.BotID, env.SignalID, res.Success)
 		}
 		return nil
 	})

@@ -26,6 +26,7 @@ package store
 //	sigops:watch:{N}:fired:<signalId>       string marker: the watcher enqueued this trigger
 //	sigops:midem:{N}:<bot>:<sha256>         string first signalId and request hash of a manual order's idempotency key (24 h)
 //	sigops:events:bots                      pubsub bot IDs whose runtime availability changed
+//	sigops:events:results                   pubsub results as they are stored (runtime/events: the dashboard's live updates)
 //
 // Runtime pauses live in the bot's own hash (Bot) as the fields registry.FieldPause and
 // registry.FieldPauseUntil, written only through runtime/registry's pause API and read by
@@ -34,6 +35,10 @@ package store
 // BotEvents is the channel on which runtime/registry publishes the ID of a bot whose runtime
 // pause changed, so that the manager mirrors it into the SignalBot's status.
 func BotEvents() string { return prefix + "events:bots" }
+
+// ResultEvents is the channel on which every stored result is announced (bot, signal,
+// status), so that open dashboard pages update without polling (runtime/events).
+func ResultEvents() string { return prefix + "events:results" }
 
 // PaperAccount is the simulated balance of one paper account.
 func PaperAccount(id string) string { return prefix + "paper:{" + id + "}" }

@@ -1,0 +1,126 @@
+// Package userapi builds, from one set of flags, the Go APIs that answer a user's own
+// requests: the trading reads and manual orders, the portfolio, candles, the Strategy Lab,
+// the audit journal and (with Kubernetes access) the fleet of bots. mcpd's tools and authd's
+// dashboard both call these, built by the same code with the same flags, so a figure shown
+// by one is the figure shown by the other.
+package userapi
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/runtime/audit"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/lab"
+	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/portfolio"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/trading"
+	"github.com/sigops/sigops/webhookd"
+)
+
+// Flags are the command-line settings of the APIs.
+type Flags struct {
+	// MarketData is the public market data source: simulated or binance.
+	MarketData string
+	Portfolio  portfolio.Flags
+	Audit      audit.Options
+	// BotActions builds the fleet, which needs the Kubernetes API (in-cluster config or
+	// controller-runtime's --kubeconfig).
+	BotActions bool
+}
+
+// Bind declares the flags on fs; botActions is the help text of --bot-actions, which names
+// what the daemon serves with it.
+func (f *Flags) Bind(fs *flag.FlagSet, botActions string) {
+	fs.StringVar(&f.MarketData, "market-data", "simulated", "public market data for valuations and candles: simulated or binance")
+	f.Portfolio.Bind(fs)
+	audit.BindFlags(fs, &f.Audit)
+	fs.BoolVar(&f.BotActions, "bot-actions", true, botActions)
+}
+
+// APIs are the built Go APIs.
+type APIs struct {
+	Users     *auth.Users
+	Trading   *trading.API
+	Portfolio *portfolio.Service
+	// Exchanges connects a user's exchange connections (nil without a master key).
+	Exchanges portfolio.Clients
+	Candles   *candles.Service
+	// Symbols is webhookd's symbol index: the paper catalogue plus what validated exchange
+	// connections recorded, refreshed every 30 s while Build's ctx lives.
+	Symbols func() *signal.Symbols
+	Lab     *lab.Lab
+	Audit   *audit.Journal
+	// Fleet is nil without BotActions.
+	Fleet *fleet.Fleet
+}
+
+// Build wires the APIs on rdb, with their metrics on reg (not nil); background refreshes run until ctx
+// ends.
+func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg prometheus.Registerer, logger *slog.Logger) (*APIs, error) {
+	prices, err := marketdata.FromFlag(f.MarketData)
+	if err != nil {
+		return nil, err
+	}
+	po, err := f.Portfolio.Options(rdb, prices, logger)
+	if err != nil {
+		return nil, err
+	}
+	known := webhookd.NewKnownSymbols(paper.Symbols())
+	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
+	a := &APIs{Users: auth.NewUsers(rdb, auth.UsersOptions{}), Trading: trading.New(rdb, nil, prices),
+		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: known.Get, Audit: audit.New(rdb, f.Audit),
+		// The market data source is the candles' fallback, as in webhookd.
+		Candles: candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger})}
+	labMetrics := lab.NewMetrics()
+	for _, c := range labMetrics.Collectors() {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// The Lab queues jobs and charges the wallet; the executors run them.
+	a.Lab = lab.New(lab.Options{Redis: rdb, Users: a.Users, Metrics: labMetrics})
+	if f.BotActions {
+		if a.Fleet, err = newFleet(rdb); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// newFleet is the fleet on the API server of the in-cluster config or --kubeconfig
+// (controller-runtime's flag), acting as the daemon's ServiceAccount (config/rbac/mcpd).
+func newFleet(rdb redis.UniversalClient) (*fleet.Fleet, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig (or --bot-actions=false): %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := tradingv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return fleet.New(fleet.Options{Client: k8s, Redis: rdb}), nil
+}
