@@ -90,11 +90,11 @@ func (s *Server) unavailablePage(w http.ResponseWriter) {
 func safeNext(next string) string {
 	if next == "" || len(next) > 4096 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
 		strings.ContainsAny(next, "\\\r\n\t") {
-		return "/dashboard/settings"
+		return "/dashboard"
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
-		return "/dashboard/settings"
+		return "/dashboard"
 	}
 	return next
 }

@@ -22,7 +22,7 @@ func TestSessionCookieAttributes(t *testing.T) {
 	h.user("cookie@example.com", auth.TierFree)
 	b := h.browser()
 	resp := b.login("cookie@example.com", testPassword)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/settings" {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard" {
 		t.Fatalf("login %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	var c *http.Cookie
@@ -237,7 +237,7 @@ func TestConsentDenyAndOpenRedirect(t *testing.T) {
 		t.Fatalf("deny redirect %s", u)
 	}
 	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"} {
-		if got := safeNext(next); got != "/dashboard/settings" {
+		if got := safeNext(next); got != "/dashboard" {
 			t.Errorf("safeNext(%q) = %q", next, got)
 		}
 	}

@@ -18,8 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/authd/dashboard"
+	"github.com/sigops/sigops/internal/userapi"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/events"
 )
 
 // Options configure the server.
@@ -47,6 +50,11 @@ type Options struct {
 	// Audit is the journal GET /api/user/audit reads (nil: one on Redis with the default
 	// retention).
 	Audit *audit.Journal
+	// APIs are the Go APIs the dashboard pages call, the same as mcpd's (nil:
+	// userapi.OnRedis: simulated market data, no exchange access, no bot management).
+	APIs *userapi.APIs
+	// Hub delivers the dashboard's live events (nil: one on Redis; Run runs it).
+	Hub *events.Hub
 	// Version is the server card's version.
 	Version string
 	// Ready reports whether the server can take traffic (Redis reachable).
@@ -70,6 +78,7 @@ type Server struct {
 	gate     *auth.LoginGate
 	metrics  *metrics
 	pages    *pages
+	dash     *dashboard.Dashboard
 
 	apiResource, mcpResource string
 }
@@ -142,6 +151,16 @@ func New(o Options) (*Server, error) {
 	if s.pages, err = loadPages(); err != nil {
 		return nil, err
 	}
+	if o.APIs == nil {
+		o.APIs = userapi.OnRedis(o.Redis)
+		s.o.APIs = o.APIs
+	}
+	s.dash, err = dashboard.New(dashboard.Options{Redis: o.Redis, APIs: o.APIs, Hub: o.Hub, Session: s.dashboardSession,
+		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Purge: s.verifier.Purge, Sessions: s.sessions,
+		Logger: o.Logger, Now: o.Now})
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -154,6 +173,10 @@ func cleanOrigin(raw string) (string, error) {
 	}
 	return u.Scheme + "://" + u.Host, nil
 }
+
+// Run delivers the dashboard's live events until ctx ends (one Redis subscription for the
+// replica); without it the pages show changes only when reloaded.
+func (s *Server) Run(ctx context.Context) error { return s.dash.Hub().Run(ctx) }
 
 // Verifier is the server's token verifier (its cache is purged on every revocation made here).
 func (s *Server) Verifier() *auth.Verifier { return s.verifier }
@@ -202,13 +225,11 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/logout", s.withSession(s.handleLogoutForm))
 		r.Get("/oauth/consent", s.withSession(s.handleConsentPage))
 		r.Post("/oauth/consent", s.withSession(s.handleConsentForm))
-		r.Get("/dashboard", func(w http.ResponseWriter, req *http.Request) {
-			http.Redirect(w, req, "/dashboard/settings", http.StatusSeeOther)
-		})
 		r.Get("/dashboard/settings", s.withSession(s.handleSettings))
 		r.Post("/dashboard/settings/token", s.withSession(s.handleIssueToken))
 		r.Get("/dashboard/settings/connected-apps", s.withSession(s.handleConnectedApps))
 		r.Post("/dashboard/settings/connected-apps/revoke", s.withSession(s.handleRevokeApp))
+		s.dash.Mount(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, failureBody{Error: "not found", Timestamp: time.Now().UnixMilli()})

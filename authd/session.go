@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sigops/sigops/authd/dashboard"
 	"github.com/sigops/sigops/runtime/auth"
 )
 
@@ -123,4 +124,16 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 func parseForm(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	return r.ParseForm() == nil
+}
+
+// dashboardSession is the dashboard's view of the request's session cookie.
+func (s *Server) dashboardSession(w http.ResponseWriter, r *http.Request) (dashboard.Viewer, error) {
+	cur, err := s.currentSession(w, r)
+	if err != nil {
+		return dashboard.Viewer{}, err
+	}
+	if !cur.live {
+		return dashboard.Viewer{}, dashboard.ErrNoSession
+	}
+	return dashboard.Viewer{User: cur.user, CSRF: cur.sess.CSRF, SessionHash: cur.sess.Hash}, nil
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/authd"
-	"github.com/sigops/sigops/runtime/audit"
+	"github.com/sigops/sigops/internal/userapi"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/store"
@@ -69,8 +69,8 @@ type serveConfig struct {
 	allowLocalhost                                bool
 	hashConcurrency, hashQueue                    int
 	registerPer48, registerGlobal                 int
-	audit                                         audit.Options
 	redis                                         store.Options
+	apis                                          userapi.Flags
 }
 
 func serve(args []string) error {
@@ -93,9 +93,9 @@ func serve(args []string) error {
 	fs.IntVar(&c.registerGlobal, "register-global-per-hour", auth.RegisterGlobal.Max, "client registrations of the whole service per hour")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
 	store.BindFlags(fs, &c.redis)
-	// authd reads the journal mcpd writes: the same retention, so that an entry past it is
-	// never shown (mcpd trims on its next write).
-	audit.BindFlags(fs, &c.audit)
+	// The dashboard's Go APIs take mcpd's flags: the same market data, master key and audit
+	// retention (authd reads the journal mcpd writes), so both show the same figures.
+	c.apis.Bind(fs, "serve the dashboard's bot pages (create, edit, delete, pause, resume, webhooks), which need the Kubernetes API (in-cluster, or --kubeconfig)")
 	fs.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
 	_ = fs.Parse(args)
 
@@ -148,7 +148,11 @@ func run(logger *slog.Logger, c serveConfig) error {
 	defer rdb.Close()
 
 	reg := daemon.NewRegistry()
-	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL, Audit: audit.New(rdb, c.audit),
+	apis, err := userapi.Build(ctx, c.apis, rdb, reg, logger)
+	if err != nil {
+		return err
+	}
+	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL, Audit: apis.Audit, APIs: apis,
 		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version,
 		HashConcurrency: c.hashConcurrency, HashQueue: hashQueue(c.hashQueue),
 		RegisterPerNet48: perHour(auth.RegisterPerNet48, c.registerPer48), RegisterGlobal: perHour(auth.RegisterGlobal, c.registerGlobal),
@@ -158,6 +162,12 @@ func run(logger *slog.Logger, c serveConfig) error {
 	}
 	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 32 << 10}
+	// The dashboard's live events: one Redis subscription for this replica.
+	go func() {
+		if err := srv.Run(ctx); err != nil {
+			logger.Error("dashboard events stopped", "error", err)
+		}
+	}()
 	logger.Info("authd listening", "addr", c.listen, "tls", c.tlsCert != "", "issuer", c.baseURL, "kid", keys.KID())
 	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Handler()), c.tlsCert, c.tlsKey, 15*time.Second)
 }

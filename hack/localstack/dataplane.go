@@ -88,7 +88,10 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 	if s.authd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "authd", Binary: bins["authd"], LogFile: s.authdLog,
 		Args: append([]string{"serve", "--listen=" + authAddr, "--metrics-bind-address=" + authMetrics,
-			"--trusted-proxies=127.0.0.1/32", "--issuer=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey}, redisArgs...),
+			"--trusted-proxies=127.0.0.1/32", "--issuer=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey,
+			// The dashboard's bot pages change SignalBots on the local control plane, its
+			// portfolio reads exchange connections with their credentials, as mcpd's tools.
+			"--market-data=simulated", "--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey}, redisArgs...),
 		ReadyURL: "http://" + authMetrics + "/readyz",
 	}); err != nil {
 		return err

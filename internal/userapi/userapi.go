@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/fleet"
@@ -52,6 +53,10 @@ func (f *Flags) Bind(fs *flag.FlagSet, botActions string) {
 	f.Portfolio.Bind(fs)
 	audit.BindFlags(fs, &f.Audit)
 	fs.BoolVar(&f.BotActions, "bot-actions", true, botActions)
+	if fs != flag.CommandLine {
+		// controller-runtime declares --kubeconfig on the default set only.
+		config.RegisterFlags(fs)
+	}
 }
 
 // APIs are the built Go APIs.
@@ -84,24 +89,39 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 	}
 	known := webhookd.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
-	a := &APIs{Users: auth.NewUsers(rdb, auth.UsersOptions{}), Trading: trading.New(rdb, nil, prices),
-		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: known.Get, Audit: audit.New(rdb, f.Audit),
-		// The market data source is the candles' fallback, as in webhookd.
-		Candles: candles.New(candles.Options{Redis: rdb, Symbols: known.Get, Fallback: prices, Logger: logger})}
 	labMetrics := lab.NewMetrics()
 	for _, c := range labMetrics.Collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	// The Lab queues jobs and charges the wallet; the executors run them.
-	a.Lab = lab.New(lab.Options{Redis: rdb, Users: a.Users, Metrics: labMetrics})
+	a := assemble(rdb, prices, po, known.Get, labMetrics, f.Audit, logger)
 	if f.BotActions {
 		if a.Fleet, err = newFleet(rdb); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// OnRedis is the APIs on rdb with simulated market data, the paper catalogue's symbols, no
+// exchange access and no fleet: what a test, or a daemon given no flags, reads with.
+func OnRedis(rdb redis.UniversalClient) *APIs {
+	prices := marketdata.NewSimulated(marketdata.SimulatedOptions{})
+	return assemble(rdb, prices, portfolio.Options{Redis: rdb, Prices: prices},
+		webhookd.NewKnownSymbols(paper.Symbols()).Get, nil, audit.Options{}, slog.Default())
+}
+
+// assemble builds the APIs from their parts (labMetrics nil: counted nowhere).
+func assemble(rdb redis.UniversalClient, prices marketdata.Provider, po portfolio.Options, symbols func() *signal.Symbols,
+	labMetrics *lab.Metrics, ao audit.Options, logger *slog.Logger) *APIs {
+	users := auth.NewUsers(rdb, auth.UsersOptions{})
+	return &APIs{Users: users, Trading: trading.New(rdb, nil, prices),
+		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: symbols, Audit: audit.New(rdb, ao),
+		// The market data source is the candles' fallback, as in webhookd.
+		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger}),
+		// The Lab queues jobs and charges the wallet; the executors run them.
+		Lab: lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics})}
 }
 
 // newFleet is the fleet on the API server of the in-cluster config or --kubeconfig
