@@ -137,6 +137,8 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 			// authd: discovery, OAuth, logins, identity and the dashboard pages.
 			"/.well-known/": authAddr, "/api/oauth/": authAddr, "/api/auth/": authAddr, "/api/user/": authAddr,
 			"/oauth/": authAddr, "/login": authAddr, "/logout": authAddr, "/dashboard": authAddr,
+			// The dashboard's internal API (live events, chart data) and its static files.
+			"/api/dashboard/": authAddr, "/static/": authAddr,
 		},
 		// {mcp_url}: its own origin, as config/ingress would give it its own host: the MCP
 		// endpoint and its protected resource metadata (the 401 challenge names it).
