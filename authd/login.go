@@ -83,7 +83,11 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	s.render(w, http.StatusOK, "login", pageData{Title: "Log in", CSRF: s.loginCSRF(w, r), Next: next}, "")
+	d := pageData{Title: "Log in", CSRF: s.loginCSRF(w, r), Next: next}
+	if r.URL.Query().Get("done") == "password" {
+		d.Notice = "Your password was changed. Every session and API token of your account has ended: log in with the new password."
+	}
+	s.render(w, http.StatusOK, "login", d, "")
 }
 
 // handleLoginForm checks the form (double-submit CSRF: the form's token must equal the

@@ -20,7 +20,7 @@ type pages struct {
 
 func loadPages() (*pages, error) {
 	p := &pages{t: map[string]*template.Template{}}
-	for _, name := range []string{"login", "logout", "consent", "error", "settings", "apps"} {
+	for _, name := range []string{"login", "logout", "consent", "error"} {
 		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -40,13 +40,14 @@ type pageData struct {
 	Next, Email                                 string
 	ClientName, RedirectHost, Resource, Request string
 	Scopes                                      []scopeText
-	Wallet, Token, TokenExpires                 string
-	Apps                                        []appRow
+	// Notice is a non-error note (the login page after a password change).
+	Notice string
 }
 
-// render writes a page. Pages run no script; the CSP forbids any, forbids framing, and
-// lets forms post only to this origin (plus, on the consent page, the client's redirect
-// origin that the post redirects to).
+// render writes a page. Pages run no script and take their styles from the dashboard's
+// stylesheet only; the CSP forbids any script and inline style, forbids framing, and lets
+// forms post only to this origin (plus, on the consent page, the client's redirect origin
+// that the post redirects to).
 func (s *Server) render(w http.ResponseWriter, status int, name string, d pageData, formTarget string) {
 	var buf bytes.Buffer
 	if err := s.pages.t[name].ExecuteTemplate(&buf, name+".html", d); err != nil {
@@ -61,7 +62,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, d pageDa
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action "+
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action "+
 		formAction+"; frame-ancestors 'none'; base-uri 'none'")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())

@@ -1,7 +1,8 @@
 // Package authd serves accounts, dashboard sessions, bearer JWTs and the OAuth 2.1
 // authorization server of sigops: discovery documents, client registration, authorize and
-// consent, the token and revocation endpoints, the login/logout/settings pages and
-// /api/user/me. The storage and token logic live in runtime/auth; this package is HTTP.
+// consent, the token and revocation endpoints, the login/logout pages, /api/user/me, and
+// mounts the dashboard (package authd/dashboard, which serves the settings pages). The
+// storage and token logic live in runtime/auth; this package is HTTP.
 package authd
 
 import (
@@ -157,7 +158,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.dash, err = dashboard.New(dashboard.Options{Redis: o.Redis, APIs: o.APIs, Hub: o.Hub, Session: s.dashboardSession,
 		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Purge: s.verifier.Purge, Sessions: s.sessions,
-		Logger: o.Logger, Now: o.Now})
+		ChangePassword: s.changePassword, Logger: o.Logger, Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -225,10 +226,6 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/logout", s.withSession(s.handleLogoutForm))
 		r.Get("/oauth/consent", s.withSession(s.handleConsentPage))
 		r.Post("/oauth/consent", s.withSession(s.handleConsentForm))
-		r.Get("/dashboard/settings", s.withSession(s.handleSettings))
-		r.Post("/dashboard/settings/token", s.withSession(s.handleIssueToken))
-		r.Get("/dashboard/settings/connected-apps", s.withSession(s.handleConnectedApps))
-		r.Post("/dashboard/settings/connected-apps/revoke", s.withSession(s.handleRevokeApp))
 		s.dash.Mount(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {

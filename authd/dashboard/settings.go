@@ -1,17 +1,242 @@
 package dashboard
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/sigops/sigops/runtime/audit"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 )
 
-// settingsRoutes adds the Settings page's routes (under /dashboard).
+// ErrWrongPassword is Options.ChangePassword's refusal of a wrong current password. It is
+// UNAUTHORIZED in the audit journal; the page says it in its own words (ErrorInWords of
+// UNAUTHORIZED speaks of an ended session, which this is not).
+var ErrWrongPassword = errs.New(errs.Unauthorized, "the current password is not right")
+
+// settingsRoutes adds the Settings page's routes (under /dashboard): the profile with the
+// password change and the API token, Connected Apps, and the audit journal.
 func (d *Dashboard) settingsRoutes(r chi.Router) {
-	// authd still serves /dashboard/settings and Connected Apps itself. NOT MOVED YET.
+	r.Get("/settings", d.handleSettings)
+	r.Post("/settings/token", d.handleIssueToken)
+	r.Post("/settings/password", d.handleChangePassword)
+	r.Get("/settings/connected-apps", d.handleConnectedApps)
+	r.Post("/settings/connected-apps/revoke", d.handleRevokeApp)
+	r.Get("/settings/audit", d.handleAuditJournal)
 }
 
-// handleSettings is the Settings page. NOT BUILT YET: a placeholder.
+// settingsData is the Settings template's Data; Section picks the tab shown.
+type settingsData struct {
+	Section string
+	User    auth.User
+	// Token is a bearer token just issued (shown once: only in the answer to the POST).
+	Token        string
+	TokenExpires time.Time
+	// PasswordChange is false when authd wired no password change.
+	PasswordChange bool
+	MinPassword    int
+	Apps           []appRow
+	Audit          auditPage
+}
+
+type appRow struct {
+	auth.Authorization
+	Expired, Active bool
+}
+
+type auditPage struct {
+	Entries []auditRow
+	// Next is the cursor of the next (older) page, "" at the end; Paged tells a later page
+	// from the newest.
+	Next          string
+	Paged         bool
+	RetentionDays int
+}
+
+type auditRow struct {
+	Time                           time.Time
+	Channel, Client, Tool, Outcome string
+	Arguments                      string
+	Truncated, OK                  bool
+}
+
+// doneWords are the flashes a settings redirect may ask for (?done=): fixed words, never the
+// query's text.
+var doneWords = map[string]string{
+	"revoked": "Access revoked: the app's tokens no longer work and it cannot refresh them.",
+}
+
+func (d *Dashboard) settingsPage(r *http.Request, data settingsData) Page {
+	v := viewerOf(r)
+	data.User = v.User
+	data.PasswordChange = d.o.ChangePassword != nil
+	data.MinPassword = auth.MinPasswordLen
+	title := map[string]string{"profile": "Settings", "apps": "Connected apps", "audit": "Audit journal"}[data.Section]
+	return Page{Title: title, Nav: "settings", Viewer: v, Flash: doneWords[r.URL.Query().Get("done")], Data: data}
+}
+
+// handleSettings is the profile: name, email, tier and its capabilities, the Strategy Lab
+// wallet, the password change and the API token.
 func (d *Dashboard) handleSettings(w http.ResponseWriter, r *http.Request) {
-	d.render(w, r, http.StatusOK, "settings", Page{Title: "Settings", Nav: "settings", Viewer: viewerOf(r)})
+	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, settingsData{Section: "profile"}))
+}
+
+// handleIssueToken issues a full-access bearer token and shows it in this answer only: it
+// is not stored anywhere it could be shown again.
+func (d *Dashboard) handleIssueToken(w http.ResponseWriter, r *http.Request) {
+	u := viewerOf(r).User
+	if d.o.Issuer == nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "Unavailable", "API tokens are not configured on this server.")
+		return
+	}
+	tok, err := d.o.Issuer.IssueAPIToken(r.Context(), u)
+	d.recordAction(r, "create_api_token", nil, err)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	d.log().Info("api token issued", "channel", "dashboard", "user", u.ID)
+	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, settingsData{Section: "profile",
+		Token: tok.Token, TokenExpires: tok.ExpiresAt}))
+}
+
+// handleChangePassword changes the viewer's password. The current password is checked
+// behind the login limits; success ends every session (this one included) and bearer token
+// of the user, so the browser goes to the login page with a note saying so.
+func (d *Dashboard) handleChangePassword(w http.ResponseWriter, r *http.Request) {
+	if d.o.ChangePassword == nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "Unavailable", "Password changes are not configured on this server.")
+		return
+	}
+	current, next := r.PostFormValue("current_password"), r.PostFormValue("new_password")
+	refuse := func(status int, words string, err error) {
+		d.recordAction(r, "change_password", nil, err)
+		p := d.settingsPage(r, settingsData{Section: "profile"})
+		p.Error = words
+		d.render(w, r, status, "settings", p)
+	}
+	switch {
+	case current == "":
+		refuse(http.StatusBadRequest, "Enter your current password.", errs.New(errs.InvalidParameter, "current password missing"))
+		return
+	case next != r.PostFormValue("new_password_again"):
+		refuse(http.StatusBadRequest, "The two new passwords are not the same. Nothing was changed.",
+			errs.New(errs.InvalidParameter, "new passwords differ"))
+		return
+	case auth.CheckPasswordPolicy(next) != nil:
+		refuse(http.StatusBadRequest, "The new password must be "+strconv.Itoa(auth.MinPasswordLen)+" to "+
+			strconv.Itoa(auth.MaxPasswordLen)+" characters long. Nothing was changed.",
+			errs.New(errs.InvalidParameter, "new password outside the length bounds"))
+		return
+	}
+	err := d.o.ChangePassword(r, viewerOf(r).User, current, next)
+	if e, ok := errs.As(err); ok && e.Code == errs.RateLimited {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int((e.RetryAfter+time.Second-1)/time.Second), 1)))
+		refuse(http.StatusTooManyRequests, e.Message+" Nothing was changed.", err)
+		return
+	}
+	switch {
+	case errors.Is(err, ErrWrongPassword):
+		refuse(http.StatusForbidden, "The current password is not right. Nothing was changed.", err)
+		return
+	case err != nil:
+		d.recordAction(r, "change_password", nil, err)
+		d.failPage(w, r, err)
+		return
+	}
+	d.recordAction(r, "change_password", nil, nil)
+	if d.o.Purge != nil {
+		d.o.Purge()
+	}
+	d.log().Info("password changed", "channel", "dashboard", "user", viewerOf(r).User.ID)
+	// The session record is gone (SetPassword deleted every session of the user); the
+	// cookie goes too, so the browser holds nothing stale.
+	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: true, SameSite: http.SameSiteStrictMode})
+	redirect(w, r, "/login?done=password")
+}
+
+// handleConnectedApps lists the viewer's OAuth authorizations, revoked and expired ones
+// included.
+func (d *Dashboard) handleConnectedApps(w http.ResponseWriter, r *http.Request) {
+	if d.o.OAuth == nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "Unavailable", "Connected apps are not configured on this server.")
+		return
+	}
+	list, err := d.o.OAuth.ListAuthorizations(r.Context(), viewerOf(r).User.ID)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	now := d.o.Now()
+	rows := make([]appRow, len(list))
+	for i, a := range list {
+		rows[i] = appRow{Authorization: a, Expired: !now.Before(a.ExpiresAt), Active: a.Active(now)}
+	}
+	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, settingsData{Section: "apps", Apps: rows}))
+}
+
+// handleRevokeApp revokes one authorization of the viewer: its access tokens and refresh
+// chain die at once, its record stays listed with its revocation time. Another user's
+// authorization is not found, like a missing one.
+func (d *Dashboard) handleRevokeApp(w http.ResponseWriter, r *http.Request) {
+	if d.o.OAuth == nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "Unavailable", "Connected apps are not configured on this server.")
+		return
+	}
+	id := r.PostFormValue("authorization")
+	err := d.o.OAuth.RevokeAuthorization(r.Context(), viewerOf(r).User.ID, id)
+	if errors.Is(err, auth.ErrNotFound) {
+		err = errs.New(errs.NotFound, "no such connected app")
+	}
+	d.recordAction(r, "revoke_connected_app", map[string]string{"authorization": id}, err)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	if d.o.Purge != nil {
+		d.o.Purge()
+	}
+	d.log().Info("connected app revoked", "user", viewerOf(r).User.ID, "authorization", id)
+	redirect(w, r, "/dashboard/settings/connected-apps?done=revoked")
+}
+
+// handleAuditJournal is the viewer's audit journal, newest first, one page of the journal's
+// default size at a time (?cursor= from the previous page).
+func (d *Dashboard) handleAuditJournal(w http.ResponseWriter, r *http.Request) {
+	j := d.o.APIs.Audit
+	cursor := r.URL.Query().Get("cursor")
+	entries, next, err := j.List(r.Context(), viewerOf(r).User.ID, cursor, 0)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	page := auditPage{Next: next, Paged: cursor != "", RetentionDays: int(j.Retention() / (24 * time.Hour)),
+		Entries: make([]auditRow, len(entries))}
+	for i, e := range entries {
+		page.Entries[i] = auditRowOf(e)
+	}
+	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, settingsData{Section: "audit", Audit: page}))
+}
+
+func auditRowOf(e audit.Entry) auditRow {
+	row := auditRow{Time: e.Time, Channel: e.Channel, Client: e.ClientName, Tool: e.Tool,
+		Arguments: string(e.Arguments), Truncated: audit.Truncated(e.Arguments), OK: e.Outcome.OK, Outcome: "ok"}
+	switch {
+	case row.Client != "":
+	case e.ClientID != "":
+		row.Client = e.ClientID
+	case e.Channel == audit.ChannelMCP:
+		row.Client = "API token (full access)"
+	default:
+		row.Client = dashboardClient
+	}
+	if !e.Outcome.OK {
+		row.Outcome = ErrorInWords(&errs.Error{Code: e.Outcome.Code, Message: e.Outcome.Message})
+	}
+	return row
 }
