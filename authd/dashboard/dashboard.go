@@ -65,6 +65,7 @@ type Options struct {
 	// next, which ends every session and token of u (auth.Users.SetPassword). nil: the
 	// Settings page offers no password change.
 	ChangePassword func(r *http.Request, u auth.User, current, next string) error
+
 	Logger   *slog.Logger
 	Now      func() time.Time
 }
