@@ -60,14 +60,14 @@ type Options struct {
 	Purge  func()
 	// Sessions ends sessions (logout after a password change).
 	Sessions *auth.Sessions
+	Logger   *slog.Logger
+	Now      func() time.Time
+
 	// ChangePassword checks user u's current password behind the login brute-force limits
 	// (the login gate's refusal is RATE_LIMITED, a wrong password ErrWrongPassword) and sets
 	// next, which ends every session and token of u (auth.Users.SetPassword). nil: the
 	// Settings page offers no password change.
 	ChangePassword func(r *http.Request, u auth.User, current, next string) error
-
-	Logger   *slog.Logger
-	Now      func() time.Time
 }
 
 // Dashboard is the handler set.
