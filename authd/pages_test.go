@@ -256,7 +256,7 @@ func TestDashboardTokenAndAPILogin(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("issue: %d", resp.StatusCode)
 	}
-	tok := regexpField(t, `id="api-token">([^<]+)<`, page)
+	tok := regexpField(t, `id="api-token" type="text" readonly value="([^"]+)"`, page)
 	st, me := h.me(tok)
 	if st != 200 || me["email"] != "cli@example.com" || me["token"] != nil {
 		t.Fatalf("dashboard token: %d %v", st, me)

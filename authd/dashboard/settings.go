@@ -193,7 +193,9 @@ func (d *Dashboard) handleRevokeApp(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, auth.ErrNotFound) {
 		err = errs.New(errs.NotFound, "no such connected app")
 	}
-	d.recordAction(r, "revoke_connected_app", map[string]string{"authorization": id}, err)
+	// "app", not "authorization": the journal redacts keys that name credentials, and an
+	// authorization's ID is no credential (it only works with the owner's session).
+	d.recordAction(r, "revoke_connected_app", map[string]string{"app": id}, err)
 	if err != nil {
 		d.failPage(w, r, err)
 		return
