@@ -47,6 +47,8 @@ var notREST = map[string]string{
 	"POST /dashboard/settings/token":                 "HTML form",
 	"GET /dashboard/settings/connected-apps":         "HTML page",
 	"POST /dashboard/settings/connected-apps/revoke": "HTML form",
+	"POST /dashboard/settings/password":              "HTML form",
+	"GET /dashboard/settings/audit":                  "HTML page",
 }
 
 // openAPIDoc is the document as plain JSON, for the checks that only need its structure.
