@@ -41,14 +41,30 @@ var notREST = map[string]string{
 
 	"GET /oauth/consent":  "HTML page of the authorization flow",
 	"POST /oauth/consent": "HTML form of the authorization flow",
+}
 
-	"GET /dashboard":                                 "redirect to an HTML page",
-	"GET /dashboard/settings":                        "HTML page",
-	"POST /dashboard/settings/token":                 "HTML form",
-	"GET /dashboard/settings/connected-apps":         "HTML page",
-	"POST /dashboard/settings/connected-apps/revoke": "HTML form",
-	"POST /dashboard/settings/password":              "HTML form",
-	"GET /dashboard/settings/audit":                  "HTML page",
+// notRESTPrefixes are whole route families the document leaves out, with the reason: the
+// dashboard's pages and forms, its static files, and its internal API, which the interface
+// states is not for external use (automation goes through webhooks and MCP).
+var notRESTPrefixes = map[string]string{
+	"/dashboard":      "HTML pages and forms of the dashboard",
+	"/static/":        "the dashboard's static files",
+	"/api/dashboard/": "the dashboard's internal API (session cookie and CSRF token only, not public)",
+}
+
+// excluded reports whether route r ("METHOD /path") is left out of the document on purpose.
+func excluded(r string) bool {
+	if _, ok := notREST[r]; ok {
+		return true
+	}
+	_, path, _ := strings.Cut(r, " ")
+	for p := range notRESTPrefixes {
+		base := strings.TrimSuffix(p, "/")
+		if path == base || strings.HasPrefix(path, base+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // openAPIDoc is the document as plain JSON, for the checks that only need its structure.
@@ -127,7 +143,7 @@ func TestOpenAPIRoutesAgreeWithRouters(t *testing.T) {
 
 	var missing, stale, unused []string
 	for r := range served {
-		if _, excluded := notREST[r]; !excluded && !documented[r] {
+		if !excluded(r) && !documented[r] {
 			missing = append(missing, r)
 		}
 	}
@@ -136,12 +152,14 @@ func TestOpenAPIRoutesAgreeWithRouters(t *testing.T) {
 			stale = append(stale, r)
 		}
 	}
+	for r := range documented {
+		if excluded(r) {
+			t.Errorf("%s is both documented and excluded", r)
+		}
+	}
 	for r := range notREST {
 		if !served[r] {
 			unused = append(unused, r)
-		}
-		if documented[r] {
-			t.Errorf("%s is both documented and excluded (%s)", r, notREST[r])
 		}
 	}
 	sort.Strings(missing)
