@@ -252,7 +252,11 @@ func (f *Fleet) WebhookURL(ctx context.Context, c Caller, id string) (string, er
 // apiError maps the API server's refusal of a spec to INVALID_PARAMETER with each field's
 // path and message (the CRD schema's and CEL rules' own text) and nothing else of
 // Kubernetes; other failures pass through as they are.
-func apiError(err error) error {
+func apiError(err error) error { return specError(err, "the bot's spec is invalid") }
+
+// specError is apiError for any kind: fallback is the message of a refusal that names no
+// cause.
+func specError(err error, fallback string) error {
 	if err == nil {
 		return nil
 	}
@@ -274,7 +278,7 @@ func apiError(err error) error {
 		}
 	}
 	if len(parts) == 0 {
-		return errs.New(errs.InvalidParameter, "the bot's spec is invalid")
+		return errs.New(errs.InvalidParameter, "%s", fallback)
 	}
 	return errs.New(errs.InvalidParameter, "%s", strings.Join(parts, "; "))
 }

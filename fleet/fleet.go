@@ -12,14 +12,14 @@
 //
 // A bot of another owner answers exactly like a missing one (errs.NotFound).
 //
-// The daemon that uses fleet (mcpd) needs these rights; `make manifests` generates its
+// The daemons that use fleet (mcpd, authd) need these rights; `make manifests` generates its
 // ClusterRole sigops-mcpd (config/rbac/mcpd) from these markers:
 //
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts,verbs=get;create
-// +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections,verbs=get
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts,verbs=get;list;create
+// +kubebuilder:rbac:groups=trading.sigops.dev,resources=exchangeconnections,verbs=get;list;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;patch;delete
 package fleet
 
 import (
