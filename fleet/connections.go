@@ -39,10 +39,10 @@ const (
 	// MaxConnections bounds the exchange connections CreateConnection makes in one user's
 	// namespace.
 	MaxConnections = 10
-	// MaxCredentialLength bounds each credential value: exchange keys and secrets are well
-	// under 128 characters (Binance's RSA and Ed25519 secrets in PEM are the longest, about
-	// 1,700); anything longer is not a key.
-	MaxCredentialLength = 4096
+	// MaxCredentialLength bounds each credential value: the connectors sign with HMAC keys
+	// (Binance, Bybit), whose keys and secrets are under 128 characters; anything longer
+	// than this is not a key.
+	MaxCredentialLength = 512
 )
 
 // CredentialsSecretName is the Secret that holds connection name's credentials.

@@ -193,16 +193,14 @@ func (s *Server) paperAccounts(ctx context.Context, owner, id string) ([]paperAc
 		}
 		v := paperAccountView{ID: st.ID, Namespace: st.Namespace, Name: st.Name, Currency: st.Currency,
 			InitialBalance: st.InitialBalance, FeeRate: st.FeeRate, Balances: a.Balances, Equity: a.Equity,
-			UnrealisedPnl: a.UnrealisedPnl, RealisedPnl: a.RealisedPnl, Error: a.Error, NextRefillAt: now.UTC().Truncate(time.Millisecond)}
+			UnrealisedPnl: a.UnrealisedPnl, RealisedPnl: a.RealisedPnl, Error: a.Error,
+			NextRefillAt: st.NextRefillAt(now.Truncate(time.Millisecond)).UTC()}
 		if v.Currency == "" {
 			v.Currency = paper.Quote
 		}
 		if !st.LastRefillAt.IsZero() {
 			last := st.LastRefillAt.UTC()
 			v.LastRefillAt = &last
-			if next := last.Add(paper.RefillCooldown); next.After(now) {
-				v.NextRefillAt = next
-			}
 		}
 		out = append(out, v)
 	}

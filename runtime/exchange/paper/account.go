@@ -78,6 +78,15 @@ type State struct {
 	LastRefillAt time.Time
 }
 
+// NextRefillAt is when a refill of the account is next allowed: now when it already is
+// (never refilled, or the cooldown is over), else RefillCooldown after the last refill.
+func (s State) NextRefillAt(now time.Time) time.Time {
+	if next := s.LastRefillAt.Add(RefillCooldown); !s.LastRefillAt.IsZero() && next.After(now) {
+		return next
+	}
+	return now
+}
+
 // Accounts keeps paper balances in Redis, with the index of each owner's accounts
 // (store.OwnerPaperAccounts).
 type Accounts struct {

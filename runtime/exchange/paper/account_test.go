@@ -61,6 +61,27 @@ func TestRefillCooldown(t *testing.T) {
 	}
 }
 
+// NextRefillAt agrees with Refill's own check: now when a refill is allowed, the end of the
+// cooldown while it runs.
+func TestNextRefillAt(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		last, now time.Time
+		want      time.Time
+	}{
+		{"never refilled", time.Time{}, t0, t0},
+		// 10:00 + 24 h = 10:00 the next day, 1 ms after now.
+		{"inside the cooldown", t0, t0.Add(24*time.Hour - time.Millisecond), t0.Add(24 * time.Hour)},
+		{"at its end", t0, t0.Add(24 * time.Hour), t0.Add(24 * time.Hour)},
+		{"after it", t0, t0.Add(30 * time.Hour), t0.Add(30 * time.Hour)},
+	} {
+		if got := (paper.State{LastRefillAt: tc.last}).NextRefillAt(tc.now); !got.Equal(tc.want) {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestRefillUnknownAccount(t *testing.T) {
 	_, rdb := storetest.New(t)
 	if _, err := paper.NewAccounts(rdb).Refill(context.Background(), "nope", time.Now()); !errors.Is(err, paper.ErrNotFound) {
