@@ -49,6 +49,7 @@ func runSuite(m *testing.M) int {
 	done, err := env.StartControllers(ctx, controllers.Options{
 		Redis: env.RDB, BaseURL: "https://sigops.test", TombstoneTTL: time.Hour, MaxConcurrentReconciles: 2,
 		PaperSyncPeriod: time.Second, CredentialsRetryPeriod: time.Second,
+		MasterKeys: stubMasterKeys, Connectors: stubExchanges, // connections_stub_test.go
 	})
 	if err != nil {
 		cancel()
