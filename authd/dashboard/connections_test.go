@@ -164,6 +164,8 @@ func TestWithdrawalKeyIsRefusedInWords(t *testing.T) {
 		html.EscapeString("This key can withdraw funds; sigops never uses such keys: make a key without withdrawal and transfer permissions."),
 		"(WithdrawalPermissionEnabled)",
 		`<span class="down">withdraw</span>`,
+		// The exchange says the key may trade spot, but no bot may use it.
+		"<dt>May trade</dt><dd>nothing while the key is not accepted</dd>",
 		`<p role="status" class="connection-verdict down">`,
 	} {
 		if !strings.Contains(frag, want) {
