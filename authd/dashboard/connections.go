@@ -39,6 +39,8 @@ type connectionsData struct {
 	LiveTrading bool
 	// Confirm is the connection whose deletion the page asks to confirm (nil: the list).
 	Confirm *connectionCard
+	// GitOps: Confirm was applied outside sigops, so it is deleted in its repository.
+	GitOps bool
 }
 
 // connectionForm is what the add form sends back after a refusal: never the credentials.
@@ -283,8 +285,17 @@ func (d *Dashboard) handleConfirmDeleteConnection(w http.ResponseWriter, r *http
 		d.failPage(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "connections", Page{Title: "Delete exchange connection", Nav: "connections", Viewer: viewerOf(r),
-		Data: connectionsData{Confirm: &c}})
+	data := connectionsData{Confirm: &c}
+	if d.o.APIs.Fleet != nil {
+		v := viewerOf(r)
+		conn, err := d.o.APIs.Fleet.Connection(r.Context(), fleet.Caller{UserID: v.User.ID, Email: v.User.Email}, c.ID)
+		if err != nil {
+			d.failPage(w, r, err)
+			return
+		}
+		data.GitOps = conn.Labels[fleet.LabelManagedBy] != fleet.ManagedBySigops
+	}
+	d.render(w, r, http.StatusOK, "connections", Page{Title: "Delete exchange connection", Nav: "connections", Viewer: viewerOf(r), Data: data})
 }
 
 // handleDeleteConnection deletes one of the viewer's connections and its stored key through
@@ -298,6 +309,11 @@ func (d *Dashboard) handleDeleteConnection(w http.ResponseWriter, r *http.Reques
 	v := viewerOf(r)
 	err := d.o.APIs.Fleet.DeleteConnection(r.Context(), fleet.Caller{UserID: v.User.ID, Email: v.User.Email}, id)
 	d.recordAction(r, "delete_exchange_connection", map[string]string{"connectionId": id}, err)
+	if e, ok := errs.As(err); ok && e.Code == errs.ManagedByGitOps {
+		// codeWords speaks of bots; the message says what to do with a connection.
+		d.errorPage(w, r, http.StatusConflict, "Request refused", e.Message+" ("+string(e.Code)+")")
+		return
+	}
 	if err != nil {
 		d.failPage(w, r, err)
 		return

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
@@ -338,4 +339,43 @@ func TestDeleteConnectionAsksFirstAndRefusesOneInUse(t *testing.T) {
 	if strings.Join(got, ",") != ",INVALID_ACTION" {
 		t.Fatalf("journal outcomes %q", got)
 	}
+}
+
+// A connection applied outside sigops is listed, and deleted only in its repository.
+func TestGitOpsConnectionIsNotDeletedHere(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	ctx := context.Background()
+	ns := fleet.NamespaceFor(u.ID)
+	// The namespace as fleet makes it, then a Secret and a connection applied by hand.
+	if _, err := f.apis.Fleet.Namespace(ctx, callerOf(u)); err != nil {
+		t.Fatal(err)
+	}
+	secret := "GsecretOf" + u.ID[:8]
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team-keys"},
+		Data: map[string][]byte{"apiKey": []byte("plain-g" + u.ID[:8]), "apiSecret": []byte(secret)}}); err != nil {
+		t.Fatal(err)
+	}
+	conn := &tradingv1.ExchangeConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+		Spec: tradingv1.ExchangeConnectionSpec{Owner: u.Email, Exchange: tradingv1.ExchangeBybit,
+			CredentialsSecretRef: tradingv1.LocalObjectReference{Name: "team-keys"}}}
+	if err := k8s.Create(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	id := string(conn.UID)
+	b.statusCard(id, "validated", func(s string) bool { return strings.Contains(s, "Ready") })
+
+	resp, page := b.get("/dashboard/connections/" + id + "/delete")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "applied by your platform team") || strings.Contains(page, `action="/dashboard/connections/`+id+`/delete"`) {
+		t.Fatalf("confirmation of a GitOps connection: status %d\n%s", resp.StatusCode, page)
+	}
+	resp, page = b.submit("/dashboard/connections/"+id+"/delete", nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "delete it in its repository (MANAGED_BY_GITOPS)") {
+		t.Fatalf("delete of a GitOps connection: status %d\n%s", resp.StatusCode, page)
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team"}, &tradingv1.ExchangeConnection{}); err != nil {
+		t.Fatal(err)
+	}
+	f.noSecretAnywhere(u, []string{page}, secret)
 }
