@@ -54,15 +54,11 @@ func noInlineScript(t *testing.T, what, page string) {
 	}
 }
 
-// journal is u's audit entries for tool, newest first.
-func (f *fixture) journal(u auth.User, tool string) []audit.Entry {
+// toolJournal is u's audit entries for tool, newest first (journal: settings_test.go).
+func (f *fixture) toolJournal(u auth.User, tool string) []audit.Entry {
 	f.t.Helper()
-	all, _, err := f.apis.Audit.List(context.Background(), u.ID, "", 200)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var out []audit.Entry
-	for _, e := range all {
+	for _, e := range f.journal(u.ID) {
 		if e.Tool == tool {
 			if e.Channel != audit.ChannelDashboard {
 				f.t.Fatalf("%s journaled on channel %q", tool, e.Channel)
@@ -235,7 +231,7 @@ func TestRefillAndItsCooldown(t *testing.T) {
 
 	// The journal holds each attempt of u with its outcome, newest first: ok, refused, ok,
 	// not found (the missing account).
-	entries := f.journal(u, "refill_paper_account")
+	entries := f.toolJournal(u, "refill_paper_account")
 	var got []string
 	for _, e := range entries {
 		if e.Outcome.OK {
@@ -279,7 +275,7 @@ func TestCreatePaperAccountFromTheDashboard(t *testing.T) {
 		}
 		return nil
 	})
-	if no := f.journal(u, "create_paper_account"); len(no) != 1 || !no[0].Outcome.OK {
+	if no := f.toolJournal(u, "create_paper_account"); len(no) != 1 || !no[0].Outcome.OK {
 		t.Fatalf("journal %+v", no)
 	}
 

@@ -57,12 +57,8 @@ func (b *browser) statusCard(id, what string, ok func(string) bool) string {
 // audit journal.
 func (f *fixture) noSecretAnywhere(u auth.User, pages []string, values ...string) {
 	f.t.Helper()
-	all, _, err := f.apis.Audit.List(context.Background(), u.ID, "", 200)
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var journal strings.Builder
-	for _, e := range all {
+	for _, e := range f.journal(u.ID) {
 		fmt.Fprintf(&journal, "%s %s %s %s\n", e.Tool, e.Arguments, e.Outcome.Code, e.Outcome.Message)
 	}
 	for _, v := range values {
@@ -146,7 +142,7 @@ func TestAddConnectionValidatesAndNeverShowsTheKey(t *testing.T) {
 	if !strings.Contains(page, `<h2 id="connection-`+id+`-name">main`) {
 		t.Fatalf("list lacks the connection:\n%s", page)
 	}
-	if e := f.journal(u, "create_exchange_connection"); len(e) != 1 || !e[0].Outcome.OK || !strings.Contains(string(e[0].Arguments), `"exchange":"binance"`) {
+	if e := f.toolJournal(u, "create_exchange_connection"); len(e) != 1 || !e[0].Outcome.OK || !strings.Contains(string(e[0].Arguments), `"exchange":"binance"`) {
 		t.Fatalf("journal %+v", e)
 	}
 	f.noSecretAnywhere(u, pages, key, secret)
@@ -333,7 +329,7 @@ func TestDeleteConnectionAsksFirstAndRefusesOneInUse(t *testing.T) {
 		return nil
 	})
 	var got []string
-	for _, e := range f.journal(u, "delete_exchange_connection") {
+	for _, e := range f.toolJournal(u, "delete_exchange_connection") {
 		got = append(got, string(e.Outcome.Code))
 	}
 	if strings.Join(got, ",") != ",INVALID_ACTION" {
