@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/strategy"
 )
 
@@ -105,10 +106,24 @@ type botSpec struct {
 	Strategy map[string]any `json:"strategy"`
 }
 
-// bestOf renders the first-ranked experiment that ran as a SignalBot spec fragment: the
-// family's parameter block holds periods as integers and levels as decimal strings (the
-// API's convention for non-integers).
+// bestOf renders the first-ranked experiment that ran as a SignalBot spec fragment.
 func bestOf(r Request, e Experiment) (*Best, error) {
+	js, err := r.SpecFragment(e)
+	if err != nil {
+		return nil, err
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		return nil, err
+	}
+	return &Best{Index: e.Index, Params: e.Params, JSON: string(js), YAML: string(y)}, nil
+}
+
+// SpecFragment is experiment e of a job of r as the part of a SignalBot spec that applies
+// it, indented JSON: symbol, market and the strategy block (family, timeframe and the
+// family's parameter block, periods as integers and levels as decimal strings, the API's
+// convention for non-integers).
+func (r Request) SpecFragment(e Experiment) ([]byte, error) {
 	block := map[string]any{}
 	for _, rg := range r.Family.Ranges() {
 		v := e.Params.Get(rg.Name)
@@ -120,13 +135,24 @@ func bestOf(r Request, e Experiment) (*Best, error) {
 	}
 	spec := botSpec{Symbol: r.Symbol, Market: r.Market, Strategy: map[string]any{
 		"family": string(r.Family), "timeframe": r.Timeframe, string(r.Family): block}}
-	js, err := json.MarshalIndent(spec, "", "  ")
-	if err != nil {
-		return nil, err
+	return json.MarshalIndent(spec, "", "  ")
+}
+
+// Experiment is the outcome of experiment index (Experiment.Index, its place in the search)
+// of the finished job j, to apply: NOT_FOUND when the job has no such experiment,
+// INVALID_PARAMETER while the job runs or when the experiment failed (nothing to apply).
+func (j Job) Experiment(index int) (Experiment, error) {
+	if j.Result == nil {
+		return Experiment{}, invalid("index", "job %s has no result yet (state %s)", j.ID, j.State)
 	}
-	y, err := yaml.JSONToYAML(js)
-	if err != nil {
-		return nil, err
+	for _, e := range j.Result.Experiments {
+		if e.Index != index {
+			continue
+		}
+		if e.Error != nil {
+			return Experiment{}, invalid("index", "experiment %d did not run (%s)", index, e.Error.Code)
+		}
+		return e, nil
 	}
-	return &Best{Index: e.Index, Params: e.Params, JSON: string(js), YAML: string(y)}, nil
+	return Experiment{}, errs.New(errs.NotFound, "job %s has no experiment %d", j.ID, index)
 }
