@@ -431,7 +431,8 @@ func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, 
 	}
 	m := res.Report.Metrics
 	final := res.Final
-	return Experiment{Index: i, Params: sets[i], Candles: candles, Trades: len(res.Trades), Metrics: &m, FinalEquity: &final}, nil
+	return Experiment{Index: i, Params: sets[i], Candles: candles, Trades: len(res.Trades), Metrics: &m, FinalEquity: &final,
+		equity: Thin(res.Equity, MaxEquityPoints)}, nil
 }
 
 func failed(i int, p strategy.Params, err error, candles int) Experiment {
@@ -445,14 +446,28 @@ func failed(i int, p strategy.Params, err error, candles int) Experiment {
 	return x
 }
 
-// record stores an experiment's outcome once (HSETNX): a resumed job's repeat of an
-// experiment in flight when its executor died leaves the first outcome.
+// record stores an experiment's outcome and its equity curve once (HSETNX, one MULTI in
+// the job's slot): a resumed job's repeat of an experiment in flight when its executor died
+// leaves the first outcome and the curve that goes with it.
 func (e *Engine) record(ctx context.Context, userID, jobID string, x Experiment) error {
 	b, err := json.Marshal(x)
 	if err != nil {
 		return err
 	}
-	if err := e.o.Redis.HSetNX(ctx, store.LabExperiments(userID, jobID), strconv.Itoa(x.Index), b).Err(); err != nil {
+	var curve []byte
+	if len(x.equity) > 0 {
+		if curve, err = json.Marshal(x.equity); err != nil {
+			return err
+		}
+	}
+	field := strconv.Itoa(x.Index)
+	if _, err := e.o.Redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSetNX(ctx, store.LabExperiments(userID, jobID), field, b)
+		if curve != nil {
+			p.HSetNX(ctx, store.LabEquity(userID, jobID), field, curve)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	outcome := "ok"

@@ -12,6 +12,7 @@ package store
 //	sigops:wallet:{N}:<userId>:ledger   stream  every top-up, debit and refund: kind, amount, balance after, job, time
 //	sigops:lab:{N}:job:<jobId>          hash    one job: owner, request, state, cost, seed, result
 //	sigops:lab:{N}:job:<jobId>:exp      hash    the job's experiments' outcomes, field = experiment index (HSETNX)
+//	sigops:lab:{N}:job:<jobId>:equity   hash    the experiments' equity curves (at most 500 points), field = experiment index (HSETNX)
 //	sigops:lab:{N}:user:<userId>:jobs   zset    a user's job IDs, score = creation time (ms)
 //	sigops:lab:{N}:dispatch             stream  jobs queued on partition N, read by the consumer group "lab"
 
@@ -26,6 +27,10 @@ func LabJob(userID, jobID string) string { return prefix + "lab:" + botTag(userI
 
 // LabExperiments holds the outcomes of a job's experiments, one field per experiment.
 func LabExperiments(userID, jobID string) string { return LabJob(userID, jobID) + ":exp" }
+
+// LabEquity holds the equity curves of a job's experiments, one field per experiment,
+// beside their outcomes: a curve is read only to draw it, so the result stays small.
+func LabEquity(userID, jobID string) string { return LabJob(userID, jobID) + ":equity" }
 
 // LabUserJobs is a user's job index, newest last by creation time.
 func LabUserJobs(userID string) string {
