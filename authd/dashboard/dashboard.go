@@ -127,6 +127,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Use(d.apiSession)
 		r.Get("/events", d.handleEvents)
 		d.chartRoutes(r)
+		d.labAPIRoutes(r)
 	})
 }
 

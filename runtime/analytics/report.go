@@ -227,6 +227,9 @@ func mean(sum decimal.Decimal, n int) decimal.Decimal {
 	return sum.DivRound(d, position.Places)
 }
 
+// Formatted is m's display strings, money in quote, as a Report shows them.
+func (m Metrics) Formatted(quote string) Formatted { return formatted(m, quote) }
+
 // formatted renders the display strings, money in quote.
 func formatted(m Metrics, quote string) Formatted {
 	pnl := m.TotalPnL.StringFixed(2)
