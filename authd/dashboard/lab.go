@@ -45,7 +45,7 @@ const labInputTime = "2006-01-02T15:04"
 // filled in as it was sent.
 type labForm struct {
 	Family, Symbol, Market, Timeframe, From, To, Experiments, MinTrades string
-	InitialBalance, PositionSize, Leverage, StopLoss, TakeProfit, Seed string
+	InitialBalance, PositionSize, Leverage, StopLoss, TakeProfit, Seed  string
 }
 
 // labData is the Strategy Lab page's Data.

@@ -9,8 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/shopspring/decimal"
 
-	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/lab"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"html"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/audit"
@@ -466,6 +467,9 @@ func TestLabUserInputIsInert(t *testing.T) {
 	if resp.StatusCode == http.StatusSeeOther {
 		t.Fatalf("apply with name %q: created", img)
 	}
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, `&#34;\&#34;&gt;&lt;img src=x onerror=alert(1)&gt;&#34;`) {
+		t.Fatalf("apply with name %q: status %d\n%s", img, resp.StatusCode, page)
+	}
 	for _, p := range []string{page} {
 		for _, raw := range []string{script, img, "<SCRIPT>", "<img"} {
 			if strings.Contains(p, raw) {
@@ -476,5 +480,27 @@ func TestLabUserInputIsInert(t *testing.T) {
 	_, page = b.get("/dashboard/lab/jobs/" + job.ID)
 	if strings.Contains(page, "<img") || strings.Contains(page, "<script>") {
 		t.Fatalf("job page holds raw markup\n%s", page)
+	}
+}
+
+// Without a fleet the results show but cannot be applied, and the page says why.
+func TestLabWithoutBotManagement(t *testing.T) {
+	f := newFixture(t, func(o *authd.Options) {
+		apis := *o.APIs
+		apis.Fleet = nil
+		o.APIs = &apis
+	})
+	u := f.labUser(auth.TierPro, "5")
+	b := f.loggedIn(u)
+	f.labServe(u)
+	job := f.labDone(u, b.labRun(labForm(1)).ID)
+	_, page := b.get("/dashboard/lab/jobs/" + job.ID)
+	if !strings.Contains(page, "Bot management is not configured") || strings.Contains(page, "Apply as bot</button>") ||
+		!rankRowRe.MatchString(page) {
+		t.Fatalf("job page without a fleet:\n%s", page)
+	}
+	resp, page := b.submit("/dashboard/lab/jobs/"+job.ID+"/apply", url.Values{"index": {"0"}})
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "Bot management is not configured") {
+		t.Fatalf("apply without a fleet: status %d\n%s", resp.StatusCode, page)
 	}
 }
