@@ -211,7 +211,7 @@ func (d *Dashboard) handleLabEquity(w http.ResponseWriter, r *http.Request) {
 	for _, x := range top {
 		s := chartSeries{Name: "#" + strconv.Itoa(x.Rank) + " (experiment " + strconv.Itoa(x.Index) + ")", Points: []chartPoint{}}
 		for _, p := range curves[x.Index] {
-			pt := chartPoint{Time: p.Timestamp / 1000, Value: p.Equity.InexactFloat64()}
+			pt := chartPoint{Time: p.Time / 1000, Value: p.Equity.InexactFloat64()}
 			// The chart needs strictly increasing times: of points in the same second the
 			// last, the equity after everything booked in it, stands.
 			if n := len(s.Points); n > 0 && s.Points[n-1].Time >= pt.Time {

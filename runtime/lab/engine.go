@@ -432,7 +432,7 @@ func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, 
 	m := res.Report.Metrics
 	final := res.Final
 	return Experiment{Index: i, Params: sets[i], Candles: candles, Trades: len(res.Trades), Metrics: &m, FinalEquity: &final,
-		equity: Thin(res.Equity, MaxEquityPoints)}, nil
+		equity: curveOf(res.Equity)}, nil
 }
 
 func failed(i int, p strategy.Params, err error, candles int) Experiment {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -13,6 +15,24 @@ import (
 // MaxEquityPoints bounds the equity curve kept per experiment: enough for a chart's width,
 // small enough that 30 curves stay a few hundred kilobytes whatever the period.
 const MaxEquityPoints = 500
+
+// EquityPoint is one point of an experiment's stored equity curve: the time (Unix ms) and
+// the realised equity. The drawdown of analytics.Point is left out: the curve is stored for
+// charts only, and every experiment's maximum drawdown is in its metrics.
+type EquityPoint struct {
+	Time   int64           `json:"t"`
+	Equity decimal.Decimal `json:"e"`
+}
+
+// curveOf is the stored form of a backtest's equity curve, thinned to MaxEquityPoints.
+func curveOf(curve []analytics.Point) []EquityPoint {
+	kept := Thin(curve, MaxEquityPoints)
+	out := make([]EquityPoint, len(kept))
+	for i, p := range kept {
+		out[i] = EquityPoint{Time: p.Timestamp, Equity: p.Equity.Decimal}
+	}
+	return out
+}
 
 // Thin keeps at most max points of curve (max ≥ 2): the first, the last, and points evenly
 // spaced by index between them. Each kept point is the backtest's own, unchanged; a curve
@@ -32,11 +52,11 @@ func Thin(curve []analytics.Point, max int) []analytics.Point {
 // Equity is the equity curves of experiments indexes (Experiment.Index) of the user's job,
 // by index, thinned to MaxEquityPoints; an experiment that failed, or is not yet run, has
 // none. Another user's job is NOT_FOUND, as a missing one.
-func (l *Lab) Equity(ctx context.Context, userID, jobID string, indexes []int) (map[int][]analytics.Point, error) {
+func (l *Lab) Equity(ctx context.Context, userID, jobID string, indexes []int) (map[int][]EquityPoint, error) {
 	if _, err := readJob(ctx, l.o.Redis, userID, jobID); err != nil {
 		return nil, err
 	}
-	out := make(map[int][]analytics.Point, len(indexes))
+	out := make(map[int][]EquityPoint, len(indexes))
 	if len(indexes) == 0 {
 		return out, nil
 	}
@@ -53,7 +73,7 @@ func (l *Lab) Equity(ctx context.Context, userID, jobID string, indexes []int) (
 		if !ok {
 			continue
 		}
-		var curve []analytics.Point
+		var curve []EquityPoint
 		if err := json.Unmarshal([]byte(s), &curve); err != nil {
 			return nil, fmt.Errorf("lab: job %s experiment %d: corrupt equity curve: %w", jobID, indexes[i], err)
 		}

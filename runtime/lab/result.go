@@ -34,8 +34,8 @@ type Experiment struct {
 	FinalEquity *decimal.Decimal   `json:"finalEquity,omitempty"`
 	// Error says why the experiment could not run (its cost is refunded).
 	Error *ExperimentError `json:"error,omitempty"`
-	// equity is the thinned equity curve (Thin), stored apart from the outcome (Equity).
-	equity []analytics.Point
+	// equity is the thinned equity curve (curveOf), stored apart from the outcome (Equity).
+	equity []EquityPoint
 }
 
 // ExperimentError is a failed experiment's code and message.
