@@ -131,15 +131,6 @@ func (f *fixture) balance(u auth.User) decimal.Decimal {
 	return b
 }
 
-func (f *fixture) journal(u auth.User) []audit.Entry {
-	f.t.Helper()
-	es, _, err := f.apis.Audit.List(context.Background(), u.ID, "", 50)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return es
-}
-
 // The cost is shown, with the balance, before anything runs; the run needs no
 // acknowledgement from the dashboard and charges exactly the cost shown.
 func TestLabShowsTheCostThenRunsAndChargesIt(t *testing.T) {
@@ -197,7 +188,7 @@ func TestLabShowsTheCostThenRunsAndChargesIt(t *testing.T) {
 		!entries[0].Balance.Equal(decimal.RequireFromString("8.5")) || entries[0].JobID != job.ID {
 		t.Fatalf("ledger %+v", entries)
 	}
-	es := f.journal(u)
+	es := f.journal(u.ID)
 	if len(es) != 1 || es[0].Tool != "generate_strategy" || es[0].Channel != audit.ChannelDashboard || !es[0].Outcome.OK ||
 		!strings.Contains(string(es[0].Arguments), `"experiments":3`) {
 		t.Fatalf("journal %+v", es)
@@ -255,7 +246,7 @@ func TestLabInsufficientWalletIsRefusedInWords(t *testing.T) {
 	if jobs, _, _ := f.apis.Lab.Jobs(context.Background(), u.ID, "", 10); len(jobs) != 0 {
 		t.Fatalf("%d jobs queued", len(jobs))
 	}
-	if es := f.journal(u); len(es) != 1 || es[0].Tool != "generate_strategy" || es[0].Outcome.Code != "INSUFFICIENT_BALANCE" {
+	if es := f.journal(u.ID); len(es) != 1 || es[0].Tool != "generate_strategy" || es[0].Outcome.Code != "INSUFFICIENT_BALANCE" {
 		t.Fatalf("journal %+v", es)
 	}
 }
@@ -385,7 +376,7 @@ func TestLabApplyCreatesTheBot(t *testing.T) {
 		bot.Labels[fleet.LabelManagedBy] != fleet.ManagedBySigops {
 		t.Fatalf("bot %s: %+v strategy %+v", bot.UID, bot.Spec, s)
 	}
-	es := f.journal(u)
+	es := f.journal(u.ID)
 	if len(es) != 2 || es[0].Tool != "apply_strategy" || !es[0].Outcome.OK || !strings.Contains(string(es[0].Arguments), `"name":"lab-winner"`) {
 		t.Fatalf("journal %+v", es)
 	}
@@ -417,7 +408,7 @@ func TestLabAnotherUsersJobIsNotFound(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(page, "(NOT_FOUND") {
 		t.Fatalf("apply: status %d\n%s", resp.StatusCode, page)
 	}
-	if es := f.journal(bob); len(es) != 1 || es[0].Tool != "apply_strategy" || es[0].Outcome.Code != "NOT_FOUND" {
+	if es := f.journal(bob.ID); len(es) != 1 || es[0].Tool != "apply_strategy" || es[0].Outcome.Code != "NOT_FOUND" {
 		t.Fatalf("journal %+v", es)
 	}
 	// bob's page lists none of ada's jobs.
