@@ -120,7 +120,17 @@ func (d *Dashboard) labPage(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	d.render(w, r, status, "lab", Page{Title: "Strategy Lab", Nav: "lab", Viewer: v, Error: refusal,
-		Flash: r.URL.Query().Get("done"), Data: data})
+		Data: data})
+}
+
+// labFlash is the outcome a redirect's ?done= names, in fixed words: a link cannot make the
+// page say something else.
+func labFlash(r *http.Request) string {
+	switch r.URL.Query().Get("done") {
+	case "queued":
+		return "Job queued and its cost charged to your Strategy Lab wallet. This page follows its progress."
+	}
+	return ""
 }
 
 // handleLabEstimate is "Review cost": the Lab's estimate of the form's job (nothing is
@@ -162,8 +172,7 @@ func (d *Dashboard) handleLabRun(w http.ResponseWriter, r *http.Request) {
 		d.labRefused(w, r, form, err)
 		return
 	}
-	redirect(w, r, "/dashboard/lab/jobs/"+url.PathEscape(out.Job.ID)+"?done="+
-		url.QueryEscape("Job queued: "+out.Job.CostUsd.StringFixed(2)+" USD charged to your Strategy Lab wallet."))
+	redirect(w, r, "/dashboard/lab/jobs/"+url.PathEscape(out.Job.ID)+"?done=queued")
 }
 
 // labRefused shows the form again with the refusal in words, or the failure page for an

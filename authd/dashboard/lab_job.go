@@ -57,7 +57,7 @@ func (d *Dashboard) handleLabJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, http.StatusOK, "lab_job", Page{Title: "Strategy Lab job", Nav: "lab", Viewer: viewerOf(r),
-		Flash: r.URL.Query().Get("done"), Data: data})
+		Flash: labFlash(r), Data: data})
 }
 
 // handleLabProgress is the job's status fragment, polled every second while the job runs.
@@ -159,7 +159,7 @@ func (d *Dashboard) handleLabApply(w http.ResponseWriter, r *http.Request) {
 		d.failPage(w, r, err)
 		return
 	}
-	redirect(w, r, "/dashboard/bots/"+url.PathEscape(bot)+"?done="+url.QueryEscape("Bot "+name+" created from the Strategy Lab result."))
+	redirect(w, r, "/dashboard/bots/"+url.PathEscape(bot)+"?done="+url.QueryEscape("Bot created from a Strategy Lab result."))
 }
 
 // labAPIRoutes adds the Strategy Lab's chart data (under /api/dashboard).

@@ -73,7 +73,7 @@ func labForm(n int) url.Values {
 var (
 	runFormRe = regexp.MustCompile(`(?s)<form method="post" action="/dashboard/lab/jobs">(.*?)</form>`)
 	hiddenRe  = regexp.MustCompile(`<input type="hidden" name="([A-Za-z]+)" value="([^"]*)">`)
-	jobPathRe = regexp.MustCompile(`^/dashboard/lab/jobs/([0-9a-f-]{36})\?done=`)
+	jobPathRe = regexp.MustCompile(`^/dashboard/lab/jobs/([0-9a-f-]{36})\?done=queued$`)
 )
 
 // runForm is the reviewed page's run form, as the browser would send it.
@@ -285,9 +285,13 @@ func TestLabJobProgressThenRankedResults(t *testing.T) {
 		t.Fatalf("done fragment: status %d, HX-Refresh %q\n%s", resp.StatusCode, resp.Header.Get("HX-Refresh"), frag)
 	}
 
-	resp, page := b.get("/dashboard/lab/jobs/" + job.ID)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("job page: status %d", resp.StatusCode)
+	resp, page := b.get("/dashboard/lab/jobs/" + job.ID + "?done=queued")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `<p class="ok">Job queued and its cost charged`) {
+		t.Fatalf("job page: status %d\n%s", resp.StatusCode, page)
+	}
+	// Only the outcomes the page knows are shown: a link cannot put words on it.
+	if _, other := b.get("/dashboard/lab/jobs/" + job.ID + "?done=Your+account+is+locked"); strings.Contains(other, "locked") {
+		t.Fatal("the flash shows a link's text")
 	}
 	rows := rankRowRe.FindAllStringSubmatch(page, -1)
 	if len(rows) != 4 {
