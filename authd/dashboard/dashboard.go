@@ -117,6 +117,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Use(d.pageSession)
 		d.overviewRoutes(r)
 		d.botRoutes(r)
+		d.botDetailRoutes(r)
 		d.tradeRoutes(r)
 		d.accountRoutes(r)
 		d.connectionRoutes(r)
