@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/analytics"
@@ -48,6 +49,9 @@ type botDetail struct {
 	Risk      *risk.BotMetrics
 	RiskError string
 	RiskClass string
+	// RiskExposure and RiskMaxExposure are the exposure fractions as percentages, exact.
+	RiskExposure    string
+	RiskMaxExposure string
 
 	Signals signalPage
 	Webhook webhookPanel
@@ -168,6 +172,11 @@ func (d *Dashboard) buildBotDetail(r *http.Request, bot registry.Bot) botDetail 
 	} else {
 		data.Risk = &m
 		data.RiskClass = riskClass(m.RiskLevel)
+		data.RiskExposure = fractionPercent(m.CurrentExposure)
+		data.RiskMaxExposure = "none"
+		if bot.Risk.MaxExposure != "" {
+			data.RiskMaxExposure = fractionPercent(m.MaxExposureAllowed)
+		}
 	}
 	data.Signals = d.signalPageOf(r, bot)
 	return data
@@ -179,6 +188,11 @@ func venueOf(bot registry.Bot) (string, bool) {
 		return bot.Account.Name, true
 	}
 	return "Paper", false
+}
+
+// fractionPercent shows a fraction (0.125) as a percentage to its last digit ("12.5 %").
+func fractionPercent(f decimal.Decimal) string {
+	return f.Mul(decimal.NewFromInt(100)).String() + " %"
 }
 
 // riskClass is the badge class of a risk level.
