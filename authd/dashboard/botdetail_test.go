@@ -129,7 +129,7 @@ func TestBotDetailShowsTheOwnersFigures(t *testing.T) {
 	assertNoInlineScriptOrStyle(t, page)
 	for _, want := range []string{
 		"<h1>trend</h1>", "Paper account", "BTC/USDT",
-		`<td class="num">0.5</td><td class="num">60000</td>`, // size, entry 30000 / 0.5
+		`<td class="num">0.5</td><td class="num">60000</td>`,       // size, entry 30000 / 0.5
 		`<td class="num">57000</td>`, `<td class="num">66000</td>`, // SL, TP
 		// Analytics of 30 days: 2 trades, 1 won, 1 lost; 150.5 - 40.25 = 110.25; win rate
 		// 1 / 2 = 50.0 %; profit factor 150.5 / 40.25 = 3.739... = 3.74.
@@ -148,6 +148,8 @@ func TestBotDetailShowsTheOwnersFigures(t *testing.T) {
 		`data-chart="equity" data-chart-src="/api/dashboard/bots/` + bot.ID + `/equity"`,
 		`action="/dashboard/bots/` + bot.ID + `/pause"`, `name="next" value="/dashboard/bots/` + bot.ID + `"`,
 		"Reveal webhook URL",
+		`<script src="/static/vendor/lightweight-charts.standalone.production.js" defer></script>`,
+		`<script src="/static/chart.js" defer></script>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -168,6 +170,10 @@ func TestBotDetailShowsTheOwnersFigures(t *testing.T) {
 	// The webhook URL is not in the page until asked for.
 	if strings.Contains(page, "/api/webhooks/trade/") || strings.Contains(page, `id="webhook-url"`) {
 		t.Error("webhook URL in the page before Reveal")
+	}
+
+	if resp, js := b.get("/static/chart.js"); resp.StatusCode != http.StatusOK || !strings.Contains(js, "createSeriesMarkers") {
+		t.Errorf("chart.js: %d", resp.StatusCode)
 	}
 
 	// The fragments answer alone with their live attributes.

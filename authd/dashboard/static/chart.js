@@ -4,7 +4,8 @@
 //   data-chart="equity":  {series:[{name, points:[{time,value}]}]}
 // After drawing it sets data-drawn="true", data-points (candles or points drawn) and
 // data-markers. Colours follow the page's theme (CSS variables); a live event for the
-// element's bot (data-live-bot) fetches its data again.
+// element's bot (data-live-bot) fetches its data again. Charts that htmx swaps in are drawn
+// as they arrive.
 (function () {
   'use strict';
   var LC = window.LightweightCharts;
@@ -30,6 +31,8 @@
   }
 
   function setup(el) {
+    if (el.dataset.chartInit) return;
+    el.dataset.chartInit = 'true';
     var chart = LC.createChart(el, Object.assign({ autoSize: true }, themeOptions()));
     var c = { el: el, chart: chart, kind: el.dataset.chart, series: [], lines: [], markers: null, busy: false };
     charts.push(c);
@@ -115,8 +118,21 @@
     charts.forEach(function (c) { c.chart.applyOptions(o); });
   }
 
+  // scan draws the charts under root (the page, or content htmx swapped in) not drawn yet,
+  // and forgets charts whose element has left the page.
+  function scan(root) {
+    charts = charts.filter(function (c) {
+      if (document.body.contains(c.el)) return true;
+      c.chart.remove();
+      return false;
+    });
+    if (root.matches && root.matches('.chart[data-chart][data-chart-src]')) setup(root);
+    if (root.querySelectorAll) root.querySelectorAll('.chart[data-chart][data-chart-src]').forEach(setup);
+  }
+
   function start() {
-    document.querySelectorAll('.chart[data-chart][data-chart-src]').forEach(setup);
+    scan(document);
+    document.addEventListener('htmx:load', function (e) { if (e.detail && e.detail.elt) scan(e.detail.elt); });
     document.addEventListener('sigops:theme', function () { setTimeout(retheme, 0); });
     if (window.matchMedia) {
       var mq = matchMedia('(prefers-color-scheme: dark)');
