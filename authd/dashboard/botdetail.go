@@ -264,7 +264,9 @@ func (d *Dashboard) chartPanelOf(r *http.Request, bot registry.Bot, open []posit
 		p.Symbols = d.o.APIs.Candles.Symbols()
 	}
 	q := url.Values{"timeframe": {tf}}
-	if p.AnyPair && p.Symbol != "" {
+	// A pair the viewer picked stays; otherwise the data route picks again on every read,
+	// so the chart follows an any-pair bot to the pair of its next fill.
+	if p.AnyPair && p.Symbol != "" && r.URL.Query().Get("symbol") != "" {
 		q.Set("symbol", p.Symbol)
 	}
 	p.Src = "/api/dashboard/bots/" + url.PathEscape(bot.ID) + "/chart?" + q.Encode()

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/authd/dashboard"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
@@ -663,4 +664,23 @@ func TestBotDetailRendersUserTextInert(t *testing.T) {
 		}
 	}
 	assertNoInlineScriptOrStyle(t, page)
+}
+
+// Without bot management (authd without --bot-actions) the webhook actions say so.
+func TestWebhookWithoutBotManagement(t *testing.T) {
+	f := newFixture(t, func(o *authd.Options) {
+		apis := *o.APIs
+		apis.Fleet = nil
+		o.APIs = &apis
+	})
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	bot := projectBot(t, u.Email, nil)
+	words := "Bot management is not configured"
+	if resp, page := b.get("/dashboard/bots/" + bot.ID + "/webhook"); resp.StatusCode != http.StatusOK || !strings.Contains(page, words) || webhookRe.MatchString(page) {
+		t.Fatalf("reveal: %d\n%s", resp.StatusCode, page)
+	}
+	if resp, page := b.submit("/dashboard/bots/"+bot.ID+"/webhook/regenerate", url.Values{"confirm": {"yes"}}); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, words) {
+		t.Fatalf("regenerate: %d\n%s", resp.StatusCode, page)
+	}
 }
