@@ -362,6 +362,9 @@ func TestAnyPairBotChartsItsPair(t *testing.T) {
 	if got.Symbol != "ETH/USDT" || len(got.Candles) == 0 {
 		t.Fatalf("latest order's pair: %s", body)
 	}
+	if _, page := b.get("/dashboard/bots/" + bot.ID + "?symbol=btcusdt"); !strings.Contains(page, `/chart?symbol=BTC%2FUSDT&amp;timeframe=1h"`) {
+		t.Fatal("the pair picked is not kept in the chart's source")
+	}
 	_, body = b.get("/api/dashboard/bots/" + bot.ID + "/chart?symbol=btcusdt")
 	got = chartAnswer{}
 	chartJSON(t, body, &got)
