@@ -259,7 +259,11 @@ func (d *Dashboard) chartPanelOf(r *http.Request, bot registry.Bot, open []posit
 	for _, t := range chartTimeframes {
 		p.Timeframes = append(p.Timeframes, pickLink{Label: t, URL: detailURL(bot.ID, pageQuery(r, "timeframe", t)), Current: t == tf})
 	}
-	p.Symbol = d.chartSymbol(r, bot, r.URL.Query().Get("symbol"), open)
+	openSymbol := ""
+	if len(open) > 0 {
+		openSymbol = open[0].Symbol
+	}
+	p.Symbol = d.chartSymbol(r, bot, r.URL.Query().Get("symbol"), openSymbol)
 	if p.AnyPair {
 		p.Symbols = d.o.APIs.Candles.Symbols()
 	}

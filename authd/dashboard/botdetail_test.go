@@ -357,13 +357,26 @@ func TestAnyPairBotChartsItsPair(t *testing.T) {
 	if got.Symbol != "ETH/USDT" || len(got.Candles) == 0 {
 		t.Fatalf("latest order's pair: %s", body)
 	}
-	if _, page := b.get("/dashboard/bots/" + bot.ID + "?symbol=btcusdt"); !strings.Contains(page, `/chart?symbol=BTC%2FUSDT&amp;timeframe=1h"`) {
-		t.Fatal("the pair picked is not kept in the chart's source")
+	// An open position's pair comes before the latest order's.
+	pos := position.Position{ID: "pos-a", BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
+		Size: testkit.D("1"), Cost: testkit.D("60000"), Margin: testkit.D("60000"), Leverage: 1, DCALevel: 1}
+	if _, err := env.RDB.Pipelined(ctx, func(p redis.Pipeliner) error { return position.StagePosition(ctx, p, bot.ID, "BTC/USDT", &pos) }); err != nil {
+		t.Fatal(err)
 	}
-	_, body = b.get("/api/dashboard/bots/" + bot.ID + "/chart?symbol=btcusdt")
+	_, body = b.get("/api/dashboard/bots/" + bot.ID + "/chart")
 	got = bdChartAnswer{}
 	bdChartJSON(t, body, &got)
 	if got.Symbol != "BTC/USDT" {
+		t.Fatalf("open position's pair: %s", body)
+	}
+	// A pair asked for comes first, and the page keeps it in the chart's source.
+	if _, page := b.get("/dashboard/bots/" + bot.ID + "?symbol=ethusdt"); !strings.Contains(page, `/chart?symbol=ETH%2FUSDT&amp;timeframe=1h"`) {
+		t.Fatal("the pair picked is not kept in the chart's source")
+	}
+	_, body = b.get("/api/dashboard/bots/" + bot.ID + "/chart?symbol=ethusdt")
+	got = bdChartAnswer{}
+	bdChartJSON(t, body, &got)
+	if got.Symbol != "ETH/USDT" {
 		t.Fatalf("asked pair: %s", body)
 	}
 }

@@ -100,12 +100,14 @@ func (d *Dashboard) handleBotChart(w http.ResponseWriter, r *http.Request) {
 	if tf == "" {
 		tf = defaultChartTimeframe
 	}
-	open, err := d.o.APIs.Trading.Positions(r.Context(), bot.ID)
+	// The book's positions, not trading.API.Positions: the exits are all the chart needs,
+	// and a valuation would cost a market-data call on every refresh.
+	open, err := d.book.List(r.Context(), bot.ID)
 	if err != nil {
 		d.apiError(w, err)
 		return
 	}
-	symbol := d.chartSymbol(r, bot, q.Get("symbol"), open)
+	symbol := d.chartSymbol(r, bot, q.Get("symbol"), firstSymbol(open))
 	if symbol == "" {
 		httpapi.WriteJSON(w, http.StatusOK, CandlesChart{Timeframe: tf, Candles: []ChartCandle{}, Markers: []ChartMarker{},
 			Lines: []ChartLine{}, Message: "This bot trades any pair: choose one to chart."})
@@ -176,26 +178,34 @@ func chartMarkers(cs []ChartCandle, symbol string, orders []position.OrderRecord
 }
 
 // exitLines are the stop-loss and take-profit of the open position on symbol.
-func exitLines(symbol string, open []position.View) []ChartLine {
+func exitLines(symbol string, open []position.Position) []ChartLine {
 	out := []ChartLine{}
 	for _, p := range open {
 		if p.Symbol != symbol {
 			continue
 		}
 		if p.StopLoss != nil {
-			out = append(out, ChartLine{Price: httpapi.Num(*p.StopLoss), Title: "Stop-loss", Color: colorDown})
+			out = append(out, ChartLine{Price: httpapi.Num(p.StopLoss.Price), Title: "Stop-loss", Color: colorDown})
 		}
 		if p.TakeProfit != nil {
-			out = append(out, ChartLine{Price: httpapi.Num(*p.TakeProfit), Title: "Take-profit", Color: colorUp})
+			out = append(out, ChartLine{Price: httpapi.Num(p.TakeProfit.Price), Title: "Take-profit", Color: colorUp})
 		}
 	}
 	return out
 }
 
+// firstSymbol is the pair of the first open position, "" with none.
+func firstSymbol(open []position.Position) string {
+	if len(open) == 0 {
+		return ""
+	}
+	return open[0].Symbol
+}
+
 // chartSymbol is the pair to chart: the bot's own; for an any-pair bot the one asked for
-// (when known), else its open position's, else its most recent order's; "" when it has
-// none of these.
-func (d *Dashboard) chartSymbol(r *http.Request, bot registry.Bot, asked string, open []position.View) string {
+// (when known), else its open position's (openSymbol), else its most recent order's; ""
+// when it has none of these.
+func (d *Dashboard) chartSymbol(r *http.Request, bot registry.Bot, asked, openSymbol string) string {
 	if bot.Symbol != "" {
 		return bot.Symbol
 	}
@@ -204,8 +214,8 @@ func (d *Dashboard) chartSymbol(r *http.Request, bot registry.Bot, asked string,
 			return s
 		}
 	}
-	if len(open) > 0 {
-		return open[0].Symbol
+	if openSymbol != "" {
+		return openSymbol
 	}
 	if recent, err := d.book.Orders(r.Context(), bot.ID, 1); err == nil && len(recent) > 0 {
 		return recent[0].Symbol
