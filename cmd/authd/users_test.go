@@ -46,11 +46,11 @@ func TestUsersCommands(t *testing.T) {
 		t.Fatalf("credit %q", out)
 	}
 	// The ledger, newest first: the top-up, then the opening balance, each with the balance
-	// after it.
+	// after it. Amounts are exact JSON numbers, as in every API of sigops (runtime/result).
 	_, out = run("", "wallet-ledger", "--email", "demo@sigops.local")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"kind":"top_up","amount":"2.5","balance":"102.5"`) ||
-		!strings.Contains(lines[1], `"kind":"opening","amount":"100","balance":"100"`) {
+	if len(lines) != 2 || !strings.Contains(lines[0], `"kind":"top_up","amount":2.5,"balance":102.5`) ||
+		!strings.Contains(lines[1], `"kind":"opening","amount":100,"balance":100`) {
 		t.Fatalf("wallet-ledger %q", out)
 	}
 	_, out = run("", "set-tier", "--email", "DEMO@sigops.local", "--tier", "free")
