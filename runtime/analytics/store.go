@@ -96,53 +96,93 @@ type history struct {
 // holds, the days are built from the trade list instead (a second round trip, and work in
 // proportion to the trades).
 func load(ctx context.Context, rdb redis.UniversalClient, botID string) (history, error) {
-	var all *redis.MapStringStringCmd
-	var n *redis.IntCmd
+	var read func() (history, error)
 	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		all = p.HGetAll(ctx, store.BookDays(botID))
-		n = p.LLen(ctx, store.BookTrades(botID))
+		read = loadLater(ctx, p, rdb, botID)
 		return nil
 	}); err != nil {
 		return history{}, err
 	}
-	fields := all.Val()
-	h := history{days: make([]dated, 0, len(fields))}
-	counted, _ := strconv.ParseInt(fields[fieldTrades], 10, 64)
-	if counted != n.Val() {
-		// The trades booked before the days were kept are not in them, so a starting
-		// equity recorded since is not the one before the first trade.
-		trades, err := position.NewBook(rdb).Trades(ctx, botID)
+	return read()
+}
+
+// loadMany reads the histories of botIDs, in that order, in one pipelined round trip (on a
+// Cluster, one per node, side by side). Outside a MULTI a booking may land between a bot's
+// two reads; the counts then differ and that bot's days are built from its trade list, as
+// for days that were never kept: slower, never wrong.
+func loadMany(ctx context.Context, rdb redis.UniversalClient, botIDs []string) ([]history, error) {
+	reads := make([]func() (history, error), len(botIDs))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range botIDs {
+			reads[i] = loadLater(ctx, p, rdb, id)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]history, len(botIDs))
+	for i, read := range reads {
+		h, err := read()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// loadLater queues the reads of the bot's history on c (a pipeline or a MULTI: the days
+// hash and the trade list's length) and returns the function that decodes them once it has
+// run, reading the trade list on rdb when the days count fewer trades than it holds.
+func loadLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, botID string) func() (history, error) {
+	all := c.HGetAll(ctx, store.BookDays(botID))
+	n := c.LLen(ctx, store.BookTrades(botID))
+	return func() (history, error) {
+		fields, err := all.Result()
 		if err != nil {
 			return history{}, err
 		}
-		h.days = fromTrades(trades)
+		if err := n.Err(); err != nil {
+			return history{}, err
+		}
+		h := history{days: make([]dated, 0, len(fields))}
+		counted, _ := strconv.ParseInt(fields[fieldTrades], 10, 64)
+		if counted != n.Val() {
+			// The trades booked before the days were kept are not in them, so a starting
+			// equity recorded since is not the one before the first trade.
+			trades, err := position.NewBook(rdb).Trades(ctx, botID)
+			if err != nil {
+				return history{}, err
+			}
+			h.days = fromTrades(trades)
+			return h, nil
+		}
+		if s, ok := fields[fieldStart]; ok && s != "" {
+			v, err := decimal.NewFromString(s)
+			if err != nil {
+				return history{}, fmt.Errorf("starting equity of bot %s: corrupt: %w", botID, err)
+			}
+			h.start = &v
+		}
+		// YYYY-MM-DD sorts as the dates do; the names are sorted rather than the days (large).
+		names := make([]string, 0, len(fields))
+		for f := range fields {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		for _, f := range names {
+			date, ok := ParseDate(f)
+			if !ok {
+				continue
+			}
+			d, err := decodeDay(botID, f, fields[f])
+			if err != nil {
+				return history{}, err
+			}
+			h.days = append(h.days, dated{date, d})
+		}
 		return h, nil
 	}
-	if s, ok := fields[fieldStart]; ok && s != "" {
-		v, err := decimal.NewFromString(s)
-		if err != nil {
-			return history{}, fmt.Errorf("starting equity of bot %s: corrupt: %w", botID, err)
-		}
-		h.start = &v
-	}
-	// YYYY-MM-DD sorts as the dates do; the names are sorted rather than the days (large).
-	names := make([]string, 0, len(fields))
-	for f := range fields {
-		names = append(names, f)
-	}
-	sort.Strings(names)
-	for _, f := range names {
-		date, ok := ParseDate(f)
-		if !ok {
-			continue
-		}
-		d, err := decodeDay(botID, f, fields[f])
-		if err != nil {
-			return history{}, err
-		}
-		h.days = append(h.days, dated{date, d})
-	}
-	return h, nil
 }
 
 // fromTrades aggregates trades (oldest first) into their days (the UTC day of ClosedAt),

@@ -23,7 +23,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sigops/sigops/runtime/analytics"
@@ -156,7 +155,6 @@ type Service struct {
 	paper *paper.Accounts
 	conns *credentials.Connections
 	reg   *registry.Registry
-	book  *position.Book
 	// analytics sums the bots' realised PnL from its per-day aggregates, without reading
 	// every trade.
 	analytics *analytics.Analytics
@@ -178,7 +176,7 @@ func New(o Options) *Service {
 		o.Now = time.Now
 	}
 	return &Service{o: o, paper: paper.NewAccounts(o.Redis), conns: credentials.NewConnections(o.Redis),
-		reg: registry.New(o.Redis), book: position.NewBook(o.Redis), analytics: analytics.New(o.Redis),
+		reg: registry.New(o.Redis), analytics: analytics.New(o.Redis),
 		cache: map[string]snapshot{}}
 }
 
@@ -293,22 +291,22 @@ func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]bot
 			found = append(found, botBook{bot: bot})
 		}
 	}
-	// Each bot's book is a few round trips on its own partition's slot: read side by side.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(bookReaders)
-	for i := range found {
-		g.Go(func() error {
-			var err error
-			b := &found[i]
-			if b.positions, err = s.book.List(gctx, b.bot.ID); err != nil {
-				return err
-			}
-			b.realised, err = s.analytics.Realised(gctx, b.bot.ID)
-			return err
-		})
+	// Every bot's positions and realised PnL in three pipelined round trips, whatever the
+	// number of bots (on a Cluster, each pipeline is sent to the nodes side by side).
+	ids = make([]string, len(found))
+	for i, b := range found {
+		ids[i] = b.bot.ID
 	}
-	if err := g.Wait(); err != nil {
+	positions, err := position.ListMany(ctx, s.o.Redis, ids)
+	if err != nil {
 		return nil, err
+	}
+	realised, err := s.analytics.RealisedOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range found {
+		found[i].positions, found[i].realised = positions[i], realised[i]
 	}
 	out := map[accountKey][]botBook{}
 	for _, b := range found {
@@ -317,9 +315,6 @@ func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]bot
 	}
 	return out, nil
 }
-
-// bookReaders bounds the bots' books read at once for one portfolio.
-const bookReaders = 8
 
 // paperAccount reads a paper account: balances and holdings from the paper exchange's
 // state, valued at the market data's prices.

@@ -105,6 +105,47 @@ func ListLater(ctx context.Context, c redis.Cmdable, botID string) func(context.
 	}
 }
 
+// ListMany is List of each of botIDs, in that order: every bot's symbols in one pipeline,
+// then every position in another (two round trips whatever the number of bots and
+// positions).
+func ListMany(ctx context.Context, rdb redis.UniversalClient, botIDs []string) ([][]Position, error) {
+	syms := make([]*redis.StringSliceCmd, len(botIDs))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range botIDs {
+			syms[i] = p.SMembers(ctx, store.BookPositions(id))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	reads := make([][]func() (*Position, error), len(botIDs))
+	// Each read's error is its own (a missing key is a position closed meanwhile).
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range botIDs {
+			symbols := syms[i].Val()
+			sort.Strings(symbols)
+			for _, s := range symbols {
+				reads[i] = append(reads[i], ReadLater(ctx, p, id, s))
+			}
+		}
+		return nil
+	})
+	out := make([][]Position, len(botIDs))
+	for i := range botIDs {
+		out[i] = make([]Position, 0, len(reads[i]))
+		for _, read := range reads[i] {
+			p, err := read()
+			if err != nil {
+				return nil, err
+			}
+			if p != nil {
+				out[i] = append(out[i], *p)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Order is one of the bot's orders by client order ID, or nil.
 func (b *Book) Order(ctx context.Context, botID, clientOrderID string) (*OrderRecord, error) {
 	return ReadOrder(ctx, b.rdb, botID, clientOrderID)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,20 +115,72 @@ func signalEntryOf(env Envelope) signalMember {
 // RecentSignals is the bot's index, newest first (ties by signal ID), at most
 // MaxBotSignals entries of the last ResultTTL.
 func RecentSignals(ctx context.Context, rdb redis.UniversalClient, botID string) ([]SignalEntry, error) {
-	zs, err := rdb.ZRevRangeWithScores(ctx, store.BotSignals(botID), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("queue: read signals of %s: %w", botID, err)
+	return recentLater(ctx, rdb, botID, -1)()
+}
+
+// BotSignal is an entry of a bot's index, with the bot.
+type BotSignal struct {
+	BotID string `json:"botId"`
+	SignalEntry
+}
+
+// NewestSignals are the newest n entries of the indexes of botIDs together, newest first
+// (ties by signal ID, then bot ID), read in one pipelined round trip: each bot's newest n,
+// then merged.
+func NewestSignals(ctx context.Context, rdb redis.UniversalClient, botIDs []string, n int) ([]BotSignal, error) {
+	if n <= 0 || len(botIDs) == 0 {
+		return []BotSignal{}, nil
 	}
-	out := make([]SignalEntry, 0, len(zs))
-	for _, z := range zs {
-		var m signalMember
-		raw, _ := z.Member.(string)
-		if err := json.Unmarshal([]byte(raw), &m); err != nil {
-			return nil, fmt.Errorf("queue: signal index of %s: corrupt entry: %w", botID, err)
+	reads := make([]func() ([]SignalEntry, error), len(botIDs))
+	// Errors are per command; each read reports its own.
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range botIDs {
+			reads[i] = recentLater(ctx, p, id, int64(n-1))
 		}
-		out = append(out, SignalEntry{SignalID: m.SignalID, Source: m.Source, Action: m.Action, ReceivedAt: int64(z.Score)})
+		return nil
+	})
+	var out []BotSignal
+	for i, read := range reads {
+		entries, err := read()
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			out = append(out, BotSignal{BotID: botIDs[i], SignalEntry: e})
+		}
+	}
+	slices.SortFunc(out, func(a, b BotSignal) int {
+		return cmp.Or(cmp.Compare(b.ReceivedAt, a.ReceivedAt), strings.Compare(b.SignalID, a.SignalID), strings.Compare(a.BotID, b.BotID))
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	if out == nil {
+		out = []BotSignal{}
 	}
 	return out, nil
+}
+
+// recentLater queues the read of the bot's newest stop+1 index entries (-1: all) on c (a
+// pipeline) and returns the decoder to call once it has run.
+func recentLater(ctx context.Context, c redis.Cmdable, botID string, stop int64) func() ([]SignalEntry, error) {
+	cmd := c.ZRevRangeWithScores(ctx, store.BotSignals(botID), 0, stop)
+	return func() ([]SignalEntry, error) {
+		zs, err := cmd.Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: read signals of %s: %w", botID, err)
+		}
+		out := make([]SignalEntry, 0, len(zs))
+		for _, z := range zs {
+			var m signalMember
+			raw, _ := z.Member.(string)
+			if err := json.Unmarshal([]byte(raw), &m); err != nil {
+				return nil, fmt.Errorf("queue: signal index of %s: corrupt entry: %w", botID, err)
+			}
+			out = append(out, SignalEntry{SignalID: m.SignalID, Source: m.Source, Action: m.Action, ReceivedAt: int64(z.Score)})
+		}
+		return out, nil
+	}
 }
 
 // GetResult reads a signal's stored result.

@@ -266,6 +266,12 @@ func (a *API) RecentSignals(ctx context.Context, botID string) ([]queue.SignalEn
 	return queue.RecentSignals(ctx, a.rdb, botID)
 }
 
+// NewestSignals are the newest n signals of botIDs together, newest first
+// (queue.NewestSignals): the dashboard's activity across a user's bots, in one round trip.
+func (a *API) NewestSignals(ctx context.Context, botIDs []string, n int) ([]queue.BotSignal, error) {
+	return queue.NewestSignals(ctx, a.rdb, botIDs, n)
+}
+
 // Positions are the bot's open positions (spec: Position) at the current market price.
 func (a *API) Positions(ctx context.Context, botID string) ([]position.View, error) {
 	open, err := a.book.List(ctx, botID)
