@@ -1,17 +1,254 @@
 package dashboard
 
 import (
+	"cmp"
+	"context"
 	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/shopspring/decimal"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/portfolio"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
 )
 
 // overviewRoutes adds the Overview page's routes (under /dashboard).
 func (d *Dashboard) overviewRoutes(r chi.Router) {
 	r.Get("/", d.handleOverview)
+	r.Get("/fragments/overview/{name}", d.handleOverviewFragment)
 }
 
-// handleOverview is the Overview page. NOT BUILT YET: a placeholder.
+// OverviewActivity is how many of the newest signals, across the viewer's bots, the
+// Overview lists.
+const OverviewActivity = 20
+
+// overviewPeriods are the periods the equity curve offers (analytics' values).
+var overviewPeriods = []string{analytics.Period7d, analytics.Period30d, analytics.Period90d, analytics.PeriodAll}
+
+// overviewParts name what one render reads: the whole page reads everything, a live
+// fragment only what it shows.
+type overviewParts uint8
+
+const (
+	partPnL overviewParts = 1 << iota
+	partPositions
+	partBots
+	partActivity
+	partAll = partPnL | partPositions | partBots | partActivity
+)
+
+// overviewFragments are the live fragments by URL name: the template each renders and the
+// parts it reads.
+var overviewFragments = map[string]struct {
+	tmpl  string
+	parts overviewParts
+}{
+	"pnl":       {"ov-pnl", partPnL},
+	"positions": {"ov-positions", partPositions},
+	"bots":      {"ov-bots", partBots},
+	"activity":  {"ov-activity", partActivity},
+}
+
+// overviewData is what overview.html shows.
+type overviewData struct {
+	// Bots are the viewer's bots by name, with their runtime pauses applied.
+	Bots []registry.Bot
+	// Period is the equity curve's period (analytics' value), Periods the choices.
+	Period  string
+	Periods []analytics.Period
+	// Portfolio is the viewer's portfolio (GET /api/user/portfolio's figures).
+	Portfolio portfolio.Portfolio
+	// Issues are the accounts left out of the totals, in words.
+	Issues []string
+	// Today is the realised PnL of today's trades (UTC), Total the realised PnL of all
+	// trades plus the unrealised PnL of the open positions (Portfolio.Totals).
+	Today, Total decimal.Decimal
+	Curve        analytics.Curve
+	Chart        curveChart
+	Positions    []overviewPosition
+	Activity     []overviewActivity
+}
+
+// Empty reports a viewer without bots: the page says what to do first.
+func (o overviewData) Empty() bool { return len(o.Bots) == 0 }
+
+// overviewPosition is an open position with its bot and account.
+type overviewPosition struct {
+	portfolio.Position
+	BotName string
+	Account string
+}
+
+// overviewActivity is a recent signal of one of the viewer's bots with its outcome.
+type overviewActivity struct {
+	queue.BotSignal
+	BotName string
+	Result  result.Stored
+}
+
+// handleOverview is the Overview page: total equity with its curve and drawdowns, PnL, open
+// positions, the bots with pause and resume, and the newest signals; each part is a live
+// fragment that the page fetches again when one of the viewer's bots changes.
 func (d *Dashboard) handleOverview(w http.ResponseWriter, r *http.Request) {
-	d.render(w, r, http.StatusOK, "overview", Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r)})
+	data, err := d.overview(r, partAll)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "overview", Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r),
+		Flash: r.URL.Query().Get("done"), Data: data})
+}
+
+// handleOverviewFragment is one live fragment of the Overview (GET
+// /dashboard/fragments/overview/{pnl,positions,bots,activity}).
+func (d *Dashboard) handleOverviewFragment(w http.ResponseWriter, r *http.Request) {
+	f, ok := overviewFragments[chi.URLParam(r, "name")]
+	if !ok {
+		d.errorPage(w, r, http.StatusNotFound, "Not found", "There is no such part of the overview.")
+		return
+	}
+	data, err := d.overview(r, f.parts)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	d.fragment(w, http.StatusOK, "overview", f.tmpl, Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r), Data: data})
+}
+
+// overview reads the parts of the viewer's overview. Every read is pipelined across the
+// bots: the round trips do not grow with their number. The bots come first (their IDs
+// name everything else); the portfolio is read beside them.
+func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData, error) {
+	ctx := r.Context()
+	owner := viewerOf(r).User.Email
+	now := d.o.Now()
+	out := overviewData{Period: cmp.Or(r.URL.Query().Get("period"), analytics.Period30d)}
+	if !slices.Contains(overviewPeriods, out.Period) {
+		out.Period = analytics.Period30d
+	}
+	for _, p := range analytics.Periods() {
+		if slices.Contains(overviewPeriods, p.Value) {
+			out.Periods = append(out.Periods, p)
+		}
+	}
+	q, err := analytics.ParseQuery(out.Period, "", "", "true", now)
+	if err != nil {
+		return overviewData{}, err
+	}
+	var combined analytics.Combined
+	g, gctx := errgroup.WithContext(ctx)
+	if parts&(partPnL|partPositions) != 0 {
+		g.Go(func() error {
+			var err error
+			out.Portfolio, err = d.o.APIs.Portfolio.Of(gctx, owner)
+			return err
+		})
+	}
+	g.Go(func() error {
+		var err error
+		if out.Bots, err = d.ownBots(gctx, owner, now); err != nil {
+			return err
+		}
+		ids := make([]string, len(out.Bots))
+		for i, b := range out.Bots {
+			ids[i] = b.ID
+		}
+		h, hctx := errgroup.WithContext(gctx)
+		if parts&partPnL != 0 {
+			h.Go(func() error {
+				var err error
+				combined, err = d.analytics.Combined(hctx, ids, q)
+				return err
+			})
+		}
+		if parts&partActivity != 0 {
+			h.Go(func() error {
+				var err error
+				out.Activity, err = d.activity(hctx, ids)
+				return err
+			})
+		}
+		return h.Wait()
+	})
+	if err := g.Wait(); err != nil {
+		return overviewData{}, err
+	}
+	names := make(map[string]string, len(out.Bots))
+	for _, b := range out.Bots {
+		names[b.ID] = b.Name
+	}
+	for i := range out.Activity {
+		out.Activity[i].BotName = names[out.Activity[i].BotID]
+	}
+	t := out.Portfolio.Totals
+	for _, a := range out.Portfolio.Accounts {
+		switch {
+		case a.Error != nil:
+			out.Issues = append(out.Issues, a.Name+" could not be read: "+a.Error.Message+" ("+string(a.Error.Code)+")")
+		case len(a.Excluded) > 0:
+			out.Issues = append(out.Issues, a.Name+" holds amounts in "+strings.Join(a.Excluded, ", ")+", not converted to USDT")
+		}
+		for _, p := range a.Positions {
+			out.Positions = append(out.Positions, overviewPosition{Position: p, BotName: names[p.BotID], Account: a.Name})
+		}
+	}
+	slices.SortStableFunc(out.Positions, func(a, b overviewPosition) int {
+		return cmp.Or(strings.Compare(strings.ToLower(a.BotName), strings.ToLower(b.BotName)), strings.Compare(a.BotID, b.BotID),
+			strings.Compare(a.Symbol, b.Symbol))
+	})
+	if parts&partPnL != 0 {
+		out.Today = combined.Today
+		out.Total = t.RealisedPnl.Add(t.UnrealisedPnl)
+		out.Curve = combined.Curve(t.Equity)
+		out.Chart = chartOf(out.Curve.Points)
+	}
+	return out, nil
+}
+
+// ownBots are the owner's bots by name (then namespace), with their runtime pauses.
+func (d *Dashboard) ownBots(ctx context.Context, owner string, now time.Time) ([]registry.Bot, error) {
+	ids, err := d.bots.OwnerBots(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	bots, err := d.bots.OwnedBots(ctx, owner, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.bots.WithPauses(ctx, bots, now); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(bots, func(a, b registry.Bot) int {
+		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Namespace, b.Namespace),
+			strings.Compare(a.ID, b.ID))
+	})
+	return bots, nil
+}
+
+// activity is the newest signals of the bots with their stored results: two round trips.
+func (d *Dashboard) activity(ctx context.Context, ids []string) ([]overviewActivity, error) {
+	sigs, err := d.o.APIs.Trading.NewestSignals(ctx, ids, OverviewActivity)
+	if err != nil {
+		return nil, err
+	}
+	sigIDs := make([]string, len(sigs))
+	for i, s := range sigs {
+		sigIDs[i] = s.SignalID
+	}
+	results, err := d.o.APIs.Trading.Results(ctx, sigIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]overviewActivity, len(sigs))
+	for i, s := range sigs {
+		out[i] = overviewActivity{BotSignal: s, Result: results[i]}
+	}
+	return out, nil
 }
