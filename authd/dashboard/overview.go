@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ func (d *Dashboard) overviewRoutes(r chi.Router) {
 // OverviewActivity is how many of the newest signals, across the viewer's bots, the
 // Overview lists.
 const OverviewActivity = 20
+
+// OverviewPositions is how many open positions the Overview lists: those with the most at
+// stake. Every position counts in the totals; a bot's page lists all of its own.
+const OverviewPositions = 100
 
 // overviewPeriods are the periods the equity curve offers (analytics' values).
 var overviewPeriods = []string{analytics.Period7d, analytics.Period30d, analytics.Period90d, analytics.PeriodAll}
@@ -72,18 +77,49 @@ type overviewData struct {
 	Today, Total decimal.Decimal
 	Curve        analytics.Curve
 	Chart        curveChart
-	Positions    []overviewPosition
-	Activity     []overviewActivity
+	// Positions are the OverviewPositions open positions with the largest unrealised PnL
+	// either way, of OpenPositions.
+	Positions     []overviewPosition
+	OpenPositions int
+	Activity      []overviewActivity
 }
 
 // Empty reports a viewer without bots: the page says what to do first.
 func (o overviewData) Empty() bool { return len(o.Bots) == 0 }
 
-// overviewPosition is an open position with its bot and account.
+// overviewPosition is an open position as its table row shows it: the figures are
+// formatted once here (a flat row of strings renders several times faster than
+// html/template's reflection through the nested position types, and a user may hold
+// hundreds of positions).
 type overviewPosition struct {
-	portfolio.Position
-	BotName string
-	Account string
+	BotID, BotName, Account string
+	// Side carries the leverage of a leveraged position ("short 5×").
+	Symbol, Side string
+	// Size, Entry, Mark ("no price" without one), StopLoss and TakeProfit ("none") are
+	// exact; PnL is signed to two places with its percentage of the margin, exact in
+	// PnLExact; PnLClass is up, down or "".
+	Size, Entry, Mark, StopLoss, TakeProfit string
+	PnL, PnLExact, PnLClass                 string
+}
+
+func positionRow(p portfolio.Position, botName, account string) overviewPosition {
+	row := overviewPosition{BotID: p.BotID, BotName: cmp.Or(botName, p.BotID), Account: account, Symbol: p.Symbol,
+		Side: string(p.Side), Size: p.Size.String(), Entry: p.EntryPrice.String(), Mark: "no price", StopLoss: "none",
+		TakeProfit: "none", PnL: signed(2, p.Pnl) + " (" + signed(2, p.PnlPercent) + " %)", PnLExact: p.Pnl.String(),
+		PnLClass: pnlClass(p.Pnl)}
+	if p.Leverage > 1 {
+		row.Side += " " + strconv.Itoa(p.Leverage) + "×"
+	}
+	if p.CurrentPrice.IsPositive() {
+		row.Mark = p.CurrentPrice.String()
+	}
+	if p.StopLoss != nil {
+		row.StopLoss = p.StopLoss.String()
+	}
+	if p.TakeProfit != nil {
+		row.TakeProfit = p.TakeProfit.String()
+	}
+	return row
 }
 
 // overviewActivity is a recent signal of one of the viewer's bots with its outcome.
@@ -188,6 +224,11 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		out.Activity[i].BotName = names[out.Activity[i].BotID]
 	}
 	t := out.Portfolio.Totals
+	type shownPosition struct {
+		portfolio.Position
+		account, bot string
+	}
+	var open []shownPosition
 	for _, a := range out.Portfolio.Accounts {
 		switch {
 		case a.Error != nil:
@@ -196,13 +237,18 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 			out.Issues = append(out.Issues, a.Name+" holds amounts in "+strings.Join(a.Excluded, ", ")+", not converted to USDT")
 		}
 		for _, p := range a.Positions {
-			out.Positions = append(out.Positions, overviewPosition{Position: p, BotName: names[p.BotID], Account: a.Name})
+			open = append(open, shownPosition{p, a.Name, names[p.BotID]})
 		}
 	}
-	slices.SortStableFunc(out.Positions, func(a, b overviewPosition) int {
-		return cmp.Or(strings.Compare(strings.ToLower(a.BotName), strings.ToLower(b.BotName)), strings.Compare(a.BotID, b.BotID),
-			strings.Compare(a.Symbol, b.Symbol))
+	// The positions with the most at stake first: the largest unrealised PnL either way.
+	slices.SortStableFunc(open, func(a, b shownPosition) int {
+		return cmp.Or(b.Pnl.Abs().Cmp(a.Pnl.Abs()), strings.Compare(strings.ToLower(a.bot), strings.ToLower(b.bot)),
+			strings.Compare(a.BotID, b.BotID), strings.Compare(a.Symbol, b.Symbol))
 	})
+	out.OpenPositions = len(open)
+	for _, p := range open[:min(len(open), OverviewPositions)] {
+		out.Positions = append(out.Positions, positionRow(p.Position, p.bot, p.account))
+	}
 	if parts&partPnL != 0 {
 		out.Today = combined.Today
 		out.Total = t.RealisedPnl.Add(t.UnrealisedPnl)

@@ -94,7 +94,7 @@ func TestOverviewRoundTripsDoNotGrowWithBots(t *testing.T) {
 		render(t, h, "/dashboard") // first render: anything cached is cached
 		trips.Take()
 		render(t, h, "/dashboard")
-		return trips.Take()
+		return requests(trips.Take())
 	}
 	one, thirty := count("one@example.io", 1), count("thirty@example.io", 30)
 	if len(one) != len(thirty) || len(one) > 20 {
@@ -102,6 +102,14 @@ func TestOverviewRoundTripsDoNotGrowWithBots(t *testing.T) {
 			len(one), len(thirty), strings.Join(one, " | "), strings.Join(thirty, " | "))
 	}
 	t.Logf("%d round trips per overview", len(one))
+}
+
+// requests drops a new connection's handshake (HELLO, CLIENT SETINFO) from round trips:
+// the pool dials when the overview's parallel reads need one more connection.
+func requests(trips []string) []string {
+	return slices.DeleteFunc(trips, func(t string) bool {
+		return t == "hello" || strings.HasPrefix(t, "client")
+	})
 }
 
 var assetRe = regexp.MustCompile(`<(?:script src|link rel="stylesheet" href)="(/static/[^"]+)"`)
@@ -151,8 +159,8 @@ func BenchmarkOverview(b *testing.B) {
 	if n := strings.Count(page, `action="/dashboard/bots/`); n != 100 {
 		b.Fatalf("%d bot forms, want 100", n)
 	}
-	if n := strings.Count(page, `<td class="num">1.5</td>`); n != 500 {
-		b.Fatalf("%d positions, want 500", n)
+	if n := strings.Count(page, `<td class="num">1.5</td>`); n != dashboard.OverviewPositions || !strings.Contains(page, "of 500 open") {
+		b.Fatalf("%d positions listed, want %d of 500", n, dashboard.OverviewPositions)
 	}
 	var refP99 time.Duration
 
@@ -177,7 +185,7 @@ func BenchmarkOverview(b *testing.B) {
 		trips := &storetest.Trips{}
 		rdb.AddHook(trips)
 		render(b, h, "/dashboard")
-		b.ReportMetric(float64(len(trips.Take())), "redis-trips/render")
+		b.ReportMetric(float64(len(requests(trips.Take()))), "redis-trips/render")
 		assets := firstLoad(b, page)
 		raw, _ := d.StaticSize(false, assets...)
 		gz, _ := d.StaticSize(true, assets...)
