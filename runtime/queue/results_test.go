@@ -60,3 +60,46 @@ func TestPublishResultIndexesTheBotsSignals(t *testing.T) {
 		t.Fatalf("capped index: %d entries, newest %+v, oldest %+v", len(got), got[0], got[len(got)-1])
 	}
 }
+
+// NewestSignals merges the newest entries of several bots' indexes, newest first, in one
+// round trip.
+func TestNewestSignals(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	for _, e := range []queue.Envelope{
+		{SignalID: "a1", BotID: "bot-a", ReceivedAt: 1000}, {SignalID: "a2", BotID: "bot-a", ReceivedAt: 4000},
+		{SignalID: "a3", BotID: "bot-a", ReceivedAt: 6000},
+		{SignalID: "b1", BotID: "bot-b", ReceivedAt: 5000}, {SignalID: "b2", BotID: "bot-b", ReceivedAt: 6000},
+		{SignalID: "c1", BotID: "bot-c", ReceivedAt: 9000},
+	} {
+		e.Source, e.Signal = queue.SourceWebhook, []byte(`{"action":"buy"}`)
+		if err := queue.PublishResult(ctx, rdb, e, result.Result{Success: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trips := &storetest.Trips{}
+	rdb.AddHook(trips)
+	got, err := queue.NewestSignals(ctx, rdb, []string{"bot-a", "bot-b", "bot-none"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(trips.Take()); n != 1 {
+		t.Fatalf("%d round trips, want 1", n)
+	}
+	// bot-c is not asked for. Newest first; b2 and a3 tie at 6000: the larger signal ID
+	// first, as one bot's index orders its ties.
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.BotID+"/"+s.SignalID)
+		if s.Action != "buy" || s.Source != queue.SourceWebhook {
+			t.Fatalf("entry %+v", s)
+		}
+	}
+	if want := []string{"bot-b/b2", "bot-a/a3", "bot-b/b1"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("%v, want %v", ids, want)
+	}
+	none, err := queue.NewestSignals(ctx, rdb, nil, 3)
+	if err != nil || none == nil || len(none) != 0 {
+		t.Fatalf("no bots: %v, %v", none, err)
+	}
+}
