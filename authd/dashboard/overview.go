@@ -138,8 +138,7 @@ func (d *Dashboard) handleOverview(w http.ResponseWriter, r *http.Request) {
 		d.failPage(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "overview", Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r),
-		Flash: r.URL.Query().Get("done"), Data: data})
+	d.render(w, r, http.StatusOK, "overview", Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r), Data: data})
 }
 
 // handleOverviewFragment is one live fragment of the Overview (GET
