@@ -209,3 +209,17 @@ func timeRenders(b *testing.B, h http.Handler) (p50, p99 time.Duration) {
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 	return p50, p99
 }
+
+// More open positions than the page lists: it lists OverviewPositions and says how many
+// are open; the totals count them all.
+func TestOverviewListsTheFirstPositionsOfMany(t *testing.T) {
+	_, rdb := storetest.New(t)
+	const owner = "many@example.io"
+	seedMany(t, rdb, owner, 21, 5) // 105 positions
+	h, _ := bareDashboard(t, rdb, dashboard.Viewer{User: auth.User{ID: "many", Email: owner}, CSRF: "c"})
+	page := render(t, h, "/dashboard")
+	if n := strings.Count(page, `<td class="num">1.5</td>`); n != dashboard.OverviewPositions ||
+		!strings.Contains(page, "The 100 positions with the largest unrealised PnL of 105 open") {
+		t.Fatalf("%d positions listed, want %d of 105:\n%s", n, dashboard.OverviewPositions, page)
+	}
+}
