@@ -73,6 +73,31 @@ func (f *Fleet) object(ctx context.Context, c Caller, id string) (*tradingv1.Sig
 	return &bot, nil
 }
 
+// Object is the caller's SignalBot id as the API server stores it (its spec as written, its
+// labels): what an edit form starts from. Reads of a bot's state use Get (the projection).
+func (f *Fleet) Object(ctx context.Context, c Caller, id string) (*tradingv1.SignalBot, error) {
+	return f.object(ctx, c, id)
+}
+
+// Managed is the IDs of the caller's bots that fleet created (LabelManagedBy), read with one
+// list of the caller's namespace: the projection does not carry the label, and a bot fleet
+// made lives only there. A bot of the caller's missing from it is GitOps-managed. A caller
+// whose namespace does not exist yet has none.
+func (f *Fleet) Managed(ctx context.Context, c Caller) (map[string]bool, error) {
+	var list tradingv1.SignalBotList
+	if err := f.k8s.List(ctx, &list, client.InNamespace(NamespaceFor(c.UserID)),
+		client.MatchingLabels{LabelManagedBy: ManagedBySigops}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(list.Items))
+	for _, b := range list.Items {
+		if emails.Same(b.Spec.Owner, c.Email) {
+			out[string(b.UID)] = true
+		}
+	}
+	return out, nil
+}
+
 // managed is the caller's bot id, refused with errs.ManagedByGitOps unless fleet created it.
 func (f *Fleet) managed(ctx context.Context, c Caller, id string) (*tradingv1.SignalBot, error) {
 	bot, err := f.object(ctx, c, id)

@@ -1,19 +1,14 @@
 package mcpd
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/errs"
-	"github.com/sigops/sigops/runtime/registry"
 )
 
 // botSpecProperties are the SignalBot spec fields an agent sets, as the JSON schema of
@@ -107,15 +102,8 @@ func specPatch(args map[string]any, skip ...string) (map[string]any, error) {
 		case !specFields[k]:
 			return nil, errs.New(errs.InvalidParameter, "%s: not a bot setting (the tool's input schema lists them)", k)
 		case k == "account":
-			kind, name, err := accountArg(v)
-			if err != nil {
+			if err := accountArg(out, v); err != nil {
 				return nil, err
-			}
-			ref := map[string]any{"name": name}
-			if kind == registry.AccountExchange {
-				out["exchangeConnectionRef"], out["paperAccountRef"] = ref, nil
-			} else {
-				out["paperAccountRef"], out["exchangeConnectionRef"] = ref, nil
 			}
 		default:
 			out[k] = v
@@ -124,69 +112,11 @@ func specPatch(args map[string]any, skip ...string) (map[string]any, error) {
 	return out, nil
 }
 
-// accountArg reads the account argument: {kind: paper|exchange, name}; a paper account's
-// name defaults to fleet's DefaultPaperAccount, which fleet makes on first use.
-func accountArg(v any) (kind, name string, err error) {
+// accountArg reads the account argument, {kind: paper|exchange, name}, into fields
+// (fleet.SetAccount).
+func accountArg(fields map[string]any, v any) error {
 	m, _ := v.(map[string]any)
-	kind, _ = m["kind"].(string)
-	name, _ = m["name"].(string)
-	if kind != registry.AccountPaper && kind != registry.AccountExchange {
-		return "", "", errs.New(errs.InvalidParameter, "account.kind: paper or exchange")
-	}
-	if name == "" && kind == registry.AccountPaper {
-		name = fleet.DefaultPaperAccount
-	}
-	if name == "" {
-		return "", "", errs.New(errs.InvalidParameter, "account.name: the name of your exchange connection")
-	}
-	return kind, name, nil
-}
-
-// specOf decodes a create_bot spec: a field of the wrong type is INVALID_PARAMETER naming
-// it. Bounds and CEL rules are the API server's to check.
-func specOf(fields map[string]any) (tradingv1.SignalBotSpec, error) {
-	for k, v := range fields {
-		if v == nil {
-			delete(fields, k)
-		}
-	}
-	body, err := json.Marshal(fields)
-	if err != nil {
-		return tradingv1.SignalBotSpec{}, errs.New(errs.InvalidParameter, "the bot's settings are not JSON")
-	}
-	var spec tradingv1.SignalBotSpec
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return tradingv1.SignalBotSpec{}, decodeError(err)
-	}
-	return spec, nil
-}
-
-// decodeError names the field a spec failed to decode on.
-func decodeError(err error) error {
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return errs.New(errs.InvalidParameter, "%s: must be %s", typ.Field, typeName(typ.Type.Kind().String()))
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return errs.New(errs.InvalidParameter, "%s: not a bot setting", strings.Trim(f, `"`))
-	}
-	// Durations (metav1.Duration) fail with time.ParseDuration's text, which names the value.
-	return errs.New(errs.InvalidParameter, "%s", strings.TrimPrefix(msg, "json: "))
-}
-
-func typeName(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"):
-		return "a whole number"
-	case kind == "string":
-		return "a string"
-	case kind == "bool":
-		return "true or false"
-	case kind == "struct", kind == "ptr":
-		return "an object"
-	}
-	return fmt.Sprintf("of type %s", kind)
+	kind, _ := m["kind"].(string)
+	name, _ := m["name"].(string)
+	return fleet.SetAccount(fields, kind, name)
 }

@@ -194,7 +194,7 @@ func (s *Server) createBot(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return s.toolError(tool, err), nil
 	}
-	spec, err := specOf(fields)
+	spec, err := fleet.SpecOf(fields)
 	if err != nil {
 		return s.toolError(tool, err), nil
 	}
