@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -104,11 +105,39 @@ func (f *Fleet) managed(ctx context.Context, c Caller, id string) (*tradingv1.Si
 	if err != nil {
 		return nil, err
 	}
-	if bot.Labels[LabelManagedBy] != ManagedBySigops {
-		return nil, errs.New(errs.ManagedByGitOps,
-			"bot %s is managed by GitOps (applied outside sigops): change or delete it in its repository; it can still be paused and resumed here", id)
+	if !IsManaged(bot) {
+		return nil, GitOpsRefusal(id)
 	}
 	return bot, nil
+}
+
+// IsManaged reports whether fleet created bot (LabelManagedBy), so that it may change it.
+func IsManaged(bot *tradingv1.SignalBot) bool { return bot.Labels[LabelManagedBy] == ManagedBySigops }
+
+// GitOpsRefusal is the answer to a change of bot id, which its GitOps repository manages.
+func GitOpsRefusal(id string) *errs.Error {
+	return errs.New(errs.ManagedByGitOps,
+		"bot %s is managed by GitOps (applied outside sigops): change or delete it in its repository; it can still be paused and resumed here", id)
+}
+
+// WaitProjected polls for the projection of the caller's bot id for up to within: a bot
+// just created is projected by the controller moments later. ok is false when it is not
+// there by then.
+func (f *Fleet) WaitProjected(ctx context.Context, c Caller, id string, within time.Duration) (bot registry.Bot, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if bot, err := f.Get(ctx, c, id); err == nil {
+			return bot, true
+		}
+		select {
+		case <-ctx.Done():
+			return registry.Bot{}, false
+		case <-tick.C:
+		}
+	}
 }
 
 // Create makes bot name in the caller's namespace with spec, owned by the caller whatever

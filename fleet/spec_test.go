@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -91,10 +92,22 @@ func TestManagedAndObject(t *testing.T) {
 		t.Fatalf("managed %v: want only %s", m, made.UID)
 	}
 	id := string(made.UID)
-	projected(t, c, id, "projected", active)
+	if p, ok := fl.WaitProjected(ctx, c, id, 20*time.Second); !ok || p.ID != id || p.StopLoss != "2%" {
+		t.Fatalf("projection %+v %v", p, ok)
+	}
+	if _, ok := fl.WaitProjected(ctx, other, id, 300*time.Millisecond); ok {
+		t.Fatal("another caller waited for the bot and got it")
+	}
 	obj, err := fl.Object(ctx, c, id)
-	if err != nil || obj.Spec.StopLoss != "2%" || obj.Labels[fleet.LabelManagedBy] != fleet.ManagedBySigops {
+	if err != nil || obj.Spec.StopLoss != "2%" || !fleet.IsManaged(obj) {
 		t.Fatalf("object %+v %v", obj, err)
+	}
+	g, err := fl.Object(ctx, c, gitops)
+	if err != nil || fleet.IsManaged(g) {
+		t.Fatalf("GitOps object %+v %v", g, err)
+	}
+	if e := fleet.GitOpsRefusal(gitops); e.Code != errs.ManagedByGitOps || !strings.Contains(e.Message, gitops) {
+		t.Fatalf("refusal %+v", e)
 	}
 	wantCode(t, "another caller's object", mustErr(fl.Object(ctx, other, id)), errs.NotFound)
 }

@@ -208,28 +208,10 @@ func (s *Server) createBot(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 	out := botChange{ID: string(bot.UID), Name: bot.Name, Namespace: bot.Namespace, State: StatePending, Spec: bot.Spec,
 		Message: "created; the controller has not projected it yet: get_bot shows it within moments"}
-	if p, ok := s.awaitProjection(ctx, c, out.ID); ok {
+	if p, ok := s.o.Fleet.WaitProjected(ctx, c, out.ID, CreateWait); ok {
 		out.State, out.Bot, out.Message = StateReady, &p, "created"
 	}
 	return structured(out)
-}
-
-// awaitProjection polls for bot id's projection for up to CreateWait.
-func (s *Server) awaitProjection(ctx context.Context, c fleet.Caller, id string) (registry.Bot, bool) {
-	ctx, cancel := context.WithTimeout(ctx, CreateWait)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if bot, err := s.o.Fleet.Get(ctx, c, id); err == nil {
-			return bot, true
-		}
-		select {
-		case <-ctx.Done():
-			return registry.Bot{}, false
-		case <-tick.C:
-		}
-	}
 }
 
 func (s *Server) updateBot(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
