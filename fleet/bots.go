@@ -80,11 +80,11 @@ func (f *Fleet) Object(ctx context.Context, c Caller, id string) (*tradingv1.Sig
 	return f.object(ctx, c, id)
 }
 
-// Managed is the IDs of the caller's bots that fleet created (LabelManagedBy), read with one
+// ManagedIDs is the IDs of the caller's bots that fleet created (LabelManagedBy), read with one
 // list of the caller's namespace: the projection does not carry the label, and a bot fleet
 // made lives only there. A bot of the caller's missing from it is GitOps-managed. A caller
 // whose namespace does not exist yet has none.
-func (f *Fleet) Managed(ctx context.Context, c Caller) (map[string]bool, error) {
+func (f *Fleet) ManagedIDs(ctx context.Context, c Caller) (map[string]bool, error) {
 	var list tradingv1.SignalBotList
 	if err := f.k8s.List(ctx, &list, client.InNamespace(NamespaceFor(c.UserID)),
 		client.MatchingLabels{LabelManagedBy: ManagedBySigops}); err != nil {

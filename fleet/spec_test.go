@@ -61,12 +61,12 @@ func TestSpecOf(t *testing.T) {
 	}
 }
 
-// Managed tells the caller's bots fleet made from those applied outside it, and knows
+// ManagedIDs tells the caller's bots fleet made from those applied outside it, and knows
 // nothing of another caller's.
 func TestManagedAndObject(t *testing.T) {
 	ctx := context.Background()
 	c, other := newCaller(), newCaller()
-	if m, err := fl.Managed(ctx, c); err != nil || len(m) != 0 {
+	if m, err := fl.ManagedIDs(ctx, c); err != nil || len(m) != 0 {
 		t.Fatalf("before any bot: %v %v", m, err)
 	}
 	made, err := fl.Create(ctx, c, "made-here", tradingv1.SignalBotSpec{Symbol: "BTC/USDT", StopLoss: "2%"})
@@ -84,7 +84,7 @@ func TestManagedAndObject(t *testing.T) {
 	if err := k8s.Create(ctx, stray); err != nil {
 		t.Fatal(err)
 	}
-	m, err := fl.Managed(ctx, c)
+	m, err := fl.ManagedIDs(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,473 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/authd"
+	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/audit"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
+)
+
+// XSS payloads every page must show as text.
+var xssPayloads = []string{`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`}
+
+// assertInert fails when page holds a payload unescaped, or does not hold it escaped.
+func assertInert(t *testing.T, page string, payloads ...string) {
+	t.Helper()
+	for _, p := range payloads {
+		if strings.Contains(page, p) || strings.Contains(page, "<img src=x") {
+			t.Fatalf("payload %q unescaped in page:\n%s", p, page)
+		}
+		if !strings.Contains(page, html.EscapeString(p)) && !strings.Contains(page, strings.ReplaceAll(html.EscapeString(p), "&#34;", "&quot;")) {
+			t.Fatalf("payload %q not shown escaped (%q) in page:\n%s", p, html.EscapeString(p), page)
+		}
+	}
+}
+
+// paperForm is a create form of a paper bot on the default account.
+func paperForm(name string) url.Values {
+	return url.Values{"name": {name}, "venue": {"paper"}, "market": {"spot"}, "pair": {"fixed"}, "symbol": {"BTC/USDT"},
+		"reversals": {"on"}, "webhook_enabled": {"on"}}
+}
+
+// createThroughForm posts form as u's browser and returns the created bot's ID once it is
+// projected.
+func createThroughForm(t *testing.T, b *browser, u auth.User, form url.Values) string {
+	t.Helper()
+	resp, page := b.submit("/dashboard/bots", form)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: status %d\n%s", resp.StatusCode, page)
+	}
+	var bot tradingv1.SignalBot
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: fleet.NamespaceFor(u.ID), Name: form.Get("name")}, &bot); err != nil {
+		t.Fatal(err)
+	}
+	id := string(bot.UID)
+	testkit.Eventually(t, 20*time.Second, "bot projected", func() error {
+		_, err := registry.New(env.RDB).Get(context.Background(), id)
+		return err
+	})
+	return id
+}
+
+// journal is u's audit entries, newest first.
+func journal(t *testing.T, f *fixture, u auth.User) []audit.Entry {
+	t.Helper()
+	entries, _, err := f.apis.Audit.List(context.Background(), u.ID, "", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func TestCreateBotThroughTheForm(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	resp, page := b.get("/dashboard/bots/new")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/dashboard/bots"`) || !strings.Contains(page, "emaCrossover") {
+		t.Fatalf("new bot form: status %d\n%s", resp.StatusCode, page)
+	}
+	form := paperForm("trend-1")
+	form.Set("symbol", "eth/usdt") // upper-cased by the form
+	for k, v := range map[string]string{"position_size": "0.05", "stop_loss": "2%", "take_profit": "5%", "dca_enabled": "on",
+		"dca_max_levels": "3", "daily_loss_limit": "150.25", "max_consecutive_losses": "4", "max_exposure": "0.5",
+		"strategy": "emaCrossover", "timeframe": "1h", "p_emaCrossover_fastPeriod": "9", "p_emaCrossover_slowPeriod": "21",
+		"copyable": "on", "per_minute": "30", "dedupe_window": "30s"} {
+		form.Set(k, v)
+	}
+	resp, page = b.submit("/dashboard/bots", form)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/bots?done=created" {
+		t.Fatalf("create: status %d to %q\n%s", resp.StatusCode, resp.Header.Get("Location"), page)
+	}
+	var bot tradingv1.SignalBot
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: fleet.NamespaceFor(u.ID), Name: "trend-1"}, &bot); err != nil {
+		t.Fatal(err)
+	}
+	s := bot.Spec
+	if bot.Labels[fleet.LabelManagedBy] != fleet.ManagedBySigops || s.Owner != strings.ToLower(u.Email) ||
+		s.PaperAccountRef == nil || s.PaperAccountRef.Name != fleet.DefaultPaperAccount || s.ExchangeConnectionRef != nil ||
+		s.Symbol != "ETH/USDT" || s.PositionSize != "0.05" || s.StopLoss != "2%" || s.TakeProfit != "5%" ||
+		!s.DCA.Enabled || s.DCA.MaxLevels != 3 || s.Risk.DailyLossLimit != "150.25" || s.Risk.MaxConsecutiveLosses != 4 ||
+		s.Risk.MaxExposure != "0.5" || !s.Copyable || s.RateLimit.PerMinute != 30 || s.RateLimit.Burst != 10 ||
+		s.DedupeWindow.Duration != 30*time.Second || s.Reversals == nil || !*s.Reversals || s.CopyFrom != nil {
+		t.Fatalf("spec %+v", s)
+	}
+	if st := s.Strategy; st == nil || st.Family != "emaCrossover" || st.Timeframe != "1h" || st.EMACrossover == nil ||
+		st.EMACrossover.FastPeriod != 9 || st.EMACrossover.SlowPeriod != 21 || st.RSIReversion != nil {
+		t.Fatalf("strategy %+v", s.Strategy)
+	}
+	id := string(bot.UID)
+	p, err := registry.New(env.RDB).Get(context.Background(), id)
+	if err != nil || p.Symbol != "ETH/USDT" || p.Account.Kind != registry.AccountPaper {
+		t.Fatalf("projection %+v %v", p, err)
+	}
+	_, page = b.get("/dashboard/bots?done=created")
+	for _, want := range []string{"Bot created.", `href="/dashboard/bots/` + id + `"`, ">trend-1<", "ETH/USDT", "sigops",
+		`href="/dashboard/bots/` + id + `/edit"`, `action="/dashboard/bots/` + id + `/pause"`, `data-live-bots="` + id + `"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("list lacks %q:\n%s", want, page)
+		}
+	}
+	if e := journal(t, f, u); len(e) != 1 || e[0].Tool != "create_bot" || !e[0].Outcome.OK || e[0].Channel != audit.ChannelDashboard ||
+		!strings.Contains(string(e[0].Arguments), `"positionSize":"0.05"`) {
+		t.Fatalf("journal %+v", e)
+	}
+	// The live refresh serves the table alone, with the same live attributes.
+	resp, frag := b.get("/dashboard/bots/table")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(frag, `<div id="bots-table" data-live-src="/dashboard/bots/table" data-live-bots="`+id+`"`) ||
+		strings.Contains(frag, "<html") {
+		t.Fatalf("table fragment: %d\n%s", resp.StatusCode, frag)
+	}
+}
+
+func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("free")
+	b := f.loggedIn(u)
+	form := paperForm("keep-me")
+	form.Set("leverage", "two")
+	form.Set("symbol", "")
+	form.Set("stop_loss", "3%")
+	resp, page := b.submit("/dashboard/bots", form)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "must be a whole number") ||
+		!strings.Contains(page, "give the pair the bot trades") || !strings.Contains(page, `value="keep-me"`) ||
+		!strings.Contains(page, `value="3%"`) || !strings.Contains(page, "(INVALID_PARAMETER)") {
+		t.Fatalf("form refusal: status %d\n%s", resp.StatusCode, page)
+	}
+	// The API server's refusal (the CRD's CEL rule) is shown next to its field.
+	form = paperForm("keep-me")
+	form.Set("position_size", "150%")
+	resp, page = b.submit("/dashboard/bots", form)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "a percentage must be above 0 and at most 100") ||
+		!strings.Contains(page, `value="150%"`) || !strings.Contains(page, `aria-invalid="true"`) {
+		t.Fatalf("API server refusal: status %d\n%s", resp.StatusCode, page)
+	}
+	// The free tier cannot trade live: the form says so, and refuses a live bot.
+	_, page = b.get("/dashboard/bots/new")
+	if !strings.Contains(page, "Your tier (Free) does not include live trading") || !strings.Contains(page, `value="live" disabled`) {
+		t.Fatalf("free tier form:\n%s", page)
+	}
+	form = paperForm("live-one")
+	form.Set("venue", "live")
+	form.Set("connection", "binance")
+	resp, page = b.submit("/dashboard/bots", form)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "does not include live trading") {
+		t.Fatalf("live bot on free tier: status %d\n%s", resp.StatusCode, page)
+	}
+	var list tradingv1.SignalBotList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(fleet.NamespaceFor(u.ID))); err != nil || len(list.Items) != 0 {
+		t.Fatalf("refused forms made bots: %d %v", len(list.Items), err)
+	}
+	// Every refusal is in the journal.
+	if e := journal(t, f, u); len(e) != 3 || e[0].Outcome.OK || e[0].Outcome.Code != "INVALID_PARAMETER" {
+		t.Fatalf("journal %+v", e)
+	}
+}
+
+func TestBotFormShowsUserInputInert(t *testing.T) {
+	f := newFixture(t)
+	b := f.loggedIn(f.user("pro"))
+	form := paperForm(xssPayloads[0])
+	form.Set("symbol", xssPayloads[1])
+	form.Set("position_size", xssPayloads[1])
+	form.Set("copy_master", xssPayloads[0])
+	form.Set("p_rsiReversion_oversold", xssPayloads[0])
+	resp, page := b.submit("/dashboard/bots", form)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d\n%s", resp.StatusCode, page)
+	}
+	assertInert(t, page, xssPayloads...)
+	// The flash is ours, never the query's.
+	_, page = b.get("/dashboard/bots?done=" + url.QueryEscape(xssPayloads[0]))
+	if strings.Contains(page, "alert(1)") {
+		t.Fatalf("done query shown:\n%s", page)
+	}
+}
+
+func TestEditAndDeleteWithConfirmation(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	form := paperForm("edit-me")
+	form.Set("position_size", "0.01")
+	form.Set("take_profit", "4%")
+	id := createThroughForm(t, b, u, form)
+
+	resp, page := b.get("/dashboard/bots/" + id + "/edit")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/dashboard/bots/`+id+`/edit"`) ||
+		!strings.Contains(page, `value="0.01"`) || !strings.Contains(page, `value="4%"`) || !strings.Contains(page, `value="BTC/USDT"`) {
+		t.Fatalf("edit form: status %d\n%s", resp.StatusCode, page)
+	}
+	// Position size emptied (back to the default), a stop-loss added, any pair.
+	edit := paperForm("ignored")
+	edit.Set("pair", "any")
+	edit.Set("stop_loss", "1.5%")
+	edit.Set("take_profit", "4%")
+	resp, page = b.submit("/dashboard/bots/"+id+"/edit", edit)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/bots?done=updated" {
+		t.Fatalf("edit: status %d\n%s", resp.StatusCode, page)
+	}
+	var bot tradingv1.SignalBot
+	key := client.ObjectKey{Namespace: fleet.NamespaceFor(u.ID), Name: "edit-me"}
+	if err := k8s.Get(context.Background(), key, &bot); err != nil {
+		t.Fatal(err)
+	}
+	if s := bot.Spec; s.PositionSize != "10%" || s.StopLoss != "1.5%" || s.TakeProfit != "4%" || s.Symbol != "" || bot.Name != "edit-me" {
+		t.Fatalf("edited spec %+v", s)
+	}
+	// An edit the API server refuses keeps the values.
+	edit.Set("leverage", "5")
+	resp, page = b.submit("/dashboard/bots/"+id+"/edit", edit)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "leverage above 1 needs market futures") ||
+		!strings.Contains(page, `value="1.5%"`) || !strings.Contains(page, "Edit bot edit-me") {
+		t.Fatalf("refused edit: status %d\n%s", resp.StatusCode, page)
+	}
+
+	// Delete asks first, and says what it does; nothing is deleted yet.
+	resp, page = b.submit("/dashboard/bots/"+id+"/delete", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Delete bot edit-me?") || !strings.Contains(page, "It closes nothing") ||
+		!strings.Contains(page, `name="confirm" value="yes"`) {
+		t.Fatalf("delete confirmation: status %d\n%s", resp.StatusCode, page)
+	}
+	if err := k8s.Get(context.Background(), key, &bot); err != nil || bot.DeletionTimestamp != nil {
+		t.Fatalf("bot deleted before the confirmation: %v", err)
+	}
+	resp, _ = b.submit("/dashboard/bots/"+id+"/delete", url.Values{"confirm": {"yes"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/bots?done=deleted" {
+		t.Fatalf("delete: status %d", resp.StatusCode)
+	}
+	testkit.Eventually(t, 20*time.Second, "bot gone", func() error {
+		err := k8s.Get(context.Background(), key, &bot)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	var tools []string
+	for _, e := range journal(t, f, u) {
+		tools = append(tools, fmt.Sprintf("%s:%v", e.Tool, e.Outcome.OK))
+	}
+	if got := strings.Join(tools, " "); got != "delete_bot:true update_bot:false update_bot:true create_bot:true" {
+		t.Fatalf("journal %s", got)
+	}
+}
+
+// gitopsBot applies a bot of u's as a platform team does: no managed-by label, in a
+// namespace of its own, on a paper account there.
+func gitopsBot(t *testing.T, u auth.User) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := fmt.Sprintf("team-%d-%d", time.Now().UnixNano()%1e6, serial.Add(1))
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := strings.ToLower(u.Email)
+	if err := k8s.Create(ctx, &tradingv1.PaperAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "desk"},
+		Spec: tradingv1.PaperAccountSpec{Owner: owner}}); err != nil {
+		t.Fatal(err)
+	}
+	bot := &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "platform"},
+		Spec: tradingv1.SignalBotSpec{Owner: owner, PaperAccountRef: &tradingv1.LocalObjectReference{Name: "desk"}, Symbol: "ETH/USDT"}}
+	if err := k8s.Create(ctx, bot); err != nil {
+		t.Fatal(err)
+	}
+	id := string(bot.UID)
+	testkit.Eventually(t, 20*time.Second, "GitOps bot projected active", func() error {
+		p, err := registry.New(env.RDB).Get(ctx, id)
+		if err == nil && p.Availability != "active" {
+			return fmt.Errorf("availability %s %s", p.Availability, p.DisabledReason)
+		}
+		return err
+	})
+	return id, ns
+}
+
+func TestGitOpsBotIsReadOnlyButPausesAndResumes(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	id, ns := gitopsBot(t, u)
+
+	_, page := b.get("/dashboard/bots")
+	if !strings.Contains(page, "GitOps") || strings.Contains(page, "/dashboard/bots/"+id+"/edit") ||
+		strings.Contains(page, "/dashboard/bots/"+id+"/delete") || !strings.Contains(page, "/dashboard/bots/"+id+"/pause") {
+		t.Fatalf("list of a GitOps bot:\n%s", page)
+	}
+	resp, page := b.get("/dashboard/bots/" + id + "/edit")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "managed by your platform team") ||
+		!strings.Contains(page, "(MANAGED_BY_GITOPS)") || !strings.Contains(page, `<fieldset class="plain" disabled>`) ||
+		strings.Contains(page, "Save changes") || !strings.Contains(page, `value="ETH/USDT"`) {
+		t.Fatalf("GitOps edit page: status %d\n%s", resp.StatusCode, page)
+	}
+	form := paperForm("platform")
+	resp, page = b.submit("/dashboard/bots/"+id+"/edit", form)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "(MANAGED_BY_GITOPS)") {
+		t.Fatalf("GitOps edit: status %d\n%s", resp.StatusCode, page)
+	}
+	for _, confirm := range []string{"", "yes"} {
+		resp, page = b.submit("/dashboard/bots/"+id+"/delete", url.Values{"confirm": {confirm}})
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "change it there") {
+			t.Fatalf("GitOps delete (confirm %q): status %d\n%s", confirm, resp.StatusCode, page)
+		}
+	}
+	var bot tradingv1.SignalBot
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "platform"}, &bot); err != nil ||
+		bot.DeletionTimestamp != nil || bot.Spec.Symbol != "ETH/USDT" {
+		t.Fatalf("GitOps bot touched: %v %+v", err, bot.Spec)
+	}
+
+	reg := registry.New(env.RDB)
+	resp, _ = b.submit("/dashboard/bots/"+id+"/pause", url.Values{"next": {"/dashboard/bots/" + id + "?tab=signals"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/bots/"+id+"?done=paused&tab=signals" {
+		t.Fatalf("pause: status %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if p, err := reg.ReadPause(context.Background(), id, time.Now()); err != nil || p == nil || p.Reason != registry.PauseManual {
+		t.Fatalf("pause after pause: %+v %v", p, err)
+	}
+	_, page = b.get("/dashboard/bots")
+	if !strings.Contains(page, `<span class="badge paused">paused</span> <span class="muted">(Manual)</span>`) ||
+		!strings.Contains(page, "/dashboard/bots/"+id+"/resume") {
+		t.Fatalf("list of the paused bot:\n%s", page)
+	}
+	resp, _ = b.submit("/dashboard/bots/"+id+"/resume", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/bots?done=resumed" {
+		t.Fatalf("resume: status %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if p, err := reg.ReadPause(context.Background(), id, time.Now()); err != nil || p != nil {
+		t.Fatalf("pause after resume: %+v %v", p, err)
+	}
+	var tools []string
+	for _, e := range journal(t, f, u) {
+		tools = append(tools, fmt.Sprintf("%s:%s", e.Tool, e.Outcome.Code))
+	}
+	if got := strings.Join(tools, " "); got != "resume_bot: pause_bot: delete_bot:MANAGED_BY_GITOPS update_bot:MANAGED_BY_GITOPS" {
+		t.Fatalf("journal %s", got)
+	}
+}
+
+// The next path of a pause goes back into the dashboard only.
+func TestPauseNextStaysInTheDashboard(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	id := createThroughForm(t, b, u, paperForm("next-bot"))
+	for next, want := range map[string]string{
+		"/dashboard":                       "/dashboard?done=paused",
+		"/dashboard/trade?bot=" + id:       "/dashboard/trade?bot=" + id + "&done=paused",
+		"//evil.example/dashboard":         "/dashboard/bots?done=paused",
+		"https://evil.example/dashboard":   "/dashboard/bots?done=paused",
+		"/dashboard/../login":              "/dashboard/bots?done=paused",
+		"/dashboardx":                      "/dashboard/bots?done=paused",
+		"/\\evil.example":                  "/dashboard/bots?done=paused",
+		"/dashboard\\..\\..\\evil.example": "/dashboard/bots?done=paused",
+		"":                                 "/dashboard/bots?done=paused",
+	} {
+		resp, _ := b.submit("/dashboard/bots/"+id+"/pause", url.Values{"next": {next}})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Fatalf("next %q: status %d to %q, want %q", next, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+	// htmx navigates with HX-Redirect instead.
+	req, _ := http.NewRequest(http.MethodPost, b.url("/dashboard/bots/"+id+"/resume"), strings.NewReader(url.Values{"next": {"/dashboard"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("HX-Request", "true")
+	req.Header.Set("X-CSRF-Token", b.csrf)
+	if resp, _ := b.do(req); resp.StatusCode != http.StatusNoContent || resp.Header.Get("HX-Redirect") != "/dashboard?done=resumed" {
+		t.Fatalf("htmx resume: status %d, HX-Redirect %q", resp.StatusCode, resp.Header.Get("HX-Redirect"))
+	}
+}
+
+// Another user's bot answers 404 on every route, exactly like a missing one, and changes
+// nothing; a form without the CSRF token is refused before anything is read.
+func TestAnotherUsersBotIsNotFound(t *testing.T) {
+	f := newFixture(t)
+	owner, other := f.user("pro"), f.user("pro")
+	ob := f.loggedIn(owner)
+	id := createThroughForm(t, ob, owner, paperForm("not-yours"))
+	b := f.loggedIn(other)
+	missing := "00000000-0000-4000-8000-000000000000"
+	for _, bot := range []string{id, missing} {
+		for _, c := range []struct {
+			method, path string
+			form         url.Values
+		}{
+			{http.MethodGet, "/dashboard/bots/" + bot + "/edit", nil},
+			{http.MethodPost, "/dashboard/bots/" + bot + "/edit", paperForm("not-yours")},
+			{http.MethodPost, "/dashboard/bots/" + bot + "/delete", nil},
+			{http.MethodPost, "/dashboard/bots/" + bot + "/delete", url.Values{"confirm": {"yes"}}},
+			{http.MethodPost, "/dashboard/bots/" + bot + "/pause", nil},
+			{http.MethodPost, "/dashboard/bots/" + bot + "/resume", nil},
+			{http.MethodGet, "/dashboard/trade?bot=" + bot, nil},
+			{http.MethodPost, "/dashboard/trade/order", url.Values{"bot": {bot}, "side": {"buy"}, "type": {"market"}, "amount": {"0.01"}, "key": {"k-1"}}},
+			{http.MethodPost, "/dashboard/trade/close", url.Values{"bot": {bot}, "symbol": {"BTC/USDT"}, "key": {"k-2"}}},
+			{http.MethodPost, "/dashboard/trade/close-all", url.Values{"bot": {bot}, "key": {"k-3"}}},
+		} {
+			var resp *http.Response
+			var page string
+			if c.method == http.MethodGet {
+				resp, page = b.get(c.path)
+			} else {
+				resp, page = b.submit(c.path, c.form)
+			}
+			if resp.StatusCode != http.StatusNotFound || !strings.Contains(page, "Not found: it does not exist or is not yours.") {
+				t.Fatalf("%s %s: status %d\n%s", c.method, c.path, resp.StatusCode, page)
+			}
+			if c.method == http.MethodPost {
+				if resp, _ := b.post(c.path, c.form); resp.StatusCode != http.StatusForbidden {
+					t.Fatalf("%s without CSRF: status %d", c.path, resp.StatusCode)
+				}
+			}
+		}
+	}
+	if _, page := b.get("/dashboard/bots"); strings.Contains(page, id) {
+		t.Fatal("another user's bot listed")
+	}
+	if p, err := registry.New(env.RDB).ReadPause(context.Background(), id, time.Now()); err != nil || p != nil {
+		t.Fatalf("another user paused the bot: %+v %v", p, err)
+	}
+	var bot tradingv1.SignalBot
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: fleet.NamespaceFor(owner.ID), Name: "not-yours"}, &bot); err != nil || bot.DeletionTimestamp != nil {
+		t.Fatalf("another user deleted the bot: %v", err)
+	}
+}
+
+func TestBotPagesWithoutFleet(t *testing.T) {
+	f := newFixture(t, func(o *authd.Options) {
+		a := *o.APIs
+		a.Fleet = nil
+		o.APIs = &a
+	})
+	b := f.loggedIn(f.user("pro"))
+	resp, page := b.get("/dashboard/bots")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Bot management is not configured on this server") ||
+		strings.Contains(page, "/dashboard/bots/new") {
+		t.Fatalf("bots without fleet: status %d\n%s", resp.StatusCode, page)
+	}
+	for _, path := range []string{"/dashboard/bots/new"} {
+		if resp, page := b.get(path); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "not configured") {
+			t.Fatalf("%s: status %d\n%s", path, resp.StatusCode, page)
+		}
+	}
+	for _, path := range []string{"/dashboard/bots", "/dashboard/bots/x/pause", "/dashboard/bots/x/edit", "/dashboard/bots/x/delete"} {
+		if resp, page := b.submit(path, paperForm("x")); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "not configured") {
+			t.Fatalf("%s: status %d\n%s", path, resp.StatusCode, page)
+		}
+	}
+}
