@@ -46,10 +46,10 @@ type botForm struct {
 	Strategy, Timeframe, StrategySymbol string
 	Params                              map[string]string
 	// CopyMaster is a bot ID (one of the viewer's, or a copyable bot) or namespace/name.
-	CopyMaster, CopyRatio                  string
-	Copyable, Reversals, WebhookEnabled    bool
-	PerMinute, Burst                       string
-	DedupeWindow, MaxSignalAge             string
+	CopyMaster, CopyRatio               string
+	Copyable, Reversals, WebhookEnabled bool
+	PerMinute, Burst                    string
+	DedupeWindow, MaxSignalAge          string
 }
 
 // newBotForm is the create form's starting values: a paper bot on the default account with
