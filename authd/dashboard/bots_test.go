@@ -25,30 +25,32 @@ import (
 )
 
 // XSS payloads every page must show as text.
-var xssPayloads = []string{`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`}
+var botsXSS = []string{`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`}
 
-// assertInert fails when page holds a payload unescaped, or does not hold it escaped.
-func assertInert(t *testing.T, page string, payloads ...string) {
+// botsInert fails when page holds a payload unescaped (in any case), or does not hold it
+// escaped.
+func botsInert(t *testing.T, page string, payloads ...string) {
 	t.Helper()
+	lower := strings.ToLower(page)
 	for _, p := range payloads {
-		if strings.Contains(page, p) || strings.Contains(page, "<img src=x") {
+		if strings.Contains(page, p) || strings.Contains(lower, "<script>alert") || strings.Contains(lower, "<img src=x") {
 			t.Fatalf("payload %q unescaped in page:\n%s", p, page)
 		}
-		if !strings.Contains(page, html.EscapeString(p)) && !strings.Contains(page, strings.ReplaceAll(html.EscapeString(p), "&#34;", "&quot;")) {
+		if !strings.Contains(page, html.EscapeString(p)) {
 			t.Fatalf("payload %q not shown escaped (%q) in page:\n%s", p, html.EscapeString(p), page)
 		}
 	}
 }
 
-// paperForm is a create form of a paper bot on the default account.
-func paperForm(name string) url.Values {
+// botsPaperForm is a create form of a paper bot on the default account.
+func botsPaperForm(name string) url.Values {
 	return url.Values{"name": {name}, "venue": {"paper"}, "market": {"spot"}, "pair": {"fixed"}, "symbol": {"BTC/USDT"},
 		"reversals": {"on"}, "webhook_enabled": {"on"}}
 }
 
-// createThroughForm posts form as u's browser and returns the created bot's ID once it is
+// botsCreate posts form as u's browser and returns the created bot's ID once it is
 // projected.
-func createThroughForm(t *testing.T, b *browser, u auth.User, form url.Values) string {
+func botsCreate(t *testing.T, b *browser, u auth.User, form url.Values) string {
 	t.Helper()
 	resp, page := b.submit("/dashboard/bots", form)
 	if resp.StatusCode != http.StatusSeeOther {
@@ -66,8 +68,8 @@ func createThroughForm(t *testing.T, b *browser, u auth.User, form url.Values) s
 	return id
 }
 
-// journal is u's audit entries, newest first.
-func journal(t *testing.T, f *fixture, u auth.User) []audit.Entry {
+// botsJournal is u's audit entries, newest first.
+func botsJournal(t *testing.T, f *fixture, u auth.User) []audit.Entry {
 	t.Helper()
 	entries, _, err := f.apis.Audit.List(context.Background(), u.ID, "", 200)
 	if err != nil {
@@ -84,7 +86,7 @@ func TestCreateBotThroughTheForm(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/dashboard/bots"`) || !strings.Contains(page, "emaCrossover") {
 		t.Fatalf("new bot form: status %d\n%s", resp.StatusCode, page)
 	}
-	form := paperForm("trend-1")
+	form := botsPaperForm("trend-1")
 	form.Set("symbol", "eth/usdt") // upper-cased by the form
 	for k, v := range map[string]string{"position_size": "0.05", "stop_loss": "2%", "take_profit": "5%", "dca_enabled": "on",
 		"dca_max_levels": "3", "daily_loss_limit": "150.25", "max_consecutive_losses": "4", "max_exposure": "0.5",
@@ -125,7 +127,7 @@ func TestCreateBotThroughTheForm(t *testing.T) {
 			t.Fatalf("list lacks %q:\n%s", want, page)
 		}
 	}
-	if e := journal(t, f, u); len(e) != 1 || e[0].Tool != "create_bot" || !e[0].Outcome.OK || e[0].Channel != audit.ChannelDashboard ||
+	if e := botsJournal(t, f, u); len(e) != 1 || e[0].Tool != "create_bot" || !e[0].Outcome.OK || e[0].Channel != audit.ChannelDashboard ||
 		!strings.Contains(string(e[0].Arguments), `"positionSize":"0.05"`) {
 		t.Fatalf("journal %+v", e)
 	}
@@ -141,7 +143,7 @@ func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("free")
 	b := f.loggedIn(u)
-	form := paperForm("keep-me")
+	form := botsPaperForm("keep-me")
 	form.Set("leverage", "two")
 	form.Set("symbol", "")
 	form.Set("stop_loss", "3%")
@@ -152,7 +154,7 @@ func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
 		t.Fatalf("form refusal: status %d\n%s", resp.StatusCode, page)
 	}
 	// The API server's refusal (the CRD's CEL rule) is shown next to its field.
-	form = paperForm("keep-me")
+	form = botsPaperForm("keep-me")
 	form.Set("position_size", "150%")
 	resp, page = b.submit("/dashboard/bots", form)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "a percentage must be above 0 and at most 100") ||
@@ -164,7 +166,7 @@ func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
 	if !strings.Contains(page, "Your tier (Free) does not include live trading") || !strings.Contains(page, `value="live" disabled`) {
 		t.Fatalf("free tier form:\n%s", page)
 	}
-	form = paperForm("live-one")
+	form = botsPaperForm("live-one")
 	form.Set("venue", "live")
 	form.Set("connection", "binance")
 	resp, page = b.submit("/dashboard/bots", form)
@@ -176,7 +178,7 @@ func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
 		t.Fatalf("refused forms made bots: %d %v", len(list.Items), err)
 	}
 	// Every refusal is in the journal.
-	if e := journal(t, f, u); len(e) != 3 || e[0].Outcome.OK || e[0].Outcome.Code != "INVALID_PARAMETER" {
+	if e := botsJournal(t, f, u); len(e) != 3 || e[0].Outcome.OK || e[0].Outcome.Code != "INVALID_PARAMETER" {
 		t.Fatalf("journal %+v", e)
 	}
 }
@@ -184,18 +186,18 @@ func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
 func TestBotFormShowsUserInputInert(t *testing.T) {
 	f := newFixture(t)
 	b := f.loggedIn(f.user("pro"))
-	form := paperForm(xssPayloads[0])
-	form.Set("symbol", xssPayloads[1])
-	form.Set("position_size", xssPayloads[1])
-	form.Set("copy_master", xssPayloads[0])
-	form.Set("p_rsiReversion_oversold", xssPayloads[0])
+	form := botsPaperForm(botsXSS[0])
+	form.Set("symbol", botsXSS[1])
+	form.Set("position_size", botsXSS[1])
+	form.Set("copy_master", botsXSS[0])
+	form.Set("p_rsiReversion_oversold", botsXSS[0])
 	resp, page := b.submit("/dashboard/bots", form)
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("status %d\n%s", resp.StatusCode, page)
 	}
-	assertInert(t, page, xssPayloads...)
+	botsInert(t, page, botsXSS...)
 	// The flash is ours, never the query's.
-	_, page = b.get("/dashboard/bots?done=" + url.QueryEscape(xssPayloads[0]))
+	_, page = b.get("/dashboard/bots?done=" + url.QueryEscape(botsXSS[0]))
 	if strings.Contains(page, "alert(1)") {
 		t.Fatalf("done query shown:\n%s", page)
 	}
@@ -205,10 +207,10 @@ func TestEditAndDeleteWithConfirmation(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("pro")
 	b := f.loggedIn(u)
-	form := paperForm("edit-me")
+	form := botsPaperForm("edit-me")
 	form.Set("position_size", "0.01")
 	form.Set("take_profit", "4%")
-	id := createThroughForm(t, b, u, form)
+	id := botsCreate(t, b, u, form)
 
 	resp, page := b.get("/dashboard/bots/" + id + "/edit")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/dashboard/bots/`+id+`/edit"`) ||
@@ -216,7 +218,7 @@ func TestEditAndDeleteWithConfirmation(t *testing.T) {
 		t.Fatalf("edit form: status %d\n%s", resp.StatusCode, page)
 	}
 	// Position size emptied (back to the default), a stop-loss added, any pair.
-	edit := paperForm("ignored")
+	edit := botsPaperForm("ignored")
 	edit.Set("pair", "any")
 	edit.Set("stop_loss", "1.5%")
 	edit.Set("take_profit", "4%")
@@ -261,7 +263,7 @@ func TestEditAndDeleteWithConfirmation(t *testing.T) {
 		return fmt.Errorf("still there: %v", err)
 	})
 	var tools []string
-	for _, e := range journal(t, f, u) {
+	for _, e := range botsJournal(t, f, u) {
 		tools = append(tools, fmt.Sprintf("%s:%v", e.Tool, e.Outcome.OK))
 	}
 	if got := strings.Join(tools, " "); got != "delete_bot:true update_bot:false update_bot:true create_bot:true" {
@@ -269,9 +271,9 @@ func TestEditAndDeleteWithConfirmation(t *testing.T) {
 	}
 }
 
-// gitopsBot applies a bot of u's as a platform team does: no managed-by label, in a
+// botsGitOps applies a bot of u's as a platform team does: no managed-by label, in a
 // namespace of its own, on a paper account there.
-func gitopsBot(t *testing.T, u auth.User) (string, string) {
+func botsGitOps(t *testing.T, u auth.User) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := fmt.Sprintf("team-%d-%d", time.Now().UnixNano()%1e6, serial.Add(1))
@@ -303,7 +305,7 @@ func TestGitOpsBotIsReadOnlyButPausesAndResumes(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("pro")
 	b := f.loggedIn(u)
-	id, ns := gitopsBot(t, u)
+	id, ns := botsGitOps(t, u)
 
 	_, page := b.get("/dashboard/bots")
 	if !strings.Contains(page, "GitOps") || strings.Contains(page, "/dashboard/bots/"+id+"/edit") ||
@@ -316,7 +318,7 @@ func TestGitOpsBotIsReadOnlyButPausesAndResumes(t *testing.T) {
 		strings.Contains(page, "Save changes") || !strings.Contains(page, `value="ETH/USDT"`) {
 		t.Fatalf("GitOps edit page: status %d\n%s", resp.StatusCode, page)
 	}
-	form := paperForm("platform")
+	form := botsPaperForm("platform")
 	resp, page = b.submit("/dashboard/bots/"+id+"/edit", form)
 	if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "(MANAGED_BY_GITOPS)") {
 		t.Fatalf("GitOps edit: status %d\n%s", resp.StatusCode, page)
@@ -354,7 +356,7 @@ func TestGitOpsBotIsReadOnlyButPausesAndResumes(t *testing.T) {
 		t.Fatalf("pause after resume: %+v %v", p, err)
 	}
 	var tools []string
-	for _, e := range journal(t, f, u) {
+	for _, e := range botsJournal(t, f, u) {
 		tools = append(tools, fmt.Sprintf("%s:%s", e.Tool, e.Outcome.Code))
 	}
 	if got := strings.Join(tools, " "); got != "resume_bot: pause_bot: delete_bot:MANAGED_BY_GITOPS update_bot:MANAGED_BY_GITOPS" {
@@ -367,7 +369,7 @@ func TestPauseNextStaysInTheDashboard(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("pro")
 	b := f.loggedIn(u)
-	id := createThroughForm(t, b, u, paperForm("next-bot"))
+	id := botsCreate(t, b, u, botsPaperForm("next-bot"))
 	for next, want := range map[string]string{
 		"/dashboard":                       "/dashboard?done=paused",
 		"/dashboard/trade?bot=" + id:       "/dashboard/trade?bot=" + id + "&done=paused",
@@ -400,7 +402,7 @@ func TestAnotherUsersBotIsNotFound(t *testing.T) {
 	f := newFixture(t)
 	owner, other := f.user("pro"), f.user("pro")
 	ob := f.loggedIn(owner)
-	id := createThroughForm(t, ob, owner, paperForm("not-yours"))
+	id := botsCreate(t, ob, owner, botsPaperForm("not-yours"))
 	b := f.loggedIn(other)
 	missing := "00000000-0000-4000-8000-000000000000"
 	for _, bot := range []string{id, missing} {
@@ -409,7 +411,7 @@ func TestAnotherUsersBotIsNotFound(t *testing.T) {
 			form         url.Values
 		}{
 			{http.MethodGet, "/dashboard/bots/" + bot + "/edit", nil},
-			{http.MethodPost, "/dashboard/bots/" + bot + "/edit", paperForm("not-yours")},
+			{http.MethodPost, "/dashboard/bots/" + bot + "/edit", botsPaperForm("not-yours")},
 			{http.MethodPost, "/dashboard/bots/" + bot + "/delete", nil},
 			{http.MethodPost, "/dashboard/bots/" + bot + "/delete", url.Values{"confirm": {"yes"}}},
 			{http.MethodPost, "/dashboard/bots/" + bot + "/pause", nil},
@@ -430,7 +432,13 @@ func TestAnotherUsersBotIsNotFound(t *testing.T) {
 				t.Fatalf("%s %s: status %d\n%s", c.method, c.path, resp.StatusCode, page)
 			}
 			if c.method == http.MethodPost {
-				if resp, _ := b.post(c.path, c.form); resp.StatusCode != http.StatusForbidden {
+				bare := url.Values{}
+				for k, v := range c.form {
+					if k != "csrf_token" {
+						bare[k] = v
+					}
+				}
+				if resp, _ := b.post(c.path, bare); resp.StatusCode != http.StatusForbidden {
 					t.Fatalf("%s without CSRF: status %d", c.path, resp.StatusCode)
 				}
 			}
@@ -466,7 +474,7 @@ func TestBotPagesWithoutFleet(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/dashboard/bots", "/dashboard/bots/x/pause", "/dashboard/bots/x/edit", "/dashboard/bots/x/delete"} {
-		if resp, page := b.submit(path, paperForm("x")); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "not configured") {
+		if resp, page := b.submit(path, botsPaperForm("x")); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "not configured") {
 			t.Fatalf("%s: status %d\n%s", path, resp.StatusCode, page)
 		}
 	}
