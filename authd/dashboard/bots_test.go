@@ -479,3 +479,28 @@ func TestBotPagesWithoutFleet(t *testing.T) {
 		}
 	}
 }
+
+// The Bots and Manual trading pages hold nothing the CSP forbids: no inline script, style
+// or handler.
+func TestBotAndTradePagesKeepToTheCSP(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	id := botsCreate(t, b, u, botsPaperForm("csp"))
+	for _, path := range []string{"/dashboard/bots", "/dashboard/bots/new", "/dashboard/bots/" + id + "/edit",
+		"/dashboard/trade", "/dashboard/trade?bot=" + id, "/dashboard/bots/table", "/dashboard/trade/panel?bot=" + id} {
+		resp, page := b.get(path)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Security-Policy") == "" {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		for _, bad := range []string{"<script>", "style=", "<style", " onclick=", " onchange=", "javascript:"} {
+			if strings.Contains(page, bad) {
+				t.Fatalf("%s holds %q", path, bad)
+			}
+		}
+	}
+	resp, page := b.submit("/dashboard/bots/"+id+"/delete", nil)
+	if resp.StatusCode != http.StatusOK || strings.Contains(page, "style=") || strings.Contains(page, "<script>") {
+		t.Fatalf("delete confirmation: %d", resp.StatusCode)
+	}
+}
