@@ -35,6 +35,14 @@ func (d *Dashboard) botRoutes(r chi.Router) {
 // access: --bot-actions=false).
 const notConfigured = "Bot management is not configured on this server: bots are created and changed through your platform team's repository."
 
+// fleetOf is the fleet, or nil once it has answered that bot management is not configured.
+func (d *Dashboard) fleetOf(w http.ResponseWriter, r *http.Request) *fleet.Fleet {
+	if d.o.APIs.Fleet == nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
+	}
+	return d.o.APIs.Fleet
+}
+
 // botsPage is the Bots page's data.
 type botsPage struct {
 	Bots []botRow
@@ -154,9 +162,8 @@ func (d *Dashboard) handleResumeBot(w http.ResponseWriter, r *http.Request) {
 // pauseAction pauses or resumes (tool) the viewer's bot, sigops-managed or GitOps alike,
 // and goes back to the form's next path (a dashboard path only) with the outcome.
 func (d *Dashboard) pauseAction(w http.ResponseWriter, r *http.Request, tool string) {
-	fl := d.o.APIs.Fleet
+	fl := d.fleetOf(w, r)
 	if fl == nil {
-		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -222,9 +229,8 @@ type deletePage struct {
 // does and asks again; the second, with confirm=yes, deletes. A GitOps bot is refused at
 // the first step, in words.
 func (d *Dashboard) handleDeleteBot(w http.ResponseWriter, r *http.Request) {
-	fl := d.o.APIs.Fleet
+	fl := d.fleetOf(w, r)
 	if fl == nil {
-		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
 		return
 	}
 	id, c := chi.URLParam(r, "id"), caller(r)

@@ -389,8 +389,7 @@ func (d *Dashboard) showForm(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (d *Dashboard) handleNewBot(w http.ResponseWriter, r *http.Request) {
-	if d.o.APIs.Fleet == nil {
-		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
+	if d.fleetOf(w, r) == nil {
 		return
 	}
 	p, err := d.formPage(r, newBotForm(), "", nil)
@@ -404,9 +403,8 @@ func (d *Dashboard) handleNewBot(w http.ResponseWriter, r *http.Request) {
 // handleCreateBot creates a bot from the form in the viewer's namespace (fleet.Create) and
 // waits a moment for its projection; a refusal shows the form again with the values kept.
 func (d *Dashboard) handleCreateBot(w http.ResponseWriter, r *http.Request) {
-	fl := d.o.APIs.Fleet
+	fl := d.fleetOf(w, r)
 	if fl == nil {
-		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
 		return
 	}
 	f := readBotForm(r)
@@ -464,8 +462,7 @@ func (d *Dashboard) editable(r *http.Request, id string) (*tradingv1.SignalBot, 
 }
 
 func (d *Dashboard) handleEditBot(w http.ResponseWriter, r *http.Request) {
-	if d.o.APIs.Fleet == nil {
-		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
+	if d.fleetOf(w, r) == nil {
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -495,9 +492,8 @@ func (d *Dashboard) handleEditBot(w http.ResponseWriter, r *http.Request) {
 // (fleet.Update): every field of the form is sent, an empty one as null so that it takes
 // its default, and the fields the form does not show (suspend) stay as they are.
 func (d *Dashboard) handleUpdateBot(w http.ResponseWriter, r *http.Request) {
-	fl := d.o.APIs.Fleet
+	fl := d.fleetOf(w, r)
 	if fl == nil {
-		d.errorPage(w, r, http.StatusServiceUnavailable, "Not configured", notConfigured)
 		return
 	}
 	id := chi.URLParam(r, "id")

@@ -11,13 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
-	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/queue"
@@ -25,20 +22,10 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// tradePrices is the executor's market in these tests: fixed, so that fills are known.
-type tradePrices map[string]decimal.Decimal
-
-func (p tradePrices) Price(_ context.Context, _ exchange.Kind, symbol string) (decimal.Decimal, error) {
-	if v, ok := p[symbol]; ok {
-		return v, nil
-	}
-	return decimal.Decimal{}, fmt.Errorf("no price for %s", symbol)
-}
-
 // tradeExecutor runs an executor on the suite's Redis for the test, as the executor daemon
 // does: a queue consumer over the partitions with the executor as its handler, filling
 // paper orders at prices.
-func tradeExecutor(t *testing.T, prices tradePrices) {
+func tradeExecutor(t *testing.T, prices testkit.Prices) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	qrdb, err := queue.DedicatedClient(ctx, store.Options{Addr: env.Redis.Addr, ClusterAddrs: env.Redis.ClusterAddrs})
@@ -81,7 +68,7 @@ func tradeBot(t *testing.T, b *browser, u auth.User, name string) registry.Bot {
 }
 
 func TestManualOrderOnAPaperBotExecutesOnce(t *testing.T) {
-	tradeExecutor(t, tradePrices{"BTC/USDT": testkit.D("60000")})
+	tradeExecutor(t, testkit.Prices{"BTC/USDT": testkit.D("60000")})
 	f := newFixture(t)
 	u := f.user("pro")
 	b := f.loggedIn(u)
