@@ -225,6 +225,10 @@ func TestLiveOrderIsConfirmedFirst(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "You are about to CLOSE ALL open positions of real on binance with real money.") {
 		t.Fatalf("close-all confirmation: status %d\n%s", resp.StatusCode, page)
 	}
+	// The list marks it live.
+	if _, page = b.get("/dashboard/bots"); !strings.Contains(page, `<span class="badge live">live</span> <span class="muted">main-key</span>`) {
+		t.Fatalf("list of a live bot:\n%s", page)
+	}
 	// The pro user's bot form offers the connection.
 	_, page = b.get("/dashboard/bots/new")
 	if !strings.Contains(page, `<option value="main-key">main-key (binance, not usable)</option>`) {
