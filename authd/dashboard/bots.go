@@ -126,7 +126,7 @@ func (d *Dashboard) handleBots(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, http.StatusOK, "bots", Page{Title: "Bots", Nav: "bots", Viewer: viewerOf(r),
-		Flash: doneWords[r.URL.Query().Get("done")], Data: data})
+		Flash: botDoneWords[r.URL.Query().Get("done")], Data: data})
 }
 
 // handleBotsTable is the list alone, for the live refresh.
@@ -139,9 +139,10 @@ func (d *Dashboard) handleBotsTable(w http.ResponseWriter, r *http.Request) {
 	d.fragment(w, http.StatusOK, "bots", "bots-table", Page{Viewer: viewerOf(r), Data: data})
 }
 
-// doneWords are the flashes of ?done= after a bot action. Only these words are shown: the
-// query is the visitor's to write, the words are ours.
-var doneWords = map[string]string{
+// botDoneWords are the flashes of ?done= after a bot action, for the Bots page and for the
+// pages a pause or resume goes back to. Only these words are shown: the query is the
+// visitor's to write, the words are ours.
+var botDoneWords = map[string]string{
 	"created":  "Bot created.",
 	"pending":  "Bot created: it appears in the list within moments, once the operator has set it up.",
 	"updated":  "Bot updated: the change applies within moments.",
