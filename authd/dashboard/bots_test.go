@@ -131,6 +131,16 @@ func TestCreateBotThroughTheForm(t *testing.T) {
 		!strings.Contains(string(e[0].Arguments), `"positionSize":"0.05"`) {
 		t.Fatalf("journal %+v", e)
 	}
+	// The edit form starts from the stored spec.
+	_, page = b.get("/dashboard/bots/" + id + "/edit")
+	for _, want := range []string{`name="p_emaCrossover_fastPeriod" value="9"`, `name="p_emaCrossover_slowPeriod" value="21"`,
+		`<option value="emaCrossover" selected>`, `<option value="1h" selected>`, `name="daily_loss_limit" value="150.25"`,
+		`name="dedupe_window" value="30s"`, `name="dca_enabled" checked`, `name="copyable" checked`, `name="per_minute" value="30"`,
+		`value="ETH/USDT"`, `name="max_signal_age" value="1m0s"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("edit form lacks %q:\n%s", want, page)
+		}
+	}
 	// The live refresh serves the table alone, with the same live attributes.
 	resp, frag := b.get("/dashboard/bots/table")
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(frag, `<div id="bots-table" data-live-src="/dashboard/bots/table" data-live-bots="`+id+`"`) ||
