@@ -124,13 +124,13 @@ func TestManualOrderOnAPaperBotExecutesOnce(t *testing.T) {
 		t.Fatalf("close-all: status %d\n%s", resp.StatusCode, page)
 	}
 	var tools []string
-	for _, e := range botsJournal(t, f, u) {
+	for _, e := range f.journal(u.ID) {
 		tools = append(tools, fmt.Sprintf("%s:%v", e.Tool, e.Outcome.OK))
 	}
 	if got := strings.Join(tools, " "); got != "close_all_positions:true close_position:true place_order:true place_order:true create_bot:true" {
 		t.Fatalf("journal %s", got)
 	}
-	if e := botsJournal(t, f, u)[3]; !strings.Contains(string(e.Arguments), `"amount":"0.01"`) || !strings.Contains(string(e.Arguments), `"idempotencyKey":"`+key+`"`) {
+	if e := f.journal(u.ID)[3]; !strings.Contains(string(e.Arguments), `"amount":"0.01"`) || !strings.Contains(string(e.Arguments), `"idempotencyKey":"`+key+`"`) {
 		t.Fatalf("place_order arguments %s", e.Arguments)
 	}
 }
@@ -244,17 +244,18 @@ func TestTradePageShowsInputInert(t *testing.T) {
 	form.Set("pair", "any")
 	id := botsCreate(t, b, u, form)
 	resp, page := b.submit("/dashboard/trade/order", url.Values{"bot": {id}, "key": {"x-1"}, "side": {"buy"}, "type": {"market"},
-		"symbol": {botsXSS[0]}, "amount": {botsXSS[1]}})
+		"symbol": {xssPayloads[0]}, "amount": {xssPayloads[1]}})
 	if resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("status %d\n%s", resp.StatusCode, page)
 	}
-	botsInert(t, page, strings.ToUpper(botsXSS[0]), botsXSS[1])
+	assertInert(t, page, strings.ToUpper(xssPayloads[0]))
+	assertInert(t, page, xssPayloads[1])
 	resp, page = b.submit("/dashboard/trade/order", url.Values{"bot": {id}, "key": {"x-2"}, "side": {"buy"}, "type": {"market"},
-		"symbol": {botsXSS[1]}})
+		"symbol": {xssPayloads[1]}})
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "(INVALID_SYMBOL 1001)") {
 		t.Fatalf("status %d\n%s", resp.StatusCode, page)
 	}
-	botsInert(t, page, strings.ToUpper(botsXSS[1]))
+	assertInert(t, page, strings.ToUpper(xssPayloads[1]))
 	// The live fragment carries the same attributes as the page's.
 	resp, frag := b.get("/dashboard/trade/panel?bot=" + id)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(frag, `<div id="trade-panel" data-live-src="/dashboard/trade/panel?bot=`+id+`" data-live-bots="`+id+`">`) {
