@@ -118,16 +118,15 @@ func formOf(bot *tradingv1.SignalBot, ownBots []registry.Bot) botForm {
 	}
 	if st := s.Strategy; st != nil {
 		f.Strategy, f.Timeframe, f.StrategySymbol = string(st.Family), st.Timeframe, st.Symbol
-		// The family's block as JSON names its parameters as strategy.Range does.
-		var block map[string]any
-		if data, err := json.Marshal(map[strategy.Family]any{
-			strategy.EMACrossover: st.EMACrossover, strategy.RSIReversion: st.RSIReversion,
-			strategy.DonchianBreakout: st.DonchianBreakout, strategy.BollingerReversion: st.BollingerReversion,
-		}[strategy.Family(st.Family)]); err == nil {
-			_ = json.Unmarshal(data, &block)
+		// The spec's JSON names the family's block and its parameters as strategy.Family and
+		// Range do; the raw values keep their exact text.
+		var blocks map[string]json.RawMessage
+		var params map[string]json.RawMessage
+		if data, err := json.Marshal(st); err == nil && json.Unmarshal(data, &blocks) == nil {
+			_ = json.Unmarshal(blocks[string(st.Family)], &params)
 		}
-		for name, val := range block {
-			f.Params[paramField(strategy.Family(st.Family), name)] = strings.Trim(string(mustJSON(val)), `"`)
+		for name, raw := range params {
+			f.Params[paramField(strategy.Family(st.Family), name)] = strings.Trim(string(raw), `"`)
 		}
 	}
 	if c := s.CopyFrom; c != nil {
@@ -145,12 +144,7 @@ func formOf(bot *tradingv1.SignalBot, ownBots []registry.Bot) botForm {
 	return f
 }
 
-func mustJSON(v any) []byte {
-	data, _ := json.Marshal(v)
-	return data
-}
-
-// fieldErrors are a form's refusals by form field; "" is the form as a whole.
+// fieldErrors are a form's refusals by form field.
 type fieldErrors map[string]string
 
 // specFields maps the form to the SignalBot spec JSON it stands for: the fields of a
