@@ -11,7 +11,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sigops/sigops/fleet"
-	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -63,17 +62,11 @@ type botRow struct {
 // Live reports whether the bot trades real money (an exchange connection).
 func (b botRow) Live() bool { return b.Account.Kind == registry.AccountExchange }
 
-// caller is the fleet caller of the request: the viewer and their canonical e-mail.
-func caller(r *http.Request) fleet.Caller {
-	u := viewerOf(r).User
-	return fleet.Caller{UserID: u.ID, Email: emails.Canonical(u.Email)}
-}
-
 // ownBots are the viewer's projected bots with their runtime pauses applied, by name. They
 // are read from the registry in one round trip (fleet.List reads the same projections one
 // by one), so the list works without bot management configured.
 func (d *Dashboard) ownBots(r *http.Request) ([]registry.Bot, error) {
-	owner := caller(r).Email
+	owner := fleetCaller(r).Email
 	ids, err := d.bots.OwnerBots(r.Context(), owner)
 	if err != nil {
 		return nil, err
@@ -104,7 +97,7 @@ func (d *Dashboard) botsData(r *http.Request) (botsPage, error) {
 	if p.Fleet {
 		// Who manages a bot is on its Kubernetes object only; without the API server the
 		// list still shows the bots.
-		if managed, err = d.o.APIs.Fleet.ManagedIDs(r.Context(), caller(r)); err != nil {
+		if managed, err = d.o.APIs.Fleet.ManagedIDs(r.Context(), fleetCaller(r)); err != nil {
 			d.log().Warn("dashboard: reading which bots sigops manages", "error", err)
 		}
 	}
@@ -168,7 +161,7 @@ func (d *Dashboard) pauseAction(w http.ResponseWriter, r *http.Request, tool str
 		return
 	}
 	id := chi.URLParam(r, "id")
-	c := caller(r)
+	c := fleetCaller(r)
 	do, done := fl.Pause, "paused"
 	if tool == "resume_bot" {
 		do, done = fl.Resume, "resumed"
@@ -234,7 +227,7 @@ func (d *Dashboard) handleDeleteBot(w http.ResponseWriter, r *http.Request) {
 	if fl == nil {
 		return
 	}
-	id, c := chi.URLParam(r, "id"), caller(r)
+	id, c := chi.URLParam(r, "id"), fleetCaller(r)
 	if r.PostFormValue("confirm") == "yes" {
 		err := fl.Delete(r.Context(), c, id)
 		d.recordAction(r, "delete_bot", map[string]any{"botId": id, "confirm": true}, err)

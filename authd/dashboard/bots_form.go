@@ -251,7 +251,7 @@ func (d *Dashboard) copyRef(r *http.Request, master string) (map[string]any, boo
 		return map[string]any{"namespace": ns, "name": name}, ns != "" && name != ""
 	}
 	b, err := d.bots.Get(r.Context(), master)
-	if err != nil || (!emails.Same(b.Owner, caller(r).Email) && !b.Copyable) {
+	if err != nil || (!emails.Same(b.Owner, fleetCaller(r).Email) && !b.Copyable) {
 		return nil, false
 	}
 	return map[string]any{"namespace": b.Namespace, "name": b.Name}, true
@@ -334,7 +334,7 @@ func (d *Dashboard) formPage(r *http.Request, f botForm, id string, bad fieldErr
 	p := botFormPage{Form: f, ID: id, Bad: bad, LiveAllowed: liveAllowed(u), TierWords: tierWords(u),
 		Timeframes: marketdata.Timeframes(), DefaultAccount: fleet.DefaultPaperAccount}
 	ns := fleet.NamespaceFor(u.ID)
-	owner := caller(r).Email
+	owner := fleetCaller(r).Email
 	accts, err := d.accounts.ListByOwner(r.Context(), owner)
 	if err != nil {
 		return p, err
@@ -413,7 +413,7 @@ func (d *Dashboard) handleCreateBot(w http.ResponseWriter, r *http.Request) {
 	} else {
 		var spec tradingv1.SignalBotSpec
 		if spec, err = fleet.SpecOf(fields); err == nil {
-			created, err = fl.Create(r.Context(), caller(r), f.Name, spec)
+			created, err = fl.Create(r.Context(), fleetCaller(r), f.Name, spec)
 		}
 	}
 	d.recordAction(r, "create_bot", map[string]any{"name": f.Name, "spec": fields}, err)
@@ -422,7 +422,7 @@ func (d *Dashboard) handleCreateBot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done := "pending"
-	if _, ok := fl.WaitProjected(r.Context(), caller(r), string(created.UID), createWait); ok {
+	if _, ok := fl.WaitProjected(r.Context(), fleetCaller(r), string(created.UID), createWait); ok {
 		done = "created"
 	}
 	redirect(w, r, "/dashboard/bots?done="+done)
@@ -452,7 +452,7 @@ func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, title st
 // editable reads the viewer's bot id for the edit form: its stored spec, and whether a
 // GitOps repository manages it.
 func (d *Dashboard) editable(r *http.Request, id string) (*tradingv1.SignalBot, error) {
-	return d.o.APIs.Fleet.Object(r.Context(), caller(r), id)
+	return d.o.APIs.Fleet.Object(r.Context(), fleetCaller(r), id)
 }
 
 func (d *Dashboard) handleEditBot(w http.ResponseWriter, r *http.Request) {
@@ -499,7 +499,7 @@ func (d *Dashboard) handleUpdateBot(w http.ResponseWriter, r *http.Request) {
 	} else {
 		var patch []byte
 		if patch, err = json.Marshal(fields); err == nil {
-			_, err = fl.Update(r.Context(), caller(r), id, patch)
+			_, err = fl.Update(r.Context(), fleetCaller(r), id, patch)
 		}
 	}
 	d.recordAction(r, "update_bot", map[string]any{"botId": id, "spec": fields}, err)

@@ -128,7 +128,7 @@ func (d *Dashboard) handleTradePanel(w http.ResponseWriter, r *http.Request) {
 // ownedBot is the viewer's bot id with its runtime pause applied; another user's answers
 // NOT_FOUND like a missing one (registry.Owned, as mcpd's tools check).
 func (d *Dashboard) ownedBot(r *http.Request, id string) (registry.Bot, error) {
-	bot, err := registry.Owned(r.Context(), d.bots, id, caller(r).Email)
+	bot, err := registry.Owned(r.Context(), d.bots, id, fleetCaller(r).Email)
 	if err != nil {
 		return bot, err
 	}
