@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
-	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/audit"
@@ -440,11 +439,7 @@ func TestAnotherUsersBotIsNotFound(t *testing.T) {
 }
 
 func TestBotPagesWithoutFleet(t *testing.T) {
-	f := newFixture(t, func(o *authd.Options) {
-		a := *o.APIs
-		a.Fleet = nil
-		o.APIs = &a
-	})
+	f := newFixture(t, withoutFleet)
 	b := f.loggedIn(f.user("pro"))
 	resp, page := b.get("/dashboard/bots")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Bot management is not configured on this server") ||

@@ -114,6 +114,14 @@ func newFixture(t *testing.T, mod ...func(*authd.Options)) *fixture {
 		users: auth.NewUsers(env.RDB, auth.UsersOptions{KDF: auth.TestKDF})}
 }
 
+// withoutFleet is a newFixture option: a server without bot management (no Kubernetes
+// access, --bot-actions=false).
+func withoutFleet(o *authd.Options) {
+	apis := *o.APIs
+	apis.Fleet = nil
+	o.APIs = &apis
+}
+
 // user creates an account of its own for one test (tier: free, pro, team, ...).
 func (f *fixture) user(tier string) auth.User {
 	f.t.Helper()

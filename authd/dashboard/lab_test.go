@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
-	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/audit"
@@ -480,11 +479,7 @@ func TestLabUserInputIsInert(t *testing.T) {
 
 // Without a fleet the results show but cannot be applied, and the page says why.
 func TestLabWithoutBotManagement(t *testing.T) {
-	f := newFixture(t, func(o *authd.Options) {
-		apis := *o.APIs
-		apis.Fleet = nil
-		o.APIs = &apis
-	})
+	f := newFixture(t, withoutFleet)
 	u := f.labUser(auth.TierPro, "5")
 	b := f.loggedIn(u)
 	f.labServe(u)
