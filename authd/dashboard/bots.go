@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -62,33 +61,8 @@ type botRow struct {
 // Live reports whether the bot trades real money (an exchange connection).
 func (b botRow) Live() bool { return b.Account.Kind == registry.AccountExchange }
 
-// ownBots are the viewer's projected bots with their runtime pauses applied, by name. They
-// are read from the registry in one round trip (fleet.List reads the same projections one
-// by one), so the list works without bot management configured.
-func (d *Dashboard) ownBots(r *http.Request) ([]registry.Bot, error) {
-	owner := fleetCaller(r).Email
-	ids, err := d.bots.OwnerBots(r.Context(), owner)
-	if err != nil {
-		return nil, err
-	}
-	bots, err := d.bots.OwnedBots(r.Context(), owner, ids)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.bots.WithPauses(r.Context(), bots, d.o.Now()); err != nil {
-		return nil, err
-	}
-	sort.Slice(bots, func(i, j int) bool {
-		if bots[i].Name != bots[j].Name {
-			return bots[i].Name < bots[j].Name
-		}
-		return bots[i].ID < bots[j].ID
-	})
-	return bots, nil
-}
-
 func (d *Dashboard) botsData(r *http.Request) (botsPage, error) {
-	bots, err := d.ownBots(r)
+	bots, err := d.ownBots(r.Context(), fleetCaller(r).Email, d.o.Now())
 	if err != nil {
 		return botsPage{}, err
 	}

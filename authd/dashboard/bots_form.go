@@ -357,7 +357,7 @@ func (d *Dashboard) formPage(r *http.Request, f botForm, id string, bad fieldErr
 			p.Connections = append(p.Connections, c)
 		}
 	}
-	if p.Bots, err = d.ownBots(r); err != nil {
+	if p.Bots, err = d.ownBots(r.Context(), fleetCaller(r).Email, d.o.Now()); err != nil {
 		return p, err
 	}
 	for _, fam := range strategy.Families() {
@@ -465,7 +465,7 @@ func (d *Dashboard) handleEditBot(w http.ResponseWriter, r *http.Request) {
 		d.failPage(w, r, err)
 		return
 	}
-	own, err := d.ownBots(r)
+	own, err := d.ownBots(r.Context(), fleetCaller(r).Email, d.o.Now())
 	if err != nil {
 		d.failPage(w, r, err)
 		return

@@ -46,7 +46,7 @@ type tradePage struct {
 	// OrderKey and CloseAllKey are the idempotency keys of this render's forms; each
 	// position carries its own.
 	OrderKey, CloseAllKey string
-	Positions             []positionRow
+	Positions             []tradePosition
 	Orders                []manualOrder
 	Form                  orderForm
 	// Outcome is the answer of the order just sent; Confirm asks before a live order.
@@ -57,8 +57,8 @@ type tradePage struct {
 // Live reports whether the picked bot trades real money.
 func (p tradePage) Live() bool { return p.Bot != nil && p.Bot.Account.Kind == registry.AccountExchange }
 
-// positionRow is an open position with the key of its Close form.
-type positionRow struct {
+// tradePosition is an open position with the key of its Close form.
+type tradePosition struct {
 	position.View
 	Key string
 }
@@ -101,7 +101,7 @@ func (d *Dashboard) handleTrade(w http.ResponseWriter, r *http.Request) {
 // showTrade renders the page for bot id (none when empty) around p, with errText above.
 func (d *Dashboard) showTrade(w http.ResponseWriter, r *http.Request, status int, id string, p tradePage, errText string) {
 	var err error
-	if p.Bots, err = d.ownBots(r); err != nil {
+	if p.Bots, err = d.ownBots(r.Context(), fleetCaller(r).Email, d.o.Now()); err != nil {
 		d.failPage(w, r, err)
 		return
 	}
@@ -160,7 +160,7 @@ func (d *Dashboard) tradeBot(r *http.Request, id string, p *tradePage) error {
 		return err
 	}
 	for _, v := range open {
-		p.Positions = append(p.Positions, positionRow{View: v, Key: uuid.NewString()})
+		p.Positions = append(p.Positions, tradePosition{View: v, Key: uuid.NewString()})
 	}
 	recent, err := tr.RecentSignals(r.Context(), bot.ID)
 	if err != nil {
