@@ -124,13 +124,6 @@ func (d *Dashboard) detailBot(r *http.Request) (registry.Bot, error) {
 	return bots[0], nil
 }
 
-// detailDone are the flash messages of the redirects that land on the page.
-var detailDone = map[string]string{
-	"paused":              "Bot paused: new entries are refused until you resume it (closing still works).",
-	"resumed":             "Bot resumed.",
-	"webhook-regenerated": "A new webhook URL is being made: the old one stops within moments. Reveal the new one below and update your alerts.",
-}
-
 func (d *Dashboard) handleBotDetail(w http.ResponseWriter, r *http.Request) {
 	bot, err := d.detailBot(r)
 	if err != nil {
@@ -152,7 +145,7 @@ func (d *Dashboard) renderBotDetail(w http.ResponseWriter, r *http.Request, stat
 		pageErr = data.Analytics.Error
 	}
 	d.render(w, r, status, "botdetail", Page{Title: bot.Name, Nav: "bots", Viewer: viewerOf(r),
-		Flash: detailDone[r.URL.Query().Get("done")], Error: pageErr, Data: data})
+		Flash: botDoneWords[r.URL.Query().Get("done")], Error: pageErr, Data: data})
 }
 
 func (d *Dashboard) buildBotDetail(r *http.Request, bot registry.Bot) botDetail {

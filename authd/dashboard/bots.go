@@ -117,6 +117,9 @@ var botDoneWords = map[string]string{
 	"paused":   "Bot paused: it refuses new entries until resumed. Open positions stay; closing still works.",
 	"resumed":  "Bot resumed: it takes signals again.",
 	"resuming": "Resume requested: the operator lifts this pause within moments if its rule allows (a downgrade pause only with the tier).",
+	// Bot detail's own actions.
+	"webhook-regenerated": "A new webhook URL is being made: the old one stops within moments. Reveal the new one below and update your alerts.",
+	"lab-applied":         "Bot created from a Strategy Lab result.",
 }
 
 func (d *Dashboard) handlePauseBot(w http.ResponseWriter, r *http.Request) {

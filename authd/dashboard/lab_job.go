@@ -159,7 +159,7 @@ func (d *Dashboard) handleLabApply(w http.ResponseWriter, r *http.Request) {
 		d.failPage(w, r, err)
 		return
 	}
-	redirect(w, r, "/dashboard/bots/"+url.PathEscape(bot)+"?done="+url.QueryEscape("Bot created from a Strategy Lab result."))
+	redirect(w, r, "/dashboard/bots/"+url.PathEscape(bot)+"?done=lab-applied")
 }
 
 // labAPIRoutes adds the Strategy Lab's chart data (under /api/dashboard).

@@ -138,7 +138,8 @@ func (d *Dashboard) handleOverview(w http.ResponseWriter, r *http.Request) {
 		d.failPage(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "overview", Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r), Data: data})
+	d.render(w, r, http.StatusOK, "overview", Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r),
+		Flash: botDoneWords[r.URL.Query().Get("done")], Data: data})
 }
 
 // handleOverviewFragment is one live fragment of the Overview (GET
@@ -154,7 +155,8 @@ func (d *Dashboard) handleOverviewFragment(w http.ResponseWriter, r *http.Reques
 		d.failPage(w, r, err)
 		return
 	}
-	d.fragment(w, http.StatusOK, "overview", f.tmpl, Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r), Data: data})
+	d.fragment(w, http.StatusOK, "overview", f.tmpl, Page{Title: "Overview", Nav: "overview", Viewer: viewerOf(r),
+		Flash: botDoneWords[r.URL.Query().Get("done")], Data: data})
 }
 
 // overview reads the parts of the viewer's overview. Every read is pipelined across the

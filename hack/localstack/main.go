@@ -362,8 +362,9 @@ Send a signal to the sample bot %s/%s (paper trading on a simulated market):
 Backtest a strategy on the local candle fixture (100,000 one-minute BTC/USDT candles):
   go run ./cmd/backtest run --candles %s --family emaCrossover --fast 12 --slow 26
 
-Log in at %s/login as %s with password %s
-(also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD), or get a bearer token:
+Dashboard: open %s/dashboard in a browser (trust the self-signed certificate) and log
+in as %s with password %s (also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD).
+The sample bot's fills appear on the open Overview page as they happen. Or get a bearer token:
   curl -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login
 
 MCP server (MCP_URL): point an MCP client at %s/mcp (streamable HTTP); it finds the
