@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sigops needs on a fresh machine: redis-server for the tests and
-# the local stack, and nginx (the local stack's HTTPS front, like the Ingress). Does nothing when everything is present.
+# the local stack, nginx (the local stack's HTTPS front, like the Ingress) and chromium (the
+# dashboard's browser tests in test/browser drive it headless). Does nothing when everything is present.
 set -euo pipefail
 
 packages=()
 command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || packages+=(nginx)
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || packages+=(chromium)
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 sudo=""
@@ -13,7 +15,7 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to install: ${packages[*]}" >&2; exit 1; }
   sudo="sudo"
 fi
-echo "installing ${packages[*]} from Debian (about a minute)..." >&2
+echo "installing ${packages[*]} from Debian (a minute or two)..." >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
