@@ -40,7 +40,11 @@ func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: under no-referrer a browser sends "Origin: null"
+		// with a form's POST (the Fetch standard's origin serialization), and the origin
+		// checks of the login, consent and dashboard forms then refuse every real browser.
+		// Other sites still get no referrer.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Strict-Transport-Security", "max-age=63072000")
 		next.ServeHTTP(w, r)

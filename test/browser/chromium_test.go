@@ -65,12 +65,18 @@ func newTab(t *testing.T) *tab {
 		chromedp.Flag("ignore-certificate-errors-spki-list", spkiPin(t)),
 		chromedp.WindowSize(1280, 800),
 	)
+	if os.Getenv("SIGOPS_BROWSER_LOG") != "" {
+		opts = append(opts, chromedp.CombinedOutput(os.Stderr))
+	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	tb := &tab{t: t, ctx: ctx}
-	// Start the browser and watch the console before the first page.
-	tb.do(chromedp.EmulateViewport(1280, 800))
+	// The browser starts with the tab's own context (a timed child's end would stop it),
+	// and the console is watched before the first page.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
 	messages := chromedp.Console(ctx)
 	go func() {
 		for m, err := range messages {
@@ -138,18 +144,25 @@ func eval[T any](b *tab, script string) T {
 	return v
 }
 
-// until waits until the script's value is truthy, polled on every DOM change and every
-// 50 ms.
+// until waits until the script's value is truthy, polled every 50 ms; a navigation in
+// between (a form posted, a redirect) starts the poll again on the new page.
 func (b *tab) until(within time.Duration, what, script string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, within+5*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](script, chromedp.WithPollingInterval(50*time.Millisecond),
-		chromedp.WithPollingTimeout(within))); err != nil {
-		loc, _ := chromedp.Run(b.ctx, chromedp.Location())
-		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-		b.t.Fatalf("%s: not within %s (%v) at %s; the page says:\n%s", what, within, err, loc, text)
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Until(deadline)+5*time.Second)
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](script, chromedp.WithPollingInterval(50*time.Millisecond),
+			chromedp.WithPollingTimeout(time.Until(deadline))))
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the new page's document
 	}
+	loc, _ := chromedp.Run(b.ctx, chromedp.Location())
+	text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	b.t.Fatalf("%s: not within %s (%v) at %s; the page says:\n%s", what, within, err, loc, text)
 }
 
 // open navigates to a path of the stack and waits for its <main>.
