@@ -39,6 +39,10 @@ generate: controller-gen ## Generate deepcopy code.
 vendor-web: ## Vendor htmx and lightweight-charts from npm into authd/dashboard/static/vendor (pinned versions and sha512; needs npm).
 	bash hack/vendor-web.sh
 
+.PHONY: screenshots
+screenshots: deps envtest ## Save PNGs of every dashboard page (desktop and phone width) into docs/dashboard by running the browser test.
+	SIGOPS_SCREENSHOTS=docs/dashboard KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -count=1 -timeout 10m -run '^TestTraderSession$$' -v ./test/browser
+
 .PHONY: docs-mcp
 docs-mcp: ## Write docs/mcp-tools.md (the MCP tools, their scopes and inputs) from mcpd's registry.
 	go test ./mcpd -run TestToolsDocIsCurrent -count=1 -update
@@ -91,7 +95,7 @@ run: ## Start the whole local stack (control plane, Redis, manager, samples). Ct
 ##@ Dependencies
 
 .PHONY: deps
-deps: ## Install the system packages the tests and the local stack need (redis-server).
+deps: ## Install the system packages the tests and the local stack need (redis-server, nginx, chromium).
 	hack/install-deps.sh
 
 .PHONY: envtest

@@ -59,13 +59,7 @@ func TestTraderSession(t *testing.T) {
 	shots := screenshotDir(t)
 
 	// Log in through the login page; the dashboard asks for it and comes back.
-	b.open("/dashboard")
-	if p := b.path(); !strings.HasPrefix(p, "/login") {
-		t.Fatalf("without a session /dashboard is at %s, want the login page", p)
-	}
-	b.do(chromedp.SendKeys(chromedp.CSS("#email"), u.Email), chromedp.SendKeys(chromedp.CSS("#password"), password),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)))
-	b.until(10*time.Second, "the overview after login", `location.pathname === "/dashboard" && !!document.querySelector("main")`)
+	login(t, b, u)
 
 	// A paper bot made through the Bots page's form, trading BTC/USDT 0.01 at a time.
 	const botName = "Browser BTC"
@@ -140,6 +134,41 @@ func TestTraderSession(t *testing.T) {
 	}
 }
 
+// login logs u in through the login page, asked for by the dashboard, which it comes back to.
+func login(t *testing.T, b *tab, u auth.User) {
+	t.Helper()
+	b.open("/dashboard")
+	if p := b.path(); !strings.HasPrefix(p, "/login") {
+		t.Fatalf("without a session /dashboard is at %s, want the login page", p)
+	}
+	b.do(chromedp.SendKeys(chromedp.CSS("#email"), u.Email), chromedp.SendKeys(chromedp.CSS("#password"), password),
+		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)))
+	b.until(10*time.Second, "the dashboard after login", `location.pathname === "/dashboard" && !!document.querySelector("main")`)
+}
+
+// buy posts a buy signal to a bot's webhook URL as curl would (the bot's own size), checks
+// that it filled, and returns when the 200 arrived.
+func buy(t *testing.T, hookURL string) time.Time { t.Helper(); return signal(t, hookURL, "buy") }
+
+// signal posts action (buy, sell) for BTCUSDT to a bot's webhook URL, checks that it
+// filled, and returns when the 200 arrived.
+func signal(t *testing.T, hookURL, action string) time.Time {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, hookURL, strings.NewReader(`{"action":"`+action+`","symbol":"BTCUSDT"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	okAt := time.Now()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"filled"`) {
+		t.Fatalf("webhook: %d %s", resp.StatusCode, body)
+	}
+	return okAt
+}
+
 // projected waits until the user's bot named name is in the registry (the controllers have
 // reconciled it and its webhook) and returns its ID.
 func projected(t *testing.T, owner, name string) string {
@@ -183,18 +212,7 @@ func fillOnOverview(t *testing.T, b *tab, hookURL, botName string) time.Duration
 			.observe(document.body, {subtree: true, childList: true, characterData: true}); true`, shown))
 	loaded := eval[float64](b, `window.__loaded`)
 
-	req, _ := http.NewRequest(http.MethodPost, hookURL, strings.NewReader(`{"action":"buy","symbol":"BTCUSDT"}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := front.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	okAt := time.Now()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"filled"`) {
-		t.Fatalf("webhook: %d %s", resp.StatusCode, body)
-	}
+	okAt := buy(t, hookURL)
 	b.until(10*time.Second, "the fill and the position on the open Overview", `window.__shownAt > 0`)
 	if got := eval[float64](b, `window.__loaded`); got != loaded {
 		t.Fatalf("the Overview was reloaded (window.__loaded %v, was %v)", got, loaded)
