@@ -208,7 +208,7 @@ func fillOnOverview(t *testing.T, b *tab, hookURL, botName string) time.Duration
 	// The observer stamps the first DOM change that shows both, with the page's clock
 	// (the machine's, as the Go side's).
 	eval[bool](b, fmt.Sprintf(`window.__loaded = Date.now(); window.__shownAt = 0;
-		new MutationObserver(function () { if (!window.__shownAt && %s) window.__shownAt = Date.now(); })
+		new MutationObserver(function () { if (!window.__shownAt && %s) window.__shownAt = performance.timeOrigin + performance.now(); })
 			.observe(document.body, {subtree: true, childList: true, characterData: true}); true`, shown))
 	loaded := eval[float64](b, `window.__loaded`)
 
@@ -217,7 +217,7 @@ func fillOnOverview(t *testing.T, b *tab, hookURL, botName string) time.Duration
 	if got := eval[float64](b, `window.__loaded`); got != loaded {
 		t.Fatalf("the Overview was reloaded (window.__loaded %v, was %v)", got, loaded)
 	}
-	return time.UnixMilli(int64(eval[float64](b, `window.__shownAt`))).Sub(okAt)
+	return time.Duration(eval[float64](b, `window.__shownAt`)*float64(time.Millisecond)) - time.Duration(okAt.UnixNano())
 }
 
 // paintedPixels counts the pixels of the candle chart's canvases that differ from each
