@@ -62,18 +62,18 @@ func TestTraderSession(t *testing.T) {
 	login(t, b, u)
 
 	// A paper bot made through the Bots page's form, trading BTC/USDT 0.01 at a time.
-	const botName = "Browser BTC"
+	const botName = "browser-btc"
 	b.open("/dashboard/bots/new")
-	b.do(chromedp.SendKeys(chromedp.CSS(`#bot-form [name="name"]`), botName),
-		chromedp.SetValue(chromedp.CSS(`#bot-form [name="symbol"]`), "BTC/USDT"),
-		chromedp.SetValue(chromedp.CSS(`#bot-form [name="positionSize"]`), "0.01"),
-		chromedp.Click(chromedp.CSS(`#bot-form button[type="submit"]`)))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#bf-name`), botName), chromedp.Click(chromedp.CSS(`#bf-venue-paper`)),
+		chromedp.Click(chromedp.CSS(`#bf-pair-fixed`)), chromedp.SendKeys(chromedp.CSS(`#bf-symbol`), "BTC/USDT"),
+		chromedp.SendKeys(chromedp.CSS(`#bf-size`), "0.01"),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/bots"] button[type="submit"]`)))
 	b.until(20*time.Second, "the form's answer", `location.pathname !== "/dashboard/bots/new"`)
 	botID := projected(t, u.Email, botName)
 
 	// Its webhook URL, revealed on the Bot detail page.
 	b.open("/dashboard/bots/" + botID)
-	b.do(chromedp.Click(chromedp.CSS(`#reveal-webhook`)), chromedp.WaitVisible(chromedp.CSS(`#webhook-url`)))
+	b.do(chromedp.Click(chromedp.CSS(`#webhook a[href*="/webhook"]`)), chromedp.WaitVisible(chromedp.CSS(`#webhook-url`)))
 	hookURL, err := chromedp.Run(b.ctx, chromedp.Value(chromedp.CSS(`#webhook-url`)))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestTraderSession(t *testing.T) {
 	}
 
 	// The Overview open and live; a webhook's buy fills and shows there without a reload.
-	latency := fillOnOverview(t, b, hookURL, botName)
+	latency := fillOnOverview(t, b, hookURL)
 	t.Logf("webhook 200 → Overview DOM: %d ms", latency.Milliseconds())
 	if latency > 500*time.Millisecond {
 		t.Errorf("webhook 200 → Overview DOM took %s, the target is under 500 ms", latency)
@@ -195,13 +195,13 @@ func projected(t *testing.T, owner, name string) string {
 // fillOnOverview opens the Overview, waits for its live stream, posts a buy to hookURL as
 // curl would, and returns the time from the webhook's 200 to the Overview showing the
 // position and the fill. The page is never reloaded: a value set at load survives.
-func fillOnOverview(t *testing.T, b *tab, hookURL, botName string) time.Duration {
+func fillOnOverview(t *testing.T, b *tab, hookURL string) time.Duration {
 	t.Helper()
 	b.open("/dashboard")
 	b.until(10*time.Second, "the live stream open", `document.body.dataset.live === "open"`)
-	shown := fmt.Sprintf(`(function () {
-		var p = document.getElementById("overview-positions"), a = document.getElementById("overview-activity");
-		return !!p && p.textContent.indexOf("BTC/USDT") >= 0 && !!a && a.textContent.indexOf(%s) >= 0; })()`, js(botName))
+	const shown = `(function () {
+		var p = document.getElementById("ov-positions"), a = document.getElementById("ov-activity");
+		return !!p && p.textContent.indexOf("BTC/USDT") >= 0 && !!a && a.textContent.indexOf("filled") >= 0; })()`
 	if eval[bool](b, shown) {
 		t.Fatal("the Overview shows the position before the webhook")
 	}
@@ -241,7 +241,8 @@ func runLab(t *testing.T, b *tab, shots string) string {
 	t.Helper()
 	b.open("/dashboard/lab")
 	b.shot(shots, "lab-desktop")
-	b.do(chromedp.Click(chromedp.CSS(`#lab-form button[type="submit"]`)))
+	b.do(chromedp.SetValue(chromedp.CSS(`#lab-experiments`), "3"),
+		chromedp.Click(chromedp.CSS(`form[action="/dashboard/lab/estimate"] button[type="submit"]`)))
 	b.until(20*time.Second, "the cost before running", `!!document.querySelector('form[action="/dashboard/lab/jobs"] button[type="submit"]')`)
 	b.do(chromedp.Click(chromedp.CSS(`form[action="/dashboard/lab/jobs"] button[type="submit"]`)))
 	b.until(20*time.Second, "the job's page", `/^\/dashboard\/lab\/jobs\/[^\/]+$/.test(location.pathname)`)
