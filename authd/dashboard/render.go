@@ -99,9 +99,16 @@ func (d *Dashboard) renderTemplate(w http.ResponseWriter, status int, name, tmpl
 
 // PageCSP is every dashboard page's Content-Security-Policy: scripts and styles only from
 // this origin's /static files (no inline script, style or style attribute, no eval), data
-// only from this origin, no framing, forms only to this origin.
-const PageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
+// only from this origin, no framing, forms only to this origin. The one inline style allowed
+// is by its hash: the <style> lightweight-charts adds for its TradingView attribution logo
+// (the library's fixed text, so a new vendored version with another text fails the browser
+// test's console check rather than losing the logo's placement silently).
+const PageCSP = "default-src 'none'; script-src 'self'; style-src 'self' '" + chartLogoStyleHash + "'; img-src 'self' data:; font-src 'self'; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// chartLogoStyleHash is the CSP hash of the attribution logo's <style> text in
+// lightweight-charts 5.2.1 (static/vendor/VERSIONS).
+const chartLogoStyleHash = "sha256-3pRED1tOXas1FXFoPb9TGCjmYe9XQsmO9OV23khV2nY="
 
 // isHTMX reports whether the request came from htmx (it swaps a fragment, not the page).
 func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }

@@ -85,7 +85,7 @@ func newTab(t *testing.T) *tab {
 			}
 			if m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
 				tb.mu.Lock()
-				tb.problems = append(tb.problems, m.String())
+				tb.problems = append(tb.problems, fmt.Sprintf("%s (%s:%d:%d)", m, m.URL, m.Line+1, m.Column+1))
 				tb.mu.Unlock()
 			}
 		}
@@ -137,7 +137,7 @@ func eval[T any](b *tab, script string) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](script))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](script, chromedp.EvalAwaitPromise))
 	if err != nil {
 		b.t.Fatalf("evaluate %q: %v", script, err)
 	}

@@ -250,7 +250,7 @@ func runLab(t *testing.T, b *tab, shots string) string {
 	b.shot(shots, "lab-job-desktop")
 	b.do(chromedp.Click(chromedp.CSS(`form[action$="/apply"] button`)))
 	b.until(30*time.Second, "the applied bot's page", `/^\/dashboard\/bots\/[^\/]+$/.test(location.pathname)`)
-	m := botPathRe.FindStringSubmatch(b.path())
+	m := botPathRe.FindStringSubmatch(eval[string](b, `location.pathname`))
 	if m == nil {
 		t.Fatalf("after apply the browser is at %s", b.path())
 	}
