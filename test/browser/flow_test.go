@@ -88,7 +88,6 @@ func TestTraderSession(t *testing.T) {
 	if latency > 500*time.Millisecond {
 		t.Errorf("webhook 200 → Overview DOM took %s, the target is under 500 ms", latency)
 	}
-	b.shot(shots, "overview-desktop")
 
 	// Bot detail: the candle chart is drawn, with the buy's marker.
 	b.open("/dashboard/bots/" + botID)
@@ -98,7 +97,6 @@ func TestTraderSession(t *testing.T) {
 	if n := eval[int](b, paintedPixels); n < 2000 {
 		t.Errorf("the candle chart painted %d pixels other than its background, want a drawn chart", n)
 	}
-	b.shot(shots, "bot-detail-desktop")
 
 	// Pause from the page: the page shows the bot paused, with a resume button.
 	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[action="/dashboard/bots/%s/pause"] button`, botID))))
@@ -113,7 +111,7 @@ func TestTraderSession(t *testing.T) {
 	})
 
 	// A Strategy Lab job: review its cost, run it, apply the best result as a bot.
-	labBot := runLab(t, b, shots)
+	jobPath, labBot := runLab(t, b)
 	if labBot == "" || labBot == botID {
 		t.Fatalf("applying the lab's result opened bot %q", labBot)
 	}
@@ -122,7 +120,7 @@ func TestTraderSession(t *testing.T) {
 	phone(t, b)
 	theme(t, b)
 
-	screenshots(t, b, shots, botID)
+	screenshots(t, b, shots, strings.NewReplacer("{bot}", botID, "{job}", jobPath))
 
 	// Log out: the dashboard asks for a login again.
 	b.open("/dashboard")
@@ -236,25 +234,25 @@ const paintedPixels = `(function () {
 var botPathRe = regexp.MustCompile(`^/dashboard/bots/([^/?#]+)$`)
 
 // runLab reviews a Strategy Lab job's cost, runs it, waits for its results and applies the
-// best as a bot; it returns the new bot's ID (from the page it lands on).
-func runLab(t *testing.T, b *tab, shots string) string {
+// best as a bot; it returns the job page's path and the new bot's ID (from the page it
+// lands on).
+func runLab(t *testing.T, b *tab) (jobPath, botID string) {
 	t.Helper()
 	b.open("/dashboard/lab")
-	b.shot(shots, "lab-desktop")
 	b.do(chromedp.SetValue(chromedp.CSS(`#lab-experiments`), "3"),
 		chromedp.Click(chromedp.CSS(`form[action="/dashboard/lab/estimate"] button[type="submit"]`)))
 	b.until(20*time.Second, "the cost before running", `!!document.querySelector('form[action="/dashboard/lab/jobs"] button[type="submit"]')`)
 	b.do(chromedp.Click(chromedp.CSS(`form[action="/dashboard/lab/jobs"] button[type="submit"]`)))
 	b.until(20*time.Second, "the job's page", `/^\/dashboard\/lab\/jobs\/[^\/]+$/.test(location.pathname)`)
+	jobPath = eval[string](b, `location.pathname`)
 	b.until(90*time.Second, "the job's results", `!!document.querySelector('form[action$="/apply"] button')`)
-	b.shot(shots, "lab-job-desktop")
 	b.do(chromedp.Click(chromedp.CSS(`form[action$="/apply"] button`)))
 	b.until(30*time.Second, "the applied bot's page", `/^\/dashboard\/bots\/[^\/]+$/.test(location.pathname)`)
 	m := botPathRe.FindStringSubmatch(eval[string](b, `location.pathname`))
 	if m == nil {
 		t.Fatalf("after apply the browser is at %s", b.path())
 	}
-	return m[1]
+	return jobPath, m[1]
 }
 
 // phone checks the Overview at 390 px: no horizontal scroll of the page.
@@ -292,7 +290,8 @@ func theme(t *testing.T, b *tab) {
 	eval[bool](b, `localStorage.removeItem("sigops-theme"); delete document.documentElement.dataset.theme; true`)
 }
 
-// pages are the dashboard's pages the screenshots show, by file name; {bot} is the bot.
+// pages are the dashboard's pages the screenshots show, by file name; {bot} is the bot's
+// ID, {job} the Strategy Lab job's page.
 var pages = []struct{ name, path string }{
 	{"overview", "/dashboard"},
 	{"bots", "/dashboard/bots"},
@@ -302,6 +301,7 @@ var pages = []struct{ name, path string }{
 	{"paper-accounts", "/dashboard/accounts"},
 	{"exchange-connections", "/dashboard/connections"},
 	{"strategy-lab", "/dashboard/lab"},
+	{"lab-job", "{job}"},
 	{"settings", "/dashboard/settings"},
 	{"connected-apps", "/dashboard/settings/connected-apps"},
 	{"audit", "/dashboard/settings/audit"},
@@ -309,7 +309,7 @@ var pages = []struct{ name, path string }{
 
 // screenshots saves every page at desktop and phone width in the light theme, and the
 // Overview in the dark one, when asked for.
-func screenshots(t *testing.T, b *tab, dir, botID string) {
+func screenshots(t *testing.T, b *tab, dir string, ids *strings.Replacer) {
 	t.Helper()
 	if dir == "" {
 		return
@@ -320,7 +320,7 @@ func screenshots(t *testing.T, b *tab, dir, botID string) {
 	}{{"desktop", 1280, 800}, {"phone", 390, 844}} {
 		b.do(chromedp.EmulateViewport(size.w, size.h))
 		for _, p := range pages {
-			b.open(strings.ReplaceAll(p.path, "{bot}", botID))
+			b.open(ids.Replace(p.path))
 			// Charts draw after their data arrives.
 			b.until(20*time.Second, p.name+" charts drawn",
 				`Array.prototype.every.call(document.querySelectorAll(".chart[data-chart]"), function (c) { return c.dataset.drawn === "true"; })`)
