@@ -8,7 +8,7 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # REDIS_PACKAGES use Redis (runtime/store/storetest); `make test` runs them a second time on
 # a three-master Redis Cluster, where a script or transaction over several slots fails.
-REDIS_PACKAGES ?= ./runtime/... ./webhookd/... ./authd/... ./cmd/... ./controllers/... ./fleet/... ./mcpd/... ./test/e2e/...
+REDIS_PACKAGES ?= ./runtime/... ./webhookd/... ./authd/... ./cmd/... ./controllers/... ./fleet/... ./mcpd/... ./test/e2e/... ./test/browser/...
 BINARIES := manager webhookd executor authd mcpd queuectl backtest sigops-mcp
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
