@@ -207,23 +207,4 @@ func (b *tab) shot(dir, name string) {
 	}
 }
 
-// js quotes s as a JavaScript string literal.
-func js(s string) string {
-	var sb strings.Builder
-	sb.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			sb.WriteByte('\\')
-			sb.WriteRune(r)
-		case r < 0x20 || r == 0x2028 || r == 0x2029 || r == '<' || r == '>':
-			fmt.Fprintf(&sb, `\u%04x`, r)
-		default:
-			sb.WriteRune(r)
-		}
-	}
-	sb.WriteByte('"')
-	return sb.String()
-}
-
 var errNotYet = errors.New("not yet")

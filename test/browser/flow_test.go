@@ -69,6 +69,9 @@ func TestTraderSession(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#bf-size`), "0.01"),
 		chromedp.Click(chromedp.CSS(`form[action="/dashboard/bots"] button[type="submit"]`)))
 	b.until(20*time.Second, "the form's answer", `location.pathname !== "/dashboard/bots/new"`)
+	if refused := eval[string](b, `Array.prototype.map.call(document.querySelectorAll(".field-error, main .error"), function (e) { return e.textContent; }).join("; ")`); refused != "" {
+		t.Fatalf("the bot form refused: %s", refused)
+	}
 	botID := projected(t, u.Email, botName)
 
 	// Its webhook URL, revealed on the Bot detail page.
