@@ -62,8 +62,8 @@
         pending.delete(el);
         if (!document.body.contains(el) || !window.htmx) return;
         // Each element is its own request's source: with one source for all (htmx's
-        // default, the body) htmx drops the requests made while one is in flight, and
-        // all but one of a page's fragments kept showing the state before the change.
+        // default, the body) htmx drops the requests made while one is in flight, and all
+        // but one of a page's fragments would keep showing the state before the change.
         htmx.ajax('GET', el.dataset.liveSrc, { source: el, target: el, swap: 'outerHTML' });
       }, 40));
     });
