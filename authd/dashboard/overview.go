@@ -225,11 +225,14 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		out.Activity[i].BotName = names[out.Activity[i].BotID]
 	}
 	t := out.Portfolio.Totals
+	// Sort keys are computed once per position, not in every comparison (Abs allocates), and
+	// the sort moves pointers, not the positions.
 	type shownPosition struct {
-		portfolio.Position
-		account, bot string
+		*portfolio.Position
+		account, bot, botKey string
+		stake                decimal.Decimal
 	}
-	var open []shownPosition
+	var open []*shownPosition
 	for _, a := range out.Portfolio.Accounts {
 		switch {
 		case a.Error != nil:
@@ -237,18 +240,21 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		case len(a.Excluded) > 0:
 			out.Issues = append(out.Issues, a.Name+" holds amounts in "+strings.Join(a.Excluded, ", ")+", not converted to USDT")
 		}
-		for _, p := range a.Positions {
-			open = append(open, shownPosition{p, a.Name, names[p.BotID]})
+		for i := range a.Positions {
+			p := &a.Positions[i]
+			bot := names[p.BotID]
+			open = append(open, &shownPosition{p, a.Name, bot, strings.ToLower(bot), p.Pnl.Abs()})
 		}
 	}
 	// The positions with the most at stake first: the largest unrealised PnL either way.
-	slices.SortStableFunc(open, func(a, b shownPosition) int {
-		return cmp.Or(b.Pnl.Abs().Cmp(a.Pnl.Abs()), strings.Compare(strings.ToLower(a.bot), strings.ToLower(b.bot)),
+	// A bot holds one position per symbol, so the order is total.
+	slices.SortFunc(open, func(a, b *shownPosition) int {
+		return cmp.Or(b.stake.Cmp(a.stake), strings.Compare(a.botKey, b.botKey),
 			strings.Compare(a.BotID, b.BotID), strings.Compare(a.Symbol, b.Symbol))
 	})
 	out.OpenPositions = len(open)
 	for _, p := range open[:min(len(open), OverviewPositions)] {
-		out.Positions = append(out.Positions, positionRow(p.Position, p.bot, p.account))
+		out.Positions = append(out.Positions, positionRow(*p.Position, p.bot, p.account))
 	}
 	if parts&partPnL != 0 {
 		out.Today = combined.Today
