@@ -35,25 +35,7 @@ func (f *Fleet) Get(ctx context.Context, c Caller, id string) (registry.Bot, err
 
 // List is the caller's projected bots, in no particular order.
 func (f *Fleet) List(ctx context.Context, c Caller) ([]registry.Bot, error) {
-	ids, err := f.registry.OwnerBots(ctx, c.Email)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]registry.Bot, 0, len(ids))
-	for _, id := range ids {
-		// The owner set may lead or lag a projection for a moment (registry.Project): Get
-		// checks the owner the bot's hash names.
-		bot, err := f.Get(ctx, c, id)
-		var e *errs.Error
-		if errors.As(err, &e) && e.Code == errs.NotFound {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bot)
-	}
-	return out, nil
+	return f.registry.AllOwned(ctx, c.Email)
 }
 
 // object is the caller's SignalBot id: the projection names it, and the object must still

@@ -246,11 +246,7 @@ func (f *Fleet) DeleteConnection(ctx context.Context, c Caller, id string) error
 // botsOn names the caller's bots that trade on conn: by its UID, or by its namespace and
 // name for a bot whose account the controller has not resolved yet.
 func (f *Fleet) botsOn(ctx context.Context, c Caller, conn *tradingv1.ExchangeConnection) ([]string, error) {
-	ids, err := f.registry.OwnerBots(ctx, c.Email)
-	if err != nil {
-		return nil, err
-	}
-	bots, err := f.registry.OwnedBots(ctx, c.Email, ids)
+	bots, err := f.registry.AllOwned(ctx, c.Email)
 	if err != nil {
 		return nil, err
 	}

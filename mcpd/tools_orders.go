@@ -206,11 +206,7 @@ func (s *Server) listOpenOrders(ctx context.Context, req mcp.CallToolRequest) (*
 		if err != nil {
 			return s.toolError("list_open_orders", err), nil
 		}
-		ids, err := s.o.Bots.OwnerBots(ctx, owner)
-		if err != nil {
-			return s.toolError("list_open_orders", err), nil
-		}
-		mine, err := s.o.Bots.OwnedBots(ctx, owner, ids)
+		mine, err := s.o.Bots.AllOwned(ctx, owner)
 		if err != nil {
 			return s.toolError("list_open_orders", err), nil
 		}

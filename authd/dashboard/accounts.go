@@ -116,11 +116,7 @@ func (d *Dashboard) accountCards(r *http.Request, id string) ([]accountCard, err
 	if err != nil {
 		return nil, err
 	}
-	botIDs, err := d.bots.OwnerBots(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	bots, err := d.bots.OwnedBots(ctx, owner, botIDs)
+	bots, err := d.bots.AllOwned(ctx, owner)
 	if err != nil {
 		return nil, err
 	}

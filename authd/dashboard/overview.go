@@ -267,11 +267,7 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 
 // ownBots are the owner's bots by name (then namespace), with their runtime pauses.
 func (d *Dashboard) ownBots(ctx context.Context, owner string, now time.Time) ([]registry.Bot, error) {
-	ids, err := d.bots.OwnerBots(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	bots, err := d.bots.OwnedBots(ctx, owner, ids)
+	bots, err := d.bots.AllOwned(ctx, owner)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,17 @@ func Owned(ctx context.Context, g Getter, id, owner string) (Bot, error) {
 	return bot, nil
 }
 
+// AllOwned are all of owner's projected bots, in no particular order: the owner index and
+// then the bots in one pipelined round trip (OwnedBots drops an ID the index lists for a
+// moment after its bot moved to another owner or went away).
+func (r *Registry) AllOwned(ctx context.Context, owner string) ([]Bot, error) {
+	ids, err := r.OwnerBots(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	return r.OwnedBots(ctx, owner, ids)
+}
+
 // OwnedBots are owner's projected bots with the given IDs, in that order, through one
 // pipelined round trip; IDs that are missing (deleted since they were listed) or another
 // owner's are left out.
