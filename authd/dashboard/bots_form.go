@@ -153,42 +153,15 @@ type fieldErrors map[string]string
 // (whole numbers, durations, a symbol for a fixed pair, live trading in the tier, the
 // copy master) are refused here by field; bounds and the CRD's rules are the API server's.
 func (d *Dashboard) specFields(r *http.Request, f botForm) (map[string]any, fieldErrors) {
-	bad := fieldErrors{}
-	str := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	whole := func(field, s string) any {
-		if s == "" {
-			return nil
-		}
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
-			bad[field] = "must be a whole number"
-			return nil
-		}
-		return n
-	}
-	duration := func(field, s string) any {
-		if s == "" {
-			return nil
-		}
-		if _, err := time.ParseDuration(s); err != nil {
-			bad[field] = "must be a duration such as 30s, 5m or 0s"
-			return nil
-		}
-		return s
-	}
+	v := specValues{bad: fieldErrors{}}
 	out := map[string]any{
-		"market": str(f.Market), "positionSize": str(f.PositionSize), "leverage": whole("leverage", f.Leverage),
-		"stopLoss": str(f.StopLoss), "takeProfit": str(f.TakeProfit),
-		"dca": map[string]any{"enabled": f.DCAEnabled, "maxLevels": whole("dca_max_levels", f.DCAMaxLevels)},
-		"risk": map[string]any{"maxExposure": str(f.MaxExposure), "dailyLossLimit": str(f.DailyLossLimit),
-			"maxConsecutiveLosses": whole("max_consecutive_losses", f.MaxLosses)},
-		"rateLimit":    map[string]any{"perMinute": whole("per_minute", f.PerMinute), "burst": whole("burst", f.Burst)},
-		"dedupeWindow": duration("dedupe_window", f.DedupeWindow), "maxSignalAge": duration("max_signal_age", f.MaxSignalAge),
+		"market": v.str(f.Market), "positionSize": v.str(f.PositionSize), "leverage": v.whole("leverage", f.Leverage),
+		"stopLoss": v.str(f.StopLoss), "takeProfit": v.str(f.TakeProfit),
+		"dca": map[string]any{"enabled": f.DCAEnabled, "maxLevels": v.whole("dca_max_levels", f.DCAMaxLevels)},
+		"risk": map[string]any{"maxExposure": v.str(f.MaxExposure), "dailyLossLimit": v.str(f.DailyLossLimit),
+			"maxConsecutiveLosses": v.whole("max_consecutive_losses", f.MaxLosses)},
+		"rateLimit":    map[string]any{"perMinute": v.whole("per_minute", f.PerMinute), "burst": v.whole("burst", f.Burst)},
+		"dedupeWindow": v.duration("dedupe_window", f.DedupeWindow), "maxSignalAge": v.duration("max_signal_age", f.MaxSignalAge),
 		"reversals": f.Reversals, "webhook": map[string]any{"enabled": f.WebhookEnabled}, "copyable": f.Copyable,
 		"symbol": nil, "strategy": nil, "copyFrom": nil,
 	}
@@ -197,50 +170,93 @@ func (d *Dashboard) specFields(r *http.Request, f botForm) (map[string]any, fiel
 		_ = fleet.SetAccount(out, registry.AccountPaper, f.PaperAccount)
 	case "live":
 		if !liveAllowed(viewerOf(r).User) {
-			bad["venue"] = tierWords(viewerOf(r).User)
+			v.bad["venue"] = tierWords(viewerOf(r).User)
 		} else if err := fleet.SetAccount(out, registry.AccountExchange, f.Connection); err != nil {
-			bad["venue"] = "choose one of your exchange connections"
+			v.bad["venue"] = "choose one of your exchange connections"
 		}
 	default:
-		bad["venue"] = "choose paper or live"
+		v.bad["venue"] = "choose paper or live"
 	}
 	switch {
 	case f.Pair == "any":
 	case f.Symbol == "":
-		bad["symbol"] = "give the pair the bot trades (BASE/QUOTE, e.g. BTC/USDT), or choose any pair"
+		v.bad["symbol"] = "give the pair the bot trades (BASE/QUOTE, e.g. BTC/USDT), or choose any pair"
 	default:
 		out["symbol"] = f.Symbol
 	}
 	if f.Strategy != "" {
-		fam := strategy.Family(f.Strategy)
-		if !fam.Valid() {
-			bad["strategy"] = "choose one of the strategy families"
-		} else {
-			params := map[string]any{}
-			for _, p := range fam.Ranges() {
-				field := paramField(fam, p.Name)
-				if p.Integer {
-					params[p.Name] = whole(field, f.Params[field])
-				} else {
-					params[p.Name] = str(f.Params[field])
-				}
-			}
-			st := map[string]any{"family": f.Strategy, "timeframe": f.Timeframe, "symbol": str(f.StrategySymbol)}
-			for _, other := range strategy.Families() {
-				st[string(other)] = nil
-			}
-			st[string(fam)] = params
-			out["strategy"] = st
-		}
+		out["strategy"] = v.strategy(f)
 	}
 	if f.CopyMaster != "" {
 		ref, ok := d.copyRef(r, f.CopyMaster)
 		if !ok {
-			bad["copy_master"] = "no bot of yours, and no copyable bot, has this ID; give a bot ID or namespace/name"
+			v.bad["copy_master"] = "no bot of yours, and no copyable bot, has this ID; give a bot ID or namespace/name"
 		}
-		out["copyFrom"] = map[string]any{"botRef": ref, "ratio": str(f.CopyRatio)}
+		out["copyFrom"] = map[string]any{"botRef": ref, "ratio": v.str(f.CopyRatio)}
 	}
-	return out, bad
+	return out, v.bad
+}
+
+// specValues turns form text into spec JSON values, noting a value it refuses in bad by
+// its form field; an empty field is null (the default).
+type specValues struct {
+	bad fieldErrors
+}
+
+func (v specValues) str(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (v specValues) whole(field, s string) any {
+	if s == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		v.bad[field] = "must be a whole number"
+		return nil
+	}
+	return n
+}
+
+func (v specValues) duration(field, s string) any {
+	if s == "" {
+		return nil
+	}
+	if _, err := time.ParseDuration(s); err != nil {
+		v.bad[field] = "must be a duration such as 30s, 5m or 0s"
+		return nil
+	}
+	return s
+}
+
+// strategy is the spec's strategy of the form's family with its parameters, every other
+// family null (so an edit that changes family drops the old one's parameters); nil with
+// the refusal noted when the family is unknown.
+func (v specValues) strategy(f botForm) any {
+	fam := strategy.Family(f.Strategy)
+	if !fam.Valid() {
+		v.bad["strategy"] = "choose one of the strategy families"
+		return nil
+	}
+	params := map[string]any{}
+	for _, p := range fam.Ranges() {
+		field := paramField(fam, p.Name)
+		if p.Integer {
+			params[p.Name] = v.whole(field, f.Params[field])
+		} else {
+			params[p.Name] = v.str(f.Params[field])
+		}
+	}
+	st := map[string]any{"family": f.Strategy, "timeframe": f.Timeframe, "symbol": v.str(f.StrategySymbol)}
+	for _, other := range strategy.Families() {
+		st[string(other)] = nil
+	}
+	st[string(fam)] = params
+	return st
 }
 
 // copyRef is the botRef of a copy master: namespace/name as given, or the bot with that ID

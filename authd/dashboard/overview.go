@@ -163,22 +163,55 @@ func (d *Dashboard) handleOverviewFragment(w http.ResponseWriter, r *http.Reques
 // bots: the round trips do not grow with their number. The bots come first (their IDs
 // name everything else); the portfolio is read beside them.
 func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData, error) {
-	ctx := r.Context()
-	owner := viewerOf(r).User.Email
 	now := d.o.Now()
-	out := overviewData{Period: cmp.Or(r.URL.Query().Get("period"), analytics.Period30d)}
-	if !slices.Contains(overviewPeriods, out.Period) {
-		out.Period = analytics.Period30d
-	}
-	for _, p := range analytics.Periods() {
-		if slices.Contains(overviewPeriods, p.Value) {
-			out.Periods = append(out.Periods, p)
-		}
-	}
+	out := overviewData{}
+	out.Period, out.Periods = overviewPeriodOf(r)
 	q, err := analytics.ParseQuery(out.Period, "", "", "true", now)
 	if err != nil {
 		return overviewData{}, err
 	}
+	combined, err := d.readOverview(r.Context(), viewerOf(r).User.Email, now, q, parts, &out)
+	if err != nil {
+		return overviewData{}, err
+	}
+	names := make(map[string]string, len(out.Bots))
+	for _, b := range out.Bots {
+		names[b.ID] = b.Name
+	}
+	for i := range out.Activity {
+		out.Activity[i].BotName = names[out.Activity[i].BotID]
+	}
+	out.listPositions(names)
+	if parts&partPnL != 0 {
+		t := out.Portfolio.Totals
+		out.Today = combined.Today
+		out.Total = t.RealisedPnl.Add(t.UnrealisedPnl)
+		out.Curve = combined.Curve(t.Equity)
+		out.Chart = chartOf(out.Curve.Points)
+	}
+	return out, nil
+}
+
+// overviewPeriodOf is the equity curve's period the request asks for (30 days unless it
+// names one of overviewPeriods), and the periods the page offers.
+func overviewPeriodOf(r *http.Request) (string, []analytics.Period) {
+	period := cmp.Or(r.URL.Query().Get("period"), analytics.Period30d)
+	if !slices.Contains(overviewPeriods, period) {
+		period = analytics.Period30d
+	}
+	var offered []analytics.Period
+	for _, p := range analytics.Periods() {
+		if slices.Contains(overviewPeriods, p.Value) {
+			offered = append(offered, p)
+		}
+	}
+	return period, offered
+}
+
+// readOverview reads into out the portfolio, the owner's bots and (per parts) their
+// recent activity, at once, and returns the bots' combined history over q.
+func (d *Dashboard) readOverview(ctx context.Context, owner string, now time.Time, q analytics.Query,
+	parts overviewParts, out *overviewData) (analytics.Combined, error) {
 	var combined analytics.Combined
 	g, gctx := errgroup.WithContext(ctx)
 	if parts&(partPnL|partPositions) != 0 {
@@ -214,17 +247,12 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		}
 		return h.Wait()
 	})
-	if err := g.Wait(); err != nil {
-		return overviewData{}, err
-	}
-	names := make(map[string]string, len(out.Bots))
-	for _, b := range out.Bots {
-		names[b.ID] = b.Name
-	}
-	for i := range out.Activity {
-		out.Activity[i].BotName = names[out.Activity[i].BotID]
-	}
-	t := out.Portfolio.Totals
+	return combined, g.Wait()
+}
+
+// listPositions fills Issues, OpenPositions and Positions from the portfolio: the
+// OverviewPositions positions with the most at stake, named by their bots (names by ID).
+func (o *overviewData) listPositions(names map[string]string) {
 	// Sort keys are computed once per position, not in every comparison (Abs allocates), and
 	// the sort moves pointers, not the positions.
 	type shownPosition struct {
@@ -233,12 +261,12 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		stake                decimal.Decimal
 	}
 	var open []*shownPosition
-	for _, a := range out.Portfolio.Accounts {
+	for _, a := range o.Portfolio.Accounts {
 		switch {
 		case a.Error != nil:
-			out.Issues = append(out.Issues, a.Name+" could not be read: "+a.Error.Message+" ("+string(a.Error.Code)+")")
+			o.Issues = append(o.Issues, a.Name+" could not be read: "+a.Error.Message+" ("+string(a.Error.Code)+")")
 		case len(a.Excluded) > 0:
-			out.Issues = append(out.Issues, a.Name+" holds amounts in "+strings.Join(a.Excluded, ", ")+", not converted to USDT")
+			o.Issues = append(o.Issues, a.Name+" holds amounts in "+strings.Join(a.Excluded, ", ")+", not converted to USDT")
 		}
 		for i := range a.Positions {
 			p := &a.Positions[i]
@@ -252,17 +280,10 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		return cmp.Or(b.stake.Cmp(a.stake), strings.Compare(a.botKey, b.botKey),
 			strings.Compare(a.BotID, b.BotID), strings.Compare(a.Symbol, b.Symbol))
 	})
-	out.OpenPositions = len(open)
+	o.OpenPositions = len(open)
 	for _, p := range open[:min(len(open), OverviewPositions)] {
-		out.Positions = append(out.Positions, positionRow(*p.Position, p.bot, p.account))
+		o.Positions = append(o.Positions, positionRow(*p.Position, p.bot, p.account))
 	}
-	if parts&partPnL != 0 {
-		out.Today = combined.Today
-		out.Total = t.RealisedPnl.Add(t.UnrealisedPnl)
-		out.Curve = combined.Curve(t.Equity)
-		out.Chart = chartOf(out.Curve.Points)
-	}
-	return out, nil
 }
 
 // ownBots are the owner's bots by name (then namespace), with their runtime pauses.
