@@ -157,7 +157,7 @@ func New(o Options) (*Server, error) {
 		s.o.APIs = o.APIs
 	}
 	s.dash, err = dashboard.New(dashboard.Options{Redis: o.Redis, APIs: o.APIs, Hub: o.Hub, Session: s.dashboardSession,
-		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Purge: s.verifier.Purge, Sessions: s.sessions,
+		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Purge: s.verifier.Purge,
 		ChangePassword: s.changePassword, Logger: o.Logger, Now: o.Now})
 	if err != nil {
 		return nil, err

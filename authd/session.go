@@ -135,5 +135,5 @@ func (s *Server) dashboardSession(w http.ResponseWriter, r *http.Request) (dashb
 	if !cur.live {
 		return dashboard.Viewer{}, dashboard.ErrNoSession
 	}
-	return dashboard.Viewer{User: cur.user, CSRF: cur.sess.CSRF, SessionHash: cur.sess.Hash}, nil
+	return dashboard.Viewer{User: cur.user, CSRF: cur.sess.CSRF}, nil
 }

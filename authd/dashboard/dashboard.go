@@ -36,8 +36,6 @@ var ErrNoSession = errors.New("dashboard: no session")
 type Viewer struct {
 	User auth.User
 	CSRF string
-	// SessionHash names the session in Redis (auth.Session.Hash).
-	SessionHash string
 }
 
 // Options wire the dashboard.
@@ -58,10 +56,8 @@ type Options struct {
 	Issuer *auth.Issuer
 	OAuth  *auth.OAuth
 	Purge  func()
-	// Sessions ends sessions (logout after a password change).
-	Sessions *auth.Sessions
-	Logger   *slog.Logger
-	Now      func() time.Time
+	Logger *slog.Logger
+	Now    func() time.Time
 
 	// ChangePassword checks user u's current password behind the login brute-force limits
 	// (the login gate's refusal is RATE_LIMITED, a wrong password ErrWrongPassword) and sets
