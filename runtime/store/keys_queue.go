@@ -11,13 +11,15 @@ package store
 //	sigops:q:{N}:deadletter            stream   signals of the partition given up on, with reason, attempts and last error
 //	sigops:q:{N}:attempts:<signalId>   hash     failed handler calls of one signal (n, first, err), kept 24 h
 //	sigops:q:executors                 zset     {own}  live executor instances, score = last heartbeat (ms, Redis clock)
-//	sigops:result:<signalId>           string   {own}  result JSON of one signal, kept 24 h
+//	sigops:result:{N}:<signalId>       string   result JSON of one signal, kept 24 h; N = SignalPartition(signalId)
+//	sigops:result:<signalId>           string   {own}  the same, as written before results joined the partition slot (read only)
 //	sigops:reply:<instance>            channel  pub/sub channel of one webhookd instance waiting for results
 //
-// A signal's result has its own slot: it is read by signal ID alone (webhookd's waiter,
-// read APIs), which knows no bot. It is therefore written by a single SET before the
-// partition's transaction that acknowledges the entry (runtime/queue results.go says why
-// that keeps exactly-once).
+// A signal's result is read by signal ID alone (webhookd's waiter, get_signal), which knows
+// no bot, so its slot is computed from the ID: SignalPartition hashes the ID as PartitionOf
+// hashes a bot ID. Every signal ID is chosen (runtime/queue SignalIDFor) so that this is the
+// partition of its bot: the executor then stores the result in the same script as the
+// booking, in the bot's slot.
 
 // QueueLease is the lease of one partition: whoever's name it holds may read the partition's
 // streams.
@@ -28,8 +30,19 @@ func QueueLease(partition int) string { return prefix + "q:" + partitionTag(part
 func QueueExecutors() string { return prefix + "q:executors" }
 
 // SignalResult holds the result of one signal (runtime/result.Result as JSON), read by the
-// API, MCP and the executor's "already done" check.
-func SignalResult(signalID string) string { return prefix + "result:" + signalID }
+// API, MCP and the executor's "already done" check, in partition SignalPartition(signalID).
+func SignalResult(signalID string) string {
+	return prefix + "result:" + partitionTag(SignalPartition(signalID)) + ":" + signalID
+}
+
+// LegacySignalResult is where a result was stored before results joined the partition
+// slot: read as a fallback while such results can still exist (ResultTTL after an upgrade),
+// never written.
+func LegacySignalResult(signalID string) string { return prefix + "result:" + signalID }
+
+// SignalPartition is the partition whose slot holds signalID's result: the ID hashed like
+// a bot ID (PartitionOf), so that a reader needs nothing but the ID.
+func SignalPartition(signalID string) int { return PartitionOf(signalID) }
 
 // BotSignals is the index of one bot's recent signals (sorted set: an entry per signal whose
 // result is stored, scored by the time the intake accepted it), in the bot's partition
