@@ -11,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
 )
 
@@ -99,6 +100,9 @@ func (s *Server) sendSignal(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return s.toolError(tool, err), nil
 	}
+	// The bot is known: the ID is placed in its partition here, so that the wait is
+	// registered under the ID AdmitBot queues (placing a placed ID keeps it).
+	r.SignalID = queue.SignalIDFor(bot.ID, r.SignalID)
 	var results <-chan result.Result
 	if wait && s.o.Waiter != nil {
 		ch, cancel := s.o.Waiter.Register(r.SignalID)

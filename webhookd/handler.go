@@ -33,11 +33,10 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	// Only the webhook ID's hash reaches Redis.
 	req.WebhookHash = registry.HashWebhookID(id)
 	wait := r.URL.Query().Get("wait") != "false"
-	var results <-chan resultT
+	pending := &pendingResult{w: s.opts.Waiter}
+	defer pending.stop()
 	if wait {
-		ch, cancel := s.opts.Waiter.Register(req.SignalID)
-		defer cancel()
-		results, req.ReplyTo = ch, s.opts.Waiter.Channel()
+		req.Listen, req.ReplyTo = pending.listen, s.opts.Waiter.Channel()
 	}
 	adm, err := s.opts.Intake.Admit(r.Context(), req)
 	if err != nil {
@@ -53,9 +52,39 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.answerDuplicate(w, r, adm.SignalID)
 	case !wait:
 		s.metrics.signals.WithLabelValues("queued", "").Inc()
-		writeJSON(w, http.StatusOK, intake.Queued(req.SignalID, false, received))
+		writeJSON(w, http.StatusOK, intake.Queued(adm.SignalID, false, received))
 	default:
-		s.awaitResult(w, r, results, req.SignalID, received, log)
+		s.awaitResult(w, r, pending.results, adm.SignalID, received, log)
+	}
+}
+
+// pendingResult is a request's wait for its signal's result. It is registered with the
+// Waiter from intake.Request.Listen, before the signal is queued, under the ID the intake
+// queues it under: that ID is placed in the bot's partition, and the bot is known only
+// once the intake has resolved the webhook's route.
+type pendingResult struct {
+	w       Waiter
+	id      string
+	results <-chan resultT
+	cancel  func()
+}
+
+// listen registers the wait for id, in place of one for another ID (a try of the intake
+// that queued nothing).
+func (p *pendingResult) listen(id string) {
+	if p.cancel != nil {
+		if id == p.id {
+			return
+		}
+		p.cancel()
+	}
+	p.id = id
+	p.results, p.cancel = p.w.Register(id)
+}
+
+func (p *pendingResult) stop() {
+	if p.cancel != nil {
+		p.cancel()
 	}
 }
 

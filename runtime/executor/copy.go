@@ -76,8 +76,17 @@ type CopyRequest struct {
 const CopyPriority = queue.PriorityStrategyExit
 
 // CopySignalID is the ID of the copy of a master signal's leg for a follower: the same
-// inputs give the same ID, so that a repeated fan-out is recognised.
+// inputs give the same ID, so that a repeated fan-out is recognised. It is the copy's name
+// (copyName) placed in the follower's partition (queue.SignalIDFor).
 func CopySignalID(masterSignalID, leg, followerID string) string {
+	return queue.SignalIDFor(followerID, copyName(masterSignalID, leg, followerID))
+}
+
+// copyName names the copy of a master signal's leg for a follower, before placement. The
+// copy's enqueue marker (store.CopyMarker) is named by it, which does not depend on
+// placement: a fan-out repeated by a version that queues copies unplaced finds the same
+// marker, and queues no second copy.
+func copyName(masterSignalID, leg, followerID string) string {
 	sum := sha256.Sum256([]byte(masterSignalID + "\x00" + leg + "\x00" + followerID))
 	return "c-" + hex.EncodeToString(sum[:16])
 }
@@ -172,10 +181,10 @@ func (e *Executor) fanOut(ctx context.Context, j *job, d legDone) error {
 			if err != nil || !registry.Follows(f, j.bot) {
 				continue // deleted, or no longer a follower of this master: nothing to copy
 			}
-			sig := CopySignalID(j.env.SignalID, req.Leg, id)
-			env := queue.Envelope{SignalID: sig, BotID: id, Priority: prio, Source: queue.SourceCopy, Signal: data,
-				ReceivedAt: e.now().UnixMilli()}
-			done, err := queue.EnqueueOnceLater(ctx, p, env, store.CopyMarker(id, sig), CopyMarkerTTL)
+			name := copyName(j.env.SignalID, req.Leg, id)
+			env := queue.Envelope{SignalID: queue.SignalIDFor(id, name), BotID: id, Priority: prio, Source: queue.SourceCopy,
+				Signal: data, ReceivedAt: e.now().UnixMilli()}
+			done, err := queue.EnqueueOnceLater(ctx, p, env, store.CopyMarker(id, name), CopyMarkerTTL)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -158,10 +160,26 @@ func Crossed(it position.WatchItem, price decimal.Decimal) (trigger string, leve
 	return "", decimal.Zero, decimal.Zero
 }
 
-// TriggerSignalID is the deterministic signalId of a trigger.
+// TriggerSignalID is the deterministic name of a trigger: its first attempt's, before the
+// signalId is placed in the bot's partition (TriggerAttemptID).
 func TriggerSignalID(positionID, trigger string, level decimal.Decimal) string {
 	sum := sha256.Sum256([]byte(positionID + "|" + trigger + "|" + level.String()))
 	return "wt-" + hex.EncodeToString(sum[:])[:32]
+}
+
+// TriggerAttemptID is the signalId of a trigger's attempt (0 the first) for bot botID: the
+// trigger's name (TriggerSignalID) with the attempt's suffix, placed in the bot's partition
+// (queue.SignalIDFor). The same trigger, attempt and bot always give the same ID.
+func TriggerAttemptID(botID, name string, attempt int) string {
+	return queue.SignalIDFor(botID, triggerAttempt(name, attempt))
+}
+
+// triggerAttempt is attempt's name of the trigger named name, before placement.
+func triggerAttempt(name string, attempt int) string {
+	if attempt == 0 {
+		return name
+	}
+	return name + "-" + strconv.Itoa(attempt)
 }
 
 // MaxTriggerAttempts bounds how often one trigger is retried after its exit failed.
@@ -170,26 +188,38 @@ const MaxTriggerAttempts = 10
 // triggerID picks the signalId for a trigger: the first attempt's, or, when that exit
 // already failed (the exchange was down, say), the next attempt's, so that a failed exit is
 // retried instead of being answered from its stored failure. "" means nothing to enqueue:
-// an exit succeeded, or the attempts are used up.
-func (w *Watcher) triggerID(ctx context.Context, it position.WatchItem, trigger string, level decimal.Decimal) (string, error) {
+// an exit succeeded, or the attempts are used up. name is the attempt's name before
+// placement, which names its fired marker.
+//
+// An attempt's result is looked for under its signalId and under its name: a version that
+// queues exits under their names (unplaced) may have run the attempt, and its result
+// stays readable for queue.ResultTTL.
+func (w *Watcher) triggerID(ctx context.Context, it position.WatchItem, trigger string, level decimal.Decimal) (id, name string, err error) {
 	base := TriggerSignalID(it.PositionID, trigger, level)
 	for attempt := 0; attempt < MaxTriggerAttempts; attempt++ {
-		id := base
-		if attempt > 0 {
-			id = base + "-" + strconv.Itoa(attempt)
+		name, id := triggerAttempt(base, attempt), TriggerAttemptID(it.BotID, base, attempt)
+		var placed, unplaced func() (result.Stored, error)
+		if _, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			placed, unplaced = queue.GetResultLater(ctx, p, id), queue.GetResultLater(ctx, p, name)
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return "", "", err
 		}
-		stored, err := queue.GetResult(ctx, w.rdb, id)
+		stored, err := placed()
+		if err == nil && !stored.Found {
+			stored, err = unplaced()
+		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if !stored.Found {
-			return id, nil
+			return id, name, nil
 		}
 		if res := stored.Result; res.Success || res.Code == errs.PositionNotFound || res.Code == errs.BotDeleted {
-			return "", nil
+			return "", "", nil
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 func (w *Watcher) fire(ctx context.Context, it position.WatchItem, trigger string, level, closePct decimal.Decimal) (string, error) {
@@ -199,11 +229,13 @@ func (w *Watcher) fire(ctx context.Context, it position.WatchItem, trigger strin
 		// The bot is gone: stop watching its position.
 		return "", position.Unwatch(ctx, w.rdb, it.BotID, it.Symbol)
 	}
-	id, err := w.triggerID(ctx, it, trigger, level)
+	id, name, err := w.triggerID(ctx, it, trigger, level)
 	if err != nil || id == "" {
 		return "", err
 	}
-	first, err := w.rdb.SetNX(ctx, store.WatchFired(it.BotID, id), "1", FiredTTL).Result()
+	// The marker is named by the attempt's name, which does not depend on placement: a
+	// replica of a version that queues the attempt unplaced finds it too.
+	first, err := w.rdb.SetNX(ctx, store.WatchFired(it.BotID, name), "1", FiredTTL).Result()
 	if err != nil || !first {
 		return "", err
 	}
@@ -223,7 +255,7 @@ func (w *Watcher) fire(ctx context.Context, it position.WatchItem, trigger strin
 		Source: queue.SourceWatcher, Signal: data, ReceivedAt: w.now().UnixMilli()}
 	if _, err := w.enqueue(ctx, w.rdb, env); err != nil {
 		// Let the next scan try again.
-		w.rdb.Del(ctx, store.WatchFired(it.BotID, id))
+		w.rdb.Del(ctx, store.WatchFired(it.BotID, name))
 		return "", err
 	}
 	w.m.triggers.WithLabelValues(trigger).Inc()

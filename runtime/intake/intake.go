@@ -47,22 +47,32 @@ const IdempotencyTTL = 24 * time.Hour
 // Request is one signal to admit.
 type Request struct {
 	WebhookHash string // sha256 of the webhook ID from the URL
-	SignalID    string
-	Priority    queue.Priority
-	Signal      json.RawMessage // the parsed signal.Signal as JSON
-	ReplyTo     string          // the waiting webhookd's channel, or ""
-	ReceivedAt  time.Time
+	// SignalID is the signal's ID as drawn; it is queued placed in the bot's partition
+	// (queue.SignalIDFor), which Admission.SignalID answers.
+	SignalID   string
+	Priority   queue.Priority
+	Signal     json.RawMessage // the parsed signal.Signal as JSON
+	ReplyTo    string          // the waiting webhookd's channel, or ""
+	ReceivedAt time.Time
 	// NeedsSymbol: an entry without a symbol, acceptable only if the bot has a fixed pair.
 	NeedsSymbol bool
 	// IdempotencyHash and BodyHash are SHA-256 hex of the Idempotency-Key header and the
 	// body; empty to skip.
 	IdempotencyHash string
 	BodyHash        string
+	// Listen, when set, is called with the ID the signal is queued under before it is
+	// queued: a caller that waits for the result registers its wait there (ReplyTo). The ID
+	// is SignalID placed in the bot's partition (queue.SignalIDFor), known only once the
+	// route has led to the bot. A stale route read again makes a second call, with the ID
+	// for the bot found then; the ID of the last call is the one queued.
+	Listen func(signalID string)
 }
 
 // Admission is an accepted signal.
 type Admission struct {
-	BotID    string
+	BotID string
+	// SignalID is the ID the signal is queued under: Request.SignalID placed in the bot's
+	// partition.
 	SignalID string
 	// Duplicate: the signal repeats an earlier one, whose ID SignalID now is; nothing was queued.
 	Duplicate bool
@@ -121,8 +131,13 @@ func (in *Intake) Admit(ctx context.Context, r Request) (Admission, error) {
 // errStale: the bot the route led to is gone or routes another webhook now.
 var errStale = errors.New("intake: stale route")
 
-// admit runs the script on bot's keys.
+// admit runs the script on bot's keys, under r.SignalID placed in bot's partition. Every
+// try places the caller's ID afresh, so a try for another bot than the last gets that bot's.
 func (in *Intake) admit(ctx context.Context, bot string, r Request) (Admission, error) {
+	r.SignalID = queue.SignalIDFor(bot, r.SignalID)
+	if r.Listen != nil {
+		r.Listen(r.SignalID)
+	}
 	env, err := json.Marshal(queue.Envelope{SignalID: r.SignalID, BotID: bot, Priority: r.Priority,
 		Source: queue.SourceWebhook, Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli(), ReplyTo: r.ReplyTo})
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 )
 
 // NewRequest parses body as a webhook signal (runtime/signal's parser), resolves its symbol
-// against symbols, and returns it as the intake admits it under a new signal ID, at webhook
-// priority. Only hashes of the body and of idempotencyKey (none when empty) reach Redis.
+// against symbols, and returns it as the intake admits it under a new signal ID (a random
+// UUID, placed in the bot's partition once the intake knows the bot), at webhook priority. Only hashes of the body and of idempotencyKey (none when empty) reach Redis.
 // WebhookHash is the caller's to set (Admit), or AdmitBot's. Errors are the parser's and
 // the symbol index's *errs.Error.
 func NewRequest(body []byte, symbols *signal.Symbols, idempotencyKey string, received time.Time) (Request, error) {

@@ -293,9 +293,11 @@ func RetryDeadLetter(ctx context.Context, rdb redis.UniversalClient, id string, 
 	if fresh {
 		env.ReceivedAt = time.Now().UnixMilli()
 	}
-	// Two keys of two slots: two DELs, in one round trip.
+	// Keys of different slots: one DEL each, in one round trip. A result stored by an older
+	// version is under the legacy key, which GetResultLater still reads.
 	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, store.SignalResult(env.SignalID))
+		p.Del(ctx, store.LegacySignalResult(env.SignalID))
 		p.Del(ctx, store.SignalAttempts(env.BotID, env.SignalID))
 		return nil
 	}); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,6 +63,7 @@ func Enqueue(ctx context.Context, rdb redis.UniversalClient, env Envelope) (stri
 	if env.ReceivedAt == 0 {
 		env.ReceivedAt = time.Now().UnixMilli()
 	}
+	notePlacement(env)
 	data, err := json.Marshal(env)
 	if err != nil {
 		return "", fmt.Errorf("queue: encode envelope %s: %w", env.SignalID, err)
@@ -75,6 +78,25 @@ func Enqueue(ctx context.Context, rdb redis.UniversalClient, env Envelope) (stri
 		return "", fmt.Errorf("queue: enqueue %s: %w", env.SignalID, err)
 	}
 	return id, nil
+}
+
+// unplaced counts the envelopes this process enqueued whose signal ID is not in their bot's
+// partition (InBotPartition).
+var unplaced atomic.Int64
+
+// notePlacement logs an envelope whose signal ID its producer did not place for the bot
+// (SignalIDFor): a producer that forgot, since every one in this module places its IDs. It
+// is queued all the same, as a signal queued by an older version must be: its result key
+// is merely in another slot than its bot's keys. The first and every 1,000th are logged, so
+// that a producer at a high rate cannot flood the log.
+func notePlacement(env Envelope) {
+	if InBotPartition(env.BotID, env.SignalID) {
+		return
+	}
+	if n := unplaced.Add(1); n == 1 || n%1000 == 0 {
+		slog.Warn("queue: signal ID outside its bot's partition; queued all the same",
+			"signalId", env.SignalID, "botId", env.BotID, "unplacedSoFar", n)
+	}
 }
 
 // enqueueOnceScript sets the marker KEYS[1] to ARGV[5] for ARGV[1] seconds and XADDs the
@@ -126,6 +148,7 @@ func enqueueOnce(ctx context.Context, c redis.Scripter, env Envelope, marker, va
 	if env.ReceivedAt == 0 {
 		env.ReceivedAt = time.Now().UnixMilli()
 	}
+	notePlacement(env)
 	data, err := json.Marshal(env)
 	if err != nil {
 		return nil, fmt.Errorf("queue: encode envelope %s: %w", env.SignalID, err)

@@ -183,17 +183,30 @@ func recentLater(ctx context.Context, c redis.Cmdable, botID string, stop int64)
 	}
 }
 
-// GetResult reads a signal's stored result.
+// GetResult reads a signal's stored result, in one round trip (see GetResultLater).
 func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) (result.Stored, error) {
-	return GetResultLater(ctx, rdb, signalID)()
+	var read func() (result.Stored, error)
+	// Errors are per command; the decoder reports them.
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		read = GetResultLater(ctx, p, signalID)
+		return nil
+	})
+	return read()
 }
 
 // GetResultLater queues GetResult's read on c (a pipeline) and returns the decoder to call
-// once the pipeline has run, so that the read can share a round trip with others.
+// once the pipeline has run, so that the read can share a round trip with others. It reads
+// the result key (store.SignalResult) and the key a result had before results joined the
+// partition slot (store.LegacySignalResult), and answers the first when it is there: a
+// signal finished by an older version is still answered while its result lasts
+// (ResultTTL). The two keys are in different slots: two GETs, never an MGET.
 func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Stored, error) {
-	cmd := c.Get(ctx, store.SignalResult(signalID))
+	cmd, legacy := c.Get(ctx, store.SignalResult(signalID)), c.Get(ctx, store.LegacySignalResult(signalID))
 	return func() (result.Stored, error) {
 		data, err := cmd.Bytes()
+		if errors.Is(err, redis.Nil) {
+			data, err = legacy.Bytes()
+		}
 		if errors.Is(err, redis.Nil) {
 			return result.Stored{}, nil
 		}

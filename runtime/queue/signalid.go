@@ -17,10 +17,12 @@ func NewSignalID(botID string) string { return SignalIDFor(botID, uuid.NewString
 
 // SignalIDFor places id in bot botID's partition (store.SignalPartition):
 //   - id itself when it is already there;
-//   - a UUID with its last two hex digits re-chosen, the first of 00 to ff that lands there,
-//     so that it stays a UUID of the same version (a random one keeps 120 random bits);
-//   - any other ID, or a UUID for which none of the 256 does (about 1 in 3,400), with the
-//     shortest suffix "~<n>" (n = 0, 1, 2, ... in base 36) that does.
+//   - an ID that ends in a UUID (a UUID, or a prefix and a UUID such as a manual order's
+//     "m-<uuid>") with its last two hex digits re-chosen, the first of 00 to ff that lands
+//     there, so that it keeps its shape and the UUID its version (a random one keeps 120
+//     random bits);
+//   - any other ID, or one of those for which none of the 256 does (about 1 in 3,400), with
+//     the shortest suffix "~<n>" (n = 0, 1, 2, ... in base 36) that does.
 //
 // The answer depends on botID and id alone, so a deterministic ID (a watcher trigger's, a
 // strategy candle's, a copy's) stays deterministic: retries of the same signal agree.
@@ -29,13 +31,13 @@ func SignalIDFor(botID, id string) string {
 	if partitionOf(fnvOf(fnvOffset, id)) == want {
 		return id
 	}
-	if isUUID(id) {
-		// The hash of the first 34 characters is shared by every candidate.
-		h := fnvOf(fnvOffset, id[:34])
+	if n := len(id); n >= 36 && isUUID(id[n-36:]) {
+		// The hash of all but the last two characters is shared by every candidate.
+		h := fnvOf(fnvOffset, id[:n-2])
 		for b := 0; b < 256; b++ {
 			hi, lo := hexDigits[b>>4], hexDigits[b&15]
 			if partitionOf(fnvByte(fnvByte(h, hi), lo)) == want {
-				return id[:34] + string([]byte{hi, lo})
+				return id[:n-2] + string([]byte{hi, lo})
 			}
 		}
 	}
@@ -46,6 +48,12 @@ func SignalIDFor(botID, id string) string {
 			return id + "~" + s
 		}
 	}
+}
+
+// InBotPartition reports whether signalID's result key is in bot botID's partition, as
+// SignalIDFor makes it. A signal queued by an older version is not, and still executes.
+func InBotPartition(botID, signalID string) bool {
+	return store.SignalPartition(signalID) == store.PartitionOf(botID)
 }
 
 // FNV-1a, as store.PartitionOf computes it, so that a candidate's hash continues from a

@@ -235,10 +235,7 @@ func (w *Waiter) dispatch(payload string) {
 
 // deliver hands a result to every wait registered for id and forgets them.
 func (w *Waiter) deliver(id string, data []byte) {
-	w.mu.Lock()
-	chs := w.waits[id]
-	delete(w.waits, id)
-	w.mu.Unlock()
+	chs := w.take(id)
 	if len(chs) == 0 {
 		return // nobody waits any more (timed out): skip decoding
 	}
@@ -250,6 +247,15 @@ func (w *Waiter) deliver(id string, data []byte) {
 	for _, ch := range chs {
 		ch <- res // buffered, and each channel is registered once: never blocks
 	}
+}
+
+// take forgets the waits registered for id and returns them.
+func (w *Waiter) take(id string) []chan result.Result {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	chs := w.waits[id]
+	delete(w.waits, id)
+	return chs
 }
 
 // resync delivers the stored results of every open wait, after a (re-)subscription.
@@ -264,11 +270,11 @@ func (w *Waiter) resync() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for batch := range slices.Chunk(ids, 500) {
-		cmds := make([]*redis.StringCmd, len(batch))
-		// A pipeline of GETs, not MGET: on Redis Cluster the keys live in different slots.
+		reads := make([]func() (result.Stored, error), len(batch))
+		// A pipeline, not MGET: on Redis Cluster the keys live in different slots.
 		_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range batch {
-				cmds[i] = p.Get(ctx, store.SignalResult(id))
+				reads[i] = GetResultLater(ctx, p, id)
 			}
 			return nil
 		})
@@ -277,8 +283,16 @@ func (w *Waiter) resync() {
 			return
 		}
 		for i, id := range batch {
-			if data, err := cmds[i].Bytes(); err == nil {
-				w.deliver(id, data)
+			st, err := reads[i]()
+			if err != nil {
+				w.log.Error("unreadable stored result; its waiters will time out", "signalId", id, "err", err)
+				continue
+			}
+			if !st.Found {
+				continue
+			}
+			for _, ch := range w.take(id) {
+				ch <- st.Result // buffered, and each channel is registered once: never blocks
 			}
 		}
 	}

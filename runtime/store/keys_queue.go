@@ -1,5 +1,7 @@
 package store
 
+import "strings"
+
 // Keys of the signal queue (runtime/queue), beside the streams named by QueueStream. All but
 // the executor set, results and reply channels carry their partition's tag ({N}), like the
 // streams, so that one script or transaction may touch a partition's lease, streams, dead
@@ -39,6 +41,22 @@ func SignalResult(signalID string) string {
 // slot: read as a fallback while such results can still exist (ResultTTL after an upgrade),
 // never written.
 func LegacySignalResult(signalID string) string { return prefix + "result:" + signalID }
+
+// SignalResultPattern matches every result key, of every partition and legacy (SCAN MATCH).
+func SignalResultPattern() string { return prefix + "result:*" }
+
+// SignalOfResult is the signal ID whose result a key (SignalResult or LegacySignalResult)
+// holds; false for any other key.
+func SignalOfResult(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, prefix+"result:")
+	if !ok {
+		return "", false
+	}
+	if tag, id, ok := strings.Cut(rest, ":"); ok && tag == partitionTag(SignalPartition(id)) {
+		return id, true
+	}
+	return rest, true
+}
 
 // SignalPartition is the partition whose slot holds signalID's result: the ID hashed like
 // a bot ID (PartitionOf), so that a reader needs nothing but the ID.

@@ -91,10 +91,11 @@ func Purge(ctx context.Context, rdb redis.Cmdable, botID string) error {
 // SignalID is the deterministic signal ID of a strategy signal: the same bot, candle and
 // action always give the same ID, so a result in the bot's history leads back to the
 // candle that decided it, and an envelope queued twice is executed once (the executor's
-// stored-result check).
+// stored-result check). It is placed in the bot's partition (queue.SignalIDFor), which
+// keeps it deterministic.
 func SignalID(botID string, candleOpenMs int64, action signal.Action) string {
 	sum := sha256.Sum256([]byte(botID + "|" + strconv.FormatInt(candleOpenMs, 10) + "|" + string(action)))
-	return "st-" + hex.EncodeToString(sum[:])[:32]
+	return queue.SignalIDFor(botID, "st-"+hex.EncodeToString(sum[:])[:32])
 }
 
 // luaNames fills the state's field names and the events channel into the script, so that

@@ -179,7 +179,8 @@ func (a *API) envelope(ctx context.Context, botID string, req order.Request) (qu
 	if err != nil {
 		return queue.Envelope{}, err
 	}
-	return queue.Envelope{SignalID: "m-" + uuid.NewString(), BotID: botID, Priority: prio, Source: queue.SourceManual,
+	// "m-" and a UUID, placed in the bot's partition (its last two hex digits re-chosen).
+	return queue.Envelope{SignalID: queue.SignalIDFor(botID, "m-"+uuid.NewString()), BotID: botID, Priority: prio, Source: queue.SourceManual,
 		Signal: data, ReceivedAt: a.Now().UnixMilli()}, nil
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -149,32 +151,25 @@ func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Dura
 		var still []string
 		for start := 0; start < len(pending); start += batch {
 			part := pending[start:min(start+batch, len(pending))]
-			cmds := make([]*redis.StringCmd, len(part))
+			reads := make([]func() (result.Stored, error), len(part))
 			if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for i, id := range part {
-					cmds[i] = p.Get(ctx, store.SignalResult(id))
+					reads[i] = queue.GetResultLater(ctx, p, id)
 				}
 				return nil
 			}); err != nil && !errors.Is(err, redis.Nil) {
 				return fmt.Errorf("read results: %w", err)
 			}
-			for i, cmd := range cmds {
-				data, err := cmd.Bytes()
-				if errors.Is(err, redis.Nil) {
-					still = append(still, part[i])
-					continue
-				}
+			for i, read := range reads {
+				st, err := read()
 				if err != nil {
 					return fmt.Errorf("read result %s: %w", part[i], err)
 				}
-				var r struct {
-					SignalID string `json:"signalId"`
-					Success  bool   `json:"success"`
-					Code     string `json:"code"`
+				if !st.Found {
+					still = append(still, part[i])
+					continue
 				}
-				if err := json.Unmarshal(data, &r); err != nil {
-					return fmt.Errorf("result %s: %w", part[i], err)
-				}
+				r := st.Result
 				if r.SignalID != part[i] {
 					return fmt.Errorf("the result stored under %s is signal %s's", part[i], r.SignalID)
 				}
@@ -182,7 +177,7 @@ func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Dura
 				if r.Success {
 					rec.ResultCodes["ok"]++
 				} else {
-					rec.ResultCodes[r.Code]++
+					rec.ResultCodes[string(r.Code)]++
 				}
 			}
 		}
@@ -345,16 +340,16 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 // unknownResults scans the stored results for ones of the fleet's bots, stored since the
 // checker started, whose signal no answer named.
 func (c *Checker) unknownResults(ctx context.Context) (int, error) {
-	prefix := store.SignalResult("")
 	var candidates []string
 	var cursor uint64
 	for {
-		keys, next, err := c.rdb.Scan(ctx, cursor, prefix+"*", 5000).Result()
+		keys, next, err := c.rdb.Scan(ctx, cursor, store.SignalResultPattern(), 5000).Result()
 		if err != nil {
 			return 0, fmt.Errorf("scan results: %w", err)
 		}
 		for _, k := range keys {
-			if _, ok := c.accepted[strings.TrimPrefix(k, prefix)]; !ok {
+			id, _ := store.SignalOfResult(k) // the pattern matches result keys only
+			if _, ok := c.accepted[id]; !ok {
 				candidates = append(candidates, k)
 			}
 		}
