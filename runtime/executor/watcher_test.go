@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -31,9 +32,10 @@ func TestWatcherEnqueuesOneStopLossExit(t *testing.T) {
 	}
 	h.px.set(exchange.Spot, "BTC/USDT", "63000")
 	ids, err := w.Scan(h.ctx)
-	want := executor.TriggerSignalID(pos.ID, executor.TriggerStopLoss, decimal.RequireFromString("63700"))
-	if err != nil || len(ids) != 1 || ids[0] != want {
-		t.Fatalf("scan = %v, %v; want [%s]", ids, err, want)
+	name := executor.TriggerSignalID(pos.ID, executor.TriggerStopLoss, decimal.RequireFromString("63700"))
+	want := executor.TriggerAttemptID(h.bot.ID, name, 0)
+	if err != nil || len(ids) != 1 || ids[0] != want || !queue.InBotPartition(h.bot.ID, want) {
+		t.Fatalf("scan = %v, %v; want [%s], in the bot's partition", ids, err, want)
 	}
 	// Another scan (or another replica) does not enqueue it again.
 	if ids, err := w.Scan(h.ctx); err != nil || len(ids) != 0 {
@@ -114,10 +116,11 @@ func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"64000"}`))
+	name := executor.TriggerSignalID(h.position("BTC/USDT").ID, executor.TriggerStopLoss, decimal.RequireFromString("64000"))
 	w := h.ex.NewWatcher(executor.WatcherDeps{Prices: h.px, Logger: h.quiet})
 	h.px.set(exchange.Spot, "BTC/USDT", "63000")
 	ids, _ := w.Scan(h.ctx)
-	if len(ids) != 1 {
+	if len(ids) != 1 || ids[0] != executor.TriggerAttemptID(h.bot.ID, name, 0) {
 		t.Fatalf("ids = %v", ids)
 	}
 	// The exit fails (the bot is disabled at that moment).
@@ -126,11 +129,13 @@ func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
 	h.fails(h.run(readStream(t, h, queue.PriorityStrategyExit)[0]), "BOT_DISABLED")
 	h.bot.Availability = "active"
 	h.project()
-	// Once the marker lapses the trigger is enqueued again under a new signalId.
-	h.rdb.Del(h.ctx, store.WatchFired(h.bot.ID, ids[0]))
+	// Once the marker (named by the attempt's name) lapses the trigger is enqueued again
+	// under the next attempt's signalId, placed in the bot's partition too.
+	h.rdb.Del(h.ctx, store.WatchFired(h.bot.ID, name))
 	again, err := w.Scan(h.ctx)
-	if err != nil || len(again) != 1 || again[0] != ids[0]+"-1" {
-		t.Fatalf("retry = %v %v", again, err)
+	next := executor.TriggerAttemptID(h.bot.ID, name, 1)
+	if err != nil || len(again) != 1 || again[0] != next || !queue.InBotPartition(h.bot.ID, next) {
+		t.Fatalf("retry = %v %v; want [%s]", again, err, next)
 	}
 	envs := readStream(t, h, queue.PriorityStrategyExit)
 	h.ok(h.run(envs[len(envs)-1]))
@@ -147,5 +152,61 @@ func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
 	}
 	if items, _ := position.Watched(h.ctx, h.rdb); len(items) != 0 {
 		t.Fatalf("watch = %+v", items)
+	}
+}
+
+// Attempt IDs are placed in the bot's partition and deterministic: the same trigger,
+// attempt and bot give the same ID; another attempt or bot another.
+func TestTriggerAttemptIDsArePlacedAndDeterministic(t *testing.T) {
+	seen := map[string]bool{}
+	for b := range 40 {
+		bot := fmt.Sprintf("bot-%d", b)
+		name := executor.TriggerSignalID(fmt.Sprintf("pos-%d", b), executor.TriggerTakeProfit, decimal.RequireFromString("70000.5"))
+		for attempt := range executor.MaxTriggerAttempts {
+			id := executor.TriggerAttemptID(bot, name, attempt)
+			if !queue.InBotPartition(bot, id) || id != executor.TriggerAttemptID(bot, name, attempt) || seen[id] {
+				t.Fatalf("attempt %d of %s for %s: %s (placed %v, seen %v)", attempt, name, bot, id,
+					queue.InBotPartition(bot, id), seen[id])
+			}
+			seen[id] = true
+		}
+	}
+}
+
+// A trigger an older version (one that queued exits under their unplaced names) has acted
+// on is recognised: its marker and its results are under the attempt's name.
+func TestWatcherHonoursAttemptsQueuedUnplaced(t *testing.T) {
+	h := newHarness(t, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"64000"}`))
+	name := executor.TriggerSignalID(h.position("BTC/USDT").ID, executor.TriggerStopLoss, decimal.RequireFromString("64000"))
+	w := h.ex.NewWatcher(executor.WatcherDeps{Prices: h.px, Logger: h.quiet})
+	h.px.set(exchange.Spot, "BTC/USDT", "63000")
+	legacy := func(id, body string) {
+		t.Helper()
+		if err := h.rdb.Set(h.ctx, store.LegacySignalResult(id), body, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its exit is queued and not yet done: the older version's marker holds this scan off.
+	h.rdb.Set(h.ctx, store.WatchFired(h.bot.ID, name), "1", executor.FiredTTL)
+	if ids, err := w.Scan(h.ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("under the older version's marker: %v %v", ids, err)
+	}
+	h.rdb.Del(h.ctx, store.WatchFired(h.bot.ID, name))
+	// Its first attempt failed: the next attempt is queued.
+	legacy(name, `{"signalId":"`+name+`","success":false,"code":"EXCHANGE_ERROR"}`)
+	ids, err := w.Scan(h.ctx)
+	if err != nil || len(ids) != 1 || ids[0] != executor.TriggerAttemptID(h.bot.ID, name, 1) {
+		t.Fatalf("after a failed unplaced attempt: %v %v", ids, err)
+	}
+	// Its second attempt succeeded: nothing more is queued, whatever the markers.
+	h.rdb.Del(h.ctx, store.WatchFired(h.bot.ID, name+"-1"))
+	legacy(name+"-1", `{"signalId":"`+name+`-1","success":true}`)
+	if ids, err := w.Scan(h.ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("after a successful unplaced attempt: %v %v", ids, err)
+	}
+	if n := len(readStream(t, h, queue.PriorityStrategyExit)); n != 1 {
+		t.Fatalf("%d exits queued, want 1", n)
 	}
 }

@@ -57,9 +57,17 @@ func TestAdmitQueuesWithBotID(t *testing.T) {
 	in, rdb, _ := setup(t, activeBot("bot-1"))
 	now := time.UnixMilli(1_800_000_000_000)
 	r := req(now)
+	var heard []string
+	r.Listen = func(id string) { heard = append(heard, id) }
 	adm, err := in.Admit(ctx, r)
-	if err != nil || adm.BotID != "bot-1" || adm.SignalID != r.SignalID || adm.Duplicate {
-		t.Fatalf("admit = %+v, %v", adm, err)
+	// The ID is queued placed in the bot's partition, and the listener hears that ID.
+	placed := queue.SignalIDFor("bot-1", r.SignalID)
+	if err != nil || adm.BotID != "bot-1" || adm.SignalID != placed || adm.Duplicate {
+		t.Fatalf("admit = %+v, %v; want signal %s", adm, err, placed)
+	}
+	if !queue.InBotPartition("bot-1", adm.SignalID) || len(heard) != 1 || heard[0] != placed {
+		t.Fatalf("signal %s (partition %d, bot's %d), heard %v", adm.SignalID, store.SignalPartition(adm.SignalID),
+			store.PartitionOf("bot-1"), heard)
 	}
 	stream := store.QueueStream(queue.PartitionOf("bot-1"), int(queue.PriorityWebhook))
 	msgs, err := rdb.XRange(ctx, stream, "-", "+").Result()
@@ -70,7 +78,7 @@ func TestAdmitQueuesWithBotID(t *testing.T) {
 	if err := json.Unmarshal([]byte(msgs[0].Values[queue.EnvelopeField].(string)), &env); err != nil {
 		t.Fatal(err)
 	}
-	if env.BotID != "bot-1" || env.SignalID != r.SignalID || env.Priority != queue.PriorityWebhook || env.Source != "webhook" ||
+	if env.BotID != "bot-1" || env.SignalID != placed || env.Priority != queue.PriorityWebhook || env.Source != "webhook" ||
 		env.ReceivedAt != now.UnixMilli() || env.ReplyTo != "reply-1" || string(env.Signal) != `{"action":"buy","symbol":"BTC/USDT"}` {
 		t.Fatalf("envelope = %+v", env)
 	}
@@ -310,5 +318,43 @@ func TestRememberedRoutesFollowTheProjection(t *testing.T) {
 	}
 	if n := rdb.XLen(ctx, queue.StreamOf("bot-m", queue.PriorityWebhook)).Val(); n != 2 {
 		t.Fatalf("queued %d, want 2", n)
+	}
+}
+
+// A remembered route that has come to lead to another bot: the first try is stale and
+// queues nothing, the second queues the signal under its ID placed for the bot found then,
+// and the listener's last call names that ID.
+func TestListenHearsTheIDOfTheTryThatQueues(t *testing.T) {
+	ctx := context.Background()
+	in, rdb, reg := setup(t, activeBot("bot-m"))
+	now := time.UnixMilli(1_800_000_000_000)
+	if _, err := in.Admit(ctx, req(now)); err != nil {
+		t.Fatal(err)
+	}
+	// The webhook hash moves from bot-m to bot-n: a bot in another partition, so that the
+	// two placements differ.
+	other := "bot-n"
+	for i := 0; store.PartitionOf(other) == store.PartitionOf("bot-m"); i++ {
+		other = fmt.Sprintf("bot-n%d", i)
+	}
+	if err := reg.Project(ctx, activeBot("bot-m"), registry.HashWebhookID("99999999-2222-4333-8444-555555555556")); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Project(ctx, activeBot(other), hookHash); err != nil {
+		t.Fatal(err)
+	}
+	r := req(now)
+	var heard []string
+	r.Listen = func(id string) { heard = append(heard, id) }
+	adm, err := in.Admit(ctx, r)
+	want := queue.SignalIDFor(other, r.SignalID)
+	if err != nil || adm.BotID != other || adm.SignalID != want {
+		t.Fatalf("admit = %+v, %v; want %s for %s", adm, err, want, other)
+	}
+	if len(heard) != 2 || heard[0] != queue.SignalIDFor("bot-m", r.SignalID) || heard[1] != want {
+		t.Fatalf("heard %v; want the placement for bot-m, then %s", heard, want)
+	}
+	if n := rdb.XLen(ctx, queue.StreamOf(other, queue.PriorityWebhook)).Val(); n != 1 {
+		t.Fatalf("queued %d for %s, want 1", n, other)
 	}
 }

@@ -49,7 +49,7 @@ func TestAdmitBot(t *testing.T) {
 	r := req(now)
 	r.WebhookHash = "ignored: AdmitBot reads the bot's"
 	adm, err := in.AdmitBot(ctx, "bot-k", r)
-	if err != nil || adm.SignalID != r.SignalID || adm.BotID != "bot-k" || adm.Duplicate {
+	if err != nil || adm.SignalID != queue.SignalIDFor("bot-k", r.SignalID) || adm.BotID != "bot-k" || adm.Duplicate {
 		t.Fatalf("admit = %+v, %v", adm, err)
 	}
 	// The webhook regenerated: the new hash is read, the signal still admitted, and the
@@ -59,10 +59,11 @@ func TestAdmitBot(t *testing.T) {
 	}
 	k1, k2 := req(now), req(now)
 	k1.IdempotencyHash, k2.IdempotencyHash = intake.SHA256Hex([]byte("k")), intake.SHA256Hex([]byte("k"))
-	if adm, err := in.AdmitBot(ctx, "bot-k", k1); err != nil || adm.SignalID != k1.SignalID {
+	first := queue.SignalIDFor("bot-k", k1.SignalID)
+	if adm, err := in.AdmitBot(ctx, "bot-k", k1); err != nil || adm.SignalID != first {
 		t.Fatalf("after regenerate: %+v, %v", adm, err)
 	}
-	if adm, err := in.AdmitBot(ctx, "bot-k", k2); err != nil || !adm.Duplicate || adm.SignalID != k1.SignalID {
+	if adm, err := in.AdmitBot(ctx, "bot-k", k2); err != nil || !adm.Duplicate || adm.SignalID != first {
 		t.Fatalf("same key: %+v, %v", adm, err)
 	}
 	if n := rdb.XLen(ctx, queue.StreamOf("bot-k", queue.PriorityWebhook)).Val(); n != 2 {

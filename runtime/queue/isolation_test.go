@@ -121,8 +121,14 @@ func TestRetryBudgetDeadLetters(t *testing.T) {
 
 	// The operator fixes the cause and retries: it runs again and succeeds.
 	healthy.Store(1)
+	// A failure result under the legacy key (stored by an older version) goes too: left, it
+	// would answer for the signal while the retry runs.
+	rdb.Set(ctx, store.LegacySignalResult(bot+"/0"), `{"signalId":"`+bot+`/0","success":false}`, time.Hour)
 	if _, err := RetryDeadLetter(ctx, rdb, dl.ID, false); err != nil {
 		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, store.LegacySignalResult(bot+"/0")).Val(); n != 0 {
+		t.Error("the retry left the legacy result")
 	}
 	testkit.EventuallyTrue(t, 10*time.Second, "the retried signal succeeded", func() bool {
 		st, _ := GetResult(ctx, rdb, bot+"/0")

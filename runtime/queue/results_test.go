@@ -103,3 +103,46 @@ func TestNewestSignals(t *testing.T) {
 		t.Fatalf("no bots: %v, %v", none, err)
 	}
 }
+
+// GetResult answers the result under the partition key, else the one under the legacy key
+// (stored by an older version, kept ResultTTL), in one round trip either way; the
+// partition key wins when both exist.
+func TestGetResultFallsBackToTheLegacyKey(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	legacy := func(id, msg string) {
+		t.Helper()
+		if err := rdb.Set(ctx, store.LegacySignalResult(id), `{"signalId":"`+id+`","success":true,"message":"`+msg+`"}`, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newID := queue.NewSignalID("bot-r")
+	if err := queue.PublishResult(ctx, rdb, queue.Envelope{SignalID: newID, BotID: "bot-r"}, result.Result{Success: true, Message: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, store.SignalResult(newID)).Val(); n != 1 {
+		t.Fatalf("no result under %s", store.SignalResult(newID))
+	}
+	legacy("old-1", "old")
+	legacy("both-1", "legacy")
+	if err := rdb.Set(ctx, store.SignalResult("both-1"), `{"signalId":"both-1","success":true,"message":"partition"}`, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	trips := &storetest.Trips{}
+	rdb.AddHook(trips)
+	for id, want := range map[string]string{newID: "new", "old-1": "old", "both-1": "partition", "none-1": ""} {
+		st, err := queue.GetResult(ctx, rdb, id)
+		if err != nil || st.Found != (want != "") || st.Result.Message != want {
+			t.Fatalf("GetResult(%s) = %+v, %v; want message %q", id, st, err, want)
+		}
+		if got := trips.Take(); len(got) != 1 {
+			t.Fatalf("GetResult(%s): %d round trips %v, want 1", id, len(got), got)
+		}
+	}
+	if err := rdb.Set(ctx, store.LegacySignalResult("bad-1"), `not json`, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue.GetResult(ctx, rdb, "bad-1"); err == nil {
+		t.Fatal("a corrupt legacy result read without error")
+	}
+}

@@ -160,10 +160,14 @@ func TestWaiterResyncAfterDroppedSubscription(t *testing.T) {
 	w := newTestWaiter(t, rdb, "webhookd-4")
 	ch, cancel := w.Register("lost-msg")
 	defer cancel()
-	// The result is stored but its message never comes.
+	old, cancelOld := w.Register("legacy-msg")
+	defer cancelOld()
+	// The result is stored but its message never comes; another's is under the legacy key,
+	// as an older version stored it.
 	if err := PublishResult(ctx, rdb, Envelope{SignalID: "lost-msg", BotID: "b"}, result.Result{Success: true, Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
+	rdb.Set(ctx, store.LegacySignalResult("legacy-msg"), `{"signalId":"legacy-msg","success":true,"message":"done before"}`, time.Minute)
 	if err := storetest.ForEachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
 		return n.ClientKillByFilter(ctx, "TYPE", "pubsub").Err()
 	}); err != nil {
@@ -171,6 +175,9 @@ func TestWaiterResyncAfterDroppedSubscription(t *testing.T) {
 	}
 	if r := receive(t, ch); r.Message != "done" {
 		t.Errorf("got %+v", r)
+	}
+	if r := receive(t, old); r.Message != "done before" {
+		t.Errorf("legacy: got %+v", r)
 	}
 	if w.resyncs.Load() < 1 {
 		t.Error("no resync recorded")
