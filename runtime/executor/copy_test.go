@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -120,8 +121,9 @@ func TestCopyEntryPartialCloseAndStopLoss(t *testing.T) {
 	master := h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.4","stopLoss":"2%"}`))
 	testkit.EqualD(t, "master balance", h.balance(), "4980")
 	env, res := h.takeCopy("bot-f")
-	if env.Priority != executor.CopyPriority || env.SignalID != executor.CopySignalID(master.SignalID, "", "bot-f") {
-		t.Fatalf("copy envelope = %+v", env)
+	if env.Priority != executor.CopyPriority || env.SignalID != executor.CopySignalID(master.SignalID, "", "bot-f") ||
+		!queue.InBotPartition("bot-f", env.SignalID) {
+		t.Fatalf("copy envelope = %+v (its ID in the follower's partition)", env)
 	}
 	var req executor.CopyRequest
 	if err := json.Unmarshal(env.Signal, &req); err != nil {
@@ -359,4 +361,45 @@ func TestCopyFanOutExactlyOnceAfterAnExecutorDies(t *testing.T) {
 	}
 	// Follower 2 (equity 5,000) copies 0.02 × 5,000 / 10,000 = 0.01 BTC.
 	testkit.EqualD(t, "follower 2 amount", h.ok(h.run(seen[f2][0])).Order.FilledAmount, "0.01")
+}
+
+// Copy IDs are placed in the follower's partition and deterministic: the same master
+// signal, leg and follower give the same ID, another follower or leg another.
+func TestCopySignalIDsArePlacedAndDeterministic(t *testing.T) {
+	seen := map[string]bool{}
+	for m := range 20 {
+		master := queue.NewSignalID("master")
+		for f := range 10 {
+			follower := fmt.Sprintf("follower-%d", f)
+			for _, leg := range []string{"", "close:BTC/USDT"} {
+				id := executor.CopySignalID(master, leg, follower)
+				if !queue.InBotPartition(follower, id) || id != executor.CopySignalID(master, leg, follower) || seen[id] {
+					t.Fatalf("copy %d of %s/%q for %s: %s (placed %v, seen %v)", m, master, leg, follower, id,
+						queue.InBotPartition(follower, id), seen[id])
+				}
+				seen[id] = true
+			}
+		}
+	}
+}
+
+// A copy an older version queued under its unplaced name left its marker under that name:
+// the master signal's fan-out repeated by this version queues no second copy.
+func TestCopyMarkerOfAnUnplacedCopyHoldsOffASecondCopy(t *testing.T) {
+	h := newHarness(t, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "50000")
+	h.follower("bot-f", "2500", nil)
+	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`)
+	if err := h.rdb.Set(h.ctx, store.CopyMarker("bot-f", executor.CopyName(env.SignalID, "", "bot-f")), "1", executor.CopyMarkerTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.ok(h.run(env))
+	if n := len(h.copies("bot-f")); n != 0 {
+		t.Fatalf("%d copies queued under the older version's marker, want 0", n)
+	}
+	// The control: without the marker the master's next signal is copied.
+	h.ok(h.send(`{"action":"close_long","symbol":"BTCUSDT"}`))
+	if n := len(h.copies("bot-f")); n != 1 {
+		t.Fatalf("%d copies of an unmarked master signal, want 1", n)
+	}
 }

@@ -3,6 +3,7 @@ package strategyrun_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -181,8 +182,8 @@ func (f *fixture) check(want []emission) {
 			f.t.Errorf("signal %s queued twice", g.env.SignalID)
 		}
 		seen[g.env.SignalID] = true
-		if id := strategyrun.SignalID(f.bot.ID, g.candle, g.sig.Action); g.env.SignalID != id {
-			f.t.Errorf("signal ID %s, want %s", g.env.SignalID, id)
+		if id := strategyrun.SignalID(f.bot.ID, g.candle, g.sig.Action); g.env.SignalID != id || !queue.InBotPartition(f.bot.ID, id) {
+			f.t.Errorf("signal ID %s, want %s, in the bot's partition", g.env.SignalID, id)
 		}
 		if g.sig.Symbol != "BTC/USDT" {
 			f.t.Errorf("symbol %q", g.sig.Symbol)
@@ -497,5 +498,24 @@ func TestRunResumesATakenPartitionAndStops(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// A strategy signal's ID is placed in its bot's partition and deterministic: the same bot,
+// candle and action give the same ID; another candle or action another.
+func TestSignalIDIsPlacedAndDeterministic(t *testing.T) {
+	seen := map[string]bool{}
+	for b := range 30 {
+		bot := fmt.Sprintf("bot-%d", b)
+		for c := range 5 {
+			open := int64(1_800_000_000_000 + c*60_000)
+			for _, a := range []signal.Action{signal.Buy, signal.CloseLong} {
+				id := strategyrun.SignalID(bot, open, a)
+				if !queue.InBotPartition(bot, id) || id != strategyrun.SignalID(bot, open, a) || seen[id] {
+					t.Fatalf("%s %d %s: %s (placed %v, seen %v)", bot, open, a, id, queue.InBotPartition(bot, id), seen[id])
+				}
+				seen[id] = true
+			}
+		}
 	}
 }

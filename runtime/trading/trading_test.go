@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/runtime/trading"
 )
@@ -75,6 +78,10 @@ func TestManualOrders(t *testing.T) {
 	id, err := api.PlaceManual(ctx, "bot-1", buy)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// "m-" and a UUID, in the bot's partition.
+	if _, uerr := uuid.Parse(strings.TrimPrefix(id, "m-")); !strings.HasPrefix(id, "m-") || uerr != nil || !queue.InBotPartition("bot-1", id) {
+		t.Fatalf("manual signal ID %s: want m-<uuid> in the bot's partition", id)
 	}
 	if st, _ := api.Result(ctx, id); st.Found {
 		t.Fatal("result before execution")
@@ -414,5 +421,33 @@ func TestCancelAndWaitResult(t *testing.T) {
 	st, err := w.st, w.err
 	if err != nil || !st.Found || st.Result.Code != errs.NotFound {
 		t.Fatalf("after execution: %+v %v", st, err)
+	}
+}
+
+// Result and Results answer a result stored under the legacy key (by an older version) as
+// well as one under the partition key, Results in one round trip.
+func TestResultsReadLegacyResults(t *testing.T) {
+	ctx, rdb, api, _ := setup(t)
+	id, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: order.Close})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.PublishResult(ctx, rdb, queue.Envelope{SignalID: id, BotID: "bot-1"}, result.Result{Success: true, Message: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, store.LegacySignalResult("m-old"), `{"signalId":"m-old","success":true,"message":"old"}`, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := api.Result(ctx, "m-old"); err != nil || !st.Found || st.Result.Message != "old" {
+		t.Fatalf("legacy result = %+v, %v", st, err)
+	}
+	trips := &storetest.Trips{}
+	rdb.AddHook(trips)
+	got, err := api.Results(ctx, []string{id, "m-old", "m-none"})
+	if err != nil || len(got) != 3 || got[0].Result.Message != "new" || got[1].Result.Message != "old" || got[2].Found {
+		t.Fatalf("results = %+v, %v", got, err)
+	}
+	if n := len(trips.Take()); n != 1 {
+		t.Fatalf("%d round trips, want 1", n)
 	}
 }
