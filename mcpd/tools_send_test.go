@@ -75,7 +75,7 @@ func TestSendSignal(t *testing.T) {
 	// kept exactly as written, at webhook priority.
 	buy := map[string]any{"botId": "b1", "action": "buy", "symbol": "btcusdt", "size": "0.01", "idempotencyKey": "order-1"}
 	first := toolOK[answerT](t, paper, "send_signal", buy)
-	if !first.Success || first.Message != "Signal queued" || first.SignalID == "" || first.Timestamp != now {
+	if !first.Success || first.Message != "Signal queued" || !queue.InBotPartition("b1", first.SignalID) || first.Timestamp != now {
 		t.Fatalf("send: %+v", first)
 	}
 	envs := queued(t, f, "b1")
@@ -122,7 +122,9 @@ func TestSendSignal(t *testing.T) {
 		}
 	}()
 	waited := toolOK[answerT](t, paper, "send_signal", map[string]any{"botId": "b1", "action": "close", "wait": true})
-	if waited.Message != "Signal executed" || waited.Order == nil || waited.Order.OrderID != "p-1" || waited.SignalID == first.SignalID {
+	// The wait was registered under the ID queued, placed in the bot's partition.
+	if waited.Message != "Signal executed" || waited.Order == nil || waited.Order.OrderID != "p-1" || waited.SignalID == first.SignalID ||
+		!queue.InBotPartition("b1", waited.SignalID) {
 		t.Fatalf("wait: %+v", waited)
 	}
 	// A failed result with wait is an error result with the executor's code and the signal ID.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
@@ -151,6 +152,11 @@ func TestSuccessWaitsForTheOrder(t *testing.T) {
 	if resp.StatusCode != 200 || body["success"] != true || body["message"] != "Order filled" || body["signalId"] == "" || body["timestamp"] == nil {
 		t.Fatalf("%d %v", resp.StatusCode, body)
 	}
+	// The wait was registered under the ID the intake queued: a UUID placed in the bot's
+	// partition.
+	if id, _ := body["signalId"].(string); uuid.Validate(id) != nil || !queue.InBotPartition("bot-1", id) {
+		t.Fatalf("signalId %q: want a UUID in the bot's partition", id)
+	}
 	order := body["order"].(map[string]any)
 	// Numbers are JSON numbers, exact.
 	if order["avgPrice"] != 65000.0 || order["amount"] != 0.01538 || order["status"] != "filled" {
@@ -190,7 +196,7 @@ func TestWaitBoundAndNoWait(t *testing.T) {
 		t.Fatalf("past the bound: %d %v after %v", resp.StatusCode, body, time.Since(start))
 	}
 	resp, body = e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
-	if resp.StatusCode != 200 || body["message"] != "Signal queued" {
+	if id, _ := body["signalId"].(string); resp.StatusCode != 200 || body["message"] != "Signal queued" || !queue.InBotPartition("bot-w", id) {
 		t.Fatalf("wait=false: %d %v", resp.StatusCode, body)
 	}
 	n := e.rdb.XLen(context.Background(), store.QueueStream(queue.PartitionOf("bot-w"), 4)).Val()
