@@ -3,7 +3,7 @@ package store
 // Keys of copy signals (runtime/registry's followers index, runtime/executor's fan-out):
 //
 //	sigops:bot:{N}:<master>:followers  set     {N} of the master  IDs of the bots whose projection copies the master
-//	sigops:copy:{N}:<copySignalId>     string  {N} of the follower marker: the fan-out enqueued this copy signal
+//	sigops:copy:{N}:<copyName>         string  {N} of the follower marker: the fan-out enqueued this copy signal
 //
 // The followers set sits in the master's partition slot, beside the master's hash, so the
 // executor reads it in the master signal's first pipeline. A marker sits in the follower's
@@ -15,7 +15,9 @@ package store
 // with the followers' projections).
 func CopyFollowers(masterID string) string { return Bot(masterID) + ":followers" }
 
-// CopyMarker marks the copy signal copySignalID as enqueued for followerID.
-func CopyMarker(followerID, copySignalID string) string {
-	return prefix + "copy:" + botTag(followerID) + ":" + copySignalID
+// CopyMarker marks the copy named copyName as enqueued for followerID. The name is the
+// copy's before its signal ID is placed in the follower's partition, so that producers
+// that place IDs and producers that do not name a copy's marker alike.
+func CopyMarker(followerID, copyName string) string {
+	return prefix + "copy:" + botTag(followerID) + ":" + copyName
 }

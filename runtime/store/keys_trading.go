@@ -23,7 +23,7 @@ package store
 //	sigops:risk:{N}:<bot>                   hash   risk counters: day, dayPnl, consecutiveLosses, consecutiveErrors
 //	sigops:sig:{N}:<signalId>               hash   executor progress of one signal: plan, leg requests, applied legs
 //	sigops:watch:{N}                        hash   the partition's positions with a stop-loss, take-profit or liquidation price
-//	sigops:watch:{N}:fired:<signalId>       string marker: the watcher enqueued this trigger
+//	sigops:watch:{N}:fired:<attempt>        string marker: the watcher enqueued this trigger attempt
 //	sigops:midem:{N}:<bot>:<sha256>         string first signalId and request hash of a manual order's idempotency key (24 h)
 //	sigops:events:bots                      pubsub bot IDs whose runtime availability changed
 //	sigops:events:results                   pubsub results as they are stored (runtime/events: the dashboard's live updates)
@@ -89,9 +89,11 @@ func SignalProgress(botID, signalID string) string {
 // (field "<bot>|<symbol>"). The watcher reads every partition's.
 func Watch(partition int) string { return prefix + "watch:" + partitionTag(partition) }
 
-// WatchFired marks a watcher trigger of a bot's position as enqueued.
-func WatchFired(botID, signalID string) string {
-	return prefix + "watch:" + botTag(botID) + ":fired:" + signalID
+// WatchFired marks a watcher trigger's attempt of a bot's position as enqueued; name is the
+// attempt's signal ID before it is placed in the bot's partition, so that producers that
+// place IDs and producers that do not name the marker alike.
+func WatchFired(botID, name string) string {
+	return prefix + "watch:" + botTag(botID) + ":fired:" + name
 }
 
 // ManualIdempotency is the record of one idempotency key (its SHA-256, hex, over the
