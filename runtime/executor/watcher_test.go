@@ -112,13 +112,20 @@ func manual(t *testing.T, h *harness, body string) {
 	h.ok(h.run(env))
 }
 
-func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
+// crossedStopLoss is a long BTC/USDT position whose stop-loss at 64,000 the price (63,000)
+// has crossed, its watcher, and the trigger's name.
+func crossedStopLoss(t *testing.T) (*harness, *executor.Watcher, string) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"64000"}`))
 	name := executor.TriggerSignalID(h.position("BTC/USDT").ID, executor.TriggerStopLoss, decimal.RequireFromString("64000"))
 	w := h.ex.NewWatcher(executor.WatcherDeps{Prices: h.px, Logger: h.quiet})
 	h.px.set(exchange.Spot, "BTC/USDT", "63000")
+	return h, w, name
+}
+
+func TestWatcherRetriesAFailedExitUnderTheNextAttempt(t *testing.T) {
+	h, w, name := crossedStopLoss(t)
 	ids, _ := w.Scan(h.ctx)
 	if len(ids) != 1 || ids[0] != executor.TriggerAttemptID(h.bot.ID, name, 0) {
 		t.Fatalf("ids = %v", ids)
@@ -176,12 +183,7 @@ func TestTriggerAttemptIDsArePlacedAndDeterministic(t *testing.T) {
 // A trigger an older version (one that queued exits under their unplaced names) has acted
 // on is recognised: its marker and its results are under the attempt's name.
 func TestWatcherHonoursAttemptsQueuedUnplaced(t *testing.T) {
-	h := newHarness(t, nil)
-	h.px.set(exchange.Spot, "BTC/USDT", "65000")
-	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"64000"}`))
-	name := executor.TriggerSignalID(h.position("BTC/USDT").ID, executor.TriggerStopLoss, decimal.RequireFromString("64000"))
-	w := h.ex.NewWatcher(executor.WatcherDeps{Prices: h.px, Logger: h.quiet})
-	h.px.set(exchange.Spot, "BTC/USDT", "63000")
+	h, w, name := crossedStopLoss(t)
 	legacy := func(id, body string) {
 		t.Helper()
 		if err := h.rdb.Set(h.ctx, store.LegacySignalResult(id), body, time.Hour).Err(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -145,4 +147,37 @@ func TestGetResultFallsBackToTheLegacyKey(t *testing.T) {
 	if _, err := queue.GetResult(ctx, rdb, "bad-1"); err == nil {
 		t.Fatal("a corrupt legacy result read without error")
 	}
+}
+
+// GetResult of a stored result: the partition key and the legacy key, two GETs in one
+// pipelined round trip.
+func BenchmarkGetResult(b *testing.B) {
+	rdb, id := storedResult(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if st, err := queue.GetResult(ctx, rdb, id); err != nil || !st.Found {
+			b.Fatal(st, err)
+		}
+	}
+}
+
+// The reference: one GET of the result key alone, as a reader without the fallback would.
+func BenchmarkGetResultReference(b *testing.B) {
+	rdb, id := storedResult(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := rdb.Get(ctx, store.SignalResult(id)).Bytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// storedResult is a Redis holding one signal's result, and the signal's ID.
+func storedResult(b *testing.B) (redis.UniversalClient, string) {
+	_, rdb := storetest.New(b)
+	id := queue.NewSignalID("bench-bot")
+	if err := queue.PublishResult(context.Background(), rdb, queue.Envelope{SignalID: id, BotID: "bench-bot"}, result.Result{Success: true}); err != nil {
+		b.Fatal(err)
+	}
+	return rdb, id
 }
