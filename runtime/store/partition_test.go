@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,23 @@ func TestPartitionOfIsFNV1a(t *testing.T) {
 		if n := testing.AllocsPerRun(100, key); n != 1 {
 			t.Errorf("%s allocates %v times, want once", name, n)
 		}
+	}
+}
+
+// SignalOfResult reads the signal ID back from a result key of either layout, and from
+// nothing else; SignalResultPattern matches both layouts.
+func TestSignalOfResult(t *testing.T) {
+	for _, id := range []string{"6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b", "st-0123~a", "a:b"} {
+		for _, key := range []string{SignalResult(id), LegacySignalResult(id)} {
+			if got, ok := SignalOfResult(key); !ok || got != id {
+				t.Errorf("SignalOfResult(%s) = %q, %v; want %q", key, got, ok, id)
+			}
+			if !strings.HasPrefix(key, strings.TrimSuffix(SignalResultPattern(), "*")) {
+				t.Errorf("%s does not match %s", key, SignalResultPattern())
+			}
+		}
+	}
+	if _, ok := SignalOfResult(QueueLease(3)); ok {
+		t.Error("a lease key read as a result key")
 	}
 }
