@@ -87,6 +87,9 @@ func (r *ExchangeConnectionReconciler) Reconcile(ctx context.Context, req ctrl.R
 	return reconcileObject[tradingv1.ExchangeConnection](ctx, r.Client, req, r)
 }
 
+// finalizerOnObject: the object itself carries the runtime-cleanup finalizer.
+func (r *ExchangeConnectionReconciler) finalizerOnObject() bool { return true }
+
 func (r *ExchangeConnectionReconciler) statusFields(conn *tradingv1.ExchangeConnection) (*[]metav1.Condition, *int64) {
 	return &conn.Status.Conditions, &conn.Status.ObservedGeneration
 }

@@ -44,6 +44,9 @@ func (r *PaperAccountReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return reconcileObject[tradingv1.PaperAccount](ctx, r.Client, req, r)
 }
 
+// finalizerOnObject: the object itself carries the runtime-cleanup finalizer.
+func (r *PaperAccountReconciler) finalizerOnObject() bool { return true }
+
 func (r *PaperAccountReconciler) statusFields(acct *tradingv1.PaperAccount) (*[]metav1.Condition, *int64) {
 	return &acct.Status.Conditions, &acct.Status.ObservedGeneration
 }

@@ -23,10 +23,16 @@ type kindReconciler[O client.Object] interface {
 	reconcileKind(ctx context.Context, obj O) (outcome, ctrl.Result, error)
 	// statusFields are the parts of obj's status the skeleton sets from the outcome.
 	statusFields(obj O) (conditions *[]metav1.Condition, observedGeneration *int64)
+	// finalizerOnObject says whether the skeleton keeps the runtime-cleanup finalizer on a
+	// live object. A kind that records its runtime state elsewhere (a SignalBot: on its
+	// webhook Secret) answers false and saves the API write; the skeleton still finalizes an
+	// object that carries the finalizer.
+	finalizerOnObject() bool
 }
 
 // reconcileObject is the one reconcile every kind runs: get the object; when it is being
-// deleted, finalize it and drop the finalizer; otherwise make sure of the finalizer, do the
+// deleted, finalize it and drop the finalizer; otherwise make sure of the finalizer (for a
+// kind that keeps it on the object), do the
 // kind's work, show its outcome in the conditions and patch the status once, at the end,
 // whatever the work returned.
 func reconcileObject[T any, O interface {
@@ -46,8 +52,10 @@ func reconcileObject[T any, O interface {
 		}
 		return ctrl.Result{}, setFinalizer(ctx, c, obj, false)
 	}
-	if err := setFinalizer(ctx, c, obj, true); err != nil {
-		return ctrl.Result{}, err
+	if kind.finalizerOnObject() {
+		if err := setFinalizer(ctx, c, obj, true); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	base := obj.DeepCopyObject().(client.Object)

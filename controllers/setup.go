@@ -61,6 +61,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&SignalBotReconciler{
 		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
 		Registry:                registry.New(o.Redis),
 		Redis:                   o.Redis,
 		Recorder:                mgr.GetEventRecorder("signalbot-controller"),
@@ -126,13 +127,18 @@ func forgetTrading(ctx context.Context, rdb redis.UniversalClient, botID string)
 }
 
 // CacheOptions limits the manager's Secret cache to the Secrets sigops labels (webhook and
-// credentials Secrets), so memory does not grow with every Secret in the cluster.
+// credentials Secrets), so memory does not grow with every Secret in the cluster, and drops
+// every cached object's managedFields: no controller reads them, and they are the larger
+// part of a small object (a SignalBot's or a webhook Secret's) held once per bot.
 func CacheOptions() cache.Options {
 	req, err := labels.NewRequirement(LabelSecretKind, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant key; cannot fail
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
-	}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
+		},
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -32,7 +31,10 @@ import (
 // strategy (signalbot_strategy.go).
 type SignalBotReconciler struct {
 	client.Client
-	Registry *registry.Registry
+	// APIReader reads from the API server, past the cache: whether a bot whose Secret
+	// outlives it in the cache is really gone.
+	APIReader client.Reader
+	Registry  *registry.Registry
 	// Redis reads owners' tiers (live bots need live trading); nil skips the check.
 	Redis    redis.UniversalClient
 	Recorder events.EventRecorder
@@ -61,6 +63,9 @@ type SignalBotReconciler struct {
 
 // Reconcile brings one bot's runtime state in line with its spec.
 func (r *SignalBotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := r.forgetDeparted(ctx, req.NamespacedName); err != nil {
+		return ctrl.Result{}, err
+	}
 	return reconcileObject[tradingv1.SignalBot](ctx, r.Client, req, r)
 }
 
@@ -161,34 +166,14 @@ func availability(bot *tradingv1.SignalBot, acct accountCheck) (tradingv1.Availa
 	}
 }
 
-// finalize removes the runtime state, leaves a tombstone so the old URL answers
-// BOT_DELETED and deletes the bot's own webhook Secret, then lets Kubernetes delete the bot.
-// Each step can be repeated: a retry after a partial run finds less to do.
+// finalize runs for a bot that carries the finalizer itself: it removes the runtime state
+// the way a departed bot's is removed (forget), with the webhook Secret this very bot owns.
 func (r *SignalBotReconciler) finalize(ctx context.Context, bot *tradingv1.SignalBot) error {
 	secret, err := r.ownWebhookSecret(ctx, bot)
 	if err != nil {
 		return err
 	}
-	var hashes []string
-	if secret != nil {
-		if id := string(secret.Data[WebhookSecretKeyID]); id != "" {
-			hashes = append(hashes, registry.HashWebhookID(id))
-		}
-	}
-	if err := r.Registry.Remove(ctx, string(bot.UID), r.TombstoneTTL, hashes...); err != nil {
-		return fmt.Errorf("remove runtime state: %w", err)
-	}
-	if r.Forget != nil {
-		if err := r.Forget(ctx, string(bot.UID)); err != nil {
-			return fmt.Errorf("remove trading state: %w", err)
-		}
-	}
-	// After the tombstone, so that the ID is never lost before its route says BOT_DELETED.
-	if err := r.deleteWebhookSecret(ctx, secret); err != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("bot runtime state and webhook Secret removed", "bot", bot.Name)
-	return nil
+	return r.forget(ctx, string(bot.UID), secret)
 }
 
 // SetupWithManager wires the watches: the bot itself (spec and annotation changes), its
@@ -224,10 +209,9 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("signalbot").
 		For(&tradingv1.SignalBot{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		// Our own Secret creations need no reconcile; edits and deletions do.
-		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-		})).
+		// Edits and deletions of a webhook Secret wake its bot; a creation only when the
+		// bot is not in the cache (signalbot_departed.go).
+		Owns(&corev1.Secret{}, builder.WithPredicates(r.secretCreateWakes(mgr.GetCache()))).
 		Watches(&tradingv1.PaperAccount{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexPaperAccountRef)),
 			builder.WithPredicates(accountReadinessChanged())).
 		Watches(&tradingv1.ExchangeConnection{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexExchangeConnectionRef)),

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
@@ -54,8 +55,9 @@ func TestBotOnPaperAccountBecomesActive(t *testing.T) {
 	if bot.Status.Availability != tradingv1.AvailabilityActive || bot.Status.WebhookSecretName != "btc-webhook" {
 		t.Fatalf("status = %+v", bot.Status)
 	}
-	if !containsString(bot.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
-		t.Fatalf("finalizers = %v", bot.Finalizers)
+	// The cleanup is recorded on the webhook Secret, not on the bot: one API write less.
+	if len(bot.Finalizers) != 0 {
+		t.Fatalf("bot finalizers = %v; want none", bot.Finalizers)
 	}
 	for _, typ := range []string{tradingv1.ConditionReconciling, tradingv1.ConditionStalled} {
 		if meta.FindStatusCondition(bot.Status.Conditions, typ) != nil {
@@ -75,6 +77,9 @@ func TestBotOnPaperAccountBecomesActive(t *testing.T) {
 	}
 	if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != bot.UID {
 		t.Fatalf("secret controller = %+v", owner)
+	}
+	if !containsString(secret.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
+		t.Fatalf("secret finalizers = %v", secret.Finalizers)
 	}
 
 	// Redis: the hash routes to the projected bot; the raw ID appears nowhere.
@@ -184,6 +189,13 @@ func TestDeletedSecretGetsNewIDAndOldStops(t *testing.T) {
 		_, err := reg.Resolve(ctx, registry.HashWebhookID(string(s.Data[controllers.WebhookSecretKeyID])))
 		return err
 	})
+	// For the moment between the old Secret and the new one nothing else recorded the
+	// bot's cleanup: the bot took the finalizer itself before the old Secret went.
+	b := &tradingv1.SignalBot{}
+	get(t, b, ns, "bot")
+	if !containsString(b.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
+		t.Fatalf("bot finalizers = %v; want the runtime-cleanup finalizer", b.Finalizers)
+	}
 }
 
 func TestMissingAccountDisablesUntilCreated(t *testing.T) {
@@ -241,13 +253,7 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	if err := k8s.Delete(ctx, bot); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "bot gone", func() error {
-		err := k8s.Get(ctx, keyOf(ns, "bot"), &tradingv1.SignalBot{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
+	waitForgotten(t, ns, "bot")
 	reg := registry.New(rdb)
 	r, err := reg.Resolve(ctx, registry.HashWebhookID(id))
 	if err != nil || !r.Deleted || r.BotID != string(bot.UID) {
@@ -265,10 +271,9 @@ func TestDeleteRemovesRuntimeStateAndLeavesTombstone(t *testing.T) {
 	}
 }
 
-// The finalizer deletes the webhook Secret before it lets the bot go, so the Secret is gone
-// the moment the bot is: the garbage collector only starts on a dependent once its owner has
-// gone, and a bot applied again under the same name must not wait for it ("a previous bot"'s
-// Secret).
+// The controller deletes the departed bot's webhook Secret itself once the runtime state is
+// removed: the envtest API server runs no garbage collector, and a bot applied again under
+// the same name must not wait for it ("a previous bot"'s Secret).
 func TestDeletedBotTakesItsSecretAndReappliesWithNewID(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -280,16 +285,7 @@ func TestDeletedBotTakesItsSecretAndReappliesWithNewID(t *testing.T) {
 	if err := k8s.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "bot gone", func() error {
-		if err := k8s.Get(ctx, keyOf(ns, "bot"), &tradingv1.SignalBot{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
-	// No wait: the finalizer deletes the Secret before it lets the bot go.
-	if err := k8s.Get(ctx, keyOf(ns, "bot-webhook"), &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("webhook Secret after the bot is gone: %v; want NotFound", err)
-	}
+	waitForgotten(t, ns, "bot")
 
 	create(t, paperBot(ns, "bot", "a@x.io", "paper"))
 	bot := waitBot(t, ns, "bot", "re-applied bot ready", readyIs(metav1.ConditionTrue, "Active"))
@@ -337,8 +333,8 @@ func TestDeletedBotLeavesASecretItDoesNotOwn(t *testing.T) {
 		}
 		return nil
 	})
-	if !containsString(bot.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
-		t.Fatalf("finalizers = %v", bot.Finalizers)
+	if len(bot.Finalizers) != 0 {
+		t.Fatalf("finalizers = %v; want none (nothing of the bot reached Redis)", bot.Finalizers)
 	}
 
 	if err := k8s.Delete(ctx, bot); err != nil {
@@ -358,6 +354,75 @@ func TestDeletedBotLeavesASecretItDoesNotOwn(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// waitForgotten waits until the bot and its webhook Secret are gone: the Secret goes only
+// once the bot's runtime state is removed.
+func waitForgotten(t *testing.T, ns, bot string) {
+	t.Helper()
+	eventually(t, "bot and its webhook Secret gone", func() error {
+		if err := k8s.Get(context.Background(), keyOf(ns, bot), &tradingv1.SignalBot{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("bot still there: %v", err)
+		}
+		if err := k8s.Get(context.Background(), keyOf(ns, bot+"-webhook"), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("webhook Secret still there: %v", err)
+		}
+		return nil
+	})
+}
+
+// A bot deleted while no manager ran left only its webhook Secret: the Secret's creation
+// event at start-up (here: a Secret written for a bot that does not exist) wakes the
+// controller, which removes the state the Secret records and then the Secret.
+func TestSecretOfABotGoneWhileNoManagerRanIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	uid := uuid.NewString()
+	id := uuid.NewString()
+	rdb.SAdd(ctx, store.BookPositions(uid), "BTC/USDT")
+	rdb.Set(ctx, store.BookPosition(uid, "BTC/USDT"), "{}", 0)
+	rdb.HSet(ctx, store.BookDays(uid), "start", "1000")
+	orphan := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost-webhook",
+			Labels:     map[string]string{controllers.LabelSecretKind: "webhook"},
+			Finalizers: []string{tradingv1.FinalizerRuntimeCleanup},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: tradingv1.GroupVersion.String(), Kind: "SignalBot",
+				Name: "ghost", UID: types.UID(uid), Controller: ptrTo(true)}}},
+		Data: map[string][]byte{controllers.WebhookSecretKeyID: []byte(id)},
+	}
+	create(t, orphan)
+	waitForgotten(t, ns, "ghost")
+	r, err := registry.New(rdb).Resolve(ctx, registry.HashWebhookID(id))
+	if err != nil || !r.Deleted || r.BotID != uid {
+		t.Fatalf("the gone bot's URL routes to %+v, %v; want its tombstone (BOT_DELETED)", r, err)
+	}
+	if n := rdb.Exists(ctx, store.BookPositions(uid), store.BookPosition(uid, "BTC/USDT"), store.BookDays(uid)).Val(); n != 0 {
+		t.Fatalf("%d trading keys of the gone bot survive", n)
+	}
+}
+
+// A bot that carries the finalizer itself (made by a manager that put it there, or whose
+// Secret was deleted under it) is finalized before Kubernetes lets it go.
+func TestBotWithItsOwnFinalizerIsFinalized(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	b := paperBot(ns, "bot", "a@x.io", "paper")
+	b.Finalizers = []string{tradingv1.FinalizerRuntimeCleanup}
+	create(t, b)
+	bot := waitBot(t, ns, "bot", "ready", readyIs(metav1.ConditionTrue, "Active"))
+	id := webhookID(t, ns, "bot")
+	if err := k8s.Delete(ctx, bot); err != nil {
+		t.Fatal(err)
+	}
+	waitForgotten(t, ns, "bot")
+	reg := registry.New(rdb)
+	if r, err := reg.Resolve(ctx, registry.HashWebhookID(id)); err != nil || !r.Deleted || r.BotID != string(bot.UID) {
+		t.Fatalf("after delete: %+v, %v; want a tombstone (BOT_DELETED)", r, err)
+	}
+	if _, err := reg.Get(ctx, string(bot.UID)); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("projection survives: %v", err)
+	}
+}
 
 func TestWebhookDisabledIsProjected(t *testing.T) {
 	ns := namespace(t)

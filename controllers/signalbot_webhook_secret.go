@@ -68,6 +68,9 @@ func (r *SignalBotReconciler) ensureWebhookSecret(ctx context.Context, bot *trad
 	case err != nil:
 		return st, err
 	}
+	if !secret.DeletionTimestamp.IsZero() {
+		return st, r.replaceDeletedSecret(ctx, bot, secret)
+	}
 
 	if owner := metav1.GetControllerOf(secret); owner != nil && owner.UID != bot.UID {
 		if owner.Kind == "SignalBot" && owner.Name == bot.Name {
@@ -90,10 +93,16 @@ func (r *SignalBotReconciler) ensureWebhookSecret(ctx context.Context, bot *trad
 		}
 		st.regenerated = want
 	}
-	changed := secret.Labels[LabelSecretKind] != secretKindWebhook || metav1.GetControllerOf(secret) == nil || st.regenerated != ""
+	// The Secret records the bot's cleanup unless the bot carries the finalizer itself.
+	guard := !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) &&
+		!controllerutil.ContainsFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)
+	changed := secret.Labels[LabelSecretKind] != secretKindWebhook || metav1.GetControllerOf(secret) == nil || st.regenerated != "" || guard
 	if changed {
 		// Adopt a restored Secret (same URL after a backup restore) and keep the cache label.
 		setWebhookSecretLabels(secret, bot.Name)
+		if guard {
+			controllerutil.AddFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)
+		}
 		if err := controllerutil.SetControllerReference(bot, secret, r.Scheme()); err != nil {
 			return st, err
 		}
@@ -113,6 +122,9 @@ func (r *SignalBotReconciler) createWebhookSecret(ctx context.Context, bot *trad
 		Data:       map[string][]byte{WebhookSecretKeyID: []byte(id), WebhookSecretKeyURL: []byte(r.webhookURL(id))},
 	}
 	setWebhookSecretLabels(secret, bot.Name)
+	// Before the bot reaches Redis: the Secret is the record of what to remove when the bot
+	// goes (signalbot_departed.go).
+	controllerutil.AddFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)
 	if want := pendingRegenerate(bot); want != "" {
 		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotationRegeneratedAs, want)
 	}
@@ -124,6 +136,23 @@ func (r *SignalBotReconciler) createWebhookSecret(ctx context.Context, bot *trad
 		return "", err
 	}
 	return id, nil
+}
+
+// replaceDeletedSecret handles a live bot's webhook Secret that someone deleted: the bot
+// takes the finalizer itself first, since for a moment no Secret records its cleanup, then
+// the Secret is let go; the next reconcile (woken by its deletion) makes a new one with a
+// new ID, as for a missing Secret. A Secret of another owner is left alone.
+func (r *SignalBotReconciler) replaceDeletedSecret(ctx context.Context, bot *tradingv1.SignalBot, secret *corev1.Secret) error {
+	if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != bot.UID {
+		return fmt.Errorf("secret %s is being deleted; waiting for its removal", secret.Name)
+	}
+	if err := setFinalizer(ctx, r.Client, bot, true); err != nil {
+		return err
+	}
+	if err := setFinalizer(ctx, r.Client, secret, false); err != nil {
+		return err
+	}
+	return fmt.Errorf("secret %s was deleted; a new one follows", secret.Name)
 }
 
 // ownWebhookSecret is the bot's webhook Secret if this very bot controls it (owner UID, not
@@ -144,14 +173,18 @@ func (r *SignalBotReconciler) ownWebhookSecret(ctx context.Context, bot *trading
 	return secret, nil
 }
 
-// deleteWebhookSecret deletes the deleted bot's own Secret instead of leaving it to the
-// garbage collector: until it is gone a bot applied again under the same name cannot get
-// its own (it waits for "a previous bot"'s Secret), and a cluster without a garbage
-// collector would never remove it. The preconditions make the delete hit exactly the
-// object whose owner was checked, not one that replaced or changed it since.
+// deleteWebhookSecret releases the departed bot's own Secret (its finalizer off, with the
+// resourceVersion checked) and deletes it instead of leaving it to the garbage collector:
+// until it is gone a bot applied again under the same name cannot get its own, and a
+// cluster without a garbage collector would never remove it. The preconditions make the
+// delete hit exactly the object whose owner was checked, not one that replaced or changed
+// it since.
 func (r *SignalBotReconciler) deleteWebhookSecret(ctx context.Context, secret *corev1.Secret) error {
 	if secret == nil {
 		return nil
+	}
+	if err := setFinalizer(ctx, r.Client, secret, false); err != nil {
+		return fmt.Errorf("release webhook Secret %s: %w", secret.Name, err)
 	}
 	uid, rv := secret.UID, secret.ResourceVersion
 	err := r.Delete(ctx, secret, client.Preconditions{UID: &uid, ResourceVersion: &rv})
