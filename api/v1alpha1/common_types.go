@@ -14,8 +14,10 @@ const (
 	// or Risk before the next UTC day). The handled value is echoed in status.lastHandledResume.
 	AnnotationResume = "trading.sigops.dev/resume"
 
-	// FinalizerRuntimeCleanup keeps a SignalBot until its runtime state has left Redis and
-	// its webhook answers BOT_DELETED.
+	// FinalizerRuntimeCleanup keeps an object until the runtime state it records has left
+	// Redis: a SignalBot's webhook Secret (or a SignalBot that carries it itself) until the
+	// bot's state is gone and its webhook answers BOT_DELETED; a PaperAccount or an
+	// ExchangeConnection until its projection is gone.
 	FinalizerRuntimeCleanup = "trading.sigops.dev/runtime-cleanup"
 )
 
