@@ -211,7 +211,8 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Edits and deletions of a webhook Secret wake its bot; a creation only when the
 		// bot is not in the cache (signalbot_departed.go).
-		Owns(&corev1.Secret{}, builder.WithPredicates(r.secretCreateWakes(mgr.GetCache()))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(botOfSecret),
+			builder.WithPredicates(r.secretCreateWakes(mgr.GetCache()))).
 		Watches(&tradingv1.PaperAccount{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexPaperAccountRef)),
 			builder.WithPredicates(accountReadinessChanged())).
 		Watches(&tradingv1.ExchangeConnection{}, handler.EnqueueRequestsFromMapFunc(r.botsReferencing(indexExchangeConnectionRef)),

@@ -78,8 +78,9 @@ func TestBotOnPaperAccountBecomesActive(t *testing.T) {
 	if owner := metav1.GetControllerOf(secret); owner == nil || owner.UID != bot.UID {
 		t.Fatalf("secret controller = %+v", owner)
 	}
-	if !containsString(secret.Finalizers, tradingv1.FinalizerRuntimeCleanup) {
-		t.Fatalf("secret finalizers = %v", secret.Finalizers)
+	if !containsString(secret.Finalizers, tradingv1.FinalizerRuntimeCleanup) ||
+		secret.Annotations["trading.sigops.dev/signalbot-uid"] != string(bot.UID) {
+		t.Fatalf("secret finalizers = %v, annotations %v; want the cleanup finalizer and the bot's UID", secret.Finalizers, secret.Annotations)
 	}
 
 	// Redis: the hash routes to the projected bot; the raw ID appears nowhere.
@@ -372,31 +373,40 @@ func waitForgotten(t *testing.T, ns, bot string) {
 
 // A bot deleted while no manager ran left only its webhook Secret: the Secret's creation
 // event at start-up (here: a Secret written for a bot that does not exist) wakes the
-// controller, which removes the state the Secret records and then the Secret.
+// controller, which removes the state the Secret records and then the Secret. The Secret
+// names the bot by its owner reference, or, once a delete with orphan propagation has
+// stripped that, by its label and annotation.
 func TestSecretOfABotGoneWhileNoManagerRanIsForgotten(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t)
-	uid := uuid.NewString()
-	id := uuid.NewString()
-	rdb.SAdd(ctx, store.BookPositions(uid), "BTC/USDT")
-	rdb.Set(ctx, store.BookPosition(uid, "BTC/USDT"), "{}", 0)
-	rdb.HSet(ctx, store.BookDays(uid), "start", "1000")
-	orphan := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost-webhook",
-			Labels:     map[string]string{controllers.LabelSecretKind: "webhook"},
-			Finalizers: []string{tradingv1.FinalizerRuntimeCleanup},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: tradingv1.GroupVersion.String(), Kind: "SignalBot",
-				Name: "ghost", UID: types.UID(uid), Controller: ptrTo(true)}}},
-		Data: map[string][]byte{controllers.WebhookSecretKeyID: []byte(id)},
-	}
-	create(t, orphan)
-	waitForgotten(t, ns, "ghost")
-	r, err := registry.New(rdb).Resolve(ctx, registry.HashWebhookID(id))
-	if err != nil || !r.Deleted || r.BotID != uid {
-		t.Fatalf("the gone bot's URL routes to %+v, %v; want its tombstone (BOT_DELETED)", r, err)
-	}
-	if n := rdb.Exists(ctx, store.BookPositions(uid), store.BookPosition(uid, "BTC/USDT"), store.BookDays(uid)).Val(); n != 0 {
-		t.Fatalf("%d trading keys of the gone bot survive", n)
+	for _, orphaned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orphaned=%v", orphaned), func(t *testing.T) {
+			ctx := context.Background()
+			ns := namespace(t)
+			uid := uuid.NewString()
+			id := uuid.NewString()
+			rdb.SAdd(ctx, store.BookPositions(uid), "BTC/USDT")
+			rdb.Set(ctx, store.BookPosition(uid, "BTC/USDT"), "{}", 0)
+			rdb.HSet(ctx, store.BookDays(uid), "start", "1000")
+			gone := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost-webhook",
+					Labels:      map[string]string{controllers.LabelSecretKind: "webhook", "trading.sigops.dev/signalbot": "ghost"},
+					Annotations: map[string]string{"trading.sigops.dev/signalbot-uid": uid},
+					Finalizers:  []string{tradingv1.FinalizerRuntimeCleanup}},
+				Data: map[string][]byte{controllers.WebhookSecretKeyID: []byte(id)},
+			}
+			if !orphaned {
+				gone.OwnerReferences = []metav1.OwnerReference{{APIVersion: tradingv1.GroupVersion.String(), Kind: "SignalBot",
+					Name: "ghost", UID: types.UID(uid), Controller: ptrTo(true)}}
+			}
+			create(t, gone)
+			waitForgotten(t, ns, "ghost")
+			r, err := registry.New(rdb).Resolve(ctx, registry.HashWebhookID(id))
+			if err != nil || !r.Deleted || r.BotID != uid {
+				t.Fatalf("the gone bot's URL routes to %+v, %v; want its tombstone (BOT_DELETED)", r, err)
+			}
+			if n := rdb.Exists(ctx, store.BookPositions(uid), store.BookPosition(uid, "BTC/USDT"), store.BookDays(uid)).Val(); n != 0 {
+				t.Fatalf("%d trading keys of the gone bot survive", n)
+			}
+		})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/registry"
@@ -28,6 +29,32 @@ import (
 // record) until the removal is done, whether the manager was running at the deletion or not.
 // A bot that carries the finalizer itself (made by an earlier manager, or whose Secret was
 // deleted under it) is finalized through the reconcile skeleton as before.
+
+// annotationBotUID on a webhook Secret names the bot whose cleanup it records, beside the
+// owner reference: a delete with orphan propagation strips the owner reference before the
+// bot goes.
+const annotationBotUID = "trading.sigops.dev/signalbot-uid"
+
+// recordedBot is the bot whose cleanup the webhook Secret s records: its controller owner
+// when that is a SignalBot; without a controller owner (orphaned), the bot its label and
+// annotation name while it still carries the finalizer. ok is false for any other Secret.
+func recordedBot(s client.Object) (name string, uid types.UID, ok bool) {
+	if owner := metav1.GetControllerOf(s); owner != nil {
+		return owner.Name, owner.UID, owner.Kind == "SignalBot"
+	}
+	name, id := s.GetLabels()[labelBot], s.GetAnnotations()[annotationBotUID]
+	ok = name != "" && id != "" && controllerutil.ContainsFinalizer(s, tradingv1.FinalizerRuntimeCleanup)
+	return name, types.UID(id), ok
+}
+
+// botOfSecret maps a webhook Secret's events to the bot it records.
+func botOfSecret(_ context.Context, s client.Object) []reconcile.Request {
+	name, _, ok := recordedBot(s)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.GetNamespace(), Name: name}}}
+}
 
 // finalizerOnObject: a live bot's cleanup is recorded on its webhook Secret.
 func (r *SignalBotReconciler) finalizerOnObject() bool { return false }
@@ -45,15 +72,15 @@ func (r *SignalBotReconciler) forgetDeparted(ctx context.Context, req client.Obj
 	if err != nil {
 		return err
 	}
-	owner := metav1.GetControllerOf(secret)
-	if owner == nil || owner.Kind != "SignalBot" || owner.Name != req.Name {
+	name, uid, ok := recordedBot(secret)
+	if !ok || name != req.Name {
 		return nil
 	}
-	departed, err := r.departed(ctx, req, owner.UID)
+	departed, err := r.departed(ctx, req, uid)
 	if err != nil || !departed {
 		return err
 	}
-	return r.forget(ctx, string(owner.UID), secret)
+	return r.forget(ctx, string(uid), secret)
 }
 
 // departed says whether the bot of UID uid (named req) is gone or being deleted without a
@@ -110,14 +137,14 @@ func (r *SignalBotReconciler) forget(ctx context.Context, uid string, secret *co
 // no reconcile.
 func (r *SignalBotReconciler) secretCreateWakes(cache client.Reader) predicate.Funcs {
 	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
-		owner := metav1.GetControllerOf(e.Object)
-		if owner == nil || owner.Kind != "SignalBot" {
+		name, uid, ok := recordedBot(e.Object)
+		if !ok {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		bot := &tradingv1.SignalBot{}
-		err := cache.Get(ctx, types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: owner.Name}, bot)
-		return err != nil || bot.UID != owner.UID
+		err := cache.Get(ctx, types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: name}, bot)
+		return err != nil || bot.UID != uid
 	}}
 }

@@ -96,13 +96,17 @@ func (r *SignalBotReconciler) ensureWebhookSecret(ctx context.Context, bot *trad
 	// The Secret records the bot's cleanup unless the bot carries the finalizer itself.
 	guard := !controllerutil.ContainsFinalizer(bot, tradingv1.FinalizerRuntimeCleanup) &&
 		!controllerutil.ContainsFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)
-	changed := secret.Labels[LabelSecretKind] != secretKindWebhook || metav1.GetControllerOf(secret) == nil || st.regenerated != "" || guard
+	stale := (guard || controllerutil.ContainsFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)) &&
+		secret.Annotations[annotationBotUID] != string(bot.UID)
+	changed := secret.Labels[LabelSecretKind] != secretKindWebhook || metav1.GetControllerOf(secret) == nil ||
+		st.regenerated != "" || guard || stale
 	if changed {
 		// Adopt a restored Secret (same URL after a backup restore) and keep the cache label.
 		setWebhookSecretLabels(secret, bot.Name)
 		if guard {
 			controllerutil.AddFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)
 		}
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotationBotUID, string(bot.UID))
 		if err := controllerutil.SetControllerReference(bot, secret, r.Scheme()); err != nil {
 			return st, err
 		}
@@ -125,6 +129,7 @@ func (r *SignalBotReconciler) createWebhookSecret(ctx context.Context, bot *trad
 	// Before the bot reaches Redis: the Secret is the record of what to remove when the bot
 	// goes (signalbot_departed.go).
 	controllerutil.AddFinalizer(secret, tradingv1.FinalizerRuntimeCleanup)
+	metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotationBotUID, string(bot.UID))
 	if want := pendingRegenerate(bot); want != "" {
 		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotationRegeneratedAs, want)
 	}
