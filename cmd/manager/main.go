@@ -43,7 +43,7 @@ func main() {
 	flag.StringVar(&baseURL, "base-url", "https://127.0.0.1:8443", "public origin written into webhook URLs")
 	flag.Float64Var(&qps, "kube-api-qps", 1000, "Kubernetes API requests per second (client side; the API server's priority and fairness is the real guard)")
 	flag.IntVar(&burst, "kube-api-burst", 2000, "Kubernetes API request burst")
-	flag.IntVar(&workers, "max-concurrent-reconciles", 16, "parallel SignalBot reconciles")
+	flag.IntVar(&workers, "max-concurrent-reconciles", 32, "parallel SignalBot reconciles")
 	flag.DurationVar(&tombstoneTTL, "tombstone-ttl", 90*24*time.Hour, "how long a deleted bot's URL answers BOT_DELETED")
 	flag.DurationVar(&paperSync, "paper-sync-period", 30*time.Second, "how often paper account status re-reads the balance")
 	flag.DurationVar(&credRetry, "credentials-retry-period", 30*time.Second, "how often a connection with a missing Secret looks again")
