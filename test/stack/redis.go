@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,20 +19,75 @@ import (
 type RedisOptions struct {
 	// Port on 127.0.0.1; 0 picks a free one.
 	Port int
-	// DataDir turns persistence on (append-only file in DataDir); empty keeps everything
-	// in memory only.
+	// DataDir turns persistence on: the server runs with ShippedRedisFlags exactly (its
+	// append-only file in DataDir). Empty keeps everything in memory only: the same flags
+	// with appendonly off.
 	DataDir string
 	// LogFile receives the server's log; empty discards it.
 	LogFile string
 	// MaxMemory caps the data set (redis-server's maxmemory, e.g. "512mb"); empty:
 	// DefaultRedisMaxMemory.
 	MaxMemory string
+	// Flags replace or add settings over ShippedRedisFlags, as "--name", "value" pairs
+	// (e.g. "--save", "60 10000"), for measuring another configuration against the
+	// shipped one.
+	Flags []string
 }
 
 // DefaultRedisMaxMemory is the local stack's Redis cap: room for thousands of bots' queues
 // and state on a laptop. Like config/redis the policy is noeviction: a full Redis refuses
 // writes (webhookd answers 503) instead of silently dropping queued signals.
 const DefaultRedisMaxMemory = "512mb"
+
+// ShippedRedisFlags are the redis-server settings sigops ships, as "--name", "value"
+// pairs: config/redis/redis.yaml runs Redis with exactly these followed by its
+// --maxmemory (TestShippedRedisFlagsMatchConfig holds the two together), and the local
+// stack and the load benchmark run them too. docs/operations.md, "Redis settings for
+// production", says why each is set.
+func ShippedRedisFlags() []string {
+	return []string{
+		"--maxmemory-policy", "noeviction",
+		"--appendonly", "yes",
+		"--appendfsync", "everysec",
+		"--aof-use-rdb-preamble", "yes",
+		"--save", "",
+		"--auto-aof-rewrite-percentage", "100",
+		"--auto-aof-rewrite-min-size", "512mb",
+		"--no-appendfsync-on-rewrite", "no",
+		"--lazyfree-lazy-expire", "yes",
+		"--lazyfree-lazy-server-del", "yes",
+		"--lazyfree-lazy-user-del", "yes",
+		"--disable-thp", "yes",
+		"--latency-monitor-threshold", "2",
+	}
+}
+
+// withFlags is base with each "--name", "value" pair of over replacing base's value of
+// that name, or appended when base has none. Every flag is one name and one value.
+func withFlags(base, over []string) ([]string, error) {
+	if len(over)%2 != 0 {
+		return nil, fmt.Errorf("redis flags %q: want \"--name\", \"value\" pairs", over)
+	}
+	out := slices.Clone(base)
+	for i := 0; i < len(over); i += 2 {
+		name, value := over[i], over[i+1]
+		if !strings.HasPrefix(name, "--") {
+			return nil, fmt.Errorf("redis flag %q: want --name", name)
+		}
+		at := -1
+		for j := 0; j+1 < len(out); j += 2 {
+			if out[j] == name {
+				at = j
+			}
+		}
+		if at < 0 {
+			out = append(out, name, value)
+		} else {
+			out[at+1] = value
+		}
+	}
+	return out, nil
+}
 
 // Redis is a running redis-server.
 type Redis struct {
@@ -55,15 +112,19 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if maxMemory == "" {
 		maxMemory = DefaultRedisMaxMemory
 	}
-	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes", "--daemonize", "no",
-		"--maxmemory", maxMemory, "--maxmemory-policy", "noeviction"}
+	local := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes", "--daemonize", "no",
+		"--maxmemory", maxMemory}
 	if o.DataDir != "" {
 		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 			return nil, err
 		}
-		args = append(args, "--dir", o.DataDir, "--appendonly", "yes")
+		local = append(local, "--dir", o.DataDir)
 	} else {
-		args = append(args, "--save", "", "--appendonly", "no")
+		local = append(local, "--appendonly", "no")
+	}
+	args, err := withFlags(ShippedRedisFlags(), append(local, o.Flags...))
+	if err != nil {
+		return nil, err
 	}
 	p, err := startProcess("redis-server", exec.Command(path, args...), o.LogFile)
 	if err != nil {
