@@ -44,26 +44,73 @@ const maxBackground = 0.25
 // result and at most one order. Lost or duplicated signals fail it. Run it once:
 // -benchtime 1x.
 //
+// It runs the whole sequence once per Redis configuration, as sub-benchmarks, each on a
+// fresh stack: persist=off (in memory: the bare reference) and persist=shipped (a data
+// directory and stack.ShippedRedisFlags, exactly as config/redis and the local stack run
+// Redis); then it prints each step of the others beside persist=off's.
+// SIGOPS_LOAD_REDIS_FLAGS="name=value;name=value" (e.g. "save=60 10000;
+// auto-aof-rewrite-min-size=64mb") adds persist=custom: persistent, the shipped flags with
+// those replaced, for A/B measurements. Each step is a sub-benchmark of its configuration,
+// so -bench 'SignalPipeline/persist=shipped/fill-500' runs that step alone (the executor
+// then starts before it).
+//
 // intake-max runs twice: first as intake-max-noexec, before the executor starts (webhookd,
 // Redis and the load generator alone on the machine, as the issue's bare-handler reference
 // was measured); then, with the executor running, as intake-max, while the executor drains
 // what the intake queues faster than it executes, on the same two cores.
 //
-// Per step it prints, on stdout, the cores each process used, Redis's commands per signal
-// and the daemons' mean latencies from their /metrics; it warns when processes outside the
+// Per step it prints, on stdout, the cores each process used, Redis's commands per signal,
+// its persistence work (forks, rewrites, delayed fsyncs, memory, LATENCY LATEST events) and
+// the daemons' mean latencies from their /metrics; it warns when processes outside the
 // benchmark kept the machine busy (the figures assume it otherwise idle).
 //
 // SIGOPS_LOAD_NGINX=1 also runs intake-max and fill-500 through nginx terminating TLS in
 // front of webhookd (the local stack's origin), for a reference figure.
 func BenchmarkSignalPipeline(b *testing.B) {
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	configs, err := redisConfigs(os.Getenv("SIGOPS_LOAD_REDIS_FLAGS"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs := map[string][]load.Row{}
+	for _, rc := range configs {
+		b.Run("persist="+rc.name, func(b *testing.B) { runs[rc.name] = runPipeline(b, rc) })
+	}
+	for _, rc := range configs[1:] {
+		if len(runs["off"]) > 0 && len(runs[rc.name]) > 0 {
+			fmt.Printf("\npersist=%s against persist=off (the bare reference, same run):\n", rc.name)
+			writeComparison(os.Stdout, runs["off"], runs[rc.name])
+		}
+	}
+}
+
+// pipelineStep is one scenario of a run.
+type pipelineStep struct {
+	scenario load.Scenario
+	runner   *load.Runner
+	// noExecutor: the step runs before the executor starts (intake alone); its signals
+	// wait in the queue and are reconciled once the executor has run them.
+	noExecutor bool
+}
+
+// pipelineRun is one configuration's stack and what its steps measured.
+type pipelineRun struct {
+	s                  *pipeline
+	checker            *load.Checker
+	rows               []load.Row
+	verdicts, warnings []string
+}
+
+// runPipeline starts a stack with Redis configured as rc and runs every step as a
+// sub-benchmark; it returns the steps' rows.
+func runPipeline(b *testing.B, rc redisConfig) []load.Row {
 	ctx := b.Context()
 	root, err := stack.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	s := startStack(ctx, b, root, dir)
+	s := startStack(ctx, b, root, dir, rc)
 
 	c, err := stack.NewClient(s.cp.Config, 200, 400)
 	if err != nil {
@@ -78,108 +125,113 @@ func BenchmarkSignalPipeline(b *testing.B) {
 	rdb := s.redis.Client()
 	b.Cleanup(func() { _ = rdb.Close() })
 	s.rdb = rdb
-	checker := load.NewChecker(rdb, fleet)
+	run := &pipelineRun{s: s, checker: load.NewChecker(rdb, fleet)}
 
 	direct, err := load.NewRunner(load.Target{BaseURL: "http://" + s.hookAddr, ForwardedProto: true}, fleet.Paths())
 	if err != nil {
 		b.Fatal(err)
 	}
-	type step struct {
-		scenario load.Scenario
-		runner   *load.Runner
-		// noExecutor: the step runs before the executor starts (intake alone); its
-		// signals wait in the queue and are reconciled once the executor has run them.
-		noExecutor bool
-	}
-	var steps []step
+	var steps []pipelineStep
 	for _, sc := range load.PipelineScenarios() {
 		if sc.Name == "intake-max" {
 			solo := sc
 			solo.Name = "intake-max-noexec"
-			steps = append(steps, step{solo, direct, true})
+			steps = append(steps, pipelineStep{solo, direct, true})
 		}
-		steps = append(steps, step{sc, direct, false})
+		steps = append(steps, pipelineStep{sc, direct, false})
 	}
 	if os.Getenv("SIGOPS_LOAD_NGINX") == "1" {
 		viaNginx := startNginx(ctx, b, dir, s.hookAddr, fleet)
 		for _, sc := range load.PipelineScenarios() {
 			if sc.Name == "intake-max" || sc.Name == "fill-500" {
 				sc.Name += "-nginx"
-				steps = append(steps, step{sc, viaNginx, false})
+				steps = append(steps, pipelineStep{sc, viaNginx, false})
 			}
 		}
 	}
+	for _, st := range steps {
+		if !b.Run(st.scenario.Name, func(sb *testing.B) {
+			for i := range sb.N {
+				if !st.noExecutor || i == 0 {
+					run.step(ctx, b, sb, st)
+				}
+			}
+		}) {
+			break
+		}
+	}
+	// On stdout: the testing package keeps only the first lines of a benchmark's log.
+	fmt.Printf("\nsignal pipeline, persist=%s, %d bots, webhookd at %s (direct, X-Forwarded-Proto: https):\n", rc.name, len(fleet.Bots), s.hookAddr)
+	load.WriteTable(os.Stdout, run.rows)
+	fmt.Printf("\ntargets:\n  %s\n", strings.Join(run.verdicts, "\n  "))
+	for _, w := range run.warnings {
+		fmt.Println("WARNING: " + w)
+		b.Log("WARNING: " + w)
+	}
+	return run.rows
+}
 
-	b.ResetTimer()
-	for i := range b.N {
-		var rows []load.Row
-		var verdicts, warnings []string
-		for _, st := range steps {
-			if st.noExecutor && i > 0 {
-				continue
-			}
-			b.StopTimer()
-			if !st.noExecutor && s.executor == nil {
-				s.startExecutor(ctx, b)
-			}
-			// Let the previous step's stragglers settle, and see whether anything else
-			// keeps the machine busy meanwhile (the figures assume it idle).
-			busy0, ours0 := machineBusy(), ourCPU()
-			time.Sleep(time.Second)
-			busy1, ours1 := machineBusy(), ourCPU()
-			ours := (ours1 - ours0).Seconds()
-			background := (busy1 - busy0).Seconds() - ours
-			before := sample(b, s)
-			b.StartTimer()
-			res, err := st.runner.Run(ctx, st.scenario)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			after := sample(b, s)
-			if s.executor == nil {
-				s.startExecutor(ctx, b)
-			}
-			rec, err := checker.Reconcile(ctx, res, reconcileBound)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rows = append(rows, load.Row{Result: res, Check: rec})
-			name := st.scenario.Name
-			b.ReportMetric(res.Throughput(), name+"-signals/s")
-			b.ReportMetric(msOf(res.Percentile(0.50)), name+"-p50-ms")
-			b.ReportMetric(msOf(res.Percentile(0.99)), name+"-p99-ms")
-			fmt.Printf("%s\n  %s\n  in the second before it: the stack %.2f cores, the kernel and other processes %.2f\n",
-				st.scenario, describe(before, after, res.Elapsed, len(res.Accepted)), ours, max(0, background))
-			if during := foreignLoad(before, after, res.Elapsed); during > maxBackground {
-				warnings = append(warnings, fmt.Sprintf("%s: processes outside the benchmark, and the kernel, kept %.2f cores busy during it: its figures are not representative", name, during))
-			}
-			if background > maxBackground {
-				warnings = append(warnings, fmt.Sprintf("%s: processes outside the benchmark kept %.2f cores busy in the second before it: its figures are not representative", name, background))
-			}
-			b.Logf("%s: %.0f signals/s accepted, p50 %s, p99 %s, max %s; lost %d, duplicated %d",
-				name, res.Throughput(), fmtMs(res.Percentile(0.5)), fmtMs(res.Percentile(0.99)), fmtMs(res.Max()),
-				rec.Lost, rec.DuplicatedTotal())
-			if g, ok := load.Goals[name]; ok {
-				verdicts = append(verdicts, g.Verdicts(res)...)
-			}
-			if !rec.OK() {
-				var out strings.Builder
-				load.WriteTable(&out, rows)
-				b.Fatalf("%s: reconciliation failed: %s\n%s", name, rec.Problems(), out.String())
-			}
-			b.StartTimer()
-		}
-		b.StopTimer()
-		// On stdout: the testing package keeps only the first lines of a benchmark's log.
-		fmt.Printf("\nsignal pipeline, %d bots, webhookd at %s (direct, X-Forwarded-Proto: https):\n", len(fleet.Bots), s.hookAddr)
-		load.WriteTable(os.Stdout, rows)
-		fmt.Printf("\ntargets:\n  %s\n", strings.Join(verdicts, "\n  "))
-		for _, w := range warnings {
-			fmt.Println("WARNING: " + w)
-			b.Log("WARNING: " + w)
-		}
+// step runs one scenario as the sub-benchmark sb of the configuration's benchmark b (which
+// owns the processes: an executor started here outlives the step), reconciles it and
+// reports its figures.
+func (run *pipelineRun) step(ctx context.Context, b, sb *testing.B, st pipelineStep) {
+	s := run.s
+	sb.StopTimer()
+	if !st.noExecutor && s.executor == nil {
+		s.startExecutor(ctx, b)
 	}
+	// Let the previous step's stragglers settle, and see whether anything else keeps the
+	// machine busy meanwhile (the figures assume it idle).
+	busy0, ours0 := machineBusy(), ourCPU()
+	time.Sleep(time.Second)
+	busy1, ours1 := machineBusy(), ourCPU()
+	ours := (ours1 - ours0).Seconds()
+	background := (busy1 - busy0).Seconds() - ours
+	before := sample(sb, s)
+	resetLatency(ctx, s.rdb)
+	sb.StartTimer()
+	res, err := st.runner.Run(ctx, st.scenario)
+	if err != nil {
+		sb.Fatal(err)
+	}
+	sb.StopTimer()
+	after := sample(sb, s)
+	events := latencyLatest(ctx, s.rdb)
+	if s.executor == nil {
+		s.startExecutor(ctx, b)
+	}
+	rec, err := run.checker.Reconcile(ctx, res, reconcileBound)
+	if err != nil {
+		sb.Fatal(err)
+	}
+	run.rows = append(run.rows, load.Row{Result: res, Check: rec})
+	name := st.scenario.Name
+	sb.ReportMetric(res.Throughput(), "signals/s")
+	sb.ReportMetric(msOf(res.Percentile(0.50)), "p50-ms")
+	sb.ReportMetric(msOf(res.Percentile(0.99)), "p99-ms")
+	sb.ReportMetric(msOf(res.Max()), "max-ms")
+	persisted := persistence(before, after, events, len(res.Accepted))
+	persisted.report(sb)
+	fmt.Printf("%s\n  %s\n  %s\n  in the second before it: the stack %.2f cores, the kernel and other processes %.2f\n",
+		st.scenario, describe(before, after, res.Elapsed, len(res.Accepted)), persisted, ours, max(0, background))
+	if during := foreignLoad(before, after, res.Elapsed); during > maxBackground {
+		run.warnings = append(run.warnings, fmt.Sprintf("%s: processes outside the benchmark, and the kernel, kept %.2f cores busy during it: its figures are not representative", name, during))
+	}
+	if background > maxBackground {
+		run.warnings = append(run.warnings, fmt.Sprintf("%s: processes outside the benchmark kept %.2f cores busy in the second before it: its figures are not representative", name, background))
+	}
+	sb.Logf("%s: %.0f signals/s accepted, p50 %s, p99 %s, max %s; lost %d, duplicated %d",
+		name, res.Throughput(), fmtMs(res.Percentile(0.5)), fmtMs(res.Percentile(0.99)), fmtMs(res.Max()),
+		rec.Lost, rec.DuplicatedTotal())
+	if g, ok := load.Goals[name]; ok {
+		run.verdicts = append(run.verdicts, g.Verdicts(res)...)
+	}
+	if !rec.OK() {
+		var out strings.Builder
+		load.WriteTable(&out, run.rows)
+		sb.Fatalf("%s: reconciliation failed: %s\n%s", name, rec.Problems(), out.String())
+	}
+	sb.StartTimer()
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -197,7 +249,7 @@ type pipeline struct {
 	rdb                            *redis.Client // for INFO
 }
 
-func startStack(ctx context.Context, b *testing.B, root, dir string) *pipeline {
+func startStack(ctx context.Context, b *testing.B, root, dir string, rc redisConfig) *pipeline {
 	b.Helper()
 	s := &pipeline{}
 	var err error
@@ -209,7 +261,11 @@ func startStack(ctx context.Context, b *testing.B, root, dir string) *pipeline {
 			b.Error("stop control plane:", err)
 		}
 	})
-	if s.redis, err = stack.StartRedis(ctx, stack.RedisOptions{LogFile: filepath.Join(dir, "redis.log")}); err != nil {
+	ro := stack.RedisOptions{LogFile: filepath.Join(dir, "redis.log"), Flags: rc.flags}
+	if rc.persist {
+		ro.DataDir = filepath.Join(dir, "redis")
+	}
+	if s.redis, err = stack.StartRedis(ctx, ro); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
@@ -327,8 +383,9 @@ type snapshot struct {
 	// machine is the whole machine's /proc/stat cpu line: busy, idle (with iowait) and
 	// steal time.
 	busy, idle, steal time.Duration
-	// redis is Redis's INFO stats counters: total_commands_processed and
-	// total_reads_processed (read events: about one per client round trip).
+	// redis is Redis's INFO counters: total_commands_processed and total_reads_processed
+	// (read events: about one per client round trip), cmdstat_<command> calls, and
+	// persistenceFields.
 	redis map[string]float64
 }
 
@@ -346,12 +403,12 @@ func sample(b *testing.B, s *pipeline) snapshot {
 	snap.cpu["load generator"] = cpuTime(os.Getpid())
 	snap.busy, snap.idle, snap.steal = machineTime()
 	snap.redis = map[string]float64{}
-	if info, err := s.rdb.Info(context.Background(), "stats", "commandstats").Result(); err == nil {
+	if info, err := s.rdb.Info(context.Background(), "stats", "commandstats", "persistence", "memory").Result(); err == nil {
 		for _, line := range strings.Split(info, "\r\n") {
 			k, v, ok := strings.Cut(line, ":")
 			switch {
 			case !ok:
-			case k == "total_commands_processed" || k == "total_reads_processed":
+			case k == "total_commands_processed" || k == "total_reads_processed" || slices.Contains(persistenceFields, k):
 				snap.redis[k], _ = strconv.ParseFloat(v, 64)
 			case strings.HasPrefix(k, "cmdstat_"): // cmdstat_get:calls=12,usec=...
 				calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
