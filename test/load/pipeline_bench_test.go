@@ -164,11 +164,35 @@ func runPipeline(b *testing.B, rc redisConfig) []load.Row {
 	fmt.Printf("\nsignal pipeline, persist=%s, %d bots, webhookd at %s (direct, X-Forwarded-Proto: https):\n", rc.name, len(fleet.Bots), s.hookAddr)
 	load.WriteTable(os.Stdout, run.rows)
 	fmt.Printf("\ntargets:\n  %s\n", strings.Join(run.verdicts, "\n  "))
+	if rc.persist {
+		printAOFMix(ctx, s, filepath.Join(dir, "redis", "appendonlydir"), run.rows)
+	}
 	for _, w := range run.warnings {
 		fmt.Println("WARNING: " + w)
 		b.Log("WARNING: " + w)
 	}
 	return run.rows
+}
+
+// printAOFMix prints what the append-only file holds since the last rewrite, by command
+// and by key family: which writes the file's volume (and so the disk and a rewrite) goes
+// to. Without a rewrite in the run, the file holds every step's writes (and the set-up's).
+func printAOFMix(ctx context.Context, s *pipeline, dir string, rows []load.Row) {
+	m, err := readAOFMix(dir)
+	if err != nil {
+		fmt.Println("append-only file:", err)
+		return
+	}
+	signals := 0
+	for _, r := range rows {
+		signals += len(r.Result.Accepted)
+	}
+	rewrites := s.rdb.InfoMap(ctx, "persistence").Item("Persistence", "aof_rewrites")
+	fmt.Printf("\nappend-only file since the last rewrite (%s rewrites in the run): %.1f MiB", rewrites, float64(m.total)/(1<<20))
+	if rewrites == "0" && signals > 0 {
+		fmt.Printf(", %.0f B per accepted signal", float64(m.total)/float64(signals))
+	}
+	fmt.Printf("\n  by command: %s\n  by key: %s\n", top(m.byCommand, m.total, 12), top(m.byKey, m.total, 16))
 }
 
 // step runs one scenario as the sub-benchmark sb of the configuration's benchmark b (which
