@@ -90,6 +90,7 @@ func runPersistCase(b *testing.B, pc persistCase) {
 	b.StartTimer()
 	lat := paceSignals(ctx, rdb, 1000, 5*time.Second, 32, pc)
 	b.StopTimer()
+	waitIdle(b, rdb) // a child still running has not yet reported what it copied on write
 	after.redis = redisCounters(ctx, rdb)
 	w := persistence(before, after, latencyLatest(ctx, rdb), len(lat))
 	pct := func(p float64) float64 { return msOf(lat[min(len(lat)-1, int(p*float64(len(lat))))]) }
@@ -99,7 +100,6 @@ func runPersistCase(b *testing.B, pc persistCase) {
 	b.ReportMetric(msOf(lat[len(lat)-1]), "max-ms")
 	w.report(b)
 	fmt.Printf("%s: p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n  %s\n", pc.name, pct(0.5), pct(0.99), pct(0.999), msOf(lat[len(lat)-1]), w)
-	waitIdle(b, rdb)
 }
 
 // redisCounters reads the INFO fields the persistence report uses.

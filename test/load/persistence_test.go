@@ -43,9 +43,10 @@ func redisConfigs(custom string) ([]redisConfig, error) {
 
 // persistenceFields are the INFO fields sample keeps for the persistence report: forks
 // (stats), rewrites, saves, delayed fsyncs and the append-only file's size (persistence),
-// and the data set (memory).
+// the copy-on-write memory of the last rewrite and snapshot (persistence), and the data set
+// (memory).
 var persistenceFields = []string{"total_forks", "latest_fork_usec", "aof_rewrites", "rdb_saves",
-	"aof_delayed_fsync", "aof_current_size", "used_memory"}
+	"aof_delayed_fsync", "aof_current_size", "used_memory", "aof_last_cow_size", "rdb_last_cow_size"}
 
 // latencyEvent is one LATENCY LATEST row: the event (fork, aof-write, aof-fsync-always,
 // command, expire-cycle, ...) and its latest and largest latency since the last reset.
@@ -81,8 +82,9 @@ func latencyLatest(ctx context.Context, rdb *redis.Client) []latencyEvent {
 // persistenceWork is what Redis's persistence did during one step.
 type persistenceWork struct {
 	forks, rewrites, saves, delayedFsyncs float64
-	// forkMs is the latest fork's duration, when the step forked.
-	forkMs float64
+	// forkMs is the latest fork's duration, when the step forked; cowMiB the memory the
+	// last rewrite or snapshot child copied on write.
+	forkMs, cowMiB float64
 	// usedMiB is the data set after the step; grewMiB its growth over the step.
 	usedMiB, grewMiB float64
 	// aofBytesPerSignal is the append-only file's growth per accepted signal; -1 when a
@@ -98,6 +100,7 @@ func persistence(before, after snapshot, events []latencyEvent, signals int) per
 		grewMiB: d("used_memory") / (1 << 20), aofBytesPerSignal: -1, events: events}
 	if w.forks > 0 {
 		w.forkMs = after.redis["latest_fork_usec"] / 1000
+		w.cowMiB = max(d("aof_last_cow_size"), d("rdb_last_cow_size"), 0) / (1 << 20)
 	}
 	if w.rewrites == 0 && after.redis["aof_current_size"] > 0 && signals > 0 {
 		w.aofBytesPerSignal = d("aof_current_size") / float64(signals)
@@ -109,6 +112,7 @@ func persistence(before, after snapshot, events []latencyEvent, signals int) per
 func (w persistenceWork) report(b *testing.B) {
 	b.ReportMetric(w.forks, "forks")
 	b.ReportMetric(w.forkMs, "fork-ms")
+	b.ReportMetric(w.cowMiB, "cow-MiB")
 	b.ReportMetric(w.rewrites, "aof-rewrites")
 	b.ReportMetric(w.delayedFsyncs, "delayed-fsyncs")
 	b.ReportMetric(w.usedMiB, "used-MiB")
@@ -125,7 +129,7 @@ func (w persistenceWork) report(b *testing.B) {
 func (w persistenceWork) String() string {
 	out := fmt.Sprintf("redis persistence during the run: %.0f forks", w.forks)
 	if w.forks > 0 {
-		out += fmt.Sprintf(" (latest %.1f ms)", w.forkMs)
+		out += fmt.Sprintf(" (latest %.1f ms, %.1f MiB copied on write)", w.forkMs, w.cowMiB)
 	}
 	out += fmt.Sprintf(", %.0f AOF rewrites, %.0f RDB saves, %.0f delayed fsyncs, used memory %.0f MiB (%+.0f)",
 		w.rewrites, w.saves, w.delayedFsyncs, w.usedMiB, w.grewMiB)
