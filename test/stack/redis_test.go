@@ -155,9 +155,11 @@ func TestRedisRunsShippedFlags(t *testing.T) {
 
 // TestRedisKeepsWritesAcrossRestart writes into the local stack's persistent Redis, has
 // it rewrite its append-only file (the base becomes an RDB preamble, the only snapshot
-// with save ""), writes more, kills the server without a shutdown (a crash: no final
-// fsync, no save), and starts a new server on the same data directory: every
-// acknowledged write is back, from the RDB base and the append-only increment after it.
+// with save ""), writes more, waits until the server reports those writes in the file
+// (aof_buffer_length 0: with appendfsync everysec Redis holds writes back while a
+// background fsync still runs, up to 2 s), kills it without a shutdown (a crash: no final
+// fsync, no save), and starts a new server on the same data directory: every write is
+// back, from the RDB base and the append-only increment after it.
 func TestRedisKeepsWritesAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -188,6 +190,7 @@ func TestRedisKeepsWritesAcrossRestart(t *testing.T) {
 	if err := c.Set(ctx, "after", "2", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
+	waitWritten(t, c)
 	if err := syscall.Kill(r.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +218,17 @@ func TestRedisKeepsWritesAcrossRestart(t *testing.T) {
 	if ttl := a.TTL(ctx, "after").Val(); ttl <= 0 || ttl > time.Hour {
 		t.Errorf("after's TTL %s after the restart; want its hour kept", ttl)
 	}
+}
+
+// waitWritten waits (at most 10 s) until the server's append-only buffer is in the file.
+func waitWritten(t *testing.T, c *redis.Client) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c.InfoMap(context.Background(), "persistence").Item("Persistence", "aof_buffer_length") == "0" {
+			return
+		}
+	}
+	t.Fatal("the append-only buffer was not written in 10 s")
 }
 
 // waitRewritten waits (at most 10 s) until an append-only rewrite has completed.
