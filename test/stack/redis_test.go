@@ -130,13 +130,7 @@ func redisBytes(v string) (int64, error) {
 // shipped setting back with CONFIG GET: redis-server took each flag as given.
 func TestRedisRunsShippedFlags(t *testing.T) {
 	ctx := context.Background()
-	r, err := StartRedis(ctx, RedisOptions{DataDir: t.TempDir()})
-	if err != nil {
-		t.Skip(err)
-	}
-	defer r.Stop(5 * time.Second)
-	c := r.Client()
-	defer c.Close()
+	_, c := startRedisClient(t, RedisOptions{DataDir: t.TempDir()})
 	flags := ShippedRedisFlags()
 	for i := 0; i < len(flags); i += 2 {
 		name, want := strings.TrimPrefix(flags[i], "--"), flags[i+1]
@@ -163,13 +157,7 @@ func TestRedisRunsShippedFlags(t *testing.T) {
 func TestRedisKeepsWritesAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	r, err := StartRedis(ctx, RedisOptions{DataDir: dir})
-	if err != nil {
-		t.Skip(err)
-	}
-	defer r.Stop(5 * time.Second)
-	c := r.Client()
-	defer c.Close()
+	r, c := startRedisClient(t, RedisOptions{DataDir: dir})
 	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +184,7 @@ func TestRedisKeepsWritesAcrossRestart(t *testing.T) {
 	}
 	<-r.Done()
 
-	again, err := StartRedis(ctx, RedisOptions{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Stop(5 * time.Second)
-	a := again.Client()
-	defer a.Close()
+	_, a := startRedisClient(t, RedisOptions{DataDir: dir})
 	if v := a.Get(ctx, "before").Val(); v != "1" {
 		t.Errorf("before = %q after the restart; want 1", v)
 	}
@@ -220,26 +202,44 @@ func TestRedisKeepsWritesAcrossRestart(t *testing.T) {
 	}
 }
 
-// waitWritten waits (at most 10 s) until the server's append-only buffer is in the file.
+// waitWritten waits until the server's append-only buffer is in the file.
 func waitWritten(t *testing.T, c *redis.Client) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c.InfoMap(context.Background(), "persistence").Item("Persistence", "aof_buffer_length") == "0" {
-			return
-		}
-	}
-	t.Fatal("the append-only buffer was not written in 10 s")
+	waitPersistence(t, c, "the append-only buffer written", func(info string) bool {
+		return strings.Contains(info, "aof_buffer_length:0\r")
+	})
 }
 
-// waitRewritten waits (at most 10 s) until an append-only rewrite has completed.
+// waitRewritten waits until an append-only rewrite has completed.
 func waitRewritten(t *testing.T, c *redis.Client) {
 	t.Helper()
+	waitPersistence(t, c, "the append-only rewrite complete", func(info string) bool {
+		return strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") &&
+			!strings.Contains(info, "aof_rewrites:0\r")
+	})
+}
+
+// waitPersistence polls INFO persistence (at most 10 s) until done holds.
+func waitPersistence(t *testing.T, c *redis.Client, what string, done func(info string) bool) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		info := c.Info(context.Background(), "persistence").Val()
-		if strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") &&
-			!strings.Contains(info, "aof_rewrites:0\r") {
+		if done(c.Info(context.Background(), "persistence").Val()) {
 			return
 		}
 	}
-	t.Fatal("the append-only rewrite did not complete in 10 s")
+	t.Fatalf("%s: not within 10 s", what)
+}
+
+// startRedisClient starts a server with o and a client of it, both closed when the test
+// ends (a server the test killed already is no error).
+func startRedisClient(t *testing.T, o RedisOptions) (*Redis, *redis.Client) {
+	t.Helper()
+	r, err := StartRedis(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop(5 * time.Second) })
+	c := r.Client()
+	t.Cleanup(func() { _ = c.Close() })
+	return r, c
 }
