@@ -27,7 +27,9 @@ import (
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/retention"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/strategyrun"
 )
@@ -39,6 +41,7 @@ func main() {
 		labWorkers                        int
 		masterKeys                        credentials.KeyFlags
 		leaseTTL, watchInterval           time.Duration
+		history                           retention.Options
 		strategies                        strategyrun.Options
 		budget                            queue.Options
 		redisOpts                         store.Options
@@ -55,6 +58,7 @@ func main() {
 	flag.StringVar(&labHistory, "lab-history", "", "Strategy Lab candle history: simulated, binance or bybit (default: the --market-data source)")
 	flag.IntVar(&labWorkers, "lab-workers", runtime.GOMAXPROCS(0), "Strategy Lab experiments run at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
+	flag.DurationVar(&history.Retention, "history-retention", retention.Default, "how long bots' trade lists and order history are kept (at least 7 days); per-day analytics are kept for all time")
 	flag.DurationVar(&strategies.Settle, "strategy-settle", strategyrun.DefaultSettle, "delay after each candle's close before strategy bots evaluate it (exchanges publish a closed candle a moment late)")
 	flag.IntVar(&strategies.Concurrency, "strategy-concurrency", strategyrun.DefaultConcurrency, "strategy bots evaluated at once (each waits mostly on its candle fetch)")
 	masterKeys.Bind(flag.CommandLine, "opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
@@ -73,20 +77,21 @@ func main() {
 	if labHistory == "" {
 		labHistory = marketData
 	}
-	history, err := marketdata.HistoryFromFlag(labHistory)
+	candles, err := marketdata.HistoryFromFlag(labHistory)
 	if err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
-	labOpts := lab.EngineOptions{History: history, Workers: labWorkers, Logger: logger}
-	if err := run(logger, metricsAddr, marketData, budget, watchInterval, strategies, redisOpts, keys, labOpts); err != nil {
+	labOpts := lab.EngineOptions{History: candles, Workers: labWorkers, Logger: logger}
+	history.Logger = logger
+	if err := run(logger, metricsAddr, marketData, budget, watchInterval, strategies, history, redisOpts, keys, labOpts); err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
 func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Options, watchInterval time.Duration,
-	sopts strategyrun.Options, ro store.Options, keys *credentials.Ring, lo lab.EngineOptions) error {
+	sopts strategyrun.Options, hopts retention.Options, ro store.Options, keys *credentials.Ring, lo lab.EngineOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rdb, err := store.Connect(ctx, ro)
@@ -117,6 +122,13 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
 	strategies := strategyrun.New(sopts)
+	// History is compacted where its partition's lease is held; order records live as long.
+	hopts.Redis, hopts.Owner = rdb, consumer
+	compactor, err := retention.New(hopts)
+	if err != nil {
+		return err
+	}
+	position.SetOrderTTL(compactor.Retention())
 	engine, closeLab, err := labEngine(ctx, ro, consumer, &lo)
 	if err != nil {
 		return err
@@ -124,7 +136,7 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	defer closeLab()
 
 	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
-		lo.Metrics.Collectors())
+		lo.Metrics.Collectors(), compactor.Collectors())
 
 	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
 	g, gctx := errgroup.WithContext(ctx)
@@ -133,6 +145,7 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	g.Go(func() error { return watcher.Run(gctx) })
 	g.Go(func() error { return strategies.Run(gctx) })
 	g.Go(func() error { return engine.Run(gctx) })
+	g.Go(func() error { return compactor.Run(gctx) })
 	g.Go(func() error {
 		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -26,6 +26,13 @@ const (
 	// trade list when every trade was booked with its day; otherwise the days are
 	// incomplete and the report is computed from the trade list.
 	fieldTrades = "trades"
+	// fieldDropped is the number of counted trades the retention compactor has removed
+	// from the trade list (Compact): the days are complete when they count as many trades
+	// as the list holds plus those.
+	fieldDropped = "dropped"
+	// fieldCutoff is the compactor's latest cutoff (Unix ms): the trades closed before it
+	// are only in the days.
+	fieldCutoff = "cutoff"
 )
 
 // ReadDayLater queues the read of the bot's day date on c (a pipeline) and returns the
@@ -147,10 +154,13 @@ func loadLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, 
 		}
 		h := history{days: make([]dated, 0, len(fields))}
 		counted, _ := strconv.ParseInt(fields[fieldTrades], 10, 64)
-		if counted != n.Val() {
+		// A compacted bot's days are complete by construction (Compact trims only complete
+		// days), and its list no longer holds every trade: the days are read whatever the
+		// counts say (outside a MULTI a booking may land between the two reads).
+		if _, compacted := fields[fieldDropped]; !compacted && counted != n.Val() {
 			// The trades booked before the days were kept are not in them, so a starting
 			// equity recorded since is not the one before the first trade.
-			trades, err := position.NewBook(rdb).Trades(ctx, botID)
+			trades, err := position.AllTrades(ctx, rdb, botID)
 			if err != nil {
 				return history{}, err
 			}
@@ -207,27 +217,33 @@ func fromTrades(trades []position.Trade) []dated {
 // Rebuild writes the bot's days from its trade list when the days count fewer trades than
 // the list holds (trades booked before the days were kept), keeping a recorded starting
 // equity and marking it unknown (empty) when none is. It reports whether it wrote; dry
-// only reports. The trade list and the days are watched, so a booking in between makes it
+// only reports. It never rebuilds from a compacted list (ErrCompacted): that list lacks the
+// trades before the cutoff, which only the days hold. The trade list and the days are watched, so a booking in between makes it
 // start again. queuectl migrate-keys runs it for every bot with trades.
 func Rebuild(ctx context.Context, rdb redis.UniversalClient, botID string, dry bool) (bool, error) {
 	days, trades := store.BookDays(botID), store.BookTrades(botID)
 	var wrote bool
 	txf := func(tx *redis.Tx) error {
 		wrote = false
-		var counted *redis.StringCmd
-		var start *redis.StringCmd
+		var counted, start, dropped *redis.StringCmd
 		var items *redis.StringSliceCmd
 		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 			counted = p.HGet(ctx, days, fieldTrades)
 			start = p.HGet(ctx, days, fieldStart)
+			dropped = p.HGet(ctx, days, fieldDropped)
 			items = p.LRange(ctx, trades, 0, -1)
 			return nil
 		}); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
 		n, _ := strconv.Atoi(counted.Val())
-		if n == len(items.Val()) {
+		gone, _ := strconv.Atoi(dropped.Val())
+		if n == len(items.Val())+gone {
 			return nil
+		}
+		if gone > 0 {
+			return fmt.Errorf("the days of bot %s count %d trades, its list holds %d after %d compacted: %w",
+				botID, n, len(items.Val()), gone, ErrCompacted)
 		}
 		wrote = true
 		if dry {

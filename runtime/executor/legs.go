@@ -260,7 +260,7 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 // when another attempt's plan is there, nothing is. KEYS[1] is the signal's progress and
 // ARGV[1..6] the plan's field and value, the request's field and value, the progress TTL (s)
 // and the send time's field, ARGV[7..8] the sizing equity's field and value ("": none); the
-// order record's write takes KEYS[2..3] and ARGV[9..10].
+// order record's write takes KEYS[2..3] and ARGV[9..11].
 //
 // Crash points: before the script, nothing of the signal is stored and nothing was sent; a
 // retry plans again from the same book. After it, plan and pending order are stored before

@@ -263,9 +263,11 @@ func (b *Book) OrderPage(ctx context.Context, botID string, q OrderQuery) (Order
 	}
 }
 
-// Trades is every realised trade of the bot, oldest first.
+// Trades is the bot's newest realised trades, at most MaxTrades, oldest first. The list
+// holds the trades closed since the history retention's cutoff (history.go), which at a
+// high rate is far more than one answer should carry.
 func (b *Book) Trades(ctx context.Context, botID string) ([]Trade, error) {
-	items, err := b.rdb.LRange(ctx, store.BookTrades(botID), 0, -1).Result()
+	items, err := b.rdb.LRange(ctx, store.BookTrades(botID), -MaxTrades, -1).Result()
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,9 +15,28 @@ import (
 const (
 	// MaxOrders is how many client order IDs a bot's order list keeps (newest first).
 	MaxOrders = 5000
-	// OrderTTL is how long an order record is kept after its last change.
+	// OrderTTL is how long an order record is kept after its last change when the process
+	// sets no history retention (SetOrderTTL): the default retention.
 	OrderTTL = 90 * 24 * time.Hour
 )
+
+// orderTTL is the record TTL in seconds; 0 means OrderTTL.
+var orderTTL atomic.Int64
+
+// SetOrderTTL makes d (at least a second) the life of an order record after its last
+// change, for every later write of this process. The executor sets it to its history
+// retention at start, so that a record lives exactly as long as the trades and the order
+// list entries the retention keeps; the writes stay one constant argument away from the
+// record, and no write site carries the setting.
+func SetOrderTTL(d time.Duration) { orderTTL.Store(int64(max(d, time.Second) / time.Second)) }
+
+// RecordTTL is the life of an order record after its last change (see SetOrderTTL).
+func RecordTTL() time.Duration {
+	if s := orderTTL.Load(); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return OrderTTL
+}
 
 // Order records have one writer, this file, in two forms that make the same writes (the
 // record with its TTL, and the capped list for a new record): StageOrder queues them as
@@ -27,22 +47,23 @@ const (
 // encoding, TTL and list cap are this package's alone.
 
 // OrderLua returns the Lua statements that make an OrderWrite inside a script: they read the
-// write's Keys from KEYS[keyAt] and KEYS[keyAt+1] and its Args from ARGV[argAt] and
-// ARGV[argAt+1]. The statements return nothing, so that the script goes on after them.
+// write's Keys from KEYS[keyAt] and KEYS[keyAt+1] and its Args from ARGV[argAt] to
+// ARGV[argAt+2]. The statements return nothing, so that the script goes on after them.
 func OrderLua(keyAt, argAt int) string {
-	return fmt.Sprintf(`redis.call('SET', KEYS[%[1]d], ARGV[%[3]d], 'EX', %[5]d)
+	return fmt.Sprintf(`redis.call('SET', KEYS[%[1]d], ARGV[%[3]d], 'EX', ARGV[%[5]d])
 if ARGV[%[4]d] ~= '' then
   redis.call('LPUSH', KEYS[%[2]d], ARGV[%[4]d])
   redis.call('LTRIM', KEYS[%[2]d], 0, %[6]d)
 end
-`, keyAt, keyAt+1, argAt, argAt+1, int64(OrderTTL/time.Second), MaxOrders-1)
+`, keyAt, keyAt+1, argAt, argAt+1, argAt+2, MaxOrders-1)
 }
 
 // OrderWrite is one write of an order record, as the Lua of OrderLua takes it.
 type OrderWrite struct {
 	// Keys are the record and the bot's order list.
 	Keys []string
-	// Args are the record's JSON and the client order ID to list ("" when listed already).
+	// Args are the record's JSON, the client order ID to list ("" when listed already) and
+	// the record's TTL in seconds (RecordTTL).
 	Args []any
 }
 
@@ -59,7 +80,7 @@ func NewOrderWrite(rec OrderRecord, isNew bool) (OrderWrite, error) {
 	}
 	return OrderWrite{
 		Keys: []string{store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID)},
-		Args: []any{data, listed},
+		Args: []any{data, listed, int64(RecordTTL() / time.Second)},
 	}, nil
 }
 
@@ -69,7 +90,7 @@ func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew b
 	if err != nil {
 		return err
 	}
-	p.Set(ctx, w.Keys[0], w.Args[0], OrderTTL)
+	p.Set(ctx, w.Keys[0], w.Args[0], RecordTTL())
 	if isNew {
 		p.LPush(ctx, w.Keys[1], rec.ClientOrderID)
 		p.LTrim(ctx, w.Keys[1], 0, MaxOrders-1)

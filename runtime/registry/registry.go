@@ -146,6 +146,11 @@ func StrategyBots(ctx context.Context, rdb redis.UniversalClient, partition int)
 	return rdb.SMembers(ctx, store.StrategyBots(partition)).Result()
 }
 
+// BotIDs lists every projected bot (the one set of all bots: a single-key read, no SCAN).
+func BotIDs(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
+	return rdb.SMembers(ctx, store.AllBots()).Result()
+}
+
 // switchScript writes a bot's hash (KEYS[1]) and notes what it replaces. ARGV: the webhook
 // field and hash, the owner field and owner, the two note fields, then the other field/value
 // pairs. Returns the replaced webhook hash and owner (empty when unchanged), as noted.

@@ -1,0 +1,184 @@
+// Package retention bounds a bot's trade and order history: the executor's compactor
+// removes, once an hour, the trades closed and the orders last changed before the history
+// retention's cutoff, after checking that the bot's per-day aggregates (runtime/analytics)
+// hold every trade it removes. Reports over any period stay exact, since they read the
+// per-day aggregates alone; trade and order lists go back to the cutoff.
+//
+// The compactor works the bots of the queue partitions this executor holds (the partition
+// lease spreads the work; the writes are guarded scripts, so two compactors on one bot
+// are safe). Order records expire on their own after the same retention
+// (position.SetOrderTTL): the compactor drops their IDs from the order list.
+package retention
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+const (
+	// Default is the history retention when none is configured: the order records' life.
+	Default = position.OrderTTL
+	// Min is the shortest retention: an order record must outlive the signal that wrote it
+	// (a signal's retry looks its orders up for the seven days its progress is kept).
+	Min = 7 * 24 * time.Hour
+	// DefaultInterval is how often the compactor runs.
+	DefaultInterval = time.Hour
+	// tradeBatch bounds the trades one script removes, so that a long backlog (the first
+	// run after an upgrade) blocks Redis for a few milliseconds at a time.
+	tradeBatch = 10_000
+)
+
+// Ownership says which queue partitions this executor holds; queue.Consumer implements it.
+type Ownership interface {
+	Owned() []int
+}
+
+// Options configure a Compactor.
+type Options struct {
+	Redis redis.UniversalClient
+	Owner Ownership
+	// Retention is how long history is kept (Default; at least Min).
+	Retention time.Duration
+	// Interval is the time between runs (DefaultInterval).
+	Interval time.Duration
+	// Now is the clock (time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Compactor removes history older than the retention. See the package comment.
+type Compactor struct {
+	rdb       redis.UniversalClient
+	owner     Ownership
+	retention time.Duration
+	interval  time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	m         *metrics
+}
+
+// New builds a Compactor; its metrics are in Collectors.
+func New(o Options) (*Compactor, error) {
+	c := &Compactor{rdb: o.Redis, owner: o.Owner, retention: o.Retention, interval: o.Interval,
+		now: o.Now, log: o.Logger, m: newMetrics()}
+	if c.retention == 0 {
+		c.retention = Default
+	}
+	if c.retention < Min {
+		return nil, fmt.Errorf("history retention %s is shorter than %s", c.retention, Min)
+	}
+	if c.interval <= 0 {
+		c.interval = DefaultInterval
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.log = c.log.With("component", "retention")
+	return c, nil
+}
+
+// Collectors are the Compactor's Prometheus metrics, for the daemon to register.
+func (c *Compactor) Collectors() []prometheus.Collector { return c.m.collectors() }
+
+// Retention is how long history is kept.
+func (c *Compactor) Retention() time.Duration { return c.retention }
+
+// Cutoff is the start of the UTC day the retention reaches back to from now: history
+// before it is removed, so that lists always hold whole days.
+func (c *Compactor) Cutoff(now time.Time) time.Time {
+	return now.Add(-c.retention).UTC().Truncate(24 * time.Hour)
+}
+
+// Removed counts what one compaction removed.
+type Removed struct{ Trades, Orders int }
+
+// Bot compacts one bot's history at cutoff: its trades (in batches, until none before the
+// cutoff is left), then its order list.
+func (c *Compactor) Bot(ctx context.Context, botID string, cutoff time.Time) (Removed, error) {
+	var r Removed
+	for {
+		n, err := analytics.Compact(ctx, c.rdb, botID, cutoff, tradeBatch)
+		r.Trades += n
+		if err != nil {
+			return r, err
+		}
+		if n < tradeBatch {
+			break
+		}
+	}
+	n, err := position.CompactOrders(ctx, c.rdb, botID, cutoff.UnixMilli())
+	r.Orders += n
+	return r, err
+}
+
+// Partitions compacts every bot of the given partitions at cutoff (the bots from the
+// registry's set of all bots). A bot's failure is logged and counted; the others go on.
+func (c *Compactor) Partitions(ctx context.Context, partitions []int, cutoff time.Time) (Removed, error) {
+	var total Removed
+	if len(partitions) == 0 {
+		return total, nil
+	}
+	ids, err := registry.BotIDs(ctx, c.rdb)
+	if err != nil {
+		return total, err
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if !slices.Contains(partitions, store.PartitionOf(id)) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return total, ctx.Err()
+		}
+		r, err := c.Bot(ctx, id, cutoff)
+		total.Trades += r.Trades
+		total.Orders += r.Orders
+		c.m.trades.Add(float64(r.Trades))
+		c.m.orders.Add(float64(r.Orders))
+		if err != nil {
+			c.m.errors.Inc()
+			c.log.Warn("compacting a bot's history failed", "bot", id, "error", err)
+		}
+	}
+	return total, nil
+}
+
+// Run compacts the held partitions at start and every Interval until ctx ends; it returns
+// nil then.
+func (c *Compactor) Run(ctx context.Context) error {
+	c.log.Info("history compactor started", "retention", c.retention, "interval", c.interval)
+	// The first run waits for the consumer to take its partitions.
+	t := time.NewTimer(min(c.interval, time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		start := c.now()
+		r, err := c.Partitions(ctx, c.owner.Owned(), c.Cutoff(start))
+		if err != nil && ctx.Err() == nil {
+			c.m.errors.Inc()
+			c.log.Warn("history compaction failed", "error", err)
+		}
+		c.m.last.Set(float64(start.Unix()))
+		c.log.Info("history compacted", "cutoff", c.Cutoff(start), "trades", r.Trades, "orders", r.Orders,
+			"took", c.now().Sub(start))
+		t.Reset(c.interval)
+	}
+}
