@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -44,7 +45,8 @@ var listTradesOutput = `{"type": "object", "required": ["trades"], "properties":
       "closed": {"type": "boolean", "description": "this realisation closed the position"},
       "reason": {"type": "string", "enum": ["signal", "reversal", "stop_loss", "take_profit", "liquidation", "manual"]},
       "openedAt": {"type": "integer", "description": "Unix ms"}, "closedAt": {"type": "integer", "description": "Unix ms"}}}},
-  "nextCursor": {"type": "string", "description": "pass as cursor for the next page; absent on the last page"}}}`
+  "nextCursor": {"type": "string", "description": "pass as cursor for the next page; absent on the last page"},
+  "historyFrom": {"type": "string", "format": "date-time", "description": "the history retention's cutoff: trades closed before it are counted only in get_bot_analytics; absent when the bot's list holds every trade"}}}`
 
 // ordersOutput is a page of orders.
 var ordersOutput = `{"type": "object", "required": ["orders"], "properties": {
@@ -85,7 +87,8 @@ func (s *Server) orderTools() []Tool {
 			Scope: auth.ScopeRead, Handler: s.listOpenOrders},
 		{Def: mcp.NewTool("list_trades", append([]mcp.ToolOption{
 			mcp.WithDescription("A bot's realised trades (each partial or full close of a position) with gross and " +
-				"net P&L and fees, oldest first, a page at a time: pass nextCursor as cursor to read on."),
+				"net P&L and fees, oldest first, a page at a time: pass nextCursor as cursor to read on. The newest " +
+				"5,000 trades since the history retention's cutoff (historyFrom); analytics cover every trade."),
 			mcp.WithToolAnnotation(readOnly("List trades")), botID,
 			mcp.WithRawOutputSchema(json.RawMessage(listTradesOutput))}, pageOptions()...)...),
 			Scope: auth.ScopeRead, Handler: s.listTrades},
@@ -127,11 +130,20 @@ func (s *Server) listTrades(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return s.toolError("list_trades", err), nil
 	}
-	trades, next := paginate(trades, tradeKey, p)
-	return structured(struct {
-		Trades     []position.Trade `json:"trades"`
-		NextCursor string           `json:"nextCursor,omitempty"`
-	}{trades, next})
+	from, compacted, err := s.o.Trading.HistoryFrom(ctx, bot.ID)
+	if err != nil {
+		return s.toolError("list_trades", err), nil
+	}
+	out := struct {
+		Trades      []position.Trade `json:"trades"`
+		NextCursor  string           `json:"nextCursor,omitempty"`
+		HistoryFrom *time.Time       `json:"historyFrom,omitempty"`
+	}{}
+	out.Trades, out.NextCursor = paginate(trades, tradeKey, p)
+	if compacted {
+		out.HistoryFrom = &from
+	}
+	return structured(out)
 }
 
 // orderStatusArg reads the optional status argument.

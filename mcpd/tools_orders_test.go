@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
 )
@@ -64,8 +66,9 @@ func TestListTrades(t *testing.T) {
 		}
 	}
 	type tradesPage struct {
-		Trades     []position.Trade
-		NextCursor *string
+		Trades      []position.Trade
+		NextCursor  *string
+		HistoryFrom *time.Time
 	}
 	p1 := toolOK[tradesPage](t, f.ada, "list_trades", map[string]any{"botId": "bot-t", "limit": 2})
 	if len(p1.Trades) != 2 || p1.Trades[0].ID != "t1" || p1.Trades[1].ID != "t2" || p1.NextCursor == nil {
@@ -90,6 +93,18 @@ func TestListTrades(t *testing.T) {
 	}
 	if text := toolErr(t, f.bob, "list_trades", map[string]any{"botId": "bot-t"}); text != `{"code":"NOT_FOUND","message":"bot not found"}` {
 		t.Fatalf("bob: %s", text)
+	}
+	if p1.HistoryFrom != nil {
+		t.Fatalf("historyFrom %s before any compaction", p1.HistoryFrom)
+	}
+	// The retention's compactor removes every trade (closed before 5 s): the answer says
+	// from when the list holds trades.
+	if n, err := analytics.Compact(ctx, f.rdb, "bot-t", time.UnixMilli(5000), 10); err != nil || n != 3 {
+		t.Fatalf("compacted %d, %v", n, err)
+	}
+	after := toolOK[tradesPage](t, f.ada, "list_trades", map[string]any{"botId": "bot-t"})
+	if len(after.Trades) != 0 || after.HistoryFrom == nil || !after.HistoryFrom.Equal(time.UnixMilli(5000)) {
+		t.Fatalf("after compaction: %+v", after)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -297,9 +298,15 @@ func (a *API) Orders(ctx context.Context, botID string, limit int) ([]position.O
 	return a.book.Orders(ctx, botID, limit)
 }
 
-// Trades are the bot's realised trades, oldest first.
+// Trades are the bot's newest realised trades (at most position.MaxTrades), oldest first.
 func (a *API) Trades(ctx context.Context, botID string) ([]position.Trade, error) {
 	return a.book.Trades(ctx, botID)
+}
+
+// HistoryFrom is the history retention's cutoff for the bot: the trades closed before it
+// are kept only in the per-day analytics; false when none was ever removed.
+func (a *API) HistoryFrom(ctx context.Context, botID string) (time.Time, bool, error) {
+	return analytics.Cutoff(ctx, a.rdb, botID)
 }
 
 // RiskMetrics is the spec's Bot risk metrics. Exposure is the margin (spot: cost) of the
