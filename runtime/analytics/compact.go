@@ -13,7 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// ErrCompacted: the trade list no longer holds every trade the days count, so the days
+// ErrCompacted: the trade list lacks trades the days count, so the days
 // cannot be rebuilt from it.
 var ErrCompacted = errors.New("analytics: the trade list is compacted")
 

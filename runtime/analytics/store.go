@@ -155,7 +155,7 @@ func loadLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, 
 		h := history{days: make([]dated, 0, len(fields))}
 		counted, _ := strconv.ParseInt(fields[fieldTrades], 10, 64)
 		// A compacted bot's days are complete by construction (Compact trims only complete
-		// days), and its list no longer holds every trade: the days are read whatever the
+		// days), and its list lacks the trades before the cutoff: the days are read whatever the
 		// counts say (outside a MULTI a booking may land between the two reads).
 		if _, compacted := fields[fieldDropped]; !compacted && counted != n.Val() {
 			// The trades booked before the days were kept are not in them, so a starting

@@ -36,8 +36,6 @@ type Expired struct {
 	// Count is the number of trades in the run, Last the list item of its newest one.
 	Count int
 	Last  string
-	// Trades are the run's trades, oldest first.
-	Trades []Trade
 }
 
 // ExpiredTrades reads the head of the bot's trade list up to limit trades, and returns the
@@ -62,7 +60,6 @@ func ExpiredTrades(ctx context.Context, c redis.Cmdable, botID string, cutoffMS 
 				return out, nil
 			}
 			out.Count, out.Last = out.Count+1, it
-			out.Trades = append(out.Trades, t)
 		}
 		if len(items) < n {
 			break
