@@ -74,3 +74,17 @@ func benchBuySell(b *testing.B, h *harness, after func(i int)) {
 		b.Fatal("position left open")
 	}
 }
+
+// BenchmarkRedisPing is the bare reference of the paper benchmarks: one PING round trip
+// on the harness's Redis client, measured in the same run, so that a fill's cost reads as
+// a multiple of the cheapest possible round trip on this machine.
+func BenchmarkRedisPing(b *testing.B) {
+	h := newHarness(b, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := h.rdb.Ping(h.ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

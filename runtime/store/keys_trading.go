@@ -7,11 +7,13 @@ package store
 // the watch index of that partition and the bot's hash (which holds the runtime pause), so
 // that the executor's booking transaction (progress, order, position, positions set,
 // trades, day aggregates, risk counters, pause, watch entry) is one slot. A paper
-// account's keys carry the account ID as their tag, so that the paper exchange's WATCH
-// transaction (balance, orders, holdings) is one slot.
+// account's keys carry the account ID as their tag, so that the paper exchange's fill
+// script (balance, order, holdings) is one slot.
 //
 //	sigops:paper:{id}                       hash   simulated balance of a paper account
-//	sigops:paper:{id}:orders                hash   paper exchange orders by client order ID (JSON)
+//	sigops:paper:{id}:order:<clientId>      string one paper exchange order (JSON), expiring (paper.OrderTTL)
+//	sigops:paper:{id}:orders                hash   paper exchange orders by client order ID (JSON), the layout
+//	                                               before per-order keys: read as a fallback, drained by key migration
 //	sigops:paper:{id}:pos                   hash   paper exchange per-bot holdings and futures positions
 //	sigops:book:{N}:<bot>:pos:<symbol>      string one open position of a bot (JSON)
 //	sigops:book:{N}:<bot>:positions         set    symbols with an open position of a bot
@@ -43,7 +45,13 @@ func ResultEvents() string { return prefix + "events:results" }
 // PaperAccount is the simulated balance of one paper account.
 func PaperAccount(id string) string { return prefix + "paper:{" + id + "}" }
 
-// PaperOrders holds the paper exchange's orders of one account, by client order ID.
+// PaperOrder is one order of the paper exchange on an account, by client order ID.
+func PaperOrder(accountID, clientOrderID string) string {
+	return PaperAccount(accountID) + ":order:" + clientOrderID
+}
+
+// PaperOrders is the hash that held a paper account's orders by client order ID before each
+// order had its own expiring key (PaperOrder); it is only read and drained.
 func PaperOrders(accountID string) string { return PaperAccount(accountID) + ":orders" }
 
 // PaperPositions holds the paper exchange's per-bot spot holdings and futures positions of

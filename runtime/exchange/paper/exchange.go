@@ -30,7 +30,8 @@ var DefaultFeeRate = decimal.RequireFromString("0.001")
 // MaxLeverage is the highest futures leverage the paper exchange takes.
 const MaxLeverage = 125
 
-// maxTxRetries bounds optimistic-transaction retries on one account.
+// maxTxRetries bounds the fill scripts of one placement (fill.go); past it the placement
+// is refused as busy, with nothing written.
 const maxTxRetries = 50
 
 // Fields of the account hash added by the exchange.
@@ -42,14 +43,16 @@ const fieldMargin = "margin" // futures initial margin reserved by open position
 //
 // Fills are immediate and complete at the limit price when one is given, else at the
 // current market price rounded to the tick, with fee = notional × feeRate in the quote
-// currency. Every fill moves the balance and records the order in one Redis transaction
-// keyed by the client order ID: placing the same request twice returns the first order
-// and moves the money once.
+// currency. Every fill moves the balance and records the order in one Redis script keyed
+// by the client order ID: placing the same request twice returns the first order and
+// moves the money once. An Exchange is opened per signal (it keeps the values it read).
 type Exchange struct {
 	rdb     redis.UniversalClient
 	account string
 	scope   string
 	prices  PriceSource
+	// ahead holds the account's values read ahead or met in fills (never nil).
+	ahead *Ahead
 	// Now is the clock (tests pin it).
 	Now func() time.Time
 }
@@ -57,8 +60,13 @@ type Exchange struct {
 var _ exchange.Exchange = (*Exchange)(nil)
 
 // NewExchange is the paper exchange of accountID for the bot scope.
-func NewExchange(rdb redis.UniversalClient, accountID, scope string, prices PriceSource) *Exchange {
-	return &Exchange{rdb: rdb, account: accountID, scope: scope, prices: prices, Now: time.Now}
+func NewExchange(rdb redis.UniversalClient, accountID, scope string, prices PriceSource, opts ...Option) *Exchange {
+	x := &Exchange{rdb: rdb, account: accountID, scope: scope, prices: prices, Now: time.Now,
+		ahead: &Ahead{}}
+	for _, o := range opts {
+		o(x)
+	}
+	return x
 }
 
 // Markets lists the catalogue (every paper market is quoted in USDT).
@@ -166,14 +174,19 @@ func (x *Exchange) SetLeverage(_ context.Context, symbol string, leverage int) e
 	return nil
 }
 
-// GetOrder finds this bot's order by client order ID.
+// GetOrder finds this bot's order by client order ID: under its own key, else in the
+// orders hash of the layout before (one round trip for both), unless this exchange
+// placed or read it already.
 func (x *Exchange) GetOrder(ctx context.Context, kind exchange.Kind, symbol, clientOrderID string) (exchange.Order, error) {
-	v, err := x.rdb.HGet(ctx, store.PaperOrders(x.account), clientOrderID).Result()
-	if errors.Is(err, redis.Nil) {
-		return exchange.Order{}, exchange.ErrOrderNotFound
+	v := x.ahead.order(clientOrderID)
+	if v == "" {
+		var err error
+		if v, err = x.readOrder(ctx, clientOrderID); err != nil {
+			return exchange.Order{}, err
+		}
 	}
-	if err != nil {
-		return exchange.Order{}, err
+	if v == "" {
+		return exchange.Order{}, exchange.ErrOrderNotFound
 	}
 	rec, err := decodeOrder(v)
 	if err != nil {
@@ -183,6 +196,26 @@ func (x *Exchange) GetOrder(ctx context.Context, kind exchange.Kind, symbol, cli
 		return exchange.Order{}, exchange.ErrOrderNotFound
 	}
 	return rec.Order, nil
+}
+
+// readOrder reads the order stored under clientOrderID ("" for none).
+func (x *Exchange) readOrder(ctx context.Context, clientOrderID string) (string, error) {
+	var own, old *redis.StringCmd
+	if _, err := x.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		own = p.Get(ctx, store.PaperOrder(x.account, clientOrderID))
+		old = p.HGet(ctx, store.PaperOrders(x.account), clientOrderID)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return "", err
+	}
+	for _, cmd := range []*redis.StringCmd{own, old} {
+		if v, err := cmd.Result(); err == nil {
+			return v, nil
+		} else if !errors.Is(err, redis.Nil) {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // CancelOrder: paper orders fill at once, so there is never an open order to cancel.
@@ -200,6 +233,11 @@ type storedOrder struct {
 	Order exchange.Order `json:"order"`
 }
 
+func encodeOrder(scope string, o exchange.Order) (string, error) {
+	b, err := json.Marshal(storedOrder{Scope: scope, Order: o})
+	return string(b), err
+}
+
 func decodeOrder(v string) (storedOrder, error) {
 	var s storedOrder
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
@@ -208,10 +246,9 @@ func decodeOrder(v string) (storedOrder, error) {
 	return s, nil
 }
 
-// PlaceOrder fills a market or limit order at once (see Exchange). The fill is one WATCH
-// transaction on the account: readFill (the order if placed already, the balance, the
-// position), fillOrder (the fill itself, without Redis) and commitFill (balance, position
-// and order in one MULTI/EXEC).
+// PlaceOrder fills a market or limit order at once (see Exchange): fillFrom computes the
+// fill without Redis, and one script on the account's slot stores it when the values it
+// was computed from are still the stored ones (placeFill).
 func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
 	m, err := x.check(req)
 	if err != nil {
@@ -227,107 +264,67 @@ func (x *Exchange) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (e
 			return exchange.Order{}, err
 		}
 	}
-	k := x.fillKeys(m, req.Kind)
-	var out exchange.Order
-	txf := func(tx *redis.Tx) error {
-		r, err := x.readFill(ctx, tx, k, m, req.ClientOrderID)
-		if err != nil {
-			return err
-		}
-		if r.placed != nil {
-			out = *r.placed
-			return nil
-		}
-		o, w, err := x.fillOrder(m, req, price, x.Now().UnixMilli(), r)
-		if err != nil {
-			return err
-		}
-		out = o
-		return x.commitFill(ctx, tx, k, req.ClientOrderID, o, w)
-	}
-	for i := 0; i < maxTxRetries; i++ {
-		err := x.rdb.Watch(ctx, txf, k.acct, k.orders, k.pos)
-		if !errors.Is(err, redis.TxFailedErr) {
-			return out, err
-		}
-	}
-	return exchange.Order{}, errs.New(errs.ExchangeError, "paper account %s is busy; retry", x.account)
+	return x.placeFill(ctx, m, req, x.fillKeys(m, req.Kind, req.ClientOrderID), price)
 }
 
-// fillKeys are the keys a fill reads and writes: the account, its orders, its positions
-// and the bot's field in them.
+// fillKeys are the keys a fill reads and writes: the account, its holdings and the bot's
+// field in them, the order under its client order ID (cid) and the old orders hash.
 type fillKeys struct {
-	acct, orders, pos, posField string
+	acct, pos, posField, order, orders, cid string
 }
 
-func (x *Exchange) fillKeys(m exchange.MarketInfo, kind exchange.Kind) fillKeys {
-	k := fillKeys{acct: store.PaperAccount(x.account), orders: store.PaperOrders(x.account),
-		pos: store.PaperPositions(x.account), posField: spotField(x.scope, m.Base)}
+func (x *Exchange) fillKeys(m exchange.MarketInfo, kind exchange.Kind, cid string) fillKeys {
+	k := fillKeys{acct: store.PaperAccount(x.account), pos: store.PaperPositions(x.account),
+		posField: spotField(x.scope, m.Base), order: store.PaperOrder(x.account, cid),
+		orders: store.PaperOrders(x.account), cid: cid}
 	if kind == exchange.Futures {
 		k.posField = futField(x.scope, m.Symbol)
 	}
 	return k
 }
 
-// fillRead is what a fill reads: the order when this bot placed it already, else the
-// account's money, fee rate and the bot's holding or position (prev, "" for none).
+// fillRead is what a fill computes from: the account's money, fee rate and the bot's
+// holding or position (prev, "" for none).
 type fillRead struct {
-	placed  *exchange.Order
 	st      fillState
 	feeRate decimal.Decimal
 	prev    string
 }
 
-// readFill reads, in one round trip on tx, what a fill of clientOrderID on m needs. An
-// order ID taken by another bot of the account, a missing account or one in another
-// currency than m's quote are refused.
-func (x *Exchange) readFill(ctx context.Context, tx *redis.Tx, k fillKeys, m exchange.MarketInfo, clientOrderID string) (fillRead, error) {
-	var existing, prevCmd *redis.StringCmd
-	var acctCmd *redis.SliceCmd
-	if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-		existing = p.HGet(ctx, k.orders, clientOrderID)
-		acctCmd = p.HMGet(ctx, k.acct, fieldBalance, fieldMargin, fieldFeeRate, fieldCurrency)
-		prevCmd = p.HGet(ctx, k.pos, k.posField)
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return fillRead{}, err
-	}
-	if v, err := existing.Result(); err == nil {
-		rec, err := decodeOrder(v)
-		if err != nil {
-			return fillRead{}, err
-		}
-		if rec.Scope != x.scope {
-			return fillRead{}, errs.New(errs.ExchangeError, "client order ID %s is taken", clientOrderID)
-		}
-		return fillRead{placed: &rec.Order}, nil
-	} else if !errors.Is(err, redis.Nil) {
-		return fillRead{}, err
-	}
-	acct, err := acctCmd.Result()
+// placed is the stored order v, answered to a placement under its client order ID; one
+// stored by another bot of the account is refused.
+func (x *Exchange) placed(v, clientOrderID string) (exchange.Order, error) {
+	rec, err := decodeOrder(v)
 	if err != nil {
-		return fillRead{}, err
+		return exchange.Order{}, err
 	}
-	if acct[0] == nil {
+	if rec.Scope != x.scope {
+		return exchange.Order{}, errs.New(errs.ExchangeError, "client order ID %s is taken", clientOrderID)
+	}
+	return rec.Order, nil
+}
+
+// readOf decodes a fill's input for m. A missing account or one in another currency than
+// m's quote is refused.
+func (x *Exchange) readOf(m exchange.MarketInfo, in fillInput) (fillRead, error) {
+	if in.acct[0] == "" {
 		return fillRead{}, errs.New(errs.ExchangeDisconnected, "paper account not found")
 	}
-	if cur, _ := acct[3].(string); cur != "" && cur != m.Quote {
+	if cur := in.acct[3]; cur != "" && cur != m.Quote {
 		return fillRead{}, errs.New(errs.InvalidSymbol, "%s is quoted in %s; the paper account holds %s", m.Symbol, m.Quote, cur)
 	}
-	r := fillRead{feeRate: DefaultFeeRate}
-	if r.st.balance, err = decimal.NewFromString(acct[0].(string)); err != nil {
+	r := fillRead{feeRate: DefaultFeeRate, prev: in.prev}
+	var err error
+	if r.st.balance, err = decimal.NewFromString(in.acct[0]); err != nil {
 		return fillRead{}, fmt.Errorf("paper account %s: corrupt balance: %w", x.account, err)
 	}
-	if r.st.margin, err = decOf(acct[1]); err != nil {
+	if r.st.margin, err = decOf(in.acct[1]); err != nil {
 		return fillRead{}, err
 	}
-	if s, _ := acct[2].(string); s != "" {
+	if s := in.acct[2]; s != "" {
 		if r.feeRate, err = decimal.NewFromString(s); err != nil {
 			return fillRead{}, fmt.Errorf("paper account %s: corrupt feeRate: %w", x.account, err)
 		}
-	}
-	if r.prev, err = prevCmd.Result(); err != nil && !errors.Is(err, redis.Nil) {
-		return fillRead{}, err
 	}
 	return r, nil
 }
@@ -339,10 +336,15 @@ type fillWrite struct {
 	pos string
 }
 
-// fillOrder fills req completely at price, at ms now, on the state read, without Redis: the
-// order (fee = notional × the account's fee rate, in the quote currency) and the writes. A
-// fill the account cannot pay for, or below the market's minimum, is refused.
-func (x *Exchange) fillOrder(m exchange.MarketInfo, req exchange.OrderRequest, price decimal.Decimal, now int64, r fillRead) (exchange.Order, fillWrite, error) {
+// fillFrom fills req completely at price, now, on the input in, without Redis: the order
+// (fee = notional × the account's fee rate, in the quote currency) and the writes. A fill
+// the account cannot pay for, or below the market's minimum, is refused.
+func (x *Exchange) fillFrom(m exchange.MarketInfo, req exchange.OrderRequest, price decimal.Decimal, in fillInput) (exchange.Order, fillWrite, error) {
+	r, err := x.readOf(m, in)
+	if err != nil {
+		return exchange.Order{}, fillWrite{}, err
+	}
+	now := x.Now().UnixMilli()
 	o := exchange.Order{
 		ID: orderID(x.account, req.ClientOrderID), ClientOrderID: req.ClientOrderID,
 		Symbol: m.Symbol, Kind: req.Kind, Side: req.Side, Type: req.Type, Status: exchange.StatusFilled,
@@ -350,7 +352,6 @@ func (x *Exchange) fillOrder(m exchange.MarketInfo, req exchange.OrderRequest, p
 		Fee: position.Fee(req.Amount.Mul(price), r.feeRate), FeeAsset: m.Quote, CreatedAt: now, UpdatedAt: now,
 	}
 	w := fillWrite{st: r.st}
-	var err error
 	if req.Kind == exchange.Futures {
 		w.pos, err = w.st.futures(m, req, o, r.prev)
 	} else {
@@ -360,26 +361,6 @@ func (x *Exchange) fillOrder(m exchange.MarketInfo, req exchange.OrderRequest, p
 		return exchange.Order{}, fillWrite{}, err
 	}
 	return o, w, nil
-}
-
-// commitFill writes a fill in one MULTI/EXEC on tx: balance and margin, the bot's holding
-// or position, and the order under its client order ID.
-func (x *Exchange) commitFill(ctx context.Context, tx *redis.Tx, k fillKeys, clientOrderID string, o exchange.Order, w fillWrite) error {
-	data, err := json.Marshal(storedOrder{Scope: x.scope, Order: o})
-	if err != nil {
-		return err
-	}
-	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k.acct, fieldBalance, w.st.balance.String(), fieldMargin, w.st.margin.String())
-		if w.pos == "" {
-			p.HDel(ctx, k.pos, k.posField)
-		} else {
-			p.HSet(ctx, k.pos, k.posField, w.pos)
-		}
-		p.HSet(ctx, k.orders, clientOrderID, data)
-		return nil
-	})
-	return err
 }
 
 // check validates a request against the market's rules, like a venue would.
