@@ -196,11 +196,11 @@ func (h *harness) trades() []position.Trade {
 }
 
 func (h *harness) exchangeOrders() int64 {
-	n, err := h.rdb.HLen(h.ctx, store.PaperOrders("acct-1")).Result()
+	keys, err := storetest.Keys(h.ctx, h.rdb, store.PaperOrder("acct-1", "*"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return n
+	return int64(len(keys))
 }
 
 // runUntilKilled runs env on executor A, a consumer with its own queue client, whose hook

@@ -92,7 +92,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 			pre.followers = registry.FollowersLater(ctx, p, env.BotID)
 		}
 		if e.paper != nil && h.account != "" {
-			pre.account = e.paper.prefetchPaper(ctx, p, h.account)
+			pre.account = e.paper.prefetchPaper(ctx, p, h.account, paperReadsOf(env, pre.sig, h))
 		}
 		if h.symbol != "" {
 			pre.posSym, pre.pos = h.symbol, position.ReadLater(ctx, p, env.BotID, h.symbol)

@@ -20,11 +20,15 @@ func TestPaperRoundTrips(t *testing.T) {
 		max        int
 	}{
 		// The bot's first signal: nothing to read ahead yet (its paper account, its symbol),
-		// and the staging script is not loaded in this Redis yet (EVALSHA, then EVAL).
+		// so the paper fill reads first (its script without the write), and the staging and
+		// fill scripts are not loaded in this Redis yet (EVALSHA, then EVAL).
 		{"market buy", `{"action":"buy","symbol":"BTCUSDT"}`, 11},
-		{"market sell", `{"action":"sell","symbol":"BTCUSDT"}`, 8},
-		{"buy again", `{"action":"buy","symbol":"BTCUSDT"}`, 8},
-		{"close", `{"action":"close"}`, 8},
+		// Then the paper account, the bot's holding and the leg's order are read in the
+		// first pipeline, and the fill is one script: pipeline, staging, fill, booking
+		// WATCH read, booking MULTI, result.
+		{"market sell", `{"action":"sell","symbol":"BTCUSDT"}`, 6},
+		{"buy again", `{"action":"buy","symbol":"BTCUSDT"}`, 6},
+		{"close", `{"action":"close"}`, 6},
 	} {
 		env := h.envelope(tc.body)
 		c.Take()

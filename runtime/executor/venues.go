@@ -11,7 +11,10 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/signal"
 )
 
 // Account is the exchange account a bot trades on, opened for one signal.
@@ -52,7 +55,7 @@ func (v *Paper) Open(ctx context.Context, bot registry.Bot) (Account, error) {
 			return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
 		}
 		st, err := paper.NewAccounts(v.Redis).Get(ctx, bot.Account.ID)
-		return v.openPaper(bot, st, err)
+		return v.openPaper(bot, st, nil, err)
 	case registry.AccountExchange:
 		if v.Live == nil {
 			return Account{}, errs.New(errs.ExchangeDisconnected, "this executor trades paper accounts only")
@@ -62,8 +65,9 @@ func (v *Paper) Open(ctx context.Context, bot registry.Bot) (Account, error) {
 	return Account{}, errs.New(errs.BotDisabled, "the bot has no account")
 }
 
-// openPaper opens the paper account bot.Account.ID from its state as read (st, err).
-func (v *Paper) openPaper(bot registry.Bot, st paper.State, err error) (Account, error) {
+// openPaper opens the paper account bot.Account.ID from its state as read (st, err), its
+// exchange with the values read ahead for its fills (nil: none).
+func (v *Paper) openPaper(bot registry.Bot, st paper.State, ahead *paper.Ahead, err error) (Account, error) {
 	if errors.Is(err, paper.ErrNotFound) {
 		return Account{}, errs.New(errs.BotDisabled, "the bot's paper account %q does not exist", bot.Account.Name)
 	}
@@ -74,7 +78,7 @@ func (v *Paper) openPaper(bot registry.Bot, st paper.State, err error) (Account,
 		return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
 	}
 	return Account{
-		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices),
+		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices, paper.WithAhead(ahead)),
 		FeeRate:  st.FeeRate, Venue: "paper",
 		// The same two fields the paper exchange's Balance(Quote) reads.
 		quote: &exchange.Balance{Asset: paper.Quote, Free: st.Balance, Locked: st.Margin},
@@ -89,17 +93,54 @@ type aheadAccount struct {
 }
 
 // prefetchPaper queues the read of paper account accountID on p, for a signal whose bot
-// is not read yet. The returned open, called with the bot once the pipeline has run,
-// opens the account as Open would from that read, or reports it not ok when the bot does
-// not trade on that paper account.
-func (v *Paper) prefetchPaper(ctx context.Context, p redis.Pipeliner, accountID string) (open func(registry.Bot) (aheadAccount, error)) {
-	read := paper.ReadAccountLater(ctx, p, accountID)
+// is not read yet, with what the fills of r need (paper.ReadAheadLater). The returned
+// open, called with the bot once the pipeline has run, opens the account as Open would
+// from that read, its exchange with the fill values read ahead, or reports it not ok when
+// the bot does not trade on that paper account.
+func (v *Paper) prefetchPaper(ctx context.Context, p redis.Pipeliner, accountID string, r paperReads) (open func(registry.Bot) (aheadAccount, error)) {
+	read := paper.ReadAheadLater(ctx, p, accountID, r.scope, r.symbols, r.cids)
 	return func(bot registry.Bot) (aheadAccount, error) {
 		if bot.Account.Kind != registry.AccountPaper || bot.Account.ID == "" || bot.Account.ID != accountID {
 			return aheadAccount{}, nil
 		}
-		st, err := read()
-		a, err := v.openPaper(bot, st, err)
+		st, ahead, err := read()
+		a, err := v.openPaper(bot, st, ahead, err)
 		return aheadAccount{acct: a, ok: true}, err
 	}
+}
+
+// paperReads are what a signal's first pipeline reads ahead for its paper fills: the
+// bot's (scope's) holdings on symbols and the orders under client order IDs cids.
+type paperReads struct {
+	scope         string
+	symbols, cids []string
+}
+
+// paperSymbols resolves a signal's symbol on the paper catalogue (the same names for spot
+// and futures) before the bot, and so its exchange, is known.
+var paperSymbols = signal.NewSymbols(paper.Symbols())
+
+// paperReadsOf chooses paperReads for env: the holdings on the hinted symbol and on the
+// signal's own, and the order of the one leg a single-leg plan places (plan.go names it:
+// "" for an entry or a sell, "close:<symbol>" for a close). A guess that misses costs the
+// fill one read, never a wrong value: the fill script compares what it was computed from.
+func paperReadsOf(env queue.Envelope, sig *signal.Signal, h hint) paperReads {
+	r := paperReads{scope: env.BotID}
+	if h.symbol != "" {
+		r.symbols = append(r.symbols, h.symbol)
+	}
+	if sig != nil && sig.Symbol != "" {
+		if sym, err := paperSymbols.Resolve(sig.Symbol); err == nil && sym != h.symbol {
+			r.symbols = append(r.symbols, sym)
+		}
+	}
+	closing := sig != nil && (sig.Action == signal.Close || sig.Action == signal.CloseLong || sig.Action == signal.CloseShort)
+	if !closing {
+		r.cids = []string{order.ClientOrderID(env.SignalID, "")}
+		return r
+	}
+	for _, sym := range r.symbols {
+		r.cids = append(r.cids, order.ClientOrderID(env.SignalID, "close:"+sym))
+	}
+	return r
 }

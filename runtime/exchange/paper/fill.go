@@ -97,14 +97,13 @@ func WithAhead(a *Ahead) Option {
 	}
 }
 
-// ReadAheadLater queues on c (a pipeline) the reads of ReadAccountLater plus, for fills of
+// ReadAheadLater queues on c (a pipeline) the read of ReadAccountLater plus, for fills of
 // the bot scope, its holdings fields of symbols (spot and futures alike, the bot's kind
 // being unknown yet) and the orders under clientOrderIDs. The returned function, called
 // once the pipeline has run, decodes the account's State (as ReadAccountLater) and the
 // Ahead to open the bot's exchange with.
 func ReadAheadLater(ctx context.Context, c redis.Cmdable, accountID, scope string, symbols, clientOrderIDs []string) func() (State, *Ahead, error) {
-	state := ReadAccountLater(ctx, c, accountID)
-	acct := c.HMGet(ctx, store.PaperAccount(accountID), fillFields[:]...)
+	acct := c.HGetAll(ctx, store.PaperAccount(accountID))
 	var fields []string
 	for _, sym := range symbols {
 		if base, _, ok := strings.Cut(sym, "/"); ok {
@@ -124,29 +123,30 @@ func ReadAheadLater(ctx context.Context, c redis.Cmdable, accountID, scope strin
 		old = c.HMGet(ctx, store.PaperOrders(accountID), clientOrderIDs...)
 	}
 	return func() (State, *Ahead, error) {
-		st, err := state()
+		v, err := acct.Result()
+		if err != nil {
+			return State{}, nil, err
+		}
+		st, err := parseState(accountID, v)
 		if err != nil {
 			return st, nil, err
 		}
 		a := &Ahead{fields: make(map[string]string, len(fields)), orders: make(map[string]string, len(orders))}
-		if err := a.decode(acct, held, fields, orders, old, clientOrderIDs); err != nil {
+		for i, f := range fillFields {
+			a.acct[i] = v[f]
+		}
+		if err := a.decode(held, fields, orders, old, clientOrderIDs); err != nil {
 			return st, nil, err
 		}
 		return st, a, nil
 	}
 }
 
-// decode fills a from the replies of ReadAheadLater's commands.
-func (a *Ahead) decode(acct, held *redis.SliceCmd, fields []string, orders []*redis.StringCmd, old *redis.SliceCmd, cids []string) error {
-	v, err := acct.Result()
-	if err != nil {
-		return err
-	}
-	for i := range a.acct {
-		a.acct[i], _ = v[i].(string)
-	}
+// decode fills a's holdings and orders from the replies of ReadAheadLater's commands.
+func (a *Ahead) decode(held *redis.SliceCmd, fields []string, orders []*redis.StringCmd, old *redis.SliceCmd, cids []string) error {
 	if held != nil {
-		if v, err = held.Result(); err != nil {
+		v, err := held.Result()
+		if err != nil {
 			return err
 		}
 		for i, f := range fields {
@@ -155,6 +155,7 @@ func (a *Ahead) decode(acct, held *redis.SliceCmd, fields []string, orders []*re
 	}
 	var olds []any
 	if old != nil {
+		var err error
 		if olds, err = old.Result(); err != nil {
 			return err
 		}
