@@ -198,22 +198,24 @@ func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Dura
 
 // checkOrders counts the order records of each accepted signal in its bot's book (every
 // bot's order list, read whole) and checks the book against the paper exchange, where each
-// bot has its own account: every booked fill must be an order in the account's order hash
-// and every other record (refused, pending) must not, by client order ID; and the account
+// bot has its own account: every booked fill must be an order of the account (its key by
+// client order ID) and every other record (refused, pending) must not; and the account
 // must hold exactly as many orders as the book lists fills, so that an order placed but
 // never booked shows too.
 func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconciliation) error {
 	bots := c.fleet.Bots
 	lists := make([]*redis.StringSliceCmd, len(bots))
-	hlens := make([]*redis.IntCmd, len(bots))
 	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range bots {
 			lists[i] = p.LRange(ctx, store.BookOrders(b.ID), 0, -1)
-			hlens[i] = p.HLen(ctx, store.PaperOrders(b.AccountID))
 		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("read order lists: %w", err)
+	}
+	held, err := c.paperOrderCounts(ctx)
+	if err != nil {
+		return err
 	}
 	type ref struct {
 		bot int
@@ -306,17 +308,17 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 	// The exchange's side of this scenario's records, by client order ID.
 	for start := 0; start < len(mine); start += batch {
 		part := mine[start:min(start+batch, len(mine))]
-		exists := make([]*redis.BoolCmd, len(part))
+		exists := make([]*redis.IntCmd, len(part))
 		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, r := range part {
-				exists[i] = p.HExists(ctx, store.PaperOrders(bots[r.bot].AccountID), r.cid)
+				exists[i] = p.Exists(ctx, store.PaperOrder(bots[r.bot].AccountID, r.cid))
 			}
 			return nil
 		}); err != nil {
 			return fmt.Errorf("read exchange orders: %w", err)
 		}
 		for i, r := range part {
-			onExchange := exists[i].Val()
+			onExchange := exists[i].Val() == 1
 			if onExchange {
 				rec.Fills++
 			}
@@ -329,12 +331,35 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 	// the newest position.MaxOrders).
 	for i := range bots {
 		if len(lists[i].Val()) < position.MaxOrders {
-			if d := hlens[i].Val() - fillsOf[i]; d != 0 {
+			if d := held[bots[i].AccountID] - fillsOf[i]; d != 0 {
 				rec.Mismatched += int(max(d, -d))
 			}
 		}
 	}
 	return nil
+}
+
+// paperOrderCounts counts the paper exchange's orders per account ID, in one scan of
+// their keys (store.PaperOrder: one key per order).
+func (c *Checker) paperOrderCounts(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	pattern := store.PaperOrder("*", "*")
+	head, _, _ := strings.Cut(pattern, "*")
+	var cursor uint64
+	for {
+		keys, next, err := c.rdb.Scan(ctx, cursor, pattern, 5000).Result()
+		if err != nil {
+			return nil, fmt.Errorf("scan paper orders: %w", err)
+		}
+		for _, k := range keys {
+			if id, _, ok := strings.Cut(strings.TrimPrefix(k, head), "}"); ok {
+				out[id]++
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return out, nil
+		}
+	}
 }
 
 // unknownResults scans the stored results for ones of the fleet's bots, stored since the
