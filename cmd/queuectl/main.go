@@ -128,10 +128,15 @@ func migrateKeys(ctx context.Context, rdb redis.UniversalClient, out io.Writer, 
 	}
 	report, err := keymigration.Run(ctx, rdb, *dry)
 	if errors.Is(err, keymigration.ErrCluster) {
-		// A Cluster holds the tagged names already; only the wallets' move applies.
+		// A Cluster holds the tagged names already; only the wallets' move and the paper
+		// orders' drain apply.
 		var f keymigration.Family
 		f, err = keymigration.Wallets(ctx, rdb, *dry)
 		report = keymigration.Report{f}
+		if err == nil {
+			f, err = keymigration.PaperOrders(ctx, rdb, *dry)
+			report = append(report, f)
+		}
 	}
 	if *dry {
 		fmt.Fprintln(out, "dry run: nothing was changed")

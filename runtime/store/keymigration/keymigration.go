@@ -11,9 +11,11 @@
 // index and the dead-letter stream are split by partition. Last, a bot whose trades were
 // booked before the per-day aggregates existed gets them built from its trade list
 // (runtime/analytics), and every account's Strategy Lab balance moves from its user hash
-// into its wallet (runtime/wallet; Wallets, which also runs alone on a Cluster). Running it
-// again does nothing more: a key already carrying its tag is not of the old layout,
-// aggregates that count every trade are left alone, and a moved balance leaves no field.
+// into its wallet (runtime/wallet; Wallets, which also runs alone on a Cluster), and every
+// paper account's orders hash is drained into per-order keys (PaperOrders, likewise).
+// Running it again does nothing more: a key already carrying its tag is not of the old
+// layout, aggregates that count every trade are left alone, a moved balance leaves no
+// field and a drained orders hash is gone.
 package keymigration
 
 import (
@@ -101,6 +103,9 @@ func Run(ctx context.Context, c redis.UniversalClient, dry bool) (Report, error)
 		}
 	}
 	if err := add(Wallets(ctx, rdb, dry)); err != nil {
+		return report, err
+	}
+	if err := add(PaperOrders(ctx, rdb, dry)); err != nil {
 		return report, err
 	}
 	if err := add(m.tradeDays(ctx)); err != nil {

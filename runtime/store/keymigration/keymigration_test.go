@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -117,6 +118,9 @@ func TestMigrateKeys(t *testing.T) {
 		"idempotency keys": {Moved: 1}, "dedupe records": {Moved: 1}, "books": {Moved: 5},
 		"risk counters": {Moved: 1, Kept: 1}, "signal progress": {Moved: 2, Kept: 1}, "attempt counts": {Moved: 1},
 		"paper accounts": {Moved: 3}, "users": {Moved: 3}, "strategy lab wallets": {Moved: 1},
+		// acct-1's orders hash, renamed, then drained: its one order (created at 0 ms) has
+		// expired long ago and is dropped.
+		"paper orders": {Kept: 1},
 		// bot-1's trade list, renamed, then aggregated into its days
 		"trade days": {Moved: 1},
 	}
@@ -153,7 +157,7 @@ func TestMigrateKeys(t *testing.T) {
 		store.SignalProgress("bot-1", "sig-queued"): false, store.SignalProgress("bot-2", "sig-dead"): false,
 		store.SignalAttempts("bot-1", "sig-queued"): false, store.User("u-1"): false,
 		store.UserSessions("u-1"): false, store.UserAuthorizations("u-1"): false,
-		store.PaperOrders("acct-1"): false, store.PaperPositions("acct-1"): false,
+		store.PaperPositions("acct-1"): false,
 	} {
 		if n := rdb.Exists(ctx, key).Val(); n != 1 {
 			t.Errorf("%s missing after the migration", key)
@@ -161,6 +165,9 @@ func TestMigrateKeys(t *testing.T) {
 		if got := rdb.PTTL(ctx, key).Val() > 0; got != ttl {
 			t.Errorf("%s: TTL kept %v, want %v", key, got, ttl)
 		}
+	}
+	if rdb.Exists(ctx, store.PaperOrders("acct-1")).Val() != 0 {
+		t.Error("the paper orders hash is left after the migration")
 	}
 	if n, err := position.NewBook(rdb).List(ctx, "bot-1"); err != nil || len(n) != 1 {
 		t.Errorf("book after migration: %v, %v", n, err)
@@ -261,6 +268,65 @@ func TestMigrateWallets(t *testing.T) {
 		}
 	}
 	if again, err := keymigration.Wallets(ctx, rdb, false); err != nil || again.Moved != 0 || again.Kept != 0 {
+		t.Fatalf("second run: %+v %v", again, err)
+	}
+}
+
+// paperPrice is a fixed price source for the paper exchange.
+type paperPrice struct{}
+
+func (paperPrice) Price(context.Context, exchange.Kind, string) (decimal.Decimal, error) {
+	return decimal.NewFromInt(150), nil
+}
+
+func TestMigratePaperOrders(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
+		InitialBalance: decimal.NewFromInt(10000), FeeRate: decimal.RequireFromString("0.001")}); err != nil {
+		t.Fatal(err)
+	}
+	x := paper.NewExchange(rdb, "acct", "bot-1", paperPrice{})
+	now := time.Now()
+	// Orders as an earlier version stored them: in the account's orders hash.
+	for cid, age := range map[string]time.Duration{"recent": time.Hour, "expired": 9 * 24 * time.Hour, "both": time.Hour} {
+		x.Now = func() time.Time { return now.Add(-age) }
+		if _, err := x.PlaceOrder(ctx, exchange.OrderRequest{ClientOrderID: cid, Symbol: "SOL/USDT", Kind: exchange.Spot,
+			Side: exchange.SideBuy, Type: exchange.Market, Amount: decimal.NewFromInt(1)}); err != nil {
+			t.Fatal(err)
+		}
+		v := rdb.Get(ctx, store.PaperOrder("acct", cid)).Val()
+		rdb.HSet(ctx, store.PaperOrders("acct"), cid, v)
+		if cid != "both" { // "both": the new version wrote its own key too; it is kept
+			rdb.Del(ctx, store.PaperOrder("acct", cid))
+		}
+	}
+	rdb.Set(ctx, store.PaperOrder("acct", "both"), "kept", 0)
+	dry, err := keymigration.PaperOrders(ctx, rdb, true)
+	if err != nil || dry.Moved != 2 || dry.Kept != 1 || rdb.HLen(ctx, store.PaperOrders("acct")).Val() != 3 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	f, err := keymigration.PaperOrders(ctx, rdb, false)
+	if err != nil || f.Moved != 2 || f.Kept != 1 {
+		t.Fatalf("run: %+v %v", f, err)
+	}
+	if rdb.Exists(ctx, store.PaperOrders("acct")).Val() != 0 {
+		t.Fatal("orders hash left")
+	}
+	// "recent" keeps what is left of its TTL: OrderTTL − 1 h.
+	if ttl := rdb.TTL(ctx, store.PaperOrder("acct", "recent")).Val(); ttl > paper.OrderTTL-time.Hour || ttl < paper.OrderTTL-time.Hour-time.Minute {
+		t.Errorf("recent order TTL %v, want %v", ttl, paper.OrderTTL-time.Hour)
+	}
+	if o, err := paper.NewExchange(rdb, "acct", "bot-1", paperPrice{}).GetOrder(ctx, exchange.Spot, "SOL/USDT", "recent"); err != nil || o.ClientOrderID != "recent" {
+		t.Errorf("recent order after the drain: %+v, %v", o, err)
+	}
+	if rdb.Exists(ctx, store.PaperOrder("acct", "expired")).Val() != 0 {
+		t.Error("an expired order was given a key")
+	}
+	if v := rdb.Get(ctx, store.PaperOrder("acct", "both")).Val(); v != "kept" {
+		t.Errorf("an order key the new version wrote was overwritten: %q", v)
+	}
+	if again, err := keymigration.PaperOrders(ctx, rdb, false); err != nil || again.Moved != 0 || again.Kept != 0 {
 		t.Fatalf("second run: %+v %v", again, err)
 	}
 }
