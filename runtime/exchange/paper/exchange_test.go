@@ -308,8 +308,8 @@ func TestCatalogue(t *testing.T) {
 	}
 }
 
-// BenchmarkPlaceOrder is one paper fill (spot market buy): price, the WATCH/MULTI
-// transaction, the order record.
+// BenchmarkPlaceOrder is one paper fill (spot market buy): price, the fill script with the
+// order record (after the first, from the values the exchange's last fill wrote).
 func BenchmarkPlaceOrder(b *testing.B) {
 	ctx := context.Background()
 	_, rdb := storetest.New(b)
