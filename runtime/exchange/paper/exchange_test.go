@@ -309,7 +309,9 @@ func TestCatalogue(t *testing.T) {
 }
 
 // BenchmarkPlaceOrder is one paper fill (spot market buy): price, the fill script with the
-// order record (after the first, from the values the exchange's last fill wrote).
+// order record (after the first, from the values the exchange's last fill wrote). It
+// reports Redis round trips per fill and fails above one: the first fill's read and its
+// script's loading (EVALSHA answered NOSCRIPT, then EVAL) aside, a fill is one script.
 func BenchmarkPlaceOrder(b *testing.B) {
 	ctx := context.Background()
 	_, rdb := storetest.New(b)
@@ -320,6 +322,8 @@ func BenchmarkPlaceOrder(b *testing.B) {
 	px := prices{}
 	px.set(exchange.Spot, "BTC/USDT", "65000")
 	x := paper.NewExchange(rdb, "acct", "bot", px)
+	trips := &storetest.Trips{}
+	rdb.AddHook(trips)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -327,5 +331,11 @@ func BenchmarkPlaceOrder(b *testing.B) {
 			Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.001")}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.StopTimer()
+	n := len(trips.Take())
+	b.ReportMetric(float64(n)/float64(b.N), "trips/op")
+	if n > b.N+3 {
+		b.Fatalf("%d Redis round trips for %d fills, want at most %d", n, b.N, b.N+3)
 	}
 }
