@@ -32,14 +32,19 @@ func (p prices) set(kind exchange.Kind, symbol, v string) { p[string(kind)+" "+s
 
 func setup(t *testing.T) (context.Context, redis.UniversalClient, prices, *paper.Exchange) {
 	t.Helper()
-	ctx := context.Background()
 	_, rdb := storetest.New(t)
-	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
-		t.Fatal(err)
-	}
+	ensureAccount(t, rdb, "10000")
 	px := prices{}
-	return ctx, rdb, px, paper.NewExchange(rdb, "acct", "bot-1", px)
+	return context.Background(), rdb, px, paper.NewExchange(rdb, "acct", "bot-1", px)
+}
+
+// ensureAccount creates the paper account "acct" with initial USDT and a fee rate of 0.1 %.
+func ensureAccount(tb testing.TB, rdb redis.UniversalClient, initial string) {
+	tb.Helper()
+	if _, err := paper.NewAccounts(rdb).Ensure(context.Background(), paper.Config{ID: "acct", Owner: "a@x.io",
+		Currency: "USDT", InitialBalance: testkit.D(initial), FeeRate: testkit.D("0.001")}); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func balance(t *testing.T, x *paper.Exchange) decimal.Decimal {
@@ -315,10 +320,7 @@ func TestCatalogue(t *testing.T) {
 func BenchmarkPlaceOrder(b *testing.B) {
 	ctx := context.Background()
 	_, rdb := storetest.New(b)
-	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: testkit.D("1000000000"), FeeRate: testkit.D("0.001")}); err != nil {
-		b.Fatal(err)
-	}
+	ensureAccount(b, rdb, "1000000000")
 	px := prices{}
 	px.set(exchange.Spot, "BTC/USDT", "65000")
 	x := paper.NewExchange(rdb, "acct", "bot", px)

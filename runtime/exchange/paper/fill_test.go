@@ -250,10 +250,7 @@ func TestOrderKeysExpireAndOldOrdersAreFound(t *testing.T) {
 func TestBusyAccountAtTheBound(t *testing.T) {
 	ctx := context.Background()
 	srv, rdb := storetest.New(t)
-	if _, err := paper.NewAccounts(rdb).Ensure(ctx, paper.Config{ID: "acct", Owner: "a@x.io", Currency: "USDT",
-		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
-		t.Fatal(err)
-	}
+	ensureAccount(t, rdb, "10000")
 	px := prices{}
 	px.set(exchange.Spot, "SOL/USDT", "150")
 	side := srv.Client()

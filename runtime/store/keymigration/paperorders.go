@@ -3,7 +3,6 @@ package keymigration
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,18 +18,9 @@ import (
 // their old untagged names, which Run renames first.
 func PaperOrders(ctx context.Context, c redis.UniversalClient, dry bool) (Family, error) {
 	out := Family{Name: "paper orders"}
-	var hashes []string
-	var mu sync.Mutex
-	err := eachMaster(ctx, c, func(ctx context.Context, node *redis.Client) error {
-		keys, err := (&migration{rdb: node}).scan(ctx, "sigops:paper:*:orders")
-		mu.Lock()
-		defer mu.Unlock()
-		for _, k := range keys {
-			if _, ok := paperAccountOf(k, dry); ok {
-				hashes = append(hashes, k)
-			}
-		}
-		return err
+	hashes, err := scanMasters(ctx, c, "sigops:paper:*:orders", func(k string) bool {
+		_, ok := paperAccountOf(k, dry)
+		return ok
 	})
 	if err != nil {
 		return out, err

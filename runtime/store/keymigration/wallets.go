@@ -31,18 +31,9 @@ const legacyWalletField = "wallet"
 // user hashes under their old untagged names, which Run renames first.
 func Wallets(ctx context.Context, c redis.UniversalClient, dry bool) (Family, error) {
 	out := Family{Name: "strategy lab wallets"}
-	var users []string
-	var mu sync.Mutex
-	err := eachMaster(ctx, c, func(ctx context.Context, node *redis.Client) error {
-		keys, err := (&migration{rdb: node}).scan(ctx, "sigops:user:*")
-		mu.Lock()
-		defer mu.Unlock()
-		for _, k := range keys {
-			if id, ok := userOfHash(k, dry); ok {
-				users = append(users, id)
-			}
-		}
-		return err
+	users, err := scanMasters(ctx, c, "sigops:user:*", func(k string) bool {
+		_, ok := userOfHash(k, dry)
+		return ok
 	})
 	if err != nil {
 		return out, err
@@ -106,6 +97,25 @@ func userOfHash(key string, old bool) (string, bool) {
 func userID(key string) string {
 	rest, _ := strings.CutPrefix(key, "sigops:user:")
 	return strings.TrimSuffix(strings.TrimPrefix(rest, "{"), "}")
+}
+
+// scanMasters lists the keys matching pattern that keep accepts, on the single server or
+// on every master of a Cluster.
+func scanMasters(ctx context.Context, c redis.UniversalClient, pattern string, keep func(string) bool) ([]string, error) {
+	var out []string
+	var mu sync.Mutex
+	err := eachMaster(ctx, c, func(ctx context.Context, node *redis.Client) error {
+		keys, err := (&migration{rdb: node}).scan(ctx, pattern)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			if keep(k) {
+				out = append(out, k)
+			}
+		}
+		return err
+	})
+	return out, err
 }
 
 // eachMaster runs fn on the single server, or on every master of a Cluster.
