@@ -42,8 +42,10 @@ import (
 // use would have returned had the attempt run a few hundred microseconds earlier. Writers
 // outside the attempt (another bot on a shared paper account, an attempt of the same signal
 // reclaimed by another executor) are not ordered against these reads in either case, and
-// what must be exact is decided where no value read ahead is used: the plan's HSETNX, the
-// exchange's client-order-ID transaction and the booking's WATCH transaction.
+// what must be exact is decided where no value read ahead is trusted unchecked: the plan's
+// HSETNX, the exchange's placement by client order ID (for paper, a compare-and-set script
+// that checks the values read ahead its fill was computed from) and the booking's WATCH
+// transaction.
 //
 // The same argument lets the first leg's sizing reuse the position and the quote balance
 // read for planning and with the account (snapshot), instead of reading the same keys again
