@@ -97,8 +97,8 @@ func WithAhead(a *Ahead) Option {
 	}
 }
 
-// ReadAheadLater queues on c (a pipeline) the read of ReadAccountLater plus, for fills of
-// the bot scope, its holdings fields of symbols (spot and futures alike, the bot's kind
+// ReadAheadLater queues on c (a pipeline) the account's hash, as ReadAccountLater does,
+// plus, for fills of the bot scope, its holdings fields of symbols (spot and futures alike, the bot's kind
 // being unknown yet) and the orders under clientOrderIDs. The returned function, called
 // once the pipeline has run, decodes the account's State (as ReadAccountLater) and the
 // Ahead to open the bot's exchange with.
