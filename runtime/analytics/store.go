@@ -38,16 +38,30 @@ const (
 // ReadDayLater queues the read of the bot's day date on c (a pipeline) and returns the
 // decoder to call once it has run; a day without trades is the zero Day.
 func ReadDayLater(ctx context.Context, c redis.Cmdable, botID string, date Date) func() (Day, error) {
-	cmd := c.HGet(ctx, store.BookDays(botID), date.String())
+	read := ReadDayTextLater(ctx, c, botID, date)
 	return func() (Day, error) {
-		s, err := cmd.Result()
-		if errors.Is(err, redis.Nil) {
-			return Day{}, nil
-		}
+		d, _, _, err := read()
+		return d, err
+	}
+}
+
+// ReadDayTextLater is ReadDayLater whose decoder also returns the day's stored text (nil: no
+// trades that day), for a caller whose script writes only while the field still holds that
+// text, and whether the bot's starting equity is recorded.
+func ReadDayTextLater(ctx context.Context, c redis.Cmdable, botID string, date Date) func() (Day, *string, bool, error) {
+	cmd := c.HMGet(ctx, store.BookDays(botID), date.String(), fieldStart)
+	return func() (Day, *string, bool, error) {
+		v, err := cmd.Result()
 		if err != nil {
-			return Day{}, err
+			return Day{}, nil, false, err
 		}
-		return decodeDay(botID, date.String(), s)
+		s, ok := v[0].(string)
+		_, started := v[1].(string)
+		if !ok {
+			return Day{}, nil, started, nil
+		}
+		d, err := decodeDay(botID, date.String(), s)
+		return d, &s, started, err
 	}
 }
 
@@ -77,6 +91,35 @@ func StageDay(ctx context.Context, p redis.Pipeliner, botID string, date Date, d
 // booking: only the first one's stays).
 func StageStart(ctx context.Context, p redis.Pipeliner, botID string, equity decimal.Decimal) {
 	p.HSetNX(ctx, store.BookDays(botID), fieldStart, equity.String())
+}
+
+// DayLua returns the Lua statements that make, inside a caller's script, the writes of
+// StageDay and StageStart as NewDayWrite encodes them: the key is KEYS[keyAt], the
+// arguments ARGV[argAt] to ARGV[argAt+2]. They return nothing.
+func DayLua(keyAt, argAt int) string {
+	return fmt.Sprintf(`if ARGV[%[2]d] ~= '' then
+  redis.call('HSET', KEYS[%[1]d], ARGV[%[2]d], ARGV[%[2]d+1])
+  redis.call('HINCRBY', KEYS[%[1]d], '%[3]s', 1)
+end
+if ARGV[%[2]d+2] ~= '' then redis.call('HSETNX', KEYS[%[1]d], '%[4]s', ARGV[%[2]d+2]) end
+`, keyAt, argAt, fieldTrades, fieldStart)
+}
+
+// NewDayWrite encodes for DayLua the bot's day date after one more trade (d; nil: no trade)
+// and the starting equity to record unless one is (nil: none).
+func NewDayWrite(botID string, date Date, d *Day, start *decimal.Decimal) (key string, args []any, err error) {
+	args = []any{"", "", ""}
+	if d != nil {
+		data, err := d.MarshalJSON()
+		if err != nil {
+			return "", nil, err
+		}
+		args[0], args[1] = date.String(), string(data)
+	}
+	if start != nil {
+		args[2] = start.String()
+	}
+	return store.BookDays(botID), args, nil
 }
 
 // Purge removes a deleted bot's days. The bot's SignalBot finalizer calls it with the rest

@@ -53,8 +53,14 @@ type resultMessage struct {
 // PublishResult adds the announcement of a stored result to p (the pipeline that stores it,
 // so it costs no round trip of its own).
 func PublishResult(ctx context.Context, p redis.Cmdable, botID, signalID string, success bool) {
+	p.Publish(ctx, store.ResultEvents(), ResultPayload(botID, signalID, success))
+}
+
+// ResultPayload is the message PublishResult publishes on store.ResultEvents, for a
+// producer that publishes it from inside its own script.
+func ResultPayload(botID, signalID string, success bool) []byte {
 	data, _ := json.Marshal(resultMessage{BotID: botID, SignalID: signalID, Success: success})
-	p.Publish(ctx, store.ResultEvents(), data)
+	return data
 }
 
 // decode turns a message of either channel into an Event; ok is false for a message that

@@ -37,14 +37,25 @@ func Read(ctx context.Context, c redis.Cmdable, botID, symbol string) (*Position
 // ReadLater queues the read on c (a pipeline) and returns the decoder to call once the
 // pipeline has run.
 func ReadLater(ctx context.Context, c redis.Cmdable, botID, symbol string) func() (*Position, error) {
-	cmd := c.Get(ctx, store.BookPosition(botID, symbol))
+	read := ReadTextLater(ctx, c, botID, symbol)
 	return func() (*Position, error) {
+		p, _, err := read()
+		return p, err
+	}
+}
+
+// ReadTextLater is ReadLater whose decoder also returns the position's stored text (nil: no
+// position), for a caller whose script writes only while the key still holds that text.
+func ReadTextLater(ctx context.Context, c redis.Cmdable, botID, symbol string) func() (*Position, *string, error) {
+	cmd := c.Get(ctx, store.BookPosition(botID, symbol))
+	return func() (*Position, *string, error) {
 		var p Position
 		ok, err := decode(cmd, &p)
 		if err != nil || !ok {
-			return nil, err
+			return nil, nil, err
 		}
-		return &p, nil
+		text := cmd.Val()
+		return &p, &text, nil
 	}
 }
 
@@ -158,14 +169,25 @@ func ReadOrder(ctx context.Context, c redis.Cmdable, botID, clientOrderID string
 
 // ReadOrderLater is ReadOrder on a pipeline (see ReadLater).
 func ReadOrderLater(ctx context.Context, c redis.Cmdable, botID, clientOrderID string) func() (*OrderRecord, error) {
-	cmd := c.Get(ctx, store.BookOrder(botID, clientOrderID))
+	read := ReadOrderTextLater(ctx, c, botID, clientOrderID)
 	return func() (*OrderRecord, error) {
+		r, _, err := read()
+		return r, err
+	}
+}
+
+// ReadOrderTextLater is ReadOrderLater whose decoder also returns the record's stored text
+// (nil: no record), as ReadTextLater does for a position.
+func ReadOrderTextLater(ctx context.Context, c redis.Cmdable, botID, clientOrderID string) func() (*OrderRecord, *string, error) {
+	cmd := c.Get(ctx, store.BookOrder(botID, clientOrderID))
+	return func() (*OrderRecord, *string, error) {
 		var r OrderRecord
 		ok, err := decode(cmd, &r)
 		if err != nil || !ok {
-			return nil, err
+			return nil, nil, err
 		}
-		return &r, nil
+		text := cmd.Val()
+		return &r, &text, nil
 	}
 }
 
@@ -287,40 +309,109 @@ func DecodeTrades(botID string, items []string) ([]Trade, error) {
 	return out, nil
 }
 
-// StagePosition writes pos (nil: the position is closed) with its index entries.
-func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string, pos *Position) error {
-	key, watch, field := store.BookPosition(botID, symbol), watchKey(botID), watchField(botID, symbol)
+// The booking's writes of positions and trades have two forms, as order records do
+// (orders.go): Stage functions queue plain commands into a caller's transaction, and
+// PositionLua and TradeLua make the same writes inside a caller's script from a Write built
+// here, so that the encoding and the index entries are this package's alone.
+
+// Write is one of this package's writes as a script's Lua takes it.
+type Write struct {
+	Keys []string
+	Args []any
+}
+
+// NewPositionWrite encodes the write of the bot's position on symbol (nil or empty: closed,
+// so removed) with its index entries: the bot's set of open symbols and the partition's
+// watch index.
+func NewPositionWrite(botID, symbol string, pos *Position) (Write, error) {
+	w := Write{Keys: []string{store.BookPosition(botID, symbol), store.BookPositions(botID), watchKey(botID)},
+		Args: []any{"", symbol, watchField(botID, symbol), ""}}
 	if pos == nil || !pos.Size.IsPositive() {
-		p.Del(ctx, key)
-		p.SRem(ctx, store.BookPositions(botID), symbol)
-		p.HDel(ctx, watch, field)
-		return nil
+		return w, nil
 	}
 	data, err := json.Marshal(pos)
 	if err != nil {
+		return Write{}, err
+	}
+	w.Args[0] = string(data)
+	if it, ok := watchItemOf(*pos); ok {
+		wd, err := json.Marshal(it)
+		if err != nil {
+			return Write{}, err
+		}
+		w.Args[3] = string(wd)
+	}
+	return w, nil
+}
+
+// PositionLua returns the Lua statements that make a position Write: its Keys from
+// KEYS[keyAt] on, its Args from ARGV[argAt] on. They return nothing.
+func PositionLua(keyAt, argAt int) string {
+	return fmt.Sprintf(`if ARGV[%[2]d] == '' then
+  redis.call('DEL', KEYS[%[1]d])
+  redis.call('SREM', KEYS[%[1]d+1], ARGV[%[2]d+1])
+  redis.call('HDEL', KEYS[%[1]d+2], ARGV[%[2]d+2])
+else
+  redis.call('SET', KEYS[%[1]d], ARGV[%[2]d])
+  redis.call('SADD', KEYS[%[1]d+1], ARGV[%[2]d+1])
+  if ARGV[%[2]d+3] == '' then
+    redis.call('HDEL', KEYS[%[1]d+2], ARGV[%[2]d+2])
+  else
+    redis.call('HSET', KEYS[%[1]d+2], ARGV[%[2]d+2], ARGV[%[2]d+3])
+  end
+end
+`, keyAt, argAt)
+}
+
+// StagePosition writes pos (nil: the position is closed) with its index entries.
+func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string, pos *Position) error {
+	w, err := NewPositionWrite(botID, symbol, pos)
+	if err != nil {
 		return err
 	}
-	p.Set(ctx, key, data, 0)
-	p.SAdd(ctx, store.BookPositions(botID), symbol)
-	if w, ok := watchItemOf(*pos); ok {
-		wd, err := json.Marshal(w)
-		if err != nil {
-			return err
-		}
-		p.HSet(ctx, watch, field, wd)
+	if w.Args[0] == "" {
+		p.Del(ctx, w.Keys[0])
+		p.SRem(ctx, w.Keys[1], symbol)
+		p.HDel(ctx, w.Keys[2], w.Args[2].(string))
+		return nil
+	}
+	p.Set(ctx, w.Keys[0], w.Args[0], 0)
+	p.SAdd(ctx, w.Keys[1], symbol)
+	if w.Args[3] == "" {
+		p.HDel(ctx, w.Keys[2], w.Args[2].(string))
 	} else {
-		p.HDel(ctx, watch, field)
+		p.HSet(ctx, w.Keys[2], w.Args[2], w.Args[3])
 	}
 	return nil
 }
 
+// NewTradeWrite encodes the append of a realised trade of the bot (nil: none, nothing is
+// written).
+func NewTradeWrite(botID string, t *Trade) (Write, error) {
+	w := Write{Keys: []string{store.BookTrades(botID)}, Args: []any{""}}
+	if t == nil {
+		return w, nil
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return Write{}, err
+	}
+	w.Args[0] = string(data)
+	return w, nil
+}
+
+// TradeLua returns the Lua statement that makes a trade Write (KEYS[keyAt], ARGV[argAt]).
+func TradeLua(keyAt, argAt int) string {
+	return fmt.Sprintf("if ARGV[%[2]d] ~= '' then redis.call('RPUSH', KEYS[%[1]d], ARGV[%[2]d]) end\n", keyAt, argAt)
+}
+
 // StageTrade appends a realised trade.
 func StageTrade(ctx context.Context, p redis.Pipeliner, t Trade) error {
-	data, err := json.Marshal(t)
+	w, err := NewTradeWrite(t.BotID, &t)
 	if err != nil {
 		return err
 	}
-	p.RPush(ctx, store.BookTrades(t.BotID), data)
+	p.RPush(ctx, w.Keys[0], w.Args[0])
 	return nil
 }
 

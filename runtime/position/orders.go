@@ -58,14 +58,10 @@ end
 `, keyAt, keyAt+1, argAt, argAt+1, argAt+2, MaxOrders-1)
 }
 
-// OrderWrite is one write of an order record, as the Lua of OrderLua takes it.
-type OrderWrite struct {
-	// Keys are the record and the bot's order list.
-	Keys []string
-	// Args are the record's JSON, the client order ID to list ("" when listed already) and
-	// the record's TTL in seconds (RecordTTL).
-	Args []any
-}
+// OrderWrite is one write of an order record, as the Lua of OrderLua takes it: Keys are the
+// record and the bot's order list, Args the record's JSON, the client order ID to list (""
+// when listed already) and the record's TTL in seconds (RecordTTL).
+type OrderWrite = Write
 
 // NewOrderWrite encodes the write of rec; isNew (a record not stored before) also lists it
 // at the head of the bot's orders.

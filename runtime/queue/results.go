@@ -27,49 +27,32 @@ const ResultTTL = 24 * time.Hour
 // The message is the signalId, a newline and the result JSON: the Waiter dispatches on the
 // ID without decoding results nobody waits for any more.
 //
-// The result key is in a slot of its own (store.SignalResult), so it is never written in a
-// transaction with the signal's partition keys: whoever finishes a signal stores its result
-// first and acknowledges the entry after, and a crash in between leaves an entry whose
-// result exists, which Idempotent (the executor's "already done" check) finishes without
-// executing the signal again.
+// Whoever finishes a signal stores its result first and acknowledges the entry after, and a
+// crash in between leaves an entry whose result exists, which Idempotent (the executor's
+// "already done" check) finishes without executing the signal again. The executor stores the
+// result of a fill inside its booking script instead (ResultLua); this is the path of every
+// other result.
 func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope, res result.Result) error {
-	if env.SignalID == "" || strings.ContainsAny(env.SignalID, "\r\n") {
-		return fmt.Errorf("queue: publish result: bad signal ID %q", env.SignalID)
-	}
-	switch res.SignalID {
-	case "":
-		res.SignalID = env.SignalID
-	case env.SignalID:
-	default:
-		return fmt.Errorf("queue: publish result: result of %s given for signal %s", res.SignalID, env.SignalID)
-	}
-	if res.BotID == "" {
-		res.BotID = env.BotID
-	}
-	data, err := json.Marshal(res)
+	w, err := NewResultWrite(env, res)
 	if err != nil {
-		return fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
+		return err
 	}
-	member, err := json.Marshal(signalEntryOf(env))
-	if err != nil {
-		return fmt.Errorf("queue: encode signal entry %s: %w", env.SignalID, err)
-	}
-	// The bot's index is in its partition slot, the result in one of its own: separate
-	// commands of one round trip, never one transaction. The index is written after the
-	// result, so every entry it lists has had a result (unless expired since).
+	// The index is written after the result, so every entry it lists has had a result
+	// (unless expired since). They are separate commands of one round trip: a result whose
+	// ID is not in its bot's partition (SignalIDFor) is in another slot than the index.
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, store.SignalResult(env.SignalID), data, ResultTTL)
-		if env.BotID != "" {
-			idx := store.BotSignals(env.BotID)
-			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: member})
+		p.Set(ctx, w.Keys[0], w.Args[0], ResultTTL)
+		if w.Args[2] != "" {
+			idx := w.Keys[1]
+			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: w.Args[2]})
 			p.ZRemRangeByRank(ctx, idx, 0, -MaxBotSignals-1)
 			p.Expire(ctx, idx, ResultTTL)
 		}
 		if env.ReplyTo != "" {
-			p.Publish(ctx, env.ReplyTo, encodeReply(env.SignalID, data))
+			p.Publish(ctx, env.ReplyTo, w.Args[6])
 		}
-		if env.BotID != "" {
-			events.PublishResult(ctx, p, env.BotID, env.SignalID, res.Success)
+		if w.Args[8] != "" {
+			p.Publish(ctx, store.ResultEvents(), w.Args[8])
 		}
 		return nil
 	})
@@ -77,6 +60,71 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
 	}
 	return nil
+}
+
+// ResultWrite is the publication of one result as data: the keys and arguments ResultLua
+// takes, and from which PublishResult sends the same writes, so that the result's JSON, its
+// TTL, the index entry and both announcements have one owner, this file.
+type ResultWrite struct {
+	// Keys are the result and the bot's signal index (store.BotSignals; the result's key
+	// again when the envelope names no bot).
+	Keys []string
+	// Args are the result JSON, ResultTTL (s), the index member ("" when no bot), its score,
+	// MaxBotSignals, the reply channel and message ("" when nobody waits), the events
+	// channel and message ("" when no bot).
+	Args []any
+}
+
+// NewResultWrite checks res against env (the same signal; a missing signal or bot ID is
+// filled in from env) and encodes its publication.
+func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
+	if env.SignalID == "" || strings.ContainsAny(env.SignalID, "\r\n") {
+		return ResultWrite{}, fmt.Errorf("queue: publish result: bad signal ID %q", env.SignalID)
+	}
+	switch res.SignalID {
+	case "":
+		res.SignalID = env.SignalID
+	case env.SignalID:
+	default:
+		return ResultWrite{}, fmt.Errorf("queue: publish result: result of %s given for signal %s", res.SignalID, env.SignalID)
+	}
+	if res.BotID == "" {
+		res.BotID = env.BotID
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return ResultWrite{}, fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
+	}
+	w := ResultWrite{Keys: []string{store.SignalResult(env.SignalID), store.SignalResult(env.SignalID)},
+		Args: []any{data, int64(ResultTTL / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), ""}}
+	if env.ReplyTo != "" {
+		w.Args[6] = encodeReply(env.SignalID, data)
+	}
+	if env.BotID != "" {
+		member, err := json.Marshal(signalEntryOf(env))
+		if err != nil {
+			return ResultWrite{}, fmt.Errorf("queue: encode signal entry %s: %w", env.SignalID, err)
+		}
+		w.Keys[1], w.Args[2] = store.BotSignals(env.BotID), string(member)
+		w.Args[8] = string(events.ResultPayload(env.BotID, env.SignalID, res.Success))
+	}
+	return w, nil
+}
+
+// ResultLua returns the Lua statements that make a ResultWrite inside a script, in the order
+// PublishResult makes them: they read its Keys from KEYS[keyAt] and KEYS[keyAt+1] and its
+// Args from ARGV[argAt] on. Both keys must be in the script's slot, which they are when the
+// signal ID is in its bot's partition (SignalIDFor). The statements return nothing.
+func ResultLua(keyAt, argAt int) string {
+	return fmt.Sprintf(`redis.call('SET', KEYS[%[1]d], ARGV[%[3]d], 'EX', ARGV[%[3]d+1])
+if ARGV[%[3]d+2] ~= '' then
+  redis.call('ZADD', KEYS[%[2]d], ARGV[%[3]d+3], ARGV[%[3]d+2])
+  redis.call('ZREMRANGEBYRANK', KEYS[%[2]d], 0, -tonumber(ARGV[%[3]d+4])-1)
+  redis.call('EXPIRE', KEYS[%[2]d], ARGV[%[3]d+1])
+end
+if ARGV[%[3]d+5] ~= '' then redis.call('PUBLISH', ARGV[%[3]d+5], ARGV[%[3]d+6]) end
+if ARGV[%[3]d+8] ~= '' then redis.call('PUBLISH', ARGV[%[3]d+7], ARGV[%[3]d+8]) end
+`, keyAt, keyAt+1, argAt)
 }
 
 // MaxBotSignals is how many signals a bot's index (store.BotSignals) keeps: the newest by

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,24 @@ end
 // execution error and pauses at the fifth). The bot's hash must be one of its KEYS.
 func PauseScript(body string) *redis.Script { return redis.NewScript(pauseLua + body) }
 
-// setPauseScript: KEYS[1] the bot's hash; ARGV reason, until (ms, "0"), now (ms), bot ID.
+// PauseLua returns the Lua statement of a PauseScript body that writes, by the rule of
+// set_pause, the pause PauseArgs encodes: the bot's hash is KEYS[keyAt], the arguments are
+// ARGV[argAt] to ARGV[argAt+3]. An empty reason writes nothing.
+func PauseLua(keyAt, argAt int) string {
+	return fmt.Sprintf("if ARGV[%[2]d] ~= '' then set_pause(KEYS[%[1]d], ARGV[%[2]d+3], ARGV[%[2]d], ARGV[%[2]d+1], tonumber(ARGV[%[2]d+2])) end\n",
+		keyAt, argAt)
+}
+
+// PauseArgs encodes pause p (nil: none) of bot id at now for PauseLua: reason, until (ms,
+// "0"), now (ms), bot ID.
+func PauseArgs(id string, p *Pause, now time.Time) []any {
+	if p == nil {
+		return []any{"", "", now.UnixMilli(), id}
+	}
+	return []any{p.Reason, p.untilText(), now.UnixMilli(), id}
+}
+
+// setPauseScript: KEYS[1] the bot's hash; ARGV as PauseArgs.
 var setPauseScript = PauseScript(`
 return set_pause(KEYS[1], ARGV[4], ARGV[1], ARGV[2], tonumber(ARGV[3]))
 `)
@@ -119,14 +137,14 @@ return 1
 // Pause writes a runtime pause of bot id by the rule of pauseLua; it reports whether it was
 // written.
 func (r *Registry) Pause(ctx context.Context, id string, p Pause, now time.Time) (bool, error) {
-	n, err := setPauseScript.Run(ctx, r.rdb, []string{store.Bot(id)}, p.Reason, p.untilText(), now.UnixMilli(), id).Int()
+	n, err := setPauseScript.Run(ctx, r.rdb, []string{store.Bot(id)}, PauseArgs(id, &p, now)...).Int()
 	return n == 1, err
 }
 
 // StagePause adds Registry.Pause to a transaction (the executor's booking), so that the
 // pause is written with the trade that triggered it or not at all.
 func StagePause(ctx context.Context, tx redis.Pipeliner, id string, p Pause, now time.Time) {
-	setPauseScript.Eval(ctx, tx, []string{store.Bot(id)}, p.Reason, p.untilText(), now.UnixMilli(), id)
+	setPauseScript.Eval(ctx, tx, []string{store.Bot(id)}, PauseArgs(id, &p, now)...)
 }
 
 // Resume lifts bot id's runtime pause if it is still p (same reason and end) and reports

@@ -87,8 +87,11 @@ func ReadCounters(ctx context.Context, c redis.Cmdable, botID string) (Counters,
 // ReadCountersLater queues the read on c (a pipeline) and returns the decoder to call once
 // the pipeline has run.
 func ReadCountersLater(ctx context.Context, c redis.Cmdable, botID string) func() (Counters, error) {
-	cmd := c.HGetAll(ctx, store.RiskCounters(botID))
-	return func() (Counters, error) { return parseCounters(botID, cmd) }
+	read := ReadCountersTextLater(ctx, c, botID)
+	return func() (Counters, error) {
+		cnt, _, err := read()
+		return cnt, err
+	}
 }
 
 func parseCounters(botID string, cmd *redis.MapStringStringCmd) (Counters, error) {
@@ -109,9 +112,34 @@ func parseCounters(botID string, cmd *redis.MapStringStringCmd) (Counters, error
 
 // StageCounters writes the counters into a transaction.
 func StageCounters(ctx context.Context, p redis.Pipeliner, botID string, c Counters) {
-	p.HSet(ctx, store.RiskCounters(botID), fieldDay, c.Day, fieldDayPnl, c.DayPnl.String(),
-		fieldLosses, strconv.Itoa(c.ConsecutiveLosses), fieldErrors, strconv.Itoa(c.ConsecutiveErrors))
+	p.HSet(ctx, store.RiskCounters(botID), CountersArgs(c)...)
 }
+
+// CountersArgs are the counters as stored: field, value, ... (StageCounters, CountersLua).
+func CountersArgs(c Counters) []any {
+	return []any{fieldDay, c.Day, fieldDayPnl, c.DayPnl.String(),
+		fieldLosses, strconv.Itoa(c.ConsecutiveLosses), fieldErrors, strconv.Itoa(c.ConsecutiveErrors)}
+}
+
+// CountersLua returns the Lua statement that writes the counters inside a caller's script:
+// the hash is KEYS[keyAt], CountersArgs are ARGV[argAt] to ARGV[argAt+7].
+func CountersLua(keyAt, argAt int) string {
+	return fmt.Sprintf("redis.call('HSET', KEYS[%d], unpack(ARGV, %d, %d))\n", keyAt, argAt, argAt+7)
+}
+
+// ReadCountersTextLater is ReadCountersLater whose decoder also returns the stored text of
+// each field CountersArgs writes, by field (absent: not stored), for a caller whose script
+// writes only while the hash still holds those texts.
+func ReadCountersTextLater(ctx context.Context, c redis.Cmdable, botID string) func() (Counters, map[string]string, error) {
+	cmd := c.HGetAll(ctx, store.RiskCounters(botID))
+	return func() (Counters, map[string]string, error) {
+		cnt, err := parseCounters(botID, cmd)
+		return cnt, cmd.Val(), err
+	}
+}
+
+// CounterFields are the fields of the counters hash, the ones CountersArgs writes.
+var CounterFields = []string{fieldDay, fieldDayPnl, fieldLosses, fieldErrors}
 
 // NextUTCDay is the start of the UTC day after now.
 func NextUTCDay(now time.Time) time.Time {
