@@ -127,11 +127,17 @@ func (w *bookWrites) applyOrder(in bookIn, stored *position.OrderRecord) error {
 		rec = *stored
 	} else {
 		rec, w.newRec = position.PendingOrder(*in.req, in.signalID, in.botID, in.leg.Name, in.now.UnixMilli()), true
+		// A leg placed without a pending record (a paper leg) may be booked by a retry that
+		// sized its request anew from the balance the fill left: the record shows the order
+		// as it was placed.
+		if in.order.Amount.IsPositive() {
+			rec.Amount = in.order.Amount
+		}
 	}
 	if _, err := rec.ApplyExchange(*in.order, in.now.UnixMilli()); err != nil {
 		return errs.Wrap(err, errs.InternalError, "order %s cannot be booked", in.req.ClientOrderID)
 	}
-	w.rec, w.done.Order = &rec, in.order
+	w.rec, w.done.Order = &rec, resultOrder(*in.order)
 	return nil
 }
 

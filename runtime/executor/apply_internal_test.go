@@ -414,7 +414,7 @@ func checkWrites(t *testing.T, step int, s applyStep, w bookWrites) {
 		}
 		return
 	}
-	if w.rec == nil || !w.newRec || w.rec.Status != s.status || w.done.Order != s.order {
+	if w.rec == nil || !w.newRec || w.rec.Status != s.status || w.done.Order == nil || w.done.Order.OrderID != s.order.ID || w.done.Order.Status != string(s.order.Status) {
 		t.Fatalf("step %d: record %+v (new %v), want a new one %s", step, w.rec, w.newRec, s.status)
 	}
 	if s.status == exchange.StatusFilled && (!w.rec.FilledAmount.Equal(s.order.FilledAmount) || !w.rec.AvgPrice.Equal(s.order.AvgPrice)) {

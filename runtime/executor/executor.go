@@ -37,9 +37,10 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// ProgressTTL is how long a signal's progress record (its exactly-once guard) is kept; it
-// outlasts queue.ResultTTL so that a signal redelivered after its result expired is still
-// recognised.
+// ProgressTTL is how long a signal's progress record (plan, staged requests, done markers
+// of booked legs) is kept while the signal is unfinished. The booking that stores the
+// signal's result deletes it: from then on the stored result is the signal's guard, and the
+// acknowledged entry is deleted from its stream.
 const ProgressTTL = 7 * 24 * time.Hour
 
 // Bots reads projected bots; *registry.Registry is one.
@@ -143,6 +144,15 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 		return pre.err
 	}
 	out, err := e.execute(ctx, env, pre, now)
+	if errors.Is(err, errFinished) {
+		// Another attempt stored the result while this one ran: re-publish it.
+		stored, gerr := queue.GetResult(ctx, e.rdb, env.SignalID)
+		if gerr != nil || !stored.Found {
+			return errors.Join(err, gerr)
+		}
+		e.m.signals.WithLabelValues("duplicate", string(stored.Result.Code)).Inc()
+		return queue.PublishResult(ctx, e.rdb, env, stored.Result)
+	}
 	if err != nil {
 		e.m.signals.WithLabelValues("retry", "").Inc()
 		log().Error("signal not executed; it will be retried", "err", err)
@@ -159,7 +169,9 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 			return err
 		}
 	}
-	if err := queue.PublishResult(ctx, e.rdb, env, res); err != nil {
+	if out.published {
+		// Stored and announced by the booking of its last leg (commitScript).
+	} else if err := queue.PublishResult(ctx, e.rdb, env, res); err != nil {
 		log().Error("result not published; the signal will be retried", "err", err)
 		return err
 	}
@@ -230,6 +242,8 @@ type job struct {
 	sig *signal.Signal
 	// unsaved is a plan made by this attempt and not stored yet (see loadOrPlan).
 	unsaved []byte
+	// planText is the plan this attempt made, stored or not ("": it follows a stored plan).
+	planText string
 	// free is the free quote balance each entry leg sized in this attempt was sized from,
 	// by leg name (see bookIn.free).
 	free map[string]decimal.Decimal
@@ -238,6 +252,15 @@ type job struct {
 	// equity is the bot's equity the entry leg being staged was sized from, when the bot
 	// has followers ("": none); staging keeps it in the progress record (prefixEquity).
 	equity string
+	// view is what the job knows of the bot's book, with the texts stored (book.go).
+	view bookView
+	// msgs and last are the messages and the last order of the legs run so far, lastLeg
+	// the name of the plan's last leg: the result is built from them (resultWith).
+	msgs    []string
+	last    *result.Order
+	lastLeg string
+	// published is the result the booking of the last leg stored (nil: none yet).
+	published *finalResult
 }
 
 // sigKey is the signal's progress record, in the slot of the bot it was queued for (the
@@ -249,6 +272,8 @@ func (j *job) sigKey() string { return store.SignalProgress(j.env.BotID, j.env.S
 type outcome struct {
 	res     result.Result
 	execErr bool
+	// published: the result is stored and announced already (by the last booking).
+	published bool
 }
 
 // execError marks an error of the execution on the exchange (it refused the order, or did
@@ -307,6 +332,7 @@ func (e *Executor) newJob(ctx context.Context, env queue.Envelope, pre *prefetch
 			return nil, err
 		}
 	}
+	j.view = viewOf(pre.book, j)
 	j.snap = snapshotOf(pre, j)
 	return j, nil
 }
@@ -393,7 +419,7 @@ func (e *Executor) planAndRun(ctx context.Context, j *job) (outcome, error) {
 		}
 		res, err = e.run(ctx, j, p)
 	}
-	return outcome{res: res}, err
+	return outcome{res: res, published: j.published != nil}, err
 }
 
 // loadOrPlan returns the signal's stored plan (a retry continues the first attempt's plan,
@@ -402,6 +428,7 @@ func (e *Executor) planAndRun(ctx context.Context, j *job) (outcome, error) {
 // anything else of the signal is written or sent; either way with HSETNX, so that when
 // another attempt stored a plan first, this one follows that plan (errPlanLost).
 func (e *Executor) loadOrPlan(ctx context.Context, j *job) (plan, error) {
+	j.planText = ""
 	if s := j.progress[fieldPlan]; s != "" {
 		var p plan
 		err := json.Unmarshal([]byte(s), &p)
@@ -414,6 +441,7 @@ func (e *Executor) loadOrPlan(ctx context.Context, j *job) (plan, error) {
 	if j.unsaved, err = json.Marshal(p); err != nil {
 		return plan{}, err
 	}
+	j.planText = string(j.unsaved)
 	return p, nil
 }
 
@@ -447,50 +475,76 @@ func (j *job) planSaved() {
 
 // run executes the legs in order and builds the result.
 func (e *Executor) run(ctx context.Context, j *job, p plan) (result.Result, error) {
-	var msgs []string
-	var last *exchange.Order
+	j.msgs, j.last, j.lastLeg = nil, nil, ""
+	if len(p.Legs) > 0 {
+		j.lastLeg = p.Legs[len(p.Legs)-1].Name
+	}
 	for _, l := range p.Legs {
 		if j.expired(l) {
-			return e.expire(ctx, j, l, msgs)
+			// A paper leg is placed without a staged request: its order, if an earlier
+			// attempt placed it, says the leg is not stale.
+			if placed, err := e.placedUnstaged(ctx, j, l); err != nil {
+				return result.Result{}, err
+			} else if !placed {
+				return e.expire(ctx, j, l, j.msgs)
+			}
 		}
 		done, err := e.runLeg(ctx, j, l)
 		// The leg may have moved the position and the balance: later legs read them anew.
 		j.snap = nil
 		if err != nil {
-			if ee, ok := errs.As(err); ok && len(msgs) > 0 {
+			if ee, ok := errs.As(err); ok && len(j.msgs) > 0 {
 				// Earlier legs happened: say so in the failure.
-				ee.Message = strings.Join(msgs, "; ") + "; then failed: " + ee.Message
+				ee.Message = strings.Join(j.msgs, "; ") + "; then failed: " + ee.Message
 			}
 			return result.Result{}, err
 		}
-		msgs = append(msgs, done.Message)
+		j.addDone(done)
 		if e.beforeFanOut != nil {
 			if err := e.beforeFanOut(l.Name); err != nil {
 				return result.Result{}, err
 			}
 		}
+		if j.published != nil {
+			return j.published.res, nil
+		}
 		if err := e.fanOut(ctx, j, done); err != nil {
 			return result.Result{}, err
 		}
-		if done.Order != nil {
-			last = done.Order
-		}
 		if done.Halt != "" {
-			msgs = append(msgs, done.Halt)
 			break
 		}
 	}
 	if err := e.savePlan(ctx, j); err != nil { // a plan of no legs (none is made today)
 		return result.Result{}, err
 	}
-	res := result.Result{SignalID: j.env.SignalID, BotID: j.bot.ID, Success: true,
-		Message: strings.Join(msgs, "; "), Timestamp: e.now().UnixMilli()}
-	if last != nil {
-		res.Order = &result.Order{
-			Success: true, OrderID: last.ID, Status: string(last.Status), Symbol: last.Symbol,
-			Side: string(last.Side), Type: string(last.Type), Amount: last.Amount,
-			FilledAmount: last.FilledAmount, AvgPrice: last.AvgPrice, Fee: last.Fee, Timestamp: last.UpdatedAt,
-		}
+	return j.resultWith(legDone{}, e.now()), nil
+}
+
+// addDone adds a run leg's message (and the halt it caused) and order to the result's.
+func (j *job) addDone(d legDone) {
+	j.msgs = append(j.msgs, d.Message)
+	if d.Halt != "" {
+		j.msgs = append(j.msgs, d.Halt)
 	}
-	return res, nil
+	if d.Order != nil {
+		j.last = d.Order
+	}
+}
+
+// resultWith is the signal's success after the legs run so far and d (the zero legDone:
+// none more), at now.
+func (j *job) resultWith(d legDone, now time.Time) result.Result {
+	msgs, last := j.msgs, j.last
+	if d.Message != "" {
+		msgs = append(msgs[:len(msgs):len(msgs)], d.Message)
+	}
+	if d.Halt != "" {
+		msgs = append(msgs, d.Halt)
+	}
+	if d.Order != nil {
+		last = d.Order
+	}
+	return result.Result{SignalID: j.env.SignalID, BotID: j.bot.ID, Success: true,
+		Message: strings.Join(msgs, "; "), Timestamp: now.UnixMilli(), Order: last}
 }

@@ -325,9 +325,17 @@ func TestDeathBetweenFillAndBookingRecordsOnce(t *testing.T) {
 	h.px.set(exchange.Futures, "BTC/USDT", "65000")
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`))
 
-	// The reversal dies after each exchange fill, before the booking.
+	// The reversal dies after each exchange fill, before the booking: once per leg (a
+	// paper leg's retry places again and finds the fill under its client order ID).
 	crash := errors.New("killed")
-	executor.SetAfterPlace(h.ex, func(string) error { return crash })
+	crashed := map[string]bool{}
+	executor.SetAfterPlace(h.ex, func(leg string) error {
+		if crashed[leg] {
+			return nil
+		}
+		crashed[leg] = true
+		return crash
+	})
 	h.px.set(exchange.Futures, "BTC/USDT", "66000")
 	env := h.envelope(`{"action":"sell","symbol":"BTCUSDT"}`)
 	if err := h.ex.Handle(h.ctx, env); !errors.Is(err, crash) {
@@ -362,8 +370,11 @@ func TestDeathBetweenFillAndBookingRecordsOnce(t *testing.T) {
 	if tr := h.trades(); len(tr) != 1 {
 		t.Fatalf("%d trades", len(tr))
 	}
-	// Lost result (e.g. expired): handling again rebuilds it without trading.
-	h.rdb.Del(h.ctx, store.SignalResult(env.SignalID))
+	// The stored result is the signal's guard from now on: the progress record (plan, done
+	// markers) went with the last booking, and handling again only re-publishes.
+	if h.rdb.Exists(h.ctx, store.SignalProgress(env.BotID, env.SignalID)).Val() != 0 {
+		t.Fatal("the progress record outlived the stored result")
+	}
 	again := h.ok(h.run(env))
 	if again.Order.OrderID != res.Order.OrderID || h.exchangeOrders() != 3 || len(h.trades()) != 1 {
 		t.Fatal("re-handling traded or booked again")

@@ -117,7 +117,7 @@ func (h *harness) envelope(body string) queue.Envelope {
 	}
 	data, _ := json.Marshal(s)
 	h.seq++
-	return queue.Envelope{SignalID: fmt.Sprintf("sig-%d", h.seq), BotID: h.bot.ID, Priority: queue.PriorityWebhook,
+	return queue.Envelope{SignalID: queue.SignalIDFor(h.bot.ID, fmt.Sprintf("sig-%d", h.seq)), BotID: h.bot.ID, Priority: queue.PriorityWebhook,
 		Source: queue.SourceWebhook, Signal: data, ReceivedAt: h.now.UnixMilli()}
 }
 

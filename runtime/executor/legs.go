@@ -12,6 +12,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/risk"
@@ -45,6 +46,8 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, error) {
 		if o != nil {
 			return e.bookLeg(ctx, j, l, &req, o)
 		}
+	} else if e.unstaged(j, l) {
+		return e.runUnstaged(ctx, j, l)
 	} else {
 		var err error
 		if req, err = e.newRequest(ctx, j, l); err != nil {
@@ -56,6 +59,88 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, error) {
 		return legDone{}, err
 	}
 	return e.bookLeg(ctx, j, l, &req, &o)
+}
+
+// A paper leg is placed without staging its request and a pending order record first
+// (stagePending), when nothing but the order itself must survive a crash between the fill
+// and its booking. The paper exchange stores every order under its client order ID and
+// answers a placement of an ID it holds with that order, so a retry that plans again from
+// the unchanged book (the fill is not booked) makes the same legs with the same client order
+// IDs, and its placement finds the fill instead of filling again, whatever the balance the
+// retry sized from. The leg is staged as before when the retry could not rebuild something
+// else exactly: the bot's equity its followers' copies are sized from, and the starting
+// equity a bot's first entry records.
+
+// unstaged says whether leg l is placed without staging (see above).
+func (e *Executor) unstaged(j *job, l leg) bool {
+	if _, ok := j.acct.Exchange.(*paper.Exchange); !ok || len(j.followers) > 0 {
+		return false
+	}
+	if l.Op == opReduce {
+		return true
+	}
+	return j.view.started != nil && *j.view.started
+}
+
+// runUnstaged sizes, places and books an unstaged leg. Its order record is not stored before
+// the booking, which writes it as new.
+func (e *Executor) runUnstaged(ctx context.Context, j *job, l leg) (legDone, error) {
+	cid := order.ClientOrderID(j.env.SignalID, l.Name)
+	j.view.setRec(cid, viewRec{})
+	req, err := e.buildRequest(ctx, j, l, cid)
+	if err != nil {
+		// A retry sizes from the balance the fill left, which may size no order at all:
+		// the fill an earlier attempt placed is booked instead.
+		o, gerr := j.acct.Exchange.GetOrder(ctx, j.kind, l.Symbol, cid)
+		if gerr == nil {
+			req = exchange.OrderRequest{ClientOrderID: cid, Symbol: o.Symbol, Kind: o.Kind, Side: o.Side,
+				Type: o.Type, Amount: o.Amount, Leverage: e.placedLeverage(ctx, j, l)}
+			if l.Price != nil {
+				req.Price = *l.Price
+			}
+			req.ReduceOnly = l.Op == opReduce && j.kind == exchange.Futures
+			return e.bookLeg(ctx, j, l, &req, &o)
+		}
+		if !errors.Is(gerr, exchange.ErrOrderNotFound) {
+			return legDone{}, gerr
+		}
+		if serr := e.savePlan(ctx, j); serr != nil {
+			return legDone{}, serr
+		}
+		return legDone{}, err
+	}
+	o, err := e.place(ctx, j, l, req)
+	if err != nil {
+		return legDone{}, err
+	}
+	return e.bookLeg(ctx, j, l, &req, &o)
+}
+
+// placedLeverage is the leverage sizing gives leg l's order (sizeEntry, sizeExit): the
+// position's for an add or a reduce, the leg's for a new position, 1 on spot.
+func (e *Executor) placedLeverage(ctx context.Context, j *job, l leg) int {
+	lev := l.Leverage
+	if l.Op != opOpen {
+		if pos, err := e.position(ctx, j, l.Symbol); err == nil && pos != nil {
+			lev = pos.Leverage
+		}
+	}
+	if j.kind != exchange.Futures || lev < 1 {
+		return 1
+	}
+	return lev
+}
+
+// placedUnstaged says whether an earlier attempt placed unstaged leg l's order.
+func (e *Executor) placedUnstaged(ctx context.Context, j *job, l leg) (bool, error) {
+	if !e.unstaged(j, l) {
+		return false, nil
+	}
+	_, err := j.acct.Exchange.GetOrder(ctx, j.kind, l.Symbol, order.ClientOrderID(j.env.SignalID, l.Name))
+	if errors.Is(err, exchange.ErrOrderNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // findStaged resolves a leg whose request an earlier attempt staged: the recorded refusal
@@ -100,7 +185,7 @@ func (e *Executor) place(ctx context.Context, j *job, l leg, req exchange.OrderR
 		// A refusal is final; an unknown outcome (no answer, time-out: ErrUnreachable) is
 		// not: the signal is redelivered and the order looked up by client ID first.
 		if ee, ok := errs.As(err); ok && !errors.Is(err, exchange.ErrUnreachable) {
-			if rerr := e.reject(ctx, j, req.ClientOrderID, ee); rerr != nil {
+			if rerr := e.reject(ctx, j, l, req, ee); rerr != nil {
 				return o, rerr
 			}
 			return o, execError{err}
@@ -295,11 +380,20 @@ func (e *Executor) stageWithPlan(ctx context.Context, j *job, l leg, req []byte,
 	return nil
 }
 
-// reject moves the pending order record to rejected with the exchange's reason.
-func (e *Executor) reject(ctx context.Context, j *job, cid string, ee *errs.Error) error {
-	rec, err := position.ReadOrder(ctx, e.rdb, j.bot.ID, cid)
-	if err != nil || rec == nil {
+// reject moves the pending order record to rejected with the exchange's reason; an
+// unstaged leg's record is stored rejected.
+func (e *Executor) reject(ctx context.Context, j *job, l leg, req exchange.OrderRequest, ee *errs.Error) error {
+	rec, err := position.ReadOrder(ctx, e.rdb, j.bot.ID, req.ClientOrderID)
+	if err != nil {
 		return err
+	}
+	isNew := rec == nil
+	if isNew {
+		if !e.unstaged(j, l) {
+			return nil
+		}
+		r := position.PendingOrder(req, j.env.SignalID, j.bot.ID, l.Name, j.now.UnixMilli())
+		rec = &r
 	}
 	changed, err := rec.Transition(exchange.StatusRejected, e.now().UnixMilli())
 	if err != nil || !changed {
@@ -307,7 +401,7 @@ func (e *Executor) reject(ctx context.Context, j *job, cid string, ee *errs.Erro
 	}
 	rec.Code, rec.Error = string(ee.Code), ee.Message
 	_, err = e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		return position.StageOrder(ctx, p, *rec, false)
+		return position.StageOrder(ctx, p, *rec, isNew)
 	})
 	return err
 }

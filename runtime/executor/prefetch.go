@@ -11,11 +11,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -62,9 +64,9 @@ type prefetch struct {
 	progress *redis.MapStringStringCmd
 	// account opens the bot's paper account from the read ahead; nil or not ok: Venues.Open.
 	account func(registry.Bot) (aheadAccount, error)
-	// pos is the bot's position on posSym (hinted), members its open positions' symbols.
-	posSym  string
-	pos     func() (*position.Position, error)
+	// book is the bot's book state the booking needs, read ahead; members its open
+	// positions' symbols.
+	book    aheadBook
 	members *redis.StringSliceCmd
 	// sig is the webhook or watcher signal, parsed once (nil: manual, or malformed: plan
 	// parses it again and answers INVALID_JSON).
@@ -96,9 +98,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 		if e.paper != nil && h.account != "" {
 			pre.account = e.paper.prefetchPaper(ctx, p, h.account, paperReadsOf(env, pre.sig, h))
 		}
-		if h.symbol != "" {
-			pre.posSym, pre.pos = h.symbol, position.ReadLater(ctx, p, env.BotID, h.symbol)
-		}
+		pre.book = prefetchBook(ctx, p, env.BotID, h.symbol, now)
 		if s := pre.sig; s != nil && s.Symbol == "" && (s.Action == signal.Close || s.Action == signal.CloseLong || s.Action == signal.CloseShort) {
 			pre.members = p.SMembers(ctx, store.BookPositions(env.BotID))
 		}
@@ -145,11 +145,8 @@ func snapshotOf(pre *prefetch, j *job) *snapshot {
 	if j.bot.ID != j.env.BotID {
 		return s // read ahead under another ID: not this bot's keys
 	}
-	if pre.pos != nil {
-		// An error is not kept: planning reads the key again and meets it there.
-		if p, err := pre.pos(); err == nil {
-			s.positions[pre.posSym] = p
-		}
+	if p, ok := j.view.pos[pre.book.sym]; ok {
+		s.positions[pre.book.sym] = p.pos
 	}
 	if pre.members != nil {
 		if m, err := pre.members.Result(); err == nil {
@@ -157,6 +154,52 @@ func snapshotOf(pre *prefetch, j *job) *snapshot {
 		}
 	}
 	return s
+}
+
+// aheadBook is the book state a booking needs, read in the first pipeline: the position on
+// the hinted symbol, the risk counters and the day's aggregate with their stored texts, so
+// that a steady-state booking reads nothing more before its commit script (book.go).
+type aheadBook struct {
+	sym      string
+	date     analytics.Date
+	pos      func() (*position.Position, *string, error)
+	counters func() (risk.Counters, map[string]string, error)
+	day      func() (analytics.Day, *string, bool, error)
+}
+
+// prefetchBook queues the reads of aheadBook for bot botID on p: the position when a symbol
+// is hinted ("": none), the day of now.
+func prefetchBook(ctx context.Context, p redis.Pipeliner, botID, sym string, now time.Time) aheadBook {
+	b := aheadBook{sym: sym, date: analytics.DateOf(now)}
+	if sym != "" {
+		b.pos = position.ReadTextLater(ctx, p, botID, sym)
+	}
+	b.counters = risk.ReadCountersTextLater(ctx, p, botID)
+	b.day = analytics.ReadDayTextLater(ctx, p, botID, b.date)
+	return b
+}
+
+// viewOf is the job's first view of its book, from the reads ahead (when they were under
+// the bot's own ID). A read that failed is left out: the booking reads it again and meets
+// the error there.
+func viewOf(b aheadBook, j *job) bookView {
+	var v bookView
+	if j.bot.ID != j.env.BotID || b.counters == nil {
+		return v
+	}
+	if b.pos != nil {
+		if p, t, err := b.pos(); err == nil {
+			v.setPos(b.sym, viewPos{pos: p, text: t})
+		}
+	}
+	if c, t, err := b.counters(); err == nil {
+		v.counters = &viewCounters{c: c, texts: t}
+	}
+	if d, t, started, err := b.day(); err == nil {
+		v.setDay(b.date, viewDay{day: d, text: t})
+		v.started = &started
+	}
+	return v
 }
 
 // snapshot is what an attempt read before its first leg ran (see above).

@@ -2,7 +2,7 @@ package executor_test
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +15,6 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
-	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
@@ -141,90 +140,41 @@ func (i *interferer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// The booking's WATCH travels with its reads: a write to a watched key after them still
-// aborts the EXEC, and the booking is redone on what Redis then holds.
-func TestBookingWatchStillGuardsItsReads(t *testing.T) {
+// The commit script writes only while the keys the booking was computed from hold what it
+// read: a write to one of them between the reads and the commit makes the booking read
+// again and apply the leg to what Redis then holds, keeping the other writer's change.
+func TestBookingCommitChecksItsReads(t *testing.T) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
-	if h.srv.Cluster() {
-		t.Skip("a cluster client sends the WATCH on its own (the keys name the node); this is the single server's WATCH in the reads' pipeline")
-	}
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
 	other := h.srv.Client()
 	defer other.Close()
-	hook := &interferer{f: func() {
-		// Another writer moves the risk counters the booking read.
+	commits := 0
+	h.rdb.AddHook(&planRacer{f: func() {
+		// Another writer moves the risk counters the booking read ahead.
 		other.HSet(context.Background(), store.RiskCounters(h.bot.ID), "consecutiveLosses", "2")
-	}}
-	h.rdb.AddHook(hook)
-	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
-	watches := 0 // the paper exchange's WATCH goes alone; the booking's leads a pipeline
-	for _, s := range hook.seen {
-		if s == "pipeline:watch" {
-			watches++
-		}
+	}, count: &commits})
+	h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT"}`))
+	if commits != 2 {
+		t.Fatalf("%d commit attempts, want 2: the interfering write did not refuse the first", commits)
 	}
-	if watches != 2 {
-		t.Fatalf("%d booking attempts (%v), want 2: the interfering write did not abort the first", watches, hook.seen)
-	}
+	// The sell at the buy's price loses the fees: a third loss in a row after the other
+	// writer's 2 (0.01 × 65000 × 0.001 × 2 = 1.3 of fees).
 	n, err := h.rdb.HGet(h.ctx, store.RiskCounters(h.bot.ID), "consecutiveLosses").Result()
-	if err != nil || n != "2" {
-		t.Fatalf("consecutiveLosses = %q, %v: the booking overwrote a concurrent write", n, err)
+	if err != nil || n != "3" {
+		t.Fatalf("consecutiveLosses = %q, %v, want 3: the booking lost the concurrent write", n, err)
 	}
-	if h.position("BTC/USDT") == nil || h.exchangeOrders() != 1 {
+	if h.position("BTC/USDT") != nil || h.exchangeOrders() != 2 || len(h.trades()) != 1 {
 		t.Fatal("not booked once")
 	}
 }
 
-// A booking that returns before EXEC releases its watch: the connection it goes back on
-// (a pool of one here) runs the next transaction normally.
-func TestBookingWithoutExecReleasesItsWatch(t *testing.T) {
-	h := newHarness(t, nil)
-	h.px.set(exchange.Spot, "BTC/USDT", "65000")
-	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
-
-	if h.srv.Cluster() {
-		t.Skip("the UNWATCH of a WATCH sent in the reads' pipeline, which only a single server's client does")
-	}
-	one := redis.NewClient(&redis.Options{Addr: h.srv.Addr, PoolSize: 1})
-	defer one.Close()
-	hook := &interferer{f: func() {}}
-	one.AddHook(hook)
-	ex := executor.New(executor.Deps{Redis: one, Prices: h.px, Logger: h.quiet, Now: func() time.Time { return h.now }})
-	// The holding disappears between the fill and its booking: the booking refuses it
-	// (INTERNAL_ERROR) without EXEC.
-	executor.SetAfterPlace(ex, func(string) error {
-		return h.rdb.Del(h.ctx, store.BookPosition(h.bot.ID, "BTC/USDT")).Err()
-	})
-	env := h.envelope(`{"action":"sell","symbol":"BTCUSDT"}`)
-	if err := ex.Handle(h.ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
-	res := st.Result
-	if err != nil || res.Success || res.Code != errs.InternalError {
-		t.Fatalf("result = %+v, %v", res, err)
-	}
-	if !slices.Contains(hook.seen, "unwatch") {
-		t.Fatalf("no UNWATCH after a booking without EXEC: %v", hook.seen)
-	}
-	// A watched key changes; a transaction on the pool's only connection must still commit.
-	h.rdb.HSet(h.ctx, store.RiskCounters(h.bot.ID), "consecutiveLosses", "1")
-	conn := one.Conn()
-	defer conn.Close()
-	if err := conn.Do(h.ctx, "multi").Err(); err != nil {
-		t.Fatal(err)
-	}
-	conn.Do(h.ctx, "set", "probe", "1")
-	if v, err := conn.Do(h.ctx, "exec").Slice(); err != nil || len(v) != 1 {
-		t.Fatalf("EXEC after the booking = %v, %v: a watch was left on the connection", v, err)
-	}
-}
-
-// planRacer stores another attempt's plan right before the first EVALSHA (the script that
-// stores a new plan with its first pending order).
+// planRacer runs f right before the first EVALSHA (the commit script of a paper leg) and
+// counts the EVALSHAs (count, if given).
 type planRacer struct {
-	once sync.Once
-	f    func()
+	once  sync.Once
+	f     func()
+	count *int
 }
 
 func (r *planRacer) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -233,6 +183,9 @@ func (r *planRacer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
 			r.once.Do(r.f)
+			if r.count != nil && cmd.Name() == "evalsha" {
+				*r.count++
+			}
 		}
 		return next(ctx, cmd)
 	}
@@ -242,15 +195,23 @@ func (r *planRacer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// When another attempt of the signal stored its plan between this attempt's read of the
-// progress record and its own plan's storing, this attempt stages nothing of its plan and
-// follows the stored one: one order, of the stored plan.
+// When another attempt of the signal stored its plan before this attempt's booking, this
+// attempt's commit writes nothing and the attempt follows the stored plan. A paper leg is
+// placed before its plan is stored, so the order placed first under the leg's client order
+// ID is the one booked, once: here this attempt's 0.001 (the stored plan's leg has the same
+// name, so its placement finds that order).
 func TestAttemptFollowsAPlanStoredFirst(t *testing.T) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	// A signal whose ID is not in its bot's partition keeps its progress record (its result
+	// is published after the booking): its plan is the other attempt's.
 	first := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.002"}`)
+	first.SignalID = outsidePartition(h.bot.ID)
 	h.ok(h.run(first))
 	stored := h.rdb.HGet(h.ctx, store.SignalProgress(first.BotID, first.SignalID), "plan").Val()
+	if stored == "" {
+		t.Fatal("no plan stored")
+	}
 	h.ok(h.send(`{"action":"close"}`))
 
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT","size":"0.001"}`)
@@ -260,12 +221,23 @@ func TestAttemptFollowsAPlanStoredFirst(t *testing.T) {
 		other.HSet(context.Background(), store.SignalProgress(env.BotID, env.SignalID), "plan", stored)
 	}})
 	res := h.ok(h.run(env))
-	testkit.EqualD(t, "amount (the stored plan's)", res.Order.Amount, "0.002")
-	if got := h.rdb.HGet(h.ctx, store.SignalProgress(env.BotID, env.SignalID), "plan").Val(); got != stored {
-		t.Fatalf("plan = %s, want the stored %s", got, stored)
-	}
+	testkit.EqualD(t, "amount (the order placed)", res.Order.Amount, "0.001")
 	if n := h.exchangeOrders(); n != 3 {
 		t.Fatalf("%d exchange orders, want 3", n)
 	}
-	testkit.EqualD(t, "position", h.position("BTC/USDT").Size, "0.002")
+	testkit.EqualD(t, "position", h.position("BTC/USDT").Size, "0.001")
+	if n := h.rdb.Exists(h.ctx, store.SignalProgress(env.BotID, env.SignalID)).Val(); n != 0 {
+		t.Fatal("the progress record outlived the stored result")
+	}
+}
+
+// outsidePartition is a signal ID whose result key is not in bot botID's partition slot (a
+// signal queued before IDs were chosen by queue.SignalIDFor).
+func outsidePartition(botID string) string {
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("old-%d", i)
+		if store.SignalPartition(id) != store.PartitionOf(botID) {
+			return id
+		}
+	}
 }

@@ -1,0 +1,259 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+// The commit script: a booking's writes, and when the leg ends the signal its result, in one
+// script on the bot's partition slot. Each write is the Lua of the package that owns the key
+// (position, analytics, risk, registry, queue); this file only composes them and checks that
+// the state they were computed from is still there.
+//
+// KEYS: 1 the signal's progress record, 2-4 the position with its set and watch index, 5-6
+// the order record and the bot's order list, 7 the trades, 8 the days, 9 the risk counters,
+// 10 the bot's hash (a pause), and, only when the result is stored here, 11-12 the result and
+// the bot's signal index.
+//
+// ARGV: 1 the done marker's field, 2 its value ("": the result is stored here and the
+// progress record is deleted), 3 the progress TTL (s), 4 the plan this attempt made ("": it
+// follows a stored one; another plan stored meanwhile wins, and an unstored one is stored
+// with a done marker), 5-8 the expected texts of the position, the order record, the day field's name and
+// the day ("": not checked; "-": absent; "=" and the text), 9-12 those of the risk counter
+// fields, then the writes from argPos on.
+//
+// Replies: {0} written; {1} a checked key changed (nothing written); {2, done} the leg was
+// booked already; {3} the signal's result is stored (another attempt finished it); {4}
+// another attempt stored its plan first.
+const (
+	argPos     = 13
+	argOrder   = argPos + 4
+	argTrade   = argOrder + 2
+	argDay     = argTrade + 1
+	argRisk    = argDay + 3
+	argPause   = argRisk + 8
+	argResult  = argPause + 4
+	keysResult = 11
+)
+
+var commitScript = registry.PauseScript(`
+local function same(v, want)
+  if want == '' then return true end
+  if v then return want == '=' .. v end
+  return want == '-'
+end
+if #KEYS >= 11 and redis.call('EXISTS', KEYS[11]) == 1 then return {3} end
+local done = redis.call('HGET', KEYS[1], ARGV[1])
+if done then return {2, done} end
+if not same(redis.call('GET', KEYS[2]), ARGV[5]) then return {1} end
+if not same(redis.call('GET', KEYS[5]), ARGV[6]) then return {1} end
+if ARGV[7] ~= '' and not same(redis.call('HGET', KEYS[8], ARGV[7]), ARGV[8]) then return {1} end
+for i = 0, 3 do
+  if not same(redis.call('HGET', KEYS[9], ARGV[` + fmt.Sprint(argRisk) + ` + 2 * i]), ARGV[9 + i]) then return {1} end
+end
+if ARGV[4] ~= '' then
+  local plan = redis.call('HGET', KEYS[1], '` + fieldPlan + `')
+  if plan and plan ~= ARGV[4] then return {4} end
+  if not plan and ARGV[2] ~= '' then redis.call('HSET', KEYS[1], '` + fieldPlan + `', ARGV[4]) end
+end
+` + position.PositionLua(2, argPos) + `
+if ARGV[` + fmt.Sprint(argOrder) + `] ~= '' then
+` + position.OrderLua(5, argOrder) + `end
+` + position.TradeLua(7, argTrade) + analytics.DayLua(8, argDay) + risk.CountersLua(9, argRisk) +
+	registry.PauseLua(10, argPause) + `
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+else
+  redis.call('DEL', KEYS[1])
+end
+if #KEYS >= 11 then
+` + queue.ResultLua(keysResult, argResult) + `end
+return {0}
+`)
+
+// commitBook runs commitScript for a booking computed from st. ok is false when a key
+// changed under it (nothing was written; the caller reads again). On success it learns what
+// it wrote into the job's view, and when it stored the signal's result, marks the job
+// published.
+func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRead, w bookWrites) (legDone, bool, error) {
+	keys, args, fin, err := e.commitArgs(j, in, st, w)
+	if err != nil {
+		return legDone{}, false, err
+	}
+	reply, err := commitScript.Run(ctx, e.rdb, keys, args...).Slice()
+	if err != nil {
+		return legDone{}, false, err
+	}
+	code, _ := reply[0].(int64)
+	switch code {
+	case 0:
+	case 1:
+		return legDone{}, false, nil
+	case 2:
+		var d legDone
+		s, _ := reply[1].(string)
+		return d, true, json.Unmarshal([]byte(s), &d)
+	case 3:
+		return legDone{}, false, errFinished
+	case 4:
+		return legDone{}, false, errPlanLost
+	default:
+		return legDone{}, false, fmt.Errorf("booking %s: unexpected reply %v", in.signalID, reply)
+	}
+	if j.unsaved != nil && args[1] != "" {
+		j.planSaved()
+	}
+	if fin != nil {
+		j.published = fin
+	}
+	j.view.learn(in, w)
+	if w.pause != nil {
+		e.m.pauses.WithLabelValues(w.pause.Reason).Inc()
+		e.log.Warn("bot paused by a risk limit", "signalId", in.signalID, "botId", in.botID,
+			"reason", w.pause.Reason, "until", w.pause.Until)
+	}
+	return w.done, true, nil
+}
+
+// errFinished: the signal's result is stored (another attempt finished it); Handle
+// re-publishes it.
+var errFinished = errors.New("the signal's result is stored by another attempt")
+
+// commitArgs are commitScript's keys and arguments for a booking; fin is the signal's
+// result when this commit stores it.
+func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]string, []any, *finalResult, error) {
+	posW, err := position.NewPositionWrite(in.botID, in.leg.Symbol, w.pos)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID)}, Args: []any{"", ""}}
+	if w.rec != nil {
+		if recW, err = position.NewOrderWrite(*w.rec, w.newRec); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	tradeW, err := position.NewTradeWrite(in.botID, w.trade)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dayKey, dayArgs, err := analytics.NewDayWrite(in.botID, in.date(), w.day, w.start)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keys := append([]string{j.sigKey()}, posW.Keys...)
+	keys = append(keys, recW.Keys...)
+	keys = append(keys, tradeW.Keys[0], dayKey, store.RiskCounters(in.botID), store.Bot(in.botID))
+	args := make([]any, 0, argResult+9)
+	args = append(args, prefixDone+in.leg.Name, "", int64(ProgressTTL/time.Second), "", want(st.posText), "", "", "")
+	if in.order != nil {
+		args[5] = want(st.recText)
+	}
+	if in.readsDay() {
+		args[6], args[7] = in.date().String(), want(st.dayText)
+	}
+	args[3] = j.planText
+	cnt := risk.CountersArgs(w.counters)
+	for i := 0; i < len(cnt); i += 2 {
+		args = append(args, wantField(st.counterTexts, cnt[i].(string)))
+	}
+	args = append(args, posW.Args...)
+	args = append(args, recW.Args...)
+	args = append(args, tradeW.Args...)
+	args = append(args, dayArgs...)
+	args = append(args, cnt...)
+	args = append(args, registry.PauseArgs(in.botID, w.pause, in.now)...)
+	fin, err := e.finish(j, in, w)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if fin != nil {
+		keys = append(keys, fin.write.Keys...)
+		args = append(args, fin.write.Args...)
+		return keys, args, fin, nil
+	}
+	data, err := json.Marshal(w.done)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	args[1] = string(data)
+	return keys, args, nil, nil
+}
+
+// wantField is want of a hash field as read with the whole hash.
+func wantField(fields map[string]string, name string) string {
+	if v, ok := fields[name]; ok {
+		return "=" + v
+	}
+	return "-"
+}
+
+// finalResult is the signal's result stored by the commit of its last leg.
+type finalResult struct {
+	res   result.Result
+	write queue.ResultWrite
+}
+
+// finish is the signal's result when the commit of this leg stores it: the leg ends the
+// signal (the plan's last leg, or a risk pause halts the rest) and the result may be stored
+// with the booking (foldsResult).
+func (e *Executor) finish(j *job, in bookIn, w bookWrites) (*finalResult, error) {
+	if !j.foldsResult() || (in.leg.Name != j.lastLeg && w.done.Halt == "") {
+		return nil, nil
+	}
+	res := j.resultWith(w.done, e.now())
+	rw, err := queue.NewResultWrite(j.env, res)
+	if err != nil {
+		return nil, err
+	}
+	return &finalResult{res: res, write: rw}, nil
+}
+
+// foldsResult says whether the signal's result is stored by its last booking. It is not
+// when the result's key is in another slot than the bot's book (a signal ID from before
+// SignalIDFor, or a hand-made one), nor when something must happen between the last booking
+// and the result: the fill's copies to the bot's followers, a copy signal's record on the
+// follower (Handle). Those results are published after, as their own step.
+func (j *job) foldsResult() bool {
+	return j.env.BotID == j.bot.ID && len(j.followers) == 0 && j.env.Source != queue.SourceCopy &&
+		store.SignalPartition(j.env.SignalID) == store.PartitionOf(j.bot.ID)
+}
+
+// learn records in the view what a commit wrote: the keys now hold exactly these texts.
+func (v *bookView) learn(in bookIn, w bookWrites) {
+	posW, err := position.NewPositionWrite(in.botID, in.leg.Symbol, w.pos)
+	if err != nil {
+		*v = bookView{}
+		return
+	}
+	var t text
+	if s := posW.Args[0].(string); s != "" {
+		t = &s
+	}
+	v.setPos(in.leg.Symbol, viewPos{pos: w.pos, text: t})
+	cnt := risk.CountersArgs(w.counters)
+	texts := make(map[string]string, len(cnt)/2)
+	for i := 0; i < len(cnt); i += 2 {
+		texts[cnt[i].(string)] = cnt[i+1].(string)
+	}
+	v.counters = &viewCounters{c: w.counters, texts: texts}
+	// Records and days are re-read when a later leg needs them (a different order, or a
+	// second trade the same day): cheaper to forget than to encode again.
+	delete(v.recs, in.cid())
+	delete(v.days, in.date())
+	if w.start != nil {
+		started := true
+		v.started = &started
+	}
+}
