@@ -1,11 +1,15 @@
 package executor_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // BenchmarkPaperMarketBuySell is one paper round trip per iteration: a market buy of 10 %
@@ -86,5 +90,73 @@ func BenchmarkRedisPing(b *testing.B) {
 		if err := h.rdb.Ping(h.ctx).Err(); err != nil {
 			b.Fatal(err)
 		}
+	}
+
+// paperFillTripBudget is the most Redis round trips a steady-state paper fill may cost from
+// its dequeue to its stored result: the XREADGROUP that delivers it, the first pipeline,
+// the paper exchange's fill and the booking's commit script (which stores the result).
+const paperFillTripBudget = 4
+
+// BenchmarkPaperFillTrips runs market buys and sells of one paper bot through a real queue
+// consumer and counts, per fill, the round trips from the XREADGROUP that delivered it to
+// its stored result: that XREADGROUP and every trip of Handle on the executor's client.
+// The acknowledgement after the result is not counted. It fails above paperFillTripBudget.
+func BenchmarkPaperFillTrips(b *testing.B) {
+	h := newHarness(b, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	// The bot's first fills load the scripts, record its starting equity and the hints.
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`))
+	h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT"}`))
+	exTrips, qTrips := &storetest.Trips{}, &storetest.Trips{}
+	h.rdb.AddHook(exTrips)
+	qc := queueClient(b, h.srv)
+	qc.AddHook(qTrips)
+	handled := make(chan error)
+	consumer := queue.NewConsumer(qc, queue.Options{Name: "bench", LeaseTTL: 5 * time.Second, Logger: h.quiet})
+	ctx, stop := context.WithCancel(h.ctx)
+	defer stop()
+	go func() {
+		_ = consumer.Run(ctx, func(ctx context.Context, env queue.Envelope) error {
+			exTrips.Take()
+			err := h.ex.Handle(ctx, env)
+			handled <- err
+			return err
+		})
+	}()
+	enq := h.srv.Client()
+	defer enq.Close()
+	fills, trips := 0, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, body := range []string{`{"action":"buy","symbol":"BTCUSDT"}`, `{"action":"sell","symbol":"BTCUSDT"}`} {
+			env := h.envelope(body)
+			if _, err := queue.Enqueue(h.ctx, enq, env); err != nil {
+				b.Fatal(err)
+			}
+			if err := <-handled; err != nil {
+				b.Fatal(err)
+			}
+			n, reads := len(exTrips.Take()), 0
+			for _, t := range qTrips.Take() {
+				if strings.HasPrefix(t, "xreadgroup") {
+					reads++
+				}
+			}
+			if reads < 1 {
+				b.Fatalf("fill %d: no XREADGROUP delivered it", fills)
+			}
+			// One XREADGROUP delivered it; others before it (blocking reads that timed out)
+			// delivered nothing and are not the fill's.
+			trips += n + 1
+			fills++
+			if n+1 > paperFillTripBudget {
+				b.Fatalf("fill %d (%s): %d round trips from the dequeue to the result, budget %d", fills, body, n+1, paperFillTripBudget)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(trips)/float64(fills), "trips/fill")
+	if h.exchangeOrders() != int64(2*b.N+2) {
+		b.Fatalf("%d exchange orders for %d fills", h.exchangeOrders(), fills+2)
 	}
 }
