@@ -91,6 +91,7 @@ func BenchmarkRedisPing(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
 
 // paperFillTripBudget is the most Redis round trips a steady-state paper fill may cost from
 // its dequeue to its stored result: the XREADGROUP that delivers it, the first pipeline,
