@@ -14,9 +14,9 @@ import (
 	"github.com/sigops/sigops/runtime/risk"
 )
 
-// A leg is booked in three steps (book.go): read what the booking needs from Redis, apply
-// the leg to it here, without Redis, and commit the writes applyLeg returns in one
-// transaction. Everything the booking decides (position, trade, realised PnL, fees, risk
+// A leg is booked in three steps (book.go): the state the booking needs, apply the leg to
+// it here, without Redis, and commit the writes applyLeg returns in one script (commit.go).
+// Everything the booking decides (position, trade, realised PnL, fees, risk
 // counters, the order record's status, the leg's message) is decided here.
 
 // bookIn is a leg to book: the leg, the facts of its job the booking needs and what the
@@ -45,12 +45,10 @@ type bookIn struct {
 // date is the UTC day a trade booked now belongs to (its ClosedAt is now).
 func (in bookIn) date() analytics.Date { return analytics.DateOf(in.now) }
 
-// bookState is what a booking reads: whether the leg is booked already, the bot's position
-// on the leg's symbol (nil: none open), its risk counters and the leg's order record (nil:
-// none stored).
+// bookState is what a booking reads: the bot's position on the leg's symbol (nil: none
+// open), its risk counters and the leg's order record (nil: none stored). Whether the leg
+// is booked already is the commit script's check.
 type bookState struct {
-	// booked is the leg's stored outcome; a booked leg is not booked again.
-	booked   *legDone
 	pos      *position.Position
 	counters risk.Counters
 	rec      *position.OrderRecord

@@ -2,7 +2,8 @@
 // checks its availability and account, plans the legs (entry, DCA add, reversal, close,
 // exit-price change), sizes and places each leg on the bot's exchange with a client order
 // ID derived from the signalId, books the fill (order, position, trade, risk counters) in
-// one Redis transaction guarded by the signalId, and publishes the result.
+// one Redis script guarded by the signal's done markers and result, which stores the result
+// with the last leg's booking.
 //
 // Exactly once: a signal whose result is stored is only re-published; a leg whose fill is
 // booked is never booked again; a leg that reached the exchange is looked up by its client

@@ -46,8 +46,8 @@ import (
 // reclaimed by another executor) are not ordered against these reads in either case, and
 // what must be exact is decided where no value read ahead is trusted unchecked: the plan's
 // HSETNX, the exchange's placement by client order ID (for paper, a compare-and-set script
-// that checks the values read ahead its fill was computed from) and the booking's WATCH
-// transaction.
+// that checks the values read ahead its fill was computed from) and the booking's commit
+// script, which checks every book value read ahead against what Redis holds (book.go).
 //
 // The same argument lets the first leg's sizing reuse the position and the quote balance
 // read for planning and with the account (snapshot), instead of reading the same keys again
