@@ -1,0 +1,51 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Dump is the contents of keys as text, one line per key (type, value, and whether it
+// expires), so that a test can compare the state two ways of writing left, e.g. a
+// transaction's commands and a script's Lua for the same write.
+func Dump(ctx context.Context, c redis.UniversalClient, keys ...string) (string, error) {
+	var b strings.Builder
+	for _, k := range keys {
+		typ, err := c.Type(ctx, k).Result()
+		if err != nil {
+			return "", err
+		}
+		var v any
+		switch typ {
+		case "none":
+		case "string":
+			v, err = c.Get(ctx, k).Result()
+		case "hash":
+			v, err = c.HGetAll(ctx, k).Result()
+		case "list":
+			v, err = c.LRange(ctx, k, 0, -1).Result()
+		case "set":
+			var m []string
+			m, err = c.SMembers(ctx, k).Result()
+			sort.Strings(m)
+			v = m
+		case "zset":
+			v, err = c.ZRangeWithScores(ctx, k, 0, -1).Result()
+		default:
+			err = fmt.Errorf("dump %s: type %s", k, typ)
+		}
+		if err != nil {
+			return "", err
+		}
+		ttl, err := c.TTL(ctx, k).Result()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s %s %v expires=%v\n", k, typ, v, ttl > 0)
+	}
+	return b.String(), nil
+}
