@@ -39,7 +39,7 @@ import (
 const (
 	argPos     = 13
 	argOrder   = argPos + 4
-	argTrade   = argOrder + 2
+	argTrade   = argOrder + 3
 	argDay     = argTrade + 1
 	argRisk    = argDay + 3
 	argPause   = argRisk + 8
@@ -138,7 +138,7 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID)}, Args: []any{"", ""}}
+	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID)}, Args: []any{"", "", ""}}
 	if w.rec != nil {
 		if recW, err = position.NewOrderWrite(*w.rec, w.newRec); err != nil {
 			return nil, nil, nil, err

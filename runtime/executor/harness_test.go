@@ -117,7 +117,8 @@ func (h *harness) envelope(body string) queue.Envelope {
 	}
 	data, _ := json.Marshal(s)
 	h.seq++
-	return queue.Envelope{SignalID: queue.SignalIDFor(h.bot.ID, fmt.Sprintf("sig-%d", h.seq)), BotID: h.bot.ID, Priority: queue.PriorityWebhook,
+	// A UUID of the sequence number (SignalIDFor re-chooses its last two digits only).
+	return queue.Envelope{SignalID: queue.SignalIDFor(h.bot.ID, fmt.Sprintf("00000000-0000-4000-8000-%010d00", h.seq)), BotID: h.bot.ID, Priority: queue.PriorityWebhook,
 		Source: queue.SourceWebhook, Signal: data, ReceivedAt: h.now.UnixMilli()}
 }
 
