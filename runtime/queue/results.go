@@ -41,7 +41,11 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 	// (unless expired since). They are separate commands of one round trip: a result whose
 	// ID is not in its bot's partition (SignalIDFor) is in another slot than the index.
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, w.Keys[0], w.Args[0], ResultTTL)
+		// NX: a signal's first stored result is its result. A second attempt of the same
+		// signal running at once (a partition reclaimed while its first holder still
+		// worked) may plan from a book the first attempt already changed and reach another
+		// outcome; it must not replace the one already stored and answered.
+		p.SetArgs(ctx, w.Keys[0], w.Args[0], redis.SetArgs{Mode: "NX", TTL: ResultTTL})
 		if w.Args[2] != "" {
 			idx := w.Keys[1]
 			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: w.Args[2]})
@@ -56,7 +60,8 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		}
 		return nil
 	})
-	if err != nil {
+	// redis.Nil is the NX of a result stored already: not a failure.
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
 	}
 	return nil

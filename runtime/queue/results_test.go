@@ -181,3 +181,27 @@ func storedResult(b *testing.B) (redis.UniversalClient, string) {
 	}
 	return rdb, id
 }
+
+// A signal's first stored result stays its result: a concurrent second attempt that reached
+// another outcome (it planned from a book the first had already changed) does not replace it.
+func TestPublishResultKeepsTheFirstResult(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	env := queue.Envelope{SignalID: queue.NewSignalID("bot-k"), BotID: "bot-k", Source: queue.SourceWebhook, ReceivedAt: 1000}
+	if err := queue.PublishResult(ctx, rdb, env, result.Result{Success: true, Message: "filled", Timestamp: 1005}); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.PublishResult(ctx, rdb, env, result.Result{Success: false, Code: "POSITION_NOT_FOUND", Timestamp: 1009}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := queue.GetResult(ctx, rdb, env.SignalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Found || !st.Result.Success || st.Result.Message != "filled" {
+		t.Fatalf("stored result %+v, want the first one (success, filled)", st)
+	}
+	if ttl := rdb.TTL(ctx, store.SignalResult(env.SignalID)).Val(); ttl <= 0 || ttl > queue.ResultTTL {
+		t.Fatalf("result TTL %v, want (0, %v]", ttl, queue.ResultTTL)
+	}
+}
