@@ -92,6 +92,7 @@ func serve(args []string) error {
 	fs.IntVar(&c.registerPer48, "register-per-48-per-hour", auth.RegisterPerNet48.Max, "client registrations per IPv6 /48 per hour")
 	fs.IntVar(&c.registerGlobal, "register-global-per-hour", auth.RegisterGlobal.Max, "client registrations of the whole service per hour")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
+	daemon.ProfilingFlag(fs)
 	store.BindFlags(fs, &c.redis)
 	// The dashboard's Go APIs take mcpd's flags: the same market data, master key and audit
 	// retention (authd reads the journal mcpd writes), so both show the same figures.

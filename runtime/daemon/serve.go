@@ -6,7 +6,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"flag"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,12 +23,36 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// OpsServer serves /metrics from reg and /healthz and /readyz from probes on addr.
+// profiling is the --pprof flag of every daemon whose ops port OpsServer serves. Off by
+// default: profiles show the process's internals, and the ops port, though kept inside the
+// cluster, asks for no credentials. On, it lets an operator take CPU and allocation
+// profiles of a daemon under load, which a profile of the load generator cannot show.
+var profiling = flag.Bool("pprof", false, profilingUsage)
+
+const profilingUsage = "serve the Go profiler at /debug/pprof/ on the metrics port"
+
+// ProfilingFlag registers --pprof on fs, for a daemon that parses its own flag set rather
+// than the command line's.
+func ProfilingFlag(fs *flag.FlagSet) { fs.BoolVar(profiling, "pprof", false, profilingUsage) }
+
+// SetProfiling turns the profiler endpoints of the next OpsServer on or off, as --pprof
+// does, for callers that build their flags themselves (tests).
+func SetProfiling(on bool) { *profiling = on }
+
+// OpsServer serves /metrics from reg and /healthz and /readyz from probes on addr, and the
+// Go profiler under /debug/pprof/ when --pprof is set.
 func OpsServer(addr string, reg *prometheus.Registry, probes http.Handler) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", probes)
 	mux.Handle("/readyz", probes)
+	if *profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +69,28 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
+}
+
+// The profiler is served on the ops port only when asked for (--pprof).
+func TestOpsServerServesTheProfilerOnlyWhenAsked(t *testing.T) {
+	probes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	for _, on := range []bool{false, true} {
+		daemon.SetProfiling(on)
+		ops := daemon.OpsServer("127.0.0.1:0", daemon.NewRegistry(), probes)
+		srv := httptest.NewServer(ops.Handler)
+		resp, err := http.Get(srv.URL + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		switch {
+		case on && (resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "heap profile")):
+			t.Fatalf("--pprof on: /debug/pprof/heap answered %d %.80q, want the heap profile", resp.StatusCode, body)
+		case !on && resp.StatusCode != http.StatusNotFound:
+			t.Fatalf("--pprof off: /debug/pprof/heap answered %d, want 404", resp.StatusCode)
+		}
+	}
+	daemon.SetProfiling(false)
 }
