@@ -186,8 +186,9 @@ func (f *Fleet) Update(ctx context.Context, c Caller, id string, patch json.RawM
 	return bot, nil
 }
 
-// Delete deletes the caller's bot id; the finalizer removes its runtime state and its
-// webhook answers BOT_DELETED.
+// Delete deletes the caller's bot id; the manager then removes its runtime state (the
+// cleanup finalizer on the bot's webhook Secret, or on an older bot itself) and its webhook
+// answers BOT_DELETED.
 func (f *Fleet) Delete(ctx context.Context, c Caller, id string) error {
 	bot, err := f.managed(ctx, c, id)
 	if err != nil {
