@@ -157,7 +157,7 @@ func (e *Executor) fanOut(ctx context.Context, j *job, d legDone) error {
 	reads := make([]func() (registry.Bot, error), len(j.followers))
 	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range j.followers {
-			reads[i] = registry.GetLater(ctx, p, id)
+			reads[i] = e.decoded.GetLater(ctx, p, id)
 		}
 		return nil
 	}); tripFailed(err) {

@@ -83,8 +83,10 @@ type Executor struct {
 	// enqueued; an error simulates a crash there.
 	beforeFanOut func(leg string) error
 
-	// pipelineBots: bots are read in the signal's first pipeline (Deps.Bots was not given).
+	// pipelineBots: bots are read in the signal's first pipeline (Deps.Bots was not given),
+	// their projections decoded through decoded.
 	pipelineBots bool
+	decoded      registry.Decoded
 	// paper is the default paper venue when it trades on Redis: its accounts are read in
 	// the first pipeline too (see prefetch.go).
 	paper      *Paper

@@ -88,7 +88,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pre.result = queue.GetResultLater(ctx, p, env.SignalID)
 		if e.pipelineBots {
-			pre.bot = registry.GetLater(ctx, p, env.BotID)
+			pre.bot = e.decoded.GetLater(ctx, p, env.BotID)
 		}
 		pre.pause = e.pauses.ReadPauseLater(ctx, p, env.BotID, now)
 		pre.progress = p.HGetAll(ctx, store.SignalProgress(env.BotID, env.SignalID))

@@ -125,6 +125,20 @@ func (ls *lanes) add(it item) {
 // once the worker is done (lease lost, or asked to stop): what waits stays pending in the
 // streams for the partition's next owner.
 func (ls *lanes) schedule() {
+	for {
+		ln, it, ok := ls.take()
+		if !ok {
+			return
+		}
+		ls.wg.Add(1)
+		go ls.run(ln, it)
+	}
+}
+
+// take claims a free slot for the ready lane whose next entry goes first, and returns that
+// entry; false when no slot is free, no lane is ready or the worker is done. Called with mu
+// held.
+func (ls *lanes) take() (*lane, item, bool) {
 	for ls.running < ls.w.c.opt.MaxInFlight && len(ls.ready) > 0 && !ls.w.done() {
 		best := 0
 		for k, ln := range ls.ready {
@@ -141,30 +155,39 @@ func (ls *lanes) schedule() {
 		}
 		ln.running = true
 		ls.running++
-		ls.wg.Add(1)
-		go ls.run(ln, it)
+		return ln, it, true
 	}
+	return nil, item{}, false
 }
 
-// run executes one entry, then frees the bot's lane and its slot.
+// run executes one entry, frees the bot's lane and its slot, and goes on with the entry
+// that goes first next, if any: a goroutine per slot rather than per signal, so the stack
+// a signal grows (Redis client, JSON) is reused instead of grown again for every signal.
 func (ls *lanes) run(ln *lane, it item) {
 	defer ls.wg.Done()
-	ls.w.execute(it)
-	ls.mu.Lock()
-	delete(ls.held, heldKey{it.i, it.msg.ID})
-	ls.running--
-	ln.running = false
-	if ln.head() < numPriorities {
-		ln.ready = true
-		ls.ready = append(ls.ready, ln)
-	} else {
-		delete(ls.byBot, ln.bot)
-	}
-	ls.schedule()
-	ls.mu.Unlock()
-	select {
-	case ls.room <- struct{}{}:
-	default:
+	for {
+		ls.w.execute(it)
+		ls.mu.Lock()
+		delete(ls.held, heldKey{it.i, it.msg.ID})
+		ls.running--
+		ln.running = false
+		if ln.head() < numPriorities {
+			ln.ready = true
+			ls.ready = append(ls.ready, ln)
+		} else {
+			delete(ls.byBot, ln.bot)
+		}
+		next, nextIt, ok := ls.take()
+		ls.schedule()
+		ls.mu.Unlock()
+		select {
+		case ls.room <- struct{}{}:
+		default:
+		}
+		if !ok {
+			return
+		}
+		ln, it = next, nextIt
 	}
 }
 

@@ -320,21 +320,7 @@ func (r *Registry) Get(ctx context.Context, id string) (Bot, error) {
 // GetLater queues Get's read on c (a pipeline) and returns the decoder to call once the
 // pipeline has run, so that the read can share a round trip with others.
 func GetLater(ctx context.Context, c redis.Cmdable, id string) func() (Bot, error) {
-	cmd := c.HGet(ctx, store.Bot(id), fieldConfig)
-	return func() (Bot, error) {
-		data, err := cmd.Bytes()
-		if errors.Is(err, redis.Nil) {
-			return Bot{}, ErrNotFound
-		}
-		if err != nil {
-			return Bot{}, err
-		}
-		var b Bot
-		if err := json.Unmarshal(data, &b); err != nil {
-			return Bot{}, fmt.Errorf("bot %s: corrupt projection: %w", id, err)
-		}
-		return b, nil
-	}
+	return (*Decoded)(nil).GetLater(ctx, c, id)
 }
 
 // Count is the number of projected bots.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,6 +67,11 @@ const maxBackground = 0.25
 //
 // SIGOPS_LOAD_NGINX=1 also runs intake-max and fill-500 through nginx terminating TLS in
 // front of webhookd (the local stack's origin), for a reference figure.
+//
+// SIGOPS_LOAD_PPROF=<dir> starts webhookd and the executor with --pprof and, during each
+// step, records a CPU profile of each for the step's duration, as
+// <dir>/<configuration>-<step>-<daemon>.pprof (read with `go tool pprof -top bin/<daemon>
+// <file>`: the benchmark builds the daemons into the repository's bin/).
 func BenchmarkSignalPipeline(b *testing.B) {
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	configs, err := redisConfigs(os.Getenv("SIGOPS_LOAD_REDIS_FLAGS"))
@@ -96,6 +102,7 @@ type pipelineStep struct {
 // pipelineRun is one configuration's stack and what its steps measured.
 type pipelineRun struct {
 	s                  *pipeline
+	config             string
 	checker            *load.Checker
 	rows               []load.Row
 	verdicts, warnings []string
@@ -125,7 +132,7 @@ func runPipeline(b *testing.B, rc redisConfig) []load.Row {
 	rdb := s.redis.Client()
 	b.Cleanup(func() { _ = rdb.Close() })
 	s.rdb = rdb
-	run := &pipelineRun{s: s, checker: load.NewChecker(rdb, fleet)}
+	run := &pipelineRun{s: s, config: rc.name, checker: load.NewChecker(rdb, fleet)}
 
 	direct, err := load.NewRunner(load.Target{BaseURL: "http://" + s.hookAddr, ForwardedProto: true}, fleet.Paths())
 	if err != nil {
@@ -213,12 +220,14 @@ func (run *pipelineRun) step(ctx context.Context, b, sb *testing.B, st pipelineS
 	background := (busy1 - busy0).Seconds() - ours
 	before := sample(sb, s)
 	resetLatency(ctx, s.rdb)
+	profiled := s.profile(ctx, sb, run.config+"-"+st.scenario.Name, st.scenario.Duration)
 	sb.StartTimer()
 	res, err := st.runner.Run(ctx, st.scenario)
 	if err != nil {
 		sb.Fatal(err)
 	}
 	sb.StopTimer()
+	profiled()
 	after := sample(sb, s)
 	events := latencyLatest(ctx, s.rdb)
 	if s.executor == nil {
@@ -270,12 +279,14 @@ type pipeline struct {
 	executor, webhookd             *stack.Process
 	hookAddr, hookOps, executorOps string
 	executorBin, dir               string
-	rdb                            *redis.Client // for INFO
+	// profiles is SIGOPS_LOAD_PPROF: where CPU profiles of the daemons go ("" for none).
+	profiles string
+	rdb      *redis.Client // for INFO
 }
 
 func startStack(ctx context.Context, b *testing.B, root, dir string, rc redisConfig) *pipeline {
 	b.Helper()
-	s := &pipeline{}
+	s := &pipeline{profiles: os.Getenv("SIGOPS_LOAD_PPROF")}
 	var err error
 	if s.cp, err = stack.StartControlPlane(stack.ControlPlaneOptions{Root: root, Kubeconfig: filepath.Join(dir, "kubeconfig")}); err != nil {
 		b.Fatal(err)
@@ -326,7 +337,7 @@ func startStack(ctx context.Context, b *testing.B, root, dir string, rc redisCon
 	if s.webhookd, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "webhookd", Binary: bins["webhookd"], LogFile: filepath.Join(dir, "webhookd.log"),
 		Args: []string{"--redis-addr=" + s.redis.Addr, "--listen=" + s.hookAddr, "--metrics-bind-address=" + s.hookOps,
-			"--trusted-proxies=127.0.0.1/32", "--log-level=WARN"},
+			"--trusted-proxies=127.0.0.1/32", "--log-level=WARN", s.pprofFlag()},
 		ReadyURL: "http://" + s.hookOps + "/readyz",
 	}); err != nil {
 		b.Fatal(err)
@@ -350,7 +361,7 @@ func (s *pipeline) startExecutor(ctx context.Context, b *testing.B) {
 	if s.executor, err = stack.StartDaemon(ctx, stack.DaemonOptions{
 		Name: "executor", Binary: s.executorBin, LogFile: filepath.Join(s.dir, "executor.log"),
 		Args: []string{"--redis-addr=" + s.redis.Addr, "--market-data=simulated",
-			"--metrics-bind-address=" + s.executorOps, "--log-level=WARN"},
+			"--metrics-bind-address=" + s.executorOps, "--log-level=WARN", s.pprofFlag()},
 		ReadyURL: "http://" + s.executorOps + "/readyz",
 	}); err != nil {
 		b.Fatal(err)
@@ -434,9 +445,11 @@ func sample(b *testing.B, s *pipeline) snapshot {
 			case !ok:
 			case k == "total_commands_processed" || k == "total_reads_processed" || slices.Contains(persistenceFields, k):
 				snap.redis[k], _ = strconv.ParseFloat(v, 64)
-			case strings.HasPrefix(k, "cmdstat_"): // cmdstat_get:calls=12,usec=...
-				calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			case strings.HasPrefix(k, "cmdstat_"): // cmdstat_get:calls=12,usec=34,...
+				calls, rest, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+				usec, _, _ := strings.Cut(strings.TrimPrefix(rest, "usec="), ",")
 				snap.redis[k], _ = strconv.ParseFloat(calls, 64)
+				snap.redis["cmdusec_"+strings.TrimPrefix(k, "cmdstat_")], _ = strconv.ParseFloat(usec, 64)
 			}
 		}
 	}
@@ -513,6 +526,7 @@ func describe(before, after snapshot, elapsed time.Duration, signals int) string
 			list = append(list, fmt.Sprintf("%s %.1f", c.name, c.n))
 		}
 		out += " (" + strings.Join(list, ", ") + ")"
+		out += "\n  redis µs per signal in commands (a script's include the commands it calls): " + commandTime(before, after, signals)
 	}
 	var means []string
 	for _, daemon := range []string{"webhookd", "executor"} {
@@ -633,4 +647,84 @@ func foreignLoad(before, after snapshot, elapsed time.Duration) float64 {
 		busy -= after.cpu[name] - before.cpu[name]
 	}
 	return busy.Seconds() / elapsed.Seconds()
+}
+
+// pprofFlag is the daemons' --pprof flag: on when the run records profiles.
+func (s *pipeline) pprofFlag() string {
+	return "--pprof=" + strconv.FormatBool(s.profiles != "")
+}
+
+// profile starts recording a CPU profile of webhookd and of the executor (when running) for
+// d, and returns a function that waits for both and writes them under s.profiles as
+// <name>-<daemon>.pprof. Without SIGOPS_LOAD_PPROF it does nothing.
+func (s *pipeline) profile(ctx context.Context, b *testing.B, name string, d time.Duration) (wait func()) {
+	if s.profiles == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(s.profiles, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	started := 0
+	for daemon, addr := range map[string]string{"webhookd": s.hookOps, "executor": s.executorOps} {
+		if addr == "" {
+			continue
+		}
+		started++
+		file := filepath.Join(s.profiles, name+"-"+daemon+".pprof")
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, int(d/time.Second)))
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if err := fetchTo(ctx, url, file); err != nil {
+				b.Logf("CPU profile of %s: %v", daemon, err)
+			}
+		}()
+	}
+	return func() {
+		for range started {
+			<-done
+		}
+	}
+}
+
+func fetchTo(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, body, 0o644)
+}
+
+// commandTime lists the commands Redis spent the most time in during a step, in µs per
+// signal: where Redis's CPU per signal goes (the rest of its time is reading requests and
+// writing replies). A script's time includes the commands it calls, which are listed too.
+func commandTime(before, after snapshot, signals int) string {
+	type cmd struct {
+		name string
+		us   float64
+	}
+	var cmds []cmd
+	for k, v := range after.redis {
+		if name, ok := strings.CutPrefix(k, "cmdusec_"); ok {
+			cmds = append(cmds, cmd{name, (v - before.redis[k]) / float64(signals)})
+		}
+	}
+	slices.SortFunc(cmds, func(a, b cmd) int { return cmp.Compare(b.us, a.us) })
+	list := []string{}
+	for _, c := range cmds[:min(len(cmds), 10)] {
+		list = append(list, fmt.Sprintf("%s %.1f", c.name, c.us))
+	}
+	return strings.Join(list, ", ")
 }
