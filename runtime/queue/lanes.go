@@ -3,6 +3,7 @@ package queue
 import (
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -85,7 +86,9 @@ type lanes struct {
 	// running counts signals running; room is signalled when an entry leaves.
 	running int
 	room    chan struct{}
-	wg      sync.WaitGroup
+	// idle hands an entry to a goroutine parked after its signal (see park).
+	idle chan work
+	wg   sync.WaitGroup
 }
 
 func (ls *lanes) init(w *worker) {
@@ -93,6 +96,7 @@ func (ls *lanes) init(w *worker) {
 	ls.byBot = map[string]*lane{}
 	ls.held = map[heldKey]struct{}{}
 	ls.room = make(chan struct{}, 1)
+	ls.idle = make(chan work)
 }
 
 // holds: the entry is already held (running or waiting).
@@ -130,8 +134,12 @@ func (ls *lanes) schedule() {
 		if !ok {
 			return
 		}
-		ls.wg.Add(1)
-		go ls.run(ln, it)
+		select {
+		case ls.idle <- work{ln, it}: // a parked goroutine takes it
+		default:
+			ls.wg.Add(1)
+			go ls.run(ln, it)
+		}
 	}
 }
 
@@ -161,8 +169,9 @@ func (ls *lanes) take() (*lane, item, bool) {
 }
 
 // run executes one entry, frees the bot's lane and its slot, and goes on with the entry
-// that goes first next, if any: a goroutine per slot rather than per signal, so the stack
-// a signal grows (Redis client, JSON) is reused instead of grown again for every signal.
+// that goes first next; with none, it parks for the next one scheduled. Goroutines live per
+// slot rather than per signal, so the stack a signal grows (Redis client, JSON) is reused
+// instead of grown again, by copying, for every signal.
 func (ls *lanes) run(ln *lane, it item) {
 	defer ls.wg.Done()
 	for {
@@ -185,10 +194,39 @@ func (ls *lanes) run(ln *lane, it item) {
 		default:
 		}
 		if !ok {
-			return
+			w, parked := ls.park()
+			if !parked {
+				return
+			}
+			next, nextIt = w.ln, w.it
 		}
 		ln, it = next, nextIt
 	}
+}
+
+// idleFor is how long a goroutine whose slot fell free waits for the next entry before it
+// exits.
+const idleFor = 30 * time.Second
+
+// work is an entry handed to a parked goroutine, its slot claimed (take).
+type work struct {
+	ln *lane
+	it item
+}
+
+// park waits up to idleFor for schedule to hand this goroutine an entry; false when none
+// came, or the worker is done (so that wait returns once the running signals have).
+func (ls *lanes) park() (work, bool) {
+	t := time.NewTimer(idleFor)
+	defer t.Stop()
+	select {
+	case w := <-ls.idle:
+		return w, true
+	case <-t.C:
+	case <-ls.w.l.ctx.Done():
+	case <-ls.w.l.stop:
+	}
+	return work{}, false
 }
 
 // waitForRoom blocks the reader while the partition holds MaxHeld entries; false if the
