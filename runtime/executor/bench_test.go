@@ -101,7 +101,8 @@ const paperFillTripBudget = 4
 // BenchmarkPaperFillTrips runs market buys and sells of one paper bot through a real queue
 // consumer and counts, per fill, the round trips from the XREADGROUP that delivered it to
 // its stored result: that XREADGROUP and every trip of Handle on the executor's client.
-// The acknowledgement after the result is not counted. It fails above paperFillTripBudget.
+// A successful fill's acknowledgement rides in the commit script (no trip of its own). It
+// fails above paperFillTripBudget.
 func BenchmarkPaperFillTrips(b *testing.B) {
 	h := newHarness(b, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")

@@ -24,7 +24,8 @@ import (
 // KEYS: 1 the signal's progress record, 2-4 the position with its set and watch index, 5-6
 // the order record and the bot's order list, 7 the trades, 8 the days, 9 the risk counters,
 // 10 the bot's hash (a pause), and, only when the result is stored here, 11-12 the result and
-// the bot's signal index.
+// the bot's signal index, and, only when the queue entry is acknowledged here too, 13 its
+// stream.
 //
 // ARGV: 1 the done marker's field, 2 its value ("": the result is stored here and the
 // progress record is deleted), 3 the progress TTL (s), 4 the plan this attempt made ("": it
@@ -33,7 +34,7 @@ import (
 // the day ("": not checked; "-": absent; "=" and the text), 9-12 those of the risk counter
 // fields, then the writes from argPos on.
 //
-// Replies: {0} written; {1} a checked key changed (nothing written); {2, done} the leg was
+// Replies: {0, acked} written (acked 1: the queue entry was acknowledged too); {1} a checked key changed (nothing written); {2, done} the leg was
 // booked already; {3} the signal's result is stored (another attempt finished it); {4}
 // another attempt stored its plan first.
 const (
@@ -44,7 +45,9 @@ const (
 	argRisk    = argDay + 3
 	argPause   = argRisk + 8
 	argResult  = argPause + 4
+	argAck     = argResult + 9
 	keysResult = 11
+	keysAck    = 13
 )
 
 var commitScript = registry.PauseScript(`
@@ -80,7 +83,10 @@ else
 end
 if #KEYS >= 11 then
 ` + queue.ResultLua(keysResult, argResult) + `end
-return {0}
+local acked = 0
+if #KEYS >= 13 then
+` + queue.AckLua(keysAck, argAck) + `end
+return {0, acked}
 `)
 
 // commitBook runs commitScript for a booking computed from st. ok is false when a key
@@ -91,6 +97,11 @@ func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRea
 	keys, args, fin, err := e.commitArgs(j, in, st, w)
 	if err != nil {
 		return legDone{}, false, err
+	}
+	ack := ackedWith(ctx, j, fin)
+	if ack != nil {
+		keys = append(keys, ack.Stream)
+		args = append(args, ack.AckArgs()...)
 	}
 	reply, err := commitScript.Run(ctx, e.rdb, keys, args...).Slice()
 	if err != nil {
@@ -112,6 +123,9 @@ func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRea
 	default:
 		return legDone{}, false, fmt.Errorf("booking %s: unexpected reply %v", in.signalID, reply)
 	}
+	if acked, _ := reply[1].(int64); acked == 1 && ack != nil {
+		ack.Acked()
+	}
 	if j.unsaved != nil && args[1] != "" {
 		j.planSaved()
 	}
@@ -125,6 +139,21 @@ func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRea
 			"reason", w.pause.Reason, "until", w.pause.Until)
 	}
 	return w.done, true, nil
+}
+
+// ackedWith is the queue entry the commit acknowledges with the result it stores, or nil.
+// Only a successful result takes the acknowledgement with it: after a failure Handle may
+// still count an execution error, which a crash in between would lose once the entry is
+// acknowledged. The entry's stream is in the bot's slot (its partition's), as the result is
+// when the commit stores it.
+func ackedWith(ctx context.Context, j *job, fin *finalResult) *queue.Delivery {
+	if fin == nil || !fin.res.Success {
+		return nil
+	}
+	if d := queue.DeliveryOf(ctx); d != nil && d.Partition == store.PartitionOf(j.bot.ID) {
+		return d
+	}
+	return nil
 }
 
 // errFinished: the signal's result is stored (another attempt finished it); Handle

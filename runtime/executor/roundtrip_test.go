@@ -1,10 +1,14 @@
 package executor_test
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -68,6 +72,77 @@ func TestPaperRoundTrips(t *testing.T) {
 		t.Logf("%s, redelivered: %d round trips: %v", tc.name, len(trips), trips)
 		if len(trips) > 2 {
 			t.Errorf("%s redelivered: %d Redis round trips, want at most 2", tc.name, len(trips))
+		}
+	}
+}
+
+// A successful paper fill's queue entry is acknowledged by the commit script that stores its
+// result, so the worker sends no acknowledgement of its own; a failure is acknowledged by the
+// worker after Handle (which may still count an execution error). Either way the entry
+// leaves the stream and its pending list.
+func TestQueueEntryAcknowledgedWithResult(t *testing.T) {
+	h := newHarness(t, nil)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`)) // loads the scripts, learns the hints
+	qTrips := &storetest.Trips{}
+	qc := queueClient(t, h.srv)
+	qc.AddHook(qTrips)
+	handled := make(chan queue.Envelope, 1)
+	consumer := queue.NewConsumer(qc, queue.Options{Name: "ack", LeaseTTL: 5 * time.Second, Logger: h.quiet})
+	ctx, stop := context.WithCancel(h.ctx)
+	defer stop()
+	go func() {
+		_ = consumer.Run(ctx, func(ctx context.Context, env queue.Envelope) error {
+			err := h.ex.Handle(ctx, env)
+			if err == nil {
+				handled <- env
+			}
+			return err
+		})
+	}()
+	enq := h.srv.Client()
+	defer enq.Close()
+	for _, tc := range []struct {
+		name, body string
+		success    bool
+	}{
+		{"a fill", `{"action":"sell","symbol":"BTCUSDT"}`, true},
+		{"a failure", `{"action":"close"}`, false}, // no position left to close
+	} {
+		env := h.envelope(tc.body)
+		if _, err := queue.Enqueue(h.ctx, enq, env); err != nil {
+			t.Fatal(err)
+		}
+		<-handled
+		stream := queue.StreamOf(env.BotID, env.Priority)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n, err := enq.XLen(h.ctx, stream).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := enq.XPending(h.ctx, stream, queue.Group).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 && p.Count == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the entry is still queued (%d in the stream, %d pending)", tc.name, n, p.Count)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		st, err := queue.GetResult(h.ctx, h.rdb, env.SignalID)
+		if err != nil || !st.Found {
+			t.Fatalf("%s: no result: %v", tc.name, err)
+		}
+		if res := st.Result; res.Success != tc.success {
+			t.Fatalf("%s: result %+v, want success %v", tc.name, res, tc.success)
+		}
+		workerAcked := slices.ContainsFunc(qTrips.Take(), func(trip string) bool { return strings.HasPrefix(trip, "xack") })
+		if workerAcked == tc.success {
+			t.Errorf("%s: the worker acknowledged the entry itself: %v, want %v", tc.name, workerAcked, !tc.success)
 		}
 	}
 }

@@ -28,8 +28,10 @@ func (w *worker) execute(it item) {
 		c.m.wait.WithLabelValues(prioLabel(prio)).Observe(time.Since(time.UnixMilli(env.ReceivedAt)).Seconds())
 	}
 	var local budget // this worker's own failed attempts
+	d := &Delivery{Partition: w.l.p, Stream: w.streams[it.i], ID: it.msg.ID}
+	ctx := withDelivery(w.l.ctx, d)
 	for {
-		err := call(w.l.ctx, w.h, env)
+		err := call(ctx, w.h, env)
 		if err == nil {
 			break
 		}
@@ -56,7 +58,7 @@ func (w *worker) execute(it item) {
 		}
 	}
 	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
-	if w.ack(it.i, it.msg.ID) && local.attempts > 0 {
+	if (d.acked.Load() || w.ack(it.i, it.msg.ID)) && local.attempts > 0 {
 		// Best effort: the count would expire anyway.
 		_ = c.rdb.Del(context.WithoutCancel(w.l.ctx), store.SignalAttempts(env.BotID, env.SignalID)).Err()
 	}
