@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -23,7 +24,10 @@ const maxErrorLen = 1000
 // the partition's next owner.
 func (w *worker) execute(it item) {
 	c, env, prio := w.c, it.env, Priorities[it.i]
-	log := c.log.With("signalId", env.SignalID, "botId", env.BotID, "priority", int(prio))
+	// Built only when something is logged: With formats its attributes at once.
+	log := func() *slog.Logger {
+		return c.log.With("signalId", env.SignalID, "botId", env.BotID, "priority", int(prio))
+	}
 	if env.ReceivedAt > 0 {
 		c.m.wait.WithLabelValues(prioLabel(prio)).Observe(time.Since(time.UnixMilli(env.ReceivedAt)).Seconds())
 	}
@@ -45,14 +49,15 @@ func (w *worker) execute(it item) {
 		c.m.handlerErrors.WithLabelValues(prioLabel(prio)).Inc()
 		b := w.spend(env, err, local)
 		if reason := b.exhausted(c.opt, err); reason != "" {
+			l := log()
 			if p := (*panicError)(nil); errors.As(err, &p) {
-				log = log.With("stack", string(p.stack))
+				l = l.With("stack", string(p.stack))
 			}
-			log.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
+			l.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
 			w.deadLetter(it, reason, b, err)
 			return
 		}
-		log.Warn("signal handler failed; retrying the same signal", "attempt", b.attempts, "err", err)
+		log().Warn("signal handler failed; retrying the same signal", "attempt", b.attempts, "err", err)
 		if !w.sleep(signalBackoff(b.attempts - 1)) {
 			return
 		}
