@@ -508,25 +508,10 @@ func describe(before, after snapshot, elapsed time.Duration, signals int) string
 		out += fmt.Sprintf("\n  redis per signal during the run: %.1f commands, %.1f read events",
 			(after.redis["total_commands_processed"]-before.redis["total_commands_processed"])/float64(signals),
 			(after.redis["total_reads_processed"]-before.redis["total_reads_processed"])/float64(signals))
-		type cmd struct {
-			name string
-			n    float64
-		}
-		var cmds []cmd
-		for k, v := range after.redis {
-			if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
-				if n := (v - before.redis[k]) / float64(signals); n >= 0.05 {
-					cmds = append(cmds, cmd{name, n})
-				}
-			}
-		}
-		slices.SortFunc(cmds, func(a, b cmd) int { return cmp.Compare(b.n, a.n) })
-		var list []string
-		for _, c := range cmds {
-			list = append(list, fmt.Sprintf("%s %.1f", c.name, c.n))
-		}
-		out += " (" + strings.Join(list, ", ") + ")"
-		out += "\n  redis µs per signal in commands (a script's include the commands it calls): " + commandTime(before, after, signals)
+		out += " (" + perCommand(before, after, "cmdstat_", signals, 0.05, 0) + ")"
+		// Where Redis's CPU per signal goes (the rest is reading requests and writing replies).
+		out += "\n  redis µs per signal in commands (a script's include the commands it calls): " +
+			perCommand(before, after, "cmdusec_", signals, 0, 10)
 	}
 	var means []string
 	for _, daemon := range []string{"webhookd", "executor"} {
@@ -707,24 +692,29 @@ func fetchTo(ctx context.Context, url, file string) error {
 	return os.WriteFile(file, body, 0o644)
 }
 
-// commandTime lists the commands Redis spent the most time in during a step, in µs per
-// signal: where Redis's CPU per signal goes (the rest of its time is reading requests and
-// writing replies). A script's time includes the commands it calls, which are listed too.
-func commandTime(before, after snapshot, signals int) string {
+// perCommand lists the commands of one INFO commandstats figure (prefix: cmdstat_ for calls,
+// cmdusec_ for µs spent) during a step, per signal, largest first: the commands with at
+// least `least` per signal, at most `top` of them (0: all).
+func perCommand(before, after snapshot, prefix string, signals int, least float64, top int) string {
 	type cmd struct {
 		name string
-		us   float64
+		n    float64
 	}
 	var cmds []cmd
 	for k, v := range after.redis {
-		if name, ok := strings.CutPrefix(k, "cmdusec_"); ok {
-			cmds = append(cmds, cmd{name, (v - before.redis[k]) / float64(signals)})
+		if name, ok := strings.CutPrefix(k, prefix); ok {
+			if n := (v - before.redis[k]) / float64(signals); n >= least {
+				cmds = append(cmds, cmd{name, n})
+			}
 		}
 	}
-	slices.SortFunc(cmds, func(a, b cmd) int { return cmp.Compare(b.us, a.us) })
-	list := []string{}
-	for _, c := range cmds[:min(len(cmds), 10)] {
-		list = append(list, fmt.Sprintf("%s %.1f", c.name, c.us))
+	slices.SortFunc(cmds, func(a, b cmd) int { return cmp.Compare(b.n, a.n) })
+	if top > 0 {
+		cmds = cmds[:min(len(cmds), top)]
+	}
+	list := make([]string, len(cmds))
+	for i, c := range cmds {
+		list[i] = fmt.Sprintf("%s %.1f", c.name, c.n)
 	}
 	return strings.Join(list, ", ")
 }
