@@ -63,6 +63,13 @@ func (f *fixture) user(t testing.TB, email, tier, balance string) Caller {
 // engine starts an engine owning what owned returns; stop ends it and waits.
 func (f *fixture) engine(t testing.TB, name string, history marketdata.History, owned func() []int, workers int) (e *Engine, stop func()) {
 	t.Helper()
+	return f.engineIn(t, context.Background(), name, history, owned, workers)
+}
+
+// engineIn is engine running under parent: cancelling parent stops it at once, from
+// anywhere (a test hook inside the engine included), where stop also waits for it.
+func (f *fixture) engineIn(t testing.TB, parent context.Context, name string, history marketdata.History, owned func() []int, workers int) (e *Engine, stop func()) {
+	t.Helper()
 	if history == nil {
 		history = f.sim
 	}
@@ -76,7 +83,7 @@ func (f *fixture) engine(t testing.TB, name string, history marketdata.History, 
 	e = NewEngine(EngineOptions{Redis: rdb, Wallets: f.wallets, History: history, Owned: owned, Name: name,
 		Workers: workers, Poll: 20 * time.Millisecond, HistoryBackoff: time.Millisecond,
 		Now: func() time.Time { return now }})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -422,10 +422,14 @@ func TestJobResumedByTheNextOwner(t *testing.T) {
 		}
 	}
 	var runs [2]atomic.Int64
-	first, stopFirst := f.engine(t, "exec-a", nil, ownedBy(0), 1)
+	// The executor dies right after its k-th experiment: its context ends inside the hook,
+	// before its worker can start the next one, however the goroutines are scheduled.
+	dies, die := context.WithCancel(context.Background())
+	first, stopFirst := f.engineIn(t, dies, "exec-a", nil, ownedBy(0), 1)
 	killed := make(chan struct{})
 	first.afterExperiment = func(string, int) {
 		if runs[0].Add(1) == k {
+			die()
 			close(killed)
 		}
 	}
