@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sigops needs on a fresh machine: redis-server for the tests and
-# the local stack, nginx (the local stack's HTTPS front, like the Ingress) and chromium (the
+# the local stack, redis-sentinel for the tests of a Sentinel-managed Redis, nginx (the local stack's HTTPS front, like the Ingress) and chromium (the
 # dashboard's browser tests in test/browser drive it headless). Does nothing when everything is present.
 set -euo pipefail
 
 packages=()
 command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || packages+=(redis-sentinel)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || packages+=(nginx)
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || packages+=(chromium)
 [ ${#packages[@]} -eq 0 ] && exit 0
@@ -19,5 +20,5 @@ echo "installing ${packages[*]} from Debian (a minute or two)..." >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
-# Debian starts a system redis on :6379 after install; sigops starts its own on other ports,
-# so leave the system one alone.
+# Debian starts a system redis on :6379 (and a Sentinel on :26379) after install; sigops starts
+# its own on other ports, so leave the system ones alone.

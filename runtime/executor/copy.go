@@ -175,7 +175,9 @@ func (e *Executor) fanOut(ctx context.Context, j *job, d legDone) error {
 		return err
 	}
 	var sent []func() (bool, error)
-	if _, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// The copies are queued signals like any other: on the replicas before the master's
+	// signal counts as done (store.AckPipelined).
+	if _, err := store.AckPipelined(ctx, e.rdb, func(p redis.Pipeliner) error {
 		for i, id := range j.followers {
 			f, err := reads[i]()
 			if err != nil || !registry.Follows(f, j.bot) {

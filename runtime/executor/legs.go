@@ -17,6 +17,7 @@ import (
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // runLeg places (or finds) a leg's order and books it. A failure that is the exchange's
@@ -73,7 +74,7 @@ func (e *Executor) runLeg(ctx context.Context, j *job, l leg) (legDone, error) {
 
 // unstaged says whether leg l is placed without staging (see above).
 func (e *Executor) unstaged(j *job, l leg) bool {
-	if _, ok := j.acct.Exchange.(*paper.Exchange); !ok || len(j.followers) > 0 {
+	if !isPaper(j) || len(j.followers) > 0 {
 		return false
 	}
 	if l.Op == opReduce {
@@ -320,7 +321,7 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 		if err := e.stageWithPlan(ctx, j, l, data, rec); err != nil {
 			return err
 		}
-	} else if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	} else if err := e.stageTx(ctx, j, func(p redis.Pipeliner) error {
 		p.HSet(ctx, j.sigKey(), prefixReq+l.Name, data)
 		if j.equity != "" {
 			p.HSet(ctx, j.sigKey(), prefixEquity+l.Name, j.equity)
@@ -337,6 +338,26 @@ func (e *Executor) stagePending(ctx context.Context, j *job, l leg, req exchange
 	}
 	j.equity = ""
 	return nil
+}
+
+// isPaper says whether j's account trades on the paper exchange.
+func isPaper(j *job) bool {
+	_, ok := j.acct.Exchange.(*paper.Exchange)
+	return ok
+}
+
+// stageTx is how stagePending's transaction runs: a live order's staging must be on
+// --redis-min-replicas-ack replicas before the exchange call, so that a failover of Redis
+// cannot lose the record of an order that moves money (store.AckTxPipelined). A paper
+// order moves none, and its staging skips the wait.
+func (e *Executor) stageTx(ctx context.Context, j *job, fn func(redis.Pipeliner) error) error {
+	var err error
+	if isPaper(j) {
+		_, err = e.rdb.TxPipelined(ctx, fn)
+	} else {
+		_, err = store.AckTxPipelined(ctx, e.rdb, fn)
+	}
+	return err
 }
 
 // stageWithPlanScript is the plan's HSETNX and, only if it won, stagePending's transaction
@@ -369,7 +390,14 @@ func (e *Executor) stageWithPlan(ctx context.Context, j *job, l leg, req []byte,
 	keys := append([]string{j.sigKey()}, w.Keys...)
 	args := append([]any{fieldPlan, j.unsaved, prefixReq + l.Name, req, int64(ProgressTTL / time.Second),
 		prefixSent + l.Name, prefixEquity + l.Name, j.equity}, w.Args...)
-	won, err := stageWithPlanScript.Run(ctx, e.rdb, keys, args...).Int()
+	var cmd *redis.Cmd
+	if isPaper(j) {
+		cmd = stageWithPlanScript.Run(ctx, e.rdb, keys, args...)
+	} else {
+		// A live order's staging must be on the replicas before money moves (stageTx).
+		cmd = store.AckScript(ctx, e.rdb, stageWithPlanScript, keys, args...)
+	}
+	won, err := cmd.Int()
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,8 @@ func (in *Intake) admit(ctx context.Context, bot string, r Request) (Admission, 
 	}
 	keys := []string{store.Bot(bot), store.RateLimit(bot), store.Idempotency(bot, r.IdempotencyHash),
 		store.Dedupe(bot, r.BodyHash), queue.StreamOf(bot, r.Priority)}
-	res, err := intakeScript.Run(ctx, in.rdb, keys,
+	// On the replicas before the sender hears "queued" (store.AckScript).
+	res, err := store.AckScript(ctx, in.rdb, intakeScript, keys,
 		r.ReceivedAt.UnixMilli(), r.SignalID, env, flag(r.NeedsSymbol), r.WebhookHash,
 		flag(r.IdempotencyHash != ""), flag(r.BodyHash != ""), IdempotencyTTL.Milliseconds(), queue.MaxLen).Slice()
 	if err != nil {

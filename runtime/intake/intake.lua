@@ -46,15 +46,23 @@ if g[9] and g[9] ~= '' then
 end
 if ARGV[4] == '1' and (not g[5] or g[5] == '') then return {'err', 'MISSING_SYMBOL', 0} end
 
+-- A duplicate rewrites its record's own expiry: a write, so that the WAIT which follows on
+-- the caller's connection (store.AckScript) also covers the first signal's entry, written
+-- perhaps on another connection, before the duplicate is answered with its signalId.
+local function dup(key, first)
+  local at = redis.call('PEXPIRETIME', key)
+  if at > 0 then redis.call('PEXPIREAT', key, at) end
+  return {'dup', first, 0}
+end
 if ARGV[6] == '1' then
   local first = redis.call('GET', KEYS[3])
-  if first then return {'dup', first, 0} end
+  if first then return dup(KEYS[3], first) end
 end
 local dedupeMs = tonumber(g[8] or '0') or 0
 local dedupe = dedupeMs > 0 and ARGV[7] == '1'
 if dedupe then
   local first = redis.call('GET', KEYS[4])
-  if first then return {'dup', first, 0} end
+  if first then return dup(KEYS[4], first) end
 end
 
 -- GCRA: `burst` signals at once, then one every `interval` ms.

@@ -68,16 +68,20 @@ func Enqueue(ctx context.Context, rdb redis.UniversalClient, env Envelope) (stri
 	if err != nil {
 		return "", fmt.Errorf("queue: encode envelope %s: %w", env.SignalID, err)
 	}
-	id, err := rdb.XAdd(ctx, &redis.XAddArgs{
-		Stream: StreamOf(env.BotID, env.Priority),
-		MaxLen: MaxLen,
-		Approx: true,
-		Values: []any{EnvelopeField, data},
-	}).Result()
-	if err != nil {
+	var add *redis.StringCmd
+	// On the replicas before the caller is told it is queued (store.AckPipelined).
+	if _, err := store.AckPipelined(ctx, rdb, func(p redis.Pipeliner) error {
+		add = p.XAdd(ctx, &redis.XAddArgs{
+			Stream: StreamOf(env.BotID, env.Priority),
+			MaxLen: MaxLen,
+			Approx: true,
+			Values: []any{EnvelopeField, data},
+		})
+		return nil
+	}); err != nil {
 		return "", fmt.Errorf("queue: enqueue %s: %w", env.SignalID, err)
 	}
-	return id, nil
+	return add.Val(), nil
 }
 
 // unplaced counts the envelopes this process enqueued whose signal ID is not in their bot's
@@ -104,9 +108,17 @@ func notePlacement(env Envelope) {
 // the marker was absent: one step in the bot's partition slot, so a repeat enqueues nothing
 // and a crash cannot leave a marker without its entry. Returns {1} when it enqueued, {0,
 // the marker's value} otherwise.
+//
+// A repeat rewrites the marker's own expiry: a write, so that the WAIT which follows on the
+// caller's connection (store.AckScript) also covers the first call's entry, written perhaps
+// on another connection, before the repeat is answered.
 var enqueueOnceScript = redis.NewScript(`
 local prev = redis.call('GET', KEYS[1])
-if prev then return {0, prev} end
+if prev then
+  local at = redis.call('PEXPIRETIME', KEYS[1])
+  if at > 0 then redis.call('PEXPIREAT', KEYS[1], at) end
+  return {0, prev}
+end
 redis.call('SET', KEYS[1], ARGV[5], 'EX', ARGV[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', ARGV[3], ARGV[4])
 return {1}
@@ -119,7 +131,9 @@ return {1}
 // executor's copy fan-out, repeated when its master signal is redelivered) gives each
 // signal its marker. The script goes by EVAL, so a pipeline of them needs no loaded script.
 func EnqueueOnceLater(ctx context.Context, c redis.Scripter, env Envelope, marker string, ttl time.Duration) (func() (bool, error), error) {
-	done, err := enqueueOnce(ctx, c, env, marker, "1", ttl)
+	done, err := enqueueOnce(env, marker, "1", ttl, func(keys []string, args ...any) *redis.Cmd {
+		return enqueueOnceScript.Eval(ctx, c, keys, args...)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -134,14 +148,18 @@ func EnqueueOnceLater(ctx context.Context, c redis.Scripter, env Envelope, marke
 // enqueues nothing and returns the marker's value. A caller that names its requests by a
 // key of its own (an idempotency key) stores in value what a repeat must answer.
 func EnqueueOnce(ctx context.Context, c redis.Scripter, env Envelope, marker, value string, ttl time.Duration) (prev string, enqueued bool, err error) {
-	done, err := enqueueOnce(ctx, c, env, marker, value, ttl)
+	done, err := enqueueOnce(env, marker, value, ttl, func(keys []string, args ...any) *redis.Cmd {
+		// On the replicas before the caller is told it is queued.
+		return store.AckScript(ctx, c, enqueueOnceScript, keys, args...)
+	})
 	if err != nil {
 		return "", false, err
 	}
 	return done()
 }
 
-func enqueueOnce(ctx context.Context, c redis.Scripter, env Envelope, marker, value string, ttl time.Duration) (func() (string, bool, error), error) {
+// enqueueOnce runs enqueueOnceScript for env through run.
+func enqueueOnce(env Envelope, marker, value string, ttl time.Duration, run func(keys []string, args ...any) *redis.Cmd) (func() (string, bool, error), error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
@@ -153,7 +171,7 @@ func enqueueOnce(ctx context.Context, c redis.Scripter, env Envelope, marker, va
 	if err != nil {
 		return nil, fmt.Errorf("queue: encode envelope %s: %w", env.SignalID, err)
 	}
-	cmd := enqueueOnceScript.Eval(ctx, c, []string{marker, StreamOf(env.BotID, env.Priority)},
+	cmd := run([]string{marker, StreamOf(env.BotID, env.Priority)},
 		max(1, int64(ttl/time.Second)), MaxLen, EnvelopeField, data, value)
 	return func() (string, bool, error) {
 		reply, err := cmd.Slice()

@@ -36,6 +36,12 @@ type Options struct {
 	// PoolSize is the connection pool per server (per node of a Cluster); 0 keeps go-redis's
 	// default of 10 per CPU. It is no flag: a process sizes its own clients.
 	PoolSize int
+	// MinReplicasAck is how many replicas must hold a queued signal (and a live order's
+	// staging) before it is acknowledged: a number, or "" / ReplicasAuto for one when the
+	// master has replicas and none otherwise. A Cluster waits for none.
+	MinReplicasAck string
+	// ReplicaAckTimeout bounds the wait for those replicas; 0 is DefaultReplicaAckTimeout.
+	ReplicaAckTimeout time.Duration
 }
 
 // Flag names, for messages and for Args.
@@ -46,6 +52,9 @@ const (
 	flagSentinelAddrs = "redis-sentinel-addrs"
 	flagMasterName    = "redis-master-name"
 	flagClusterAddrs  = "redis-cluster-addrs"
+
+	flagMinReplicasAck    = "redis-min-replicas-ack"
+	flagReplicaAckTimeout = "redis-replica-ack-timeout"
 )
 
 // BindFlags registers the Redis flags on fs, writing into o.
@@ -62,6 +71,8 @@ func BindFlags(fs *flag.FlagSet, o *Options) {
 		o.ClusterAddrs = splitAddrs(s)
 		return nil
 	})
+	fs.StringVar(&o.MinReplicasAck, flagMinReplicasAck, o.MinReplicasAck, "replicas that must hold a queued signal or a live order's staging before it is acknowledged (Redis WAIT): a number, or \""+ReplicasAuto+"\" (the default) for 1 when the master has replicas and 0 when it has none")
+	fs.DurationVar(&o.ReplicaAckTimeout, flagReplicaAckTimeout, o.ReplicaAckTimeout, "longest wait for --"+flagMinReplicasAck+" replicas; a write they miss is answered as a store failure (0: "+DefaultReplicaAckTimeout.String()+", at most "+MaxReplicaAckTimeout.String()+")")
 }
 
 // splitAddrs reads a comma-separated list; blank items are dropped, so a trailing comma is
@@ -99,6 +110,12 @@ func (o Options) Args() []string {
 	if len(o.ClusterAddrs) > 0 {
 		add(flagClusterAddrs, strings.Join(o.ClusterAddrs, ","))
 	}
+	if o.MinReplicasAck != "" {
+		add(flagMinReplicasAck, o.MinReplicasAck)
+	}
+	if o.ReplicaAckTimeout != 0 {
+		add(flagReplicaAckTimeout, o.ReplicaAckTimeout.String())
+	}
 	return args
 }
 
@@ -121,6 +138,21 @@ func (o Options) Validate() error {
 		return fmt.Errorf("a Redis Cluster has database 0 only: drop --%s", flagDB)
 	case o.DB < 0:
 		return fmt.Errorf("--%s must not be negative", flagDB)
+	}
+	return o.validateAck()
+}
+
+// validateAck checks the replica acknowledgement flags. A Cluster waits for no replica: WAIT
+// counts one node's replicas, and a pipeline of a Cluster client spreads over nodes.
+func (o Options) validateAck() error {
+	n, err := parseMinReplicas(o.MinReplicasAck)
+	switch {
+	case err != nil:
+		return err
+	case n > 0 && len(o.ClusterAddrs) > 0:
+		return fmt.Errorf("--%s is not supported on a Redis Cluster: leave it %q or 0", flagMinReplicasAck, ReplicasAuto)
+	case o.ReplicaAckTimeout < 0 || o.ReplicaAckTimeout > MaxReplicaAckTimeout:
+		return fmt.Errorf("--%s must be between 0 and %s", flagReplicaAckTimeout, MaxReplicaAckTimeout)
 	}
 	return nil
 }
@@ -146,7 +178,7 @@ func (o Options) addr() string {
 // universal is the go-redis configuration of o: redis.NewUniversalClient makes a failover
 // client when MasterName is set, a cluster client in cluster mode and a plain client
 // otherwise.
-func (o Options) universal(password string) *redis.UniversalOptions {
+func (o Options) universal(password string, ack *ackPolicy) *redis.UniversalOptions {
 	u := &redis.UniversalOptions{
 		DB:           o.DB,
 		Password:     password,
@@ -163,6 +195,9 @@ func (o Options) universal(password string) *redis.UniversalOptions {
 	default:
 		u.Addrs = []string{o.addr()}
 	}
+	if ack != nil {
+		u.OnConnect = ack.onConnect
+	}
 	return u
 }
 
@@ -177,12 +212,16 @@ func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := redis.NewUniversalClient(o.universal(password))
+	ack := o.newAckPolicy()
+	c := redis.NewUniversalClient(o.universal(password, ack))
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis %s: %w", o, err)
+	}
+	if rc, ok := c.(*redis.Client); ok && ack != nil {
+		policies.Store(rc, ack)
 	}
 	return c, nil
 }

@@ -49,6 +49,14 @@ func TestValidateFlagCombinations(t *testing.T) {
 		{[]string{"--redis-master-name=m", "--redis-addr=r:6379"}, "needs --redis-sentinel-addrs"},
 		{[]string{"--redis-cluster-addrs=n:6379", "--redis-db=3"}, "database 0 only"},
 		{[]string{"--redis-db=-1"}, "must not be negative"},
+		{[]string{"--redis-min-replicas-ack=auto", "--redis-replica-ack-timeout=1s"}, ""},
+		{[]string{"--redis-min-replicas-ack=2", "--redis-replica-ack-timeout=250ms"}, ""},
+		{[]string{"--redis-cluster-addrs=n:6379", "--redis-min-replicas-ack=0"}, ""},
+		{[]string{"--redis-min-replicas-ack=-1"}, "a number of replicas"},
+		{[]string{"--redis-min-replicas-ack=one"}, "a number of replicas"},
+		{[]string{"--redis-cluster-addrs=n:6379", "--redis-min-replicas-ack=1"}, "not supported on a Redis Cluster"},
+		{[]string{"--redis-replica-ack-timeout=2s"}, "between 0 and 1s"},
+		{[]string{"--redis-replica-ack-timeout=-1ms"}, "between 0 and 1s"},
 	} {
 		err := parse(t, tc.args...).Validate()
 		switch {
@@ -67,6 +75,8 @@ func TestArgsRoundTrip(t *testing.T) {
 		{Addr: "r:6379", DB: 4, PasswordFile: "/run/pw"},
 		{SentinelAddrs: []string{"s1:26379", "s2:26379"}, MasterName: "m", DB: 1},
 		{ClusterAddrs: []string{"n1:6379", "n2:6379"}, PasswordFile: "/run/pw"},
+		{Addr: "r:6379", MinReplicasAck: "0", ReplicaAckTimeout: 300 * time.Millisecond},
+		{SentinelAddrs: []string{"s1:26379"}, MasterName: "m", MinReplicasAck: ReplicasAuto},
 	} {
 		if got := parse(t, o.Args()...); !reflect.DeepEqual(got, o) {
 			t.Errorf("%v: parsed back as %+v, want %+v", o.Args(), got, o)
@@ -88,7 +98,7 @@ func TestClientKinds(t *testing.T) {
 		// One seed node is still a cluster.
 		{Options{ClusterAddrs: []string{"n1:6379"}, PoolSize: 50}, []string{"n1:6379"}, "", true},
 	} {
-		u := tc.o.universal("secret")
+		u := tc.o.universal("secret", nil)
 		if !reflect.DeepEqual(u.Addrs, tc.addrs) || u.MasterName != tc.master || u.IsClusterMode != tc.cluster ||
 			u.DB != tc.o.DB || u.Password != "secret" || u.PoolSize != tc.o.PoolSize {
 			t.Errorf("%v: options %+v", tc.o, u)

@@ -392,7 +392,7 @@ func (ps *pass) emit(ctx context.Context, d dueBot, openMs int64, sig strategy.S
 	}
 	keys := []string{store.StrategyState(d.bot.ID), queue.StreamOf(d.bot.ID, queue.PriorityStrategyExit),
 		queue.StreamOf(d.bot.ID, queue.PriorityStrategyEntry)}
-	res, err := emitScript.Run(ctx, ps.r.rdb, keys, args...).Int64Slice()
+	res, err := store.AckScript(ctx, ps.r.rdb, emitScript, keys, args...).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("emit script: %w", err)
 	}

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultReplicaAckTimeout bounds how long a write waits for its replicas (WAIT). A healthy
+// replica on the same network acknowledges within a millisecond or two, and WAIT returns as
+// soon as enough have, so the bound is paid only when a replica is down or far behind. Half a
+// second keeps a signal's answer well inside a webhook sender's own time-out (a few seconds)
+// and far below the client's 2 s read time-out, which the pipeline carrying WAIT runs under.
+const DefaultReplicaAckTimeout = 500 * time.Millisecond
+
+// MaxReplicaAckTimeout is the longest bound accepted: WAIT travels in a pipeline read under
+// the client's 2 s read time-out, and a bound near it would turn a slow replica into a
+// broken connection.
+const MaxReplicaAckTimeout = time.Second
+
+// ReplicasAuto is the value of --redis-min-replicas-ack that asks for one replica when the
+// master has any and none otherwise.
+const ReplicasAuto = "auto"
+
+// ErrNotReplicated: a write reached fewer replicas than asked within the bound. The write is
+// on the master all the same; it may be lost if the master fails before a replica has it.
+var ErrNotReplicated = errors.New("redis: write not acknowledged by enough replicas")
+
+// ackPolicy is how many replicas a client's writes of signals and order staging must reach.
+type ackPolicy struct {
+	min     int // -1: auto
+	timeout time.Duration
+	// seen is the connected replicas the master reported to the client's newest connection
+	// (INFO replication on connect): a failover or a reconnect re-reads it.
+	seen atomic.Int64
+}
+
+// want is the number of replicas a write waits for.
+func (p *ackPolicy) want() int {
+	if p == nil {
+		return 0
+	}
+	if p.min >= 0 {
+		return p.min
+	}
+	return int(min(1, p.seen.Load()))
+}
+
+// policies holds the ackPolicy of every client Connect made, so that writers reach it
+// through the client they already hold.
+var policies sync.Map // *redis.Client -> *ackPolicy
+
+// parseMinReplicas reads --redis-min-replicas-ack: "" or "auto" is -1.
+func parseMinReplicas(s string) (int, error) {
+	if s == "" || s == ReplicasAuto {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--%s must be %q or a number of replicas (0 or more), not %q", flagMinReplicasAck, ReplicasAuto, s)
+	}
+	return n, nil
+}
+
+// newAckPolicy is o's policy; a Cluster client gets none (see Validate).
+func (o Options) newAckPolicy() *ackPolicy {
+	if len(o.ClusterAddrs) > 0 {
+		return nil
+	}
+	n, _ := parseMinReplicas(o.MinReplicasAck)
+	t := o.ReplicaAckTimeout
+	if t == 0 {
+		t = DefaultReplicaAckTimeout
+	}
+	return &ackPolicy{min: n, timeout: t}
+}
+
+// onConnect records the connected replicas a new connection's server reports. A Sentinel
+// answers INFO without them and is skipped; so is a failed read, which never fails the
+// connection.
+func (p *ackPolicy) onConnect(ctx context.Context, cn *redis.Conn) error {
+	info, err := cn.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil
+	}
+	if n, ok := connectedReplicas(info); ok {
+		p.seen.Store(int64(n))
+	}
+	return nil
+}
+
+// connectedReplicas reads connected_slaves from INFO replication; ok is false for anything
+// but a master's (a Sentinel's INFO has no such section).
+func connectedReplicas(info string) (n int, ok bool) {
+	fields := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if k, v, found := strings.Cut(strings.TrimSpace(sc.Text()), ":"); found {
+			fields[k] = v
+		}
+	}
+	if fields["role"] != "master" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(fields["connected_slaves"])
+	return n, err == nil
+}
+
+// policyOf is c as a client whose pipelines run on one connection, and the replicas its
+// writes wait for; 0 for a client Connect did not make, a Cluster client, or none wanted.
+func policyOf(c any) (*redis.Client, int) {
+	rc, ok := c.(*redis.Client)
+	if !ok {
+		return nil, 0
+	}
+	v, ok := policies.Load(rc)
+	if !ok {
+		return nil, 0
+	}
+	return rc, v.(*ackPolicy).want()
+}
+
+// ReplicasWanted is how many replicas a write through c waits for (0: none).
+func ReplicasWanted(c any) int {
+	_, n := policyOf(c)
+	return n
+}
+
+// Pipeliner is a client that runs pipelines.
+type Pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// AckPipelined runs fn's commands in one pipeline on c and, when c's writes must reach
+// replicas (--redis-min-replicas-ack), WAIT in the same pipeline: on the same connection,
+// so WAIT counts the replicas holding everything fn wrote, in one round trip. It returns
+// the commands' error first, then a wrapped ErrNotReplicated when WAIT answered fewer
+// replicas than asked within the bound. Without replicas to wait for it is c.Pipelined(fn).
+func AckPipelined(ctx context.Context, c Pipeliner, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	rc, n := policyOf(c)
+	if n == 0 {
+		return c.Pipelined(ctx, fn)
+	}
+	timeout := policyTimeout(rc)
+	var wait *redis.Cmd
+	cmds, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if err := fn(p); err != nil {
+			return err
+		}
+		wait = waitCmd(ctx, p, n, timeout)
+		return nil
+	})
+	if err != nil {
+		return cmds, err
+	}
+	return cmds, checkWait(wait, n, timeout)
+}
+
+func policyTimeout(rc *redis.Client) time.Duration {
+	v, _ := policies.Load(rc)
+	return v.(*ackPolicy).timeout
+}
+
+// waitCmd is WAIT n timeout on c. A Pipeliner has no Wait method, so it goes by Do.
+func waitCmd(ctx context.Context, c interface {
+	Do(context.Context, ...any) *redis.Cmd
+}, n int, timeout time.Duration) *redis.Cmd {
+	return c.Do(ctx, "wait", n, timeout.Milliseconds())
+}
+
+// checkWait is ErrNotReplicated, wrapped with the count, unless WAIT reached n replicas.
+func checkWait(wait *redis.Cmd, n int, timeout time.Duration) error {
+	if wait == nil {
+		return nil // fn queued nothing to wait for
+	}
+	got, err := wait.Int64()
+	if err != nil {
+		return fmt.Errorf("redis: wait for replicas: %w", err)
+	}
+	if got < int64(n) {
+		return fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, got, n, timeout)
+	}
+	return nil
+}
+
+// AckScript runs script s on c like s.Run (EVALSHA, and EVAL when the server lacks the
+// script) and, when c's writes must reach replicas, WAIT in the same pipeline (see
+// AckPipelined). The script's reply is the returned command's; its error is the script's,
+// or a wrapped ErrNotReplicated.
+func AckScript(ctx context.Context, c redis.Scripter, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	rc, n := policyOf(c)
+	if n == 0 {
+		return s.Run(ctx, c, keys, args...)
+	}
+	cmd := ackScriptTry(ctx, rc, n, func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = ackScriptTry(ctx, rc, n, func(p redis.Pipeliner) *redis.Cmd { return s.Eval(ctx, p, keys, args...) })
+	}
+	return cmd
+}
+
+// ackScriptTry pipelines the script call of eval and WAIT on rc.
+func ackScriptTry(ctx context.Context, rc *redis.Client, n int, eval func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+	timeout := policyTimeout(rc)
+	var cmd *redis.Cmd
+	var wait *redis.Cmd
+	_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = eval(p)
+		wait = waitCmd(ctx, p, n, timeout)
+		return nil
+	})
+	if cmd.Err() != nil {
+		return cmd
+	}
+	if err == nil {
+		err = checkWait(wait, n, timeout)
+	}
+	if err != nil {
+		cmd.SetErr(err)
+	}
+	return cmd
+}
+
+// AckTxPipelined runs fn's commands as a transaction (MULTI/EXEC) on one connection of c
+// and then, when c's writes must reach replicas, WAIT on that connection: two round trips,
+// because a transaction's EXEC and a WAIT after it cannot share one go-redis pipeline.
+// Errors as AckPipelined.
+func AckTxPipelined(ctx context.Context, c redis.UniversalClient, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	rc, n := policyOf(c)
+	if n == 0 {
+		return c.TxPipelined(ctx, fn)
+	}
+	conn := rc.Conn()
+	defer conn.Close()
+	cmds, err := conn.TxPipelined(ctx, fn)
+	if err != nil {
+		return cmds, err
+	}
+	timeout := policyTimeout(rc)
+	return cmds, checkWait(waitCmd(ctx, conn, n, timeout), n, timeout)
+}
