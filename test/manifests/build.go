@@ -57,11 +57,16 @@ func Build(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range m.Resources() {
-		obj, err := r.Map()
+		// Through JSON, so numbers are int64 and float64 as client-go's objects hold them.
+		js, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
 		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }
