@@ -105,9 +105,10 @@ func sentinelsOf(t *testing.T, sets []*appsv1.StatefulSet, configMaps map[string
 			t.Fatal("StatefulSet sigops-redis without its ConfigMap sigops-redis-scripts")
 		}
 		for _, line := range strings.Split(scripts.Data["sentinel.sh"], "\n") {
-			if f := strings.Fields(line); len(f) == 6 && f[0] == "sentinel" && f[1] == "monitor" {
-				if f[5] != "2" {
-					t.Errorf("Sentinel quorum %s, want 2 of 3", f[5])
+			// sentinel monitor <name> $master <quorum>, $master being "host port"
+			if f := strings.Fields(line); len(f) == 5 && f[0] == "sentinel" && f[1] == "monitor" {
+				if f[4] != "2" {
+					t.Errorf("Sentinel quorum %s, want 2 of 3", f[4])
 				}
 				return addrs, f[2]
 			}
