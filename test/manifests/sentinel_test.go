@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
 )
@@ -146,26 +147,6 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// waitFor polls cond until it returns nil, failing the test with its last error after bound.
-func waitFor(t *testing.T, what string, bound time.Duration, pods []*redisPod, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			var logs strings.Builder
-			for _, p := range pods {
-				logs.WriteString(p.logs())
-			}
-			t.Fatalf("%s: not within %s: %v\n%s", what, bound, err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // replication is a server's INFO replication as fields.
 func replication(ctx context.Context, port int, password string) (map[string]string, error) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Password: password, MaxRetries: -1})
@@ -219,12 +200,15 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 	t.Cleanup(func() {
 		for _, p := range pods {
 			p.kill()
+			if t.Failed() {
+				t.Log(p.logs())
+			}
 		}
 	})
 	for _, p := range pods {
 		p.start(t)
 	}
-	waitFor(t, "pod 0 master of two replicas", 30*time.Second, pods, func() error {
+	testkit.Eventually(t, 30*time.Second, "pod 0 master of two replicas", func() error {
 		return masterWith(ctx, pods[0].port, password, 2)
 	})
 	client, err := store.Connect(ctx, store.Options{SentinelAddrs: sentinels, MasterName: "sigops", PasswordFile: passwordFile})
@@ -238,13 +222,13 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 	if n, err := client.Do(ctx, "WAIT", 2, 5000).Int(); err != nil || n != 2 {
 		t.Fatalf("WAIT 2: %d replicas acknowledged (%v)", n, err)
 	}
-	waitFor(t, "three Sentinels that know each other", 30*time.Second, pods, func() error {
+	testkit.Eventually(t, 30*time.Second, "three Sentinels that know each other", func() error {
 		return sentinelsAgree(ctx, sentinels, pods[0].port)
 	})
 
 	pods[0].kill()
 	var newMaster int
-	waitFor(t, "a client write after the failover", 60*time.Second, pods, func() error {
+	testkit.Eventually(t, 60*time.Second, "a client write after the failover", func() error {
 		if err := client.Set(ctx, "after-failover", "written", 0).Err(); err != nil {
 			return err
 		}
@@ -261,7 +245,7 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 	}
 
 	pods[0].start(t)
-	waitFor(t, "pod 0 back as a replica of the new master", 30*time.Second, pods, func() error {
+	testkit.Eventually(t, 30*time.Second, "pod 0 back as a replica of the new master", func() error {
 		return replicaOf(ctx, pods[0].port, newMaster, password)
 	})
 
@@ -271,7 +255,7 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 	for _, p := range pods {
 		p.start(t)
 	}
-	waitFor(t, "the new master kept after all three pods restart", 30*time.Second, pods, func() error {
+	testkit.Eventually(t, 30*time.Second, "the new master kept after all three pods restart", func() error {
 		return masterWith(ctx, newMaster, password, 2)
 	})
 	for _, key := range []string{"before-failover", "after-failover"} {
