@@ -95,6 +95,13 @@ func TestWorkloadsAreProductionReady(t *testing.T) {
 	for _, b := range buildAll(t) {
 		t.Run(b.target, func(t *testing.T) {
 			ws := workloads(t, b.objs)
+			for _, h := range typed[autoscalingv2.HorizontalPodAutoscaler](t, b.objs, "HorizontalPodAutoscaler") {
+				for i := range ws {
+					if ws[i].name == h.Spec.ScaleTargetRef.Name && ws[i].replicas == 1 && h.Spec.MinReplicas != nil {
+						ws[i].replicas = *h.Spec.MinReplicas // the autoscaler owns the count
+					}
+				}
+			}
 			pdbs := typed[policyv1.PodDisruptionBudget](t, b.objs, "PodDisruptionBudget")
 			var components []string
 			for _, w := range ws {
@@ -209,6 +216,9 @@ func TestAutoscalers(t *testing.T) {
 				if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 {
 					t.Errorf("HPA %s: minReplicas below 2", h.Name)
 				}
+				if _, set, _ := unstructured.NestedFieldNoCopy(deploymentObj(b.objs, ref.Name), "spec", "replicas"); set {
+					t.Errorf("Deployment %s sets replicas, which every apply would reset under its HPA", ref.Name)
+				}
 				targets = append(targets, ref.Name)
 			}
 			slices.Sort(targets)
@@ -231,4 +241,13 @@ func TestManagerElectsLeader(t *testing.T) {
 			}
 		}
 	}
+}
+
+func deploymentObj(objs []*unstructured.Unstructured, name string) map[string]any {
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && o.GetName() == name {
+			return o.Object
+		}
+	}
+	return nil
 }
