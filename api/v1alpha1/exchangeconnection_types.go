@@ -105,7 +105,13 @@ type ExchangeConnection struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ExchangeConnectionSpec   `json:"spec"`
+	Spec ExchangeConnectionSpec `json:"spec"`
+
+	// status is what the manager observed. The API server defaults it to observedGeneration
+	// 0, so that an object the manager has not reconciled yet reads as in progress to
+	// kstatus (generation 1 not observed) rather than as current.
+	// +kubebuilder:default={observedGeneration: 0}
+	// +optional
 	Status ExchangeConnectionStatus `json:"status,omitempty"`
 }
 

@@ -80,7 +80,13 @@ type PaperAccount struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PaperAccountSpec   `json:"spec"`
+	Spec PaperAccountSpec `json:"spec"`
+
+	// status is what the manager observed. The API server defaults it to observedGeneration
+	// 0, so that an object the manager has not reconciled yet reads as in progress to
+	// kstatus (generation 1 not observed) rather than as current.
+	// +kubebuilder:default={observedGeneration: 0}
+	// +optional
 	Status PaperAccountStatus `json:"status,omitempty"`
 }
 

@@ -346,7 +346,13 @@ type SignalBot struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   SignalBotSpec   `json:"spec"`
+	Spec SignalBotSpec `json:"spec"`
+
+	// status is what the manager observed. The API server defaults it to observedGeneration
+	// 0, so that an object the manager has not reconciled yet reads as in progress to
+	// kstatus (generation 1 not observed) rather than as current.
+	// +kubebuilder:default={observedGeneration: 0}
+	// +optional
 	Status SignalBotStatus `json:"status,omitempty"`
 }
 
