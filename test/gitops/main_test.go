@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,8 +31,10 @@ var (
 	k8s client.Client
 	// exchangeURL is a fake Binance the Ready connections are validated against.
 	exchangeURL string
-	// repoRoot locates the health script under test.
+	// repoRoot locates config/components/argocd.
 	repoRoot string
+	// argoConfig is argocd-cm with the sigops health checks, as the component renders it.
+	argoConfig *corev1.ConfigMap
 )
 
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
@@ -52,6 +55,9 @@ func startSuite(m *testing.M) error {
 		return err
 	}
 	repoRoot = root
+	if argoConfig, err = renderArgoCM(root); err != nil {
+		return err
+	}
 	env, err := testenv.Start()
 	if err != nil {
 		return err
