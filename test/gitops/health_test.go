@@ -67,31 +67,17 @@ func TestSignalBotHealth(t *testing.T) {
 	createTyped(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stalled-webhook",
 		Labels: map[string]string{controllers.LabelSecretKind: "webhook"}},
 		Data: map[string][]byte{controllers.WebhookSecretKeyID: []byte("not-a-uuid")}})
-
-	cases := []struct {
-		name, account string
-		suspend       bool
-		condition     string
-		status        metav1.ConditionStatus
-		reason        string
-		kstatus       status.Status
-		argo          string
-	}{
-		{"active", "paper", false, tradingv1.ConditionReady, metav1.ConditionTrue, "Active", status.CurrentStatus, argoHealthy},
-		{"paused", "paper", true, tradingv1.ConditionReady, metav1.ConditionTrue, "Paused", status.CurrentStatus, argoSuspended},
-		{"waiting", "absent", false, tradingv1.ConditionReady, metav1.ConditionFalse, "PaperAccountNotFound", status.InProgressStatus, argoProgressing},
-		{"stalled", "paper", false, tradingv1.ConditionStalled, metav1.ConditionTrue, "WebhookSecretInvalid", status.FailedStatus, argoDegraded},
+	bot := func(name, account string, suspend bool) *tradingv1.SignalBot {
+		return &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: tradingv1.SignalBotSpec{Owner: owner, Symbol: "BTC/USDT", Suspend: suspend,
+				PaperAccountRef: &tradingv1.LocalObjectReference{Name: account}}}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bot := create(t, &tradingv1.SignalBot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.name},
-				Spec: tradingv1.SignalBotSpec{Owner: owner, Symbol: "BTC/USDT", Suspend: c.suspend,
-					PaperAccountRef: &tradingv1.LocalObjectReference{Name: c.account}}})
-			assertHealth(t, bot, status.InProgressStatus, argoProgressing)
-			bot = waitFor(t, bot, c.condition, c.status, c.reason)
-			assertHealth(t, bot, c.kstatus, c.argo)
-		})
-	}
+	runCases(t, map[string]healthCase{
+		"active":  {bot("active", "paper", false), tradingv1.ConditionReady, metav1.ConditionTrue, "Active", status.CurrentStatus, argoHealthy},
+		"paused":  {bot("paused", "paper", true), tradingv1.ConditionReady, metav1.ConditionTrue, "Paused", status.CurrentStatus, argoSuspended},
+		"waiting": {bot("waiting", "absent", false), tradingv1.ConditionReady, metav1.ConditionFalse, "PaperAccountNotFound", status.InProgressStatus, argoProgressing},
+		"stalled": {bot("stalled", "paper", false), tradingv1.ConditionStalled, metav1.ConditionTrue, "WebhookSecretInvalid", status.FailedStatus, argoDegraded},
+	})
 }
 
 // An ExchangeConnection is Current when validated, InProgress while the exchange is
@@ -102,29 +88,40 @@ func TestExchangeConnectionHealth(t *testing.T) {
 		Labels: map[string]string{controllers.LabelSecretKind: "credentials"}},
 		StringData: map[string]string{tradingv1.CredentialsKeyAPIKey: binancefake.APIKey,
 			tradingv1.CredentialsKeyAPISecret: binancefake.APISecret}})
-	down := closedPortURL(t)
-
-	cases := []struct {
-		name, secret, url string
-		condition         string
-		status            metav1.ConditionStatus
-		reason            string
-		kstatus           status.Status
-		argo              string
-	}{
-		{"validated", "key", exchangeURL, tradingv1.ConditionReady, metav1.ConditionTrue, "Validated", status.CurrentStatus, argoHealthy},
-		{"unreachable", "key", down, tradingv1.ConditionReconciling, metav1.ConditionTrue, "Unreachable", status.InProgressStatus, argoProgressing},
-		{"no-secret", "absent", exchangeURL, tradingv1.ConditionStalled, metav1.ConditionTrue, "SecretNotFound", status.FailedStatus, argoDegraded},
+	conn := func(name, secret, url string) *tradingv1.ExchangeConnection {
+		return &tradingv1.ExchangeConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: tradingv1.ExchangeConnectionSpec{Owner: owner, Exchange: tradingv1.ExchangeBinance,
+				CredentialsSecretRef: tradingv1.LocalObjectReference{Name: secret},
+				Endpoints:            tradingv1.EndpointsSpec{Spot: url, Futures: url}}}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			conn := create(t, &tradingv1.ExchangeConnection{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.name},
-				Spec: tradingv1.ExchangeConnectionSpec{Owner: owner, Exchange: tradingv1.ExchangeBinance,
-					CredentialsSecretRef: tradingv1.LocalObjectReference{Name: c.secret},
-					Endpoints:            tradingv1.EndpointsSpec{Spot: c.url, Futures: c.url}}})
-			assertHealth(t, conn, status.InProgressStatus, argoProgressing)
-			conn = waitFor(t, conn, c.condition, c.status, c.reason)
-			assertHealth(t, conn, c.kstatus, c.argo)
+	runCases(t, map[string]healthCase{
+		"validated":   {conn("validated", "key", exchangeURL), tradingv1.ConditionReady, metav1.ConditionTrue, "Validated", status.CurrentStatus, argoHealthy},
+		"unreachable": {conn("unreachable", "key", closedPortURL(t)), tradingv1.ConditionReconciling, metav1.ConditionTrue, "Unreachable", status.InProgressStatus, argoProgressing},
+		"no-secret":   {conn("no-secret", "absent", exchangeURL), tradingv1.ConditionStalled, metav1.ConditionTrue, "SecretNotFound", status.FailedStatus, argoDegraded},
+	})
+}
+
+// healthCase is one state of an object: the condition that shows it, and what kstatus and
+// Argo CD must read of the object then.
+type healthCase struct {
+	obj       client.Object
+	condition string
+	status    metav1.ConditionStatus
+	reason    string
+	kstatus   status.Status
+	argo      string
+}
+
+// runCases creates each case's object, checks that the API server's answer reads as in
+// progress, waits for the case's condition and checks the object as the manager left it.
+func runCases(t *testing.T, cases map[string]healthCase) {
+	t.Helper()
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := create(t, c.obj)
+			assertHealth(t, obj, status.InProgressStatus, argoProgressing)
+			obj = waitFor(t, obj, c.condition, c.status, c.reason)
+			assertHealth(t, obj, c.kstatus, c.argo)
 		})
 	}
 }
