@@ -31,6 +31,8 @@ var (
 	k8s client.Client
 	// exchangeURL is a fake Binance the Ready connections are validated against.
 	exchangeURL string
+	// redisAddr is the manager's Redis (empty on a Redis Cluster).
+	redisAddr string
 	// repoRoot locates config/components/argocd.
 	repoRoot string
 	// argoConfig is argocd-cm with the sigops health checks, as the component renders it.
@@ -63,6 +65,7 @@ func startSuite(m *testing.M) error {
 		return err
 	}
 	defer env.Stop()
+	redisAddr = env.Redis.Addr
 	if _, err := env.LiveOwners(context.Background(), owner); err != nil {
 		return err
 	}
