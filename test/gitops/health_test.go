@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
+	"github.com/sigops/sigops/test/stack"
 )
 
 // Argo CD health statuses.
@@ -191,9 +192,12 @@ func create(t *testing.T, obj client.Object) *unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gvk, err := apiutil.GVKForObject(obj, stack.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := &unstructured.Unstructured{Object: content}
-	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1alpha1.")
-	u.SetGroupVersionKind(tradingv1.GroupVersion.WithKind(kind))
+	u.SetGroupVersionKind(gvk)
 	createTyped(t, u)
 	return u
 }
