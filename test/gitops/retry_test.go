@@ -52,7 +52,7 @@ func TestRetryingIsInProgress(t *testing.T) {
 
 // revokeRedis takes every command permission from Redis's default user, the manager's, and
 // returns what gives them back (also run at the end of the test). The permissions are
-// restored through a second user, since the default user can no longer do it.
+// restored through a second user: the default user cannot run ACL without them.
 func revokeRedis(t *testing.T) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
