@@ -32,14 +32,14 @@ data:
 `
 
 // renderArgoCM builds, with kubectl kustomize, an Argo CD installation's kustomization that
-// adds the config/components/argocd component to argoCM, and returns the ConfigMap built.
+// adds the config/argocd component to argoCM, and returns the ConfigMap built.
 func renderArgoCM(root string) (*corev1.ConfigMap, error) {
 	dir, err := os.MkdirTemp("", "sigops-argocd-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	component, err := filepath.Rel(dir, filepath.Join(root, "config", "components", "argocd"))
+	component, err := filepath.Rel(dir, filepath.Join(root, "config", "argocd"))
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func luaValue(l *lua.LState, v any) lua.LValue {
 // The component merges one health check per kind of api/v1alpha1 into argocd-cm, in the
 // namespace the installation sets, leaving the rest of argocd-cm alone; each is health.lua.
 func TestArgoCDComponentAddsAHealthCheckPerKind(t *testing.T) {
-	script, err := os.ReadFile(filepath.Join(repoRoot, "config", "components", "argocd", "health.lua"))
+	script, err := os.ReadFile(filepath.Join(repoRoot, "config", "argocd", "health.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}

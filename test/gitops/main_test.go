@@ -1,6 +1,6 @@
 // Package gitops_test checks that GitOps tools read the health of every sigops kind from
 // what the real manager writes: kstatus (sigs.k8s.io/cli-utils, as Flux and kpt use it) and
-// the Argo CD health script of config/components/argocd, run by gopher-lua as Argo CD runs it.
+// the Argo CD health script of config/argocd, run by gopher-lua as Argo CD runs it.
 package gitops_test
 
 import (
@@ -33,7 +33,7 @@ var (
 	exchangeURL string
 	// redisAddr is the manager's Redis (empty on a Redis Cluster).
 	redisAddr string
-	// repoRoot locates config/components/argocd.
+	// repoRoot locates config/argocd.
 	repoRoot string
 	// argoConfig is argocd-cm with the sigops health checks, as the component renders it.
 	argoConfig *corev1.ConfigMap
