@@ -88,6 +88,18 @@ bench: deps envtest ## Run the benchmarks (figures go in docs/benchmarks.md).
 build: generate fmt vet ## Build the binaries into bin/.
 	@for b in $(BINARIES); do go build -o $(LOCALBIN)/$$b ./cmd/$$b; done
 
+# The images' tag and labels: the commit, and its time as every file's mtime, so the same
+# commit gives the same image digests on any machine.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGES ?=
+IMAGE_REPOSITORY ?= ghcr.io/sigops
+
+.PHONY: images
+images: ## Build the container images as tarballs in bin/images/ without a Docker engine (IMAGES=executor for one).
+	go run ./hack/images -out $(LOCALBIN)/images -repository $(IMAGE_REPOSITORY) -version $(VERSION) -revision $(REVISION) -source-date-epoch $(SOURCE_DATE_EPOCH) $(IMAGES)
+
 .PHONY: run
 run: ## Start the whole local stack (control plane, Redis, manager, samples). Ctrl-C stops it. ARGS=-fresh starts empty.
 	hack/local-stack.sh $(ARGS)

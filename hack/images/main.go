@@ -23,7 +23,7 @@ func main() {
 	var out, repo string
 	var epoch int64
 	flag.StringVar(&out, "out", "bin/images", "directory the tarballs are written to")
-	flag.StringVar(&repo, "repository", "sigops", "the tarballs' tags are <repository>/<name>:<version>")
+	flag.StringVar(&repo, "repository", "ghcr.io/sigops", "the tarballs' tags are <repository>/<name>:<version> (the manifests' image names)")
 	flag.StringVar(&b.Version, "version", "dev", "image tag and org.opencontainers.image.version")
 	flag.StringVar(&b.Revision, "revision", "unknown", "org.opencontainers.image.revision (the commit)")
 	flag.Int64Var(&epoch, "source-date-epoch", 0, "creation time and file mtimes, in Unix seconds (the commit's time makes the build reproducible)")
