@@ -15,10 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/credentials"
@@ -74,6 +76,9 @@ type ExchangeConnectionReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Reproject, when set, wakes the reconciler for every connection after Redis lost its
+	// data (reproject.go).
+	Reproject <-chan event.GenericEvent
 
 	retries backoff
 }
@@ -207,15 +212,18 @@ func (r *ExchangeConnectionReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if workers < 1 {
 		workers = 1
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("exchangeconnection").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&tradingv1.ExchangeConnection{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsUsing),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetLabels()[LabelSecretKind] == secretKindCredentials
-			}))).
-		Complete(r)
+			})))
+	if r.Reproject != nil {
+		b = b.WatchesRawSource(source.Channel(r.Reproject, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 func (r *ExchangeConnectionReconciler) connectionsUsing(ctx context.Context, secret client.Object) []reconcile.Request {

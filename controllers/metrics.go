@@ -20,6 +20,10 @@ var (
 		Name: "sigops_paper_refills_total",
 		Help: "Paper account refill requests, by result (applied, refused).",
 	}, []string{"result"})
+	reprojections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sigops_manager_reprojections_total",
+		Help: "Times the leader found Redis without its projection marker and queued every object for projection again, by result (ok, error).",
+	}, []string{"result"})
 )
 
-func init() { metrics.Registry.MustRegister(projections, regenerations, refills) }
+func init() { metrics.Registry.MustRegister(projections, regenerations, refills, reprojections) }

@@ -13,7 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/shopspring/decimal"
 
@@ -33,6 +36,9 @@ type PaperAccountReconciler struct {
 	SyncPeriod time.Duration
 	// Now is the clock; tests move it.
 	Now func() time.Time
+	// Reproject, when set, wakes the reconciler for every account after Redis lost its data
+	// (reproject.go).
+	Reproject <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=paperaccounts,verbs=get;list;watch;update;patch
@@ -147,9 +153,12 @@ func paperConfig(acct *tradingv1.PaperAccount) (paper.Config, error) {
 
 // SetupWithManager watches paper accounts; status writes do not retrigger it.
 func (r *PaperAccountReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("paperaccount").
 		For(&tradingv1.PaperAccount{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Complete(r)
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	if r.Reproject != nil {
+		b = b.WatchesRawSource(source.Channel(r.Reproject, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }

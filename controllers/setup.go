@@ -51,6 +51,9 @@ type Options struct {
 	// ExchangeRetryBackoff is the first retry delay while an exchange is unreachable; it
 	// doubles up to ExchangeRevalidatePeriod (0: 5 s).
 	ExchangeRetryBackoff time.Duration
+	// ReprojectCheckPeriod is how often the leader checks that Redis still holds its
+	// projection marker, and projects every object again when it does not (0: 5 s).
+	ReprojectCheckPeriod time.Duration
 }
 
 // Setup registers every reconciler with the manager.
@@ -59,6 +62,11 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(events); err != nil {
 		return err
 	}
+	reproject := newReprojector(o.Redis, mgr.GetClient(), o.ReprojectCheckPeriod, o.Clock)
+	if err := mgr.Add(reproject); err != nil {
+		return err
+	}
+	o.Redis.AddHook(reproject)
 	if err := (&SignalBotReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -70,6 +78,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Now:                     o.Clock,
 		Events:                  events.out,
+		Reproject:               reproject.bots,
 		Forget: func(ctx context.Context, botID string) error {
 			return forgetTrading(ctx, o.Redis, botID)
 		},
@@ -82,6 +91,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Recorder:   mgr.GetEventRecorder("paperaccount-controller"),
 		SyncPeriod: o.PaperSyncPeriod,
 		Now:        o.Clock,
+		Reproject:  reproject.papers,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -102,6 +112,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		RevalidatePeriod:  o.ExchangeRevalidatePeriod,
 		ValidationTimeout: o.ExchangeValidationTimeout,
 		RetryBackoff:      o.ExchangeRetryBackoff,
+		Reproject:         reproject.conns,
 		// Validations wait on exchanges; they get as many workers as bots do.
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}).SetupWithManager(mgr)

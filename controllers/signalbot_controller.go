@@ -52,6 +52,9 @@ type SignalBotReconciler struct {
 	Forget func(ctx context.Context, botID string) error
 	// Events, when set, wakes the reconciler for bots the executor paused.
 	Events <-chan event.GenericEvent
+	// Reproject, when set, wakes the reconciler for every bot after Redis lost its data
+	// (reproject.go).
+	Reproject <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
@@ -223,6 +226,9 @@ func (r *SignalBotReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
+	}
+	if r.Reproject != nil {
+		b = b.WatchesRawSource(source.Channel(r.Reproject, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(r)
 }

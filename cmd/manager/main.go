@@ -33,7 +33,7 @@ func main() {
 		qps                                float64
 		burst, workers                     int
 		tombstoneTTL, paperSync, credRetry time.Duration
-		revalidate                         time.Duration
+		revalidate, reprojectCheck         time.Duration
 		redisOpts                          store.Options
 		logLevel                           slog.Level
 	)
@@ -49,6 +49,7 @@ func main() {
 	flag.DurationVar(&credRetry, "credentials-retry-period", 30*time.Second, "how often a connection with a missing Secret looks again")
 	masterKeys.Bind(flag.CommandLine, "seals exchange credentials; mount a Secret. Without it no exchange connection becomes Ready")
 	flag.DurationVar(&revalidate, "exchange-revalidate-period", controllers.DefaultExchangeRevalidatePeriod, "how often an exchange connection's API key is checked with the exchange again")
+	flag.DurationVar(&reprojectCheck, "reproject-check-period", controllers.DefaultReprojectCheckPeriod, "how often the leader checks that Redis still holds its projections (a marker key) and projects every object again when it does not")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level (DEBUG, INFO, WARN, ERROR)")
 	flag.Parse()
@@ -68,6 +69,7 @@ func main() {
 			BaseURL: baseURL, TombstoneTTL: tombstoneTTL, MaxConcurrentReconciles: workers,
 			PaperSyncPeriod: paperSync, CredentialsRetryPeriod: credRetry,
 			MasterKeys: keys, Connectors: exchanges, ExchangeRevalidatePeriod: revalidate,
+			ReprojectCheckPeriod: reprojectCheck,
 		},
 	}); err != nil {
 		logger.Error("manager stopped", "error", err)

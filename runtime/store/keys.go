@@ -26,6 +26,7 @@
 //	sigops:webhook:<sha256>       hash   {own}  webhook ID hash -> bot ID (or a tombstone of a deleted bot)
 //	sigops:owner:<email>:bots     set    {own}  bot IDs per owner (tier downgrades, listings)
 //	sigops:symbols                set    {own}  canonical symbols the connected exchanges list
+//	sigops:projection:marker      string {own}  set by the manager once every object is queued for projection
 //
 // The webhook route cannot carry the bot's partition (the intake knows only the webhook
 // hash), so routing is two steps: route -> bot ID, then the intake script on the bot's
@@ -45,6 +46,12 @@ const prefix = "sigops:"
 
 // AllBots is the set of every projected bot ID.
 func AllBots() string { return prefix + "bots" }
+
+// ProjectionMarker is written by the manager's leader after it has queued every SignalBot,
+// PaperAccount and ExchangeConnection for projection. Its absence tells the manager that
+// Redis lost its data (emptied, replaced by an empty server, failed over to an empty
+// replica), so that it projects everything again.
+func ProjectionMarker() string { return prefix + "projection:marker" }
 
 // Bot is the projected configuration of one bot, in its partition's slot.
 func Bot(id string) string { return prefix + "bot:" + botTag(id) + ":" + id }
