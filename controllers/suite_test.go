@@ -23,6 +23,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/test/testenv"
 )
 
@@ -30,11 +31,13 @@ import (
 // plane of `make run` (with kube-controller-manager, so owned objects are garbage-collected
 // as on a real cluster) and a Redis from storetest.
 var (
-	users    *auth.Users
-	k8s      client.Client
-	rdb      redis.UniversalClient
-	clock    = testkit.WallClock()
-	nsSerial atomic.Int64
+	users *auth.Users
+	k8s   client.Client
+	rdb   redis.UniversalClient
+	// redisServer is the suite's Redis, which the re-projection test restarts empty.
+	redisServer *storetest.Server
+	clock       = testkit.WallClock()
+	nsSerial    atomic.Int64
 
 	// masterKey seals credentials in the suite's manager; exchanges is its only connector
 	// (binance), a stub answering by API key; logs holds everything the manager logged.
@@ -55,7 +58,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer env.Stop()
-	rdb = env.RDB
+	rdb, redisServer = env.RDB, env.Redis
 	// The owner of the live bots in these tests: an account whose tier includes live trading.
 	if users, err = env.LiveOwners(context.Background(), "a@x.io"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,7 +76,7 @@ func runSuite(m *testing.M) int {
 		Redis: rdb, BaseURL: baseURL, TombstoneTTL: time.Hour, MaxConcurrentReconciles: 4,
 		PaperSyncPeriod: time.Second, CredentialsRetryPeriod: time.Second, Clock: clock.Now,
 		MasterKeys: masterKeys, Connectors: map[string]exchange.Connector{"binance": exchanges},
-		ExchangeRetryBackoff: 200 * time.Millisecond,
+		ExchangeRetryBackoff: 200 * time.Millisecond, ReprojectCheckPeriod: 250 * time.Millisecond,
 	})
 	if err != nil {
 		cancel()

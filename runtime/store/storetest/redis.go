@@ -232,6 +232,36 @@ func (s *Server) Stop() {
 	s.dirs = nil
 }
 
+// Restart kills the servers and starts new ones on the same ports. Persistence is off, so
+// the new servers are empty: to its clients, a Redis that lost everything (a restart with an
+// empty data directory). A cluster is formed again.
+func (s *Server) Restart() error {
+	addrs := s.ClusterAddrs
+	if !s.Cluster() {
+		addrs = []string{s.Addr}
+	}
+	ports := make([]int, len(addrs))
+	for i, a := range addrs {
+		_, p, err := net.SplitHostPort(a)
+		if err != nil {
+			return err
+		}
+		if ports[i], err = strconv.Atoi(p); err != nil {
+			return err
+		}
+	}
+	s.Stop()
+	for _, port := range ports {
+		if _, err := s.launch(port, s.Cluster()); err != nil {
+			return err
+		}
+	}
+	if s.Cluster() {
+		return s.formCluster()
+	}
+	return nil
+}
+
 // Cluster reports whether s is a Redis Cluster.
 func (s *Server) Cluster() bool { return len(s.ClusterAddrs) > 0 }
 

@@ -1,0 +1,179 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/credentials"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/intake"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+// reprojected is what the manager projected for the test's objects, read back from Redis.
+type reprojected struct {
+	bots    map[string]string // webhook ID -> bot UID
+	paperID string
+	initial decimal.Decimal
+	connID  string
+}
+
+// Redis loses everything twice (FLUSHALL, then a restart with no data) while the Kubernetes
+// objects stay as they are: the manager notices the missing marker and projects every bot,
+// paper account and connection again by itself, and the webhook intake admits signals again.
+func TestLostRedisIsReprojected(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	t.Cleanup(restoreLiveOwner(t))
+	cr := newCreds(ns, "reproject")
+	exchanges.answer(cr.key, permsSpot, nil)
+	create(t, credentialsSecret(ns, "creds", cr, true))
+	xc := connection(ns, "bn", "a@x.io", "creds")
+	create(t, xc)
+	acct := paperAccount(ns, "paper", "a@x.io")
+	acct.Spec.InitialBalance = "2500"
+	create(t, acct)
+	want := reprojected{bots: map[string]string{}, paperID: string(acct.UID), initial: decimal.RequireFromString("2500"),
+		connID: string(xc.UID)}
+	for _, name := range []string{"a", "b"} {
+		bot := paperBot(ns, name, "a@x.io", "paper")
+		create(t, bot)
+		waitBot(t, ns, name, "bot Ready", readyIs(metav1.ConditionTrue, "Active"))
+		want.bots[webhookID(t, ns, name)] = string(bot.UID)
+	}
+	waitConnection(t, ns, "bn", metav1.ConditionTrue, "Validated")
+	in := intake.New(rdb)
+	waitProjected(t, in, want)
+	generations := botGenerations(t, ns)
+
+	before := reprojectionsOK(t)
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	waitProjected(t, in, want)
+
+	if err := redisServer.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitProjected(t, in, want)
+
+	if got := reprojectionsOK(t); got < before+2 {
+		t.Fatalf("sigops_manager_reprojections_total{result=ok} went from %v to %v; want two more", before, got)
+	}
+	if !logs.Contains("re-projecting every SignalBot, PaperAccount and ExchangeConnection") {
+		t.Fatal("no log line says that the manager re-projects")
+	}
+	if got := botGenerations(t, ns); fmt.Sprint(got) != fmt.Sprint(generations) {
+		t.Fatalf("bot generations %v became %v: the objects were changed", generations, got)
+	}
+}
+
+// waitProjected waits until Redis holds the marker and every projection of want, and the
+// intake admits a signal to each bot.
+func waitProjected(t *testing.T, in *intake.Intake, want reprojected) {
+	t.Helper()
+	ctx := context.Background()
+	reg := registry.New(rdb)
+	eventually(t, "every object projected", func() error {
+		if n, err := rdb.Exists(ctx, store.ProjectionMarker()).Result(); err != nil || n != 1 {
+			return fmt.Errorf("projection marker: %d, %v", n, err)
+		}
+		for id, uid := range want.bots {
+			if p, err := reg.Get(ctx, uid); err != nil || p.Availability != "active" {
+				return fmt.Errorf("bot %s: %+v, %v", uid, p, err)
+			}
+			if route, err := reg.Resolve(ctx, registry.HashWebhookID(id)); err != nil || route.BotID != uid {
+				return fmt.Errorf("route of bot %s: %+v, %v", uid, route, err)
+			}
+			if err := admit(ctx, in, id, uid); err != nil {
+				return err
+			}
+		}
+		st, err := paper.NewAccounts(rdb).Get(ctx, want.paperID)
+		if err != nil || !st.Balance.Equal(want.initial) || !st.InitialBalance.Equal(want.initial) {
+			return fmt.Errorf("paper account: %+v, %v", st, err)
+		}
+		c, err := credentials.NewConnections(rdb).Get(ctx, want.connID)
+		if err != nil || !c.Ready || c.Sealed == "" {
+			return fmt.Errorf("connection: ready=%v sealed=%v, %v", c.Ready, c.Sealed != "", err)
+		}
+		return nil
+	})
+}
+
+// admit sends one signal to the bot through the webhook intake.
+func admit(ctx context.Context, in *intake.Intake, webhookID, uid string) error {
+	adm, err := in.Admit(ctx, intake.Request{WebhookHash: registry.HashWebhookID(webhookID),
+		SignalID: fmt.Sprintf("s%d", time.Now().UnixNano()), Priority: queue.PriorityWebhook,
+		Signal: json.RawMessage(`{"action":"buy"}`), ReceivedAt: time.Now()})
+	if err != nil {
+		return fmt.Errorf("intake for bot %s: %s %w", uid, errs.CodeOf(err), err)
+	}
+	if adm.BotID != uid {
+		return fmt.Errorf("intake admitted to %s; want %s", adm.BotID, uid)
+	}
+	return nil
+}
+
+func botGenerations(t *testing.T, ns string) map[string]int64 {
+	t.Helper()
+	var bots tradingv1.SignalBotList
+	if err := k8s.List(context.Background(), &bots); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, b := range bots.Items {
+		if b.Namespace == ns {
+			out[b.Name] = b.Generation
+		}
+	}
+	return out
+}
+
+// reprojectionsOK reads sigops_manager_reprojections_total{result="ok"} from the manager's
+// metrics registry (the suite's manager runs in this process).
+func reprojectionsOK(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "sigops_manager_reprojections_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == "ok" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// restoreLiveOwner gives the suite back the live-trading owner its other tests rely on,
+// which the emptied Redis lost.
+func restoreLiveOwner(t *testing.T) func() {
+	return func() {
+		_, err := users.Create(context.Background(), auth.NewUser{Email: "a@x.io", Password: "correct horse battery", Tier: auth.TierTeam})
+		if err != nil && !errors.Is(err, auth.ErrEmailTaken) {
+			t.Errorf("restore the suite's owner: %v", err)
+		}
+	}
+}
