@@ -24,6 +24,12 @@ var (
 		Name: "sigops_manager_reprojections_total",
 		Help: "Times the leader found Redis without its projection marker and queued every object for projection again, by result (ok, error).",
 	}, []string{"result"})
+	prunedBots = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sigops_manager_pruned_bots_total",
+		Help: "Bot projections found in Redis for bots Kubernetes no longer holds (a restored backup), removed with a tombstone.",
+	})
 )
 
-func init() { metrics.Registry.MustRegister(projections, regenerations, refills, reprojections) }
+func init() {
+	metrics.Registry.MustRegister(projections, regenerations, refills, reprojections, prunedBots)
+}

@@ -2,15 +2,19 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -37,6 +41,11 @@ type reprojector struct {
 	bots, papers, conns chan event.GenericEvent
 	// nudge asks for a check before the period ends (a new Redis connection).
 	nudge chan struct{}
+	// apiReader confirms with the API server that a projected bot is gone; forget removes
+	// such a bot's runtime state (the SignalBot reconciler's, with a tombstone). Both nil:
+	// no pruning.
+	apiReader client.Reader
+	forget    func(ctx context.Context, uid string) error
 }
 
 func newReprojector(rdb redis.UniversalClient, reader client.Reader, period time.Duration, now func() time.Time) *reprojector {
@@ -56,12 +65,16 @@ func newReprojector(rdb redis.UniversalClient, reader client.Reader, period time
 func (p *reprojector) NeedLeaderElection() bool { return true }
 
 // Start checks at once (a leader that has just taken over may face an emptied Redis), then
-// every period and after every new connection, until ctx ends.
+// every period and after every new connection, until ctx ends. Until one pass succeeds, each
+// check also prunes the projections of bots that no longer exist (a restored backup).
 func (p *reprojector) Start(ctx context.Context) error {
 	tick := time.NewTicker(p.period)
 	defer tick.Stop()
+	pruned := false
 	for {
-		p.check(ctx)
+		if p.check(ctx) || !pruned {
+			pruned = p.prune(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -71,28 +84,93 @@ func (p *reprojector) Start(ctx context.Context) error {
 	}
 }
 
-// check re-projects everything when the marker is missing. A Redis that does not answer is
-// left to the next check: the readiness probe and the reconcilers' own errors report it.
-func (p *reprojector) check(ctx context.Context) {
+// check re-projects everything when the marker is missing, and says whether it did. A Redis
+// that does not answer is left to the next check: the readiness probe and the reconcilers'
+// own errors report it.
+func (p *reprojector) check(ctx context.Context) bool {
 	logger := log.FromContext(ctx).WithName("reproject")
 	n, err := p.rdb.Exists(ctx, store.ProjectionMarker()).Result()
 	if err != nil || n == 1 {
-		return
+		return false
 	}
 	logger.Info("Redis holds no projection marker (emptied, replaced or new): re-projecting every SignalBot, PaperAccount and ExchangeConnection")
 	queued, err := p.enqueueAll(ctx)
 	if err != nil {
 		reprojections.WithLabelValues("error").Inc()
 		logger.Error(err, "cannot queue every object for re-projection; trying again at the next check")
-		return
+		return false
 	}
 	if err := p.rdb.Set(ctx, store.ProjectionMarker(), p.now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
 		reprojections.WithLabelValues("error").Inc()
 		logger.Error(err, "cannot write the projection marker; the next check queues everything again")
-		return
+		return false
 	}
 	reprojections.WithLabelValues("ok").Inc()
 	logger.Info("every object queued for re-projection", "objects", queued)
+	return true
+}
+
+// prune removes the runtime state of every projected bot that Kubernetes no longer holds, and
+// says whether the pass completed. Such a projection comes back with a Redis backup taken
+// before the bot was deleted, and would otherwise take signals again. A bot missing from the
+// cache is confirmed gone by the API server (by name, then UID) before anything is removed.
+func (p *reprojector) prune(ctx context.Context) bool {
+	if p.forget == nil {
+		return true
+	}
+	logger := log.FromContext(ctx).WithName("reproject")
+	ids, err := registry.BotIDs(ctx, p.rdb)
+	if err != nil {
+		return false
+	}
+	var bots tradingv1.SignalBotList
+	if err := p.reader.List(ctx, &bots); err != nil {
+		return false
+	}
+	live := make(map[string]bool, len(bots.Items))
+	for _, b := range bots.Items {
+		live[string(b.UID)] = true
+	}
+	reg := registry.New(p.rdb)
+	for _, id := range ids {
+		if live[id] {
+			continue
+		}
+		gone, err := p.botGone(ctx, reg, id)
+		if err == nil && gone {
+			err = p.forget(ctx, id)
+		}
+		if err != nil {
+			logger.Error(err, "cannot prune the projection of a bot Kubernetes may not hold", "botUID", id)
+			return false
+		}
+		if gone {
+			prunedBots.Inc()
+			logger.Info("projection of a bot that no longer exists removed", "botUID", id)
+		}
+	}
+	return true
+}
+
+// botGone says whether the projected bot id is absent from the API server: no bot of its
+// projected name, or one of another UID.
+func (p *reprojector) botGone(ctx context.Context, reg *registry.Registry, id string) (bool, error) {
+	proj, err := reg.Get(ctx, id)
+	if errors.Is(err, registry.ErrNotFound) {
+		return true, nil // only in the set of all bots: forget clears it
+	}
+	if err != nil {
+		return false, err
+	}
+	bot := &tradingv1.SignalBot{}
+	err = p.apiReader.Get(ctx, types.NamespacedName{Namespace: proj.Namespace, Name: proj.Name}, bot)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return string(bot.UID) != id, nil
 }
 
 // enqueueAll lists every object of the three kinds from the manager's cache and hands each

@@ -147,18 +147,29 @@ func botGenerations(t *testing.T, ns string) map[string]int64 {
 // reprojectionsOK reads sigops_manager_reprojections_total{result="ok"} from the manager's
 // metrics registry (the suite's manager runs in this process).
 func reprojectionsOK(t *testing.T) float64 {
+	return counter(t, "sigops_manager_reprojections_total", "ok")
+}
+
+func prunedBots(t *testing.T) float64 { return counter(t, "sigops_manager_pruned_bots_total", "") }
+
+// counter reads a counter of the manager's metrics registry, the series whose result label
+// is result ("": the only series).
+func counter(t *testing.T, name, result string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "sigops_manager_reprojections_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			if result == "" {
+				return m.GetCounter().GetValue()
+			}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == "ok" {
+				if l.GetName() == "result" && l.GetValue() == result {
 					return m.GetCounter().GetValue()
 				}
 			}
@@ -175,5 +186,59 @@ func restoreLiveOwner(t *testing.T) func() {
 		if err != nil && !errors.Is(err, auth.ErrEmailTaken) {
 			t.Errorf("restore the suite's owner: %v", err)
 		}
+	}
+}
+
+// A Redis restored from a backup holds the projections of bots deleted since: the leader
+// removes each one Kubernetes no longer holds (none of its name, or one of another UID),
+// leaving a tombstone, and keeps the live bot.
+func TestProjectionsOfGoneBotsArePruned(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	create(t, paperAccount(ns, "paper", "a@x.io"))
+	live := paperBot(ns, "live", "a@x.io", "paper")
+	create(t, live)
+	waitBot(t, ns, "live", "bot Ready", readyIs(metav1.ConditionTrue, "Active"))
+	liveHook := registry.HashWebhookID(webhookID(t, ns, "live"))
+
+	reg := registry.New(rdb)
+	orphans := map[string]string{ // UID -> webhook hash, as a backup would hold them
+		ns + "-gone":     registry.HashWebhookID(ns + "-gone-hook"),
+		ns + "-replaced": registry.HashWebhookID(ns + "-replaced-hook"),
+	}
+	for uid, hash := range orphans {
+		name := "gone"
+		if uid == ns+"-replaced" {
+			name = "live" // the name of a bot that exists, with another UID
+		}
+		b := registry.Bot{ID: uid, Namespace: ns, Name: name, Owner: "a@x.io", Symbol: "BTC/USDT",
+			Account: registry.Account{Kind: registry.AccountPaper, Name: "paper"}, WebhookEnabled: true, Availability: "active"}
+		if err := reg.Project(ctx, b, hash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := prunedBots(t)
+	if err := rdb.Del(ctx, store.ProjectionMarker()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "projections of gone bots removed", func() error {
+		for uid, hash := range orphans {
+			if _, err := reg.Get(ctx, uid); !errors.Is(err, registry.ErrNotFound) {
+				return fmt.Errorf("bot %s still projected: %v", uid, err)
+			}
+			if route, err := reg.Resolve(ctx, hash); err != nil || !route.Deleted || route.BotID != uid {
+				return fmt.Errorf("route of %s: %+v, %v; want a tombstone", uid, route, err)
+			}
+		}
+		return nil
+	})
+	if route, err := reg.Resolve(ctx, liveHook); err != nil || route.Deleted || route.BotID != string(live.UID) {
+		t.Fatalf("live bot's route: %+v, %v", route, err)
+	}
+	if _, err := reg.Get(ctx, string(live.UID)); err != nil {
+		t.Fatalf("live bot's projection: %v", err)
+	}
+	if got := prunedBots(t); got < before+2 {
+		t.Fatalf("sigops_manager_pruned_bots_total went from %v to %v; want two more", before, got)
 	}
 }

@@ -67,7 +67,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	o.Redis.AddHook(reproject)
-	if err := (&SignalBotReconciler{
+	bots := &SignalBotReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Registry:                registry.New(o.Redis),
@@ -82,7 +82,10 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Forget: func(ctx context.Context, botID string) error {
 			return forgetTrading(ctx, o.Redis, botID)
 		},
-	}).SetupWithManager(mgr); err != nil {
+	}
+	reproject.apiReader = mgr.GetAPIReader()
+	reproject.forget = func(ctx context.Context, uid string) error { return bots.forget(ctx, uid, nil) }
+	if err := bots.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&PaperAccountReconciler{
