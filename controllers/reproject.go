@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,8 @@ type reprojector struct {
 	// no pruning.
 	apiReader client.Reader
 	forget    func(ctx context.Context, uid string) error
+	// written is the marker this leader wrote or has pruned under ("": none yet).
+	written string
 }
 
 func newReprojector(rdb redis.UniversalClient, reader client.Reader, period time.Duration, now func() time.Time) *reprojector {
@@ -65,16 +68,12 @@ func newReprojector(rdb redis.UniversalClient, reader client.Reader, period time
 func (p *reprojector) NeedLeaderElection() bool { return true }
 
 // Start checks at once (a leader that has just taken over may face an emptied Redis), then
-// every period and after every new connection, until ctx ends. Until one pass succeeds, each
-// check also prunes the projections of bots that no longer exist (a restored backup).
+// every period and after every new connection, until ctx ends.
 func (p *reprojector) Start(ctx context.Context) error {
 	tick := time.NewTicker(p.period)
 	defer tick.Stop()
-	pruned := false
 	for {
-		if p.check(ctx) || !pruned {
-			pruned = p.prune(ctx)
-		}
+		p.check(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -84,30 +83,43 @@ func (p *reprojector) Start(ctx context.Context) error {
 	}
 }
 
-// check re-projects everything when the marker is missing, and says whether it did. A Redis
-// that does not answer is left to the next check: the readiness probe and the reconcilers'
-// own errors report it.
-func (p *reprojector) check(ctx context.Context) bool {
-	logger := log.FromContext(ctx).WithName("reproject")
-	n, err := p.rdb.Exists(ctx, store.ProjectionMarker()).Result()
-	if err != nil || n == 1 {
-		return false
+// check re-projects everything when the marker is missing. A marker this leader did not
+// write (found at its start, or put back with a restored backup while it ran) means Redis
+// may hold projections of bots deleted since: those are pruned. A Redis that does not
+// answer is left to the next check: the readiness probe and the reconcilers' own errors
+// report it.
+func (p *reprojector) check(ctx context.Context) {
+	v, err := p.rdb.Get(ctx, store.ProjectionMarker()).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		p.reproject(ctx)
+	case err == nil && v != p.written:
+		if p.prune(ctx) {
+			p.written = v
+		}
 	}
+}
+
+// reproject queues every object for its reconciler, then writes a new marker.
+func (p *reprojector) reproject(ctx context.Context) {
+	logger := log.FromContext(ctx).WithName("reproject")
 	logger.Info("Redis holds no projection marker (emptied, replaced or new): re-projecting every SignalBot, PaperAccount and ExchangeConnection")
 	queued, err := p.enqueueAll(ctx)
 	if err != nil {
 		reprojections.WithLabelValues("error").Inc()
 		logger.Error(err, "cannot queue every object for re-projection; trying again at the next check")
-		return false
+		return
 	}
-	if err := p.rdb.Set(ctx, store.ProjectionMarker(), p.now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
+	// Unique per write, so that a marker restored with a backup is told apart from this one.
+	marker := p.now().UTC().Format(time.RFC3339) + " " + uuid.NewString()
+	if err := p.rdb.Set(ctx, store.ProjectionMarker(), marker, 0).Err(); err != nil {
 		reprojections.WithLabelValues("error").Inc()
 		logger.Error(err, "cannot write the projection marker; the next check queues everything again")
-		return false
+		return
 	}
+	p.written = marker
 	reprojections.WithLabelValues("ok").Inc()
 	logger.Info("every object queued for re-projection", "objects", queued)
-	return true
 }
 
 // prune removes the runtime state of every projected bot that Kubernetes no longer holds, and

@@ -189,9 +189,9 @@ func restoreLiveOwner(t *testing.T) func() {
 	}
 }
 
-// A Redis restored from a backup holds the projections of bots deleted since: the leader
-// removes each one Kubernetes no longer holds (none of its name, or one of another UID),
-// leaving a tombstone, and keeps the live bot.
+// A Redis restored from a backup holds the projections of bots deleted since, and a marker
+// the leader did not write: the leader removes each bot Kubernetes no longer holds (none of
+// its name, or one of another UID), leaving a tombstone, and keeps the live bot.
 func TestProjectionsOfGoneBotsArePruned(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -218,7 +218,8 @@ func TestProjectionsOfGoneBotsArePruned(t *testing.T) {
 		}
 	}
 	before := prunedBots(t)
-	if err := rdb.Del(ctx, store.ProjectionMarker()).Err(); err != nil {
+	// The backup's marker, which the leader did not write.
+	if err := rdb.Set(ctx, store.ProjectionMarker(), "2026-01-01T00:00:00Z backup", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "projections of gone bots removed", func() error {
