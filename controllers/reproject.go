@@ -32,6 +32,10 @@ const DefaultReprojectCheckPeriod = 5 * time.Second
 // only after every object has been queued; a leader that stops in between leaves it
 // missing, and its successor reconciles everything at start-up anyway.
 //
+// A marker the leader did not write itself (one found at its start, or one a restored
+// backup put back) means Redis may hold projections of bots deleted since the marker was
+// written; those are removed (prune).
+//
 // It runs on the leader only: the reconcilers it feeds run there.
 type reprojector struct {
 	rdb    redis.UniversalClient

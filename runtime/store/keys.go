@@ -48,9 +48,11 @@ const prefix = "sigops:"
 func AllBots() string { return prefix + "bots" }
 
 // ProjectionMarker is written by the manager's leader after it has queued every SignalBot,
-// PaperAccount and ExchangeConnection for projection. Its absence tells the manager that
-// Redis lost its data (emptied, replaced by an empty server, failed over to an empty
-// replica), so that it projects everything again.
+// PaperAccount and ExchangeConnection for projection, with a value unique to that write.
+// Its absence tells the manager that Redis lost its data (emptied, replaced by an empty
+// server, failed over to an empty replica), so that it projects everything again; a value
+// the leader did not write, that Redis may hold projections of bots deleted since (a
+// restored backup).
 func ProjectionMarker() string { return prefix + "projection:marker" }
 
 // Bot is the projected configuration of one bot, in its partition's slot.
