@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +85,7 @@ func (o Options) newAckPolicy() *ackPolicy {
 // answers INFO without them and is skipped; so is a failed read, which never fails the
 // connection.
 func (p *ackPolicy) onConnect(ctx context.Context, cn *redis.Conn) error {
-	info, err := cn.Info(ctx, "replication").Result()
+	info, err := cn.InfoMap(ctx, "replication").Result()
 	if err != nil {
 		return nil
 	}
@@ -99,14 +97,8 @@ func (p *ackPolicy) onConnect(ctx context.Context, cn *redis.Conn) error {
 
 // connectedReplicas reads connected_slaves from INFO replication; ok is false for anything
 // but a master's (a Sentinel's INFO has no such section).
-func connectedReplicas(info string) (n int, ok bool) {
-	fields := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		if k, v, found := strings.Cut(strings.TrimSpace(sc.Text()), ":"); found {
-			fields[k] = v
-		}
-	}
+func connectedReplicas(info map[string]map[string]string) (n int, ok bool) {
+	fields := info["Replication"]
 	if fields["role"] != "master" {
 		return 0, false
 	}
@@ -114,25 +106,31 @@ func connectedReplicas(info string) (n int, ok bool) {
 	return n, err == nil
 }
 
-// policyOf is c as a client whose pipelines run on one connection, and the replicas its
-// writes wait for; 0 for a client Connect did not make, a Cluster client, or none wanted.
-func policyOf(c any) (*redis.Client, int) {
+// ack is what a write through a client waits for: n replicas (0: none) within timeout, on
+// rc, the client as one whose pipelines run on one connection.
+type ack struct {
+	rc      *redis.Client
+	n       int
+	timeout time.Duration
+}
+
+// ackOf is c's ack; none for a client Connect did not make, a Cluster client, or none
+// wanted.
+func ackOf(c any) ack {
 	rc, ok := c.(*redis.Client)
 	if !ok {
-		return nil, 0
+		return ack{}
 	}
 	v, ok := policies.Load(rc)
 	if !ok {
-		return nil, 0
+		return ack{}
 	}
-	return rc, v.(*ackPolicy).want()
+	p := v.(*ackPolicy)
+	return ack{rc: rc, n: p.want(), timeout: p.timeout}
 }
 
 // ReplicasWanted is how many replicas a write through c waits for (0: none).
-func ReplicasWanted(c any) int {
-	_, n := policyOf(c)
-	return n
-}
+func ReplicasWanted(c any) int { return ackOf(c).n }
 
 // Pipeliner is a client that runs pipelines.
 type Pipeliner interface {
@@ -145,39 +143,34 @@ type Pipeliner interface {
 // the commands' error first, then a wrapped ErrNotReplicated when WAIT answered fewer
 // replicas than asked within the bound. Without replicas to wait for it is c.Pipelined(fn).
 func AckPipelined(ctx context.Context, c Pipeliner, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	rc, n := policyOf(c)
-	if n == 0 {
+	a := ackOf(c)
+	if a.n == 0 {
 		return c.Pipelined(ctx, fn)
 	}
-	timeout := policyTimeout(rc)
 	var wait *redis.Cmd
-	cmds, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := a.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if err := fn(p); err != nil {
 			return err
 		}
-		wait = waitCmd(ctx, p, n, timeout)
+		wait = a.wait(ctx, p)
 		return nil
 	})
 	if err != nil {
 		return cmds, err
 	}
-	return cmds, checkWait(wait, n, timeout)
+	return cmds, a.check(wait)
 }
 
-func policyTimeout(rc *redis.Client) time.Duration {
-	v, _ := policies.Load(rc)
-	return v.(*ackPolicy).timeout
-}
-
-// waitCmd is WAIT n timeout on c. A Pipeliner has no Wait method, so it goes by Do.
-func waitCmd(ctx context.Context, c interface {
+// wait is WAIT on c for a's replicas within its bound. A Pipeliner has no Wait method, so
+// it goes by Do.
+func (a ack) wait(ctx context.Context, c interface {
 	Do(context.Context, ...any) *redis.Cmd
-}, n int, timeout time.Duration) *redis.Cmd {
-	return c.Do(ctx, "wait", n, timeout.Milliseconds())
+}) *redis.Cmd {
+	return c.Do(ctx, "wait", a.n, a.timeout.Milliseconds())
 }
 
-// checkWait is ErrNotReplicated, wrapped with the count, unless WAIT reached n replicas.
-func checkWait(wait *redis.Cmd, n int, timeout time.Duration) error {
+// check is ErrNotReplicated, wrapped with the count, unless WAIT reached a's replicas.
+func (a ack) check(wait *redis.Cmd) error {
 	if wait == nil {
 		return nil // fn queued nothing to wait for
 	}
@@ -185,8 +178,8 @@ func checkWait(wait *redis.Cmd, n int, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("redis: wait for replicas: %w", err)
 	}
-	if got < int64(n) {
-		return fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, got, n, timeout)
+	if got < int64(a.n) {
+		return fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, got, a.n, a.timeout)
 	}
 	return nil
 }
@@ -196,32 +189,30 @@ func checkWait(wait *redis.Cmd, n int, timeout time.Duration) error {
 // AckPipelined). The script's reply is the returned command's; its error is the script's,
 // or a wrapped ErrNotReplicated.
 func AckScript(ctx context.Context, c redis.Scripter, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	rc, n := policyOf(c)
-	if n == 0 {
+	a := ackOf(c)
+	if a.n == 0 {
 		return s.Run(ctx, c, keys, args...)
 	}
-	cmd := ackScriptTry(ctx, rc, n, func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
+	cmd := a.script(ctx, func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = ackScriptTry(ctx, rc, n, func(p redis.Pipeliner) *redis.Cmd { return s.Eval(ctx, p, keys, args...) })
+		cmd = a.script(ctx, func(p redis.Pipeliner) *redis.Cmd { return s.Eval(ctx, p, keys, args...) })
 	}
 	return cmd
 }
 
-// ackScriptTry pipelines the script call of eval and WAIT on rc.
-func ackScriptTry(ctx context.Context, rc *redis.Client, n int, eval func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
-	timeout := policyTimeout(rc)
-	var cmd *redis.Cmd
-	var wait *redis.Cmd
-	_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+// script pipelines the script call of eval and WAIT on a's client.
+func (a ack) script(ctx context.Context, eval func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+	var cmd, wait *redis.Cmd
+	_, err := a.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmd = eval(p)
-		wait = waitCmd(ctx, p, n, timeout)
+		wait = a.wait(ctx, p)
 		return nil
 	})
 	if cmd.Err() != nil {
 		return cmd
 	}
 	if err == nil {
-		err = checkWait(wait, n, timeout)
+		err = a.check(wait)
 	}
 	if err != nil {
 		cmd.SetErr(err)
@@ -234,16 +225,15 @@ func ackScriptTry(ctx context.Context, rc *redis.Client, n int, eval func(redis.
 // because a transaction's EXEC and a WAIT after it cannot share one go-redis pipeline.
 // Errors as AckPipelined.
 func AckTxPipelined(ctx context.Context, c redis.UniversalClient, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	rc, n := policyOf(c)
-	if n == 0 {
+	a := ackOf(c)
+	if a.n == 0 {
 		return c.TxPipelined(ctx, fn)
 	}
-	conn := rc.Conn()
+	conn := a.rc.Conn()
 	defer conn.Close()
 	cmds, err := conn.TxPipelined(ctx, fn)
 	if err != nil {
 		return cmds, err
 	}
-	timeout := policyTimeout(rc)
-	return cmds, checkWait(waitCmd(ctx, conn, n, timeout), n, timeout)
+	return cmds, a.check(a.wait(ctx, conn))
 }

@@ -151,17 +151,11 @@ func freePort(t *testing.T) int {
 func replication(ctx context.Context, port int, password string) (map[string]string, error) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Password: password, MaxRetries: -1})
 	defer c.Close()
-	info, err := c.Info(ctx, "replication").Result()
+	info, err := c.InfoMap(ctx, "replication").Result()
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	for _, line := range strings.Split(info, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			out[k] = v
-		}
-	}
-	return out, nil
+	return info["Replication"], nil
 }
 
 // masterWith waits until the server on port is the master with want connected replicas.

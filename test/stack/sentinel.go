@@ -238,12 +238,12 @@ func (r *Replicated) Stop() {
 func infoField(ctx context.Context, addr, section, field string) string {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
-	info, err := c.Info(ctx, section).Result()
+	info, err := c.InfoMap(ctx, section).Result()
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == field {
+	for _, fields := range info { // the one section asked for
+		if v, ok := fields[field]; ok {
 			return v
 		}
 	}
