@@ -32,6 +32,7 @@ import (
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/backtest"
 	"github.com/sigops/sigops/runtime/backtest/candlegen"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/keymigration"
 	"github.com/sigops/sigops/test/stack"
 )
@@ -254,7 +255,7 @@ func (s *localStack) start(ctx context.Context) error {
 		return err
 	}
 	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
-		Binary: bin, Kubeconfig: s.kubeconfig, RedisAddr: s.redis.Addr, BaseURL: baseURL, LogFile: s.managerLog,
+		Binary: bin, Kubeconfig: s.kubeconfig, Redis: store.Options{Addr: s.redis.Addr}, BaseURL: baseURL, LogFile: s.managerLog,
 		Args: []string{"--master-key-file=" + s.masterKey},
 	}); err != nil {
 		return err

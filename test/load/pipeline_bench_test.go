@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/load"
 	"github.com/sigops/sigops/test/stack"
 )
@@ -315,7 +316,7 @@ func startStack(ctx context.Context, b *testing.B, root, dir string, rc redisCon
 		}
 	}
 	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
-		Binary: bins["manager"], Kubeconfig: s.cp.Kubeconfig, RedisAddr: s.redis.Addr,
+		Binary: bins["manager"], Kubeconfig: s.cp.Kubeconfig, Redis: store.Options{Addr: s.redis.Addr},
 		BaseURL: "https://sigops.bench", LogFile: filepath.Join(dir, "manager.log"),
 	}); err != nil {
 		b.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
 )
 
@@ -166,7 +167,7 @@ func startEnv(ctx context.Context, b *testing.B) env {
 		b.Fatal(err)
 	}
 	mgr, err := stack.StartManager(ctx, stack.ManagerOptions{
-		Binary: bin, Kubeconfig: cp.Kubeconfig, RedisAddr: rds.Addr,
+		Binary: bin, Kubeconfig: cp.Kubeconfig, Redis: store.Options{Addr: rds.Addr},
 		BaseURL: "https://sigops.bench", LogFile: filepath.Join(dir, "manager.log"),
 	})
 	if err != nil {

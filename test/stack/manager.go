@@ -53,8 +53,8 @@ type ManagerOptions struct {
 	Binary string
 	// Kubeconfig is passed as KUBECONFIG.
 	Kubeconfig string
-	// RedisAddr is host:port of Redis.
-	RedisAddr string
+	// Redis is how the manager reaches Redis: one server, Sentinels or a Cluster.
+	Redis store.Options
 	// BaseURL is the public origin written into webhook URLs.
 	BaseURL string
 	// LogFile receives the manager's stdout and stderr; empty discards them.
@@ -87,7 +87,7 @@ func StartManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		MetricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
 		ProbeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
 	}
-	args := append(store.Options{Addr: o.RedisAddr}.Args(),
+	args := append(o.Redis.Args(),
 		"--base-url="+o.BaseURL,
 		"--metrics-bind-address="+m.MetricsAddr,
 		"--health-probe-bind-address="+m.ProbeAddr)
