@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,10 @@ type Checker struct {
 	// orderSig caches client order ID -> signal ID of order records already read (a
 	// record's signal never changes).
 	orderSig map[string]orderInfo
+	// placed is each signal's order's place in its bot's book (0: the bot's oldest listed
+	// order); executedAt its result's timestamp (ms). Both say when it executed.
+	placed     map[string]int
+	executedAt map[string]int64
 }
 
 type orderInfo struct {
@@ -48,7 +53,7 @@ type orderInfo struct {
 // NewChecker returns a Checker of the fleet's signals on rdb.
 func NewChecker(rdb redis.UniversalClient, fleet *Fleet) *Checker {
 	c := &Checker{rdb: rdb, fleet: fleet, bots: map[string]int{}, since: time.Now(),
-		accepted: map[string]struct{}{}, orderSig: map[string]orderInfo{}}
+		accepted: map[string]struct{}{}, orderSig: map[string]orderInfo{}, placed: map[string]int{}, executedAt: map[string]int64{}}
 	for i, b := range fleet.Bots {
 		c.bots[b.ID] = i
 	}
@@ -85,13 +90,17 @@ type Reconciliation struct {
 	// UnknownResults and UnknownOrders count results and orders of the fleet's bots, made
 	// since the checker started, for signals no answer ever named.
 	UnknownResults, UnknownOrders int
+	// OutOfOrder counts pairs of one bot's signals executed in the other order than they
+	// arrived (OutOfOrderIDs: a few, "first>second").
+	OutOfOrder    int
+	OutOfOrderIDs []string
 }
 
 // OK reports whether every accepted signal produced exactly one result and at most one
 // order, and nothing else was produced.
 func (r *Reconciliation) OK() bool {
 	return r.Lost == 0 && r.Duplicated == 0 && r.Mismatched == 0 && r.RepeatedIDs == 0 &&
-		r.UnknownResults == 0 && r.UnknownOrders == 0
+		r.UnknownResults == 0 && r.UnknownOrders == 0 && r.OutOfOrder == 0
 }
 
 // DuplicatedTotal is everything that counts as a duplicate: signals with more than one
@@ -115,6 +124,9 @@ func (r *Reconciliation) Problems() string {
 	if r.RepeatedIDs > 0 {
 		p = append(p, fmt.Sprintf("%d answers repeated an accepted signal ID", r.RepeatedIDs))
 	}
+	if r.OutOfOrder > 0 {
+		p = append(p, fmt.Sprintf("%d pairs of a bot's signals executed out of their arrival order (e.g. %s)", r.OutOfOrder, strings.Join(r.OutOfOrderIDs, ", ")))
+	}
 	if r.UnknownResults > 0 || r.UnknownOrders > 0 {
 		p = append(p, fmt.Sprintf("%d results and %d orders of signals never accepted", r.UnknownResults, r.UnknownOrders))
 	}
@@ -136,6 +148,7 @@ func (c *Checker) Reconcile(ctx context.Context, res *Result, bound time.Duratio
 	if err := c.checkOrders(ctx, res.Accepted, rec); err != nil {
 		return nil, err
 	}
+	c.checkArrivalOrder(res, rec)
 	var err error
 	if rec.UnknownResults, err = c.unknownResults(ctx); err != nil {
 		return nil, err
@@ -173,6 +186,7 @@ func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Dura
 				if r.SignalID != part[i] {
 					return fmt.Errorf("the result stored under %s is signal %s's", part[i], r.SignalID)
 				}
+				c.executedAt[r.SignalID] = r.Timestamp
 				rec.Results++
 				if r.Success {
 					rec.ResultCodes["ok"]++
@@ -267,6 +281,18 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 		}
 	}
 
+	// Places are counted afresh: the book keeps the newest position.MaxOrders orders, so an
+	// order's place changes as newer ones push the oldest out.
+	clear(c.placed)
+	for _, cmd := range lists {
+		list := cmd.Val() // newest first
+		for j, cid := range list {
+			if info, ok := c.orderSig[cid]; ok {
+				c.placed[info.signal] = len(list) - 1 - j
+			}
+		}
+	}
+
 	current := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
 		current[id] = struct{}{}
@@ -337,6 +363,44 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 		}
 	}
 	return nil
+}
+
+// checkArrivalOrder counts pairs of one bot's signals that executed in the other order
+// than they arrived. Arrival order is known for certain only when the first signal's answer
+// came before the second was sent (webhookd had queued it); requests that overlapped are
+// not compared. Executed first means an earlier place in the bot's book when both placed
+// an order, otherwise an earlier result timestamp (equal milliseconds say nothing).
+func (c *Checker) checkArrivalOrder(res *Result, rec *Reconciliation) {
+	byBot := map[int][]Answer{}
+	for _, a := range res.Answers {
+		if a.SignalID != "" {
+			byBot[a.Bot] = append(byBot[a.Bot], a)
+		}
+	}
+	for _, as := range byBot {
+		slices.SortFunc(as, func(a, b Answer) int { return a.Sent.Compare(b.Sent) })
+		for i, first := range as {
+			for _, second := range as[i+1:] {
+				if first.Answered.Before(second.Sent) && c.executedBefore(second.SignalID, first.SignalID) {
+					rec.OutOfOrder++
+					if len(rec.OutOfOrderIDs) < 5 {
+						rec.OutOfOrderIDs = append(rec.OutOfOrderIDs, first.SignalID+">"+second.SignalID)
+					}
+				}
+			}
+		}
+	}
+}
+
+// executedBefore reports whether signal x certainly executed before signal y.
+func (c *Checker) executedBefore(x, y string) bool {
+	px, okx := c.placed[x]
+	py, oky := c.placed[y]
+	if okx && oky {
+		return px < py
+	}
+	tx, ty := c.executedAt[x], c.executedAt[y]
+	return tx != 0 && ty != 0 && tx < ty
 }
 
 // paperOrderCounts counts the paper exchange's orders per account ID, in one scan of

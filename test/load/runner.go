@@ -86,7 +86,46 @@ type Result struct {
 	MaxBehind time.Duration
 	// Start is when the scenario began.
 	Start time.Time
+	// Answers are every request's record, in no particular order.
+	Answers []Answer
 }
+
+// Answer is what one request was told, and when.
+type Answer struct {
+	// Bot is the index of the bot it went to, in the runner's paths.
+	Bot int
+	// SignalID is the signal ID the answer carried ("" for none, and for a duplicate's).
+	SignalID string
+	// Sent is when the request was meant to go (its place on a fixed-rate schedule, or the
+	// moment it went at full speed); Answered when the answer, or the transport error, came.
+	Sent, Answered time.Time
+	// Outcome is outcomeOf the answer, "not JSON", or "transport error".
+	Outcome string
+}
+
+// Window is what the requests meant to go in [from, to) were told: how many there were,
+// how many were accepted (a signal ID), and their latencies' p99 (transport errors have
+// none).
+func (r *Result) Window(from, to time.Time) (sent, accepted int, p99 time.Duration) {
+	var lat []time.Duration
+	for _, a := range r.Answers {
+		if a.Sent.Before(from) || !a.Sent.Before(to) {
+			continue
+		}
+		sent++
+		if a.SignalID != "" {
+			accepted++
+		}
+		if a.Outcome != outcomeTransport {
+			lat = append(lat, a.Answered.Sub(a.Sent))
+		}
+	}
+	slices.Sort(lat)
+	return sent, accepted, (&Result{Latencies: lat}).Percentile(0.99)
+}
+
+// outcomeTransport is the Outcome of a request that got no HTTP answer.
+const outcomeTransport = "transport error"
 
 // Throughput is accepted signals per second.
 func (r *Result) Throughput() float64 {
@@ -136,13 +175,20 @@ func NewRunner(target Target, paths []string) (*Runner, error) {
 	return &Runner{target: target, paths: paths, seq: make([]atomic.Uint64, len(paths))}, nil
 }
 
+// call is one request to make: to which bot, which body, and when it is meant to go.
+type call struct {
+	bot  int
+	body []byte
+	at   time.Time
+}
+
 // request picks the next bot round-robin and its next body.
-func (r *Runner) request() (path string, body []byte) {
+func (r *Runner) request(at time.Time) call {
 	i := int(r.next.Add(1)-1) % len(r.paths)
 	if r.seq[i].Add(1)%2 == 1 {
-		return r.paths[i], buyBody
+		return call{i, buyBody, at}
 	}
-	return r.paths[i], closeBody
+	return call{i, closeBody, at}
 }
 
 func (r *Runner) client(conns int) *http.Client {
@@ -174,6 +220,7 @@ type worker struct {
 	errs     int
 	firstErr string
 	last     time.Time
+	answers  []Answer
 }
 
 // answer is the part of webhookd's answers a load run reads.
@@ -207,13 +254,22 @@ func outcomeOf(status int, a *answer) string {
 	return s + " " + http.StatusText(status)
 }
 
-// send makes one request and records it; from is when the latency starts.
-func (r *Runner) send(ctx context.Context, hc *http.Client, url string, body []byte, from time.Time, w *worker) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// send makes one request and records it; c.at is when the latency starts.
+func (r *Runner) send(ctx context.Context, hc *http.Client, query string, c call, w *worker) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.target.BaseURL+r.paths[c.bot]+query, bytes.NewReader(c.body))
 	if err != nil {
 		w.fail(err)
 		return
 	}
+	rec := Answer{Bot: c.bot, Sent: c.at, Outcome: outcomeTransport}
+	defer func() {
+		if ctx.Err() == nil {
+			if rec.Answered.IsZero() {
+				rec.Answered = time.Now()
+			}
+			w.answers = append(w.answers, rec)
+		}
+	}()
 	req.Header.Set("Content-Type", "application/json")
 	if r.target.ForwardedProto {
 		req.Header.Set("X-Forwarded-Proto", "https")
@@ -232,17 +288,21 @@ func (r *Runner) send(ctx context.Context, hc *http.Client, url string, body []b
 		w.fail(err)
 		return
 	}
-	w.lat = append(w.lat, now.Sub(from))
+	w.lat = append(w.lat, now.Sub(c.at))
+	rec.Answered = now
 	w.last = now
 	var a answer
 	if err := json.Unmarshal(data, &a); err != nil {
 		w.outcomes[strconv.Itoa(resp.StatusCode)+" not JSON"]++
+		rec.Outcome = "not JSON"
 		return
 	}
 	o := outcomeOf(resp.StatusCode, &a)
 	w.outcomes[o]++
+	rec.Outcome = o
 	if a.SignalID != "" && !strings.HasSuffix(o, " duplicate") {
 		w.ids = append(w.ids, a.SignalID)
+		rec.SignalID = a.SignalID
 	}
 }
 
@@ -310,8 +370,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario) (*Result, error) {
 					if !sent.Before(deadline) {
 						return
 					}
-					path, body := r.request()
-					r.send(ctx, hc, r.target.BaseURL+path+query, body, sent, w)
+					r.send(ctx, hc, query, r.request(sent), w)
 				}
 			})
 		}
@@ -325,6 +384,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario) (*Result, error) {
 	seen := map[string]struct{}{}
 	for _, w := range workers {
 		res.Latencies = append(res.Latencies, w.lat...)
+		res.Answers = append(res.Answers, w.answers...)
 		for _, id := range w.ids {
 			if _, dup := seen[id]; dup {
 				res.RepeatedIDs++
@@ -355,21 +415,16 @@ func (r *Runner) Run(ctx context.Context, s Scenario) (*Result, error) {
 // schedule slipped at worst (the scheduler itself running late).
 func (r *Runner) runFixed(ctx context.Context, hc *http.Client, s Scenario, query string, start time.Time, workers []*worker, wg *sync.WaitGroup) time.Duration {
 	total := int(s.Rate * s.Duration.Seconds())
-	type job struct {
-		at   time.Time
-		path string
-		body []byte
-	}
 	// Buffered for the whole run, so the scheduler never waits on a busy sender: a backlog
 	// waits in the channel and its latency keeps counting.
-	jobs := make(chan job, total)
+	jobs := make(chan call, total)
 	for _, w := range workers {
 		wg.Go(func() {
 			for j := range jobs {
 				if ctx.Err() != nil {
 					continue
 				}
-				r.send(ctx, hc, r.target.BaseURL+j.path+query, j.body, j.at, w)
+				r.send(ctx, hc, query, j, w)
 			}
 		})
 	}
@@ -392,8 +447,7 @@ func (r *Runner) runFixed(ctx context.Context, hc *http.Client, s Scenario, quer
 		if ctx.Err() != nil {
 			break
 		}
-		path, body := r.request()
-		jobs <- job{at: at, path: path, body: body}
+		jobs <- r.request(at)
 	}
 	close(jobs)
 	return behind

@@ -82,6 +82,28 @@ func TestRunnerFixedRate(t *testing.T) {
 	if len(res.Latencies) != 100 || res.Percentile(0.5) > res.Percentile(0.99) || res.Percentile(0.99) > res.Max() {
 		t.Errorf("latencies: %d samples, p50 %s p99 %s max %s", len(res.Latencies), res.Percentile(0.5), res.Percentile(0.99), res.Max())
 	}
+	// One record per request, bots in round-robin order; the whole schedule's window holds
+	// them all, an empty one none.
+	perBot := map[int]int{}
+	accepted := 0
+	for _, a := range res.Answers {
+		perBot[a.Bot]++
+		if a.SignalID != "" {
+			accepted++
+		}
+		if a.Answered.Before(a.Sent) || a.Outcome == "" {
+			t.Errorf("answer %+v: answered before sent, or no outcome", a)
+		}
+	}
+	if len(res.Answers) != 100 || perBot[0] != 50 || perBot[1] != 50 || accepted != len(res.Accepted) {
+		t.Errorf("%d answer records (by bot %v, %d with a signal ID); want 100, 50 each, %d accepted", len(res.Answers), perBot, accepted, len(res.Accepted))
+	}
+	if sent, acc, p99 := res.Window(res.Start, res.Start.Add(time.Hour)); sent != 100 || acc != len(res.Accepted) || p99 != res.Percentile(0.99) {
+		t.Errorf("window over the run: %d sent, %d accepted, p99 %s; want 100, %d, %s", sent, acc, p99, len(res.Accepted), res.Percentile(0.99))
+	}
+	if sent, _, _ := res.Window(res.Start.Add(-time.Hour), res.Start); sent != 0 {
+		t.Errorf("window before the run holds %d requests", sent)
+	}
 	// Each bot alternates buy and close, starting with a buy.
 	for path, bodies := range f.bodies {
 		if len(bodies) != 50 {
@@ -144,5 +166,41 @@ func TestParseScenario(t *testing.T) {
 	}
 	if _, err := ParseScenario("rate=fast"); err == nil {
 		t.Error("rate=fast accepted")
+	}
+}
+
+// TestArrivalOrder compares only signals whose order of arrival is certain, and reads the
+// order of execution from the book's places first, then from result timestamps.
+func TestArrivalOrder(t *testing.T) {
+	at := func(ms int) time.Time { return time.UnixMilli(int64(1_000_000 + ms)) }
+	res := &Result{Answers: []Answer{
+		{Bot: 0, SignalID: "a1", Sent: at(0), Answered: at(5)},
+		{Bot: 0, SignalID: "a2", Sent: at(10), Answered: at(15)}, // after a1's answer
+		{Bot: 0, SignalID: "a3", Sent: at(12), Answered: at(40)}, // overlaps a2: not compared with it
+		{Bot: 0, Sent: at(20), Answered: at(21)},                 // refused: no signal
+		{Bot: 1, SignalID: "b1", Sent: at(0), Answered: at(5)},
+		{Bot: 1, SignalID: "b2", Sent: at(10), Answered: at(15)},
+	}}
+	c := &Checker{
+		// a3 placed its order before a2's (allowed: they overlapped), b2 before b1 (not).
+		placed:     map[string]int{"a1": 0, "a3": 1, "a2": 2, "b2": 0, "b1": 1},
+		executedAt: map[string]int64{"a1": 1, "a2": 3, "a3": 2, "b1": 9, "b2": 9},
+	}
+	rec := &Reconciliation{}
+	c.checkArrivalOrder(res, rec)
+	if rec.OutOfOrder != 1 || len(rec.OutOfOrderIDs) != 1 || rec.OutOfOrderIDs[0] != "b1>b2" || rec.OK() {
+		t.Fatalf("out of order %d %v (OK %v); want b1>b2 only", rec.OutOfOrder, rec.OutOfOrderIDs, rec.OK())
+	}
+	// Without places (no orders), result timestamps decide; equal ones say nothing.
+	c.placed = map[string]int{}
+	rec = &Reconciliation{}
+	c.checkArrivalOrder(res, rec)
+	if rec.OutOfOrder != 0 {
+		t.Fatalf("by timestamps: %d out of order %v; want none (b1 and b2 share a millisecond)", rec.OutOfOrder, rec.OutOfOrderIDs)
+	}
+	c.executedAt["a1"] = 4 // after a2 (3) and a3 (2), though it arrived before both
+	c.checkArrivalOrder(res, rec)
+	if rec.OutOfOrder != 2 || rec.OutOfOrderIDs[0] != "a1>a2" || rec.OutOfOrderIDs[1] != "a1>a3" {
+		t.Fatalf("by timestamps: %d out of order %v; want a1>a2 and a1>a3", rec.OutOfOrder, rec.OutOfOrderIDs)
 	}
 }

@@ -20,7 +20,9 @@ type NginxOptions struct {
 	Dir               string
 	CertFile, KeyFile string
 	// Routes map a path prefix to the upstream host:port serving it, as the Ingress in
-	// config/ingress routes them.
+	// config/ingress routes them; several comma-separated host:port are replicas of one
+	// Service, balanced round-robin (a request whose connection is refused goes to the
+	// next).
 	Routes map[string]string
 	// Origins are further HTTPS origins served with the same certificate, each on its own
 	// port (the local stack's {mcp_url} beside {base_url}).
@@ -140,7 +142,11 @@ http {
 		for _, upstream := range origin.Routes {
 			if _, ok := names[upstream]; !ok {
 				names[upstream] = "up" + strconv.Itoa(len(names))
-				fmt.Fprintf(&b, "  upstream %s { server %s; keepalive 64; }\n", names[upstream], upstream)
+				fmt.Fprintf(&b, "  upstream %s {", names[upstream])
+				for _, server := range strings.Split(upstream, ",") {
+					fmt.Fprintf(&b, " server %s max_fails=1 fail_timeout=2s;", strings.TrimSpace(server))
+				}
+				b.WriteString(" keepalive 64; }\n")
 			}
 		}
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,59 @@ func TestNginxForwardedHeaders(t *testing.T) {
 	}
 	if len(got.For) != 1 || got.For[0] != "6.6.6.6, 127.0.0.1" {
 		t.Errorf("X-Forwarded-For upstream = %q; want the client's entry with the peer appended", got.For)
+	}
+}
+
+// TestNginxBalancesReplicas routes one prefix to two replicas: requests reach both, and
+// once one is gone every POST is still answered, by the other (a refused connection is
+// passed on before anything was sent).
+func TestNginxBalancesReplicas(t *testing.T) {
+	if _, err := NginxPath(); err != nil {
+		t.Skip(err)
+	}
+	replica := func(name string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(name)) }))
+	}
+	a, b := replica("a"), replica("b")
+	defer a.Close()
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := SelfSignedCert(cert, key); err != nil {
+		t.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	n, err := StartNginx(context.Background(), NginxOptions{Listen: listen, Dir: dir, CertFile: cert, KeyFile: key,
+		Routes: map[string]string{"/hook": a.Listener.Addr().String() + "," + b.Listener.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(5 * time.Second)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	post := func() (string, int) {
+		resp, err := client.Post("https://"+listen+"/hook", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body), resp.StatusCode
+	}
+	seen := map[string]int{}
+	for range 10 {
+		name, _ := post()
+		seen[name]++
+	}
+	if seen["a"] == 0 || seen["b"] == 0 {
+		t.Fatalf("answers by replica: %v; want both", seen)
+	}
+	b.Close()
+	for i := range 10 {
+		if name, status := post(); status != http.StatusOK || name != "a" {
+			t.Fatalf("POST %d with replica b gone: %d %q; want 200 from a", i, status, name)
+		}
 	}
 }

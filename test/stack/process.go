@@ -28,9 +28,15 @@ type Process struct {
 	tail *tailBuffer
 }
 
-// startProcess starts cmd with its output appended to logPath (or discarded when empty);
-// the last few KiB of output are also kept for error messages.
+// startProcess starts cmd with its output written to logPath, emptied first (or discarded
+// when empty); the last few KiB of output are also kept for error messages.
 func startProcess(name string, cmd *exec.Cmd, logPath string) (*Process, error) {
+	return startLogged(name, cmd, logPath, os.O_TRUNC)
+}
+
+// startLogged is startProcess with the log file opened with mode: os.O_TRUNC to start it
+// afresh, os.O_APPEND to add to it (a restarted daemon's log follows its previous run's).
+func startLogged(name string, cmd *exec.Cmd, logPath string, mode int) (*Process, error) {
 	p := &Process{Name: name, cmd: cmd, done: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	var out io.Writer = p.tail
 	var logFile *os.File
@@ -38,7 +44,7 @@ func startProcess(name string, cmd *exec.Cmd, logPath string) (*Process, error) 
 		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 			return nil, err
 		}
-		f, err := os.Create(logPath)
+		f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|mode, 0o644)
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +84,14 @@ func (p *Process) Tail() string { return p.tail.String() }
 // exited describes an unexpected exit, with the process's last output.
 func (p *Process) exited() error {
 	return fmt.Errorf("%s exited (%v); last output:\n%s", p.Name, p.err, indent(p.Tail()))
+}
+
+// Kill sends SIGKILL, as a crash or the kernel's OOM killer would, without waiting.
+func (p *Process) Kill() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill %s: %w", p.Name, err)
+	}
+	return nil
 }
 
 // Stop sends SIGTERM and waits up to timeout for the process to exit, then kills it.

@@ -41,6 +41,7 @@ type ReplicatedOptions struct {
 type Replicated struct {
 	Servers   []*Redis // the first is the primary at start
 	Sentinels []*Sentinel
+	dir       string
 }
 
 // Sentinel is a running Redis Sentinel.
@@ -52,7 +53,7 @@ type Sentinel struct {
 // StartReplicated starts the primary, its replicas (each waits until it has synced) and the
 // Sentinels (each waits until it sees every replica and the other Sentinels).
 func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, err error) {
-	r = &Replicated{}
+	r = &Replicated{dir: o.Dir}
 	defer func() {
 		if err != nil {
 			r.Stop()
@@ -100,11 +101,16 @@ func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, e
 // writes the snapshot of its sync there, which a server started later in the same
 // directory would load.
 func startServer(ctx context.Context, dir string, i int, flags ...string) (*Redis, error) {
+	return startServerOn(ctx, dir, i, 0, flags...)
+}
+
+// startServerOn is startServer on port (0: a free one).
+func startServerOn(ctx context.Context, dir string, i, port int, flags ...string) (*Redis, error) {
 	data := filepath.Join(dir, fmt.Sprintf("redis-%d", i))
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
-	return StartRedis(ctx, RedisOptions{LogFile: filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)),
+	return StartRedis(ctx, RedisOptions{Port: port, LogFile: filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)),
 		Flags: append([]string{"--dir", data}, flags...)})
 }
 
@@ -209,6 +215,31 @@ func (r *Replicated) Server(addr string) *Redis {
 			return s
 		}
 	}
+	return nil
+}
+
+// Restart starts server i again, once it has exited (killed by a test), on its address
+// and in its directory, as a replica of the master the Sentinels name now: what a restarted
+// pod of config/redis does. The Sentinels then list it again among the master's replicas.
+func (r *Replicated) Restart(ctx context.Context, i int) error {
+	old := r.Servers[i]
+	select {
+	case <-old.Done():
+	default:
+		return fmt.Errorf("redis server %s is still running", old.Addr)
+	}
+	master, err := r.MasterAddr(ctx)
+	if err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(old.Addr)
+	p, _ := strconv.Atoi(port)
+	host, mport, _ := net.SplitHostPort(master)
+	s, err := startServerOn(ctx, r.dir, i, p, "--replicaof", host+" "+mport)
+	if err != nil {
+		return err
+	}
+	r.Servers[i] = s
 	return nil
 }
 
