@@ -392,6 +392,12 @@ func (c *Checker) checkArrivalOrder(res *Result, rec *Reconciliation) {
 	}
 }
 
+// ExecutedAt is when signal id's result was stored, as Reconcile read it.
+func (c *Checker) ExecutedAt(id string) (time.Time, bool) {
+	ms, ok := c.executedAt[id]
+	return time.UnixMilli(ms), ok
+}
+
 // executedBefore reports whether signal x certainly executed before signal y.
 func (c *Checker) executedBefore(x, y string) bool {
 	px, okx := c.placed[x]

@@ -51,6 +51,12 @@ type Scenario struct {
 	Connections int
 	// Wait makes webhookd wait for the execution result (false adds ?wait=false).
 	Wait bool
+	// Retry, when positive, makes every request carry an Idempotency-Key of its own and
+	// be sent again with it while it gets no answer or a 502, 503 or 504, for up to Retry
+	// after its first try: what a careful sender does through a fault, so that a signal
+	// stored by a try whose answer was lost is answered with its ID by a later try (a
+	// duplicate's answer) rather than left executed and unknown to its sender.
+	Retry time.Duration
 }
 
 func (s Scenario) String() string {
@@ -101,15 +107,16 @@ type Answer struct {
 	Sent, Answered time.Time
 	// Outcome is outcomeOf the answer, "not JSON", or "transport error".
 	Outcome string
+	// Tries is how many times it was sent (more than one only with Scenario.Retry).
+	Tries int
 }
 
-// Window is what the requests meant to go in [from, to) were told: how many there were,
-// how many were accepted (a signal ID), and their latencies' p99 (transport errors have
-// none).
-func (r *Result) Window(from, to time.Time) (sent, accepted int, p99 time.Duration) {
+// Among is what the requests that picks chooses were told: how many there were, how many
+// were accepted (a signal ID), and their latencies' p99 (transport errors have none).
+func (r *Result) Among(picks func(Answer) bool) (sent, accepted int, p99 time.Duration) {
 	var lat []time.Duration
 	for _, a := range r.Answers {
-		if a.Sent.Before(from) || !a.Sent.Before(to) {
+		if !picks(a) {
 			continue
 		}
 		sent++
@@ -121,7 +128,7 @@ func (r *Result) Window(from, to time.Time) (sent, accepted int, p99 time.Durati
 		}
 	}
 	slices.Sort(lat)
-	return sent, accepted, (&Result{Latencies: lat}).Percentile(0.99)
+	return sent, accepted, Percentile(lat, 0.99)
 }
 
 // outcomeTransport is the Outcome of a request that got no HTTP answer.
@@ -137,13 +144,17 @@ func (r *Result) Throughput() float64 {
 
 // Percentile is the latency below which a fraction p (0-1) of the samples fall (nearest
 // rank on the sorted samples).
-func (r *Result) Percentile(p float64) time.Duration {
-	n := len(r.Latencies)
+func (r *Result) Percentile(p float64) time.Duration { return Percentile(r.Latencies, p) }
+
+// Percentile is the value below which a fraction p (0-1) of the sorted samples fall
+// (nearest rank); 0 for none.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
 	if n == 0 {
 		return 0
 	}
 	i := int(p*float64(n)+0.999999999) - 1
-	return r.Latencies[min(max(i, 0), n-1)]
+	return sorted[min(max(i, 0), n-1)]
 }
 
 // Max is the slowest answer.
@@ -161,6 +172,9 @@ type Runner struct {
 	paths  []string
 	seq    []atomic.Uint64 // per bot: how many signals it was sent
 	next   atomic.Uint64   // which bot gets the next request
+	// nonce starts every Idempotency-Key, so that two runners' keys never meet in a bot's
+	// 24-hour idempotency records.
+	nonce string
 }
 
 // NewRunner returns a Runner sending to the given webhook paths (Fleet.Paths).
@@ -172,23 +186,27 @@ func NewRunner(target Target, paths []string) (*Runner, error) {
 		return nil, fmt.Errorf("load: target %q is not an http(s) URL", target.BaseURL)
 	}
 	target.BaseURL = strings.TrimSuffix(target.BaseURL, "/")
-	return &Runner{target: target, paths: paths, seq: make([]atomic.Uint64, len(paths))}, nil
+	return &Runner{target: target, paths: paths, seq: make([]atomic.Uint64, len(paths)), nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}, nil
 }
 
-// call is one request to make: to which bot, which body, and when it is meant to go.
+// call is one request to make: to which bot, which body, when it is meant to go, and the
+// Idempotency-Key its tries carry with Scenario.Retry.
 type call struct {
 	bot  int
 	body []byte
 	at   time.Time
+	key  string
 }
 
 // request picks the next bot round-robin and its next body.
 func (r *Runner) request(at time.Time) call {
 	i := int(r.next.Add(1)-1) % len(r.paths)
-	if r.seq[i].Add(1)%2 == 1 {
-		return call{i, buyBody, at}
+	n := r.seq[i].Add(1)
+	body := closeBody
+	if n%2 == 1 {
+		body = buyBody
 	}
-	return call{i, closeBody, at}
+	return call{bot: i, body: body, at: at, key: fmt.Sprintf("%s-%d-%d", r.nonce, i, n)}
 }
 
 func (r *Runner) client(conns int) *http.Client {
@@ -254,13 +272,11 @@ func outcomeOf(status int, a *answer) string {
 	return s + " " + http.StatusText(status)
 }
 
-// send makes one request and records it; c.at is when the latency starts.
-func (r *Runner) send(ctx context.Context, hc *http.Client, query string, c call, w *worker) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.target.BaseURL+r.paths[c.bot]+query, bytes.NewReader(c.body))
-	if err != nil {
-		w.fail(err)
-		return
-	}
+// send makes one request and records it; c.at is when the latency starts. With
+// Scenario.Retry it resends the request (same body, same Idempotency-Key) while it gets no
+// answer or a 502, 503 or 504, until Retry after its first try; the record is the last
+// try's answer, its latency from c.at, so the retries show in it.
+func (r *Runner) send(ctx context.Context, hc *http.Client, s Scenario, query string, c call, w *worker) {
 	rec := Answer{Bot: c.bot, Sent: c.at, Outcome: outcomeTransport}
 	defer func() {
 		if ctx.Err() == nil {
@@ -270,40 +286,87 @@ func (r *Runner) send(ctx context.Context, hc *http.Client, query string, c call
 			w.answers = append(w.answers, rec)
 		}
 	}()
+	first := time.Now()
+	for {
+		rec.Tries++
+		status, a, err := r.try(ctx, hc, s, query, c)
+		if ctx.Err() != nil {
+			return
+		}
+		if (err != nil || retryable(status)) && s.Retry > 0 && time.Since(first) < s.Retry {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(retryPause):
+			}
+			continue
+		}
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		now := time.Now()
+		w.lat = append(w.lat, now.Sub(c.at))
+		rec.Answered = now
+		w.last = now
+		if a == nil {
+			w.outcomes[strconv.Itoa(status)+" not JSON"]++
+			rec.Outcome = "not JSON"
+			return
+		}
+		o := outcomeOf(status, a)
+		w.outcomes[o]++
+		rec.Outcome = o
+		// A duplicate's answer names the first signal's ID. Without Retry that is another
+		// request's signal. With it, the request's own key names its own signal, stored by
+		// a try whose answer was lost (a try of ours, or one net/http made again by itself:
+		// it resends a request with an Idempotency-Key whose connection closed unanswered).
+		if a.SignalID != "" && (!strings.HasSuffix(o, " duplicate") || s.Retry > 0) {
+			w.ids = append(w.ids, a.SignalID)
+			rec.SignalID = a.SignalID
+		}
+		return
+	}
+}
+
+// retryPause is how long a retrying sender waits between two tries of a request.
+const retryPause = 200 * time.Millisecond
+
+// retryable reports whether a status says the intake could not confirm the signal, so
+// that a retry with the same Idempotency-Key is how a sender learns its fate: nginx found
+// no webhookd (502, 504), or webhookd could not store or replicate it (503).
+func retryable(status int) bool {
+	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
+}
+
+// try makes one HTTP request of c: the status and decoded answer (nil when the body is
+// not JSON), or the transport error.
+func (r *Runner) try(ctx context.Context, hc *http.Client, s Scenario, query string, c call) (int, *answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.target.BaseURL+r.paths[c.bot]+query, bytes.NewReader(c.body))
+	if err != nil {
+		return 0, nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if r.target.ForwardedProto {
 		req.Header.Set("X-Forwarded-Proto", "https")
 	}
+	if s.Retry > 0 {
+		req.Header.Set("Idempotency-Key", c.key)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		if ctx.Err() == nil {
-			w.fail(err)
-		}
-		return
+		return 0, nil, err
 	}
 	data, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	now := time.Now()
 	if err != nil {
-		w.fail(err)
-		return
+		return 0, nil, err
 	}
-	w.lat = append(w.lat, now.Sub(c.at))
-	rec.Answered = now
-	w.last = now
 	var a answer
 	if err := json.Unmarshal(data, &a); err != nil {
-		w.outcomes[strconv.Itoa(resp.StatusCode)+" not JSON"]++
-		rec.Outcome = "not JSON"
-		return
+		return resp.StatusCode, nil, nil
 	}
-	o := outcomeOf(resp.StatusCode, &a)
-	w.outcomes[o]++
-	rec.Outcome = o
-	if a.SignalID != "" && !strings.HasSuffix(o, " duplicate") {
-		w.ids = append(w.ids, a.SignalID)
-		rec.SignalID = a.SignalID
-	}
+	return resp.StatusCode, &a, nil
 }
 
 func (w *worker) fail(err error) {
@@ -370,7 +433,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario) (*Result, error) {
 					if !sent.Before(deadline) {
 						return
 					}
-					r.send(ctx, hc, query, r.request(sent), w)
+					r.send(ctx, hc, s, query, r.request(sent), w)
 				}
 			})
 		}
@@ -424,7 +487,7 @@ func (r *Runner) runFixed(ctx context.Context, hc *http.Client, s Scenario, quer
 				if ctx.Err() != nil {
 					continue
 				}
-				r.send(ctx, hc, query, j, w)
+				r.send(ctx, hc, s, query, j, w)
 			}
 		})
 	}

@@ -98,11 +98,12 @@ func TestRunnerFixedRate(t *testing.T) {
 	if len(res.Answers) != 100 || perBot[0] != 50 || perBot[1] != 50 || accepted != len(res.Accepted) {
 		t.Errorf("%d answer records (by bot %v, %d with a signal ID); want 100, 50 each, %d accepted", len(res.Answers), perBot, accepted, len(res.Accepted))
 	}
-	if sent, acc, p99 := res.Window(res.Start, res.Start.Add(time.Hour)); sent != 100 || acc != len(res.Accepted) || p99 != res.Percentile(0.99) {
+	all := func(Answer) bool { return true }
+	if sent, acc, p99 := res.Among(all); sent != 100 || acc != len(res.Accepted) || p99 != res.Percentile(0.99) {
 		t.Errorf("window over the run: %d sent, %d accepted, p99 %s; want 100, %d, %s", sent, acc, p99, len(res.Accepted), res.Percentile(0.99))
 	}
-	if sent, _, _ := res.Window(res.Start.Add(-time.Hour), res.Start); sent != 0 {
-		t.Errorf("window before the run holds %d requests", sent)
+	if sent, _, _ := res.Among(func(a Answer) bool { return a.Sent.Before(res.Start) }); sent != 0 {
+		t.Errorf("%d requests meant to go before the run", sent)
 	}
 	// Each bot alternates buy and close, starting with a buy.
 	for path, bodies := range f.bodies {
@@ -202,5 +203,93 @@ func TestArrivalOrder(t *testing.T) {
 	c.checkArrivalOrder(res, rec)
 	if rec.OutOfOrder != 2 || rec.OutOfOrderIDs[0] != "a1>a2" || rec.OutOfOrderIDs[1] != "a1>a3" {
 		t.Fatalf("by timestamps: %d out of order %v; want a1>a2 and a1>a3", rec.OutOfOrder, rec.OutOfOrderIDs)
+	}
+}
+
+// flakyHook stores every signal on its first try but loses that answer (a dropped
+// connection for even keys, a 503 for odd ones); a retry with the same Idempotency-Key is
+// answered as webhookd answers a duplicate: 200 with the first signal's ID.
+type flakyHook struct {
+	mu    sync.Mutex
+	ids   map[string]string // Idempotency-Key -> signal ID
+	tries int
+}
+
+func (f *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.NotFound(w, r)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	f.mu.Lock()
+	f.tries++
+	id, seen := f.ids[key]
+	if !seen {
+		id = fmt.Sprintf("sig-%d", len(f.ids)+1)
+		f.ids[key] = id
+	}
+	drop := len(f.ids)%2 == 0
+	f.mu.Unlock()
+	switch {
+	case key == "":
+		http.Error(w, `{"success":false,"code":"NO_KEY"}`, http.StatusBadRequest)
+	case seen:
+		fmt.Fprintf(w, `{"success":true,"message":"Duplicate signal ignored","signalId":%q}`, id)
+	case drop:
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		_ = conn.Close()
+	default:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"success":false,"code":"SERVICE_UNAVAILABLE"}`)
+	}
+}
+
+func TestRunnerRetriesWithIdempotencyKey(t *testing.T) {
+	f := &flakyHook{ids: map[string]string{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := NewRunner(Target{BaseURL: srv.URL}, []string{"/api/webhooks/a", "/api/webhooks/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(t.Context(), Scenario{Name: "retry", Rate: 200, Duration: 100 * time.Millisecond, Connections: 4, Retry: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every request's signal was stored once by its first try and acknowledged by its
+	// second: each ID accepted once, none repeated, and no request needed a third try.
+	if len(res.Accepted) != 20 || len(f.ids) != 20 || res.RepeatedIDs != 0 || f.tries != 40 {
+		t.Fatalf("%d accepted, %d stored, %d repeated IDs, %d tries; want 20, 20, 0, 40 (outcomes %v)", len(res.Accepted), len(f.ids), res.RepeatedIDs, f.tries, res.Outcomes)
+	}
+	retried := 0
+	for _, a := range res.Answers {
+		if a.SignalID == "" || a.Outcome != "200 duplicate" {
+			t.Errorf("answer %+v; want a duplicate's answer with the signal ID", a)
+		}
+		retried += a.Tries - 1
+	}
+	// The 503s are retried by the runner; the dropped connections by net/http itself (the
+	// key makes the request idempotent to it), which the runner does not see.
+	if retried != 10 {
+		t.Errorf("the runner retried %d times; want 10 (the 503s)", retried)
+	}
+	if res.TransportErrors != 0 || res.Sent != 20 {
+		t.Errorf("%d sent, %d transport errors; want 20 sent, the lost answers retried", res.Sent, res.TransportErrors)
+	}
+
+	// Without Retry no key is sent and nothing is resent.
+	f2 := &flakyHook{ids: map[string]string{}}
+	srv2 := httptest.NewServer(f2)
+	defer srv2.Close()
+	r2, err := NewRunner(Target{BaseURL: srv2.URL}, []string{"/api/webhooks/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := r2.Run(t.Context(), Scenario{Name: "no retry", Rate: 100, Duration: 100 * time.Millisecond, Connections: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f2.tries != 10 || res2.Outcomes["400 NO_KEY"] != 10 || len(res2.Accepted) != 0 {
+		t.Errorf("without Retry: %d tries, outcomes %v; want 10 tries, each without a key", f2.tries, res2.Outcomes)
 	}
 }

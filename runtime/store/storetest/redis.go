@@ -164,13 +164,24 @@ func (s *Server) launch(port int, cluster bool) (string, error) {
 	}
 }
 
-// formCluster gives each master a third of the slots, introduces the nodes to each other
-// and waits for cluster_state:ok on every node.
+// formCluster forms s's nodes into one cluster (FormCluster).
 func (s *Server) formCluster() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nodes := make([]*redis.Client, len(s.ClusterAddrs))
-	for i, a := range s.ClusterAddrs {
+	return FormCluster(ctx, s.ClusterAddrs, s.busPorts)
+}
+
+// FormCluster makes a Redis Cluster of new, empty cluster-enabled nodes (addrs, with
+// their cluster bus ports in the same order): it gives each master an equal range of the
+// 16,384 slots, introduces the nodes to each other and waits until every node reports
+// the cluster healthy with all of them known. The local stack forms its cluster this way
+// too.
+func FormCluster(ctx context.Context, addrs []string, busPorts []int) error {
+	if len(addrs) == 0 || len(busPorts) != len(addrs) {
+		return fmt.Errorf("form a cluster of %d nodes with %d bus ports", len(addrs), len(busPorts))
+	}
+	nodes := make([]*redis.Client, len(addrs))
+	for i, a := range addrs {
 		nodes[i] = redis.NewClient(&redis.Options{Addr: a})
 		defer nodes[i].Close()
 	}
@@ -178,26 +189,37 @@ func (s *Server) formCluster() error {
 	for i, n := range nodes {
 		first, last := i*slots/len(nodes), (i+1)*slots/len(nodes)-1
 		if err := n.Do(ctx, "cluster", "addslotsrange", first, last).Err(); err != nil {
-			return fmt.Errorf("cluster addslotsrange on %s: %w", s.ClusterAddrs[i], err)
+			return fmt.Errorf("cluster addslotsrange on %s: %w", addrs[i], err)
 		}
 	}
 	for i := 1; i < len(nodes); i++ {
-		host, port, _ := net.SplitHostPort(s.ClusterAddrs[i])
-		if err := nodes[0].Do(ctx, "cluster", "meet", host, port, s.busPorts[i]).Err(); err != nil {
-			return fmt.Errorf("cluster meet %s: %w", s.ClusterAddrs[i], err)
+		host, port, _ := net.SplitHostPort(addrs[i])
+		if err := nodes[0].Do(ctx, "cluster", "meet", host, port, busPorts[i]).Err(); err != nil {
+			return fmt.Errorf("cluster meet %s: %w", addrs[i], err)
 		}
 	}
-	for _, n := range nodes {
+	return WaitClusterHealthy(ctx, addrs)
+}
+
+// WaitClusterHealthy waits until every node at addrs reports cluster_state:ok with all of
+// them known (a formed cluster's nodes restarted from their nodes.conf find each other
+// again), until ctx ends.
+func WaitClusterHealthy(ctx context.Context, addrs []string) error {
+	for _, a := range addrs {
+		n := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		for {
 			info, err := n.ClusterInfo(ctx).Result()
-			if err == nil && clusterReady(info, len(nodes)) {
+			if err == nil && clusterReady(info, len(addrs)) {
 				break
 			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("redis cluster did not become healthy: %s", info)
+			select {
+			case <-ctx.Done():
+				_ = n.Close()
+				return fmt.Errorf("redis cluster node %s did not become healthy: %s (%v)", a, info, err)
+			case <-time.After(50 * time.Millisecond):
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
+		_ = n.Close()
 	}
 	return nil
 }

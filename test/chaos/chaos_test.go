@@ -1,0 +1,219 @@
+// Package chaos_test runs the whole system as it runs in production, replicated, and breaks
+// it while signals flow: three executors, two webhookd and two mcpd behind nginx, the
+// manager, the local control plane, and a Sentinel-managed Redis (a primary, two replicas,
+// three Sentinels), every one a real process. While 100 paper bots receive signals at a
+// steady rate, the test kills (SIGKILL) an executor, a webhookd and the Redis primary at
+// random moments, each restarted as Kubernetes would, and then reconciles what every
+// sender was told with what the system did.
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/test/load"
+	"github.com/sigops/sigops/test/stack"
+)
+
+const (
+	bots = 100
+	// rate signals a second for runFor, open loop: a stall does not slow the sender.
+	rate   = 300
+	runFor = 60 * time.Second
+	conns  = 64
+	// drainBound is how long after the last answer every accepted signal may take to have
+	// its result (a dead executor's partitions wait for their lease to lapse).
+	drainBound = 2 * time.Minute
+	// retryFor is how long a sender retries a request that got no answer, a 502, 503 or
+	// 504, with its Idempotency-Key: longer than any repair takes.
+	retryFor = 30 * time.Second
+	// seedEnv replays a run's fault schedule (the test logs its seed).
+	seedEnv = "SIGOPS_CHAOS_SEED"
+)
+
+// TestSignalsSurviveCrashesAndFailover is the reconciliation after the faults: every
+// signal answered with a signal ID has exactly one result, no signal placed two orders,
+// each bot's signals executed in the order they arrived, every paper balance is its
+// initial balance plus the booked PnL net of fees to the last decimal, and every daemon is
+// back. The figures per fault (sent, acknowledged, p99 of the answers, p99 from answer to
+// result) are logged for docs/benchmarks.md.
+func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole system and runs it for a minute")
+	}
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	seed := seedOf(t)
+	ctx := t.Context()
+	root, err := stack.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s := startChaosStack(ctx, t, root, dir)
+	c, err := stack.NewClient(s.cp.Config, 200, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	fleet, err := load.Setup(ctx, c, load.SetupOptions{Bots: bots})
+	if err != nil {
+		t.Fatalf("%v\nmanager output:\n%s", err, s.manager.Tail())
+	}
+	t.Logf("%d bots Ready in %.1f s", len(fleet.Bots), time.Since(began).Seconds())
+	rdb := s.redis.Connect(t, store.Options{})
+	checker := load.NewChecker(rdb, fleet)
+	runner, err := load.NewRunner(load.Target{BaseURL: "https://" + s.origin, RootCAs: s.roots}, fleet.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	faults := s.schedule(rand.New(rand.NewPCG(seed, seed)))
+	watch := s.watchReadiness(ctx)
+	injected := make(chan error, 1)
+	start := time.Now()
+	go func() { injected <- inject(ctx, t, start, faults) }()
+	res, err := runner.Run(ctx, load.Scenario{Name: "chaos", Rate: rate, Duration: runFor, Connections: conns, Retry: retryFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-injected; err != nil {
+		t.Fatal(err)
+	}
+	unready := watch()
+	rec, err := checker.Reconcile(ctx, res, drainBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, res, rec, checker, faults, unready)
+	if !rec.OK() {
+		t.Fatalf("reconciliation failed: %s", rec.Problems())
+	}
+	s.checkRecovered(ctx, t)
+	checkBalances(ctx, t, rdb, s, fleet)
+}
+
+// seedOf is the fault schedule's seed: seedEnv's value, or a new one, logged for a replay.
+func seedOf(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(seedEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", seedEnv, v, err)
+		}
+		seed = n
+	}
+	t.Logf("fault schedule seed %d (replay with %s=%d)", seed, seedEnv, seed)
+	return seed
+}
+
+// fault is one thing broken during the run.
+type fault struct {
+	name string
+	// at is when, after the run starts, it is injected.
+	at time.Duration
+	// breakIt injects it and returns a function that waits until the system has repaired
+	// it (the process restarted and ready, the failover done).
+	breakIt func(ctx context.Context) (repaired func(context.Context) error, err error)
+	// injected and repaired are when that happened.
+	injected, repaired time.Time
+}
+
+// schedule orders the three faults at random, each at a random moment of its own third of
+// the run, and picks the executor and webhookd replicas to kill.
+func (s *chaosStack) schedule(rng *rand.Rand) []*fault {
+	ex, hook := s.executor[rng.IntN(len(s.executor))], s.webhookd[rng.IntN(len(s.webhookd))]
+	faults := []*fault{
+		{name: "kill -9 " + ex.Name(), breakIt: killSupervised(ex)},
+		{name: "kill -9 " + hook.Name(), breakIt: killSupervised(hook)},
+		{name: "kill -9 redis primary", breakIt: s.failOver},
+	}
+	rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
+	third := runFor / 3
+	for i, f := range faults {
+		// Clear of the run's first and last 5 s, so that each fault has calm on both sides.
+		f.at = time.Duration(i)*third + 5*time.Second + time.Duration(rng.Int64N(int64(third-10*time.Second)))
+	}
+	return faults
+}
+
+// inject breaks each fault at its moment and waits for its repair before the next.
+func inject(ctx context.Context, t *testing.T, start time.Time, faults []*fault) error {
+	for _, f := range faults {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(start.Add(f.at))):
+		}
+		f.injected = time.Now()
+		repaired, err := f.breakIt(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if err := repaired(ctx); err != nil {
+			return fmt.Errorf("%s: not repaired: %w", f.name, err)
+		}
+		f.repaired = time.Now()
+		t.Logf("%s at %.1f s; repaired after %.1f s", f.name, f.injected.Sub(start).Seconds(), f.repaired.Sub(f.injected).Seconds())
+	}
+	return nil
+}
+
+// killSupervised kills a daemon's process; it is repaired once its supervisor restarted it
+// and the new process is ready.
+func killSupervised(d *stack.Supervised) func(context.Context) (func(context.Context) error, error) {
+	return func(context.Context) (func(context.Context) error, error) {
+		before := d.Restarts()
+		if err := d.Kill(); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			for d.Restarts() == before {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			return d.WaitReady(ctx, time.Minute)
+		}, nil
+	}
+}
+
+// failOver kills the Redis primary; it is repaired once the Sentinels promoted a replica
+// and the old primary runs again as the new one's replica.
+func (s *chaosStack) failOver(ctx context.Context) (func(context.Context) error, error) {
+	old, err := s.redis.MasterAddr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i := -1
+	for j, srv := range s.redis.Servers {
+		if srv.Addr == old {
+			i = j
+		}
+	}
+	if i < 0 {
+		return nil, fmt.Errorf("the master %s is none of the servers", old)
+	}
+	killed := s.redis.Servers[i]
+	if err := killed.Kill(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		if _, err := s.redis.WaitFailover(ctx, old); err != nil {
+			return err
+		}
+		<-killed.Done()
+		return s.redis.Restart(ctx, i)
+	}, nil
+}

@@ -1,0 +1,194 @@
+package chaos_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/test/load"
+	"github.com/sigops/sigops/test/stack"
+)
+
+// watchReadiness polls every daemon's /readyz every 100 ms until the returned function is
+// called, which returns how long each was not ready.
+func (s *chaosStack) watchReadiness(ctx context.Context) func() map[string]time.Duration {
+	ctx, cancel := context.WithCancel(ctx)
+	hc := &http.Client{Timeout: 500 * time.Millisecond}
+	var mu sync.Mutex
+	unready := map[string]time.Duration{}
+	var wg sync.WaitGroup
+	for name, url := range s.ready {
+		wg.Go(func() {
+			last := time.Now()
+			for ctx.Err() == nil {
+				ok := false
+				if resp, err := hc.Get(url); err == nil {
+					ok = resp.StatusCode == http.StatusOK
+					_ = resp.Body.Close()
+				}
+				time.Sleep(100 * time.Millisecond)
+				now := time.Now()
+				if !ok {
+					mu.Lock()
+					unready[name] += now.Sub(last)
+					mu.Unlock()
+				}
+				last = now
+			}
+		})
+	}
+	return func() map[string]time.Duration {
+		cancel()
+		wg.Wait()
+		return unready
+	}
+}
+
+// window is a stretch of the run whose figures are reported.
+type window struct {
+	name     string
+	from, to time.Time
+}
+
+// report logs the run's figures: the totals, then per fault (from its injection until one
+// second after its repair) and for the calm rest of the run, the requests meant to go then,
+// how many were acknowledged with a signal ID, the p99 of their answers, and the p99 from
+// answer to stored result.
+func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Checker, faults []*fault, unready map[string]time.Duration) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos run: %d bots, %d signals/s for %s, %d connections through nginx\n", bots, rate, runFor, conns)
+	fmt.Fprintf(&b, "sent %d, acknowledged %d, lost %d, duplicated %d, out of order %d; answers %v; results %v; %d orders\n",
+		res.Sent, len(res.Accepted), rec.Lost, rec.DuplicatedTotal(), rec.OutOfOrder, res.Outcomes, rec.ResultCodes, rec.Orders)
+	var windows []window
+	for _, f := range faults {
+		windows = append(windows, window{f.name, f.injected, f.repaired.Add(time.Second)})
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "window\tlength\tsent\tacknowledged\tanswer p99\tanswer to result p99\t")
+	for _, w := range windows {
+		line(tw, w.name, w.to.Sub(w.from), res, c, func(a load.Answer) bool { return !a.Sent.Before(w.from) && a.Sent.Before(w.to) })
+	}
+	calm := func(a load.Answer) bool {
+		return !slices.ContainsFunc(windows, func(w window) bool { return !a.Sent.Before(w.from) && a.Sent.Before(w.to) })
+	}
+	line(tw, "no fault", 0, res, c, calm)
+	_ = tw.Flush()
+	names := make([]string, 0, len(unready))
+	for name := range unready {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b.WriteString("not ready during the run:")
+	for _, name := range names {
+		fmt.Fprintf(&b, " %s %.1f s", name, unready[name].Seconds())
+	}
+	t.Log(b.String())
+}
+
+// line writes one window's figures: the answers in picks.
+func line(w io.Writer, name string, length time.Duration, res *load.Result, c *load.Checker, picks func(load.Answer) bool) {
+	sent, acked, answered := res.Among(picks)
+	var results []time.Duration
+	for _, a := range res.Answers {
+		if at, ok := c.ExecutedAt(a.SignalID); ok && a.SignalID != "" && picks(a) {
+			results = append(results, max(0, at.Sub(a.Answered)))
+		}
+	}
+	slices.Sort(results)
+	span := "-"
+	if length > 0 {
+		span = fmt.Sprintf("%.1f s", length.Seconds())
+	}
+	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t\n", name, span, sent, acked, ms(answered), ms(load.Percentile(results, 0.99)))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// checkRecovered checks that every daemon is ready again, that each killed one was
+// restarted exactly once and that no other one restarted (a fault of Redis must not crash
+// the daemons using it), and that the manager kept running.
+func (s *chaosStack) checkRecovered(ctx context.Context, t *testing.T) {
+	t.Helper()
+	all := append(append(append([]*stack.Supervised{}, s.executor...), s.webhookd...), s.mcpd...)
+	killed := 0
+	for _, d := range all {
+		if err := d.WaitReady(ctx, time.Minute); err != nil {
+			t.Errorf("%s: %v", d.Name(), err)
+		}
+		killed += d.Restarts()
+		if d.Restarts() > 1 {
+			t.Errorf("%s restarted %d times; it was killed at most once", d.Name(), d.Restarts())
+		}
+	}
+	if killed != 2 {
+		t.Errorf("%d daemon restarts; want 2 (the executor and the webhookd the test killed)", killed)
+	}
+	select {
+	case <-s.manager.Done():
+		t.Errorf("the manager exited: %v", s.manager.ExitErr())
+	default:
+	}
+}
+
+// checkBalances closes every bot's position (a close to a flat bot fails harmlessly), then
+// checks each bot's paper account to the last decimal: its USDT balance is the initial
+// balance plus the net PnL of every trade its book recorded (price PnL minus entry and exit
+// fees, as runtime/analytics sums it), with no BTC held and no margin locked.
+func checkBalances(ctx context.Context, t *testing.T, rdb redis.UniversalClient, s *chaosStack, fleet *load.Fleet) {
+	t.Helper()
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS12}}}
+	for _, b := range fleet.Bots {
+		resp, err := hc.Post("https://"+s.origin+b.Path, "application/json", bytes.NewReader([]byte(`{"action":"close"}`)))
+		if err != nil {
+			t.Fatalf("close %s: %v", b.Name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && !strings.Contains(string(body), "POSITION_NOT_FOUND") {
+			t.Fatalf("close %s: %d %s", b.Name, resp.StatusCode, body)
+		}
+	}
+	initial := decimal.RequireFromString(load.DefaultBalance)
+	books := analytics.New(rdb)
+	trades := 0
+	for _, b := range fleet.Bots {
+		x := paper.NewExchange(rdb, b.AccountID, b.ID, nil)
+		bal, err := x.Balance(ctx, paper.Quote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := x.Holding(ctx, "BTC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pnl, err := books.Realised(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := initial.Add(pnl); !bal.Free.Equal(want) || !held.IsZero() || !bal.Locked.IsZero() {
+			t.Errorf("%s: balance %s USDT (locked %s), %s BTC held; want %s + %s net PnL = %s, nothing held",
+				b.Name, bal.Free, bal.Locked, held, initial, pnl, want)
+		}
+		if !pnl.IsZero() {
+			trades++
+		}
+	}
+	if trades == 0 {
+		t.Error("no bot booked any PnL: the run traded nothing")
+	}
+	t.Logf("%d paper balances equal their initial balance plus booked net PnL, to the decimal (%d bots with PnL)", len(fleet.Bots), trades)
+}

@@ -1,0 +1,171 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+// ClusterOptions configure StartRedisCluster.
+type ClusterOptions struct {
+	// Ports are the masters' client ports on 127.0.0.1, at least three (the fewest a Redis
+	// Cluster accepts as healthy). Each node's cluster bus is its port + 10000, Redis's
+	// default, so both must be free.
+	Ports []int
+	// DataDir holds a directory per node (node-<port>) with its nodes.conf and append-only
+	// file, written with ShippedRedisFlags: a cluster formed there once is found again, with
+	// its data, on the next start. Required.
+	DataDir string
+	// LogDir receives each node's log as redis-<port>.log; empty discards them.
+	LogDir string
+	// MaxMemory caps each node's data set; empty: DefaultRedisMaxMemory.
+	MaxMemory string
+}
+
+// clusterBusOffset is how far above its client port a node's cluster bus listens.
+const clusterBusOffset = 10000
+
+// RedisCluster is a running Redis Cluster of masters on 127.0.0.1, each persisting as
+// shipped.
+type RedisCluster struct {
+	Nodes []*Redis
+}
+
+// StartRedisCluster starts the nodes and, when their data directories hold no cluster yet,
+// forms one (each master a third of the slots); otherwise it waits until the nodes found
+// each other again from their nodes.conf.
+func StartRedisCluster(ctx context.Context, o ClusterOptions) (c *RedisCluster, err error) {
+	if len(o.Ports) < 3 {
+		return nil, fmt.Errorf("a Redis Cluster needs at least three masters, not %d", len(o.Ports))
+	}
+	if o.DataDir == "" {
+		return nil, errors.New("a Redis Cluster needs a data directory")
+	}
+	c = &RedisCluster{}
+	defer func() {
+		if err != nil {
+			_ = c.Stop(5 * time.Second)
+		}
+	}()
+	for _, port := range o.Ports {
+		for _, p := range []int{port, port + clusterBusOffset} {
+			if !PortFree(p) {
+				return nil, fmt.Errorf("port %d of the Redis Cluster is taken", p)
+			}
+		}
+		log := ""
+		if o.LogDir != "" {
+			log = filepath.Join(o.LogDir, fmt.Sprintf("redis-%d.log", port))
+		}
+		n, err := StartRedis(ctx, RedisOptions{Port: port, LogFile: log, MaxMemory: o.MaxMemory,
+			DataDir: filepath.Join(o.DataDir, fmt.Sprintf("node-%d", port)),
+			Flags: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-port", strconv.Itoa(port + clusterBusOffset),
+				// A node that misses its peers this long is deemed failing; with no replicas
+				// nothing fails over, so this only bounds how long a restart looks like an
+				// outage to the others.
+				"--cluster-node-timeout", "5000"}})
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	formed, err := c.formed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if formed {
+		return c, storetest.WaitClusterHealthy(ctx, c.Addrs())
+	}
+	bus := make([]int, len(o.Ports))
+	for i, p := range o.Ports {
+		bus[i] = p + clusterBusOffset
+	}
+	return c, storetest.FormCluster(ctx, c.Addrs(), bus)
+}
+
+// formed reports whether the nodes were formed into a cluster on an earlier start: any of
+// them has slots assigned. A partly formed set (a start interrupted while forming) is
+// refused rather than guessed at.
+func (c *RedisCluster) formed(ctx context.Context) (bool, error) {
+	assigned := 0
+	for _, n := range c.Nodes {
+		rdb := n.Client()
+		info, err := rdb.ClusterInfo(ctx).Result()
+		_ = rdb.Close()
+		if err != nil {
+			return false, fmt.Errorf("cluster info of %s: %w", n.Addr, err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "cluster_slots_assigned:"); ok && v != "0" {
+				assigned++
+			}
+		}
+	}
+	return assigned > 0, nil
+}
+
+// Addrs are the nodes' host:port, for store.Options.ClusterAddrs.
+func (c *RedisCluster) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// Client returns a new cluster client of the nodes.
+func (c *RedisCluster) Client() *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+}
+
+// Ports are the nodes' client ports.
+func (c *RedisCluster) Ports() []int {
+	ports := make([]int, len(c.Nodes))
+	for i, n := range c.Nodes {
+		_, p, _ := net.SplitHostPort(n.Addr)
+		ports[i], _ = strconv.Atoi(p)
+	}
+	return ports
+}
+
+// Stop stops every node (SIGTERM, then SIGKILL after timeout): each writes its data first.
+func (c *RedisCluster) Stop(timeout time.Duration) error {
+	var errs []error
+	for _, n := range c.Nodes {
+		if err := n.Stop(timeout); err != nil {
+			errs = append(errs, fmt.Errorf("redis %s: %w", n.Addr, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FreeClusterPorts finds n client ports whose cluster bus ports (+10000) are free too.
+func FreeClusterPorts(n int) ([]int, error) {
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			return nil, errors.New("no free ports for a Redis Cluster")
+		}
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if p+clusterBusOffset <= 65535 && PortFree(p+clusterBusOffset) && !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
