@@ -66,4 +66,3 @@ func TestRedisClusterKeepsItsData(t *testing.T) {
 		t.Errorf("cluster info after the restart lacks %s:\n%s", want, n)
 	}
 }
-
