@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
 )
 
@@ -28,7 +27,7 @@ func (s *localStack) startDataPlane(ctx context.Context) error {
 		bins[name] = bin
 	}
 	// Every daemon and the users command reach the stack's Redis with the same flags.
-	redisArgs := store.Options{Addr: s.redis.Addr}.Args()
+	redisArgs := s.store.Args()
 	addr := func() (string, error) {
 		port, err := stack.FreePort()
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err

@@ -40,6 +40,11 @@ import (
 const (
 	// redisPort is the local stack's fixed Redis port (a free one if it is taken).
 	redisPort = 6390
+	// clusterPorts are the masters' fixed ports with -redis=cluster (cluster buses 10000
+	// above each): free ones on the first start if these are taken; a formed cluster keeps
+	// its ports, because its nodes.conf records them.
+	clusterBasePort = 6391
+	clusterMasters  = 3
 	// baseURL and mcpURL are the public origins nginx serves (originAddr, mcpOriginAddr):
 	// authd's discovery documents and the OAuth tokens' audience name mcpURL.
 	baseURL = "https://" + originAddr
@@ -52,14 +57,25 @@ const (
 )
 
 func main() {
-	fresh := flag.Bool("fresh", false, "delete the local cluster's and Redis's data (bin/local/etcd, bin/local/redis) before starting")
+	fresh := flag.Bool("fresh", false, "delete the local cluster's and Redis's data (bin/local/etcd, bin/local/redis, bin/local/redis-cluster) before starting")
+	topology := flag.String("redis", redisSingle, "the Redis the stack runs on: "+redisSingle+" (one server) or "+redisCluster+" (a Redis Cluster of three masters)")
 	flag.Parse()
+	if *topology != redisSingle && *topology != redisCluster {
+		fmt.Fprintf(os.Stderr, "error: -redis=%s: want %s or %s\n", *topology, redisSingle, redisCluster)
+		os.Exit(2)
+	}
 	// Only warnings and errors of envtest and the client reach the terminal.
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	os.Exit(run(*fresh))
+	os.Exit(run(*fresh, *topology))
 }
 
-func run(fresh bool) int {
+// The -redis topologies.
+const (
+	redisSingle  = "single"
+	redisCluster = "cluster"
+)
+
+func run(fresh bool, topology string) int {
 	root, err := stack.RepoRoot()
 	if err != nil {
 		return fail(err)
@@ -90,14 +106,14 @@ func run(fresh bool) int {
 		}
 	}()
 
-	s := &localStack{paths: p}
+	s := &localStack{paths: p, topology: topology}
 	defer func() {
 		s.stop()
 		_ = os.Remove(p.pid)
 		fmt.Println("stopped")
 	}()
 	if fresh {
-		for _, d := range []string{p.etcdDir, p.redisDir} {
+		for _, d := range []string{p.etcdDir, p.redisDir, p.clusterDir} {
 			if err := os.RemoveAll(d); err != nil {
 				return fail(err)
 			}
@@ -117,8 +133,8 @@ func run(fresh bool) int {
 		return fail(fmt.Errorf("kube-controller-manager exited (%v); see %s", s.cp.ControllerManager.ExitErr(), p.rel(p.kcmLog)))
 	case <-s.manager.Done():
 		return fail(fmt.Errorf("the manager exited (%v); see %s", s.manager.ExitErr(), p.rel(p.managerLog)))
-	case <-s.redis.Done():
-		return fail(fmt.Errorf("redis-server exited (%v); see %s", s.redis.ExitErr(), p.rel(p.redisLog)))
+	case r := <-s.redisExited():
+		return fail(fmt.Errorf("redis-server %s exited (%v); see %s", r.Addr, r.ExitErr(), p.rel(s.redisLogOf(r))))
 	case <-s.executor.Done():
 		return fail(fmt.Errorf("the executor exited (%v); see %s", s.executor.ExitErr(), p.rel(p.executorLog)))
 	case <-s.authd.Done():
@@ -136,6 +152,7 @@ func run(fresh bool) int {
 type paths struct {
 	root, cwd, dir                                 string
 	lock, pid, kubeconfig, env, etcdDir, redisDir  string
+	clusterDir                                     string
 	managerLog, redisLog, samples, kubectl, assets string
 	webhookdLog, executorLog, nginxDir, nginxLog   string
 	certFile, keyFile, masterKey                   string
@@ -150,7 +167,7 @@ func newPaths(root string) paths {
 		root: root, cwd: cwd, dir: dir,
 		lock: filepath.Join(dir, "lock"), pid: filepath.Join(dir, "pid"),
 		kubeconfig: filepath.Join(dir, "kubeconfig"), env: filepath.Join(dir, "env"),
-		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"),
+		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"), clusterDir: filepath.Join(dir, "redis-cluster"),
 		managerLog: filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
 		webhookdLog: filepath.Join(dir, "webhookd.log"), executorLog: filepath.Join(dir, "executor.log"),
 		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
@@ -202,9 +219,14 @@ func takeLock(p paths) (*os.File, error) {
 // localStack is what run started, stopped in reverse order.
 type localStack struct {
 	paths
-	cp      *stack.ControlPlane
-	redis   *stack.Redis
-	manager *stack.Manager
+	cp *stack.ControlPlane
+	// topology is -redis; redis the one server or cluster the masters it started, and
+	// store how every daemon reaches them.
+	topology string
+	redis    *stack.Redis
+	cluster  *stack.RedisCluster
+	store    store.Options
+	manager  *stack.Manager
 	// The data plane: executor, webhookd, authd, mcpd and nginx in front as the {base_url}
 	// and {mcp_url} origins.
 	executor, webhookd, authd, mcpd *stack.Process
@@ -234,18 +256,7 @@ func (s *localStack) start(ctx context.Context) error {
 		}
 	}
 
-	port := redisPort
-	if !stack.PortFree(port) {
-		if port, err = stack.FreePort(); err != nil {
-			return err
-		}
-		fmt.Printf("port %d is taken; using %d for Redis\n", redisPort, port)
-	}
-	fmt.Printf("starting redis on 127.0.0.1:%d (data: %s, log: %s)\n", port, s.rel(s.redisDir), s.rel(s.redisLog))
-	if s.redis, err = stack.StartRedis(ctx, stack.RedisOptions{Port: port, DataDir: s.redisDir, LogFile: s.redisLog}); err != nil {
-		return err
-	}
-	if err := migrateKeys(ctx, s.redis); err != nil {
+	if err := s.startRedis(ctx); err != nil {
 		return err
 	}
 
@@ -255,7 +266,7 @@ func (s *localStack) start(ctx context.Context) error {
 		return err
 	}
 	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
-		Binary: bin, Kubeconfig: s.kubeconfig, Redis: store.Options{Addr: s.redis.Addr}, BaseURL: baseURL, LogFile: s.managerLog,
+		Binary: bin, Kubeconfig: s.kubeconfig, Redis: s.store, BaseURL: baseURL, LogFile: s.managerLog,
 		Args: []string{"--master-key-file=" + s.masterKey},
 	}); err != nil {
 		return err
@@ -299,7 +310,10 @@ func (s *localStack) start(ctx context.Context) error {
 	}
 	s.password = strings.TrimSpace(string(password))
 	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\n",
-		s.kubeconfig, s.redis.Addr, baseURL, mcpURL, s.certFile, demoEmail, s.password)
+		s.kubeconfig, s.redisAddrs()[0], baseURL, mcpURL, s.certFile, demoEmail, s.password)
+	if s.cluster != nil {
+		env += "REDIS_CLUSTER_ADDRS=" + strings.Join(s.redisAddrs(), ",") + "\n"
+	}
 	if err := os.WriteFile(s.env, []byte(env), 0o600); err != nil { // it holds the demo password
 		return err
 	}
@@ -375,7 +389,7 @@ trust %s (Node clients: NODE_EXTRA_CA_CERTS=%s).
 
 Logs: %s, %s, %s, %s, %s, %s.
 Ctrl-C stops the stack.
-`, s.rel(s.kubeconfig), s.redis.Addr, s.rel(s.managerLog), s.rel(s.env),
+`, s.rel(s.kubeconfig), s.redisShown(), s.rel(s.managerLog), s.rel(s.env),
 		s.rel(s.env), kubectl, kubectl, secretName, sampleNamespace,
 		sampleNamespace, sampleBot, s.rel(s.certFile), webhookURL,
 		s.rel(s.candles), baseURL, demoEmail, s.password, s.rel(s.env),
@@ -406,6 +420,11 @@ func (s *localStack) stop() {
 	if s.redis != nil {
 		if err := s.redis.Stop(stopTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, "redis:", err)
+		}
+	}
+	if s.cluster != nil {
+		if err := s.cluster.Stop(stopTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, "redis cluster:", err)
 		}
 	}
 	if s.cp != nil {

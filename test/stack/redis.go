@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // RedisOptions configure StartRedis.
@@ -98,9 +99,9 @@ type Redis struct {
 
 // StartRedis starts redis-server on 127.0.0.1 and waits until it answers PING.
 func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
-	path, err := exec.LookPath("redis-server")
+	path, err := storetest.ServerBinary()
 	if err != nil {
-		return nil, errors.New("redis-server not found: run hack/install-deps.sh (make deps)")
+		return nil, err
 	}
 	port := o.Port
 	if port == 0 {

@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // SentinelMaster is the master name the Sentinels of StartReplicated watch.
@@ -97,9 +97,10 @@ func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, e
 	return r, r.waitSentinels(ctx, o.Replicas, o.Sentinels-1)
 }
 
-// startServer starts server i of a replicated set in a directory of its own: a replica
-// writes the snapshot of its sync there, which a server started later in the same
-// directory would load.
+// startServer starts server i of a replicated set in a directory of its own, persisting as
+// config/redis ships (ShippedRedisFlags, an append-only file): a replica writes the
+// snapshot of its sync there, and a server started again in the same directory loads it
+// before it syncs with the master of the moment.
 func startServer(ctx context.Context, dir string, i int, flags ...string) (*Redis, error) {
 	return startServerOn(ctx, dir, i, 0, flags...)
 }
@@ -111,7 +112,7 @@ func startServerOn(ctx context.Context, dir string, i, port int, flags ...string
 		return nil, err
 	}
 	return StartRedis(ctx, RedisOptions{Port: port, LogFile: filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)),
-		Flags: append([]string{"--dir", data}, flags...)})
+		DataDir: data, Flags: flags})
 }
 
 // startSentinel runs redis-sentinel (or redis-server --sentinel, the same program, where
@@ -142,12 +143,14 @@ func startSentinel(dir string, i int, master string, quorum int, downAfter time.
 }
 
 func sentinelCommand(conf string) (*exec.Cmd, error) {
-	if path, err := exec.LookPath("redis-sentinel"); err == nil {
-		return exec.Command(path, conf), nil
+	if os.Getenv(storetest.ServerEnv) == "" {
+		if path, err := exec.LookPath("redis-sentinel"); err == nil {
+			return exec.Command(path, conf), nil
+		}
 	}
-	path, err := exec.LookPath("redis-server")
+	path, err := storetest.ServerBinary()
 	if err != nil {
-		return nil, errors.New("redis-server not found: run hack/install-deps.sh (make deps)")
+		return nil, err
 	}
 	return exec.Command(path, conf, "--sentinel"), nil
 }

@@ -9,7 +9,6 @@ package storetest
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +24,25 @@ import (
 // ModeEnv names the environment variable that chooses the Redis the tests get: "cluster"
 // for a Redis Cluster, anything else for one server.
 const ModeEnv = "SIGOPS_TEST_REDIS"
+
+// ServerEnv names the environment variable that chooses the server program every test and
+// the local stack run: "redis-server" when unset, or another RESP server that takes
+// redis-server's flags, such as "valkey-server" (a name on PATH or a path). Its Sentinels
+// run as the same program with --sentinel.
+const ServerEnv = "SIGOPS_REDIS_SERVER"
+
+// ServerBinary is the path of the server program ServerEnv names.
+func ServerBinary() (string, error) {
+	name := os.Getenv(ServerEnv)
+	if name == "" {
+		name = "redis-server"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found: run hack/install-deps.sh (make deps), or set %s to a server that is installed", name, ServerEnv)
+	}
+	return path, nil
+}
 
 // ClusterMode reports whether the tests run on a Redis Cluster (ModeEnv is "cluster").
 func ClusterMode() bool { return os.Getenv(ModeEnv) == "cluster" }
@@ -111,9 +129,9 @@ func startCluster() (*Server, error) {
 // launch starts one redis-server on port (a cluster node, with the next of s.busPorts, if
 // cluster), waits until it answers and returns its address.
 func (s *Server) launch(port int, cluster bool) (string, error) {
-	path, err := exec.LookPath("redis-server")
+	path, err := ServerBinary()
 	if err != nil {
-		return "", errors.New("redis-server not found: run hack/install-deps.sh (make deps)")
+		return "", err
 	}
 	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes"}

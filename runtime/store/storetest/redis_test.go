@@ -3,7 +3,11 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -57,5 +61,40 @@ func TestCluster(t *testing.T) {
 	}
 	if got, _ := Keys(ctx, c, "*"); len(got) != 0 {
 		t.Errorf("after FlushAll: %v", got)
+	}
+}
+
+// SIGOPS_REDIS_SERVER chooses the server program: a stand-in named there (here a script
+// that notes its start and runs redis-server, as valkey-server would be named) is what
+// StartServer runs; an unknown name is refused with the variable's name.
+func TestServerEnvChoosesTheProgram(t *testing.T) {
+	real, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	script := filepath.Join(dir, "other-server")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$@\" >> "+marker+"\nexec "+real+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ServerEnv, script)
+	s, err := StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c := s.Client()
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(marker); err != nil || !strings.Contains(string(b), "--port") {
+		t.Errorf("the program %s names was not run (%q, %v)", ServerEnv, b, err)
+	}
+
+	t.Setenv(ServerEnv, "no-such-server-program")
+	if _, err := StartServer(); err == nil || !strings.Contains(err.Error(), ServerEnv) {
+		t.Errorf("an unknown program: %v; want an error naming %s", err, ServerEnv)
 	}
 }
