@@ -64,10 +64,16 @@ type window struct {
 	from, to time.Time
 }
 
-// report logs the run's figures: the totals, then per fault (from its injection until one
-// second after its repair) and for the calm rest of the run, the requests meant to go then,
-// how many were acknowledged with a signal ID, the p99 of their answers, and the p99 from
-// answer to stored result.
+// aftermath is how long after its repair a fault still shows: a killed executor's
+// partitions stay with it until their lease lapses (the queue's LeaseTTL, 5 s), and the
+// backlog of the fault drains meanwhile.
+const aftermath = 5 * time.Second
+
+// report logs the run's figures: the totals, then per fault (from its injection until
+// aftermath after its repair) and for the calm rest of the run, the requests meant to go
+// then, how many were acknowledged with a signal ID, the p99 of their answers and from
+// answer to stored result, each p99 also as a multiple of the calm rest's (the same run's
+// bare reference).
 func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Checker, faults []*fault, unready map[string]time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run: %d bots, %d signals/s for %s, %d connections through nginx\n", bots, rate, runFor, conns)
@@ -75,18 +81,27 @@ func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Ch
 		res.Sent, len(res.Accepted), rec.Lost, rec.DuplicatedTotal(), rec.OutOfOrder, res.Outcomes, rec.ResultCodes, rec.Orders)
 	var windows []window
 	for _, f := range faults {
-		windows = append(windows, window{f.name, f.injected, f.repaired.Add(time.Second)})
-	}
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "window\tlength\tsent\tacknowledged\tanswer p99\tanswer to result p99\t")
-	for _, w := range windows {
-		line(tw, w.name, w.to.Sub(w.from), res, c, func(a load.Answer) bool { return !a.Sent.Before(w.from) && a.Sent.Before(w.to) })
+		windows = append(windows, window{f.name, f.injected, f.repaired.Add(aftermath)})
 	}
 	calm := func(a load.Answer) bool {
 		return !slices.ContainsFunc(windows, func(w window) bool { return !a.Sent.Before(w.from) && a.Sent.Before(w.to) })
 	}
-	line(tw, "no fault", 0, res, c, calm)
+	ref := figuresOf(res, c, calm)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "window\tlength\tsent\tacknowledged\tanswer p99\t× calm\tanswer to result p99\t× calm\t")
+	for _, w := range windows {
+		fig := figuresOf(res, c, func(a load.Answer) bool { return !a.Sent.Before(w.from) && a.Sent.Before(w.to) })
+		fig.line(tw, w.name, w.to.Sub(w.from), ref)
+	}
+	ref.line(tw, "no fault", 0, ref)
 	_ = tw.Flush()
+	// The same p99s for each 5 s of the run, to see where a fault's effect ends.
+	b.WriteString("per 5 s of the run, answer p99 / answer to result p99 (ms):")
+	for at := res.Start; at.Before(res.Start.Add(runFor)); at = at.Add(5 * time.Second) {
+		f := figuresOf(res, c, func(a load.Answer) bool { return !a.Sent.Before(at) && a.Sent.Before(at.Add(5*time.Second)) })
+		fmt.Fprintf(&b, " %.0fs %.0f/%.0f", at.Sub(res.Start).Seconds(), float64(f.answered)/1e6, float64(f.toResult)/1e6)
+	}
+	b.WriteString("\n")
 	names := make([]string, 0, len(unready))
 	for name := range unready {
 		names = append(names, name)
@@ -99,9 +114,17 @@ func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Ch
 	t.Log(b.String())
 }
 
-// line writes one window's figures: the answers in picks.
-func line(w io.Writer, name string, length time.Duration, res *load.Result, c *load.Checker, picks func(load.Answer) bool) {
-	sent, acked, answered := res.Among(picks)
+// figures are one window's: the requests meant to go in it, how many were acknowledged,
+// the p99 of their answers and from answer to stored result.
+type figures struct {
+	sent, acked        int
+	answered, toResult time.Duration
+}
+
+// figuresOf measures the answers picks chooses.
+func figuresOf(res *load.Result, c *load.Checker, picks func(load.Answer) bool) figures {
+	var f figures
+	f.sent, f.acked, f.answered = res.Among(picks)
 	var results []time.Duration
 	for _, a := range res.Answers {
 		if at, ok := c.ExecutedAt(a.SignalID); ok && a.SignalID != "" && picks(a) {
@@ -109,11 +132,26 @@ func line(w io.Writer, name string, length time.Duration, res *load.Result, c *l
 		}
 	}
 	slices.Sort(results)
+	f.toResult = load.Percentile(results, 0.99)
+	return f
+}
+
+// line writes the figures as a row, each p99 beside its multiple of ref's.
+func (f figures) line(w io.Writer, name string, length time.Duration, ref figures) {
 	span := "-"
 	if length > 0 {
 		span = fmt.Sprintf("%.1f s", length.Seconds())
 	}
-	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t\n", name, span, sent, acked, ms(answered), ms(load.Percentile(results, 0.99)))
+	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", name, span, f.sent, f.acked,
+		ms(f.answered), times(f.answered, ref.answered), ms(f.toResult), times(f.toResult, ref.toResult))
+}
+
+// times is d as a multiple of ref.
+func times(d, ref time.Duration) string {
+	if ref <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(d)/float64(ref))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
