@@ -8,7 +8,7 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # REDIS_PACKAGES use Redis (runtime/store/storetest); `make test` runs them a second time on
 # a three-master Redis Cluster, where a script or transaction over several slots fails.
-REDIS_PACKAGES ?= ./runtime/... ./webhookd/... ./authd/... ./cmd/... ./controllers/... ./fleet/... ./mcpd/... ./test/e2e/... ./test/browser/...
+REDIS_PACKAGES ?= ./runtime/... ./webhookd/... ./authd/... ./cmd/... ./controllers/... ./fleet/... ./mcpd/... ./test/e2e/... ./test/browser/... ./test/stack/localstack/...
 BINARIES := manager webhookd executor authd mcpd queuectl backtest sigops-mcp
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
@@ -110,8 +110,12 @@ images: ## Build the container images as tarballs in bin/images/ without a Docke
 	go run ./hack/images -out $(LOCALBIN)/images -repository $(IMAGE_REPOSITORY) -version $(VERSION) -revision $(REVISION) -source-date-epoch $(SOURCE_DATE_EPOCH) $(IMAGES)
 
 .PHONY: run
-run: ## Start the whole local stack (control plane, Redis, manager, samples). Ctrl-C stops it. ARGS=-fresh starts empty.
+run: ## Start the whole local stack (control plane, Redis, manager, daemons, samples). Ctrl-C stops it. ARGS: -fresh starts empty, -redis=cluster, -executors=N -webhookd=N -mcpd=N.
 	hack/local-stack.sh $(ARGS)
+
+.PHONY: status
+status: ## List the running local stack's programs: PID, restarts, health.
+	@go run ./hack/localstack -status
 
 ##@ Dependencies
 

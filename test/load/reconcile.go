@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,6 +17,7 @@ import (
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // batch is how many commands one pipelined round trip carries.
@@ -415,42 +417,54 @@ func (c *Checker) paperOrderCounts(ctx context.Context) (map[string]int64, error
 	out := map[string]int64{}
 	pattern := store.PaperOrder("*", "*")
 	head, _, _ := strings.Cut(pattern, "*")
-	var cursor uint64
-	for {
-		keys, next, err := c.rdb.Scan(ctx, cursor, pattern, 5000).Result()
-		if err != nil {
-			return nil, fmt.Errorf("scan paper orders: %w", err)
-		}
+	err := scanAll(ctx, c.rdb, pattern, func(keys []string) {
 		for _, k := range keys {
 			if id, _, ok := strings.Cut(strings.TrimPrefix(k, head), "}"); ok {
 				out[id]++
 			}
 		}
-		if cursor = next; cursor == 0 {
-			return out, nil
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan paper orders: %w", err)
 	}
+	return out, nil
+}
+
+// scanAll SCANs every master behind rdb (one server, or each node of a Cluster, where a
+// SCAN sees only the node it reaches) for keys matching pattern, handing each batch to fn.
+func scanAll(ctx context.Context, rdb redis.UniversalClient, pattern string, fn func(keys []string)) error {
+	var mu sync.Mutex
+	return storetest.ForEachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := n.Scan(ctx, cursor, pattern, 5000).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			fn(keys)
+			mu.Unlock()
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	})
 }
 
 // unknownResults scans the stored results for ones of the fleet's bots, stored since the
 // checker started, whose signal no answer named.
 func (c *Checker) unknownResults(ctx context.Context) (int, error) {
 	var candidates []string
-	var cursor uint64
-	for {
-		keys, next, err := c.rdb.Scan(ctx, cursor, store.SignalResultPattern(), 5000).Result()
-		if err != nil {
-			return 0, fmt.Errorf("scan results: %w", err)
-		}
+	err := scanAll(ctx, c.rdb, store.SignalResultPattern(), func(keys []string) {
 		for _, k := range keys {
 			id, _ := store.SignalOfResult(k) // the pattern matches result keys only
 			if _, ok := c.accepted[id]; !ok {
 				candidates = append(candidates, k)
 			}
 		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scan results: %w", err)
 	}
 	unknown := 0
 	sinceMs := c.since.UnixMilli()

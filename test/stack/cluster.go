@@ -39,6 +39,8 @@ const clusterBusOffset = 10000
 // shipped.
 type RedisCluster struct {
 	Nodes []*Redis
+	// opts are each node's start options, for StartNode.
+	opts []RedisOptions
 }
 
 // StartRedisCluster starts the nodes and, when their data directories hold no cluster yet,
@@ -67,18 +69,19 @@ func StartRedisCluster(ctx context.Context, o ClusterOptions) (c *RedisCluster, 
 		if o.LogDir != "" {
 			log = filepath.Join(o.LogDir, fmt.Sprintf("redis-%d.log", port))
 		}
-		n, err := StartRedis(ctx, RedisOptions{Port: port, LogFile: log, MaxMemory: o.MaxMemory,
+		ro := RedisOptions{Port: port, LogFile: log, MaxMemory: o.MaxMemory,
 			DataDir: filepath.Join(o.DataDir, fmt.Sprintf("node-%d", port)),
 			Flags: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 				"--cluster-port", strconv.Itoa(port + clusterBusOffset),
 				// A node that misses its peers this long is deemed failing; with no replicas
 				// nothing fails over, so this only bounds how long a restart looks like an
 				// outage to the others.
-				"--cluster-node-timeout", "5000"}})
+				"--cluster-node-timeout", "5000"}}
+		n, err := StartRedis(ctx, ro)
 		if err != nil {
 			return nil, err
 		}
-		c.Nodes = append(c.Nodes, n)
+		c.Nodes, c.opts = append(c.Nodes, n), append(c.opts, ro)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -115,6 +118,24 @@ func (c *RedisCluster) formed(ctx context.Context) (bool, error) {
 		}
 	}
 	return assigned > 0, nil
+}
+
+// StartNode starts node i again once it has exited, on its port and from its data
+// directory: it loads its append-only file and rejoins the others from its nodes.conf.
+func (c *RedisCluster) StartNode(ctx context.Context, i int) (*Redis, error) {
+	select {
+	case <-c.Nodes[i].Done():
+	default:
+		return nil, fmt.Errorf("redis cluster node %s is still running", c.Nodes[i].Addr)
+	}
+	o := c.opts[i]
+	o.AppendLog = true
+	n, err := StartRedis(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	c.Nodes[i] = n
+	return n, nil
 }
 
 // Addrs are the nodes' host:port, for store.Options.ClusterAddrs.

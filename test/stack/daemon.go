@@ -18,11 +18,17 @@ type DaemonOptions struct {
 	LogFile  string
 	// ReadyTimeout bounds the wait; 0 means 60 s.
 	ReadyTimeout time.Duration
+	// Env is the whole environment of the process; empty inherits this one's.
+	Env []string
 }
 
 // StartDaemon starts one of the sigops daemons and waits until it is ready.
 func StartDaemon(ctx context.Context, o DaemonOptions) (*Process, error) {
-	p, err := startProcess(o.Name, exec.Command(o.Binary, o.Args...), o.LogFile)
+	cmd := exec.Command(o.Binary, o.Args...)
+	if len(o.Env) > 0 {
+		cmd.Env = o.Env
+	}
+	p, err := startProcess(o.Name, cmd, o.LogFile)
 	if err != nil {
 		return nil, err
 	}

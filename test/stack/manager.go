@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -75,13 +74,27 @@ type Manager struct {
 // StartManager starts the manager with metrics and probes on free loopback ports and waits
 // until its /readyz answers 200.
 func StartManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
-	metricsPort, err := FreePort()
+	d, m, err := ManagerDaemon(o)
 	if err != nil {
 		return nil, err
 	}
+	if m.Process, err = StartDaemon(ctx, d); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ManagerDaemon is how StartManager runs the manager, for a caller that supervises it
+// (Supervise): its command line and environment, readiness URL and log, with metrics and
+// probes on free loopback ports, which the returned Manager (without a process) names.
+func ManagerDaemon(o ManagerOptions) (DaemonOptions, *Manager, error) {
+	metricsPort, err := FreePort()
+	if err != nil {
+		return DaemonOptions{}, nil, err
+	}
 	probePort, err := FreePort()
 	if err != nil {
-		return nil, err
+		return DaemonOptions{}, nil, err
 	}
 	m := &Manager{
 		MetricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
@@ -92,19 +105,11 @@ func StartManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		"--metrics-bind-address="+m.MetricsAddr,
 		"--health-probe-bind-address="+m.ProbeAddr)
 	args = append(args, o.Args...)
-	cmd := exec.Command(o.Binary, args...)
-	cmd.Env = append(withoutEnv(os.Environ(), "KUBECONFIG"), "KUBECONFIG="+o.Kubeconfig)
-	if m.Process, err = startProcess("manager", cmd, o.LogFile); err != nil {
-		return nil, err
-	}
-	timeout := o.ReadyTimeout
-	if timeout == 0 {
-		timeout = 60 * time.Second
-	}
-	if err := waitHTTPOK(ctx, m.Process, "http://"+m.ProbeAddr+"/readyz", timeout); err != nil {
-		return nil, errors.Join(err, m.Stop(10*time.Second))
-	}
-	return m, nil
+	return DaemonOptions{
+		Name: "manager", Binary: o.Binary, Args: args, LogFile: o.LogFile,
+		Env:      append(withoutEnv(os.Environ(), "KUBECONFIG"), "KUBECONFIG="+o.Kubeconfig),
+		ReadyURL: "http://" + m.ProbeAddr + "/readyz", ReadyTimeout: o.ReadyTimeout,
+	}, m, nil
 }
 
 // waitHTTPOK polls url until it answers 200, the process exits or the timeout passes.

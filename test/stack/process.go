@@ -53,6 +53,10 @@ func startLogged(name string, cmd *exec.Cmd, logPath string, mode int) (*Process
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Children the process leaves behind (nginx's workers when its master is killed) hold
+	// the output pipe open; Wait stops waiting for them after this, and they are killed
+	// with their group below, as a container's processes die with its main one.
+	cmd.WaitDelay = 500 * time.Millisecond
 	if err := cmd.Start(); err != nil {
 		if logFile != nil {
 			_ = logFile.Close()
@@ -61,6 +65,10 @@ func startLogged(name string, cmd *exec.Cmd, logPath string, mode int) (*Process
 	}
 	go func() {
 		p.err = cmd.Wait()
+		if errors.Is(p.err, exec.ErrWaitDelay) {
+			p.err = nil // the process itself exited cleanly; only its children lingered
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if logFile != nil {
 			_ = logFile.Close()
 		}

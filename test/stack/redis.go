@@ -24,8 +24,10 @@ type RedisOptions struct {
 	// append-only file in DataDir). Empty keeps everything in memory only: the same flags
 	// with appendonly off.
 	DataDir string
-	// LogFile receives the server's log; empty discards it.
-	LogFile string
+	// LogFile receives the server's log; empty discards it. AppendLog adds to it (a
+	// restarted server's log follows its previous run's) instead of starting it afresh.
+	LogFile   string
+	AppendLog bool
 	// MaxMemory caps the data set (redis-server's maxmemory, e.g. "512mb"); empty:
 	// DefaultRedisMaxMemory.
 	MaxMemory string
@@ -127,7 +129,11 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("redis-server", exec.Command(path, args...), o.LogFile)
+	mode := os.O_TRUNC
+	if o.AppendLog {
+		mode = os.O_APPEND
+	}
+	p, err := startLogged("redis-server", exec.Command(path, args...), o.LogFile, mode)
 	if err != nil {
 		return nil, err
 	}

@@ -27,23 +27,47 @@ type SupervisedOptions struct {
 	// MaxBackoff and goes back to Backoff once a run lasted StableAfter, as a Deployment's
 	// crash-loop backoff does. Zero values take the defaults above.
 	Backoff, MaxBackoff, StableAfter time.Duration
+	// MaxStartFailures, when positive, ends the supervision after that many starts in a row
+	// failed (the program could not even be run: a Redis whose port another process took);
+	// Failed then closes and Err says why. 0 tries for ever.
+	MaxStartFailures int
+	// OnStart is called after every restart (not the first start) with the new run.
+	OnStart func(*Supervised)
 }
 
 // Supervised is a daemon that is started again whenever it exits, until Stop: what a
 // Deployment does for its pods. Its log file collects every run, one after the other.
 type Supervised struct {
-	o        SupervisedOptions
+	o SupervisedOptions
+	// start makes one run after the first.
+	start    func() (*Process, error)
 	mu       sync.Mutex
 	cur      *Process
 	restarts int
+	err      error // why the supervision gave up
 	quit     chan struct{}
 	done     chan struct{}
+	failed   chan struct{}
 	stop     sync.Once
 }
 
 // Supervise starts the daemon, waits until it is ready (an error when it is not: a daemon
 // that cannot start at all is not restarted), then restarts it whenever it exits.
 func Supervise(ctx context.Context, o SupervisedOptions) (*Supervised, error) {
+	p, err := StartDaemon(ctx, o.DaemonOptions)
+	if err != nil {
+		return nil, err
+	}
+	return SuperviseProcess(p, o, func() (*Process, error) {
+		return startLogged(o.Name, o.command(), o.LogFile, os.O_APPEND)
+	}), nil
+}
+
+// SuperviseProcess supervises a process already started (first), restarting it with
+// restart whenever it exits: for programs started otherwise than a daemon (a Redis server,
+// nginx), whose restart waits for them in its own way. Only o's Name, LogFile and
+// supervision fields are used.
+func SuperviseProcess(first *Process, o SupervisedOptions, restart func() (*Process, error)) *Supervised {
 	if o.Backoff <= 0 {
 		o.Backoff = DefaultBackoff
 	}
@@ -56,13 +80,9 @@ func Supervise(ctx context.Context, o SupervisedOptions) (*Supervised, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	p, err := StartDaemon(ctx, o.DaemonOptions)
-	if err != nil {
-		return nil, err
-	}
-	s := &Supervised{o: o, cur: p, quit: make(chan struct{}), done: make(chan struct{})}
+	s := &Supervised{o: o, start: restart, cur: first, quit: make(chan struct{}), done: make(chan struct{}), failed: make(chan struct{})}
 	go s.watch(time.Now())
-	return s, nil
+	return s
 }
 
 // watch waits for each run to end and starts the next after the backoff.
@@ -95,20 +115,31 @@ func (s *Supervised) watch(started time.Time) {
 		s.cur, s.restarts = next, s.restarts+1
 		s.mu.Unlock()
 		s.o.Logf("%s restarted (pid %d)", s.o.Name, next.Pid())
+		if s.o.OnStart != nil {
+			s.o.OnStart(s)
+		}
 	}
 }
 
-// restart waits backoff, then starts the daemon again, retrying (with the same backoff)
-// while it cannot even be started; false when Stop came first.
+// restart waits backoff, then starts the program again, retrying (with the same backoff)
+// while it cannot even be started, up to MaxStartFailures; false when Stop came first or
+// it gave up.
 func (s *Supervised) restart(backoff time.Duration, cause error) (*Process, bool) {
-	for {
+	for failures := 0; ; failures++ {
+		if s.o.MaxStartFailures > 0 && failures >= s.o.MaxStartFailures {
+			s.mu.Lock()
+			s.err = fmt.Errorf("%s could not be started again %d times: %w", s.o.Name, failures, cause)
+			s.mu.Unlock()
+			close(s.failed)
+			return nil, false
+		}
 		select {
 		case <-s.quit:
 			return nil, false
 		case <-time.After(backoff):
 		}
 		s.note(cause)
-		p, err := startLogged(s.o.Name, exec.Command(s.o.Binary, s.o.Args...), s.o.LogFile, os.O_APPEND)
+		p, err := s.start()
 		if err == nil {
 			return p, true
 		}
@@ -116,6 +147,31 @@ func (s *Supervised) restart(backoff time.Duration, cause error) (*Process, bool
 		cause = err
 	}
 }
+
+// command is the daemon's command line, with its environment.
+func (o SupervisedOptions) command() *exec.Cmd {
+	cmd := exec.Command(o.Binary, o.Args...)
+	if len(o.Env) > 0 {
+		cmd.Env = o.Env
+	}
+	return cmd
+}
+
+// Failed is closed when the supervision gave up (MaxStartFailures); Err says why.
+func (s *Supervised) Failed() <-chan struct{} { return s.failed }
+
+// Err is why the supervision gave up, or nil.
+func (s *Supervised) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// LogFile is where every run's output goes.
+func (s *Supervised) LogFile() string { return s.o.LogFile }
+
+// ReadyURL is the daemon's readiness URL ("" for a program without one).
+func (s *Supervised) ReadyURL() string { return s.o.ReadyURL }
 
 // note marks in the log file where the next run starts, and why.
 func (s *Supervised) note(cause error) {

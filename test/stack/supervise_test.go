@@ -1,13 +1,16 @@
 package stack
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,5 +94,71 @@ func TestSupervisedDaemonRestartsAfterKill(t *testing.T) {
 	mark := strings.Index(text, "restarted after the previous run ended (signal: killed)")
 	if one < 0 || mark < one || two < mark {
 		t.Errorf("log file does not hold run 1, the restart mark, then run 2:\n%s", text)
+	}
+}
+
+// A process killed while its children hold its output (nginx's workers when its master
+// dies) is seen to exit, and its children die with it, as a container's processes die with
+// its main one: otherwise the supervisor would wait for ever, and the orphans would keep
+// the ports its restart needs.
+func TestKilledProcessTakesItsChildren(t *testing.T) {
+	p, err := startProcess("sh", exec.Command("sh", "-c", "sleep 300 & echo child $!; wait"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	for deadline := time.Now().Add(5 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
+		if _, err := fmt.Sscanf(p.Tail(), "child %d", &child); err != nil && time.Now().After(deadline) {
+			t.Fatalf("no child pid in %q", p.Tail())
+		}
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the killed process was not seen to exit while its child held its output")
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(child); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d outlived its killed parent", child)
+		}
+	}
+}
+
+// alive reports whether pid runs (a zombie, dead but not yet reaped, does not).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// A program that cannot be started again ends its supervision after MaxStartFailures
+// tries, with the cause, so that the local stack can stop and say why.
+func TestSupervisorGivesUpOnAProgramThatCannotStart(t *testing.T) {
+	first, err := startProcess("true", exec.Command("true"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := 0
+	s := SuperviseProcess(first, SupervisedOptions{DaemonOptions: DaemonOptions{Name: "doomed"}, Backoff: 10 * time.Millisecond, MaxStartFailures: 3},
+		func() (*Process, error) { tries++; return nil, errors.New("port taken") })
+	select {
+	case <-s.Failed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the supervisor did not give up")
+	}
+	if tries != 3 || s.Err() == nil || !strings.Contains(s.Err().Error(), "port taken") || s.Restarts() != 0 {
+		t.Errorf("%d tries, err %v, %d restarts; want 3 tries, the cause, none restarted", tries, s.Err(), s.Restarts())
+	}
+	if err := s.Stop(time.Second); err != nil {
+		t.Error(err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package localstack
 
 import (
 	"context"
@@ -11,63 +11,94 @@ import (
 	"github.com/sigops/sigops/test/stack"
 )
 
-// startRedis starts the Redis that -redis names, persisting in bin/local, and sets how the
-// daemons reach it. The two keep their data apart (bin/local/redis, bin/local/redis-cluster):
-// switching starts the other one as it was left, and the manager, finding its projection
-// marker missing there, projects every bot, account and connection into it by itself.
-func (s *localStack) startRedis(ctx context.Context) error {
-	if s.topology == redisCluster {
+// startRedis starts the Redis that Options.Redis names, persisting in Dir, each server
+// supervised (a server that exits starts again from its append-only file), and sets how
+// the daemons reach it. The two keep their data apart (redis, redis-cluster): switching
+// starts the other one as it was left, and the manager, finding its projection marker
+// missing there, projects every bot, account and connection into it by itself.
+func (s *Stack) startRedis(ctx context.Context) error {
+	if s.o.Redis == RedisCluster {
 		return s.startCluster(ctx)
 	}
-	port := redisPort
+	port := s.o.RedisPort
 	if !stack.PortFree(port) {
 		var err error
 		if port, err = stack.FreePort(); err != nil {
 			return err
 		}
-		fmt.Printf("port %d is taken; using %d for Redis\n", redisPort, port)
+		s.printf("port %d is taken; using %d for Redis\n", s.o.RedisPort, port)
 	}
-	fmt.Printf("starting redis on 127.0.0.1:%d (data: %s, log: %s)\n", port, s.rel(s.redisDir), s.rel(s.redisLog))
-	r, err := stack.StartRedis(ctx, stack.RedisOptions{Port: port, DataDir: s.redisDir, LogFile: s.redisLog})
+	s.printf("starting redis on 127.0.0.1:%d (data: %s, log: %s)\n", port, s.rel(s.redisDir), s.rel(s.redisLog))
+	ro := stack.RedisOptions{Port: port, DataDir: s.redisDir, LogFile: s.redisLog}
+	r, err := stack.StartRedis(ctx, ro)
 	if err != nil {
 		return err
 	}
 	s.redis, s.store = r, store.Options{Addr: r.Addr}
-	return migrateKeys(ctx, r)
+	ro.AppendLog = true
+	s.superviseRedis("redis", r, s.redisLog, func() (*stack.Process, error) {
+		n, err := stack.StartRedis(context.WithoutCancel(ctx), ro)
+		if err != nil {
+			return nil, err
+		}
+		return n.Process, nil
+	})
+	return s.migrateKeys(ctx, r)
 }
 
-// startCluster starts the three masters of -redis=cluster on their fixed ports, or on free
+// startCluster starts the three masters of RedisCluster on their fixed ports, or on free
 // ones when those are taken and no cluster was formed yet.
-func (s *localStack) startCluster(ctx context.Context) error {
-	ports := make([]int, clusterMasters)
+func (s *Stack) startCluster(ctx context.Context) error {
+	ports := s.o.ClusterPorts
 	free := true
-	for i := range ports {
-		ports[i] = clusterBasePort + i
-		free = free && stack.PortFree(ports[i]) && stack.PortFree(ports[i]+10000)
+	for _, p := range ports {
+		free = free && stack.PortFree(p) && stack.PortFree(p+10000)
 	}
 	if !free {
 		if _, err := os.Stat(s.clusterDir); err == nil {
-			return fmt.Errorf("a port of the local Redis Cluster (%d-%d or their buses %d-%d) is taken, and its nodes recorded them "+
-				"when it was formed: free them, or start an empty cluster with -fresh", ports[0], ports[len(ports)-1], ports[0]+10000, ports[len(ports)-1]+10000)
+			return fmt.Errorf("a port of the local Redis Cluster (%v or their buses 10000 above) is taken, and its nodes recorded them "+
+				"when it was formed: free them, or start an empty cluster with -fresh", ports)
 		}
 		var err error
 		if ports, err = stack.FreeClusterPorts(clusterMasters); err != nil {
 			return err
 		}
-		fmt.Printf("ports %d-%d are taken; using %v for the Redis Cluster\n", clusterBasePort, clusterBasePort+clusterMasters-1, ports)
+		s.printf("ports %v are taken; using %v for the Redis Cluster\n", s.o.ClusterPorts, ports)
 	}
-	fmt.Printf("starting a Redis Cluster of %d masters on 127.0.0.1:%v (data: %s, logs: %s)\n", clusterMasters, ports, s.rel(s.clusterDir),
+	s.printf("starting a Redis Cluster of %d masters on 127.0.0.1:%v (data: %s, logs: %s)\n", clusterMasters, ports, s.rel(s.clusterDir),
 		s.rel(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[0]))))
 	c, err := stack.StartRedisCluster(ctx, stack.ClusterOptions{Ports: ports, DataDir: s.clusterDir, LogDir: s.dir})
 	if err != nil {
 		return err
 	}
 	s.cluster, s.store = c, store.Options{ClusterAddrs: c.Addrs()}
+	for i, n := range c.Nodes {
+		name := fmt.Sprintf("redis-%d", i)
+		s.superviseRedis(name, n, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), func() (*stack.Process, error) {
+			n, err := c.StartNode(context.WithoutCancel(ctx), i)
+			if err != nil {
+				return nil, err
+			}
+			return n.Process, nil
+		})
+	}
 	return nil
 }
 
-// redisAddrs are the addresses of the server, or of the cluster's masters.
-func (s *localStack) redisAddrs() []string {
+// superviseRedis restarts a Redis server whenever it exits, as a StatefulSet restarts its
+// pod, and gives up (stopping the stack) only when it cannot be started again at all.
+func (s *Stack) superviseRedis(name string, r *stack.Redis, log string, restart func() (*stack.Process, error)) {
+	sup := stack.SuperviseProcess(r.Process, stack.SupervisedOptions{
+		DaemonOptions: stack.DaemonOptions{Name: name, LogFile: log},
+		Logf:          s.reportf, Backoff: s.o.Backoff, MaxStartFailures: restartGiveUp,
+		OnStart: func(*stack.Supervised) { s.writePids() },
+	}, restart)
+	s.redisRuns = append(s.redisRuns, sup)
+	s.writePids()
+}
+
+// RedisAddrs are the addresses of the server, or of the cluster's masters.
+func (s *Stack) RedisAddrs() []string {
 	if s.cluster != nil {
 		return s.cluster.Addrs()
 	}
@@ -75,37 +106,9 @@ func (s *localStack) redisAddrs() []string {
 }
 
 // redisShown is the Redis for the ready banner.
-func (s *localStack) redisShown() string {
+func (s *Stack) redisShown() string {
 	if s.cluster != nil {
 		return "cluster " + strings.Join(s.cluster.Addrs(), ",")
 	}
 	return s.redis.Addr
-}
-
-// redisExited delivers the first Redis server that exits.
-func (s *localStack) redisExited() <-chan *stack.Redis {
-	out := make(chan *stack.Redis, 1)
-	nodes := []*stack.Redis{s.redis}
-	if s.cluster != nil {
-		nodes = s.cluster.Nodes
-	}
-	for _, n := range nodes {
-		go func() {
-			<-n.Done()
-			select {
-			case out <- n:
-			default:
-			}
-		}()
-	}
-	return out
-}
-
-// redisLogOf is the log file of a Redis server the stack started.
-func (s *localStack) redisLogOf(r *stack.Redis) string {
-	if s.cluster == nil {
-		return s.redisLog
-	}
-	_, port, _ := strings.Cut(r.Addr, ":")
-	return filepath.Join(s.dir, "redis-"+port+".log")
 }

@@ -1,0 +1,168 @@
+package localstack
+
+import (
+	"crypto/x509"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/test/load"
+	"github.com/sigops/sigops/test/stack"
+)
+
+// testWriter sends the stack's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestKilledExecutorIsRestarted starts the stack the way `make run` does, with two
+// executors (on a Redis Cluster too, when the tests run on one), sends signals at a steady
+// rate, kills one executor with SIGKILL mid-run, and checks that every accepted signal has
+// exactly one result and each fill one order, that the killed executor was restarted by its
+// supervisor and is ready again, and that every other program kept its process.
+func TestKilledExecutorIsRestarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole local stack")
+	}
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	ctx := t.Context()
+	o := Options{Dir: t.TempDir(), Executors: 2, Webhookd: 2, Out: testWriter{t},
+		OriginAddr: freeAddrT(t), MCPOriginAddr: freeAddrT(t), RedisPort: freePortT(t)}
+	if storetest.ClusterMode() {
+		o.Redis = RedisCluster
+		ports, err := stack.FreeClusterPorts(clusterMasters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.ClusterPorts = ports
+	}
+	s, err := Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	if got := len(s.RedisAddrs()); storetest.ClusterMode() != (got == clusterMasters) {
+		t.Fatalf("Redis %v for cluster mode %v", s.RedisAddrs(), storetest.ClusterMode())
+	}
+	pids := map[string]int{}
+	for _, d := range s.Daemons() {
+		pids[d.Name()] = d.Pid()
+	}
+	for _, want := range []string{"manager", "executor-0", "executor-1", "webhookd-0", "webhookd-1", "authd", "mcpd", "nginx"} {
+		if _, ok := pids[want]; !ok {
+			t.Fatalf("no %s among the supervised programs %v", want, pids)
+		}
+	}
+	listed, err := ReadPids(o.Dir)
+	if err != nil || len(listed) != len(pids)+len(s.RedisAddrs()) {
+		t.Fatalf("pids file: %v, %v; want every program", listed, err)
+	}
+
+	fleet, err := load.Setup(ctx, s.Client, load.SetupOptions{Bots: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := store.Connect(ctx, s.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	checker := load.NewChecker(rdb, fleet)
+	pem, err := os.ReadFile(s.CertFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	runner, err := load.NewRunner(load.Target{BaseURL: s.BaseURL(), RootCAs: roots}, fleet.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	victim := s.Daemon("executor-0")
+	killed := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(4 * time.Second):
+		}
+		killed <- victim.Kill()
+	}()
+	res, err := runner.Run(ctx, load.Scenario{Name: "kill an executor", Rate: 100, Duration: 12 * time.Second, Connections: 16,
+		Retry: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	rec, err := checker.Reconcile(ctx, res, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sent %d, accepted %d, results %v, %d orders, lost %d, duplicated %d", res.Sent, rec.Accepted, rec.ResultCodes, rec.Orders, rec.Lost, rec.DuplicatedTotal())
+	if !rec.OK() {
+		t.Fatalf("reconciliation: %s", rec.Problems())
+	}
+	if rec.Accepted != res.Sent || rec.Accepted == 0 {
+		t.Errorf("%d of %d requests accepted; the retried sender should have every one acknowledged (outcomes %v)", rec.Accepted, res.Sent, res.Outcomes)
+	}
+	if rec.Orders != rec.ResultCodes["ok"] || rec.Fills != rec.Orders {
+		t.Errorf("%d orders and %d fills for %d executed signals; want one each", rec.Orders, rec.Fills, rec.ResultCodes["ok"])
+	}
+
+	if err := victim.WaitReady(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if victim.Restarts() != 1 || victim.Pid() == pids["executor-0"] {
+		t.Errorf("executor-0: %d restarts, pid %d (was %d); want restarted once", victim.Restarts(), victim.Pid(), pids["executor-0"])
+	}
+	for _, d := range s.Daemons() {
+		if d != victim && (d.Restarts() != 0 || d.Pid() != pids[d.Name()]) {
+			t.Errorf("%s: %d restarts, pid %d (was %d); want it untouched", d.Name(), d.Restarts(), d.Pid(), pids[d.Name()])
+		}
+	}
+	select {
+	case err := <-s.Failed():
+		t.Errorf("the stack failed: %v", err)
+	default:
+	}
+	listed, err = ReadPids(o.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range listed {
+		if e.Name == "executor-0" && (e.Pid != victim.Pid() || e.Restarts != 1) {
+			t.Errorf("pids file lists %+v; want the restarted executor-0 (pid %d, 1 restart)", e, victim.Pid())
+		}
+		if h := e.Health(ctx); h != "ready" && h != "running" {
+			t.Errorf("%s: %s", e.Name, h)
+		}
+	}
+}
+
+func freePortT(t *testing.T) int {
+	t.Helper()
+	p, err := stack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func freeAddrT(t *testing.T) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePortT(t)))
+}
+
