@@ -165,4 +165,3 @@ func freePortT(t *testing.T) int {
 func freeAddrT(t *testing.T) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePortT(t)))
 }
-
