@@ -57,7 +57,7 @@ func main() {
 	var (
 		custom    scenarioFlags
 		envFile   = flag.String("env", filepath.Join(root, "bin", "local", "env"), "the local stack's environment file (KUBECONFIG, REDIS_ADDR, BASE_URL, CURL_CA_BUNDLE)")
-		target    = flag.String("target", "", "origin to send to: default BASE_URL of the env file (nginx, https://127.0.0.1:8443); \"direct\" finds webhookd's own address in bin/local/webhookd.log; or http://host:port of webhookd")
+		target    = flag.String("target", "", "origin to send to: default BASE_URL of the env file (nginx, https://127.0.0.1:8443); \"direct\" finds webhookd's own address in bin/local/webhookd.log (webhookd-0.log with replicas); or http://host:port of webhookd")
 		caFile    = flag.String("ca", "", "CA certificate for an https target (default CURL_CA_BUNDLE of the env file)")
 		only      = flag.String("only", "", "comma-separated names of the pipeline scenarios to run (intake-max, intake-1000, fill-500, fill-max); default all")
 		namespace = flag.String("namespace", load.DefaultNamespace, "namespace of the load bots")
@@ -114,7 +114,12 @@ func run(ctx context.Context, o options) error {
 	case "":
 		t.BaseURL = env["BASE_URL"]
 	case "direct":
-		addr, err := webhookdAddr(filepath.Join(root, "bin", "local", "webhookd.log"))
+		// One replica logs to webhookd.log, several to webhookd-<i>.log: the first.
+		log := filepath.Join(root, "bin", "local", "webhookd.log")
+		if _, err := os.Stat(log); err != nil {
+			log = filepath.Join(root, "bin", "local", "webhookd-0.log")
+		}
+		addr, err := webhookdAddr(log)
 		if err != nil {
 			return err
 		}
