@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Starts the sigops local stack (`make run`): the Kubernetes control plane (etcd,
 # kube-apiserver and kube-controller-manager), Redis on 127.0.0.1:6390 (or a three-master
-# Redis Cluster on 6391-6393), the manager, the executor, webhookd, authd and mcpd behind
+# Redis Cluster on 6391-6393, or a Sentinel set), the manager, the executor, webhookd, authd and mcpd behind
 # nginx, and the samples of config/samples; every program is restarted when it exits.
 # Ctrl-C stops everything. State is kept in bin/local between runs.
 #
-#   hack/local-stack.sh [-fresh] [-redis=cluster] [-executors=N] [-webhookd=N] [-mcpd=N]
+#   hack/local-stack.sh [-fresh] [-redis=cluster|sentinel] [-executors=N] [-webhookd=N] [-mcpd=N]
 #     -fresh deletes the previous cluster and Redis data; the replica counts default to 1
 #
 # A fresh machine first gets redis-server (hack/install-deps.sh) and the control-plane

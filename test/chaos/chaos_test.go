@@ -1,10 +1,12 @@
 // Package chaos_test runs the whole system as it runs in production, replicated, and breaks
-// it while signals flow: three executors, two webhookd and two mcpd behind nginx, the
-// manager, the local control plane, and a Sentinel-managed Redis (a primary, two replicas,
-// three Sentinels), every one a real process. While 100 paper bots receive signals at a
-// steady rate, the test kills (SIGKILL) an executor, a webhookd and the Redis primary at
-// random moments, each restarted as Kubernetes would, and then reconciles what every
-// sender was told with what the system did.
+// it while signals flow: the local stack (test/stack/localstack, as `make run
+// ARGS='-redis=sentinel -executors=3 -webhookd=2 -mcpd=2'` starts it) with three
+// executors, two webhookd and two mcpd behind nginx, the manager, authd, the local control
+// plane, and a Sentinel-managed Redis (a primary, two replicas, three Sentinels), every one
+// a real process under a supervisor. While 100 paper bots receive signals at a steady
+// rate, the test kills (SIGKILL) an executor, a webhookd and the Redis primary at random
+// moments, each restarted by its supervisor as Kubernetes would, and then reconciles what
+// every sender was told with what the system did.
 package chaos_test
 
 import (
@@ -13,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -54,25 +57,16 @@ func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	seed := seedOf(t)
 	ctx := t.Context()
-	root, err := stack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s := startChaosStack(ctx, t, root, dir)
-	c, err := stack.NewClient(s.cp.Config, 200, 400)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startChaosStack(ctx, t)
 	began := time.Now()
-	fleet, err := load.Setup(ctx, c, load.SetupOptions{Bots: bots})
+	fleet, err := load.Setup(ctx, s.Client, load.SetupOptions{Bots: bots})
 	if err != nil {
-		t.Fatalf("%v\nmanager output:\n%s", err, s.manager.Tail())
+		t.Fatal(err)
 	}
 	t.Logf("%d bots Ready in %.1f s", len(fleet.Bots), time.Since(began).Seconds())
-	rdb := s.redis.Connect(t, store.Options{})
+	rdb := s.Sentinel().Connect(t, store.Options{})
 	checker := load.NewChecker(rdb, fleet)
-	runner, err := load.NewRunner(load.Target{BaseURL: "https://" + s.origin, RootCAs: s.roots}, fleet.Paths())
+	runner, err := load.NewRunner(load.Target{BaseURL: s.BaseURL(), RootCAs: s.roots}, fleet.Paths())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +116,11 @@ type fault struct {
 	// at is when, after the run starts, it is injected.
 	at time.Duration
 	// breakIt injects it and returns a function that waits until the system has repaired
-	// it (the process restarted and ready, the failover done).
-	breakIt func(ctx context.Context) (repaired func(context.Context) error, err error)
-	// injected and repaired are when that happened.
-	injected, repaired time.Time
+	// it (the process restarted and ready, the failover done), and one (nil for none) that
+	// waits until it is whole again beyond that (the old primary back as a replica).
+	breakIt func(ctx context.Context) (repaired, restored func(context.Context) error, err error)
+	// injected, repaired and restored are when that happened.
+	injected, repaired, restored time.Time
 }
 
 // schedule orders the three faults at random, each at a random moment of its own third of
@@ -155,65 +150,84 @@ func inject(ctx context.Context, t *testing.T, start time.Time, faults []*fault)
 		case <-time.After(time.Until(start.Add(f.at))):
 		}
 		f.injected = time.Now()
-		repaired, err := f.breakIt(ctx)
+		repaired, restored, err := f.breakIt(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
 		}
 		if err := repaired(ctx); err != nil {
 			return fmt.Errorf("%s: not repaired: %w", f.name, err)
 		}
-		f.repaired = time.Now()
-		t.Logf("%s at %.1f s; repaired after %.1f s", f.name, f.injected.Sub(start).Seconds(), f.repaired.Sub(f.injected).Seconds())
+		f.repaired, f.restored = time.Now(), time.Now()
+		if restored != nil {
+			if err := restored(ctx); err != nil {
+				return fmt.Errorf("%s: not restored: %w", f.name, err)
+			}
+			f.restored = time.Now()
+		}
+		t.Logf("%s at %.1f s; repaired after %.1f s, whole again after %.1f s", f.name, f.injected.Sub(start).Seconds(),
+			f.repaired.Sub(f.injected).Seconds(), f.restored.Sub(f.injected).Seconds())
 	}
 	return nil
 }
 
 // killSupervised kills a daemon's process; it is repaired once its supervisor restarted it
 // and the new process is ready.
-func killSupervised(d *stack.Supervised) func(context.Context) (func(context.Context) error, error) {
-	return func(context.Context) (func(context.Context) error, error) {
+func killSupervised(d *stack.Supervised) func(context.Context) (func(context.Context) error, func(context.Context) error, error) {
+	return func(context.Context) (func(context.Context) error, func(context.Context) error, error) {
 		before := d.Restarts()
 		if err := d.Kill(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return func(ctx context.Context) error {
-			for d.Restarts() == before {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(20 * time.Millisecond):
-				}
+			if err := waitRestarted(ctx, d, before); err != nil {
+				return err
 			}
 			return d.WaitReady(ctx, time.Minute)
-		}, nil
+		}, nil, nil
 	}
 }
 
 // failOver kills the Redis primary; it is repaired once the Sentinels promoted a replica
-// and the old primary runs again as the new one's replica.
-func (s *chaosStack) failOver(ctx context.Context) (func(context.Context) error, error) {
-	old, err := s.redis.MasterAddr(ctx)
+// (the service is back), and whole again once the old primary, restarted by its
+// supervisor, replicates from the new one (its full sync waits the shipped 5 s
+// repl-diskless-sync-delay).
+func (s *chaosStack) failOver(ctx context.Context) (func(context.Context) error, func(context.Context) error, error) {
+	r := s.Sentinel()
+	old, err := r.MasterAddr(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	i := -1
-	for j, srv := range s.redis.Servers {
-		if srv.Addr == old {
-			i = j
-		}
-	}
+	i := slices.Index(s.RedisAddrs(), old)
 	if i < 0 {
-		return nil, fmt.Errorf("the master %s is none of the servers", old)
+		return nil, nil, fmt.Errorf("the master %s is none of the servers %v", old, s.RedisAddrs())
 	}
-	killed := s.redis.Servers[i]
-	if err := killed.Kill(); err != nil {
-		return nil, err
+	sup := s.Daemon(fmt.Sprintf("redis-%d", i))
+	before := sup.Restarts()
+	if err := sup.Kill(); err != nil {
+		return nil, nil, err
 	}
-	return func(ctx context.Context) error {
-		if _, err := s.redis.WaitFailover(ctx, old); err != nil {
+	repaired := func(ctx context.Context) error {
+		_, err := r.WaitFailover(ctx, old)
+		return err
+	}
+	restored := func(ctx context.Context) error {
+		if err := waitRestarted(ctx, sup, before); err != nil {
 			return err
 		}
-		<-killed.Done()
-		return s.redis.Restart(ctx, i)
-	}, nil
+		return r.WaitReplica(ctx, old)
+	}
+	return repaired, restored, nil
+}
+
+// waitRestarted waits until d's supervisor has started it again since it had before
+// restarts.
+func waitRestarted(ctx context.Context, d *stack.Supervised, before int) error {
+	for d.Restarts() == before {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/test/load"
-	"github.com/sigops/sigops/test/stack"
 )
 
 // watchReadiness polls every daemon's /readyz every 100 ms until the returned function is
@@ -31,7 +30,13 @@ func (s *chaosStack) watchReadiness(ctx context.Context) func() map[string]time.
 	var mu sync.Mutex
 	unready := map[string]time.Duration{}
 	var wg sync.WaitGroup
-	for name, url := range s.ready {
+	ready := map[string]string{}
+	for _, d := range s.Daemons() {
+		if d.ReadyURL() != "" {
+			ready[d.Name()] = d.ReadyURL()
+		}
+	}
+	for name, url := range ready {
 		wg.Go(func() {
 			last := time.Now()
 			for ctx.Err() == nil {
@@ -70,7 +75,7 @@ type window struct {
 const aftermath = 5 * time.Second
 
 // report logs the run's figures: the totals, then per fault (from its injection until
-// aftermath after its repair) and for the calm rest of the run, the requests meant to go
+// aftermath after its repair, or until it was whole again if that came later) and for the calm rest of the run, the requests meant to go
 // then, how many were acknowledged with a signal ID, the p99 of their answers and from
 // answer to stored result, each p99 also as a multiple of the calm rest's (the same run's
 // bare reference).
@@ -81,7 +86,11 @@ func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Ch
 		res.Sent, len(res.Accepted), rec.Lost, rec.DuplicatedTotal(), rec.OutOfOrder, res.Outcomes, rec.ResultCodes, rec.Orders)
 	var windows []window
 	for _, f := range faults {
-		windows = append(windows, window{f.name, f.injected, f.repaired.Add(aftermath)})
+		end := f.repaired.Add(aftermath)
+		if f.restored.After(end) {
+			end = f.restored // the old primary's rejoin and full sync belong to the fault too
+		}
+		windows = append(windows, window{f.name, f.injected, end})
 	}
 	calm := func(a load.Answer) bool {
 		return !slices.ContainsFunc(windows, func(w window) bool { return !a.Sent.Before(w.from) && a.Sent.Before(w.to) })
@@ -158,14 +167,16 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 
 // checkRecovered checks that every daemon is ready again, that each killed one was
 // restarted exactly once and that no other one restarted (a fault of Redis must not crash
-// the daemons using it), and that the manager kept running.
+// the daemons using it: the manager, authd, nginx included), and that the stack has not
+// failed.
 func (s *chaosStack) checkRecovered(ctx context.Context, t *testing.T) {
 	t.Helper()
-	all := append(append(append([]*stack.Supervised{}, s.executor...), s.webhookd...), s.mcpd...)
 	killed := 0
-	for _, d := range all {
-		if err := d.WaitReady(ctx, time.Minute); err != nil {
-			t.Errorf("%s: %v", d.Name(), err)
+	for _, d := range s.Daemons() {
+		if d.ReadyURL() != "" {
+			if err := d.WaitReady(ctx, time.Minute); err != nil {
+				t.Errorf("%s: %v", d.Name(), err)
+			}
 		}
 		killed += d.Restarts()
 		if d.Restarts() > 1 {
@@ -176,8 +187,8 @@ func (s *chaosStack) checkRecovered(ctx context.Context, t *testing.T) {
 		t.Errorf("%d daemon restarts; want 2 (the executor and the webhookd the test killed)", killed)
 	}
 	select {
-	case <-s.manager.Done():
-		t.Errorf("the manager exited: %v", s.manager.ExitErr())
+	case err := <-s.Failed():
+		t.Errorf("the stack failed: %v", err)
 	default:
 	}
 }
@@ -190,7 +201,7 @@ func checkBalances(ctx context.Context, t *testing.T, rdb redis.UniversalClient,
 	t.Helper()
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS12}}}
 	for _, b := range fleet.Bots {
-		resp, err := hc.Post("https://"+s.origin+b.Path, "application/json", bytes.NewReader([]byte(`{"action":"close"}`)))
+		resp, err := hc.Post(s.BaseURL()+b.Path, "application/json", bytes.NewReader([]byte(`{"action":"close"}`)))
 		if err != nil {
 			t.Fatalf("close %s: %v", b.Name, err)
 		}

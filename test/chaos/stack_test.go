@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
+	"github.com/sigops/sigops/test/stack/localstack"
 )
 
 // Replicas of each daemon, as config/default runs them (the executor at three so that a
@@ -24,140 +22,61 @@ const (
 	mcpds     = 2
 )
 
-// chaosStack is the stack the test runs: every process real, started by the test.
+// chaosStack is the local stack as `make run ARGS='-redis=sentinel -executors=3
+// -webhookd=2 -mcpd=2'` starts it, on free ports in a temporary directory: every program
+// real and supervised.
 type chaosStack struct {
-	cp       *stack.ControlPlane
-	redis    *stack.Replicated
-	manager  *stack.Manager
-	executor []*stack.Supervised
-	webhookd []*stack.Supervised
-	mcpd     []*stack.Supervised
-	nginx    *stack.Nginx
-	// origin is nginx's {base_url} origin (host:port) in front of the webhookd replicas;
-	// roots trust its certificate.
-	origin string
+	*localstack.Stack
+	executor, webhookd []*stack.Supervised
+	// roots trust nginx's certificate; origin is its {base_url} host:port.
 	roots  *x509.CertPool
-	// ready are the daemons' /readyz URLs by name ("mcpd-0").
-	ready map[string]string
+	origin string
 }
 
-// startChaosStack starts the control plane, a Sentinel-managed Redis (a primary, two
-// replicas, three Sentinels), the manager, and the daemons' replicas under supervisors
-// that restart them when killed, with nginx balancing webhookd's.
-func startChaosStack(ctx context.Context, t *testing.T, root, dir string) *chaosStack {
+// startChaosStack starts the stack through localstack.Start, the way `make run` does.
+func startChaosStack(ctx context.Context, t *testing.T) *chaosStack {
 	t.Helper()
-	s := &chaosStack{ready: map[string]string{}}
-	var err error
-	if s.cp, err = stack.StartControlPlane(stack.ControlPlaneOptions{Root: root, Kubeconfig: filepath.Join(dir, "kubeconfig")}); err != nil {
+	origin := freeAddr(t)
+	s, err := localstack.Start(ctx, localstack.Options{Dir: t.TempDir(), Redis: localstack.RedisSentinel,
+		Executors: executors, Webhookd: webhookds, MCPD: mcpds, Out: testWriter{t},
+		OriginAddr: origin, MCPOriginAddr: freeAddr(t), RedisPort: freePort(t)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := s.cp.Stop(); err != nil {
-			t.Error("stop control plane:", err)
-		}
-	})
-	s.redis = stack.StartReplicatedFor(t, 2)
-	redisArgs := store.Options{SentinelAddrs: s.redis.SentinelAddrs(), MasterName: stack.SentinelMaster}
-	bins := map[string]string{}
-	for _, name := range []string{"manager", "executor", "webhookd", "mcpd"} {
-		if bins[name], err = stack.Build(ctx, root, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.manager, err = stack.StartManager(ctx, stack.ManagerOptions{
-		Binary: bins["manager"], Kubeconfig: s.cp.Kubeconfig, Redis: redisArgs,
-		BaseURL: baseURL, LogFile: filepath.Join(dir, "manager.log"),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.manager.Stop(30 * time.Second) })
-
-	keyFile := filepath.Join(dir, "jwt.key")
-	if err := stack.SecretFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
-	common := append(redisArgs.Args(), "--log-level=WARN", "--market-data=simulated")
+	t.Cleanup(s.Stop)
+	cs := &chaosStack{Stack: s, origin: origin}
 	for i := range executors {
-		s.executor = append(s.executor, s.supervise(ctx, t, dir, bins["executor"], fmt.Sprintf("executor-%d", i), common, ""))
+		cs.executor = append(cs.executor, s.Daemon(fmt.Sprintf("executor-%d", i)))
 	}
-	var hooks, mcps []string
 	for i := range webhookds {
-		listen := freeAddr(t)
-		s.webhookd = append(s.webhookd, s.supervise(ctx, t, dir, bins["webhookd"], fmt.Sprintf("webhookd-%d", i),
-			append(common, "--trusted-proxies=127.0.0.1/32"), listen))
-		hooks = append(hooks, listen)
+		cs.webhookd = append(cs.webhookd, s.Daemon(fmt.Sprintf("webhookd-%d", i)))
 	}
-	for i := range mcpds {
-		listen := freeAddr(t)
-		s.mcpd = append(s.mcpd, s.supervise(ctx, t, dir, bins["mcpd"], fmt.Sprintf("mcpd-%d", i), append(common, "--trusted-proxies=127.0.0.1/32",
-			"--base-url="+baseURL, "--mcp-url="+baseURL, "--jwt-key-file="+keyFile, "--kubeconfig="+s.cp.Kubeconfig), listen))
-		mcps = append(mcps, listen)
-	}
-	s.startNginx(ctx, t, dir, strings.Join(hooks, ","), strings.Join(mcps, ","))
-	return s
-}
-
-// baseURL is the {base_url} the stack is configured with (webhook URLs, token issuer);
-// the test reaches nginx by its loopback address.
-const baseURL = "https://sigops.chaos"
-
-// supervise starts one replica of a daemon, with metrics and probes on a free port and,
-// when it serves (listen not empty), its listener on listen; it is restarted whenever it
-// exits.
-func (s *chaosStack) supervise(ctx context.Context, t *testing.T, dir, bin, name string, args []string, listen string) *stack.Supervised {
-	t.Helper()
-	ops := freeAddr(t)
-	args = append(append([]string{}, args...), "--metrics-bind-address="+ops)
-	if listen != "" {
-		args = append(args, "--listen="+listen)
-	}
-	d, err := stack.Supervise(ctx, stack.SupervisedOptions{
-		DaemonOptions: stack.DaemonOptions{Name: name, Binary: bin, Args: args,
-			LogFile: filepath.Join(dir, name+".log"), ReadyURL: "http://" + ops + "/readyz"},
-		Logf: t.Logf,
-	})
+	pem, err := os.ReadFile(s.CertFile())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ready[name] = "http://" + ops + "/readyz"
-	t.Cleanup(func() {
-		if err := d.Stop(30 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
-	return d
+	cs.roots = x509.NewCertPool()
+	cs.roots.AppendCertsFromPEM(pem)
+	return cs
 }
 
-// startNginx serves {base_url}'s webhook paths from the webhookd replicas and /mcp from
-// the mcpd replicas, with a self-signed certificate.
-func (s *chaosStack) startNginx(ctx context.Context, t *testing.T, dir, hooks, mcps string) {
-	t.Helper()
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := stack.SelfSignedCert(cert, key); err != nil {
-		t.Fatal(err)
-	}
-	s.origin = freeAddr(t)
-	var err error
-	if s.nginx, err = stack.StartNginx(ctx, stack.NginxOptions{Listen: s.origin, Dir: filepath.Join(dir, "nginx"),
-		CertFile: cert, KeyFile: key, LogFile: filepath.Join(dir, "nginx.log"),
-		Routes: map[string]string{"/api/webhooks/": hooks, "/mcp": mcps, "/.well-known/oauth-protected-resource": mcps},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.nginx.Stop(10 * time.Second) })
-	pem, err := os.ReadFile(cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.roots = x509.NewCertPool()
-	s.roots.AppendCertsFromPEM(pem)
+// testWriter sends the stack's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
-func freeAddr(t *testing.T) string {
+func freePort(t *testing.T) int {
 	t.Helper()
 	port, err := stack.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return port
+}
+
+func freeAddr(t *testing.T) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 }

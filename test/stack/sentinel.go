@@ -48,6 +48,8 @@ type Replicated struct {
 type Sentinel struct {
 	*Process
 	Addr string
+	// conf is its configuration file (it rewrites it with what it learns), log its log.
+	conf, log string
 }
 
 // StartReplicated starts the primary, its replicas (each waits until it has synced) and the
@@ -102,16 +104,17 @@ func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, e
 // snapshot of its sync there, and a server started again in the same directory loads it
 // before it syncs with the master of the moment.
 func startServer(ctx context.Context, dir string, i int, flags ...string) (*Redis, error) {
-	return startServerOn(ctx, dir, i, 0, flags...)
+	return startServerOn(ctx, dir, i, 0, false, flags...)
 }
 
-// startServerOn is startServer on port (0: a free one).
-func startServerOn(ctx context.Context, dir string, i, port int, flags ...string) (*Redis, error) {
+// startServerOn is startServer on port (0: a free one), adding to its log file when
+// appendLog (a restart).
+func startServerOn(ctx context.Context, dir string, i, port int, appendLog bool, flags ...string) (*Redis, error) {
 	data := filepath.Join(dir, fmt.Sprintf("redis-%d", i))
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
-	return StartRedis(ctx, RedisOptions{Port: port, LogFile: filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)),
+	return StartRedis(ctx, RedisOptions{Port: port, LogFile: filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)), AppendLog: appendLog,
 		DataDir: data, Flags: flags})
 }
 
@@ -135,11 +138,34 @@ func startSentinel(dir string, i int, master string, quorum int, downAfter time.
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("redis-sentinel", cmd, filepath.Join(dir, fmt.Sprintf("sentinel-%d.log", i)))
+	log := filepath.Join(dir, fmt.Sprintf("sentinel-%d.log", i))
+	p, err := startProcess("redis-sentinel", cmd, log)
 	if err != nil {
 		return nil, err
 	}
-	return &Sentinel{Process: p, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
+	return &Sentinel{Process: p, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), conf: conf, log: log}, nil
+}
+
+// RestartSentinel starts Sentinel i again once it has exited, from the configuration file
+// it rewrote (its port, the master of the moment, the replicas and peers it knew).
+func (r *Replicated) RestartSentinel(i int) (*Sentinel, error) {
+	old := r.Sentinels[i]
+	select {
+	case <-old.Done():
+	default:
+		return nil, fmt.Errorf("sentinel %s is still running", old.Addr)
+	}
+	cmd, err := sentinelCommand(old.conf)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startLogged("redis-sentinel", cmd, old.log, os.O_APPEND)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sentinel{Process: p, Addr: old.Addr, conf: old.conf, log: old.log}
+	r.Sentinels[i] = s
+	return s, nil
 }
 
 func sentinelCommand(conf string) (*exec.Cmd, error) {
@@ -224,6 +250,8 @@ func (r *Replicated) Server(addr string) *Redis {
 // Restart starts server i again, once it has exited (killed by a test), on its address
 // and in its directory, as a replica of the master the Sentinels name now: what a restarted
 // pod of config/redis does. The Sentinels then list it again among the master's replicas.
+// If they still name it the master (it came back before they deemed it down), it starts
+// as the master again, from its own append-only file.
 func (r *Replicated) Restart(ctx context.Context, i int) error {
 	old := r.Servers[i]
 	select {
@@ -237,13 +265,24 @@ func (r *Replicated) Restart(ctx context.Context, i int) error {
 	}
 	_, port, _ := net.SplitHostPort(old.Addr)
 	p, _ := strconv.Atoi(port)
-	host, mport, _ := net.SplitHostPort(master)
-	s, err := startServerOn(ctx, r.dir, i, p, "--replicaof", host+" "+mport)
+	var flags []string
+	if master != old.Addr {
+		host, mport, _ := net.SplitHostPort(master)
+		flags = []string{"--replicaof", host + " " + mport}
+	}
+	s, err := startServerOn(ctx, r.dir, i, p, true, flags...)
 	if err != nil {
 		return err
 	}
 	r.Servers[i] = s
 	return nil
+}
+
+// WaitReplica waits until the server at addr is a replica whose link to its master is up.
+func (r *Replicated) WaitReplica(ctx context.Context, addr string) error {
+	return waitFor(ctx, addr+" to replicate", func(c context.Context) bool {
+		return infoField(c, addr, "replication", "role") == "slave" && infoField(c, addr, "replication", "master_link_status") == "up"
+	})
 }
 
 // Pause stops (SIGSTOP) or resumes (SIGCONT) server s: a paused replica holds its

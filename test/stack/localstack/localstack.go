@@ -39,9 +39,14 @@ import (
 
 // The -redis topologies.
 const (
-	RedisSingle  = "single"
-	RedisCluster = "cluster"
+	RedisSingle   = "single"
+	RedisCluster  = "cluster"
+	RedisSentinel = "sentinel"
 )
+
+// SentinelDownAfter is how long the local Sentinels wait before they deem a server down:
+// one second, so that a failover can be watched (config/redis ships 5 s).
+const SentinelDownAfter = time.Second
 
 // Defaults of Options.
 const (
@@ -78,7 +83,7 @@ type Options struct {
 	Root, Dir string
 	// Fresh deletes the previous cluster and Redis data before starting.
 	Fresh bool
-	// Redis is RedisSingle (default) or RedisCluster.
+	// Redis is RedisSingle (default), RedisCluster or RedisSentinel.
 	Redis string
 	// Executors, Webhookd and MCPD are the replicas of each (at least 1).
 	Executors, Webhookd, MCPD int
@@ -109,8 +114,8 @@ func (o *Options) defaults() error {
 	if o.Redis == "" {
 		o.Redis = RedisSingle
 	}
-	if o.Redis != RedisSingle && o.Redis != RedisCluster {
-		return fmt.Errorf("redis %q: want %s or %s", o.Redis, RedisSingle, RedisCluster)
+	if o.Redis != RedisSingle && o.Redis != RedisCluster && o.Redis != RedisSentinel {
+		return fmt.Errorf("redis %q: want %s, %s or %s", o.Redis, RedisSingle, RedisCluster, RedisSentinel)
 	}
 	for _, n := range []*int{&o.Executors, &o.Webhookd, &o.MCPD} {
 		if *n < 0 {
@@ -145,6 +150,7 @@ func (o *Options) defaults() error {
 type paths struct {
 	root, cwd, dir                                 string
 	kubeconfig, env, etcdDir, redisDir, clusterDir string
+	sentinelDir                                    string
 	managerLog, redisLog, samples, kubectl         string
 	nginxDir, nginxLog, certFile, keyFile          string
 	masterKey, jwtKey, demoPassword, kcmLog        string
@@ -157,7 +163,8 @@ func newPaths(root, dir string) paths {
 		root: root, cwd: cwd, dir: dir,
 		kubeconfig: filepath.Join(dir, "kubeconfig"), env: filepath.Join(dir, "env"),
 		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"), clusterDir: filepath.Join(dir, "redis-cluster"),
-		managerLog: filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
+		sentinelDir: filepath.Join(dir, "redis-sentinel"),
+		managerLog:  filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
 		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
 		masterKey: filepath.Join(dir, "master.key"), jwtKey: filepath.Join(dir, "jwt.key"),
@@ -185,9 +192,10 @@ type Stack struct {
 	cp *stack.ControlPlane
 	// redis is the one server or cluster the masters it started, store how every daemon
 	// reaches them.
-	redis   *stack.Redis
-	cluster *stack.RedisCluster
-	store   store.Options
+	redis    *stack.Redis
+	cluster  *stack.RedisCluster
+	sentinel *stack.Replicated
+	store    store.Options
 	// redisRuns supervise the Redis servers, daemons every daemon's replicas (manager,
 	// executors, webhookd, authd, mcpd) and nginx, in start order.
 	redisRuns []*stack.Supervised
@@ -218,7 +226,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		}
 	}()
 	if o.Fresh {
-		for _, d := range []string{s.etcdDir, s.redisDir, s.clusterDir} {
+		for _, d := range []string{s.etcdDir, s.redisDir, s.clusterDir, s.sentinelDir} {
 			if err := os.RemoveAll(d); err != nil {
 				return nil, err
 			}
@@ -313,8 +321,11 @@ func (s *Stack) start(ctx context.Context) error {
 	s.Password = strings.TrimSpace(string(password))
 	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\n",
 		s.kubeconfig, s.RedisAddrs()[0], s.baseURL(), s.mcpURL(), s.certFile, DemoEmail, s.Password)
-	if s.cluster != nil {
+	switch {
+	case s.cluster != nil:
 		env += "REDIS_CLUSTER_ADDRS=" + strings.Join(s.RedisAddrs(), ",") + "\n"
+	case s.sentinel != nil:
+		env += "REDIS_SENTINEL_ADDRS=" + strings.Join(s.sentinel.SentinelAddrs(), ",") + "\nREDIS_MASTER_NAME=" + stack.SentinelMaster + "\n"
 	}
 	if err := os.WriteFile(s.env, []byte(env), 0o600); err != nil { // it holds the demo password
 		return err

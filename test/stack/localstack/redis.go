@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
@@ -17,8 +18,11 @@ import (
 // starts the other one as it was left, and the manager, finding its projection marker
 // missing there, projects every bot, account and connection into it by itself.
 func (s *Stack) startRedis(ctx context.Context) error {
-	if s.o.Redis == RedisCluster {
+	switch s.o.Redis {
+	case RedisCluster:
 		return s.startCluster(ctx)
+	case RedisSentinel:
+		return s.startSentinelSet(ctx)
 	}
 	port := s.o.RedisPort
 	if !stack.PortFree(port) {
@@ -36,7 +40,7 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	}
 	s.redis, s.store = r, store.Options{Addr: r.Addr}
 	ro.AppendLog = true
-	s.superviseRedis("redis", r, s.redisLog, func() (*stack.Process, error) {
+	s.superviseRedis("redis", r.Process, s.redisLog, s.o.Backoff, func() (*stack.Process, error) {
 		n, err := stack.StartRedis(context.WithoutCancel(ctx), ro)
 		if err != nil {
 			return nil, err
@@ -74,7 +78,7 @@ func (s *Stack) startCluster(ctx context.Context) error {
 	s.cluster, s.store = c, store.Options{ClusterAddrs: c.Addrs()}
 	for i, n := range c.Nodes {
 		name := fmt.Sprintf("redis-%d", i)
-		s.superviseRedis(name, n, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), func() (*stack.Process, error) {
+		s.superviseRedis(name, n.Process, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), s.o.Backoff, func() (*stack.Process, error) {
 			n, err := c.StartNode(context.WithoutCancel(ctx), i)
 			if err != nil {
 				return nil, err
@@ -85,30 +89,89 @@ func (s *Stack) startCluster(ctx context.Context) error {
 	return nil
 }
 
+// sentinelServerBackoff is how long a Sentinel-set server waits before its restart: longer
+// than the Sentinels take to deem it down (SentinelDownAfter) and promote a replica, as a
+// pod's restart takes seconds, so that a killed primary shows a failover and comes back as
+// the new primary's replica. Sooner, it would come back as the primary it was, before
+// anyone noticed.
+const sentinelServerBackoff = 5 * time.Second
+
+// startSentinelSet starts a primary, two replicas and three Sentinels watching them (down
+// after SentinelDownAfter, quorum 2), each server persisting in its own directory under
+// redis-sentinel and supervised: a restarted server asks the Sentinels for the master and
+// rejoins as its replica (or as the master, if they still name it), a restarted Sentinel
+// reads the configuration it rewrote. At each start of the stack server 0 is the primary
+// and the others resync from it.
+func (s *Stack) startSentinelSet(ctx context.Context) error {
+	s.printf("starting a Sentinel-managed Redis: a primary, two replicas and three Sentinels (data and logs: %s)\n", s.rel(s.sentinelDir))
+	r, err := stack.StartReplicated(ctx, stack.ReplicatedOptions{Dir: s.sentinelDir, Replicas: 2, Sentinels: 3, DownAfter: SentinelDownAfter})
+	if err != nil {
+		return err
+	}
+	s.sentinel, s.store = r, store.Options{SentinelAddrs: r.SentinelAddrs(), MasterName: stack.SentinelMaster}
+	// The Sentinels first: Stop stops them before the servers, so that no failover runs
+	// while the servers stop.
+	for i, sen := range r.Sentinels {
+		name := fmt.Sprintf("sentinel-%d", i)
+		s.superviseRedis(name, sen.Process, filepath.Join(s.sentinelDir, name+".log"), s.o.Backoff, func() (*stack.Process, error) {
+			n, err := r.RestartSentinel(i)
+			if err != nil {
+				return nil, err
+			}
+			return n.Process, nil
+		})
+	}
+	for i, srv := range r.Servers {
+		name := fmt.Sprintf("redis-%d", i)
+		s.superviseRedis(name, srv.Process, filepath.Join(s.sentinelDir, name+".log"), max(s.o.Backoff, sentinelServerBackoff), func() (*stack.Process, error) {
+			if err := r.Restart(context.WithoutCancel(ctx), i); err != nil {
+				return nil, err
+			}
+			return r.Servers[i].Process, nil
+		})
+	}
+	return nil
+}
+
 // superviseRedis restarts a Redis server whenever it exits, as a StatefulSet restarts its
 // pod, and gives up (stopping the stack) only when it cannot be started again at all.
-func (s *Stack) superviseRedis(name string, r *stack.Redis, log string, restart func() (*stack.Process, error)) {
-	sup := stack.SuperviseProcess(r.Process, stack.SupervisedOptions{
+func (s *Stack) superviseRedis(name string, p *stack.Process, log string, backoff time.Duration, restart func() (*stack.Process, error)) {
+	sup := stack.SuperviseProcess(p, stack.SupervisedOptions{
 		DaemonOptions: stack.DaemonOptions{Name: name, LogFile: log},
-		Logf:          s.reportf, Backoff: s.o.Backoff, MaxStartFailures: restartGiveUp,
+		Logf:          s.reportf, Backoff: backoff, MaxStartFailures: restartGiveUp,
 		OnStart: func(*stack.Supervised) { s.writePids() },
 	}, restart)
 	s.redisRuns = append(s.redisRuns, sup)
 	s.writePids()
 }
 
-// RedisAddrs are the addresses of the server, or of the cluster's masters.
+// RedisAddrs are the addresses of the server, of the cluster's masters, or of the
+// Sentinel set's servers (the primary at start first).
 func (s *Stack) RedisAddrs() []string {
-	if s.cluster != nil {
+	switch {
+	case s.cluster != nil:
 		return s.cluster.Addrs()
+	case s.sentinel != nil:
+		var out []string
+		for _, srv := range s.sentinel.Servers {
+			out = append(out, srv.Addr)
+		}
+		return out
 	}
 	return []string{s.redis.Addr}
 }
 
+// Sentinel is the Sentinel-managed Redis (Options.Redis RedisSentinel), or nil.
+func (s *Stack) Sentinel() *stack.Replicated { return s.sentinel }
+
 // redisShown is the Redis for the ready banner.
 func (s *Stack) redisShown() string {
-	if s.cluster != nil {
+	switch {
+	case s.cluster != nil:
 		return "cluster " + strings.Join(s.cluster.Addrs(), ",")
+	case s.sentinel != nil:
+		return "Sentinel set: servers " + strings.Join(s.RedisAddrs(), ",") + " (the first is the primary at start), Sentinels " +
+			strings.Join(s.sentinel.SentinelAddrs(), ",")
 	}
 	return s.redis.Addr
 }
