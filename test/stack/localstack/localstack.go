@@ -196,12 +196,12 @@ type Stack struct {
 	cluster  *stack.RedisCluster
 	sentinel *stack.Replicated
 	store    store.Options
-	// redisRuns supervise the Redis servers, daemons every daemon's replicas (manager,
-	// executors, webhookd, authd, mcpd) and nginx, in start order.
+	// redisRuns supervise the Redis servers (and Sentinels, first), daemons every
+	// daemon's replicas (manager, executors, webhookd, authd, mcpd) in start order, and
+	// nginx the front.
 	redisRuns []*stack.Supervised
 	daemons   []*stack.Supervised
-	// ManagerProbe is the manager's /readyz.
-	nginx *stack.Supervised
+	nginx     *stack.Supervised
 	// Password is the demo account's; WebhookURL the sample bot's webhook, Secret its
 	// Secret's name.
 	Password, WebhookURL, Secret string
