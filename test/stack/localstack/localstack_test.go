@@ -3,10 +3,7 @@ package localstack
 import (
 	"crypto/x509"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,16 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/test/load"
-	"github.com/sigops/sigops/test/stack"
 )
-
-// testWriter sends the stack's progress lines to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestKilledExecutorIsRestarted starts the stack the way `make run` does, with two
 // executors (on a Redis Cluster too, when the tests run on one), sends signals at a steady
@@ -38,21 +26,11 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	}
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	ctx := t.Context()
-	o := Options{Dir: t.TempDir(), Executors: 2, Webhookd: 2, Out: testWriter{t},
-		OriginAddr: freeAddrT(t), MCPOriginAddr: freeAddrT(t), RedisPort: freePortT(t)}
+	o := Options{Executors: 2, Webhookd: 2}
 	if storetest.ClusterMode() {
 		o.Redis = RedisCluster
-		ports, err := stack.FreeClusterPorts(clusterMasters)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.ClusterPorts = ports
 	}
-	s, err := Start(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := StartForTest(ctx, t, o)
 	if got := len(s.RedisAddrs()); storetest.ClusterMode() != (got == clusterMasters) {
 		t.Fatalf("Redis %v for cluster mode %v", s.RedisAddrs(), storetest.ClusterMode())
 	}
@@ -65,7 +43,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 			t.Fatalf("no %s among the supervised programs %v", want, pids)
 		}
 	}
-	listed, err := ReadPids(o.Dir)
+	listed, err := ReadPids(s.dir)
 	if err != nil || len(listed) != len(pids)+len(s.RedisAddrs()) {
 		t.Fatalf("pids file: %v, %v; want every program", listed, err)
 	}
@@ -139,7 +117,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		t.Errorf("the stack failed: %v", err)
 	default:
 	}
-	listed, err = ReadPids(o.Dir)
+	listed, err = ReadPids(s.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,17 +129,4 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 			t.Errorf("%s: %s", e.Name, h)
 		}
 	}
-}
-
-func freePortT(t *testing.T) int {
-	t.Helper()
-	p, err := stack.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func freeAddrT(t *testing.T) string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePortT(t)))
 }
