@@ -83,7 +83,7 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 		c.refuse(registry.DisabledOwnerMismatch, "AccountOwnerMismatch", kind+" "+ref.Name+" belongs to another owner")
 		return c
 	}
-	if ready == nil || ready.Status != metav1.ConditionTrue {
+	if (ready == nil || ready.Status != metav1.ConditionTrue) && !storeOutageOnly(bot, ready) {
 		msg := kind + " " + ref.Name + " is not Ready"
 		if ready != nil && ready.Message != "" {
 			msg += ": " + ready.Message
@@ -105,6 +105,19 @@ func (r *SignalBotReconciler) checkAccount(ctx context.Context, bot *tradingv1.S
 	}
 	c.ready = true
 	return c
+}
+
+// storeOutageOnly reports whether the account's only fault is that the manager could not
+// reach Redis (Ready=False, RuntimeStoreUnavailable: a failover, a restart, a periodic
+// balance read that failed) while the bot was already trading on it (active or paused).
+// Such an account stays the bot's: disabling the bot would make the intake refuse its
+// signals with 403 BOT_DISABLED, which senders do not retry, for the outage and the two
+// reconciles after it, and would protect nothing, since without Redis nothing trades. The
+// chaos test met exactly this during a Redis failover. A bot not yet trading waits for the
+// account as before: its balance may never have been written.
+func storeOutageOnly(bot *tradingv1.SignalBot, ready *metav1.Condition) bool {
+	trading := bot.Status.Availability == tradingv1.AvailabilityActive || bot.Status.Availability == tradingv1.AvailabilityPaused
+	return trading && ready != nil && ready.Reason == reasonRuntimeStoreUnavailable
 }
 
 // botMarket is the exchange kind the bot trades (spot unless futures).

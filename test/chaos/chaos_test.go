@@ -92,6 +92,11 @@ func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
 	if !rec.OK() {
 		t.Fatalf("reconciliation failed: %s", rec.Problems())
 	}
+	// The sender retries what the faults interrupt, so every signal must end acknowledged:
+	// a refusal (a bot disabled by a Redis failover, say) is a signal its sender lost.
+	if len(res.Accepted) != res.Sent {
+		t.Errorf("%d of %d signals acknowledged; answers %v", len(res.Accepted), res.Sent, res.Outcomes)
+	}
 	s.checkRecovered(ctx, t)
 	checkBalances(ctx, t, rdb, s, fleet)
 }
