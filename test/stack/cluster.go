@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -111,10 +110,8 @@ func (c *RedisCluster) formed(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("cluster info of %s: %w", n.Addr, err)
 		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "cluster_slots_assigned:"); ok && v != "0" {
-				assigned++
-			}
+		if v := storetest.ClusterInfoField(info, "cluster_slots_assigned"); v != "" && v != "0" {
+			assigned++
 		}
 	}
 	return assigned > 0, nil

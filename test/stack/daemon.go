@@ -22,13 +22,19 @@ type DaemonOptions struct {
 	Env []string
 }
 
-// StartDaemon starts one of the sigops daemons and waits until it is ready.
-func StartDaemon(ctx context.Context, o DaemonOptions) (*Process, error) {
+// command is the daemon's command line, with its environment (this process's when Env is
+// empty).
+func (o DaemonOptions) command() *exec.Cmd {
 	cmd := exec.Command(o.Binary, o.Args...)
 	if len(o.Env) > 0 {
 		cmd.Env = o.Env
 	}
-	p, err := startProcess(o.Name, cmd, o.LogFile)
+	return cmd
+}
+
+// StartDaemon starts one of the sigops daemons and waits until it is ready.
+func StartDaemon(ctx context.Context, o DaemonOptions) (*Process, error) {
+	p, err := startProcess(o.Name, o.command(), o.LogFile)
 	if err != nil {
 		return nil, err
 	}

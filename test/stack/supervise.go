@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 )
@@ -146,15 +145,6 @@ func (s *Supervised) restart(backoff time.Duration, cause error) (*Process, bool
 		s.o.Logf("%s: %v; trying again in %s", s.o.Name, err, backoff)
 		cause = err
 	}
-}
-
-// command is the daemon's command line, with its environment.
-func (o SupervisedOptions) command() *exec.Cmd {
-	cmd := exec.Command(o.Binary, o.Args...)
-	if len(o.Env) > 0 {
-		cmd.Env = o.Env
-	}
-	return cmd
 }
 
 // Failed is closed when the supervision gave up (MaxStartFailures); Err says why.

@@ -244,17 +244,18 @@ func WaitClusterHealthy(ctx context.Context, addrs []string) error {
 
 // clusterReady reads CLUSTER INFO: healthy, and every node known.
 func clusterReady(info string, nodes int) bool {
-	ok, known := false, 0
+	known, _ := strconv.Atoi(ClusterInfoField(info, "cluster_known_nodes"))
+	return ClusterInfoField(info, "cluster_state") == "ok" && known == nodes
+}
+
+// ClusterInfoField is one field of a CLUSTER INFO reply ("" when absent).
+func ClusterInfoField(info, field string) string {
 	for _, line := range strings.Split(info, "\r\n") {
-		k, v, _ := strings.Cut(line, ":")
-		switch k {
-		case "cluster_state":
-			ok = v == "ok"
-		case "cluster_known_nodes":
-			known, _ = strconv.Atoi(v)
+		if k, v, _ := strings.Cut(line, ":"); k == field {
+			return v
 		}
 	}
-	return ok && known == nodes
+	return ""
 }
 
 // Stop kills the servers and removes their directories.

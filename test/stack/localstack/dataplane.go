@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sigops/sigops/test/stack"
 )
@@ -123,14 +124,21 @@ func (s *Stack) startReplica(ctx context.Context, bin, daemon string, i, n int, 
 // supervise starts a daemon, waits until it is ready and restarts it whenever it exits,
 // reporting each exit and restart on Out.
 func (s *Stack) supervise(ctx context.Context, d stack.DaemonOptions) (*stack.Supervised, error) {
-	sup, err := stack.Supervise(ctx, stack.SupervisedOptions{DaemonOptions: d, Logf: s.reportf, Backoff: s.o.Backoff,
-		MaxStartFailures: restartGiveUp, OnStart: func(*stack.Supervised) { s.writePids() }})
+	sup, err := stack.Supervise(ctx, s.supervision(d, s.o.Backoff))
 	if err != nil {
 		return nil, err
 	}
 	s.daemons = append(s.daemons, sup)
 	s.writePids()
 	return sup, nil
+}
+
+// supervision is how the stack supervises every program: reports on Out, the given first
+// backoff, giving up after restartGiveUp failed starts, and the pids file rewritten at
+// every restart.
+func (s *Stack) supervision(d stack.DaemonOptions, backoff time.Duration) stack.SupervisedOptions {
+	return stack.SupervisedOptions{DaemonOptions: d, Logf: s.reportf, Backoff: backoff,
+		MaxStartFailures: restartGiveUp, OnStart: func(*stack.Supervised) { s.writePids() }}
 }
 
 // reportf writes a supervisor's report as one line on Out.
@@ -170,11 +178,7 @@ func (s *Stack) startNginx(ctx context.Context, hooks, authAddr, mcps string) er
 	if err != nil {
 		return err
 	}
-	s.nginx = stack.SuperviseProcess(n.Process, stack.SupervisedOptions{
-		DaemonOptions: stack.DaemonOptions{Name: "nginx", LogFile: s.nginxLog},
-		Logf:          s.reportf, Backoff: s.o.Backoff, MaxStartFailures: restartGiveUp,
-		OnStart: func(*stack.Supervised) { s.writePids() },
-	}, func() (*stack.Process, error) {
+	s.nginx = stack.SuperviseProcess(n.Process, s.supervision(stack.DaemonOptions{Name: "nginx", LogFile: s.nginxLog}, s.o.Backoff), func() (*stack.Process, error) {
 		n, err := stack.StartNginx(context.WithoutCancel(ctx), o)
 		if err != nil {
 			return nil, err

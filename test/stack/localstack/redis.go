@@ -136,11 +136,7 @@ func (s *Stack) startSentinelSet(ctx context.Context) error {
 // superviseRedis restarts a Redis server whenever it exits, as a StatefulSet restarts its
 // pod, and gives up (stopping the stack) only when it cannot be started again at all.
 func (s *Stack) superviseRedis(name string, p *stack.Process, log string, backoff time.Duration, restart func() (*stack.Process, error)) {
-	sup := stack.SuperviseProcess(p, stack.SupervisedOptions{
-		DaemonOptions: stack.DaemonOptions{Name: name, LogFile: log},
-		Logf:          s.reportf, Backoff: backoff, MaxStartFailures: restartGiveUp,
-		OnStart: func(*stack.Supervised) { s.writePids() },
-	}, restart)
+	sup := stack.SuperviseProcess(p, s.supervision(stack.DaemonOptions{Name: name, LogFile: log}, backoff), restart)
 	s.redisRuns = append(s.redisRuns, sup)
 	s.writePids()
 }
