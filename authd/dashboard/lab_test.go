@@ -307,8 +307,9 @@ func TestLabJobProgressThenRankedResults(t *testing.T) {
 		}
 		if x.Error == nil {
 			wantFinals = append(wantFinals, x.FinalEquity.String())
-			// The total PnL is the report's own display string.
-			if want := x.Metrics.Formatted("USDT").TotalPnL; !strings.Contains(page, want) {
+			// The total PnL is the report's own display string, as the browser shows it
+			// (html/template writes a gain's "+" as "&#43;").
+			if want := x.Metrics.Formatted("USDT").TotalPnL; !strings.Contains(html.UnescapeString(page), want) {
 				t.Fatalf("no total PnL %q", want)
 			}
 		}
