@@ -22,6 +22,14 @@ const maxErrorLen = 1000
 // spent or the Handler panics (both dead-letter it), or the worker must let it go (lease
 // lost, or asked to stop while the Handler keeps failing): then the entry stays pending for
 // the partition's next owner.
+//
+// A success counts only once it is confirmed (settle): the entry acknowledged, the replicas
+// holding everything the signal wrote (--redis-min-replicas-ack), and the master the same
+// Redis process as when the Handler started (store.MasterChanges). Until then the bot's
+// next signal waits, and a failed confirmation runs the Handler again: its "already done"
+// check finds the result if the master still has it, and executes the signal anew if a
+// failover or a restart lost it. So a Redis failover can lose only signals still running,
+// which run again on the new master, never a finished one whose bot went on.
 func (w *worker) execute(it item) {
 	c, env, prio := w.c, it.env, Priorities[it.i]
 	// Built only when something is logged: With formats its attributes at once.
@@ -34,20 +42,54 @@ func (w *worker) execute(it item) {
 	var local budget // this worker's own failed attempts
 	d := &Delivery{Partition: w.l.p, Stream: w.streams[it.i], ID: it.msg.ID}
 	ctx := withDelivery(w.l.ctx, d)
+	for confirm := 0; ; confirm++ {
+		masters := store.MasterChanges()
+		d.acked.Store(false)
+		if !w.handle(ctx, it, &local, log) {
+			return
+		}
+		err := w.settle(it.i, it.msg.ID, d.acked.Load())
+		if err == nil && store.MasterChanges() == masters {
+			break
+		}
+		if err == nil {
+			err = errMasterChanged
+		}
+		c.m.unconfirmed.Inc()
+		log().Warn("finished signal not confirmed on Redis; running it again to check its result", "attempt", confirm+1, "err", err)
+		if !sleepCtx(w.l.ctx, backoff(confirm)) {
+			return // lease lost: the next owner redoes the signal
+		}
+	}
+	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
+	if local.attempts > 0 {
+		// Best effort: the count would expire anyway.
+		_ = c.rdb.Del(context.WithoutCancel(w.l.ctx), store.SignalAttempts(env.BotID, env.SignalID)).Err()
+	}
+}
+
+// errMasterChanged: the Redis master changed while a signal ran, so what it wrote may be
+// missing on the master now serving.
+var errMasterChanged = errors.New("the redis master changed while the signal ran")
+
+// handle runs the Handler until it succeeds (true), or the signal is dead-lettered or the
+// worker must let it go (false).
+func (w *worker) handle(ctx context.Context, it item, local *budget, log func() *slog.Logger) bool {
+	c, env, prio := w.c, it.env, Priorities[it.i]
 	for {
 		err := call(ctx, w.h, env)
 		if err == nil {
-			break
+			return true
 		}
 		if w.l.ctx.Err() != nil {
-			return // lease lost: the next owner redoes the signal; nothing to count here
+			return false // lease lost: the next owner redoes the signal; nothing to count here
 		}
 		local.attempts++
 		if local.first.IsZero() {
 			local.first = time.Now()
 		}
 		c.m.handlerErrors.WithLabelValues(prioLabel(prio)).Inc()
-		b := w.spend(env, err, local)
+		b := w.spend(env, err, *local)
 		if reason := b.exhausted(c.opt, err); reason != "" {
 			l := log()
 			if p := (*panicError)(nil); errors.As(err, &p) {
@@ -55,17 +97,12 @@ func (w *worker) execute(it item) {
 			}
 			l.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
 			w.deadLetter(it, reason, b, err)
-			return
+			return false
 		}
 		log().Warn("signal handler failed; retrying the same signal", "attempt", b.attempts, "err", err)
 		if !w.sleep(signalBackoff(b.attempts - 1)) {
-			return
+			return false
 		}
-	}
-	c.m.processed.WithLabelValues(prioLabel(prio)).Inc()
-	if (d.acked.Load() || w.ack(it.i, it.msg.ID)) && local.attempts > 0 {
-		// Best effort: the count would expire anyway.
-		_ = c.rdb.Del(context.WithoutCancel(w.l.ctx), store.SignalAttempts(env.BotID, env.SignalID)).Err()
 	}
 }
 

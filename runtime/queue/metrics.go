@@ -28,6 +28,7 @@ type metrics struct {
 	malformed     prometheus.Counter
 	deadLetters   *prometheus.CounterVec
 	reclaimed     prometheus.Counter
+	unconfirmed   prometheus.Counter
 	leases        *prometheus.CounterVec
 	owned         prometheus.Gauge
 	depth         *depthCollector
@@ -63,6 +64,11 @@ func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 			Name: "sigops_queue_reclaimed_total",
 			Help: "Pending entries taken over (XAUTOCLAIM) from a previous owner of a partition.",
 		}),
+		unconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sigops_queue_unconfirmed_total",
+			Help: "Finished signals run again because their writes were not confirmed: the " +
+				"acknowledgement or the replicas' WAIT failed, or the Redis master changed while they ran.",
+		}),
 		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sigops_queue_lease_changes_total",
 			Help: "Partition lease changes of this instance: acquired, released, lost.",
@@ -85,7 +91,7 @@ func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.processed, m.handlerErrors, m.wait, m.malformed, m.deadLetters, m.reclaimed,
+	return []prometheus.Collector{m.processed, m.handlerErrors, m.wait, m.malformed, m.deadLetters, m.reclaimed, m.unconfirmed,
 		m.leases, m.owned, m.depth}
 }
 

@@ -317,33 +317,65 @@ func (w *worker) move(i int, msg redis.XMessage, env Envelope) {
 	}
 }
 
-// ack acknowledges and deletes a finished entry (XACK + XDEL, one round trip). Deleting keeps
-// each stream as long as its backlog, so XLEN is the queue depth and MaxLen never trims
-// executed history instead of waiting signals. It retries through Redis errors even when the
-// worker was asked to stop (the signal is done; only its ack is missing) and gives up only
-// when the lease is lost: the next owner then redoes the signal, and the Handler's result
-// check turns that into a no-op.
+// ack acknowledges and deletes an entry (settle), retrying through Redis errors even when
+// the worker was asked to stop; it gives up only when the lease is lost: the next owner then
+// redoes the entry, and the Handler's result check turns that into a no-op.
 func (w *worker) ack(i int, id string) bool {
-	c, s := w.c, w.streams[i]
 	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 2*time.Second)
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.XAck(ctx, s, Group, id)
-			p.XDel(ctx, s, id)
-			return nil
-		})
-		cancel()
-		if err == nil || store.IsNoGroup(err) { // no group: the stream was deleted, entry and all
+		err := w.settle(i, id, false)
+		if err == nil {
 			return true
 		}
-		c.log.Warn("acknowledging a signal failed", "stream", s, "id", id, "attempt", attempt+1, "err", err)
-		t := time.NewTimer(backoff(attempt))
-		select {
-		case <-t.C:
-		case <-w.l.ctx.Done():
-			t.Stop()
+		w.c.log.Warn("acknowledging a signal failed", "stream", w.streams[i], "id", id, "attempt", attempt+1, "err", err)
+		if !sleepCtx(w.l.ctx, backoff(attempt)) {
 			return false
 		}
+	}
+}
+
+// settle acknowledges and deletes a finished entry (XACK + XDEL, one round trip), unless the
+// Handler's own script did (acked). Deleting keeps each stream as long as its backlog, so
+// XLEN is the queue depth and MaxLen never trims executed history instead of waiting
+// signals.
+//
+// When writes must reach replicas (--redis-min-replicas-ack), the same pipeline writes the
+// partition's fence key and WAITs: on one connection, so WAIT counts the replicas holding the
+// fence and with it everything written before it, the signal's booking and result included,
+// whichever connection wrote them. A nil error then means the signal's writes survive a
+// failover to any of those replicas (Sentinel promotes the most advanced one).
+func (w *worker) settle(i int, id string, acked bool) error {
+	c, s := w.c, w.streams[i]
+	wait := store.ReplicasWanted(c.rdb) > 0
+	if acked && !wait {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 3*time.Second)
+	defer cancel()
+	_, err := store.AckPipelined(ctx, c.rdb, func(p redis.Pipeliner) error {
+		if !acked {
+			p.XAck(ctx, s, Group, id)
+			p.XDel(ctx, s, id)
+		}
+		if wait {
+			p.Set(ctx, store.QueueFence(w.l.p), c.name, c.opt.LeaseTTL)
+		}
+		return nil
+	})
+	if store.IsNoGroup(err) { // the stream was deleted, entry and all
+		return nil
+	}
+	return err
+}
+
+// sleepCtx waits d; false if ctx ended meanwhile.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,6 +189,7 @@ func TestSentinelFailoverFollowed(t *testing.T) {
 	defer c.Close()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
 	defer sc.Close()
+	changes := MasterChanges()
 	// The Sentinel learns the replica from the master's INFO, every 10 s at first.
 	testkit.Eventually(t, 30*time.Second, "failover", func() error { return sc.Failover(ctx, "sigops-master").Err() })
 	_, replicaPort, _ := net.SplitHostPort(replica.Addr)
@@ -201,6 +203,39 @@ func TestSentinelFailoverFollowed(t *testing.T) {
 	})
 	if err := c.Set(ctx, "after-failover", "yes", 0).Err(); err != nil {
 		t.Fatalf("write to the promoted replica: %v", err)
+	}
+	// What the old master acknowledged may be missing on the new one: writers are told.
+	if MasterChanges() == changes {
+		t.Error("the failover to another server counted no master change")
+	}
+}
+
+// A server that restarted is a new master to its clients (it may have lost what it
+// acknowledged last); a new connection to the same server is not.
+func TestMasterChangesCountsARestart(t *testing.T) {
+	ctx := context.Background()
+	srv, _ := storetest.NewServer(t)
+	c, err := Connect(ctx, Options{Addr: srv.Addr, PoolSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	changes := MasterChanges()
+	// Four connections at once: the pool dials new ones to the same server.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { _ = c.Do(ctx, "debug", "sleep", "0.05").Err() })
+	}
+	wg.Wait()
+	if n := c.PoolStats().TotalConns; n < 2 || MasterChanges() != changes {
+		t.Fatalf("%d connections to one server counted %d master changes", n, MasterChanges()-changes)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the client reaches the restarted server", func() error { return c.Ping(ctx).Err() })
+	if MasterChanges() == changes {
+		t.Error("a restarted server counted no master change")
 	}
 }
 

@@ -27,6 +27,11 @@ import "strings"
 // streams.
 func QueueLease(partition int) string { return prefix + "q:" + partitionTag(partition) + ":lease" }
 
+// QueueFence is a short-lived key the owner of a partition writes beside a finished
+// signal's acknowledgement, so that the WAIT after it always has a write of its own to count
+// replicas for, even when a script acknowledged the entry on another connection.
+func QueueFence(partition int) string { return prefix + "q:" + partitionTag(partition) + ":fence" }
+
 // QueueExecutors is the heartbeat set of live executor instances. Each instance aims to hold
 // its share of the partitions, Partitions / (members of this set), rounded up.
 func QueueExecutors() string { return prefix + "q:executors" }

@@ -39,6 +39,9 @@ type ackPolicy struct {
 	// seen is the connected replicas the master reported to the client's newest connection
 	// (INFO replication on connect): a failover or a reconnect re-reads it.
 	seen atomic.Int64
+	// master is the run ID of the master the client's newest connection reached ("" none
+	// yet); see MasterChanges.
+	master atomic.Pointer[string]
 }
 
 // want is the number of replicas a write waits for.
@@ -81,16 +84,17 @@ func (o Options) newAckPolicy() *ackPolicy {
 	return &ackPolicy{min: n, timeout: t}
 }
 
-// onConnect records the connected replicas a new connection's server reports. A Sentinel
-// answers INFO without them and is skipped; so is a failed read, which never fails the
-// connection.
+// onConnect records the connected replicas and the run ID a new connection's master
+// reports. A Sentinel answers INFO without a master's replication fields and is skipped; so
+// is a failed read, which never fails the connection.
 func (p *ackPolicy) onConnect(ctx context.Context, cn *redis.Conn) error {
-	info, err := cn.InfoMap(ctx, "replication").Result()
+	info, err := cn.InfoMap(ctx, "server", "replication").Result()
 	if err != nil {
 		return nil
 	}
 	if n, ok := connectedReplicas(info); ok {
 		p.seen.Store(int64(n))
+		p.noteMaster(info["Server"]["run_id"])
 	}
 	return nil
 }

@@ -1,0 +1,163 @@
+package queue
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/test/stack"
+)
+
+// startPair starts a master and a replica of it (in memory, as the servers of the other
+// queue tests) and waits until the replica has synced.
+func startPair(t *testing.T) (master, replica *stack.Redis) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	master, err := stack.StartRedis(ctx, stack.RedisOptions{LogFile: filepath.Join(dir, "master.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = master.Stop(5 * time.Second) })
+	host, port, _ := net.SplitHostPort(master.Addr)
+	replica, err = stack.StartRedis(ctx, stack.RedisOptions{LogFile: filepath.Join(dir, "replica.log"),
+		Flags: []string{"--replicaof", host + " " + port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stack.Pause(replica, false); _ = replica.Stop(5 * time.Second) })
+	rc := replica.Client()
+	defer rc.Close()
+	testkit.EventuallyTrue(t, 30*time.Second, "the replica syncs", func() bool {
+		return strings.Contains(rc.Info(ctx, "replication").Val(), "master_link_status:up")
+	})
+	return master, replica
+}
+
+// connectTo is a consumer's client of addr through store.Connect, as the daemon makes it
+// (its replica acknowledgement policy and master tracking included).
+func connectTo(t *testing.T, o store.Options) redis.UniversalClient {
+	t.Helper()
+	c, err := DedicatedClient(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A finished signal counts only once the replica holds what it wrote: while the replica is
+// stopped the bot's next signal waits (its first one is run again, finding its result),
+// and once the replica is back the next one runs, once.
+func TestBotWaitsUntilTheReplicaHoldsItsSignal(t *testing.T) {
+	master, replica := startPair(t)
+	ctx := context.Background()
+	admin := master.Client()
+	defer admin.Close()
+	rdb := connectTo(t, store.Options{Addr: master.Addr, ReplicaAckTimeout: 100 * time.Millisecond})
+	if n := store.ReplicasWanted(rdb); n != 1 {
+		t.Fatalf("the consumer's client wants %d replicas, want 1", n)
+	}
+	bot := botsIn(5, 1)[0]
+	rec := &recorder{}
+	r := startConsumer(t, rdb, Options{LeaseTTL: 2 * time.Second}, func(ctx context.Context, env Envelope) error {
+		rec.add(env.SignalID)
+		return admin.Set(ctx, "done:"+env.SignalID, "1", 0).Err()
+	})
+	testkit.EventuallyTrue(t, 10*time.Second, "the consumer owns partition 5", func() bool { return slices.Contains(r.c.Owned(), 5) })
+	if err := stack.Pause(replica, true); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, admin, testEnv(bot, 0, PriorityWebhook))
+	mustEnqueue(t, admin, testEnv(bot, 1, PriorityWebhook))
+	testkit.EventuallyTrue(t, 10*time.Second, "the first signal is run again while unconfirmed", func() bool {
+		return len(rec.snapshot()) >= 3
+	})
+	if got := rec.snapshot(); slices.Contains(got, bot+"/1") {
+		t.Fatalf("the bot's next signal ran before the replica held the first: %v", got)
+	}
+	if n := metricValue(t, r.c.m.unconfirmed); n < 2 {
+		t.Errorf("unconfirmed = %v, want 2 or more", n)
+	}
+	if err := stack.Pause(replica, false); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyTrue(t, 10*time.Second, "the next signal runs", func() bool { return slices.Contains(rec.snapshot(), bot+"/1") })
+	time.Sleep(300 * time.Millisecond) // let a second run of it show
+	got := rec.snapshot()
+	if n := len(got); got[n-1] != bot+"/1" || slices.Index(got, bot+"/1") != n-1 {
+		t.Errorf("handled %v: the next signal not once and last", got)
+	}
+	testkit.EventuallyTrue(t, 5*time.Second, "both entries acknowledged", func() bool {
+		return admin.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val() == 0
+	})
+}
+
+// A failover that loses what a finished signal wrote: the replica is promoted with the
+// state from before the signal ran, after its Handler returned. The consumer sees a
+// different master when it acknowledges, runs the signal again (the Handler finds its
+// result missing and writes it on the new master), and only then the bot's next signal.
+func TestSignalRunsAgainWhenAFailoverLostIt(t *testing.T) {
+	master, replica := startPair(t)
+	ctx := context.Background()
+	proxy := storetest.NewProxy(t, master.Addr)
+	// Only the master change can tell the consumer: it waits for no replica.
+	rdb := connectTo(t, store.Options{Addr: proxy.Addr, MinReplicasAck: "0"})
+	writer := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // the Handler's, as the executor's own client
+	defer writer.Close()
+	promote := replica.Client()
+	defer promote.Close()
+	bot := botsIn(7, 1)[0]
+	first := bot + "/0"
+	rec := &recorder{}
+	var failedOver atomic.Bool
+	r := startConsumer(t, rdb, Options{LeaseTTL: 2 * time.Second}, func(ctx context.Context, env Envelope) error {
+		rec.add(env.SignalID)
+		if env.SignalID != first || failedOver.Load() {
+			// The "already done" check: write only what the master does not hold.
+			return writer.SetNX(ctx, "done:"+env.SignalID, "1", 0).Err()
+		}
+		failedOver.Store(true)
+		// The replica gets everything so far (the entries' delivery included) and is then
+		// cut off: it is the master-to-be, without what the signal writes next.
+		if err := writer.Do(ctx, "wait", 1, 5000).Err(); err != nil {
+			return err
+		}
+		if err := promote.ReplicaOf(ctx, "no", "one").Err(); err != nil {
+			return err
+		}
+		if err := writer.Set(ctx, "done:"+env.SignalID, "1", 0).Err(); err != nil {
+			return err
+		}
+		proxy.Switch(replica.Addr) // the old master is gone for every client
+		return nil
+	})
+	testkit.EventuallyTrue(t, 10*time.Second, "the consumer owns partition 7", func() bool { return slices.Contains(r.c.Owned(), 7) })
+	mustEnqueue(t, writer, testEnv(bot, 0, PriorityWebhook))
+	mustEnqueue(t, writer, testEnv(bot, 1, PriorityWebhook))
+	testkit.EventuallyTrue(t, 20*time.Second, "the next signal runs", func() bool { return slices.Contains(rec.snapshot(), bot+"/1") })
+	time.Sleep(300 * time.Millisecond)
+	if got, want := rec.snapshot(), []string{first, first, bot + "/1"}; !slices.Equal(got, want) {
+		t.Errorf("handled %v, want %v", got, want)
+	}
+	nm := promote.Get(ctx, "done:"+first)
+	if nm.Val() != "1" {
+		t.Errorf("the new master lacks the first signal's result (%v)", nm.Err())
+	}
+	if n := promote.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val(); n != 0 {
+		t.Errorf("%d entries left on the new master", n)
+	}
+	if n := metricValue(t, r.c.m.unconfirmed); n < 1 {
+		t.Errorf("unconfirmed = %v, want 1 or more", n)
+	}
+}
