@@ -43,9 +43,9 @@ func (w *worker) execute(it item) {
 	d := &Delivery{Partition: w.l.p, Stream: w.streams[it.i], ID: it.msg.ID}
 	ctx := withDelivery(w.l.ctx, d)
 	for confirm := 0; ; confirm++ {
-		masters := store.MasterChanges()
 		d.acked.Store(false)
-		if !w.handle(ctx, it, &local, log) {
+		masters, ok := w.handle(ctx, it, &local, log)
+		if !ok {
 			return
 		}
 		err := w.settle(it.i, it.msg.ID, d.acked.Load())
@@ -72,17 +72,21 @@ func (w *worker) execute(it item) {
 // missing on the master now serving.
 var errMasterChanged = errors.New("the redis master changed while the signal ran")
 
-// handle runs the Handler until it succeeds (true), or the signal is dead-lettered or the
-// worker must let it go (false).
-func (w *worker) handle(ctx context.Context, it item, local *budget, log func() *slog.Logger) bool {
+// handle runs the Handler until it succeeds (true, with store.MasterChanges as the
+// successful attempt began), or the signal is dead-lettered or the worker must let it go
+// (false).
+func (w *worker) handle(ctx context.Context, it item, local *budget, log func() *slog.Logger) (uint64, bool) {
 	c, env, prio := w.c, it.env, Priorities[it.i]
 	for {
-		err := call(ctx, w.h, env)
+		// Each attempt writes on one master only: after a failover its next command fails
+		// unsent, and the next attempt starts from what the new master holds.
+		masters := store.MasterChanges()
+		err := call(store.GuardMaster(ctx), w.h, env)
 		if err == nil {
-			return true
+			return masters, true
 		}
 		if w.l.ctx.Err() != nil {
-			return false // lease lost: the next owner redoes the signal; nothing to count here
+			return 0, false // lease lost: the next owner redoes the signal; nothing to count here
 		}
 		local.attempts++
 		if local.first.IsZero() {
@@ -97,11 +101,11 @@ func (w *worker) handle(ctx context.Context, it item, local *budget, log func() 
 			}
 			l.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
 			w.deadLetter(it, reason, b, err)
-			return false
+			return 0, false
 		}
 		log().Warn("signal handler failed; retrying the same signal", "attempt", b.attempts, "err", err)
 		if !w.sleep(signalBackoff(b.attempts - 1)) {
-			return false
+			return 0, false
 		}
 	}
 }

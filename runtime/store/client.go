@@ -222,6 +222,7 @@ func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
 	}
 	if rc, ok := c.(*redis.Client); ok && ack != nil {
 		policies.Store(rc, ack)
+		rc.AddHook(masterGuard{})
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -272,4 +273,43 @@ func startSentinel(t *testing.T, masterAddr, name string) string {
 		return err
 	})
 	return addr
+}
+
+// An operation under GuardMaster never writes on a master other than the one it began on:
+// after a restart its next command fails with ErrMasterChanged, unsent, whether it opens
+// the connection to the new master itself or takes one another command opened.
+func TestGuardMasterStopsWritesOnANewMaster(t *testing.T) {
+	ctx := context.Background()
+	srv, admin := storetest.NewServer(t)
+	c, err := Connect(ctx, Options{Addr: srv.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, othersFirst := range []bool{false, true} {
+		op := GuardMaster(ctx)
+		if err := c.Set(op, "before", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if othersFirst {
+			// An unguarded command reaches the new master first; its connection is pooled.
+			testkit.Eventually(t, 10*time.Second, "the client reaches the restarted server", func() error { return c.Ping(ctx).Err() })
+		}
+		testkit.Eventually(t, 10*time.Second, "the guarded write refused", func() error {
+			if err := c.Set(op, "after", "1", 0).Err(); !errors.Is(err, ErrMasterChanged) {
+				return fmt.Errorf("set = %v, want ErrMasterChanged", err)
+			}
+			return nil
+		})
+		if n := admin.Exists(ctx, "after").Val(); n != 0 {
+			t.Fatalf("others first %v: the guarded write reached the new master", othersFirst)
+		}
+		if err := c.Set(GuardMaster(ctx), "after", "1", 0).Err(); err != nil {
+			t.Fatalf("a guard taken on the new master: %v", err)
+		}
+		admin.Del(ctx, "after")
+	}
 }

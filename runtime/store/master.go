@@ -1,6 +1,12 @@
 package store
 
-import "sync/atomic"
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // masterChanges counts the master changes the clients of this process have seen.
 var masterChanges atomic.Uint64
@@ -24,5 +30,62 @@ func (p *ackPolicy) noteMaster(runID string) {
 	}
 	if old := p.master.Swap(&runID); old != nil && *old != runID {
 		masterChanges.Add(1)
+	}
+}
+
+// ErrMasterChanged: a command under GuardMaster was not sent, because the master changed
+// since the guard was taken.
+var ErrMasterChanged = errors.New("redis: the master changed since the operation began; not sent")
+
+type guardKey struct{}
+
+// GuardMaster returns ctx under which the commands of clients Connect made fail with
+// ErrMasterChanged, without reaching Redis, once the process has seen a master change
+// (MasterChanges) since the call. An operation of several writes runs under it so that it
+// never writes its later part on a new master that lacks the earlier part the old one
+// acknowledged and lost: it fails instead, and is retried from what the new master holds.
+//
+// Each command is checked before it is sent, and again when it opens a connection (a new
+// connection is how a client reaches a new master). A command go-redis retries on a
+// connection another command opened is checked only before its first try: with the
+// Sentinel's failover taking seconds and the retries about one, that needs the failover to
+// end inside one command's retries.
+func GuardMaster(ctx context.Context) context.Context {
+	return context.WithValue(ctx, guardKey{}, MasterChanges())
+}
+
+// unguarded is ctx without its GuardMaster, for the client's own reads on a new connection.
+func unguarded(ctx context.Context) context.Context { return context.WithValue(ctx, guardKey{}, nil) }
+
+// guardBroken: ctx is under a GuardMaster taken before the latest master change.
+func guardBroken(ctx context.Context) bool {
+	g, ok := ctx.Value(guardKey{}).(uint64)
+	return ok && g != MasterChanges()
+}
+
+// masterGuard is the hook that enforces GuardMaster on a client.
+type masterGuard struct{}
+
+func (masterGuard) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (masterGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if guardBroken(ctx) {
+			cmd.SetErr(ErrMasterChanged)
+			return ErrMasterChanged
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (masterGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if guardBroken(ctx) {
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrMasterChanged)
+			}
+			return ErrMasterChanged
+		}
+		return next(ctx, cmds)
 	}
 }

@@ -86,15 +86,19 @@ func (o Options) newAckPolicy() *ackPolicy {
 
 // onConnect records the connected replicas and the run ID a new connection's master
 // reports. A Sentinel answers INFO without a master's replication fields and is skipped; so
-// is a failed read, which never fails the connection.
+// is a failed read, which never fails the connection. A command under a broken GuardMaster
+// fails here, before it is sent on the connection.
 func (p *ackPolicy) onConnect(ctx context.Context, cn *redis.Conn) error {
-	info, err := cn.InfoMap(ctx, "server", "replication").Result()
+	info, err := cn.InfoMap(unguarded(ctx), "server", "replication").Result()
 	if err != nil {
 		return nil
 	}
 	if n, ok := connectedReplicas(info); ok {
 		p.seen.Store(int64(n))
 		p.noteMaster(info["Server"]["run_id"])
+		if guardBroken(ctx) {
+			return ErrMasterChanged // this connection reached the new master (GuardMaster)
+		}
 	}
 	return nil
 }
