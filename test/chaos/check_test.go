@@ -79,7 +79,7 @@ const aftermath = 5 * time.Second
 // then, how many were acknowledged with a signal ID, the p99 of their answers and from
 // answer to stored result, each p99 also as a multiple of the calm rest's (the same run's
 // bare reference).
-func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Checker, faults []*fault, unready map[string]time.Duration) {
+func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Checker, faults []*fault, unready map[string]time.Duration, reruns string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run: %d bots, %d signals/s for %s, %d connections through nginx\n", bots, rate, runFor, conns)
 	fmt.Fprintf(&b, "sent %d, acknowledged %d, lost %d, duplicated %d, out of order %d; answers %v; results %v; %d orders\n",
@@ -120,7 +120,35 @@ func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Ch
 	for _, name := range names {
 		fmt.Fprintf(&b, " %s %.1f s", name, unready[name].Seconds())
 	}
+	fmt.Fprintf(&b, "\nfinished signals run again, unconfirmed (executors now running, sigops_queue_unconfirmed_total): %s", reruns)
 	t.Log(b.String())
+}
+
+// counter sums a counter over the executors' /metrics, as text ("unknown" when one cannot
+// be read). A restarted executor counts from its restart.
+func (s *chaosStack) counter(name string) string {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	var sum float64
+	for _, e := range s.executor {
+		resp, err := hc.Get(strings.TrimSuffix(e.ReadyURL(), "/readyz") + "/metrics")
+		if err != nil {
+			return "unknown"
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return "unknown"
+		}
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+				var f float64
+				if _, err := fmt.Sscan(v, &f); err == nil {
+					sum += f
+				}
+			}
+		}
+	}
+	return fmt.Sprint(sum)
 }
 
 // figures are one window's: the requests meant to go in it, how many were acknowledged,
