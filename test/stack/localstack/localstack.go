@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -202,6 +203,11 @@ type Stack struct {
 	redisRuns []*stack.Supervised
 	daemons   []*stack.Supervised
 	nginx     *stack.Supervised
+	// failure is closed with failErr set at the first failure Failed reports; its
+	// watchers start once and live as long as the stack.
+	failedOnce sync.Once
+	failure    chan struct{}
+	failErr    error
 	// Password is the demo account's; WebhookURL the sample bot's webhook, Secret its
 	// Secret's name.
 	Password, WebhookURL, Secret string
@@ -396,26 +402,38 @@ func (s *Stack) Daemon(name string) *stack.Supervised {
 
 // Failed delivers why the stack cannot go on: a program that could not be started again
 // (its supervisor gave up), or kube-controller-manager exiting (the control plane is not
-// supervised: envtest runs etcd and kube-apiserver).
+// supervised: envtest runs etcd and kube-apiserver). Every call gets the failure on a
+// channel of its own; the programs are watched once, however often it is called.
 func (s *Stack) Failed() <-chan error {
+	s.failedOnce.Do(s.watchFailures)
 	out := make(chan error, 1)
-	send := func(err error) {
-		select {
-		case out <- err:
-		default:
-		}
+	go func() {
+		<-s.failure
+		out <- s.failErr
+	}()
+	return out
+}
+
+// watchFailures starts one watcher per program; the first failure closes s.failure.
+func (s *Stack) watchFailures() {
+	s.failure = make(chan struct{})
+	var once sync.Once
+	fail := func(err error) {
+		once.Do(func() {
+			s.failErr = err
+			close(s.failure)
+		})
 	}
 	for _, d := range append(s.Daemons(), s.redisRuns...) {
 		go func() {
 			<-d.Failed()
-			send(fmt.Errorf("%w; see %s", d.Err(), s.rel(d.LogFile())))
+			fail(fmt.Errorf("%w; see %s", d.Err(), s.rel(d.LogFile())))
 		}()
 	}
 	go func() {
 		<-s.cp.ControllerManager.Done()
-		send(fmt.Errorf("kube-controller-manager exited (%v); see %s", s.cp.ControllerManager.ExitErr(), s.rel(s.kcmLog)))
+		fail(fmt.Errorf("kube-controller-manager exited (%v); see %s", s.cp.ControllerManager.ExitErr(), s.rel(s.kcmLog)))
 	}()
-	return out
 }
 
 // Stop stops what Start started, newest first: nginx, the daemons (executors last among
