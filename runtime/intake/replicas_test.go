@@ -93,8 +93,10 @@ func TestAdmitWaitsForTheReplica(t *testing.T) {
 }
 
 // Signals flow while the primary is killed and the Sentinels promote the replica: the
-// client follows by itself, admissions continue, and every signal acknowledged before,
-// during or after the failover is queued on the new primary.
+// client follows by itself, and every signal acknowledged before, during or after the
+// failover is queued on the new primary. The promoted master has no replica until the old
+// primary is back as one (a StatefulSet restarts its pod): until then nothing is
+// acknowledged, as a second failover would lose it; then admissions continue.
 func TestAcknowledgedSignalsSurviveAFailover(t *testing.T) {
 	ctx := context.Background()
 	r := replicated(t, "bot-f")
@@ -136,6 +138,21 @@ func TestAcknowledgedSignalsSurviveAFailover(t *testing.T) {
 			case promoted = <-watch:
 				if promoted == "" {
 					t.Fatal("the Sentinels promoted no replica")
+				}
+				// Alone, the promoted master acknowledges nothing: the client's first
+				// tries may still fail on the way to it, then the replica wait fails.
+				for refused := false; !refused; {
+					adm, err := in.Admit(ctx, req(time.Now()))
+					if err == nil {
+						t.Fatalf("signal %s acknowledged by the promoted master alone", adm.SignalID)
+					}
+					refused = errors.Is(err, store.ErrNotReplicated)
+					if time.Now().After(deadline) {
+						t.Fatalf("no ErrNotReplicated from the promoted master alone: %v", err)
+					}
+				}
+				if err := r.Restart(ctx, 0); err != nil {
+					t.Fatal(err)
 				}
 			default:
 			}

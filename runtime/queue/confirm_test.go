@@ -161,3 +161,50 @@ func TestSignalRunsAgainWhenAFailoverLostIt(t *testing.T) {
 		t.Errorf("unconfirmed = %v, want 1 or more", n)
 	}
 }
+
+// A read that Redis served but whose reply the consumer never got (the connection broke on
+// the way) leaves the entries it delivered pending for the consumer, unknown to it. After
+// the failed read the consumer reads its own pending list again and runs them, in order.
+func TestEntriesOfALostReadAreRun(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	bot := botsIn(3, 1)[0]
+	rec := &recorder{}
+	r := startConsumer(t, dedicated(t, rdb), Options{LeaseTTL: 2 * time.Second}, func(_ context.Context, env Envelope) error {
+		rec.add(env.SignalID)
+		return nil
+	})
+	testkit.EventuallyTrue(t, 10*time.Second, "the consumer owns partition 3", func() bool { return slices.Contains(r.c.Owned(), 3) })
+	mustEnqueue(t, rdb, testEnv(bot, 0, PriorityWebhook))
+	testkit.EventuallyTrue(t, 10*time.Second, "the first signal runs", func() bool { return rec.len() == 1 })
+	// The lost read: the entry is queued and delivered to the consumer in one transaction,
+	// so its blocked reader finds nothing new.
+	stream := StreamOf(bot, PriorityWebhook)
+	data, err := jsonOf(testEnv(bot, 1, PriorityWebhook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read *redis.XStreamSliceCmd
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{EnvelopeField, data}})
+		read = p.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: r.c.Name(), Streams: []string{stream, ">"}, Count: 10, Block: -1})
+		return nil
+	}); err != nil || len(read.Val()) != 1 {
+		t.Fatalf("delivering the entry: %v, %v", read.Val(), err)
+	}
+	mustEnqueue(t, rdb, testEnv(bot, 2, PriorityWebhook))
+	testkit.EventuallyTrue(t, 10*time.Second, "the next signal runs", func() bool { return slices.Contains(rec.snapshot(), bot+"/2") })
+	if slices.Contains(rec.snapshot(), bot+"/1") {
+		t.Fatal("the undelivered entry ran before its read failed")
+	}
+	// Its read fails: every connection of the consumer is cut.
+	if err := storetest.ForEachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		return n.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyTrue(t, 10*time.Second, "the entry of the lost read runs", func() bool { return slices.Contains(rec.snapshot(), bot+"/1") })
+	if n := rdb.XLen(ctx, stream).Val(); n != 0 {
+		t.Errorf("%d entries left", n)
+	}
+}

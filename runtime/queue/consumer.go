@@ -81,6 +81,9 @@ const MinPoolSize = Partitions + 16
 // long-blocking reads from starving the Handler's own Redis calls.
 func DedicatedClient(ctx context.Context, o store.Options) (redis.UniversalClient, error) {
 	o.PoolSize = max(o.PoolSize, MinPoolSize)
+	// Its reads must fail visibly (see worker.readFailed); everything it sends, the worker
+	// retries itself.
+	o.NoRetry = true
 	return store.Connect(ctx, o)
 }
 

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,18 @@ type lane struct {
 	running bool
 	// ready: the lane is in lanes.ready, waiting for a free slot.
 	ready bool
+}
+
+// insert adds an entry to its priority's waiting list in stream order. Entries arrive in
+// stream order except after a rewind, which can bring back an older entry of the bot (one
+// delivered by a read whose reply was lost) behind newer ones already waiting.
+func (ln *lane) insert(it item) {
+	q := ln.waiting[it.i]
+	at := len(q)
+	for at > 0 && streamIDLess(it.msg.ID, q[at-1].msg.ID) {
+		at--
+	}
+	ln.waiting[it.i] = slices.Insert(q, at, it)
 }
 
 // next is the lane's next entry, highest priority first; false when it has none.
@@ -117,7 +130,7 @@ func (ls *lanes) add(it item) {
 		ln = &lane{bot: it.env.BotID}
 		ls.byBot[it.env.BotID] = ln
 	}
-	ln.waiting[it.i] = append(ln.waiting[it.i], it)
+	ln.insert(it)
 	if !ln.running && !ln.ready {
 		ln.ready = true
 		ls.ready = append(ls.ready, ln)

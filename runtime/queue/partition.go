@@ -30,7 +30,10 @@ type worker struct {
 	streams [numPriorities]string
 	// cursor is, per priority, the last ID read from this consumer's own pending list, or
 	// ">" once that list is exhausted and only new entries remain.
-	cursor    [numPriorities]string
+	cursor [numPriorities]string
+	// masters is store.MasterChanges at the last rewind: a new master may hold entries
+	// delivered to this consumer that it never ran (see readFailed).
+	masters   uint64
 	readFails int
 	nextSweep time.Duration
 	lanes     lanes
@@ -54,6 +57,10 @@ func (c *Consumer) work(l *lease, h Handler) {
 		}
 		if !w.lanes.waitForRoom() {
 			continue
+		}
+		if m := store.MasterChanges(); m != w.masters {
+			w.c.log.Info("the Redis master changed; reading this partition's own pending entries again", "partition", w.l.p)
+			w.rewind()
 		}
 		got, ok := w.fill()
 		if !ok {
@@ -110,6 +117,7 @@ func (w *worker) rewind() {
 	for i := range w.cursor {
 		w.cursor[i] = "0"
 	}
+	w.masters = store.MasterChanges()
 	w.nextSweep = w.c.since() + w.c.opt.LeaseTTL
 }
 
@@ -247,7 +255,11 @@ func (w *worker) fill() ([numPriorities][]redis.XMessage, bool) {
 	return out, true
 }
 
-// readFailed logs and backs off after a failed read; a lost group is recreated.
+// readFailed logs and backs off after a failed read, and rewinds: a read can fail after
+// Redis served it (the reply lost with the connection, or timed out on the way), and the
+// entries it delivered are then pending for this consumer, which never saw them. Only its
+// own pending list has them, and the reader reads that list only after a rewind. A lost
+// group is recreated.
 func (w *worker) readFailed(err error) {
 	c := w.c
 	if w.done() {
@@ -263,6 +275,7 @@ func (w *worker) readFailed(err error) {
 	if w.readFails == 1 || w.readFails%30 == 0 {
 		c.log.Warn("reading the queue failed", "partition", w.l.p, "failures", w.readFails, "err", err)
 	}
+	w.rewind()
 	w.sleep(backoff(w.readFails - 1))
 }
 

@@ -36,9 +36,15 @@ type Options struct {
 	// PoolSize is the connection pool per server (per node of a Cluster); 0 keeps go-redis's
 	// default of 10 per CPU. It is no flag: a process sizes its own clients.
 	PoolSize int
+	// NoRetry stops the client from sending a command again by itself after a network
+	// error. A command that is not idempotent needs it: a queue read (XREADGROUP) whose
+	// reply was lost has delivered its entries all the same, and a silent retry reads past
+	// them; the caller must see the error and act on it. No flag either.
+	NoRetry bool
 	// MinReplicasAck is how many replicas must hold a queued signal (and a live order's
-	// staging) before it is acknowledged: a number, or "" / ReplicasAuto for one when the
-	// master has replicas and none otherwise. A Cluster waits for none.
+	// staging, and a finished signal's writes) before it is acknowledged: a number, or "" /
+	// ReplicasAuto for one through Sentinels or when the master has replicas, and none
+	// otherwise. A Cluster waits for none.
 	MinReplicasAck string
 	// ReplicaAckTimeout bounds the wait for those replicas; 0 is DefaultReplicaAckTimeout.
 	ReplicaAckTimeout time.Duration
@@ -71,7 +77,7 @@ func BindFlags(fs *flag.FlagSet, o *Options) {
 		o.ClusterAddrs = splitAddrs(s)
 		return nil
 	})
-	fs.StringVar(&o.MinReplicasAck, flagMinReplicasAck, o.MinReplicasAck, "replicas that must hold a queued signal or a live order's staging before it is acknowledged (Redis WAIT): a number, or \""+ReplicasAuto+"\" (the default) for 1 when the master has replicas and 0 when it has none")
+	fs.StringVar(&o.MinReplicasAck, flagMinReplicasAck, o.MinReplicasAck, "replicas that must hold a queued signal, a live order's staging or a finished signal's writes before it is acknowledged (Redis WAIT): a number, or \""+ReplicasAuto+"\" (the default) for 1 through Sentinels or when the master has replicas, and 0 on a single server without any")
 	fs.DurationVar(&o.ReplicaAckTimeout, flagReplicaAckTimeout, o.ReplicaAckTimeout, "longest wait for --"+flagMinReplicasAck+" replicas; a write they miss is answered as a store failure (0: "+DefaultReplicaAckTimeout.String()+", at most "+MaxReplicaAckTimeout.String()+")")
 }
 
@@ -186,6 +192,9 @@ func (o Options) universal(password string, ack *ackPolicy) *redis.UniversalOpti
 		DialTimeout:  2 * time.Second,
 		ReadTimeout:  2 * time.Second,
 		WriteTimeout: 2 * time.Second,
+	}
+	if o.NoRetry {
+		u.MaxRetries = -1
 	}
 	switch {
 	case len(o.SentinelAddrs) > 0:

@@ -36,6 +36,9 @@ var ErrNotReplicated = errors.New("redis: write not acknowledged by enough repli
 type ackPolicy struct {
 	min     int // -1: auto
 	timeout time.Duration
+	// sentinel: the master is found through Sentinels, whose deployment has replicas by
+	// design, so auto waits for one whatever the master reports (see want).
+	sentinel bool
 	// seen is the connected replicas the master reported to the client's newest connection
 	// (INFO replication on connect): a failover or a reconnect re-reads it.
 	seen atomic.Int64
@@ -44,13 +47,21 @@ type ackPolicy struct {
 	master atomic.Pointer[string]
 }
 
-// want is the number of replicas a write waits for.
+// want is the number of replicas a write waits for. Auto is one under Sentinels: right
+// after a failover the promoted master reports no replica until the others have
+// reconnected, and a write it acknowledged alone would be lost with a second failover
+// (the Sentinels may deem the new master down while it is busy taking them back). The
+// write waits, and fails with ErrNotReplicated, until one has. On a single server auto is
+// one when the master reported a replica to the client's newest connection, else none.
 func (p *ackPolicy) want() int {
 	if p == nil {
 		return 0
 	}
 	if p.min >= 0 {
 		return p.min
+	}
+	if p.sentinel {
+		return 1
 	}
 	return int(min(1, p.seen.Load()))
 }
@@ -81,7 +92,7 @@ func (o Options) newAckPolicy() *ackPolicy {
 	if t == 0 {
 		t = DefaultReplicaAckTimeout
 	}
-	return &ackPolicy{min: n, timeout: t}
+	return &ackPolicy{min: n, timeout: t, sentinel: len(o.SentinelAddrs) > 0}
 }
 
 // onConnect records the connected replicas and the run ID a new connection's master

@@ -37,6 +37,12 @@ func TestReplicasWanted(t *testing.T) {
 	if n := store.ReplicasWanted(connect(t, store.Options{Addr: alone.Addr})); n != 0 {
 		t.Errorf("server without replicas: wants %d, want 0", n)
 	}
+	// Under Sentinels a master without replicas is one right after a failover: its writes
+	// still wait for one.
+	bare := stack.StartReplicatedFor(t, 0)
+	if n := store.ReplicasWanted(bare.Connect(t, store.Options{})); n != 1 {
+		t.Errorf("through Sentinel, master without a replica: wants %d, want 1", n)
+	}
 	if n := store.ReplicasWanted(r.Connect(t, store.Options{MinReplicasAck: "0"})); n != 0 {
 		t.Errorf("--redis-min-replicas-ack=0: wants %d", n)
 	}

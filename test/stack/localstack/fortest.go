@@ -2,7 +2,10 @@ package localstack
 
 import (
 	"context"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +21,8 @@ func StartForTest(ctx context.Context, t testing.TB, o Options) *Stack {
 	t.Helper()
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
+		// Registered after TempDir's removal, so it runs first.
+		t.Cleanup(func() { keepLogs(t, o.Dir) })
 	}
 	addr := func() string {
 		port, err := stack.FreePort()
@@ -52,6 +57,35 @@ func StartForTest(ctx context.Context, t testing.TB, o Options) *Stack {
 	}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// keepLogs copies the logs of a failed test's stack (every *.log under dir) to a new
+// directory that outlives the test, and names it in the test's log.
+func keepLogs(t testing.TB, dir string) {
+	if !t.Failed() {
+		return
+	}
+	kept, err := os.MkdirTemp("", "sigops-failed-logs-")
+	if err != nil {
+		t.Logf("keeping the logs: %v", err)
+		return
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(kept, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
+	t.Logf("the stack's logs are kept in %s (%v)", kept, err)
 }
 
 // testLog writes each progress line to a test's log.
