@@ -44,11 +44,11 @@ func (w *worker) execute(it item) {
 	ctx := withDelivery(w.l.ctx, d)
 	for confirm := 0; ; confirm++ {
 		d.acked.Store(false)
-		masters, ok := w.handle(ctx, it, &local, log)
+		masters, ok := w.handle(ctx, &it, &local, log)
 		if !ok {
 			return
 		}
-		err := w.settle(it.i, it.msg.ID, d.acked.Load())
+		err := w.settle(it.i, it.msg.ID, d.acked.Load(), masters)
 		if err == nil && store.MasterChanges() == masters {
 			break
 		}
@@ -68,6 +68,25 @@ func (w *worker) execute(it item) {
 	}
 }
 
+// stillQueued says whether the master now serving holds the entry, checked only when the
+// master changed since the entry was read (masters: store.MasterChanges now). An entry read
+// from a master that then failed may be missing on the new one: its XADD never reached a
+// replica, so its sender got no acknowledgement and sends it again as a new signal. Run
+// from memory, it would execute a signal that nobody was told of, beside the one sent
+// again. An entry missing because it was acknowledged and deleted has its result stored,
+// and running it would only publish that result again.
+func (w *worker) stillQueued(ctx context.Context, it *item, masters uint64) (bool, error) {
+	if masters == it.masters {
+		return true, nil
+	}
+	msgs, err := w.c.rdb.XRangeN(ctx, w.streams[it.i], it.msg.ID, it.msg.ID, 1).Result()
+	if err != nil {
+		return false, err
+	}
+	it.masters = masters
+	return len(msgs) > 0, nil
+}
+
 // errMasterChanged: the Redis master changed while a signal ran, so what it wrote may be
 // missing on the master now serving.
 var errMasterChanged = errors.New("the redis master changed while the signal ran")
@@ -75,13 +94,22 @@ var errMasterChanged = errors.New("the redis master changed while the signal ran
 // handle runs the Handler until it succeeds (true, with store.MasterChanges as the
 // successful attempt began), or the signal is dead-lettered or the worker must let it go
 // (false).
-func (w *worker) handle(ctx context.Context, it item, local *budget, log func() *slog.Logger) (uint64, bool) {
+func (w *worker) handle(ctx context.Context, it *item, local *budget, log func() *slog.Logger) (uint64, bool) {
 	c, env, prio := w.c, it.env, Priorities[it.i]
 	for {
 		// Each attempt writes on one master only: after a failover its next command fails
 		// unsent, and the next attempt starts from what the new master holds.
 		masters := store.MasterChanges()
-		err := call(store.GuardMaster(ctx), w.h, env)
+		actx := store.GuardMasterAt(ctx, masters)
+		queued, err := w.stillQueued(actx, it, masters)
+		if err == nil && !queued {
+			c.m.lost.Inc()
+			log().Warn("signal dropped: the Redis master now serving does not have its queue entry (queued on a former master that failed before a replica had it, so its sender was not acknowledged)")
+			return 0, false
+		}
+		if err == nil {
+			err = call(actx, w.h, env)
+		}
 		if err == nil {
 			return masters, true
 		}
@@ -100,7 +128,7 @@ func (w *worker) handle(ctx context.Context, it item, local *budget, log func() 
 				l = l.With("stack", string(p.stack))
 			}
 			l.Error("signal dead-lettered", "reason", reason, "attempts", b.attempts, "err", err)
-			w.deadLetter(it, reason, b, err)
+			w.deadLetter(*it, reason, b, err)
 			return 0, false
 		}
 		log().Warn("signal handler failed; retrying the same signal", "attempt", b.attempts, "err", err)

@@ -204,7 +204,59 @@ func TestEntriesOfALostReadAreRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.EventuallyTrue(t, 10*time.Second, "the entry of the lost read runs", func() bool { return slices.Contains(rec.snapshot(), bot+"/1") })
-	if n := rdb.XLen(ctx, stream).Val(); n != 0 {
-		t.Errorf("%d entries left", n)
+	testkit.EventuallyTrue(t, 5*time.Second, "every entry acknowledged", func() bool { return rdb.XLen(ctx, stream).Val() == 0 })
+}
+
+// An entry read from a master that fails before a replica has it is not run on the new
+// master, which lacks it: its sender was never acknowledged and sends it again as a new
+// signal, so running it from memory would execute one signal twice.
+func TestEntryTheNewMasterLacksIsNotRun(t *testing.T) {
+	master, replica := startPair(t)
+	ctx := context.Background()
+	proxy := storetest.NewProxy(t, master.Addr)
+	rdb := connectTo(t, store.Options{Addr: proxy.Addr, MinReplicasAck: "0"})
+	writer := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+	defer writer.Close()
+	promote := replica.Client()
+	defer promote.Close()
+	bot := botsIn(9, 1)[0]
+	first := bot + "/0"
+	rec := &recorder{}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	r := startConsumer(t, rdb, Options{LeaseTTL: 2 * time.Second}, func(_ context.Context, env Envelope) error {
+		rec.add(env.SignalID)
+		if env.SignalID == first && once.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	testkit.EventuallyTrue(t, 10*time.Second, "the consumer owns partition 9", func() bool { return slices.Contains(r.c.Owned(), 9) })
+	mustEnqueue(t, writer, testEnv(bot, 0, PriorityWebhook))
+	<-entered
+	// The replica has the first entry, then is cut off; the second is queued on the old
+	// master only, and read there while the first runs.
+	if err := writer.Do(ctx, "wait", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := promote.ReplicaOf(ctx, "no", "one").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, writer, testEnv(bot, 1, PriorityWebhook))
+	testkit.EventuallyTrue(t, 10*time.Second, "the second entry is read", func() bool {
+		p, err := writer.XPending(ctx, StreamOf(bot, PriorityWebhook), Group).Result()
+		return err == nil && p.Count == 2
+	})
+	proxy.Switch(replica.Addr)
+	close(release)
+	testkit.EventuallyTrue(t, 20*time.Second, "the dropped entry is counted", func() bool { return metricValue(t, r.c.m.lost) == 1 })
+	time.Sleep(300 * time.Millisecond)
+	// The first runs again on the new master, which has it; the second never runs.
+	if got, want := rec.snapshot(), []string{first, first}; !slices.Equal(got, want) {
+		t.Errorf("handled %v, want %v", got, want)
+	}
+	if n := promote.XLen(ctx, StreamOf(bot, PriorityWebhook)).Val(); n != 0 {
+		t.Errorf("%d entries left on the new master", n)
 	}
 }

@@ -14,6 +14,9 @@ type item struct {
 	i   int // priority index
 	msg redis.XMessage
 	env Envelope
+	// masters is store.MasterChanges before the entry was read: when it has moved since,
+	// the master now serving may not have the entry (see worker.stillQueued).
+	masters uint64
 }
 
 // lane is one bot's entries in a partition: at most one runs; the others wait behind it,

@@ -29,6 +29,7 @@ type metrics struct {
 	deadLetters   *prometheus.CounterVec
 	reclaimed     prometheus.Counter
 	unconfirmed   prometheus.Counter
+	lost          prometheus.Counter
 	leases        *prometheus.CounterVec
 	owned         prometheus.Gauge
 	depth         *depthCollector
@@ -69,6 +70,11 @@ func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 			Help: "Finished signals run again because their writes were not confirmed: the " +
 				"acknowledgement or the replicas' WAIT failed, or the Redis master changed while they ran.",
 		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sigops_queue_lost_entries_total",
+			Help: "Entries read from a Redis master that failed before a replica had them, not run: " +
+				"the master now serving lacks them, and their senders were not acknowledged.",
+		}),
 		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sigops_queue_lease_changes_total",
 			Help: "Partition lease changes of this instance: acquired, released, lost.",
@@ -91,7 +97,7 @@ func newMetrics(rdb redis.UniversalClient, log *slog.Logger) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.processed, m.handlerErrors, m.wait, m.malformed, m.deadLetters, m.reclaimed, m.unconfirmed,
+	return []prometheus.Collector{m.processed, m.handlerErrors, m.wait, m.malformed, m.deadLetters, m.reclaimed, m.unconfirmed, m.lost,
 		m.leases, m.owned, m.depth}
 }
 

@@ -35,6 +35,8 @@ type worker struct {
 	// delivered to this consumer that it never ran (see readFailed).
 	masters   uint64
 	readFails int
+	// readAt is store.MasterChanges before the latest read (item.masters).
+	readAt    uint64
 	nextSweep time.Duration
 	lanes     lanes
 }
@@ -225,6 +227,7 @@ func (w *worker) fill() ([numPriorities][]redis.XMessage, bool) {
 	args := make([]string, 0, 2*numPriorities)
 	args = append(args, w.streams[:]...)
 	args = append(args, w.cursor[:]...)
+	w.readAt = store.MasterChanges()
 	res, err := c.rdb.XReadGroup(w.l.ctx, &redis.XReadGroupArgs{
 		Group: Group, Consumer: c.name, Streams: args, Count: int64(c.opt.BatchSize), Block: block,
 	}).Result()
@@ -312,7 +315,7 @@ func (w *worker) route(got [numPriorities][]redis.XMessage) {
 				w.move(i, msg, env)
 				continue
 			}
-			w.lanes.add(item{i: i, msg: msg, env: env})
+			w.lanes.add(item{i: i, msg: msg, env: env, masters: w.readAt})
 		}
 	}
 }
@@ -335,7 +338,7 @@ func (w *worker) move(i int, msg redis.XMessage, env Envelope) {
 // redoes the entry, and the Handler's result check turns that into a no-op.
 func (w *worker) ack(i int, id string) bool {
 	for attempt := 0; ; attempt++ {
-		err := w.settle(i, id, false)
+		err := w.settle(i, id, false, store.MasterChanges())
 		if err == nil {
 			return true
 		}
@@ -356,13 +359,17 @@ func (w *worker) ack(i int, id string) bool {
 // fence and with it everything written before it, the signal's booking and result included,
 // whichever connection wrote them. A nil error then means the signal's writes survive a
 // failover to any of those replicas (Sentinel promotes the most advanced one).
-func (w *worker) settle(i int, id string, acked bool) error {
+//
+// It runs under a GuardMasterAt(masters), masters being store.MasterChanges as the signal's
+// attempt began: on a master that changed since, it fails unsent (store.ErrMasterChanged)
+// rather than deleting the entry there, which the re-run must find (worker.stillQueued).
+func (w *worker) settle(i int, id string, acked bool, masters uint64) error {
 	c, s := w.c, w.streams[i]
 	wait := store.ReplicasWanted(c.rdb) > 0
 	if acked && !wait {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.l.ctx), 3*time.Second)
+	ctx, cancel := context.WithTimeout(store.GuardMasterAt(context.WithoutCancel(w.l.ctx), masters), 3*time.Second)
 	defer cancel()
 	_, err := store.AckPipelined(ctx, c.rdb, func(p redis.Pipeliner) error {
 		if !acked {

@@ -51,7 +51,13 @@ type guardKey struct{}
 // Sentinel's failover taking seconds and the retries about one, that needs the failover to
 // end inside one command's retries.
 func GuardMaster(ctx context.Context) context.Context {
-	return context.WithValue(ctx, guardKey{}, MasterChanges())
+	return GuardMasterAt(ctx, MasterChanges())
+}
+
+// GuardMasterAt is GuardMaster for an operation that read MasterChanges as changes before
+// it began.
+func GuardMasterAt(ctx context.Context, changes uint64) context.Context {
+	return context.WithValue(ctx, guardKey{}, changes)
 }
 
 // unguarded is ctx without its GuardMaster, for the client's own reads on a new connection.
