@@ -75,6 +75,10 @@ func (w *worker) execute(it item) {
 // from memory, it would execute a signal that nobody was told of, beside the one sent
 // again. An entry missing because it was acknowledged and deleted has its result stored,
 // and running it would only publish that result again.
+//
+// Without replicas to wait for (a single server that restarted and lost its last writes),
+// the intake acknowledged the entry without any replica: its sender will not send it again,
+// so it runs from memory.
 func (w *worker) stillQueued(ctx context.Context, it *item, masters uint64) (bool, error) {
 	if masters == it.masters {
 		return true, nil
@@ -84,6 +88,11 @@ func (w *worker) stillQueued(ctx context.Context, it *item, masters uint64) (boo
 		return false, err
 	}
 	it.masters = masters
+	if len(msgs) == 0 && store.ReplicasWanted(w.c.rdb) == 0 {
+		w.c.log.Warn("queue entry missing on the restarted Redis; running it from memory, as its sender was acknowledged without a replica",
+			"signalId", it.env.SignalID, "botId", it.env.BotID)
+		return true, nil
+	}
 	return len(msgs) > 0, nil
 }
 

@@ -88,7 +88,7 @@ func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report(t, res, rec, checker, faults, unready, s.counter("sigops_queue_unconfirmed_total"))
+	report(t, res, rec, checker, faults, unready, s.counter("sigops_queue_unconfirmed_total"), s.counter("sigops_queue_lost_entries_total"))
 	if !rec.OK() {
 		t.Fatalf("reconciliation failed: %s", rec.Problems())
 	}

@@ -79,7 +79,7 @@ const aftermath = 5 * time.Second
 // then, how many were acknowledged with a signal ID, the p99 of their answers and from
 // answer to stored result, each p99 also as a multiple of the calm rest's (the same run's
 // bare reference).
-func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Checker, faults []*fault, unready map[string]time.Duration, reruns string) {
+func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Checker, faults []*fault, unready map[string]time.Duration, reruns, dropped string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run: %d bots, %d signals/s for %s, %d connections through nginx\n", bots, rate, runFor, conns)
 	fmt.Fprintf(&b, "sent %d, acknowledged %d, lost %d, duplicated %d, out of order %d; answers %v; results %v; %d orders\n",
@@ -120,7 +120,7 @@ func report(t *testing.T, res *load.Result, rec *load.Reconciliation, c *load.Ch
 	for _, name := range names {
 		fmt.Fprintf(&b, " %s %.1f s", name, unready[name].Seconds())
 	}
-	fmt.Fprintf(&b, "\nfinished signals run again, unconfirmed (executors now running, sigops_queue_unconfirmed_total): %s", reruns)
+	fmt.Fprintf(&b, "\nexecutors now running: finished signals run again, unconfirmed (sigops_queue_unconfirmed_total) %s; entries not run, missing on the new master (sigops_queue_lost_entries_total) %s", reruns, dropped)
 	t.Log(b.String())
 }
 
