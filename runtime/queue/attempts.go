@@ -101,8 +101,8 @@ func (w *worker) stillQueued(ctx context.Context, it *item, masters uint64) (boo
 var errMasterChanged = errors.New("the redis master changed while the signal ran")
 
 // handle runs the Handler until it succeeds (true, with store.MasterChanges as the
-// successful attempt began), or the signal is dead-lettered or the worker must let it go
-// (false).
+// successful attempt began), or the signal is dead-lettered, dropped because a new master
+// lacks its entry (stillQueued), or the worker must let it go (false).
 func (w *worker) handle(ctx context.Context, it *item, local *budget, log func() *slog.Logger) (uint64, bool) {
 	c, env, prio := w.c, it.env, Priorities[it.i]
 	for {
