@@ -123,6 +123,19 @@ func (ls *lanes) holds(i int, id string) bool {
 	return ok
 }
 
+// heldIn is how many entries of priority index i are held.
+func (ls *lanes) heldIn(i int) int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	n := 0
+	for k := range ls.held {
+		if k.i == i {
+			n++
+		}
+	}
+	return n
+}
+
 // add queues an entry behind its bot's earlier ones and starts what can start.
 func (ls *lanes) add(it item) {
 	ls.mu.Lock()

@@ -86,7 +86,7 @@ func (w *worker) recover() error {
 	if err := w.ensureGroups(); err != nil {
 		return err
 	}
-	if _, err := w.claimForeign(); err != nil {
+	if _, _, err := w.claimForeign(); err != nil {
 		return err
 	}
 	w.tidyConsumers()
@@ -98,17 +98,23 @@ func (w *worker) recover() error {
 // previous owner that froze (not crashed) between checking its lease and sending a blocking
 // read could still have one served. Every LeaseTTL the worker looks at the pending summary
 // and, if anyone else holds entries, claims them and rewinds, so they are executed (late)
-// rather than lost.
+// rather than lost. It rewinds too when this consumer has more entries pending than it
+// holds: a read served but never answered delivered them (see readFailed), and this finds
+// them even when no failure was seen.
 func (w *worker) sweep() error {
-	n, err := w.claimForeign()
+	n, stray, err := w.claimForeign()
 	if store.IsNoGroup(err) {
 		return w.recover() // the streams were deleted under us: start over
 	}
 	if err != nil {
 		return err
 	}
-	if n > 0 {
+	switch {
+	case n > 0:
 		w.c.log.Warn("claimed entries delivered to another consumer after takeover", "partition", w.l.p, "count", n)
+		w.rewind()
+	case stray:
+		w.c.log.Warn("entries pending for this consumer that it does not hold; reading them again", "partition", w.l.p)
 		w.rewind()
 	}
 	w.nextSweep = w.c.since() + w.c.opt.LeaseTTL
@@ -142,8 +148,10 @@ func (w *worker) ensureGroups() error {
 	return nil
 }
 
-// claimForeign moves every entry pending for another consumer to us and returns how many.
-func (w *worker) claimForeign() (int, error) {
+// claimForeign moves every entry pending for another consumer to us and returns how many,
+// and whether some stream has more entries pending for us than we hold (stray). Called by
+// the reader between reads, when every entry read is held until it is acknowledged.
+func (w *worker) claimForeign() (int, bool, error) {
 	ctx := w.l.ctx
 	sums := make([]*redis.XPendingCmd, len(w.streams))
 	_, _ = w.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -152,17 +160,20 @@ func (w *worker) claimForeign() (int, error) {
 		}
 		return nil
 	})
-	total := 0
+	total, stray := 0, false
 	for i, s := range w.streams {
 		sum, err := sums[i].Result()
 		if err != nil {
-			return total, err
+			return total, stray, err
 		}
 		foreign := false
 		for name, n := range sum.Consumers {
 			if name != w.c.name && n > 0 {
 				foreign = true
 			}
+		}
+		if sum.Consumers[w.c.name] > int64(w.lanes.heldIn(i)) {
+			stray = true
 		}
 		if !foreign {
 			continue
@@ -172,7 +183,7 @@ func (w *worker) claimForeign() (int, error) {
 				Stream: s, Group: Group, Consumer: w.c.name, Start: start, Count: 100,
 			}).Result()
 			if err != nil {
-				return total, err
+				return total, stray, err
 			}
 			total += len(ids)
 			if next == "0-0" || next == "" {
@@ -185,7 +196,7 @@ func (w *worker) claimForeign() (int, error) {
 		w.c.m.reclaimed.Add(float64(total))
 		w.c.log.Info("reclaimed pending signals", "partition", w.l.p, "count", total)
 	}
-	return total, nil
+	return total, stray, nil
 }
 
 // tidyConsumers deletes consumers that hold nothing in this partition's groups. Every

@@ -195,6 +195,7 @@ func (o Options) universal(password string, ack *ackPolicy) *redis.UniversalOpti
 	}
 	if o.NoRetry {
 		u.MaxRetries = -1
+		u.MaxRedirects = -1 // a Cluster client resends after a network error as a redirect
 	}
 	switch {
 	case len(o.SentinelAddrs) > 0:
