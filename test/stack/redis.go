@@ -22,7 +22,7 @@ type RedisOptions struct {
 	Port int
 	// DataDir turns persistence on: the server runs with ShippedRedisFlags exactly (its
 	// append-only file in DataDir). Empty keeps everything in memory only: the same flags
-	// with appendonly off.
+	// with appendonly off, and a replica's full sync loaded without a file.
 	DataDir string
 	// LogFile receives the server's log; empty discards it. AppendLog adds to it (a
 	// restarted server's log follows its previous run's) instead of starting it afresh.
@@ -123,7 +123,9 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		}
 		local = append(local, "--dir", o.DataDir)
 	} else {
-		local = append(local, "--appendonly", "no")
+		// A replica loads a full sync from the socket: with the default it writes the
+		// snapshot as dump.rdb to its working directory, which is the caller's.
+		local = append(local, "--appendonly", "no", "--repl-diskless-load", "swapdb")
 	}
 	args, err := withFlags(ShippedRedisFlags(), append(local, o.Flags...))
 	if err != nil {
