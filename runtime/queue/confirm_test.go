@@ -56,6 +56,33 @@ func connectTo(t *testing.T, o store.Options) redis.UniversalClient {
 	return c
 }
 
+// failoverRig is a master and its replica, with clients that reach the master through a
+// proxy the test moves to the replica (a failover at a moment it chooses): the consumer's
+// client (store.Connect with o), the Handler's writer (as the executor's own client), and a
+// direct client of the replica, which promotes it.
+type failoverRig struct {
+	master, replica *stack.Redis
+	proxy           *storetest.Proxy
+	rdb             redis.UniversalClient
+	writer, promote *redis.Client
+}
+
+func newFailoverRig(t *testing.T, o store.Options) *failoverRig {
+	t.Helper()
+	f := &failoverRig{}
+	f.master, f.replica = startPair(t)
+	f.proxy = storetest.NewProxy(t, f.master.Addr)
+	o.Addr = f.proxy.Addr
+	f.rdb = connectTo(t, o)
+	f.writer = redis.NewClient(&redis.Options{Addr: f.proxy.Addr})
+	f.promote = f.replica.Client()
+	t.Cleanup(func() {
+		_ = f.writer.Close()
+		_ = f.promote.Close()
+	})
+	return f
+}
+
 // A finished signal counts only once the replica holds what it wrote: while the replica is
 // stopped the bot's next signal waits (its first one is run again, finding its result),
 // and once the replica is back the next one runs, once.
@@ -108,15 +135,10 @@ func TestBotWaitsUntilTheReplicaHoldsItsSignal(t *testing.T) {
 // different master when it acknowledges, runs the signal again (the Handler finds its
 // result missing and writes it on the new master), and only then the bot's next signal.
 func TestSignalRunsAgainWhenAFailoverLostIt(t *testing.T) {
-	master, replica := startPair(t)
 	ctx := context.Background()
-	proxy := storetest.NewProxy(t, master.Addr)
 	// Only the master change can tell the consumer: it waits for no replica.
-	rdb := connectTo(t, store.Options{Addr: proxy.Addr, MinReplicasAck: "0"})
-	writer := redis.NewClient(&redis.Options{Addr: proxy.Addr}) // the Handler's, as the executor's own client
-	defer writer.Close()
-	promote := replica.Client()
-	defer promote.Close()
+	f := newFailoverRig(t, store.Options{MinReplicasAck: "0"})
+	proxy, rdb, writer, promote, replica := f.proxy, f.rdb, f.writer, f.promote, f.replica
 	bot := botsIn(7, 1)[0]
 	first := bot + "/0"
 	rec := &recorder{}
@@ -231,16 +253,11 @@ func lostRead(t *testing.T, leaseTTL time.Duration) (redis.UniversalClient, *rec
 // master, which lacks it: its sender was never acknowledged and sends it again as a new
 // signal, so running it from memory would execute one signal twice.
 func TestEntryTheNewMasterLacksIsNotRun(t *testing.T) {
-	master, replica := startPair(t)
 	ctx := context.Background()
-	proxy := storetest.NewProxy(t, master.Addr)
 	// Writes wait for a replica, as the intake's do: an entry missing on the new master was
 	// never acknowledged to its sender.
-	rdb := connectTo(t, store.Options{Addr: proxy.Addr, MinReplicasAck: "1", ReplicaAckTimeout: 100 * time.Millisecond})
-	writer := redis.NewClient(&redis.Options{Addr: proxy.Addr})
-	defer writer.Close()
-	promote := replica.Client()
-	defer promote.Close()
+	f := newFailoverRig(t, store.Options{MinReplicasAck: "1", ReplicaAckTimeout: 100 * time.Millisecond})
+	proxy, rdb, writer, promote, master, replica := f.proxy, f.rdb, f.writer, f.promote, f.master, f.replica
 	bot := botsIn(9, 1)[0]
 	first := bot + "/0"
 	rec := &recorder{}
