@@ -103,7 +103,11 @@ func TestHandlerErrorRetriesSameSignal(t *testing.T) {
 	if n := metricValue(t, r.c.m.handlerErrors.WithLabelValues("3")); n != 3 {
 		t.Errorf("handler errors metric = %v, want 3", n)
 	}
-	if n := metricValue(t, r.c.m.processed.WithLabelValues("3")); n != 3 {
+	// A signal counts as processed once its acknowledgement is confirmed, just after its
+	// handler call.
+	processed := r.c.m.processed.WithLabelValues("3")
+	testkit.EventuallyTrue(t, 5*time.Second, "3 signals processed", func() bool { return metricValue(t, processed) >= 3 })
+	if n := metricValue(t, processed); n != 3 {
 		t.Errorf("processed metric = %v, want 3", n)
 	}
 }
