@@ -281,6 +281,21 @@ func TestAttacks(t *testing.T) {
 		if _, err := v2.Verify(context.Background(), tok.AccessToken); err == nil {
 			t.Fatal("API verifier accepted an MCP-bound token")
 		}
+		// /api/user/me is both resources' identity endpoint and takes it; the audit journal
+		// is an API resource and does not (it did before the fix: 200 with the entries).
+		if st, _ := h.me(tok.AccessToken); st != http.StatusOK {
+			t.Fatalf("me with the MCP token: %d", st)
+		}
+		req, _ := http.NewRequest(http.MethodGet, h.base+"/api/user/audit", nil)
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		resp, err := h.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("audit with the MCP token: %d, want 401", resp.StatusCode)
+		}
 	})
 
 	forged := map[string]string{

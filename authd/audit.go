@@ -3,6 +3,7 @@ package authd
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/sigops/sigops/runtime/audit"
@@ -73,6 +74,11 @@ func (s *Server) auditRefused(w http.ResponseWriter, e *errs.Error) {
 func (s *Server) requestUser(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if _, ok := r.Header["Authorization"]; ok {
 		p, err := s.verifier.VerifyRequest(r)
+		// The verifier takes both resources' tokens for /api/user/me; the journal is an API
+		// resource, so a token bound to the MCP server (RFC 8707) is not one for it.
+		if err == nil && !slices.Contains(p.Audience, s.apiResource) {
+			err = auth.ErrInvalidToken
+		}
 		if err != nil {
 			s.writeVerifyError(w, err)
 			return "", false

@@ -38,15 +38,21 @@ func (f *Fleet) List(ctx context.Context, c Caller) ([]registry.Bot, error) {
 	return f.registry.AllOwned(ctx, c.Email)
 }
 
-// object is the caller's SignalBot id: the projection names it, and the object must still
-// carry that UID and the caller as owner.
+// object is the caller's SignalBot id, found by its projection (objectOf).
 func (f *Fleet) object(ctx context.Context, c Caller, id string) (*tradingv1.SignalBot, error) {
 	p, err := f.Get(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
+	return f.objectOf(ctx, c, p)
+}
+
+// objectOf is the SignalBot behind the caller's projected bot p: the object must still
+// carry its UID and the caller as owner.
+func (f *Fleet) objectOf(ctx context.Context, c Caller, p registry.Bot) (*tradingv1.SignalBot, error) {
+	id := p.ID
 	var bot tradingv1.SignalBot
-	err = f.k8s.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, &bot)
+	err := f.k8s.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, &bot)
 	if apierrors.IsNotFound(err) || (err == nil && (string(bot.UID) != id || !emails.Same(bot.Spec.Owner, c.Email) || bot.DeletionTimestamp != nil)) {
 		return nil, notFound(id)
 	}
@@ -60,6 +66,36 @@ func (f *Fleet) object(ctx context.Context, c Caller, id string) (*tradingv1.Sig
 // labels): what an edit form starts from. Reads of a bot's state use Get (the projection).
 func (f *Fleet) Object(ctx context.Context, c Caller, id string) (*tradingv1.SignalBot, error) {
 	return f.object(ctx, c, id)
+}
+
+// ReachesExchange reports whether an action on the caller's projected bot p can move real
+// money: p or one of the caller's bots copying it (registry.Reach) trades on an exchange
+// account, as its projection says or as its SignalBot says now. The projection follows
+// the object a moment later: a bot just moved to an exchange connection (dashboard or
+// YAML) is still paper in Redis until the controller projects it again, and a scope or a
+// confirmation must not be decided by the older venue. The objects are read only while
+// every projection says paper.
+//
+// f may be nil (a daemon without the API server): the projections alone then decide, read
+// through reg.
+func ReachesExchange(ctx context.Context, f *Fleet, reg *registry.Registry, c Caller, p registry.Bot) (bool, error) {
+	reach, err := reg.Reach(ctx, p)
+	if err != nil || registry.OnExchange(reach) || f == nil {
+		return err == nil && registry.OnExchange(reach), err
+	}
+	for _, b := range reach {
+		bot, err := f.objectOf(ctx, c, b)
+		if e, ok := errs.As(err); ok && e.Code == errs.NotFound {
+			continue // gone: its projection decides
+		}
+		if err != nil {
+			return false, err
+		}
+		if bot.Spec.ExchangeConnectionRef != nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ManagedIDs is the IDs of the caller's bots that fleet created (LabelManagedBy), read with one

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/emails"
@@ -16,8 +17,11 @@ import (
 )
 
 // guarded wraps t's handler with what every call of it needs besides its own work: the
-// per-call scope read again inside the call (a bot may have changed venue since the HTTP
-// check), the audit record of a tool that changes something, and the call counter.
+// arguments checked strictly against the tool's input schema (args.go), the scope read
+// again inside the call from those same arguments (a bot may have changed venue since the
+// HTTP check, and the HTTP check may have fallen back to the tool's static scope), the
+// audit record of a tool that changes something, and the call counter. The handler gets
+// the checked arguments and nothing else.
 func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 	name := t.Def.Name
 	return s.metrics.counted(name, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -25,8 +29,13 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 		if !ok {
 			return nil, errors.New("mcpd: a tool call without a principal")
 		}
-		if t.ScopeFor != nil && p.Kind != auth.KindAPI {
-			need, err := t.scopeOf(ctx, p.UserID, req.GetArguments())
+		args, err := t.checkedArgs(req)
+		if err != nil {
+			return s.toolError(name, err), nil
+		}
+		req.Params.Arguments = args
+		if p.Kind != auth.KindAPI {
+			need, err := t.scopeOf(ctx, p.UserID, args)
 			if err != nil {
 				return s.toolError(name, err), nil
 			}
@@ -87,9 +96,11 @@ func outcomeOf(res *mcp.CallToolResult, err error) audit.Outcome {
 }
 
 // botVenueScope is the ScopeFor of a tool that acts on the bot named by its botId
-// argument: mcp:live on a bot trading on an exchange, mcp:paper otherwise. A missing
-// argument, or a bot that is missing or another user's, asks for mcp:paper, and the tool
-// answers INVALID_PARAMETER or NOT_FOUND itself.
+// argument: mcp:live when the action can reach an exchange account (the bot's own, or a
+// follower of the caller's that copies its fills, as projected or as the SignalBot says
+// now: reachesExchange), mcp:paper otherwise. A missing argument, or a bot that is missing
+// or another user's, asks for mcp:paper, and the tool answers INVALID_PARAMETER or
+// NOT_FOUND itself.
 func (s *Server) botVenueScope(ctx context.Context, userID string, args map[string]any) (string, error) {
 	id, _ := args["botId"].(string)
 	if id == "" {
@@ -106,7 +117,20 @@ func (s *Server) botVenueScope(ctx context.Context, userID string, args map[stri
 	if err != nil {
 		return "", err
 	}
-	return venueScope(bot.Account.Kind), nil
+	live, err := s.reachesExchange(ctx, userID, owner, bot)
+	if err != nil {
+		return "", err
+	}
+	if live {
+		return auth.ScopeLive, nil
+	}
+	return auth.ScopePaper, nil
+}
+
+// reachesExchange is fleet.ReachesExchange with the server's Fleet (nil: the projections
+// decide).
+func (s *Server) reachesExchange(ctx context.Context, userID, owner string, bot registry.Bot) (bool, error) {
+	return fleet.ReachesExchange(ctx, s.o.Fleet, s.o.Bots, fleet.Caller{UserID: userID, Email: owner}, bot)
 }
 
 // venueScope is the scope an action on an account of kind needs: a live exchange is

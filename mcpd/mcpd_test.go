@@ -139,17 +139,22 @@ func TestSessionToolsChangeNothing(t *testing.T) {
 	u := f.user(t, "ada@example.com", auth.TierPro)
 	tok := f.bearer(t, u)
 	c, _ := mcpClient(t, tok.Token, mcp.ProtocolVersion20250618, ts)
-	for _, name := range []string{"login", "authenticate", "set_token", "logout"} {
+	// Each with its own parameters: arguments are checked strictly (unknown keys refused).
+	for name, args := range map[string]map[string]any{"login": {"email": "eve@example.com", "password": "x"},
+		"authenticate": {}, "set_token": {"token": "other"}, "logout": nil} {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = name
-		req.Params.Arguments = map[string]any{"token": "other", "email": "eve@example.com", "password": "x"}
+		req.Params.Arguments = args
 		res, err := c.CallTool(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		text := res.Content[0].(mcp.TextContent).Text
+		if res.IsError {
+			t.Fatalf("%s: %s", name, text)
+		}
 		msg, _ := res.StructuredContent.(map[string]any)["message"].(string)
-		if res.IsError || !strings.Contains(text, "nothing was changed") || !strings.Contains(msg, "nothing was changed") {
+		if !strings.Contains(text, "nothing was changed") || !strings.Contains(msg, "nothing was changed") {
 			t.Fatalf("%s: %+v", name, res)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sigops/sigops/runtime/auth"
 )
@@ -32,9 +33,12 @@ type Tool struct {
 	// audit journal with its arguments (secrets removed) and outcome.
 	Changes bool
 	Handler server.ToolHandlerFunc
+	// args is Def's input schema compiled strictly (args.go); Add sets it.
+	args *jsonschema.Schema
 }
 
-// scopeOf is the scope a call of t with args needs.
+// scopeOf is the scope a call of t with args needs; args must be the checked arguments
+// (checkedArgs), the same map the handler reads.
 func (t Tool) scopeOf(ctx context.Context, userID string, args map[string]any) (string, error) {
 	if t.ScopeFor == nil {
 		return t.Scope, nil
@@ -72,6 +76,11 @@ func (r *Registry) Add(t Tool) error {
 	if (t.ScopeFor == nil) != (t.ScopeRule == "") {
 		return fmt.Errorf("mcpd: tool %q: ScopeFor and ScopeRule go together", t.Def.Name)
 	}
+	sch, err := compileArgs(t.Def)
+	if err != nil {
+		return fmt.Errorf("mcpd: tool %q: input schema: %w", t.Def.Name, err)
+	}
+	t.args = sch
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.tools[t.Def.Name]; ok {

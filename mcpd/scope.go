@@ -17,13 +17,18 @@ import (
 // below it, and the body is read whole before mcp-go sees it.
 const MaxBodyBytes = 1 << 20
 
-// rpcCall is the part of a JSON-RPC message the scope check reads.
+// rpcCall is the part of a JSON-RPC message the scope check reads. Params and arguments
+// stay raw: a message whose arguments are not an object still names its tool, whose
+// static scope then applies (an unparseable part must never read as "no tool").
 type rpcCall struct {
-	Method string `json:"method"`
-	Params struct {
-		Name      string         `json:"name"`
-		Arguments map[string]any `json:"arguments"`
-	} `json:"params"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// rpcParams are a tools/call's params.
+type rpcParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 // checkScope refuses a tools/call whose tool needs more than the token's scope, before
@@ -71,31 +76,45 @@ func (s *Server) checkScope(next http.Handler) http.Handler {
 // it calls no known tool. Bearer JWTs skip it: they are not limited by scope, and a
 // per-venue scope would cost them a read for nothing.
 func (s *Server) neededScope(ctx context.Context, userID string, body []byte) (string, bool, error) {
-	var calls []rpcCall
+	// A batch's elements are read one by one: one malformed element must not hide the
+	// others' tools.
+	var elems []json.RawMessage
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if json.Unmarshal(trimmed, &calls) != nil {
-			return "", false, nil
+		if json.Unmarshal(trimmed, &elems) != nil {
+			return "", false, nil // not JSON: mcp-go answers the parse error
 		}
 	} else {
+		elems = []json.RawMessage{trimmed}
+	}
+	calls := make([]rpcCall, 0, len(elems))
+	for _, e := range elems {
 		var c rpcCall
-		if json.Unmarshal(trimmed, &c) != nil {
-			return "", false, nil
+		if json.Unmarshal(e, &c) == nil {
+			calls = append(calls, c)
 		}
-		calls = []rpcCall{c}
 	}
 	need, found := "", false
 	for _, c := range calls {
 		if c.Method != "tools/call" {
 			continue
 		}
-		t, ok := s.tools.Get(c.Params.Name)
+		var params rpcParams
+		if json.Unmarshal(c.Params, &params) != nil {
+			continue // mcp-go refuses params it cannot read: no tool runs
+		}
+		t, ok := s.tools.Get(params.Name)
 		if !ok {
 			continue
 		}
-		sc, err := t.scopeOf(ctx, userID, c.Params.Arguments)
-		if err != nil {
-			return "", false, err
+		// Arguments the tool refuses get its static scope here; the call then answers
+		// INVALID_PARAMETER from guarded, which checks them the same way.
+		sc := t.Scope
+		if args, ok := t.checkRaw(params.Arguments); ok {
+			var err error
+			if sc, err = t.scopeOf(ctx, userID, args); err != nil {
+				return "", false, err
+			}
 		}
 		if auth.ScopeLevel(sc) > auth.ScopeLevel(need) {
 			need = sc

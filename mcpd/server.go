@@ -163,6 +163,7 @@ func New(o Options) (*Server, error) {
 		if err := s.tools.Add(t); err != nil {
 			return nil, err
 		}
+		t, _ = s.tools.Get(t.Def.Name)
 		s.mcp.AddTool(t.Def, s.guarded(t))
 	}
 	// Sessions live in Redis, bound to the user who started them, so any replica serves

@@ -209,12 +209,22 @@ func TestGetBotOwnership(t *testing.T) {
 
 	// Another user's bot answers exactly as a missing one, for every bot tool.
 	for _, tool := range []string{"get_bot", "get_bot_risk", "get_bot_analytics", "list_positions", "get_position"} {
-		other := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-b", "symbol": "BTC/USDT"})
-		missing := toolErr(t, f.ada, tool, map[string]any{"botId": "bot-zz", "symbol": "BTC/USDT"})
+		args := func(id string) map[string]any {
+			if tool == "get_position" {
+				return map[string]any{"botId": id, "symbol": "BTC/USDT"}
+			}
+			return map[string]any{"botId": id}
+		}
+		other := toolErr(t, f.ada, tool, args("bot-b"))
+		missing := toolErr(t, f.ada, tool, args("bot-zz"))
 		if other != missing || other != `{"code":"NOT_FOUND","message":"bot not found"}` {
 			t.Errorf("%s: another's %s, missing %s", tool, other, missing)
 		}
-		if text := toolErr(t, f.ada, tool, map[string]any{"symbol": "BTC/USDT"}); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) ||
+		noBot := map[string]any{}
+		if tool == "get_position" {
+			noBot["symbol"] = "BTC/USDT"
+		}
+		if text := toolErr(t, f.ada, tool, noBot); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) ||
 			!strings.Contains(text, "botId is required") {
 			t.Errorf("%s without botId: %s", tool, text)
 		}

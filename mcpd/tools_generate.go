@@ -81,12 +81,28 @@ func (s *Server) generateTools() []Tool {
 }
 
 // generateScope: the estimate charges nothing (mcp:read); the call that charges the wallet
-// needs mcp:live.
+// needs mcp:live. It reads the request exactly as the handler does (labRequest), so that
+// the scope follows the value that decides the charge.
 func generateScope(_ context.Context, _ string, args map[string]any) (string, error) {
-	if ack, _ := args["acknowledgeCost"].(bool); ack {
-		return auth.ScopeLive, nil
+	r, err := labRequest(args)
+	if err != nil || !r.AcknowledgeCost {
+		return auth.ScopeRead, nil // the call answers the decoding error and charges nothing
 	}
-	return auth.ScopeRead, nil
+	return auth.ScopeLive, nil
+}
+
+// labRequest is generate_strategy's checked arguments as a lab.Request.
+func labRequest(args map[string]any) (lab.Request, error) {
+	var r lab.Request
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, errs.New(errs.InvalidParameter,
+			"the arguments do not match the schema (from and to are RFC 3339 times, experiments a whole number): %s", clipText(err.Error()))
+	}
+	return r, nil
 }
 
 func (s *Server) generate(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -95,14 +111,9 @@ func (s *Server) generate(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if !ok {
 		return s.toolError(name, errs.New(errs.Unauthorized, "no caller")), nil
 	}
-	raw, err := json.Marshal(req.GetArguments())
+	r, err := labRequest(req.GetArguments())
 	if err != nil {
 		return s.toolError(name, err), nil
-	}
-	var r lab.Request
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return s.toolError(name, errs.New(errs.InvalidParameter,
-			"the arguments do not match the schema (from and to are RFC 3339 times, experiments a whole number): %s", clipText(err.Error()))), nil
 	}
 	out, err := s.o.Lab.Generate(ctx, lab.Caller{UserID: p.UserID}, r)
 	if err != nil {

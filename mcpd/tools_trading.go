@@ -262,9 +262,13 @@ func (s *Server) answerTrade(ctx context.Context, tool, signalID string, repeat 
 	return structured(out)
 }
 
-// positive is the schema bound of a number that must be above 0.
+// positive is the schema of a decimal argument above 0 (decimalArg): a JSON number, or a
+// decimal string for more digits than a float64 holds.
 func positive() mcp.PropertyOption {
-	return func(schema map[string]any) { schema["exclusiveMinimum"] = 0 }
+	return func(schema map[string]any) {
+		schema["type"] = []string{"number", "string"}
+		schema["exclusiveMinimum"] = 0
+	}
 }
 
 // decimalArg reads the optional decimal argument name: a JSON number (read as its shortest

@@ -243,8 +243,13 @@ func TestTradingTools(t *testing.T) {
 	}
 
 	// Refusals: another user's bot, bad input, scope.
-	for _, tool := range []string{"place_order", "close_position", "close_all_positions", "cancel_order", "set_stop_loss"} {
-		args := map[string]any{"botId": "bot-p", "side": "buy", "type": "market", "symbol": "ETH/USDT", "amount": 1, "price": 1, "orderId": "x"}
+	for tool, args := range map[string]map[string]any{
+		"place_order":         {"botId": "bot-p", "side": "buy", "type": "market", "symbol": "ETH/USDT", "amount": 1},
+		"close_position":      {"botId": "bot-p", "symbol": "ETH/USDT"},
+		"close_all_positions": {"botId": "bot-p"},
+		"cancel_order":        {"botId": "bot-p", "orderId": "x"},
+		"set_stop_loss":       {"botId": "bot-p", "symbol": "ETH/USDT", "price": 1},
+	} {
 		if text := toolErr(t, f.bo, tool, args); !strings.Contains(text, `{"code":"NOT_FOUND","message":"bot not found"}`) {
 			t.Fatalf("bob's %s on ada's bot: %s", tool, text)
 		}

@@ -104,8 +104,8 @@ func (d *Dashboard) apiError(w http.ResponseWriter, err error) {
 
 func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead }
 
-// csrfOK checks the request's CSRF token (header, query parameter "csrf" for EventSource,
-// or form field) against the session's, in constant time, and that a browser naming the
+// csrfOK checks the request's CSRF token (header, query parameter "csrf" for EventSource's
+// GET, or form field) against the session's, in constant time, and that a browser naming the
 // request's origin names this one.
 func (d *Dashboard) csrfOK(w http.ResponseWriter, r *http.Request, want string) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
@@ -115,7 +115,9 @@ func (d *Dashboard) csrfOK(w http.ResponseWriter, r *http.Request, want string) 
 		return false
 	}
 	got := r.Header.Get(CSRFHeader)
-	if got == "" {
+	// The query parameter is for EventSource, which can send no header and is a GET; on any
+	// other method a token in the URL (kept in logs, history and Referer) is not taken.
+	if got == "" && safeMethod(r.Method) {
 		got = r.URL.Query().Get("csrf")
 	}
 	if got == "" && !safeMethod(r.Method) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -268,9 +269,14 @@ func (d *Dashboard) trade(w http.ResponseWriter, r *http.Request, tool string, f
 	if err == nil && (key == "" || len(key) > 255) {
 		err = errs.New(errs.InvalidParameter, "the form has no order key: reload the page and send it again")
 	}
-	if err == nil && bot.Account.Kind == registry.AccountExchange && r.PostFormValue("confirm") != "yes" {
-		d.confirmTrade(w, r, tool, bot, req, key, f)
-		return
+	// A live order is confirmed first; live is the highest venue the order reaches: the
+	// bot's own, or a follower of the viewer's copying its fills (fleet.ReachesExchange).
+	if err == nil && r.PostFormValue("confirm") != "yes" {
+		var live bool
+		if live, err = fleet.ReachesExchange(r.Context(), d.o.APIs.Fleet, d.bots, fleetCaller(r), bot); err == nil && live {
+			d.confirmTrade(w, r, tool, bot, req, key, f)
+			return
+		}
 	}
 	var placed trading.Placed
 	if err == nil {
@@ -347,7 +353,10 @@ func (d *Dashboard) confirmTrade(w http.ResponseWriter, r *http.Request, tool st
 	default:
 		words, action = "CLOSE ALL open positions of "+bot.Name, "/dashboard/trade/close-all"
 	}
-	page.Confirm = &tradeConfirm{Action: action, Key: key, Form: f,
-		Words: "You are about to " + words + " on " + page.Exchange + " with real money."}
+	venue := " on " + page.Exchange + " with real money."
+	if !page.Live() {
+		venue = " on the paper bot " + bot.Name + ", whose fills are copied to your bots on an exchange: real money."
+	}
+	page.Confirm = &tradeConfirm{Action: action, Key: key, Form: f, Words: "You are about to " + words + venue}
 	d.render(w, r, http.StatusOK, "trade", Page{Title: "Confirm the order", Nav: "trade", Viewer: viewerOf(r), Data: page})
 }
