@@ -5,11 +5,29 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/sigops/sigops/runtime/auth"
 )
 
-type scopeText struct{ Name, Text string }
+// scopeText is a scope the consent page offers, in words; Asked marks the one the
+// application asked for.
+type scopeText struct {
+	Name, Text string
+	Asked      bool
+}
+
+// grantable are the scopes a person may grant for a request of asked: asked and every
+// scope below it (the scopes are levels, each covering the ones below).
+func grantable(asked string) []string {
+	var out []string
+	for _, sc := range []string{auth.ScopeRead, auth.ScopePaper, auth.ScopeLive} {
+		if auth.ScopeLevel(sc) <= auth.ScopeLevel(asked) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
 
 var scopeTexts = map[string]string{
 	auth.ScopeRead:  "read your bots, positions, orders, analytics and account",
@@ -210,11 +228,11 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request, sc se
 		s.errorPage(w, http.StatusBadRequest, "Request expired", "This authorization request is unknown or has expired. Start again from the application.")
 		return
 	}
+	// The person may grant less than the application asked (RFC 6749 §3.3): each scope up
+	// to the one asked is offered, the one asked chosen.
 	var scopes []scopeText
-	for _, sc := range auth.SupportedScopes {
-		if sc == p.Scope {
-			scopes = append(scopes, scopeText{Name: sc, Text: scopeTexts[sc]})
-		}
+	for _, sc := range grantable(p.Scope) {
+		scopes = append(scopes, scopeText{Name: sc, Text: scopeTexts[sc], Asked: sc == p.Scope})
 	}
 	s.render(w, http.StatusOK, "consent", pageData{Title: "Authorize " + c.Name, User: &sc.user, CSRF: sc.sess.CSRF,
 		ClientName: c.Name, RedirectHost: auth.RedirectHost(p.RedirectURI), Resource: p.Resource, Request: p.ID, Scopes: scopes},
@@ -238,13 +256,23 @@ func (s *Server) handleConsentForm(w http.ResponseWriter, r *http.Request, sc se
 		s.redirectError(w, r, p.RedirectURI, p.State, "access_denied", "the user denied the request")
 		return
 	}
+	// The scope granted is the one chosen on the page, never above the one asked; a form
+	// without the choice grants what was asked. The token response names it.
+	granted := p.Scope
+	if v := r.PostFormValue("scope"); v != "" {
+		if !slices.Contains(grantable(p.Scope), v) {
+			s.errorPage(w, http.StatusBadRequest, "Request refused", "The access chosen is not one this application asked for. Start again from the application.")
+			return
+		}
+		granted = v
+	}
 	code, err := s.oauth.CreateCode(r.Context(), auth.CodeGrant{ClientID: c.ID, UserID: sc.user.ID, Gen: sc.user.Generation,
-		RedirectURI: p.RedirectURI, Challenge: p.Challenge, Scope: p.Scope, Resource: p.Resource})
+		RedirectURI: p.RedirectURI, Challenge: p.Challenge, Scope: granted, Resource: p.Resource})
 	if err != nil {
 		s.log().Error("consent: code", "error", err)
 		s.redirectError(w, r, p.RedirectURI, p.State, "temporarily_unavailable", "try again")
 		return
 	}
-	s.log().Info("consent granted", "user", sc.user.ID, "client", c.ID, "scope", p.Scope)
+	s.log().Info("consent granted", "user", sc.user.ID, "client", c.ID, "scope", granted, "asked", p.Scope)
 	http.Redirect(w, r, withParams(p.RedirectURI, map[string]string{"code": code, "state": p.State, "iss": s.o.BaseURL}), http.StatusSeeOther)
 }

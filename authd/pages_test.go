@@ -226,6 +226,57 @@ func TestCSRFRefusals(t *testing.T) {
 	}
 }
 
+// The person may grant less than asked: the token and the token response carry what was
+// granted (RFC 6749 §3.3); more than asked is refused.
+func TestConsentGrantsLessThanAsked(t *testing.T) {
+	h := newHarness(t)
+	h.user("less@example.com", auth.TierPro)
+	b := h.browser()
+	b.login("less@example.com", testPassword)
+	cfg := h.publicClient("mcp:live")
+	consent := func(choice string) (*http.Response, string) {
+		t.Helper()
+		resp, body := b.get(cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("authorize: %d %s", resp.StatusCode, body)
+		}
+		_, page := b.get(resp.Header.Get("Location"))
+		for _, sc := range []string{"mcp:read", "mcp:paper", "mcp:live"} {
+			if !strings.Contains(page, `value="`+sc+`"`) {
+				t.Fatalf("consent page offers no %s: %s", sc, page)
+			}
+		}
+		if !strings.Contains(page, `value="mcp:live" checked`) {
+			t.Fatalf("the scope asked is not the one chosen: %s", page)
+		}
+		return b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
+			"action": {"approve"}, "scope": {choice}})
+	}
+	if resp, _ := consent("admin"); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a scope not offered: %d", resp.StatusCode)
+	}
+	v := oauth2.GenerateVerifier()
+	resp, body := b.get(cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(v)))
+	_, page := b.get(resp.Header.Get("Location"))
+	resp, body = b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
+		"action": {"approve"}, "scope": {"mcp:read"}})
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("consent: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	tok, err := cfg.Exchange(h.ctx(), loc.Query().Get("code"), oauth2.VerifierOption(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := tok.Extra("scope").(string); sc != "mcp:read" {
+		t.Fatalf("token response scope %q, want mcp:read", sc)
+	}
+	p, err := h.srv.Verifier().Verify(t.Context(), tok.AccessToken)
+	if err != nil || p.Scope != "mcp:read" {
+		t.Fatalf("token scope %+v %v", p, err)
+	}
+}
+
 func TestConsentDenyAndOpenRedirect(t *testing.T) {
 	h := newHarness(t)
 	h.user("deny@example.com", auth.TierFree)

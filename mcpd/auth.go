@@ -70,10 +70,10 @@ func (s *Server) refuse(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, auth.ErrNoToken):
 		s.metrics.requests.WithLabelValues("unauthorized").Inc()
-		auth.WriteUnauthorized(w, false, s.metadataURL, s.o.Now().UnixMilli())
+		auth.WriteUnauthorizedScope(w, false, s.metadataURL, auth.ScopeRead, s.o.Now().UnixMilli())
 	case errors.Is(err, auth.ErrInvalidToken), errors.Is(err, auth.ErrNotFound):
 		s.metrics.requests.WithLabelValues("unauthorized").Inc()
-		auth.WriteUnauthorized(w, true, s.metadataURL, s.o.Now().UnixMilli())
+		auth.WriteUnauthorizedScope(w, true, s.metadataURL, auth.ScopeRead, s.o.Now().UnixMilli())
 	default:
 		s.metrics.requests.WithLabelValues("unavailable").Inc()
 		s.o.Logger.Error("mcpd: token state unavailable", "err", err)

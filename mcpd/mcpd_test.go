@@ -172,8 +172,10 @@ func TestUnauthorizedAndMetadata(t *testing.T) {
 		t.Fatalf("no token: %d %s", res.StatusCode, body)
 	}
 	want := `resource_metadata="` + testMetadata + `"`
+	// The challenge names the least scope (mcp:read): a host following the MCP scope
+	// selection asks for it, not for every scope of the metadata, and steps up on a 403.
 	if h := res.Header.Get("WWW-Authenticate"); !strings.HasPrefix(h, "Bearer ") || !strings.Contains(h, want) ||
-		strings.Contains(h, "error=") {
+		strings.Contains(h, "error=") || !strings.Contains(h, `scope="mcp:read"`) {
 		t.Fatalf("no token challenge %q", h)
 	}
 	res, body = post(t, ts, "not-a-jwt", pingBody)

@@ -97,11 +97,23 @@ func WriteInsufficientScopeHeld(w http.ResponseWriter, required, held, resourceM
 // no token the challenge carries no error code; with one, invalid_token. The body is the
 // service's failure shape with code UNAUTHORIZED plus the OAuth error fields.
 func WriteUnauthorized(w http.ResponseWriter, tokenPresented bool, resourceMetadata string, now int64) {
+	WriteUnauthorizedScope(w, tokenPresented, resourceMetadata, "", now)
+}
+
+// WriteUnauthorizedScope is WriteUnauthorized whose challenge also names the scope to ask
+// for (RFC 6750 §3; empty: none). A host that follows the MCP authorization spec's scope
+// selection asks for the challenge's scope, and without one for every scope the metadata
+// lists: the MCP server names the least (mcp:read), and the step-up 403 raises it when a
+// tool needs more.
+func WriteUnauthorizedScope(w http.ResponseWriter, tokenPresented bool, resourceMetadata, scope string, now int64) {
 	ch := `Bearer realm="sigops"`
 	desc := "authentication required"
 	if tokenPresented {
 		desc = "the access token is invalid, expired or revoked"
 		ch += `, error="invalid_token", error_description="` + desc + `"`
+	}
+	if scope != "" {
+		ch += `, scope="` + scope + `"`
 	}
 	if resourceMetadata != "" {
 		ch += `, resource_metadata="` + resourceMetadata + `"`
