@@ -33,6 +33,7 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 		if err != nil {
 			return s.toolError(name, err), nil
 		}
+		s.canonicalSymbol(args)
 		req.Params.Arguments = args
 		if p.Kind != auth.KindAPI {
 			need, err := t.scopeOf(ctx, p.UserID, args)
@@ -51,6 +52,20 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 		}
 		return res, err
 	})
+}
+
+// canonicalSymbol rewrites a symbol argument in any form the webhook accepts (BTCUSDT,
+// btc-usdt, BINANCE:BTCUSDT.P) to its canonical BASE/QUOTE, with the resolver webhookd and
+// send_signal use, so that every tool takes the symbol an agent traded with and answers in
+// one form. A symbol the resolver does not know stays as written, for the tool to answer.
+func (s *Server) canonicalSymbol(args map[string]any) {
+	raw, ok := args["symbol"].(string)
+	if !ok || raw == "" {
+		return
+	}
+	if c, err := s.o.Symbols().Resolve(raw); err == nil {
+		args["symbol"] = c
+	}
 }
 
 // record writes a changing call to the caller's audit journal. A journal that cannot be

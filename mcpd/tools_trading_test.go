@@ -195,6 +195,14 @@ func TestTradingTools(t *testing.T) {
 		t.Fatalf("reused key: %s", text)
 	}
 
+	// Every tool takes the symbol in any form the webhook accepts, and answers BASE/QUOTE
+	// (get_position refused ETHUSDT with POSITION_NOT_FOUND before).
+	for _, sym := range []string{"ETHUSDT", "eth-usdt", "BINANCE:ETHUSDT"} {
+		if pos := toolOK[map[string]any](t, f.paper, "get_position", map[string]any{"botId": "bot-p", "symbol": sym}); pos["symbol"] != "ETH/USDT" {
+			t.Fatalf("get_position %s: %v", sym, pos)
+		}
+	}
+
 	// Exits of the open position.
 	if sl := toolOK[trade](t, f.paper, "set_stop_loss", map[string]any{"botId": "bot-p", "symbol": "ETH/USDT", "price": 2800}); sl.Status != "executed" {
 		t.Fatalf("set_stop_loss: %+v %+v", sl, sl.Result)
@@ -261,7 +269,7 @@ func TestTradingTools(t *testing.T) {
 		{map[string]any{"side": "buy", "type": "market", "amount": 0}, "INVALID_AMOUNT"},
 		{map[string]any{"side": "buy", "type": "market", "amount": "lots"}, "INVALID_AMOUNT"},
 		{map[string]any{"side": "buy", "type": "stop", "amount": 1}, "INVALID_PARAMETER"},
-		{map[string]any{"side": "buy", "type": "market", "symbol": "ETHUSDT", "amount": 1}, "INVALID_SYMBOL"},
+		{map[string]any{"side": "buy", "type": "market", "symbol": "NOPEUSDT", "amount": 1}, "INVALID_SYMBOL"},
 		{map[string]any{"side": "buy", "type": "limit", "symbol": "ETH/USDT", "amount": 1}, "INVALID_PRICE"},
 	} {
 		c.args["botId"] = "bot-p"

@@ -44,7 +44,11 @@ func ToolsMarkdown(tools []Tool) ([]byte, error) {
 	fmt.Fprintf(&b, "The hosted MCP server at `{mcp_url}/mcp` serves %d tools. Scopes are hierarchical "+
 		"(`mcp:read` < `mcp:paper` < `mcp:live`); a user's bearer JWT is limited only by the tier. "+
 		"A call above the token's scope answers HTTP 403 `insufficient_scope` naming the scope it needs. "+
-		"Audited tools write every call to the caller's audit journal (arguments without secrets, outcome).\n\n", len(tools))
+		"Audited tools write every call to the caller's audit journal (arguments without secrets, outcome). "+
+		"Arguments are checked against each tool's input schema before anything reads them: exact, case-sensitive "+
+		"names (an unknown one is INVALID_PARAMETER naming it) and JSON types; the tools check values themselves. "+
+		"A `symbol` may be written in any form the webhook takes (BTCUSDT, btc-usdt, BINANCE:BTCUSDT.P); answers use BASE/QUOTE. "+
+		"A scope on an exchange bot also applies to a paper bot whose fills one of your exchange bots copies.\n\n", len(tools))
 	b.WriteString("| # | Tool | Scope | Audited | Hints | Inputs (* required) |\n|---|---|---|---|---|---|\n")
 	defs := make([]toolSchema, len(tools))
 	for i, t := range tools {

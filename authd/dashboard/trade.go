@@ -193,9 +193,21 @@ func resultWords(res result.Result) string {
 }
 
 // readOrderForm reads the order form's values.
-func readOrderForm(r *http.Request) orderForm {
+func (d *Dashboard) readOrderForm(r *http.Request) orderForm {
 	v := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
-	return orderForm{Side: v("side"), Type: v("type"), Symbol: strings.ToUpper(v("symbol")), Amount: v("amount"), Price: v("price")}
+	return orderForm{Side: v("side"), Type: v("type"), Symbol: d.formSymbol(v("symbol")), Amount: v("amount"), Price: v("price")}
+}
+
+// formSymbol is a form's symbol in its canonical BASE/QUOTE: every form the webhook takes
+// (BTCUSDT, btc-usdt, BINANCE:BTCUSDT.P) resolved by the same index as webhookd and mcpd;
+// one it does not know stays as written (upper-cased), for the order's own check.
+func (d *Dashboard) formSymbol(raw string) string {
+	if raw != "" && d.o.APIs.Symbols != nil {
+		if c, err := d.o.APIs.Symbols().Resolve(raw); err == nil {
+			return c
+		}
+	}
+	return strings.ToUpper(raw)
 }
 
 // formDecimal is an optional positive decimal of the form, refused with code.
@@ -212,7 +224,7 @@ func formDecimal(s, name string, code errs.Code) (*decimal.Decimal, error) {
 
 // handleTradeOrder places a market or limit buy or sell on the picked bot.
 func (d *Dashboard) handleTradeOrder(w http.ResponseWriter, r *http.Request) {
-	f := readOrderForm(r)
+	f := d.readOrderForm(r)
 	d.trade(w, r, "place_order", f, func(bot registry.Bot) (order.Request, error) {
 		req := order.Request{Type: exchange.OrderType(f.Type), Side: exchange.Side(f.Side), Symbol: f.Symbol}
 		if req.Type != exchange.Market && req.Type != exchange.Limit {
@@ -234,7 +246,7 @@ func (d *Dashboard) handleTradeOrder(w http.ResponseWriter, r *http.Request) {
 
 // handleTradeClose closes the picked bot's position on a symbol (all of it).
 func (d *Dashboard) handleTradeClose(w http.ResponseWriter, r *http.Request) {
-	f := orderForm{Symbol: strings.ToUpper(strings.TrimSpace(r.PostFormValue("symbol")))}
+	f := orderForm{Symbol: d.formSymbol(strings.TrimSpace(r.PostFormValue("symbol")))}
 	d.trade(w, r, "close_position", f, func(registry.Bot) (order.Request, error) {
 		if f.Symbol == "" {
 			return order.Request{}, errs.New(errs.InvalidSymbol, "choose the position's symbol")

@@ -246,6 +246,41 @@ func TestLiveOrderIsConfirmedFirst(t *testing.T) {
 	}
 }
 
+// A paper bot whose fills the viewer's exchange bot copies reaches real money: its orders
+// are confirmed as a live bot's are (they were placed at once before). The symbol is
+// taken in any form the webhook takes.
+func TestOrderReachingALiveFollowerIsConfirmedFirst(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	owner := strings.ToLower(u.Email)
+	reg := registry.New(env.RDB)
+	master := registry.Bot{ID: "master-" + u.ID, Namespace: fleet.NamespaceFor(u.ID), Name: "signals", Owner: owner, Market: "spot",
+		PositionSize: "10%", Leverage: 1, Availability: "active", Account: registry.Account{Kind: registry.AccountPaper, Name: "paper"}}
+	follower := registry.Bot{ID: "follower-" + u.ID, Namespace: fleet.NamespaceFor(u.ID), Name: "copy", Owner: owner, Market: "spot",
+		PositionSize: "10%", Leverage: 1, Availability: "active", Account: registry.Account{Kind: registry.AccountExchange, Name: "main-key", ID: "xc-" + u.ID},
+		CopyFrom: &registry.CopyFrom{MasterID: master.ID, Ratio: "1"}}
+	for _, bot := range []registry.Bot{master, follower} {
+		if err := reg.Project(context.Background(), bot, "hash-"+bot.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream := queue.StreamOf(master.ID, queue.PriorityStrategyEntry)
+	before, err := env.RDB.XLen(context.Background(), stream).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"bot": {master.ID}, "key": {"copy-1"}, "side": {"buy"}, "type": {"market"}, "symbol": {"BTCUSDT"}, "amount": {"0.01"}}
+	resp, page := b.submit("/dashboard/trade/order", form)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "You are about to BUY 0.01 BTC/USDT at market on the paper bot signals, whose fills are copied to your bots on an exchange: real money.") ||
+		!strings.Contains(page, `name="confirm" value="yes"`) {
+		t.Fatalf("confirmation: status %d\n%s", resp.StatusCode, page)
+	}
+	if n, _ := env.RDB.XLen(context.Background(), stream).Result(); n != before {
+		t.Fatalf("queued before the confirmation: %d entries, %d before", n, before)
+	}
+}
+
 func TestTradePageShowsInputInert(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("pro")
