@@ -178,6 +178,7 @@ func checkAuth(t testing.TB, c *client.Client) auth.Status {
 	if res.IsError {
 		t.Fatalf("check_auth failed: %+v", res.Content)
 	}
+	checkOutput(t, c, "check_auth", res)
 	// The text content is the status's exact JSON; StructuredContent arrives decoded into
 	// float64s, which would hide how the balance is written.
 	text := res.Content[0].(mcp.TextContent).Text

@@ -153,6 +153,7 @@ func TestSessionToolsChangeNothing(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("%s: %s", name, text)
 		}
+		checkOutput(t, c, name, res)
 		msg, _ := res.StructuredContent.(map[string]any)["message"].(string)
 		if !strings.Contains(text, "nothing was changed") || !strings.Contains(msg, "nothing was changed") {
 			t.Fatalf("%s: %+v", name, res)

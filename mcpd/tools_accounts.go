@@ -40,11 +40,11 @@ const balancesSchema = `{"type": "object", "required": ["id", "name", "kind", "c
         "free": {"type": "number"}, "locked": {"type": "number", "description": "held by open orders or used as margin"},
         "total": {"type": "number"}}}},
     "error": {"type": "object", "description": "why the account could not be read; balances are then empty",
-      "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}}`
+      "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}}`
 
 // paperAccountSchema is paperAccountView.
 const paperAccountSchema = `{"type": "object",
-  "required": ["id", "namespace", "name", "currency", "initialBalance", "feeRate", "balances", "equity", "nextRefillAt"],
+  "required": ["id", "namespace", "name", "currency", "initialBalance", "feeRate", "balances", "equity", "unrealisedPnl", "realisedPnl", "nextRefillAt"],
   "properties": {
     "id": {"type": "string", "description": "the account's id: a bot's account id"},
     "namespace": {"type": "string"}, "name": {"type": "string"}, "currency": {"type": "string"},
@@ -54,7 +54,8 @@ const paperAccountSchema = `{"type": "object",
     "unrealisedPnl": {"type": ["number", "null"]}, "realisedPnl": {"type": ["number", "null"]},
     "lastRefillAt": {"type": "string", "format": "date-time", "description": "absent when never refilled"},
     "nextRefillAt": {"type": "string", "format": "date-time", "description": "when a refill is next allowed (24 hours after the last)"},
-    "error": {"type": "object"}}}`
+    "error": {"type": "object", "description": "why the account could not be valued; equity and P&L are then null, balances empty",
+      "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}}`
 
 // accountTools are the tools over the caller's accounts: exchange connections, paper
 // accounts and balances.

@@ -40,6 +40,7 @@ func toolResult(t testing.TB, c *client.Client, tool string, args map[string]any
 	if len(res.Content) != 1 {
 		t.Fatalf("%s: %d contents, want 1", tool, len(res.Content))
 	}
+	checkOutput(t, c, tool, res)
 	return res, res.Content[0].(mcp.TextContent).Text
 }
 

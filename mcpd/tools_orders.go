@@ -43,7 +43,8 @@ var listTradesOutput = `{"type": "object", "required": ["trades"], "properties":
       "pnl": {"type": "number", "description": "gross price P&L, quote currency"},
       "fees": {"type": "number"}, "netPnl": {"type": "number", "description": "pnl - fees"},
       "closed": {"type": "boolean", "description": "this realisation closed the position"},
-      "reason": {"type": "string", "enum": ["signal", "reversal", "stop_loss", "take_profit", "liquidation", "manual"]},
+      "reason": {"type": "string", "enum": ["signal", "reversal", "stop_loss", "take_profit", "liquidation", "manual", "copy"],
+        "description": "copy: a follower's close copying its master's"},
       "openedAt": {"type": "integer", "description": "Unix ms"}, "closedAt": {"type": "integer", "description": "Unix ms"}}}},
   "nextCursor": {"type": "string", "description": "pass as cursor for the next page; absent on the last page"},
   "historyFrom": {"type": "string", "format": "date-time", "description": "the history retention's cutoff: trades closed before it are counted only in get_bot_analytics; absent when the bot's list holds every trade"}}}`

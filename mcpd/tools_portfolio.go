@@ -15,14 +15,21 @@ const portfolioOutput = `{
   "required": ["accounts", "totals", "asOf"],
   "properties": {
     "accounts": {"type": "array", "description": "paper accounts and exchange connections", "items": {"type": "object",
-      "required": ["id", "name", "kind", "currency", "balances", "positions"],
+      "required": ["id", "name", "kind", "currency", "balances", "positions", "equity", "unrealisedPnl", "realisedPnl"],
       "properties": {
-        "id": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": "string"}, "exchange": {"type": "string"},
+        "id": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": "string", "enum": ["paper", "exchange"]},
+        "exchange": {"type": "string", "description": "binance or bybit (exchange connections only)"},
         "currency": {"type": "string"}, "balances": {"type": "array", "items": {"type": "object"}},
         "positions": {"type": "array", "items": {"type": "object"}},
         "equity": {"type": ["number", "null"]}, "unrealisedPnl": {"type": ["number", "null"]},
-        "realisedPnl": {"type": ["number", "null"]}, "error": {"type": "string"}}}},
-    "totals": {"type": "object", "description": "sums per currency"},
+        "realisedPnl": {"type": ["number", "null"]},
+        "excluded": {"type": "array", "items": {"type": "string"}, "description": "assets left out of the figures for want of a USDT price (a balance without an ASSET/USDT market, a position or trade quoted in another currency); absent when none"},
+        "error": {"type": "object", "description": "why the account could not be read; its figures are then null and its lists empty; absent when it was read",
+          "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}}},
+    "totals": {"type": "object", "description": "sums over the accounts read without an error, in USDT",
+      "required": ["currency", "equity", "unrealisedPnl", "realisedPnl", "complete"],
+      "properties": {"currency": {"type": "string"}, "equity": {"type": "number"}, "unrealisedPnl": {"type": "number"},
+        "realisedPnl": {"type": "number"}, "complete": {"type": "boolean", "description": "false when an account has an error or excluded assets"}}},
     "asOf": {"type": "string", "format": "date-time"}}}`
 
 // portfolioTools is get_portfolio.

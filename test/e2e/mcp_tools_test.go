@@ -263,9 +263,11 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if st.Email != u.Email || st.Token.Scope != auth.ScopeLive {
 		t.Fatalf("check_auth = %+v", st)
 	}
-	for _, tool := range []string{"login", "authenticate", "set_token", "logout"} {
+	// Each with its own parameters: a key a tool does not list is refused.
+	for tool, args := range map[string]map[string]any{"login": {"email": "x@example.com", "password": "p"},
+		"authenticate": nil, "set_token": {"token": "t"}, "logout": nil} {
 		var note struct{ Message string }
-		d.ok(c, tool, map[string]any{"email": "x@example.com", "password": "p", "token": "t"}, &note)
+		d.ok(c, tool, args, &note)
 		if !strings.Contains(note.Message, "bearer token") || !strings.Contains(note.Message, "nothing was changed") {
 			t.Fatalf("%s = %q", tool, note.Message)
 		}
