@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/emails"
@@ -44,6 +45,17 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 				return s.toolError(name, errs.New(errs.InsufficientScope,
 					"this call needs the %s scope and the token holds %q; ask the user to authorize %s (do not log out without their approval)",
 					need, p.Scope, need)), nil
+			}
+			// The kill switch stops every call of a connected app that needs more than
+			// mcp:read (trading, changing bots, spending): one read, on every replica.
+			if p.Kind == auth.KindOAuth && auth.ScopeLevel(need) > auth.ScopeLevel(auth.ScopeRead) {
+				since, on, err := s.o.AppSwitch.Since(ctx, p.UserID)
+				if err != nil {
+					return s.toolError(name, err), nil
+				}
+				if on {
+					return s.toolError(name, apppolicy.Refusal(since)), nil
+				}
 			}
 		}
 		res, err := t.Handler(ctx, req)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
@@ -113,6 +114,8 @@ type Options struct {
 	// Lab serves generate_strategy, get_strategy_job and list_strategy_jobs (nil: the
 	// Strategy Lab tools are not registered).
 	Lab *lab.Lab
+	// AppSwitch is the users' kill switch over their connected apps (nil: on Redis).
+	AppSwitch *apppolicy.Switch
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
 	Tools []Tool
 	Ready func(ctx context.Context) error
@@ -217,6 +220,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PaperAccounts == nil {
 		o.PaperAccounts = paper.NewAccounts(o.Redis)
+	}
+	if o.AppSwitch == nil {
+		o.AppSwitch = apppolicy.NewSwitch(o.Redis, o.Now)
 	}
 	if o.Intake == nil {
 		o.Intake = intake.New(o.Redis)

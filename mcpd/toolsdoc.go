@@ -48,7 +48,9 @@ func ToolsMarkdown(tools []Tool) ([]byte, error) {
 		"Arguments are checked against each tool's input schema before anything reads them: exact, case-sensitive "+
 		"names (an unknown one is INVALID_PARAMETER naming it) and JSON types; the tools check values themselves. "+
 		"A `symbol` may be written in any form the webhook takes (BTCUSDT, btc-usdt, BINANCE:BTCUSDT.P); answers use BASE/QUOTE. "+
-		"A scope on an exchange bot also applies to a paper bot whose fills one of your exchange bots copies.\n\n", len(tools))
+		"A scope on an exchange bot also applies to a paper bot whose fills one of your exchange bots copies. "+
+		"While the account's kill switch is on (dashboard, Connected apps), every OAuth call above `mcp:read` answers "+
+		"POLICY_LIMIT with `details.limit` `killSwitch`; reads keep working.\n\n", len(tools))
 	b.WriteString("| # | Tool | Scope | Audited | Hints | Inputs (* required) |\n|---|---|---|---|---|---|\n")
 	defs := make([]toolSchema, len(tools))
 	for i, t := range tools {

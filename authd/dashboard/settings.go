@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
@@ -26,6 +27,8 @@ func (d *Dashboard) settingsRoutes(r chi.Router) {
 	r.Post("/settings/password", d.handleChangePassword)
 	r.Get("/settings/connected-apps", d.handleConnectedApps)
 	r.Post("/settings/connected-apps/revoke", d.handleRevokeApp)
+	r.Post("/settings/connected-apps/suspend", d.handleAppsSwitch(true))
+	r.Post("/settings/connected-apps/lift", d.handleAppsSwitch(false))
 	r.Get("/settings/audit", d.handleAuditJournal)
 }
 
@@ -40,6 +43,9 @@ type settingsData struct {
 	PasswordChange bool
 	MinPassword    int
 	Apps           []appRow
+	// Suspended: the kill switch suspends every app's trading, since SuspendedSince.
+	Suspended      bool
+	SuspendedSince time.Time
 	Audit          auditPage
 }
 
@@ -67,7 +73,9 @@ type auditRow struct {
 // doneWords are the flashes a settings redirect may ask for (?done=): fixed words, never the
 // query's text.
 var doneWords = map[string]string{
-	"revoked": "Access revoked: the app's tokens no longer work and it cannot refresh them.",
+	"revoked":   "Access revoked: the app's tokens no longer work and it cannot refresh them.",
+	"suspended": "Every connected app's trading is suspended: they can still read, and cannot trade, change bots or spend.",
+	"lifted":    "The suspension is lifted: connected apps may trade again within their scopes.",
 }
 
 func (d *Dashboard) settingsPage(r *http.Request, data settingsData) Page {
@@ -177,7 +185,39 @@ func (d *Dashboard) handleConnectedApps(w http.ResponseWriter, r *http.Request) 
 	for i, a := range list {
 		rows[i] = appRow{Authorization: a, Expired: !now.Before(a.ExpiresAt), Active: a.Active(now)}
 	}
-	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, settingsData{Section: "apps", Apps: rows}))
+	data := settingsData{Section: "apps", Apps: rows}
+	since, on, err := apppolicy.NewSwitch(d.o.Redis, d.o.Now).Since(r.Context(), viewerOf(r).User.ID)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	data.Suspended, data.SuspendedSince = on, since
+	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, data))
+}
+
+// handleAppsSwitch turns the viewer's kill switch on (suspend) or off: while it is on every
+// connected app's calls that trade, change bots or spend answer POLICY_LIMIT on every mcpd
+// replica from their next call, and reads keep working. The action is audited.
+func (d *Dashboard) handleAppsSwitch(suspend bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := apppolicy.NewSwitch(d.o.Redis, d.o.Now)
+		user := viewerOf(r).User.ID
+		tool, done := "lift_connected_apps_suspension", "lifted"
+		var err error
+		if suspend {
+			tool, done = "suspend_connected_apps", "suspended"
+			_, err = sw.Suspend(r.Context(), user)
+		} else {
+			err = sw.Lift(r.Context(), user)
+		}
+		d.recordAction(r, tool, map[string]any{}, err)
+		if err != nil {
+			d.failPage(w, r, err)
+			return
+		}
+		d.log().Info("connected apps "+done, "user", user)
+		redirect(w, r, "/dashboard/settings/connected-apps?done="+done)
+	}
 }
 
 // handleRevokeApp revokes one authorization of the viewer: its access tokens and refresh

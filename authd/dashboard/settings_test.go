@@ -17,6 +17,7 @@ import (
 
 	"github.com/sigops/sigops/authd"
 	"github.com/sigops/sigops/authd/dashboard"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
@@ -91,7 +92,8 @@ func TestSettingsRoutesNeedASession(t *testing.T) {
 			t.Errorf("GET %s without session: %d to %q", path, resp.StatusCode, resp.Header.Get("Location"))
 		}
 	}
-	for _, path := range []string{"/dashboard/settings/token", "/dashboard/settings/password", "/dashboard/settings/connected-apps/revoke"} {
+	for _, path := range []string{"/dashboard/settings/token", "/dashboard/settings/password", "/dashboard/settings/connected-apps/revoke",
+		"/dashboard/settings/connected-apps/suspend", "/dashboard/settings/connected-apps/lift"} {
 		if resp, _ := b.post(path, url.Values{"current_password": {testPassword}}); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("POST %s without session: %d, want 401", path, resp.StatusCode)
 		}
@@ -106,7 +108,8 @@ func TestSettingsPostsNeedTheCSRFToken(t *testing.T) {
 		"/dashboard/settings/token": {},
 		"/dashboard/settings/password": {"current_password": {testPassword}, "new_password": {"a brand new password"},
 			"new_password_again": {"a brand new password"}},
-		"/dashboard/settings/connected-apps/revoke": {"authorization": {"x"}},
+		"/dashboard/settings/connected-apps/revoke":  {"authorization": {"x"}},
+		"/dashboard/settings/connected-apps/suspend": {},
 	}
 	for path, form := range forms {
 		for _, tok := range []string{"", "forged-token-forged-token-forged-token-0"} {
@@ -491,5 +494,42 @@ func TestAuthPagesUseTheDashboardStylesheet(t *testing.T) {
 	}
 	if resp, _ := anon.get("/static/dashboard.css"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("stylesheet without a session: %d", resp.StatusCode)
+	}
+}
+
+// The kill switch: one button suspends every connected app's trading, the page says so
+// and offers the lift; both are journaled.
+func TestSettingsKillSwitch(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	sw := apppolicy.NewSwitch(env.RDB, nil)
+	_, page := b.get("/dashboard/settings/connected-apps")
+	if !strings.Contains(page, `action="/dashboard/settings/connected-apps/suspend"`) {
+		t.Fatalf("no kill switch:\n%s", page)
+	}
+	resp, _ := b.submit("/dashboard/settings/connected-apps/suspend", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/settings/connected-apps?done=suspended" {
+		t.Fatalf("suspend: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, on, err := sw.Since(context.Background(), u.ID); !on || err != nil {
+		t.Fatalf("switch after suspend: %v %v", on, err)
+	}
+	_, page = b.get(resp.Header.Get("Location"))
+	if !strings.Contains(page, "trading is suspended since") || !strings.Contains(page, `action="/dashboard/settings/connected-apps/lift"`) {
+		t.Fatalf("suspended page:\n%s", page)
+	}
+	if resp, _ = b.submit("/dashboard/settings/connected-apps/lift", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("lift: %d", resp.StatusCode)
+	}
+	if _, on, _ := sw.Since(context.Background(), u.ID); on {
+		t.Fatal("still suspended after the lift")
+	}
+	var tools []string
+	for _, e := range f.journal(u.ID) {
+		tools = append(tools, e.Tool)
+	}
+	if strings.Join(tools, ",") != "lift_connected_apps_suspension,suspend_connected_apps" {
+		t.Fatalf("journal %v", tools)
 	}
 }

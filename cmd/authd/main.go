@@ -33,6 +33,8 @@ const usage = `usage:
   authd users set-password  --email E [--password-file F | --password-stdin]
   authd users credit-wallet --email E --amount USD      (or: credit-wallet E USD)
   authd users show          --email E
+  authd users suspend-apps  --email E                 suspend every connected app's trading (the kill switch)
+  authd users lift-apps     --email E                 lift it
 Every users command takes the Redis flags of serve: --redis-addr, --redis-db,
 --redis-password-file, --redis-sentinel-addrs with --redis-master-name, --redis-cluster-addrs.
 Passwords are read from a file, from standard input, or typed at a terminal without echo;

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 	"golang.org/x/term"
 
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -22,7 +23,7 @@ import (
 // users runs an account administration command.
 func users(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("users needs a command: create, ensure, set-tier, set-password, credit-wallet, wallet-ledger, show")
+		return errors.New("users needs a command: create, ensure, set-tier, set-password, credit-wallet, wallet-ledger, show, suspend-apps, lift-apps")
 	}
 	c, err := parseUsers(args[0], args[1:])
 	if err != nil {
@@ -35,7 +36,8 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer rdb.Close()
-	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, auth.UsersOptions{}), stdin: stdin, stdout: stdout}
+	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, auth.UsersOptions{}), apps: apppolicy.NewSwitch(rdb, nil),
+		stdin: stdin, stdout: stdout}
 	return run.run(ctx)
 }
 
@@ -109,6 +111,7 @@ func (c *usersCommand) flags() *flag.FlagSet {
 type usersRun struct {
 	usersCommand
 	us     *auth.Users
+	apps   *apppolicy.Switch
 	stdin  io.Reader
 	stdout io.Writer
 }
@@ -143,6 +146,8 @@ func (r usersRun) run(ctx context.Context) error {
 		return r.creditWallet(ctx)
 	case "wallet-ledger":
 		return r.walletLedger(ctx)
+	case "suspend-apps", "lift-apps":
+		return r.appsSwitch(ctx)
 	case "show":
 		u, err := r.byEmail(ctx)
 		if err != nil {
@@ -173,6 +178,28 @@ func (r usersRun) byEmail(ctx context.Context) (auth.User, error) {
 		return auth.User{}, fmt.Errorf("%s: %w", r.email, err)
 	}
 	return u, nil
+}
+
+// appsSwitch turns the account's kill switch on (suspend-apps) or off (lift-apps): the
+// operator's way to stop every app a user connected, as the user's own button does.
+func (r usersRun) appsSwitch(ctx context.Context) error {
+	u, err := r.byEmail(ctx)
+	if err != nil {
+		return err
+	}
+	if r.name == "lift-apps" {
+		if err := r.apps.Lift(ctx, u.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.stdout, "%s: connected apps may trade again\n", u.Email)
+		return nil
+	}
+	since, err := r.apps.Suspend(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.stdout, "%s: every connected app's trading suspended since %s (reads still work)\n", u.Email, since.Format(time.RFC3339))
+	return nil
 }
 
 func (r usersRun) setTier(ctx context.Context) error {

@@ -66,6 +66,13 @@ func TestUsersCommands(t *testing.T) {
 	if err := users(append([]string{"create", "--email", "new@sigops.local"}, redis...), strings.NewReader("piped password 4\n"), &out2); err == nil {
 		t.Fatal("duplicate create accepted")
 	}
+	// The kill switch, as the operator turns it.
+	if _, out = run("", "suspend-apps", "new@sigops.local"); !strings.Contains(out, "suspended since") {
+		t.Fatalf("suspend-apps %q", out)
+	}
+	if _, out = run("", "lift-apps", "--email", "new@sigops.local"); !strings.Contains(out, "may trade again") {
+		t.Fatalf("lift-apps %q", out)
+	}
 }
 
 // Flags and positional arguments mix; the Redis flags are those of every daemon, and

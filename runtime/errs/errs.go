@@ -62,6 +62,12 @@ const (
 	// insufficient_scope; the code names the same refusal inside a tool result, for a
 	// call whose bot changed venue between the scope check and the tool.
 	InsufficientScope Code = "INSUFFICIENT_SCOPE"
+	// PolicyLimit: the call is within the token's scope but the account's rules for
+	// connected apps refuse it (the kill switch that suspends every app's trading). Ours:
+	// 403 like INSUFFICIENT_SCOPE, because the caller is known and allowed the scope, and
+	// the details name the limit, its value and when it resets, so that an agent can tell
+	// the user what stopped it.
+	PolicyLimit Code = "POLICY_LIMIT"
 )
 
 type codeInfo struct {
@@ -102,6 +108,7 @@ var codes = map[Code]codeInfo{
 	TierNotAllowed:       {http.StatusForbidden, 0},
 	ManagedByGitOps:      {http.StatusConflict, 0},
 	InsufficientScope:    {http.StatusForbidden, 0},
+	PolicyLimit:          {http.StatusForbidden, 0},
 }
 
 // Codes are the known codes, sorted: the list a client may see, which the OpenAPI

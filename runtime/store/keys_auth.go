@@ -53,6 +53,10 @@ func UserSessions(userID string) string { return User(userID) + ":sessions" }
 // UserAuthorizations is the set of OAuth authorization IDs of one user.
 func UserAuthorizations(userID string) string { return User(userID) + ":oauth" }
 
+// UserAppsSuspended is set (to the time in ms) while user id's kill switch suspends every
+// connected app's trading (runtime/apppolicy); absent otherwise.
+func UserAppsSuspended(userID string) string { return User(userID) + ":apps-suspended" }
+
 // Session is one dashboard session, by the SHA-256 (hex) of its cookie value.
 func Session(hash string) string { return prefix + "session:" + hash }
 

@@ -274,12 +274,13 @@ var statusOverrides = map[string]int{"413 INVALID_JSON": 413, "503 INTERNAL_ERRO
 
 // webhookCodes are the codes the webhook endpoint can answer: every code but those of the
 // read API, of authentication by token (the webhook ID is its credential), of the
-// Strategy Lab's tier check and of bot management (fleet).
+// Strategy Lab's tier check, of bot management (fleet) and of connected apps' rules.
 func webhookCodes() map[errs.Code]bool {
 	out := map[errs.Code]bool{}
 	for _, c := range errs.Codes() {
 		switch c {
-		case errs.InvalidParameter, errs.NotFound, errs.Unauthorized, errs.TierNotAllowed, errs.ManagedByGitOps, errs.InsufficientScope:
+		case errs.InvalidParameter, errs.NotFound, errs.Unauthorized, errs.TierNotAllowed, errs.ManagedByGitOps, errs.InsufficientScope,
+			errs.PolicyLimit:
 		default:
 			out[c] = true
 		}
