@@ -244,14 +244,30 @@ func TestAttacks(t *testing.T) {
 		}
 	})
 
-	t.Run("scope beyond the client's registration refused at authorize", func(t *testing.T) {
+	// The registered scope is a default, not a ceiling: an MCP host registers with its
+	// first challenge's mcp:read and steps up by a new authorization request, which the
+	// person consents to (and may narrow); only a refresh can never widen.
+	t.Run("scope beyond the client's registration asks the person", func(t *testing.T) {
 		_, r := h.register(map[string]any{"client_name": "ro", "redirect_uris": []string{registeredRedirect},
 			"token_endpoint_auth_method": "none", "scope": "mcp:read"})
 		cfg := h.config(r.ClientID, "", oauth2.AuthStyleInParams, "mcp:live")
 		b := h.browser()
 		b.login(u.Email, testPassword)
 		resp, _ := b.get(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
-		assertRedirectError(t, resp, "invalid_scope", "s")
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/oauth/consent") {
+			t.Fatalf("authorize above the registration: %d %s", resp.StatusCode, loc)
+		}
+		_, page := b.get(resp.Header.Get("Location"))
+		if !strings.Contains(page, `value="mcp:live" checked`) {
+			t.Fatalf("consent page:\n%s", page)
+		}
+		// Without a scope, the registered one is asked.
+		cfg.Scopes = nil
+		resp, _ = b.get(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		_, page = b.get(resp.Header.Get("Location"))
+		if !strings.Contains(page, `value="mcp:read" checked`) || strings.Contains(page, `value="mcp:paper"`) {
+			t.Fatalf("consent page without a scope:\n%s", page)
+		}
 	})
 
 	t.Run("resource other than ours refused with invalid_target", func(t *testing.T) {

@@ -170,7 +170,14 @@ func checkPKCE(challenge, method string) *oauthRefusal {
 }
 
 // requestedScope is the scope asked for, or the client's registered one (read when it
-// registered none); never above what the client registered.
+// registered none).
+//
+// The registered scope is the default, not a ceiling. MCP hosts register with the scope of
+// their first challenge (mcp:read) and step up later through a new authorization request
+// for more (a 403 insufficient_scope names it); a ceiling fixed at registration would refuse
+// that step-up with invalid_scope, and it protects nothing, since registration is open to
+// anyone with any scope. What bounds a token is the person's consent, which offers only
+// the scope asked and those below it, and a refresh, which can never widen a grant.
 func requestedScope(raw string, client auth.Client) (string, *oauthRefusal) {
 	scope, err := auth.NormalizeScope(raw)
 	if err != nil {
@@ -181,9 +188,6 @@ func requestedScope(raw string, client auth.Client) (string, *oauthRefusal) {
 		if scope == "" {
 			scope = auth.ScopeRead
 		}
-	}
-	if client.Scope != "" && auth.ScopeLevel(scope) > auth.ScopeLevel(client.Scope) {
-		return "", &oauthRefusal{"invalid_scope", "the client registered scope " + client.Scope + " only"}
 	}
 	return scope, nil
 }
