@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sigops needs on a fresh machine: redis-server for the tests and
-# the local stack, redis-sentinel for the tests of a Sentinel-managed Redis, nginx (the local stack's HTTPS front, like the Ingress) and chromium (the
-# dashboard's browser tests in test/browser drive it headless). Does nothing when everything is present.
+# the local stack, redis-sentinel for the tests of a Sentinel-managed Redis, nginx (the local stack's HTTPS front, like the Ingress), chromium (the
+# dashboard's browser tests in test/browser drive it headless) and Node.js with npm (the
+# TypeScript MCP SDK host in test/e2e). Does nothing when everything is present.
 set -euo pipefail
 
 packages=()
@@ -9,6 +10,10 @@ command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || packages+=(redis-sentinel)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || packages+=(nginx)
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || packages+=(chromium)
+# Node.js and npm run the official TypeScript MCP client SDK in test/e2e (a host signing in
+# and stepping up its scope); the SDK needs Node.js 20 or later.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 sudo=""
