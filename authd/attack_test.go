@@ -258,7 +258,7 @@ func TestAttacks(t *testing.T) {
 			t.Fatalf("authorize above the registration: %d %s", resp.StatusCode, loc)
 		}
 		_, page := b.get(resp.Header.Get("Location"))
-		if !strings.Contains(page, `value="mcp:live" checked`) {
+		if !strings.Contains(page, `value="mcp:live"`) || !strings.Contains(page, `mcp:live</code>): what it asked for`) {
 			t.Fatalf("consent page:\n%s", page)
 		}
 		// Without a scope, the registered one is asked.

@@ -6,15 +6,38 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
+	"strings"
 
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/emails"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 // scopeText is a scope the consent page offers, in words; Asked marks the one the
-// application asked for.
+// application asked for, Checked the one chosen when the page opens.
 type scopeText struct {
-	Name, Text string
-	Asked      bool
+	Name, Text     string
+	Asked, Checked bool
+}
+
+// consentPolicy is the app policy the consent form sets for a grant of scope: the bots
+// chosen and the hourly cap (apppolicy.FromForm, the fields Connected apps edits too), and
+// live only with mcp:live: choosing live on this page is choosing the scope. A form without
+// the policy's fields (an older page) gets the defaults for the scope. A non-empty string
+// is why it is refused.
+func (s *Server) consentPolicy(r *http.Request, u auth.User, granted string) (apppolicy.Policy, string) {
+	p, err := apppolicy.FromForm(r.Context(), r.PostForm, registry.New(s.o.Redis), emails.Canonical(u.Email))
+	if e, ok := errs.As(err); ok {
+		return p, strings.ToUpper(e.Message[:1]) + e.Message[1:] + "."
+	}
+	if err != nil {
+		return p, "Your bots could not be read."
+	}
+	p.Live = granted == auth.ScopeLive
+	return p, ""
 }
 
 // grantable are the scopes a person may grant for a request of asked: asked and every
@@ -233,13 +256,26 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request, sc se
 		return
 	}
 	// The person may grant less than the application asked (RFC 6749 §3.3): each scope up
-	// to the one asked is offered, the one asked chosen.
+	// to the one asked is offered. The one asked is chosen, except real money: for mcp:live
+	// mcp:paper is chosen and live must be picked on purpose (safe by default).
 	var scopes []scopeText
-	for _, sc := range grantable(p.Scope) {
-		scopes = append(scopes, scopeText{Name: sc, Text: scopeTexts[sc], Asked: sc == p.Scope})
+	chosen := p.Scope
+	if chosen == auth.ScopeLive {
+		chosen = auth.ScopePaper
 	}
+	for _, sc := range grantable(p.Scope) {
+		scopes = append(scopes, scopeText{Name: sc, Text: scopeTexts[sc], Asked: sc == p.Scope, Checked: sc == chosen})
+	}
+	// The app's policy is set here too: the user's bots to choose from, the hourly cap.
+	bots, err := registry.New(s.o.Redis).AllOwned(r.Context(), emails.Canonical(sc.user.Email))
+	if err != nil {
+		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "Your bots could not be read. Try again in a few seconds.")
+		return
+	}
+	sort.Slice(bots, func(i, j int) bool { return bots[i].Name < bots[j].Name })
 	s.render(w, http.StatusOK, "consent", pageData{Title: "Authorize " + c.Name, User: &sc.user, CSRF: sc.sess.CSRF,
-		ClientName: c.Name, RedirectHost: auth.RedirectHost(p.RedirectURI), Resource: p.Resource, Request: p.ID, Scopes: scopes},
+		ClientName: c.Name, RedirectHost: auth.RedirectHost(p.RedirectURI), Resource: p.Resource, Request: p.ID, Scopes: scopes,
+		Bots: bots, OrdersPerHour: apppolicy.DefaultOrdersPerHour},
 		originOf(p.RedirectURI))
 }
 
@@ -269,6 +305,17 @@ func (s *Server) handleConsentForm(w http.ResponseWriter, r *http.Request, sc se
 			return
 		}
 		granted = v
+	}
+	policy, perr := s.consentPolicy(r, sc.user, granted)
+	if perr != "" {
+		s.errorPage(w, http.StatusBadRequest, "Request refused", perr+" Start again from the application.")
+		return
+	}
+	// The policy is stored before the code exists: the app's first call is already bound.
+	if err := apppolicy.NewPolicies(s.o.Redis, s.o.Now).Set(r.Context(), sc.user.ID, c.ID, policy); err != nil {
+		s.log().Error("consent: policy", "error", err)
+		s.redirectError(w, r, p.RedirectURI, p.State, "temporarily_unavailable", "try again")
+		return
 	}
 	code, err := s.oauth.CreateCode(r.Context(), auth.CodeGrant{ClientID: c.ID, UserID: sc.user.ID, Gen: sc.user.Generation,
 		RedirectURI: p.RedirectURI, Challenge: p.Challenge, Scope: granted, Resource: p.Resource})

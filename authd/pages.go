@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 //go:embed templates/*.html
@@ -40,6 +41,10 @@ type pageData struct {
 	Next, Email                                 string
 	ClientName, RedirectHost, Resource, Request string
 	Scopes                                      []scopeText
+	// Bots are the user's bots the consent page offers for the app's policy;
+	// OrdersPerHour its default hourly cap.
+	Bots          []registry.Bot
+	OrdersPerHour int
 	// Notice is a non-error note (the login page after a password change).
 	Notice string
 }

@@ -14,7 +14,9 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 func TestSessionCookieAttributes(t *testing.T) {
@@ -246,8 +248,10 @@ func TestConsentGrantsLessThanAsked(t *testing.T) {
 				t.Fatalf("consent page offers no %s: %s", sc, page)
 			}
 		}
-		if !strings.Contains(page, `value="mcp:live" checked`) {
-			t.Fatalf("the scope asked is not the one chosen: %s", page)
+		// Real money is chosen on purpose: for mcp:live, mcp:paper is preselected.
+		if !strings.Contains(page, `value="mcp:paper" checked`) || strings.Contains(page, `value="mcp:live" checked`) ||
+			!strings.Contains(page, `name="orders_per_hour" min="1" max="10000" value="60"`) {
+			t.Fatalf("consent page's defaults: %s", page)
 		}
 		return b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
 			"action": {"approve"}, "scope": {choice}})
@@ -491,5 +495,57 @@ func TestRegistrationRateLimit(t *testing.T) {
 	}
 	if st, r := h.register(meta); st != 429 || r.Error == "" {
 		t.Fatalf("over the limit: %d %+v", st, r)
+	}
+}
+
+// The consent page sets the app's policy: live only when mcp:live is chosen, the bots
+// chosen (the user's own only), the hourly cap.
+func TestConsentSetsTheAppPolicy(t *testing.T) {
+	h := newHarness(t)
+	u := h.user("policy@example.com", auth.TierPro)
+	reg := registry.New(h.rdb)
+	for _, b := range []registry.Bot{{ID: "pb-1", Name: "swing", Owner: "policy@example.com"},
+		{ID: "pb-other", Name: "theirs", Owner: "someone@example.com"}} {
+		b.Namespace, b.Account = "ns", registry.Account{Kind: registry.AccountPaper, Name: "paper"}
+		if err := reg.Project(t.Context(), b, "hash-"+b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := h.browser()
+	b.login(u.Email, testPassword)
+	cfg := h.publicClient("mcp:live")
+	consent := func(form url.Values) *http.Response {
+		t.Helper()
+		resp, _ := b.get(cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		_, page := b.get(resp.Header.Get("Location"))
+		if !strings.Contains(page, `name="bot" value="pb-1"`) || strings.Contains(page, "pb-other") {
+			t.Fatalf("consent page's bots:\n%s", page)
+		}
+		form.Set("csrf_token", field(t, csrfRe, page))
+		form.Set("request", field(t, requestRe, page))
+		form.Set("action", "approve")
+		resp, _ = b.post("/oauth/consent", form)
+		return resp
+	}
+	if resp := consent(url.Values{"scope": {"mcp:live"}, "bots_mode": {"chosen"}, "bot": {"pb-other"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("another's bot chosen: %d", resp.StatusCode)
+	}
+	if resp := consent(url.Values{"scope": {"mcp:live"}, "orders_per_hour": {"0"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("0 orders an hour: %d", resp.StatusCode)
+	}
+	ps := apppolicy.NewPolicies(h.rdb, nil)
+	if resp := consent(url.Values{"scope": {"mcp:live"}, "bots_mode": {"chosen"}, "bot": {"pb-1"}, "orders_per_hour": {"7"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("consent: %d", resp.StatusCode)
+	}
+	p, err := ps.Get(t.Context(), u.ID, cfg.ClientID)
+	if err != nil || !p.Live || p.OrdersPerHour != 7 || len(p.Bots) != 1 || p.Bots[0] != "pb-1" {
+		t.Fatalf("policy %+v %v", p, err)
+	}
+	// Granting mcp:paper keeps the app off real money, whatever it asked.
+	if resp := consent(url.Values{"scope": {"mcp:paper"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("consent: %d", resp.StatusCode)
+	}
+	if p, _ := ps.Get(t.Context(), u.ID, cfg.ClientID); p.Live || len(p.Bots) != 0 || p.OrdersPerHour != apppolicy.DefaultOrdersPerHour {
+		t.Fatalf("policy after a paper grant %+v", p)
 	}
 }

@@ -46,15 +46,13 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 					"this call needs the %s scope and the token holds %q; ask the user to authorize %s (do not log out without their approval)",
 					need, p.Scope, need)), nil
 			}
-			// The kill switch stops every call of a connected app that needs more than
-			// mcp:read (trading, changing bots, spending): one read, on every replica.
+			// A connected app's call that needs more than mcp:read (trading, changing bots,
+			// spending) is admitted by the user's rules for their apps: the kill switch, then
+			// the app's policy (bots, venue, orders per hour), in one atomic round trip, on
+			// every replica alike.
 			if p.Kind == auth.KindOAuth && auth.ScopeLevel(need) > auth.ScopeLevel(auth.ScopeRead) {
-				since, on, err := s.o.AppSwitch.Since(ctx, p.UserID)
-				if err != nil {
+				if err := s.o.AppPolicies.Admit(ctx, admission(t, p, need, args)); err != nil {
 					return s.toolError(name, err), nil
-				}
-				if on {
-					return s.toolError(name, apppolicy.Refusal(since)), nil
 				}
 			}
 		}
@@ -64,6 +62,18 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 		}
 		return res, err
 	})
+}
+
+// admission is what the app policy needs to know of a call of t by p with args, which
+// needs scope need.
+func admission(t Tool, p *auth.Principal, need string, args map[string]any) apppolicy.Call {
+	c := apppolicy.Call{UserID: p.UserID, ClientID: p.ClientID, CreatesBot: t.Def.Name == "create_bot",
+		Live: t.Venue && need == auth.ScopeLive, Order: t.Trades}
+	c.BotID, _ = args["botId"].(string)
+	if t.Trades {
+		c.Exit = t.Exit == nil || t.Exit(args)
+	}
+	return c
 }
 
 // canonicalSymbol rewrites a symbol argument in any form the webhook accepts (BTCUSDT,

@@ -8,7 +8,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // The scope is checked again inside every call, a static one too: the HTTP check is one
@@ -25,7 +27,8 @@ func TestGuardChecksStaticScopeInsideTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool, _ := r.Get("paper_thing")
-	s := &Server{o: Options{Logger: slog.New(slog.DiscardHandler)}, metrics: newMetrics()}
+	_, rdb := storetest.New(t)
+	s := &Server{o: Options{Logger: slog.New(slog.DiscardHandler), AppPolicies: apppolicy.NewPolicies(rdb, nil)}, metrics: newMetrics()}
 	call := func(scope string, args any) *mcp.CallToolResult {
 		ctx := auth.WithPrincipal(t.Context(), &auth.Principal{UserID: "u1", Kind: auth.KindOAuth, Scope: scope})
 		req := mcp.CallToolRequest{}

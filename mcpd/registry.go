@@ -29,6 +29,16 @@ type Tool struct {
 	// ScopeRule says in words when ScopeFor asks for more than Scope, for the docs table
 	// ("mcp:live on an exchange bot"); required with ScopeFor.
 	ScopeRule string
+	// Venue marks a tool whose ScopeFor is the venue an action reaches (mcp:live: an
+	// exchange account, real money): a connected app's policy may keep it on paper.
+	Venue bool
+	// Trades marks a tool that places, protects, closes or cancels orders: a connected
+	// app's policy counts its calls against the app's orders per hour.
+	Trades bool
+	// Exit, on a tool that Trades, reports whether a call only reduces or protects a
+	// position or withdraws an order: counted, and never refused by the hourly cap, so that
+	// an app can always get the user flat. nil: every call is one.
+	Exit func(args map[string]any) bool
 	// Changes marks a tool that changes something: every call is written to the caller's
 	// audit journal with its arguments (secrets removed) and outcome.
 	Changes bool

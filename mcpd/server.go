@@ -114,8 +114,9 @@ type Options struct {
 	// Lab serves generate_strategy, get_strategy_job and list_strategy_jobs (nil: the
 	// Strategy Lab tools are not registered).
 	Lab *lab.Lab
-	// AppSwitch is the users' kill switch over their connected apps (nil: on Redis).
-	AppSwitch *apppolicy.Switch
+	// AppPolicies admits connected apps' calls: the users' kill switches and the apps'
+	// policies (nil: on Redis).
+	AppPolicies *apppolicy.Policies
 	// Tools are registered after the built-in ones (tests add tools with other scopes).
 	Tools []Tool
 	Ready func(ctx context.Context) error
@@ -221,8 +222,8 @@ func (o Options) withDefaults() Options {
 	if o.PaperAccounts == nil {
 		o.PaperAccounts = paper.NewAccounts(o.Redis)
 	}
-	if o.AppSwitch == nil {
-		o.AppSwitch = apppolicy.NewSwitch(o.Redis, o.Now)
+	if o.AppPolicies == nil {
+		o.AppPolicies = apppolicy.NewPolicies(o.Redis, o.Now)
 	}
 	if o.Intake == nil {
 		o.Intake = intake.New(o.Redis)

@@ -94,7 +94,7 @@ func (s *Server) fleetTools() []Tool {
 				"INSUFFICIENT_SCOPE."),
 			mcp.WithToolAnnotation(changeAnnotation("Create bot", false, false)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
-			Scope: auth.ScopePaper, ScopeFor: createScope, ScopeRule: "mcp:live for an exchange account",
+			Scope: auth.ScopePaper, ScopeFor: createScope, Venue: true, ScopeRule: "mcp:live for an exchange account",
 			Changes: true, Handler: s.createBot},
 		{Def: rawInputTool("update_bot", botInputSchema(`"botId": {"type": "string", "description": "the bot's id (list_bots lists yours)"}`, "botId"),
 			mcp.WithDescription("Change settings of one of your bots: give botId and only the settings to change "+
@@ -104,7 +104,7 @@ func (s *Server) fleetTools() []Tool {
 				"from a Git repository: change it there), INVALID_PARAMETER naming the field, INSUFFICIENT_SCOPE."),
 			mcp.WithToolAnnotation(changeAnnotation("Update bot", false, true)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
-			Scope: auth.ScopePaper, ScopeFor: s.updateScope, ScopeRule: "mcp:live on an exchange bot or when moving it to an exchange account",
+			Scope: auth.ScopePaper, ScopeFor: s.updateScope, Venue: true, ScopeRule: "mcp:live on an exchange bot or when moving it to an exchange account",
 			Changes: true, Handler: s.updateBot},
 		{Def: mcp.NewTool("delete_bot",
 			mcp.WithDescription("Delete one of your bots for good: its webhook stops (BOT_DELETED) and its runtime state is "+
@@ -114,7 +114,7 @@ func (s *Server) fleetTools() []Tool {
 			mcp.WithBoolean("confirm", mcp.Required(), mcp.Description("must be true: the user has approved the deletion")),
 			mcp.WithToolAnnotation(changeAnnotation("Delete bot", true, true)),
 			mcp.WithRawOutputSchema(json.RawMessage(botDoneOutput))),
-			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, ScopeRule: "mcp:live on an exchange bot",
+			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
 			Changes: true, Handler: s.deleteBot},
 		{Def: mcp.NewTool("pause_bot",
 			mcp.WithDescription("Pause one of your bots until resumed: it refuses new entries (BOT_PAUSED); open positions "+
@@ -123,7 +123,7 @@ func (s *Server) fleetTools() []Tool {
 			botID,
 			mcp.WithToolAnnotation(changeAnnotation("Pause bot", false, true)),
 			mcp.WithRawOutputSchema(json.RawMessage(pauseOutput))),
-			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, ScopeRule: "mcp:live on an exchange bot",
+			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
 			Changes: true, Handler: s.pauseBot},
 		{Def: mcp.NewTool("resume_bot",
 			mcp.WithDescription("Resume one of your paused bots. A manual pause ends at once; a pause for errors, risk or a "+
@@ -132,7 +132,7 @@ func (s *Server) fleetTools() []Tool {
 			botID,
 			mcp.WithToolAnnotation(changeAnnotation("Resume bot", false, true)),
 			mcp.WithRawOutputSchema(json.RawMessage(pauseOutput))),
-			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, ScopeRule: "mcp:live on an exchange bot",
+			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
 			Changes: true, Handler: s.resumeBot},
 		{Def: mcp.NewTool("regenerate_webhook",
 			mcp.WithDescription("Give one of your bots a new webhook URL: the old one answers INVALID_WEBHOOK once the "+
@@ -142,7 +142,7 @@ func (s *Server) fleetTools() []Tool {
 			botID,
 			mcp.WithToolAnnotation(changeAnnotation("Regenerate webhook", true, false)),
 			mcp.WithRawOutputSchema(json.RawMessage(botDoneOutput))),
-			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, ScopeRule: "mcp:live on an exchange bot",
+			Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
 			Changes: true, Handler: s.regenerateWebhook},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -65,11 +66,17 @@ func (s *Server) sendTools() []Tool {
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{Title: "Send signal", ReadOnlyHint: ptr(false), DestructiveHint: ptr(true),
 			IdempotentHint: ptr(false), OpenWorldHint: ptr(true)}),
 		mcp.WithRawOutputSchema(json.RawMessage(sendSignalOutput))),
-		Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, ScopeRule: "mcp:live on an exchange bot",
-		Changes: true, Handler: s.sendSignal}}
+		Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
+		Trades: true, Exit: exitSignal, Changes: true, Handler: s.sendSignal}}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// exitSignal reports whether a signal only closes (close, close_long, close_short).
+func exitSignal(args map[string]any) bool {
+	a, _ := args["action"].(string)
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(a)), "close")
+}
 
 // sendSignal admits the payload through runtime/intake as the webhook does (intake.NewRequest
 // and the admission script, by bot ID) and answers the webhook's shape.

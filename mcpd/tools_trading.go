@@ -74,7 +74,7 @@ func (s *Server) tradingTools() []Tool {
 	}
 	output := mcp.WithRawOutputSchema(json.RawMessage(tradeOutput))
 	tool := func(def mcp.Tool) Tool {
-		return Tool{Def: def, Scope: auth.ScopePaper, ScopeFor: s.botVenueScope,
+		return Tool{Def: def, Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, Trades: true,
 			ScopeRule: "mcp:live on a bot trading on an exchange", Changes: true}
 	}
 	place := tool(mcp.NewTool("place_order",
@@ -99,6 +99,9 @@ func (s *Server) tradingTools() []Tool {
 			mcp.Description("your key for this order: a repeat within 24 hours answers the first order and places nothing")),
 		output))
 	place.Handler = s.placeOrder
+	// An order may reduce the open position, which only the executor knows: for the
+	// hourly cap it is an entry.
+	place.Exit = func(map[string]any) bool { return false }
 	stop := tool(mcp.NewTool("set_stop_loss",
 		mcp.WithDescription("Set the stop-loss price of a bot's open position on symbol: when the market reaches it the "+
 			"position is closed at market. It must be on the protecting side of the current price (below it for a long)."+

@@ -28,7 +28,7 @@ func (s *Server) webhookTools() []Tool {
 			mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)")),
 			mcp.WithRawOutputSchema(json.RawMessage(`{"type": "object", "required": ["botId", "webhookUrl"], "properties": {
   "botId": {"type": "string"}, "webhookUrl": {"type": "string", "description": "secret: lets anyone send the bot signals"}}}`))),
-			Scope: auth.ScopeRead, ScopeFor: s.botVenueScope,
+			Scope: auth.ScopeRead, ScopeFor: s.botVenueScope, Venue: true,
 			ScopeRule: "mcp:paper on a paper bot, mcp:live on an exchange bot: the URL lets anyone send the bot signals",
 			Handler:   s.getWebhookURL},
 	}

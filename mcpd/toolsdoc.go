@@ -49,8 +49,10 @@ func ToolsMarkdown(tools []Tool) ([]byte, error) {
 		"names (an unknown one is INVALID_PARAMETER naming it) and JSON types; the tools check values themselves. "+
 		"A `symbol` may be written in any form the webhook takes (BTCUSDT, btc-usdt, BINANCE:BTCUSDT.P); answers use BASE/QUOTE. "+
 		"A scope on an exchange bot also applies to a paper bot whose fills one of your exchange bots copies. "+
-		"While the account's kill switch is on (dashboard, Connected apps), every OAuth call above `mcp:read` answers "+
-		"POLICY_LIMIT with `details.limit` `killSwitch`; reads keep working.\n\n", len(tools))
+		"A connected app's calls above `mcp:read` are also bound by the limits the user set for it (consent page, "+
+		"Connected apps): the bots it may act on, paper only or real money, orders per hour (exits are counted, never refused), "+
+		"and the account's kill switch; a refusal is POLICY_LIMIT whose `details.limit` is `bots`, `venue`, `ordersPerHour` "+
+		"or `killSwitch`, with `value`, `used` and `resetsAt`. Reads are never limited.\n\n", len(tools))
 	b.WriteString("| # | Tool | Scope | Audited | Hints | Inputs (* required) |\n|---|---|---|---|---|---|\n")
 	defs := make([]toolSchema, len(tools))
 	for i, t := range tools {

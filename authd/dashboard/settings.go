@@ -3,6 +3,8 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 // ErrWrongPassword is Options.ChangePassword's refusal of a wrong current password. It is
@@ -27,6 +31,7 @@ func (d *Dashboard) settingsRoutes(r chi.Router) {
 	r.Post("/settings/password", d.handleChangePassword)
 	r.Get("/settings/connected-apps", d.handleConnectedApps)
 	r.Post("/settings/connected-apps/revoke", d.handleRevokeApp)
+	r.Post("/settings/connected-apps/policy", d.handleAppPolicy)
 	r.Post("/settings/connected-apps/suspend", d.handleAppsSwitch(true))
 	r.Post("/settings/connected-apps/lift", d.handleAppsSwitch(false))
 	r.Get("/settings/audit", d.handleAuditJournal)
@@ -43,6 +48,10 @@ type settingsData struct {
 	PasswordChange bool
 	MinPassword    int
 	Apps           []appRow
+	// Policies are the limits of each app with access (one per client), and Bots the
+	// viewer's bots their forms offer.
+	Policies []appPolicyRow
+	Bots     []registry.Bot
 	// Suspended: the kill switch suspends every app's trading, since SuspendedSince.
 	Suspended      bool
 	SuspendedSince time.Time
@@ -52,6 +61,15 @@ type settingsData struct {
 type appRow struct {
 	auth.Authorization
 	Expired, Active bool
+}
+
+// appPolicyRow is one app's limits on the Connected apps page: in words, and the form.
+type appPolicyRow struct {
+	ClientID, ClientName string
+	Policy               apppolicy.Policy
+	Words                []string
+	// UsedThisHour is the orders the app placed in the current UTC hour.
+	UsedThisHour int
 }
 
 type auditPage struct {
@@ -74,6 +92,7 @@ type auditRow struct {
 // query's text.
 var doneWords = map[string]string{
 	"revoked":   "Access revoked: the app's tokens no longer work and it cannot refresh them.",
+	"policy":    "The app's limits are saved; they apply from its next call.",
 	"suspended": "Every connected app's trading is suspended: they can still read, and cannot trade, change bots or spend.",
 	"lifted":    "The suspension is lifted: connected apps may trade again within their scopes.",
 }
@@ -186,6 +205,10 @@ func (d *Dashboard) handleConnectedApps(w http.ResponseWriter, r *http.Request) 
 		rows[i] = appRow{Authorization: a, Expired: !now.Before(a.ExpiresAt), Active: a.Active(now)}
 	}
 	data := settingsData{Section: "apps", Apps: rows}
+	if data.Policies, data.Bots, err = d.appPolicies(r, rows); err != nil {
+		d.failPage(w, r, err)
+		return
+	}
 	since, on, err := apppolicy.NewSwitch(d.o.Redis, d.o.Now).Since(r.Context(), viewerOf(r).User.ID)
 	if err != nil {
 		d.failPage(w, r, err)
@@ -193,6 +216,73 @@ func (d *Dashboard) handleConnectedApps(w http.ResponseWriter, r *http.Request) 
 	}
 	data.Suspended, data.SuspendedSince = on, since
 	d.render(w, r, http.StatusOK, "settings", d.settingsPage(r, data))
+}
+
+// appPolicies are the limits of the viewer's apps that have access, one per client, and
+// the viewer's bots (names for the words, choices for the forms).
+func (d *Dashboard) appPolicies(r *http.Request, rows []appRow) ([]appPolicyRow, []registry.Bot, error) {
+	v := viewerOf(r).User
+	bots, err := d.bots.AllOwned(r.Context(), emails.Canonical(v.Email))
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(bots, func(i, j int) bool { return bots[i].Name < bots[j].Name })
+	names := make(map[string]string, len(bots))
+	for _, b := range bots {
+		names[b.ID] = b.Name
+	}
+	ps := apppolicy.NewPolicies(d.o.Redis, d.o.Now)
+	var out []appPolicyRow
+	seen := map[string]bool{}
+	for _, a := range rows {
+		if !a.Active || seen[a.ClientID] {
+			continue
+		}
+		seen[a.ClientID] = true
+		p, err := ps.Get(r.Context(), v.ID, a.ClientID)
+		if err != nil {
+			return nil, nil, err
+		}
+		used, err := ps.HourUsed(r.Context(), v.ID, a.ClientID)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, appPolicyRow{ClientID: a.ClientID, ClientName: a.ClientName, Policy: p, Words: p.Words(names), UsedThisHour: used})
+	}
+	return out, bots, nil
+}
+
+// handleAppPolicy sets the limits of one of the viewer's apps (the consent page's fields,
+// apppolicy.FromForm); an app the viewer never authorized is not found. Journaled.
+func (d *Dashboard) handleAppPolicy(w http.ResponseWriter, r *http.Request) {
+	if d.o.OAuth == nil {
+		d.errorPage(w, r, http.StatusServiceUnavailable, "Unavailable", "Connected apps are not configured on this server.")
+		return
+	}
+	v := viewerOf(r).User
+	client := r.PostFormValue("client")
+	list, err := d.o.OAuth.ListAuthorizations(r.Context(), v.ID)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	if !slices.ContainsFunc(list, func(a auth.Authorization) bool { return a.ClientID == client }) {
+		err = errs.New(errs.NotFound, "no such connected app")
+	}
+	var p apppolicy.Policy
+	if err == nil {
+		p, err = apppolicy.FromForm(r.Context(), r.PostForm, d.bots, emails.Canonical(v.Email))
+	}
+	if err == nil {
+		err = apppolicy.NewPolicies(d.o.Redis, d.o.Now).Set(r.Context(), v.ID, client, p)
+	}
+	d.recordAction(r, "set_app_policy", map[string]any{"app": client, "live": p.Live, "bots": p.Bots,
+		"ordersPerHour": p.OrdersPerHour}, err)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	redirect(w, r, "/dashboard/settings/connected-apps?done=policy")
 }
 
 // handleAppsSwitch turns the viewer's kill switch on (suspend) or off: while it is on every

@@ -21,6 +21,7 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 var (
@@ -531,5 +532,44 @@ func TestSettingsKillSwitch(t *testing.T) {
 	}
 	if strings.Join(tools, ",") != "lift_connected_apps_suspension,suspend_connected_apps" {
 		t.Fatalf("journal %v", tools)
+	}
+}
+
+// Connected apps shows each app's limits in words and saves new ones; an app the viewer
+// never authorized is not found.
+func TestSettingsAppLimits(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	id := f.authorize(u, "Desk agent")
+	client := "client-" + id
+	bot := registry.Bot{ID: "lim-" + u.ID, Namespace: "ns", Name: "swing-" + u.ID[:6], Owner: strings.ToLower(u.Email),
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "paper"}}
+	if err := registry.New(env.RDB).Project(context.Background(), bot, "hash-"+bot.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, page := b.get("/dashboard/settings/connected-apps")
+	if !strings.Contains(page, "Limits of Desk agent") || !strings.Contains(page, "Bots: all your bots") ||
+		!strings.Contains(page, "At most 60 orders an hour") || !strings.Contains(page, `value="`+bot.ID+`"`) {
+		t.Fatalf("limits:\n%s", page)
+	}
+	resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "bots_mode": {"chosen"},
+		"bot": {bot.ID}, "orders_per_hour": {"12"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/settings/connected-apps?done=policy" {
+		t.Fatalf("save: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	p, err := apppolicy.NewPolicies(env.RDB, nil).Get(context.Background(), u.ID, client)
+	if err != nil || p.Live || p.OrdersPerHour != 12 || len(p.Bots) != 1 || p.Bots[0] != bot.ID {
+		t.Fatalf("policy %+v %v", p, err)
+	}
+	_, page = b.get("/dashboard/settings/connected-apps")
+	if !strings.Contains(page, "Bots: only "+bot.Name) || !strings.Contains(page, "Trades on: paper accounts only") {
+		t.Fatalf("limits after the save:\n%s", page)
+	}
+	if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {"client-of-nobody"}}); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another app: %d", resp.StatusCode)
+	}
+	if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "orders_per_hour": {"0"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("0 an hour: %d", resp.StatusCode)
 	}
 }

@@ -57,6 +57,16 @@ func UserAuthorizations(userID string) string { return User(userID) + ":oauth" }
 // connected app's trading (runtime/apppolicy); absent otherwise.
 func UserAppsSuspended(userID string) string { return User(userID) + ":apps-suspended" }
 
+// UserAppPolicy is the policy hash of user id's connected app clientID (runtime/apppolicy):
+// live, bots, ordersPerHour.
+func UserAppPolicy(userID, clientID string) string { return User(userID) + ":app:" + clientID + ":policy" }
+
+// UserAppOrders counts the orders user id's app clientID placed in the UTC hour (YYYYMMDDHH);
+// it expires at the hour's end.
+func UserAppOrders(userID, clientID, hour string) string {
+	return User(userID) + ":app:" + clientID + ":orders:" + hour
+}
+
 // Session is one dashboard session, by the SHA-256 (hex) of its cookie value.
 func Session(hash string) string { return prefix + "session:" + hash }
 

@@ -1,0 +1,90 @@
+package apppolicy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+func limitOf(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	e, ok := errs.As(err)
+	if !ok || e.Code != errs.PolicyLimit {
+		t.Fatalf("not a POLICY_LIMIT: %v", err)
+	}
+	return e.Details["limit"].(string)
+}
+
+func TestAdmit(t *testing.T) {
+	_, rdb := storetest.New(t)
+	clk := testkit.NewClock(time.Date(2026, 12, 6, 9, 59, 0, 0, time.UTC))
+	ps := apppolicy.NewPolicies(rdb, clk.Now)
+	ctx := t.Context()
+	call := apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Order: true}
+
+	// No policy: the defaults admit any bot, live, and count orders.
+	if err := ps.Admit(ctx, apppolicy.Call{UserID: "u1", ClientID: "c0", BotID: "bx", Live: true, Order: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Set(ctx, "u1", "c1", apppolicy.Policy{Bots: []string{"b1", "b2"}, OrdersPerHour: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ps.Get(ctx, "u1", "c1"); got.Live || got.OrdersPerHour != 2 || len(got.Bots) != 2 {
+		t.Fatalf("stored policy %+v", got)
+	}
+	// An app limited to chosen bots creates none and acts on no other; nothing is counted.
+	if l := limitOf(t, ps.Admit(ctx, apppolicy.Call{UserID: "u1", ClientID: "c1", CreatesBot: true})); l != apppolicy.LimitBots {
+		t.Fatalf("create with a bot list: %q", l)
+	}
+	if l := limitOf(t, ps.Admit(ctx, apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b3", Order: true})); l != apppolicy.LimitBots {
+		t.Fatalf("another bot: %q", l)
+	}
+	// "b" is not "b1": the list is matched by whole IDs.
+	if l := limitOf(t, ps.Admit(ctx, apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b", Order: true})); l != apppolicy.LimitBots {
+		t.Fatalf("a prefix of an allowed ID: %q", l)
+	}
+	if l := limitOf(t, ps.Admit(ctx, apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: true, Order: true})); l != apppolicy.LimitVenue {
+		t.Fatalf("live on a paper-only app: %q", l)
+	}
+	// Two orders, then the cap; an exit passes and is counted; the next hour starts again.
+	for i := range 2 {
+		if err := ps.Admit(ctx, call); err != nil {
+			t.Fatalf("order %d: %v", i, err)
+		}
+	}
+	err := ps.Admit(ctx, call)
+	if e, _ := errs.As(err); limitOf(t, err) != apppolicy.LimitOrdersPerHour || e.Details["resetsAt"] != "2026-12-06T10:00:00Z" ||
+		e.Details["used"] != 2 || e.Details["value"] != 2 {
+		t.Fatalf("third order: %v %+v", err, e)
+	}
+	exit := call
+	exit.Exit = true
+	if err := ps.Admit(ctx, exit); err != nil {
+		t.Fatalf("exit at the cap: %v", err)
+	}
+	if n, _ := ps.HourUsed(ctx, "u1", "c1"); n != 3 {
+		t.Fatalf("used %d, want 3", n)
+	}
+	clk.Advance(time.Minute)
+	if err := ps.Admit(ctx, call); err != nil {
+		t.Fatalf("next hour: %v", err)
+	}
+	// The kill switch comes first.
+	if _, err := apppolicy.NewSwitch(rdb, clk.Now).Suspend(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if l := limitOf(t, ps.Admit(ctx, call)); l != apppolicy.LimitKillSwitch {
+		t.Fatalf("under the switch: %q", l)
+	}
+	// A policy that cannot be used is refused.
+	if err := ps.Set(ctx, "u1", "c1", apppolicy.Policy{OrdersPerHour: 0}); err == nil {
+		t.Fatal("0 orders an hour stored")
+	}
+}
