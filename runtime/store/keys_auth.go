@@ -59,7 +59,9 @@ func UserAppsSuspended(userID string) string { return User(userID) + ":apps-susp
 
 // UserAppPolicy is the policy hash of user id's connected app clientID (runtime/apppolicy):
 // live, bots, ordersPerHour.
-func UserAppPolicy(userID, clientID string) string { return User(userID) + ":app:" + clientID + ":policy" }
+func UserAppPolicy(userID, clientID string) string {
+	return User(userID) + ":app:" + clientID + ":policy"
+}
 
 // UserAppOrders counts the orders user id's app clientID placed in the UTC hour (YYYYMMDDHH);
 // it expires at the hour's end.
