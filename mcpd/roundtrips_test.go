@@ -1,8 +1,10 @@
 package mcpd_test
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -53,5 +55,89 @@ func TestGetBotRiskRoundTrips(t *testing.T) {
 	// wallet) would add two.
 	if len(got) > 4 || !slices.Contains(got, "hmget") {
 		t.Fatalf("%d round trips: %s", len(got), strings.Join(got, " | "))
+	}
+}
+
+// policyTrips records the round trips that touch a user's rules for their apps (the kill
+// switch, an app's policy or its order count), with the keys each touched.
+type policyTrips struct {
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func (h *policyTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *policyTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.add([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (h *policyTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.add(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (h *policyTrips) add(cmds []redis.Cmder) {
+	var keys []string
+	for _, c := range cmds {
+		for _, a := range c.Args() {
+			if s, ok := a.(string); ok && (strings.HasSuffix(s, ":apps-suspended") || strings.Contains(s, ":app:")) {
+				keys = append(keys, s)
+			}
+		}
+	}
+	if len(keys) > 0 {
+		h.mu.Lock()
+		h.trips = append(h.trips, keys)
+		h.mu.Unlock()
+	}
+}
+
+func (h *policyTrips) take() [][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.trips
+	h.trips = nil
+	return out
+}
+
+// The app policy adds one Redis round trip to a trading call of a connected app, in which
+// the kill switch, the policy and the hourly count are all read (and the count taken);
+// reads and the account's own bearer JWT add none.
+func TestAppPolicyCostsOneRoundTrip(t *testing.T) {
+	_, rdb := storetest.New(t)
+	trips := &policyTrips{}
+	rdb.AddHook(trips)
+	f := newFixtureOn(t, rdb)
+	reg := registry.New(rdb)
+	ts := f.serve(t, func(o *mcpd.Options) { o.Bots = reg })
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	bot := registry.Bot{ID: "bot-p", Namespace: "trading", Name: "p", Owner: "ada@example.com",
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true, RateLimit: registry.Limit{PerMinute: 60, Burst: 10}}
+	if err := reg.Project(t.Context(), bot, "hash-p"); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := f.oauthToken(t, u, "agent", auth.ScopePaper, testResource)
+	app, _ := mcpClient(t, tok.Token, "", ts)
+	own, _ := mcpClient(t, f.bearer(t, u).Token, "", ts)
+	// The first call loads the admission script into Redis's script cache (EVALSHA answers
+	// NOSCRIPT, then EVAL): once per Redis server, not per call.
+	toolOK[map[string]any](t, app, "send_signal", map[string]any{"botId": "bot-p", "action": "buy"})
+	trips.take()
+	toolOK[map[string]any](t, app, "send_signal", map[string]any{"botId": "bot-p", "action": "buy", "size": "0.001"})
+	got := trips.take()
+	if len(got) != 1 || len(got[0]) != 3 || !strings.HasSuffix(got[0][0], ":apps-suspended") ||
+		!strings.HasSuffix(got[0][1], ":app:agent:policy") || !strings.Contains(got[0][2], ":app:agent:orders:") {
+		t.Fatalf("the app's trading call touched its rules in %d round trips: %v", len(got), got)
+	}
+	toolOK[map[string]any](t, app, "list_bots", nil)
+	toolOK[map[string]any](t, own, "send_signal", map[string]any{"botId": "bot-p", "action": "close"})
+	if got := trips.take(); len(got) != 0 {
+		t.Fatalf("a read and the account's own call touched app rules: %v", got)
 	}
 }
