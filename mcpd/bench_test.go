@@ -22,6 +22,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
@@ -213,6 +214,44 @@ func BenchmarkSendSignal(b *testing.B) {
 		// The fixture's clock stands still; a millisecond a call keeps the GCRA's bucket
 		// (one every 1 ms) from emptying.
 		f.clk.Advance(time.Millisecond)
+		if res, text := toolResult(b, c, "send_signal", args); res.IsError {
+			b.Fatal(text)
+		}
+	}
+}
+
+// BenchmarkSendSignalApp is BenchmarkSendSignal by a connected app: an OAuth token of
+// mcp:paper whose policy is in force (the bot named in its list, an hourly cap it never
+// reaches), so that each call also goes through the scope's venue reads and the policy's
+// admission script (one round trip). BenchmarkSendSignal, the account's own bearer JWT,
+// is the same call without either.
+func BenchmarkSendSignalApp(b *testing.B) {
+	f := newFixture(b)
+	ts := f.serve(b, func(o *mcpd.Options) { o.RateLimit = 1 << 30 })
+	u := f.user(b, "ada@example.com", auth.TierPro)
+	bot := registry.Bot{ID: "bench", Namespace: "trading", Name: "bench", Owner: "ada@example.com",
+		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true,
+		RateLimit: registry.Limit{PerMinute: 60000, Burst: 1000}}
+	if err := registry.New(f.rdb).Project(b.Context(), bot, "hash-bench"); err != nil {
+		b.Fatal(err)
+	}
+	if err := apppolicy.NewPolicies(f.rdb, nil).Set(b.Context(), u.ID, "bench-app",
+		apppolicy.Policy{Bots: []string{"bench"}, OrdersPerHour: apppolicy.MaxOrdersPerHour}); err != nil {
+		b.Fatal(err)
+	}
+	tok, _ := f.oauthToken(b, u, "bench-app", auth.ScopePaper, testResource)
+	c, _ := mcpClient(b, tok.Token, "", ts)
+	args := map[string]any{"botId": "bench", "action": "buy", "size": "0.001"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		f.clk.Advance(time.Millisecond)
+		// The hourly count starts again every 10,000 calls (a new hour of the fixture's
+		// clock), so that the cap never refuses.
+		if i > 0 && i%(apppolicy.MaxOrdersPerHour-1) == 0 {
+			f.clk.Advance(time.Hour)
+		}
 		if res, text := toolResult(b, c, "send_signal", args); res.IsError {
 			b.Fatal(text)
 		}
