@@ -16,6 +16,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/test/stack"
@@ -122,6 +123,17 @@ func TestTraderSession(t *testing.T) {
 	// At phone width the Overview scrolls only vertically; the theme toggle switches.
 	phone(t, b)
 	theme(t, b)
+
+	// A connected app with limits, so that Connected apps shows them.
+	if _, err := auth.NewOAuth(env.RDB, auth.OAuthOptions{}).CreateAuthorization(ctx, auth.Authorization{ID: "browser-app",
+		UserID: u.ID, ClientID: "desk-agent", ClientName: "Desk agent", Scope: auth.ScopeLive, Resource: "https://mcp.sigops.test/mcp",
+		Gen: u.Generation}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apppolicy.NewPolicies(env.RDB, nil).Set(ctx, u.ID, "desk-agent",
+		apppolicy.Policy{Bots: []string{botID}, OrdersPerHour: 20}); err != nil {
+		t.Fatal(err)
+	}
 
 	screenshots(t, b, shots, strings.NewReplacer("{bot}", botID, "{job}", jobPath))
 
