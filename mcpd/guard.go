@@ -52,7 +52,13 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 			// every replica alike.
 			if p.Kind == auth.KindOAuth && auth.ScopeLevel(need) > auth.ScopeLevel(auth.ScopeRead) {
 				if err := s.o.AppPolicies.Admit(ctx, admission(t, p, need, args)); err != nil {
-					return s.toolError(name, err), nil
+					res := s.toolError(name, err)
+					// A refusal by the user's rules is journaled: what an app tried and was
+					// stopped from doing is what its user most wants to see.
+					if _, coded := errs.As(err); coded && t.Changes {
+						s.record(ctx, p, name, req, res, nil)
+					}
+					return res, nil
 				}
 			}
 		}

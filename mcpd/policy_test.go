@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -89,6 +91,20 @@ func TestAppPolicyOnTheServer(t *testing.T) {
 	}
 	if n, err := ps.HourUsed(t.Context(), f.adaUser.ID, "app-narrow"); err != nil || n != 6 {
 		t.Fatalf("orders counted this hour: %d %v, want 6", n, err)
+	}
+	// Refusals by the app's rules are journaled with their code.
+	entries, _, err := audit.New(f.rdb, audit.Options{}).List(t.Context(), f.adaUser.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := 0
+	for _, e := range entries {
+		if e.Outcome.Code == errs.PolicyLimit {
+			limited++
+		}
+	}
+	if limited != 18 { // 2 bots, 1 venue, 15 over the hourly cap
+		t.Fatalf("%d POLICY_LIMIT entries journaled, want 18", limited)
 	}
 	// Reads are never counted nor refused.
 	if page := toolOK[botsPage](t, narrow, "list_bots", nil); len(page.Bots) != 3 {
