@@ -108,11 +108,12 @@ func shapeOf(schema any) any {
 	return out
 }
 
-// checkedArgs is req's arguments once checked against t's schema: the map the scope check
-// and the handler read. Absent arguments are an empty object; anything but an object, or
-// an object the schema refuses, is INVALID_PARAMETER naming the first offending parameter.
-func (t Tool) checkedArgs(req mcp.CallToolRequest) (map[string]any, error) {
-	args := req.Params.Arguments
+// checkedArgs is a call's arguments (as mcp-go decoded them) once checked against t's
+// schema: the map the scope check and the handler read. Absent arguments are an empty
+// object; anything but an object, or an object the schema refuses, is INVALID_PARAMETER
+// naming the first offending parameter. The shape has no numeric bounds, so the decoded
+// float64s are checked as they are (an integral float64 is a JSON Schema integer).
+func (t Tool) checkedArgs(args any) (map[string]any, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -124,32 +125,21 @@ func (t Tool) checkedArgs(req mcp.CallToolRequest) (map[string]any, error) {
 	if t.args == nil {
 		return m, nil
 	}
-	// The raw bytes keep numbers exact (json.Number), so that a bound is checked on the
-	// number sent, not on its float64.
-	inst := any(m)
-	if raw := bytes.TrimSpace(req.Params.RawArguments); len(raw) > 0 && raw[0] == '{' {
-		if v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
-			inst = v
-		}
-	}
-	if err := t.args.Validate(inst); err != nil {
+	if err := t.args.Validate(m); err != nil {
 		return nil, argsError(t.Def.Name, err)
 	}
 	return m, nil
 }
 
-// checkRaw checks arguments as the HTTP scope check reads them (raw JSON): the checked
-// object, or false when they are not one the tool accepts.
+// checkRaw checks arguments as the HTTP scope check reads them (raw JSON, decoded as
+// mcp-go decodes them): the checked object, or false when they are not one the tool
+// accepts.
 func (t Tool) checkRaw(raw json.RawMessage) (map[string]any, bool) {
-	req := mcp.CallToolRequest{}
-	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		var v any
-		if json.Unmarshal(raw, &v) != nil {
-			return nil, false
-		}
-		req.Params.Arguments, req.Params.RawArguments = v, raw
+	var v any
+	if len(bytes.TrimSpace(raw)) > 0 && json.Unmarshal(raw, &v) != nil {
+		return nil, false
 	}
-	m, err := t.checkedArgs(req)
+	m, err := t.checkedArgs(v)
 	return m, err == nil
 }
 

@@ -30,7 +30,7 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 		if !ok {
 			return nil, errors.New("mcpd: a tool call without a principal")
 		}
-		args, err := t.checkedArgs(req)
+		args, err := t.checkedArgs(req.Params.Arguments)
 		if err != nil {
 			return s.toolError(name, err), nil
 		}
