@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/auth"
@@ -59,25 +60,42 @@ const scopeNote = " Needs the mcp:paper scope for a paper bot and mcp:live for a
 	"error code), or status queued with the signalId to read with get_signal. Refusals: NOT_FOUND (not one of your " +
 	"bots), BOT_DISABLED, EXCHANGE_DISCONNECTED, INSUFFICIENT_SCOPE."
 
+// tradingOptions are what the trading tools' definitions share.
+type tradingOptions struct {
+	botID, output mcp.ToolOption
+}
+
+// symbolOption is a trading tool's symbol argument, described by what.
+func symbolOption(required bool, what string) mcp.ToolOption {
+	opts := []mcp.PropertyOption{mcp.Description(what + ", in any form a webhook takes (BTC/USDT, BTCUSDT, btc-usdt)")}
+	if required {
+		opts = append(opts, mcp.Required())
+	}
+	return mcp.WithString("symbol", opts...)
+}
+
+// priceOption is a required positive price argument.
+func priceOption(name, what string) mcp.ToolOption {
+	return mcp.WithNumber(name, mcp.Required(), mcp.Description(what), positive())
+}
+
+// tradingTool is a trading tool of def: paper or live by the bot's venue, audited, counted
+// by an app's hourly cap.
+func (s *Server) tradingTool(def mcp.Tool, handler server.ToolHandlerFunc) Tool {
+	return Tool{Def: def, Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, Trades: true,
+		ScopeRule: "mcp:live on a bot trading on an exchange", Changes: true, Handler: handler}
+}
+
 // tradingTools are the tools that trade on a bot's venue through the manual-signal API.
 func (s *Server) tradingTools() []Tool {
-	botID := mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)"))
-	symbol := func(required bool, what string) mcp.ToolOption {
-		opts := []mcp.PropertyOption{mcp.Description(what + ", BASE/QUOTE in capitals, e.g. BTC/USDT")}
-		if required {
-			opts = append(opts, mcp.Required())
-		}
-		return mcp.WithString("symbol", opts...)
-	}
-	price := func(name, what string) mcp.ToolOption {
-		return mcp.WithNumber(name, mcp.Required(), mcp.Description(what), positive())
-	}
-	output := mcp.WithRawOutputSchema(json.RawMessage(tradeOutput))
-	tool := func(def mcp.Tool) Tool {
-		return Tool{Def: def, Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, Trades: true,
-			ScopeRule: "mcp:live on a bot trading on an exchange", Changes: true}
-	}
-	place := tool(mcp.NewTool("place_order",
+	o := tradingOptions{botID: mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)")),
+		output: mcp.WithRawOutputSchema(json.RawMessage(tradeOutput))}
+	return append([]Tool{s.placeOrderTool(o)}, s.exitTools(o)...)
+}
+
+// placeOrderTool is place_order.
+func (s *Server) placeOrderTool(o tradingOptions) Tool {
+	place := s.tradingTool(mcp.NewTool("place_order",
 		mcp.WithDescription("Place a market or limit order on a bot's venue, as the dashboard's manual order does. "+
 			"An order opposite to the bot's open position reduces it (never past zero); on its side it adds; "+
 			"otherwise it opens a position, with stopLoss and takeProfit as its exits (absent: the bot's defaults). "+
@@ -85,10 +103,10 @@ func (s *Server) tradingTools() []Tool {
 			scopeNote+" Also INVALID_SYMBOL, INVALID_AMOUNT, INVALID_PRICE, INVALID_ACTION, BOT_PAUSED (entries on a "+
 			"paused bot), INVALID_PARAMETER (an idempotencyKey reused for a different order); in the result "+
 			"INSUFFICIENT_BALANCE, EXCHANGE_ERROR."),
-		mcp.WithToolAnnotation(tradeHints("Place order", false, false)), botID,
+		mcp.WithToolAnnotation(tradeHints("Place order", false, false)), o.botID,
 		mcp.WithString("side", mcp.Required(), mcp.Enum("buy", "sell"), mcp.Description("buy or sell")),
 		mcp.WithString("type", mcp.Required(), mcp.Enum("market", "limit"), mcp.Description("market, or limit with price")),
-		symbol(false, "the pair; absent: the bot's fixed pair"),
+		symbolOption(false, "the pair; absent: the bot's fixed pair"),
 		mcp.WithNumber("amount", positive(),
 			mcp.Description("the amount in base currency (0.01 BTC); a decimal string is accepted for more than 15 significant "+
 				"digits. Absent: the bot's positionSize, for an order that opens or adds (one that reduces needs an amount)")),
@@ -97,50 +115,51 @@ func (s *Server) tradingTools() []Tool {
 		mcp.WithNumber("takeProfit", positive(), mcp.Description("take-profit price of the position the order opens")),
 		mcp.WithString("idempotencyKey", mcp.MaxLength(255),
 			mcp.Description("your key for this order: a repeat within 24 hours answers the first order and places nothing")),
-		output))
-	place.Handler = s.placeOrder
+		o.output), s.placeOrder)
 	// An order may reduce the open position, which only the executor knows: for the
 	// hourly cap it is an entry.
 	place.Exit = func(map[string]any) bool { return false }
-	stop := tool(mcp.NewTool("set_stop_loss",
+	return place
+}
+
+// exitTools are the tools that protect, close or withdraw: every call is an exit.
+func (s *Server) exitTools(o tradingOptions) []Tool {
+	stop := s.tradingTool(mcp.NewTool("set_stop_loss",
 		mcp.WithDescription("Set the stop-loss price of a bot's open position on symbol: when the market reaches it the "+
 			"position is closed at market. It must be on the protecting side of the current price (below it for a long)."+
 			scopeNote+" Also INVALID_SYMBOL, INVALID_PRICE; in the result POSITION_NOT_FOUND, INVALID_PRICE (wrong side)."),
-		mcp.WithToolAnnotation(tradeHints("Set stop-loss", false, true)), botID,
-		symbol(true, "the position's pair"), price("price", "the stop-loss trigger price"), output))
-	stop.Handler = s.protect("set_stop_loss", exchange.StopLoss)
-	take := tool(mcp.NewTool("set_take_profit",
+		mcp.WithToolAnnotation(tradeHints("Set stop-loss", false, true)), o.botID,
+		symbolOption(true, "the position's pair"), priceOption("price", "the stop-loss trigger price"), o.output),
+		s.protect("set_stop_loss", exchange.StopLoss))
+	take := s.tradingTool(mcp.NewTool("set_take_profit",
 		mcp.WithDescription("Set the take-profit price of a bot's open position on symbol: when the market reaches it "+
 			"the position is closed at market. It must be on the profitable side of the current price (above it for a long)."+
 			scopeNote+" Also INVALID_SYMBOL, INVALID_PRICE; in the result POSITION_NOT_FOUND, INVALID_PRICE (wrong side)."),
-		mcp.WithToolAnnotation(tradeHints("Set take-profit", false, true)), botID,
-		symbol(true, "the position's pair"), price("price", "the take-profit trigger price"), output))
-	take.Handler = s.protect("set_take_profit", exchange.TakeProfit)
-	closePos := tool(mcp.NewTool("close_position",
+		mcp.WithToolAnnotation(tradeHints("Set take-profit", false, true)), o.botID,
+		symbolOption(true, "the position's pair"), priceOption("price", "the take-profit trigger price"), o.output),
+		s.protect("set_take_profit", exchange.TakeProfit))
+	closePos := s.tradingTool(mcp.NewTool("close_position",
 		mcp.WithDescription("Close a bot's open position on symbol at market: all of it, or percent of it. The close "+
 			"applies to what is open when it executes."+scopeNote+
 			" Also INVALID_SYMBOL, INVALID_AMOUNT (percent); in the result POSITION_NOT_FOUND, EXCHANGE_ERROR."),
-		mcp.WithToolAnnotation(tradeHints("Close position", true, false)), botID,
-		symbol(true, "the position's pair"),
+		mcp.WithToolAnnotation(tradeHints("Close position", true, false)), o.botID,
+		symbolOption(true, "the position's pair"),
 		mcp.WithNumber("percent", positive(), mcp.Max(100), mcp.Description("the part to close, above 0 and at most 100 (default 100)")),
-		output))
-	closePos.Handler = s.closePosition
-	closeAll := tool(mcp.NewTool("close_all_positions",
+		o.output), s.closePosition)
+	closeAll := s.tradingTool(mcp.NewTool("close_all_positions",
 		mcp.WithDescription("Close every open position of a bot at market, one order per symbol."+scopeNote+
 			" In the result POSITION_NOT_FOUND when nothing is open, EXCHANGE_ERROR."),
-		mcp.WithToolAnnotation(tradeHints("Close all positions", true, false)), botID, output))
-	closeAll.Handler = s.closeAll
-	cancel := tool(mcp.NewTool("cancel_order",
+		mcp.WithToolAnnotation(tradeHints("Close all positions", true, false)), o.botID, o.output), s.closeAll)
+	cancel := s.tradingTool(mcp.NewTool("cancel_order",
 		mcp.WithDescription("Cancel a bot's order still open on its exchange (a resting limit order), by its "+
 			"clientOrderId (get_order shows it). The order record becomes cancelled, keeping any partial fill."+
 			scopeNote+" In the result INVALID_ACTION when the order is not open (filled, cancelled, rejected, expired; "+
 			"a paper bot's orders fill at once, so they are never open), NOT_FOUND for an order the bot does not hold, "+
 			"EXCHANGE_ERROR."),
-		mcp.WithToolAnnotation(tradeHints("Cancel order", true, true)), botID,
+		mcp.WithToolAnnotation(tradeHints("Cancel order", true, true)), o.botID,
 		mcp.WithString("orderId", mcp.Required(), mcp.MaxLength(64), mcp.Description("the order's clientOrderId")),
-		output))
-	cancel.Handler = s.cancelOrder
-	return []Tool{place, stop, take, closePos, closeAll, cancel}
+		o.output), s.cancelOrder)
+	return []Tool{stop, take, closePos, closeAll, cancel}
 }
 
 func (s *Server) placeOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
