@@ -73,7 +73,7 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 // admission is what the app policy needs to know of a call of t by p with args, which
 // needs scope need.
 func admission(t Tool, p *auth.Principal, need string, args map[string]any) apppolicy.Call {
-	c := apppolicy.Call{UserID: p.UserID, ClientID: p.ClientID, CreatesBot: t.Def.Name == "create_bot",
+	c := apppolicy.Call{UserID: p.UserID, ClientID: p.ClientID, CreatesBot: t.CreatesBot,
 		Live: t.Venue && need == auth.ScopeLive, Order: t.Trades}
 	c.BotID, _ = args["botId"].(string)
 	if t.Trades {

@@ -32,6 +32,9 @@ type Tool struct {
 	// Venue marks a tool whose ScopeFor is the venue an action reaches (mcp:live: an
 	// exchange account, real money): a connected app's policy may keep it on paper.
 	Venue bool
+	// CreatesBot marks a tool that makes a new bot: an app whose policy names chosen bots
+	// may not call it.
+	CreatesBot bool
 	// Trades marks a tool that places, protects, closes or cancels orders: a connected
 	// app's policy counts its calls against the app's orders per hour.
 	Trades bool

@@ -94,7 +94,7 @@ func (s *Server) fleetTools() []Tool {
 				"INSUFFICIENT_SCOPE."),
 			mcp.WithToolAnnotation(changeAnnotation("Create bot", false, false)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
-			Scope: auth.ScopePaper, ScopeFor: createScope, Venue: true, ScopeRule: "mcp:live for an exchange account",
+			Scope: auth.ScopePaper, ScopeFor: createScope, Venue: true, CreatesBot: true, ScopeRule: "mcp:live for an exchange account",
 			Changes: true, Handler: s.createBot},
 		{Def: rawInputTool("update_bot", botInputSchema(`"botId": {"type": "string", "description": "the bot's id (list_bots lists yours)"}`, "botId"),
 			mcp.WithDescription("Change settings of one of your bots: give botId and only the settings to change "+

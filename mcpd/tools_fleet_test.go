@@ -19,6 +19,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/registry"
@@ -250,6 +251,15 @@ func TestCreateBot(t *testing.T) {
 	}
 	if okCount != 2 || failed != 6 {
 		t.Fatalf("audit: %d ok, %d failed, want 2 and 6", okCount, failed)
+	}
+
+	// An app whose policy names chosen bots creates none.
+	if err := apppolicy.NewPolicies(f.rdb, nil).Set(t.Context(), f.adaUser.ID, "agent-mcp-paper",
+		apppolicy.Policy{Bots: []string{"some-bot"}, OrdersPerHour: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if text := toolErr(t, paper, "create_bot", map[string]any{"name": "x9", "account": map[string]any{"kind": "paper", "name": "main"}}); !strings.Contains(text, `"code":"POLICY_LIMIT"`) || !strings.Contains(text, `"limit":"bots"`) {
+		t.Fatalf("create by an app limited to chosen bots: %s", text)
 	}
 }
 
