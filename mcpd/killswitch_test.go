@@ -36,7 +36,7 @@ func TestKillSwitchStopsEveryAppOnEveryReplica(t *testing.T) {
 		t.Fatalf("B before: %+v", a)
 	}
 
-	sw := apppolicy.NewSwitch(f.rdb, f.clk.Now)
+	sw := apppolicy.NewPolicies(f.rdb, f.clk.Now)
 	if _, err := sw.Suspend(t.Context(), f.adaUser.ID); err != nil {
 		t.Fatal(err)
 	}

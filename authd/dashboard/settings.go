@@ -209,7 +209,7 @@ func (d *Dashboard) handleConnectedApps(w http.ResponseWriter, r *http.Request) 
 		d.failPage(w, r, err)
 		return
 	}
-	since, on, err := apppolicy.NewSwitch(d.o.Redis, d.o.Now).Since(r.Context(), viewerOf(r).User.ID)
+	since, on, err := apppolicy.NewPolicies(d.o.Redis, d.o.Now).Since(r.Context(), viewerOf(r).User.ID)
 	if err != nil {
 		d.failPage(w, r, err)
 		return
@@ -290,7 +290,7 @@ func (d *Dashboard) handleAppPolicy(w http.ResponseWriter, r *http.Request) {
 // replica from their next call, and reads keep working. The action is audited.
 func (d *Dashboard) handleAppsSwitch(suspend bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sw := apppolicy.NewSwitch(d.o.Redis, d.o.Now)
+		sw := apppolicy.NewPolicies(d.o.Redis, d.o.Now)
 		user := viewerOf(r).User.ID
 		tool, done := "lift_connected_apps_suspension", "lifted"
 		var err error

@@ -504,7 +504,7 @@ func TestSettingsKillSwitch(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("pro")
 	b := f.loggedIn(u)
-	sw := apppolicy.NewSwitch(env.RDB, nil)
+	sw := apppolicy.NewPolicies(env.RDB, nil)
 	_, page := b.get("/dashboard/settings/connected-apps")
 	if !strings.Contains(page, `action="/dashboard/settings/connected-apps/suspend"`) {
 		t.Fatalf("no kill switch:\n%s", page)

@@ -36,7 +36,7 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer rdb.Close()
-	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, auth.UsersOptions{}), apps: apppolicy.NewSwitch(rdb, nil),
+	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, auth.UsersOptions{}), apps: apppolicy.NewPolicies(rdb, nil),
 		stdin: stdin, stdout: stdout}
 	return run.run(ctx)
 }
@@ -111,7 +111,7 @@ func (c *usersCommand) flags() *flag.FlagSet {
 type usersRun struct {
 	usersCommand
 	us     *auth.Users
-	apps   *apppolicy.Switch
+	apps   *apppolicy.Policies
 	stdin  io.Reader
 	stdout io.Writer
 }

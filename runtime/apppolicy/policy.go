@@ -186,12 +186,7 @@ func (ps *Policies) Admit(ctx context.Context, c Call) error {
 	case "":
 		return nil
 	case LimitKillSwitch:
-		ms, _ := strconv.ParseInt(res[1], 10, 64)
-		var since time.Time
-		if ms > 0 {
-			since = time.UnixMilli(ms)
-		}
-		return Refusal(since)
+		return Refusal(sinceOf(res[1]))
 	case LimitBots:
 		allowed := strings.Split(strings.Trim(res[1], ","), ",")
 		what := "bot " + c.BotID + " is not one of the bots the user allowed this app"

@@ -77,7 +77,7 @@ func TestAdmit(t *testing.T) {
 		t.Fatalf("next hour: %v", err)
 	}
 	// The kill switch comes first.
-	if _, err := apppolicy.NewSwitch(rdb, clk.Now).Suspend(ctx, "u1"); err != nil {
+	if _, err := ps.Suspend(ctx, "u1"); err != nil {
 		t.Fatal(err)
 	}
 	if l := limitOf(t, ps.Admit(ctx, call)); l != apppolicy.LimitKillSwitch {

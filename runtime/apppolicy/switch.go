@@ -1,8 +1,9 @@
 // Package apppolicy holds what a user allows the apps they connected (OAuth clients of the
-// MCP server) to do with their accounts, beyond the scope each token carries. Today that is
-// the kill switch: one action that suspends every connected app's trading at once, until
-// the user lifts it. It binds OAuth tokens only: the account's own bearer JWT (the user
-// themselves) is not a delegated app.
+// MCP server) to do with their accounts, beyond the scope each token carries: each app's
+// policy (policy.go: its bots, venue and orders per hour) and the kill switch (this file:
+// one action that suspends every connected app's trading at once, until the user lifts
+// it), both admitted by Policies.Admit. It binds OAuth tokens only: the account's own
+// bearer JWT (the user themselves) is not a delegated app.
 package apppolicy
 
 import (
@@ -20,24 +21,13 @@ import (
 // LimitKillSwitch names the kill switch in a POLICY_LIMIT's details.limit.
 const LimitKillSwitch = "killSwitch"
 
-// Switch reads and sets users' kill switches. Every mcpd replica reads it on every call
-// that needs more than mcp:read, so a suspension holds on all of them from the next call.
-type Switch struct {
-	rdb redis.UniversalClient
-	now func() time.Time
-}
-
-// NewSwitch returns the switch on rdb; now is its clock (nil: time.Now).
-func NewSwitch(rdb redis.UniversalClient, now func() time.Time) *Switch {
-	if now == nil {
-		now = time.Now
-	}
-	return &Switch{rdb: rdb, now: now}
-}
+// The kill switch is one key in the user's slot holding since when it is on; Admit reads it
+// first on every app call above mcp:read, on every mcpd replica, so a suspension holds
+// from the next call on all of them.
 
 // Suspend turns user id's switch on and returns since when it is on: a second suspension
 // keeps the first time.
-func (s *Switch) Suspend(ctx context.Context, userID string) (time.Time, error) {
+func (s *Policies) Suspend(ctx context.Context, userID string) (time.Time, error) {
 	now := s.now().UTC().Truncate(time.Millisecond)
 	if err := s.rdb.SetNX(ctx, store.UserAppsSuspended(userID), now.UnixMilli(), 0).Err(); err != nil {
 		return time.Time{}, err
@@ -47,12 +37,12 @@ func (s *Switch) Suspend(ctx context.Context, userID string) (time.Time, error) 
 }
 
 // Lift turns user id's switch off (nothing when it is off).
-func (s *Switch) Lift(ctx context.Context, userID string) error {
+func (s *Policies) Lift(ctx context.Context, userID string) error {
 	return s.rdb.Del(ctx, store.UserAppsSuspended(userID)).Err()
 }
 
 // Since is when user id's switch was turned on; false when it is off.
-func (s *Switch) Since(ctx context.Context, userID string) (time.Time, bool, error) {
+func (s *Policies) Since(ctx context.Context, userID string) (time.Time, bool, error) {
 	v, err := s.rdb.Get(ctx, store.UserAppsSuspended(userID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return time.Time{}, false, nil
@@ -60,12 +50,17 @@ func (s *Switch) Since(ctx context.Context, userID string) (time.Time, bool, err
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	// Unreadable: still on (zero time). A switch must never read as off because of its format.
+	return sinceOf(v), true, nil
+}
+
+// sinceOf reads the switch's value, ms since the epoch; the zero time when unreadable.
+func sinceOf(v string) time.Time {
 	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		// Unreadable: still on. A switch must never read as off because of its format.
-		return time.Time{}, true, nil
+	if err != nil || ms <= 0 {
+		return time.Time{}
 	}
-	return time.UnixMilli(ms).UTC(), true, nil
+	return time.UnixMilli(ms).UTC()
 }
 
 // Refusal is the POLICY_LIMIT of a call refused by the switch, on since then: details name

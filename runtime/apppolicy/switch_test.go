@@ -14,7 +14,7 @@ import (
 func TestSwitch(t *testing.T) {
 	_, rdb := storetest.New(t)
 	clk := testkit.NewClock(time.Date(2026, 12, 6, 9, 30, 0, 0, time.UTC))
-	sw := apppolicy.NewSwitch(rdb, clk.Now)
+	sw := apppolicy.NewPolicies(rdb, clk.Now)
 	ctx := t.Context()
 	if _, on, err := sw.Since(ctx, "u1"); on || err != nil {
 		t.Fatalf("off at first: %v %v", on, err)
