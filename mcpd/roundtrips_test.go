@@ -1,10 +1,8 @@
 package mcpd_test
 
 import (
-	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -58,50 +56,23 @@ func TestGetBotRiskRoundTrips(t *testing.T) {
 	}
 }
 
-// policyTrips records the round trips that touch a user's rules for their apps (the kill
-// switch, an app's policy or its order count), with the keys each touched.
-type policyTrips struct {
-	mu    sync.Mutex
-	trips [][]string
-}
-
-func (h *policyTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *policyTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.add([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (h *policyTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.add(cmds)
-		return next(ctx, cmds)
-	}
-}
-
-func (h *policyTrips) add(cmds []redis.Cmder) {
-	var keys []string
-	for _, c := range cmds {
-		for _, a := range c.Args() {
-			if s, ok := a.(string); ok && (strings.HasSuffix(s, ":apps-suspended") || strings.Contains(s, ":app:")) {
-				keys = append(keys, s)
+// policyKeys are, per round trip of trips that touched a user's rules for their apps (the
+// kill switch, an app's policy or its order count), the keys it touched.
+func policyKeys(trips [][]redis.Cmder) [][]string {
+	var out [][]string
+	for _, cmds := range trips {
+		var keys []string
+		for _, c := range cmds {
+			for _, a := range c.Args() {
+				if s, ok := a.(string); ok && (strings.HasSuffix(s, ":apps-suspended") || strings.Contains(s, ":app:")) {
+					keys = append(keys, s)
+				}
 			}
 		}
+		if len(keys) > 0 {
+			out = append(out, keys)
+		}
 	}
-	if len(keys) > 0 {
-		h.mu.Lock()
-		h.trips = append(h.trips, keys)
-		h.mu.Unlock()
-	}
-}
-
-func (h *policyTrips) take() [][]string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.trips
-	h.trips = nil
 	return out
 }
 
@@ -110,7 +81,7 @@ func (h *policyTrips) take() [][]string {
 // reads and the account's own bearer JWT add none.
 func TestAppPolicyCostsOneRoundTrip(t *testing.T) {
 	_, rdb := storetest.New(t)
-	trips := &policyTrips{}
+	trips := &storetest.Trips{}
 	rdb.AddHook(trips)
 	f := newFixtureOn(t, rdb)
 	reg := registry.New(rdb)
@@ -128,16 +99,16 @@ func TestAppPolicyCostsOneRoundTrip(t *testing.T) {
 	// The first call loads the admission script into Redis's script cache (EVALSHA answers
 	// NOSCRIPT, then EVAL): once per Redis server, not per call.
 	toolOK[map[string]any](t, app, "send_signal", map[string]any{"botId": "bot-p", "action": "buy"})
-	trips.take()
+	trips.Take()
 	toolOK[map[string]any](t, app, "send_signal", map[string]any{"botId": "bot-p", "action": "buy", "size": "0.001"})
-	got := trips.take()
+	got := policyKeys(trips.TakeCommands())
 	if len(got) != 1 || len(got[0]) != 3 || !strings.HasSuffix(got[0][0], ":apps-suspended") ||
 		!strings.HasSuffix(got[0][1], ":app:agent:policy") || !strings.Contains(got[0][2], ":app:agent:orders:") {
 		t.Fatalf("the app's trading call touched its rules in %d round trips: %v", len(got), got)
 	}
 	toolOK[map[string]any](t, app, "list_bots", nil)
 	toolOK[map[string]any](t, own, "send_signal", map[string]any{"botId": "bot-p", "action": "close"})
-	if got := trips.take(); len(got) != 0 {
+	if got := policyKeys(trips.TakeCommands()); len(got) != 0 {
 		t.Fatalf("a read and the account's own call touched app rules: %v", got)
 	}
 }

@@ -57,11 +57,13 @@ func (c *Crash) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 }
 
 // Trips is a client hook (AddHook) that records round trips: one per command sent alone, one
-// per pipeline or MULTI/EXEC block (however many commands it holds), each as its commands'
-// names, space-separated. Tests hold the per-signal round trips to a ceiling with it.
+// per pipeline or MULTI/EXEC block (however many commands it holds). Take gives each as its
+// commands' names, space-separated; TakeCommands gives the commands themselves, for a test
+// that asks which keys a trip touched. Tests hold the per-signal round trips to a ceiling
+// with it.
 type Trips struct {
 	mu    sync.Mutex
-	trips []string
+	trips [][]redis.Cmder
 }
 
 func (c *Trips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -81,17 +83,29 @@ func (c *Trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 }
 
 func (c *Trips) add(cmds []redis.Cmder) {
-	names := make([]string, len(cmds))
-	for i, cmd := range cmds {
-		names[i] = cmd.Name()
-	}
 	c.mu.Lock()
-	c.trips = append(c.trips, strings.Join(names, " "))
+	c.trips = append(c.trips, cmds)
 	c.mu.Unlock()
 }
 
-// Take returns the round trips recorded since the last Take and forgets them.
+// Take returns the round trips recorded since the last Take (or TakeCommands), as their
+// commands' names, and forgets them.
 func (c *Trips) Take() []string {
+	trips := c.TakeCommands()
+	out := make([]string, len(trips))
+	for i, cmds := range trips {
+		names := make([]string, len(cmds))
+		for j, cmd := range cmds {
+			names[j] = cmd.Name()
+		}
+		out[i] = strings.Join(names, " ")
+	}
+	return out
+}
+
+// TakeCommands returns the round trips recorded since the last Take, as their commands,
+// and forgets them.
+func (c *Trips) TakeCommands() [][]redis.Cmder {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.trips
