@@ -190,12 +190,9 @@ func drive(b *testing.B, do func(ctx context.Context, worker int) error) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 }
 
-// BenchmarkSendSignal is one send_signal of a paper bot's buy with a bearer JWT through the
-// whole chain (token, tier, rate limit, the scope's bot read, mcp-go, the owner read, the
-// parse and the intake script) without waiting for a result. The bot's rate limit is the
-// CRD's highest (60000 a minute, burst 1000) and the fixture's clock moves 1 ms a call,
-// so that the intake never refuses.
-func BenchmarkSendSignal(b *testing.B) {
+// sendSignalBench is the send_signal benchmarks' server (no per-client rate limit) and
+// user, with their paper bot "bench" projected at the CRD's highest rate limit.
+func sendSignalBench(b *testing.B) (*fixture, *httptest.Server, auth.User) {
 	f := newFixture(b)
 	ts := f.serve(b, func(o *mcpd.Options) { o.RateLimit = 1 << 30 })
 	u := f.user(b, "ada@example.com", auth.TierPro)
@@ -206,6 +203,16 @@ func BenchmarkSendSignal(b *testing.B) {
 	if err := registry.New(f.rdb).Project(b.Context(), bot, "hash-bench"); err != nil {
 		b.Fatal(err)
 	}
+	return f, ts, u
+}
+
+// BenchmarkSendSignal is one send_signal of a paper bot's buy with a bearer JWT through the
+// whole chain (token, tier, rate limit, the scope's bot read, mcp-go, the owner read, the
+// parse and the intake script) without waiting for a result. The bot's rate limit is the
+// CRD's highest (60000 a minute, burst 1000) and the fixture's clock moves 1 ms a call,
+// so that the intake never refuses.
+func BenchmarkSendSignal(b *testing.B) {
+	f, ts, u := sendSignalBench(b)
 	c, _ := mcpClient(b, f.bearer(b, u).Token, "", ts)
 	args := map[string]any{"botId": "bench", "action": "buy", "size": "0.001"}
 	b.ReportAllocs()
@@ -226,16 +233,7 @@ func BenchmarkSendSignal(b *testing.B) {
 // admission script (one round trip). BenchmarkSendSignal, the account's own bearer JWT,
 // is the same call without either.
 func BenchmarkSendSignalApp(b *testing.B) {
-	f := newFixture(b)
-	ts := f.serve(b, func(o *mcpd.Options) { o.RateLimit = 1 << 30 })
-	u := f.user(b, "ada@example.com", auth.TierPro)
-	bot := registry.Bot{ID: "bench", Namespace: "trading", Name: "bench", Owner: "ada@example.com",
-		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
-		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true,
-		RateLimit: registry.Limit{PerMinute: 60000, Burst: 1000}}
-	if err := registry.New(f.rdb).Project(b.Context(), bot, "hash-bench"); err != nil {
-		b.Fatal(err)
-	}
+	f, ts, u := sendSignalBench(b)
 	if err := apppolicy.NewPolicies(f.rdb, nil).Set(b.Context(), u.ID, "bench-app",
 		apppolicy.Policy{Bots: []string{"bench"}, OrdersPerHour: apppolicy.MaxOrdersPerHour}); err != nil {
 		b.Fatal(err)
