@@ -1,6 +1,7 @@
 package mcpd_test
 
 import (
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,10 +16,10 @@ import (
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-// One tools/call of get_bot_risk on a live session costs a bounded number of Redis round
-// trips; the caller's account is read once (tier and email together), not again by the tool.
-// The fixture's clock stands still, so the verifier's cache holds the token's facts.
-func TestGetBotRiskRoundTrips(t *testing.T) {
+// tripsFixture is one mcpd on a Redis whose round trips trips records, with ada and her
+// paper bot id (a BTC/USDT spot bot, adjusted by with) projected.
+func tripsFixture(t *testing.T, id string, with func(*registry.Bot)) (*fixture, *storetest.Trips, *httptest.Server, auth.User, registry.Bot) {
+	t.Helper()
 	_, rdb := storetest.New(t)
 	trips := &storetest.Trips{}
 	rdb.AddHook(trips)
@@ -26,14 +27,24 @@ func TestGetBotRiskRoundTrips(t *testing.T) {
 	reg := registry.New(rdb)
 	ts := f.serve(t, func(o *mcpd.Options) { o.Bots = reg })
 	u := f.user(t, "ada@example.com", auth.TierPro)
-	bot := registry.Bot{ID: "bot-r", Namespace: "trading", Name: "risk", Owner: "ada@example.com",
+	bot := registry.Bot{ID: id, Namespace: "trading", Name: id, Owner: "ada@example.com",
 		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
-		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true,
-		Risk: registry.Risk{MaxExposure: "0.8", DailyLossLimit: "100", MaxConsecutiveLosses: 4}}
-	if err := reg.Project(t.Context(), bot, "hash-r"); err != nil {
+		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true}
+	with(&bot)
+	if err := reg.Project(t.Context(), bot, "hash-"+id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rdb.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
+	return f, trips, ts, u, bot
+}
+
+// One tools/call of get_bot_risk on a live session costs a bounded number of Redis round
+// trips; the caller's account is read once (tier and email together), not again by the tool.
+// The fixture's clock stands still, so the verifier's cache holds the token's facts.
+func TestGetBotRiskRoundTrips(t *testing.T) {
+	f, trips, ts, u, bot := tripsFixture(t, "bot-r", func(b *registry.Bot) {
+		b.Risk = registry.Risk{MaxExposure: "0.8", DailyLossLimit: "100", MaxConsecutiveLosses: 4}
+	})
+	if _, err := f.rdb.TxPipelined(t.Context(), func(p redis.Pipeliner) error {
 		risk.StageCounters(t.Context(), p, bot.ID, risk.Counters{Day: "2026-11-24", DayPnl: testkit.D("-40"), ConsecutiveLosses: 2})
 		return nil
 	}); err != nil {
@@ -80,19 +91,7 @@ func policyKeys(trips [][]redis.Cmder) [][]string {
 // the kill switch, the policy and the hourly count are all read (and the count taken);
 // reads and the account's own bearer JWT add none.
 func TestAppPolicyCostsOneRoundTrip(t *testing.T) {
-	_, rdb := storetest.New(t)
-	trips := &storetest.Trips{}
-	rdb.AddHook(trips)
-	f := newFixtureOn(t, rdb)
-	reg := registry.New(rdb)
-	ts := f.serve(t, func(o *mcpd.Options) { o.Bots = reg })
-	u := f.user(t, "ada@example.com", auth.TierPro)
-	bot := registry.Bot{ID: "bot-p", Namespace: "trading", Name: "p", Owner: "ada@example.com",
-		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
-		PositionSize: "10%", Leverage: 1, Availability: "active", WebhookEnabled: true, RateLimit: registry.Limit{PerMinute: 60, Burst: 10}}
-	if err := reg.Project(t.Context(), bot, "hash-p"); err != nil {
-		t.Fatal(err)
-	}
+	f, trips, ts, u, _ := tripsFixture(t, "bot-p", func(b *registry.Bot) { b.RateLimit = registry.Limit{PerMinute: 60, Burst: 10} })
 	tok, _ := f.oauthToken(t, u, "agent", auth.ScopePaper, testResource)
 	app, _ := mcpClient(t, tok.Token, "", ts)
 	own, _ := mcpClient(t, f.bearer(t, u).Token, "", ts)
