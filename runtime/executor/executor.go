@@ -311,7 +311,14 @@ func (e *Executor) newJob(ctx context.Context, env queue.Envelope, pre *prefetch
 	if err != nil {
 		return nil, err
 	}
+	return e.jobFor(ctx, env, pre, now, bot)
+}
+
+// jobFor loads the rest of what an admitted bot's signal needs: its risk limits, its
+// account and the account's markets, the signal's progress and the bot's followers.
+func (e *Executor) jobFor(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time, bot registry.Bot) (*job, error) {
 	j := &job{env: env, bot: bot, now: now, kind: exchange.Spot, sig: pre.sig}
+	var err error
 	if bot.Market == string(exchange.Futures) {
 		j.kind = exchange.Futures
 	}

@@ -257,7 +257,10 @@ func (e *Executor) sizeEntry(ctx context.Context, j *job, l leg, m exchange.Mark
 	}
 	equity, used := risk.Equity(bal.Free, open)
 	size := l.Size
-	if l.Share != nil {
+	if a, ok := j.env.Admitted[l.Name]; ok {
+		// The amount the app's policy admitted (or its user approved) at the call.
+		size = &signal.Amount{Value: a}
+	} else if l.Share != nil {
 		v, err := l.Share.amount(equity)
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@
 package queue
 
 import (
+	"github.com/shopspring/decimal"
+
 	"encoding/json"
 
 	"github.com/sigops/sigops/runtime/store"
@@ -49,6 +51,11 @@ type Envelope struct {
 	// ReplyTo is the channel of the webhookd instance waiting for the result; empty when
 	// nobody waits (the result is still stored under the signalId).
 	ReplyTo string `json:"replyTo,omitempty"`
+	// Admitted are entry amounts by leg name (the executor's plan: "" is the main leg)
+	// that a connected app's policy admitted, or its user approved, when the signal was
+	// queued: the executor places these amounts instead of sizing the entries again, so
+	// that the order placed is the one the limits were checked against.
+	Admitted map[string]decimal.Decimal `json:"admitted,omitempty"`
 }
 
 // Sources of signals.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -48,4 +49,30 @@ func Dump(ctx context.Context, c redis.UniversalClient, keys ...string) (string,
 		fmt.Fprintf(&b, "%s %s %v expires=%v\n", k, typ, v, ttl > 0)
 	}
 	return b.String(), nil
+}
+
+// Snapshot is every key of the database with its DUMP serialization (the value's exact
+// bytes) and whether it expires, so that a test can show an operation changed nothing by
+// comparing the snapshots before and after it byte for byte.
+func Snapshot(ctx context.Context, c redis.UniversalClient) (map[string]string, error) {
+	keys, err := Keys(ctx, c, "*")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		v, err := c.Dump(ctx, k).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ttl, err := c.PTTL(ctx, k).Result()
+		if err != nil {
+			return nil, err
+		}
+		out[k] = fmt.Sprintf("%q expires=%v", v, ttl >= 0)
+	}
+	return out, nil
 }
