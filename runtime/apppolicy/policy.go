@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/store"
@@ -20,7 +21,25 @@ const (
 	LimitBots          = "bots"
 	LimitVenue         = "venue"
 	LimitOrdersPerHour = "ordersPerHour"
+	LimitOrderNotional = "orderNotional"
+	LimitDayNotional   = "dayNotional"
 )
+
+// DefaultOrderNotional and DefaultDayNotional are, in USDT, the most an app may commit
+// of the user's real money in one order and in one UTC day unless its policy says
+// otherwise: entries on exchange accounts and wallet charges.
+var (
+	DefaultOrderNotional = decimal.NewFromInt(100)
+	DefaultDayNotional   = decimal.NewFromInt(500)
+)
+
+// MaxNotional bounds a notional limit, in USDT.
+var MaxNotional = decimal.NewFromInt(10_000_000)
+
+// notionalPlaces is the precision notional is counted in: 1e-8 USDT, an integer the
+// admission script adds exactly (Lua's numbers are doubles: integers are exact to 2^53,
+// 90 million USDT at this precision, past the largest limit).
+const notionalPlaces = 8
 
 // DefaultOrdersPerHour is the orders an app may place in a UTC hour unless its policy says
 // otherwise.
@@ -42,17 +61,31 @@ type Policy struct {
 	// OrdersPerHour caps the orders the app places in a UTC hour (entries and exits
 	// counted; exits never refused, so the app can always get the user flat).
 	OrdersPerHour int `json:"ordersPerHour"`
+	// OrderNotional and DayNotional cap, in USDT, what the app commits of the user's real
+	// money: one order's notional (amount × reference price) or wallet charge, and the sum
+	// of them in a UTC day. Zero: no cap. Exits are never refused by them and add nothing.
+	OrderNotional decimal.Decimal `json:"orderNotional"`
+	DayNotional   decimal.Decimal `json:"dayNotional"`
 }
 
 // DefaultPolicy is the policy of an app the person set none for: every bot, the venue its
-// scope allows (the consent to mcp:live is the choice of live), DefaultOrdersPerHour.
-func DefaultPolicy() Policy { return Policy{Live: true, OrdersPerHour: DefaultOrdersPerHour} }
+// scope allows (the consent to mcp:live is the choice of live), DefaultOrdersPerHour and
+// the default notional caps.
+func DefaultPolicy() Policy {
+	return Policy{Live: true, OrdersPerHour: DefaultOrdersPerHour, OrderNotional: DefaultOrderNotional, DayNotional: DefaultDayNotional}
+}
 
 // Validate refuses a policy no limit can be read from.
 func (p Policy) Validate() error {
 	if p.OrdersPerHour < 1 || p.OrdersPerHour > MaxOrdersPerHour {
 		return errs.New(errs.InvalidParameter, "orders per hour must be a whole number from 1 to %d", MaxOrdersPerHour).
 			WithDetails(map[string]any{"parameter": "ordersPerHour"})
+	}
+	for name, v := range map[string]decimal.Decimal{"orderNotional": p.OrderNotional, "dayNotional": p.DayNotional} {
+		if v.IsNegative() || v.GreaterThan(MaxNotional) || v.Exponent() < -notionalPlaces && !v.Equal(v.Truncate(notionalPlaces)) {
+			return errs.New(errs.InvalidParameter, "%s must be from 0 (no limit) to %s USDT, to at most %d decimals", name, MaxNotional, notionalPlaces).
+				WithDetails(map[string]any{"parameter": name})
+		}
 	}
 	for _, b := range p.Bots {
 		if b == "" || strings.Contains(b, ",") || len(b) > 64 {
@@ -95,7 +128,7 @@ func (ps *Policies) Set(ctx context.Context, userID, clientID string, p Policy) 
 		live = "1"
 	}
 	return ps.rdb.HSet(ctx, store.UserAppPolicy(userID, clientID), "live", live, "bots", botList(p.Bots),
-		"ordersPerHour", strconv.Itoa(p.OrdersPerHour)).Err()
+		"ordersPerHour", strconv.Itoa(p.OrdersPerHour), "orderNotional", units(p.OrderNotional), "dayNotional", units(p.DayNotional)).Err()
 }
 
 // policyOf reads a stored policy hash; absent fields keep their defaults.
@@ -110,7 +143,26 @@ func policyOf(m map[string]string) Policy {
 	if n, err := strconv.Atoi(m["ordersPerHour"]); err == nil && n > 0 {
 		p.OrdersPerHour = n
 	}
+	if v, ok := fromUnits(m["orderNotional"]); ok {
+		p.OrderNotional = v
+	}
+	if v, ok := fromUnits(m["dayNotional"]); ok {
+		p.DayNotional = v
+	}
 	return p
+}
+
+// units is a notional in the admission's integer units (1e-8 USDT), rounded up: a
+// fraction of a unit counts as a whole one, never as nothing.
+func units(d decimal.Decimal) string { return d.Shift(notionalPlaces).Ceil().String() }
+
+// fromUnits reads units back; false for a field absent or not a number.
+func fromUnits(s string) (decimal.Decimal, bool) {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Zero, false
+	}
+	return d.Shift(-notionalPlaces), true
 }
 
 // botList is bots as stored: ",id1,id2," (the admission script finds ",id," in it), "" for
@@ -134,52 +186,89 @@ type Call struct {
 	// Order: the call places or withdraws an order (counted against OrdersPerHour); Exit:
 	// it only reduces or protects a position, or cancels (counted, never refused by it).
 	Order, Exit bool
+	// Notional is, in USDT, what the call commits of the user's real money: the notional of
+	// a live entry's sized order (at its reference price), or a wallet charge. Zero for
+	// anything else; an exit's is not counted.
+	Notional decimal.Decimal
 }
 
 // admitScript admits one call of an app, in one round trip, atomically: the kill switch,
-// then the policy's bots and venue, then the hourly order count, which is incremented only
-// when the call is admitted (so no two concurrent calls both take the last order).
+// then the policy's bots and venue, then the hourly order count and the notional caps; the
+// counts are added to only when the call is admitted, so no two concurrent calls both take
+// the last order or the last USDT of the day.
 //
 //	KEYS[1] the user's kill switch, KEYS[2] the app's policy hash, KEYS[3] the app's order
-//	count of this UTC hour (all in the user's slot)
+//	count of this UTC hour, KEYS[4] its notional of this UTC day (all in the user's slot)
 //	ARGV: botId, createsBot, live, order, exit, default orders per hour, ms to the hour's
-//	end (relative: the count must not depend on Redis's clock agreeing with ours)
+//	end (relative: the count must not depend on Redis's clock agreeing with ours), the
+//	call's notional in units, ms to the day's end, default order and day caps in units,
+//	dry ("1": decide and count nothing)
 //
-// Returns {limit, a, b}: limit "" when admitted (a = orders used, b = cap, for an order);
-// otherwise the limit that refused, with a and b what it reports.
+// Returns {limit, a, b, c}: limit "" when admitted; otherwise the limit that refused, with
+// a, b and c what it reports (used, cap and, for a notional cap, the call's notional).
 var admitScript = redis.NewScript(`
 local since = redis.call('GET', KEYS[1])
-if since then return {'killSwitch', since, ''} end
-local p = redis.call('HMGET', KEYS[2], 'live', 'bots', 'ordersPerHour')
+if since then return {'killSwitch', since, '', ''} end
+local p = redis.call('HMGET', KEYS[2], 'live', 'bots', 'ordersPerHour', 'orderNotional', 'dayNotional')
 local bots = p[2] or ''
 if bots ~= '' then
-  if ARGV[2] == '1' then return {'bots', bots, ''} end
-  if ARGV[1] ~= '' and not string.find(bots, ',' .. ARGV[1] .. ',', 1, true) then return {'bots', bots, ''} end
+  if ARGV[2] == '1' then return {'bots', bots, '', ''} end
+  if ARGV[1] ~= '' and not string.find(bots, ',' .. ARGV[1] .. ',', 1, true) then return {'bots', bots, '', ''} end
 end
-if ARGV[3] == '1' and p[1] == '0' then return {'venue', 'paper', ''} end
-if ARGV[4] ~= '1' then return {'', '', ''} end
+if ARGV[3] == '1' and p[1] == '0' then return {'venue', 'paper', '', ''} end
+local exit = ARGV[5] == '1'
+local used = 0
 local cap = tonumber(p[3] or ARGV[6]) or tonumber(ARGV[6])
-local used = tonumber(redis.call('GET', KEYS[3]) or '0')
-if ARGV[5] ~= '1' and used >= cap then return {'ordersPerHour', tostring(used), tostring(cap)} end
-used = redis.call('INCR', KEYS[3])
-redis.call('PEXPIRE', KEYS[3], ARGV[7])
-return {'', tostring(used), tostring(cap)}
+if ARGV[4] == '1' then
+  used = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if not exit and used >= cap then return {'ordersPerHour', tostring(used), tostring(cap), ''} end
+end
+local n = tonumber(ARGV[8])
+if n > 0 and not exit then
+  local perOrder = p[4] or ARGV[10]
+  if tonumber(perOrder) > 0 and n > tonumber(perOrder) then return {'orderNotional', '', perOrder, ARGV[8]} end
+  local perDay = p[5] or ARGV[11]
+  local day = redis.call('GET', KEYS[4]) or '0'
+  if tonumber(perDay) > 0 and tonumber(day) + n > tonumber(perDay) then return {'dayNotional', day, perDay, ARGV[8]} end
+end
+if ARGV[12] == '1' then return {'', '', '', ''} end
+if ARGV[4] == '1' then
+  redis.call('INCR', KEYS[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+end
+if n > 0 and not exit then
+  redis.call('INCRBY', KEYS[4], ARGV[8])
+  redis.call('PEXPIRE', KEYS[4], ARGV[9])
+end
+return {'', '', '', ''}
 `)
 
-// Admit admits c or refuses it with POLICY_LIMIT naming the limit (or the kill switch):
-// one Redis round trip.
-func (ps *Policies) Admit(ctx context.Context, c Call) error {
+// Admit admits c or refuses it with POLICY_LIMIT naming the limit (or the kill switch),
+// and counts it when admitted: one Redis round trip.
+func (ps *Policies) Admit(ctx context.Context, c Call) error { return ps.admit(ctx, c, false) }
+
+// Check is Admit's verdict on c with nothing counted: what a dry run reports.
+func (ps *Policies) Check(ctx context.Context, c Call) error { return ps.admit(ctx, c, true) }
+
+func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	now := ps.now().UTC()
 	hour := now.Truncate(time.Hour)
 	next := hour.Add(time.Hour)
+	tomorrow := nextUTCDay(now)
 	keys := []string{store.UserAppsSuspended(c.UserID), store.UserAppPolicy(c.UserID, c.ClientID),
-		store.UserAppOrders(c.UserID, c.ClientID, hour.Format("2006010215"))}
+		store.UserAppOrders(c.UserID, c.ClientID, hour.Format("2006010215")),
+		store.UserAppNotional(c.UserID, c.ClientID, now.Format("20060102"))}
+	notional := "0"
+	if c.Notional.IsPositive() {
+		notional = units(c.Notional)
+	}
 	res, err := admitScript.Run(ctx, ps.rdb, keys, c.BotID, flag(c.CreatesBot), flag(c.Live), flag(c.Order), flag(c.Exit),
-		DefaultOrdersPerHour, max(next.Sub(now).Milliseconds(), 1)).StringSlice()
+		DefaultOrdersPerHour, max(next.Sub(now).Milliseconds(), 1), notional, max(tomorrow.Sub(now).Milliseconds(), 1),
+		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry)).StringSlice()
 	if err != nil {
 		return err
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return fmt.Errorf("apppolicy: admission answered %v", res)
 	}
 	switch res[0] {
@@ -205,8 +294,27 @@ func (ps *Policies) Admit(ctx context.Context, c Call) error {
 		return errs.New(errs.PolicyLimit, "this app placed %d orders this hour, its limit; entries resume at %s (exits are never refused)",
 			used, next.Format(time.RFC3339)).WithDetails(map[string]any{"limit": LimitOrdersPerHour, "value": limit, "used": used,
 			"resetsAt": next.Format(time.RFC3339)})
+	case LimitOrderNotional:
+		limit, _ := fromUnits(res[2])
+		return errs.New(errs.PolicyLimit, "this order commits %s USDT and this app may commit at most %s USDT in one order "+
+			"(exits are never refused); the user changes the limit in the dashboard's Connected apps", c.Notional, limit).
+			WithDetails(map[string]any{"limit": LimitOrderNotional, "value": limit.String(), "used": c.Notional.String(),
+				"requested": c.Notional.String(), "resetsAt": nil})
+	case LimitDayNotional:
+		used, _ := fromUnits(res[1])
+		limit, _ := fromUnits(res[2])
+		return errs.New(errs.PolicyLimit, "this app committed %s USDT today of its %s USDT a day, and this order's %s USDT would pass it; "+
+			"the day resets at %s (exits are never refused)", used, limit, c.Notional, tomorrow.Format(time.RFC3339)).
+			WithDetails(map[string]any{"limit": LimitDayNotional, "value": limit.String(), "used": used.String(),
+				"requested": c.Notional.String(), "resetsAt": tomorrow.Format(time.RFC3339)})
 	}
 	return fmt.Errorf("apppolicy: unknown limit %q", res[0])
+}
+
+// nextUTCDay is the start of the UTC day after now's.
+func nextUTCDay(now time.Time) time.Time {
+	y, m, d := now.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 }
 
 func flag(b bool) string {
@@ -214,6 +322,20 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// DayCommitted is the notional, in USDT, user's app clientID committed in the current UTC
+// day.
+func (ps *Policies) DayCommitted(ctx context.Context, userID, clientID string) (decimal.Decimal, error) {
+	s, err := ps.rdb.Get(ctx, store.UserAppNotional(userID, clientID, ps.now().UTC().Format("20060102"))).Result()
+	if errors.Is(err, redis.Nil) {
+		return decimal.Zero, nil
+	}
+	if err != nil {
+		return decimal.Zero, err
+	}
+	d, _ := fromUnits(s)
+	return d, nil
 }
 
 // HourUsed is the orders user's app clientID placed in the current UTC hour.

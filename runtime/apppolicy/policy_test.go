@@ -1,6 +1,7 @@
 package apppolicy_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -86,5 +87,97 @@ func TestAdmit(t *testing.T) {
 	// A policy that cannot be used is refused.
 	if err := ps.Set(ctx, "u1", "c1", apppolicy.Policy{OrdersPerHour: 0}); err == nil {
 		t.Fatal("0 orders an hour stored")
+	}
+}
+
+// The notional caps refuse exactly at the boundary, to the last unit (1e-8 USDT), under
+// concurrent calls; exits pass them and add nothing; the day starts over at midnight UTC.
+func TestNotionalCapsAtTheBoundary(t *testing.T) {
+	_, rdb := storetest.New(t)
+	clk := testkit.NewClock(time.Date(2026, 12, 6, 23, 0, 0, 0, time.UTC))
+	ps := apppolicy.NewPolicies(rdb, clk.Now)
+	ctx := t.Context()
+	p := apppolicy.DefaultPolicy()
+	p.OrdersPerHour = 1000
+	if err := ps.Set(ctx, "u1", "c1", p); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(n string) apppolicy.Call {
+		return apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: true, Order: true, Notional: testkit.D(n)}
+	}
+	// Per order: 100 exactly passes (dry), one unit more is refused.
+	if err := ps.Check(ctx, entry("100")); err != nil {
+		t.Fatalf("100 USDT: %v", err)
+	}
+	err := ps.Check(ctx, entry("100.00000001"))
+	if e, _ := errs.As(err); limitOf(t, err) != apppolicy.LimitOrderNotional || e.Details["value"] != "100" {
+		t.Fatalf("100.00000001 USDT: %v", err)
+	}
+	// Per day, 20 concurrent entries of 33.33333333: 15 fit in 500 (499.99999995).
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for range 20 {
+		wg.Go(func() {
+			err := ps.Admit(ctx, entry("33.33333333"))
+			mu.Lock()
+			defer mu.Unlock()
+			switch l := limitOf(t, err); l {
+			case "":
+				admitted++
+			case apppolicy.LimitDayNotional:
+				refused++
+			default:
+				t.Errorf("refused by %s", l)
+			}
+		})
+	}
+	wg.Wait()
+	if admitted != 15 || refused != 5 {
+		t.Fatalf("admitted %d, refused %d; want 15 and 5", admitted, refused)
+	}
+	if got, _ := ps.DayCommitted(ctx, "u1", "c1"); !got.Equal(testkit.D("499.99999995")) {
+		t.Fatalf("committed %s", got)
+	}
+	// 0.00000006 is one unit too many, 0.00000005 is the rest of the day exactly.
+	err = ps.Admit(ctx, entry("0.00000006"))
+	if e, _ := errs.As(err); limitOf(t, err) != apppolicy.LimitDayNotional || e.Details["used"] != "499.99999995" ||
+		e.Details["resetsAt"] != "2026-12-07T00:00:00Z" {
+		t.Fatalf("one unit past the day: %v", err)
+	}
+	if err := ps.Admit(ctx, entry("0.00000005")); err != nil {
+		t.Fatalf("the day's last unit: %v", err)
+	}
+	// An exit passes at the cap and adds nothing; a dry run counts nothing.
+	exit := entry("1000")
+	exit.Exit = true
+	if err := ps.Admit(ctx, exit); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if got, _ := ps.DayCommitted(ctx, "u1", "c1"); !got.Equal(testkit.D("500")) {
+		t.Fatalf("committed %s after the exit", got)
+	}
+	if n, _ := ps.HourUsed(ctx, "u1", "c1"); n != 17 {
+		t.Fatalf("%d orders counted, want 17 (15 + 1 entries, 1 exit)", n)
+	}
+	clk.Advance(time.Hour)
+	if err := ps.Admit(ctx, entry("100")); err != nil {
+		t.Fatalf("the next day: %v", err)
+	}
+	// A policy may lift a cap (0) and refuses a negative or over-precise one.
+	p.DayNotional = testkit.D("0")
+	if err := ps.Set(ctx, "u1", "c1", p); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := ps.Admit(ctx, entry("100")); err != nil {
+			t.Fatalf("no day cap: %v", err)
+		}
+	}
+	for _, bad := range []string{"-1", "0.000000001", "10000000.1"} {
+		p.OrderNotional = testkit.D(bad)
+		if err := ps.Set(ctx, "u1", "c1", p); err == nil {
+			t.Fatalf("order cap %s stored", bad)
+		}
 	}
 }

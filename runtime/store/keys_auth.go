@@ -58,7 +58,7 @@ func UserAuthorizations(userID string) string { return User(userID) + ":oauth" }
 func UserAppsSuspended(userID string) string { return User(userID) + ":apps-suspended" }
 
 // UserAppPolicy is the policy hash of user id's connected app clientID (runtime/apppolicy):
-// live, bots, ordersPerHour.
+// live, bots, ordersPerHour, orderNotional, dayNotional.
 func UserAppPolicy(userID, clientID string) string {
 	return User(userID) + ":app:" + clientID + ":policy"
 }
@@ -67,6 +67,12 @@ func UserAppPolicy(userID, clientID string) string {
 // it expires at the hour's end.
 func UserAppOrders(userID, clientID, hour string) string {
 	return User(userID) + ":app:" + clientID + ":orders:" + hour
+}
+
+// UserAppNotional is the notional (in 1e-8 USDT) of the live entries and wallet charges
+// user id's app clientID committed in the UTC day (YYYYMMDD); it expires at the day's end.
+func UserAppNotional(userID, clientID, day string) string {
+	return User(userID) + ":app:" + clientID + ":notional:" + day
 }
 
 // Session is one dashboard session, by the SHA-256 (hex) of its cookie value.
