@@ -46,21 +46,37 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 					"this call needs the %s scope and the token holds %q; ask the user to authorize %s (do not log out without their approval)",
 					need, p.Scope, need)), nil
 			}
+			if t.dryRun(args) {
+				return s.answerDryRun(ctx, t, p, args)
+			}
 			// A connected app's call that needs more than mcp:read (trading, changing bots,
 			// spending) is admitted by the user's rules for their apps: the kill switch, then
-			// the app's policy (bots, venue, orders per hour), in one atomic round trip, on
-			// every replica alike.
+			// the app's policy (bots, venue, orders per hour, notional), in one atomic round
+			// trip, on every replica alike. A live entry is sized first, by the executor's
+			// own code, and queued with the amounts admitted.
 			if p.Kind == auth.KindOAuth && auth.ScopeLevel(need) > auth.ScopeLevel(auth.ScopeRead) {
-				if err := s.o.AppPolicies.Admit(ctx, admission(t, p, need, args)); err != nil {
+				call := admission(t, p, need, args)
+				admitted, err := s.sized(ctx, t, args, &call)
+				if err == nil {
+					err = s.o.AppPolicies.Admit(ctx, call)
+				} else if perr := s.o.AppPolicies.Check(ctx, call); perr != nil {
+					// The user's rules answer first: a call they refuse anyway is refused
+					// by them, whatever sizing it found (a round trip on this path only).
+					err = perr
+				}
+				if err != nil {
 					res := s.toolError(name, err)
-					// A refusal by the user's rules is journaled: what an app tried and was
-					// stopped from doing is what its user most wants to see.
+					// A refusal is journaled: what an app tried and was stopped from doing
+					// is what its user most wants to see.
 					if _, coded := errs.As(err); coded && t.Changes {
 						s.record(ctx, p, name, req, res, nil)
 					}
 					return res, nil
 				}
+				ctx = withAdmitted(ctx, admitted)
 			}
+		} else if t.dryRun(args) {
+			return s.answerDryRun(ctx, t, p, args)
 		}
 		res, err := t.Handler(ctx, req)
 		if t.Changes {

@@ -1,6 +1,8 @@
 package mcpd_test
 
 import (
+	"github.com/sigops/sigops/runtime/executor"
+
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -76,7 +78,9 @@ func (f *fixture) server(t testing.TB, with ...func(*mcpd.Options)) *mcpd.Server
 		t.Fatal(err)
 	}
 	o := mcpd.Options{Redis: f.rdb, BaseURL: testBase, MCPURL: testMCPURL, Verifier: v, Users: f.users, OAuth: f.oauth,
-		Logger: slog.New(slog.DiscardHandler), Now: f.clk.Now}
+		Logger: slog.New(slog.DiscardHandler), Now: f.clk.Now,
+		// Previews on paper accounts at no prices: a test that sizes orders sets its own.
+		Previews: executor.New(executor.Deps{Redis: f.rdb, Prices: prices{}, Logger: slog.New(slog.DiscardHandler), Now: f.clk.Now})}
 	for _, fn := range with {
 		fn(&o)
 	}

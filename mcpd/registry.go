@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/queue"
 )
 
 // Tool is one MCP tool: its definition (name, description, input and output schemas,
@@ -42,6 +43,11 @@ type Tool struct {
 	// position or withdraws an order: counted, and never refused by the hourly cap, so that
 	// an app can always get the user flat. nil: every call is one.
 	Exit func(args map[string]any) bool
+	// Draft, on a tool that Trades, builds the envelope a call with these arguments would
+	// queue, without queueing it (the bot it names must be the caller's): what a dry run
+	// previews (dryRun true; the tool then declares dryRunOption) and what a connected
+	// app's notional caps are checked against. nil: the tool has no dry run.
+	Draft func(ctx context.Context, args map[string]any) (queue.Envelope, error)
 	// Changes marks a tool that changes something: every call is written to the caller's
 	// audit journal with its arguments (secrets removed) and outcome.
 	Changes bool
@@ -53,6 +59,15 @@ type Tool struct {
 // scopeOf is the scope a call of t with args needs; args must be the checked arguments
 // (checkedArgs), the same map the handler reads.
 func (t Tool) scopeOf(ctx context.Context, userID string, args map[string]any) (string, error) {
+	if t.dryRun(args) {
+		// A dry run reads: it changes, queues and counts nothing.
+		return auth.ScopeRead, nil
+	}
+	return t.actionScope(ctx, userID, args)
+}
+
+// actionScope is the scope the action of a call of t with args needs, dry run or not.
+func (t Tool) actionScope(ctx context.Context, userID string, args map[string]any) (string, error) {
 	if t.ScopeFor == nil {
 		return t.Scope, nil
 	}

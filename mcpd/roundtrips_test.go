@@ -68,7 +68,7 @@ func TestGetBotRiskRoundTrips(t *testing.T) {
 }
 
 // policyKeys are, per round trip of trips that touched a user's rules for their apps (the
-// kill switch, an app's policy or its order count), the keys it touched.
+// kill switch, an app's policy, its order count or its notional), the keys it touched.
 func policyKeys(trips [][]redis.Cmder) [][]string {
 	var out [][]string
 	for _, cmds := range trips {
@@ -88,7 +88,8 @@ func policyKeys(trips [][]redis.Cmder) [][]string {
 }
 
 // The app policy adds one Redis round trip to a trading call of a connected app, in which
-// the kill switch, the policy and the hourly count are all read (and the count taken);
+// the kill switch, the policy, the hourly count and the day's notional are all read (and
+// the counts taken);
 // reads and the account's own bearer JWT add none.
 func TestAppPolicyCostsOneRoundTrip(t *testing.T) {
 	f, trips, ts, u, _ := tripsFixture(t, "bot-p", func(b *registry.Bot) { b.RateLimit = registry.Limit{PerMinute: 60, Burst: 10} })
@@ -101,8 +102,9 @@ func TestAppPolicyCostsOneRoundTrip(t *testing.T) {
 	trips.Take()
 	toolOK[map[string]any](t, app, "send_signal", map[string]any{"botId": "bot-p", "action": "buy", "size": "0.001"})
 	got := policyKeys(trips.TakeCommands())
-	if len(got) != 1 || len(got[0]) != 3 || !strings.HasSuffix(got[0][0], ":apps-suspended") ||
-		!strings.HasSuffix(got[0][1], ":app:agent:policy") || !strings.Contains(got[0][2], ":app:agent:orders:") {
+	if len(got) != 1 || len(got[0]) != 4 || !strings.HasSuffix(got[0][0], ":apps-suspended") ||
+		!strings.HasSuffix(got[0][1], ":app:agent:policy") || !strings.Contains(got[0][2], ":app:agent:orders:") ||
+		!strings.Contains(got[0][3], ":app:agent:notional:") {
 		t.Fatalf("the app's trading call touched its rules in %d round trips: %v", len(got), got)
 	}
 	toolOK[map[string]any](t, app, "list_bots", nil)

@@ -114,6 +114,10 @@ type Options struct {
 	// Lab serves generate_strategy, get_strategy_job and list_strategy_jobs (nil: the
 	// Strategy Lab tools are not registered).
 	Lab *lab.Lab
+	// Previews size a call's order as the executor would, with nothing written: dry runs and
+	// connected apps' live entries (their notional caps). nil: dry runs and apps' live
+	// entries answer INTERNAL_ERROR; mcpd's main sets one on the executor's venues.
+	Previews Previewer
 	// AppPolicies admits connected apps' calls: the users' kill switches and the apps'
 	// policies (nil: on Redis).
 	AppPolicies *apppolicy.Policies

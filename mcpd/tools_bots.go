@@ -130,7 +130,12 @@ func (s *Server) listBots(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // ownedBot is the caller's bot named by the botId argument, or registry.ErrBotNotFound: the
 // same answer for a missing bot and another user's (decision "MCP server" 8).
 func (s *Server) ownedBot(ctx context.Context, req mcp.CallToolRequest) (registry.Bot, error) {
-	id, err := botIDArg(req)
+	return s.ownedBotArg(ctx, req.GetArguments())
+}
+
+// ownedBotArg is ownedBot of the checked arguments args.
+func (s *Server) ownedBotArg(ctx context.Context, args map[string]any) (registry.Bot, error) {
+	id, err := botIDOf(args)
 	if err != nil {
 		return registry.Bot{}, err
 	}

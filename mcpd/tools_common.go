@@ -131,8 +131,11 @@ func (s *Server) owner(ctx context.Context) (string, error) {
 }
 
 // botIDArg reads the required botId argument.
-func botIDArg(req mcp.CallToolRequest) (string, error) {
-	id, ok := req.GetArguments()["botId"].(string)
+func botIDArg(req mcp.CallToolRequest) (string, error) { return botIDOf(req.GetArguments()) }
+
+// botIDOf is the botId of args.
+func botIDOf(args map[string]any) (string, error) {
+	id, ok := args["botId"].(string)
 	if !ok || id == "" {
 		return "", errs.New(errs.InvalidParameter, "botId is required: the id of one of your bots (list_bots lists them)")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
 )
 
@@ -26,7 +27,7 @@ const SignalWaitBound = 10 * time.Second
 const MaxIdempotencyKey = 255
 
 // sendArgs are send_signal's arguments that are not webhook payload fields.
-var sendArgs = []string{"botId", "idempotencyKey", "wait"}
+var sendArgs = []string{"botId", "idempotencyKey", "wait", dryRunArg}
 
 const sendSignalOutput = `{"type": "object", "required": ["success", "message", "signalId", "timestamp"], "properties": {
   "success": {"type": "boolean"},
@@ -63,11 +64,12 @@ func (s *Server) sendTools() []Tool {
 		mcp.WithNumber("dcaLevel", mcp.Min(1), mcp.Description("whole number; 1 is the initial entry")),
 		mcp.WithString("idempotencyKey", mcp.MaxLength(MaxIdempotencyKey), mcp.Description("a key of your choosing: the same key again answers the first signal")),
 		mcp.WithBoolean("wait", mcp.Description("wait up to "+SignalWaitBound.String()+" for the executor's result (default false)")),
+		dryRunOption(),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{Title: "Send signal", ReadOnlyHint: ptr(false), DestructiveHint: ptr(true),
 			IdempotentHint: ptr(false), OpenWorldHint: ptr(true)}),
-		mcp.WithRawOutputSchema(json.RawMessage(sendSignalOutput))),
+		mcp.WithRawOutputSchema(json.RawMessage(orDryRun(sendSignalOutput)))),
 		Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
-		Trades: true, Exit: exitSignal, Changes: true, Handler: s.sendSignal}}
+		Trades: true, Exit: exitSignal, Draft: s.draftSignal, Changes: true, Handler: s.sendSignal}}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -82,34 +84,13 @@ func exitSignal(args map[string]any) bool {
 // and the admission script, by bot ID) and answers the webhook's shape.
 func (s *Server) sendSignal(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	const tool = "send_signal"
-	bot, err := s.ownedBot(ctx, req)
+	args := req.GetArguments()
+	bot, r, err := s.signalRequest(ctx, args)
 	if err != nil {
 		return s.toolError(tool, err), nil
-	}
-	args := req.GetArguments()
-	key, _ := args["idempotencyKey"].(string)
-	if v, ok := args["idempotencyKey"]; ok && v != nil && (key == "" || len(key) > MaxIdempotencyKey) {
-		return s.toolError(tool, errs.New(errs.InvalidParameter, "idempotencyKey: a string of 1 to %d bytes", MaxIdempotencyKey)), nil
 	}
 	wait, _ := args["wait"].(bool)
-	payload := make(map[string]any, len(args))
-	for k, v := range args {
-		if !slices.Contains(sendArgs, k) {
-			payload[k] = v
-		}
-	}
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return s.toolError(tool, errs.New(errs.InvalidJSON, "the signal is not JSON")), nil
-	}
-	now := s.o.Now()
-	r, err := intake.NewRequest(body, s.o.Symbols(), key, now)
-	if err != nil {
-		return s.toolError(tool, err), nil
-	}
-	// The bot is known: the ID is placed in its partition here, so that the wait is
-	// registered under the ID AdmitBot queues (placing a placed ID keeps it).
-	r.SignalID = queue.SignalIDFor(bot.ID, r.SignalID)
+	r.Admitted = admittedFrom(ctx)
 	var results <-chan result.Result
 	if wait && s.o.Waiter != nil {
 		ch, cancel := s.o.Waiter.Register(r.SignalID)
@@ -128,7 +109,7 @@ func (s *Server) sendSignal(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 		return structured(intake.Duplicate(adm.SignalID, s.o.Now()))
 	case results == nil:
-		return structured(intake.Queued(adm.SignalID, false, now))
+		return structured(intake.Queued(adm.SignalID, false, r.ReceivedAt))
 	}
 	timer := time.NewTimer(SignalWaitBound)
 	defer timer.Stop()
@@ -140,6 +121,47 @@ func (s *Server) sendSignal(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// signalRequest is the intake request of send_signal's args on the caller's bot they name,
+// with its ID placed in the bot's partition.
+func (s *Server) signalRequest(ctx context.Context, args map[string]any) (registry.Bot, intake.Request, error) {
+	bot, err := s.ownedBotArg(ctx, args)
+	if err != nil {
+		return bot, intake.Request{}, err
+	}
+	key, _ := args["idempotencyKey"].(string)
+	if v, ok := args["idempotencyKey"]; ok && v != nil && (key == "" || len(key) > MaxIdempotencyKey) {
+		return bot, intake.Request{}, errs.New(errs.InvalidParameter, "idempotencyKey: a string of 1 to %d bytes", MaxIdempotencyKey)
+	}
+	payload := make(map[string]any, len(args))
+	for k, v := range args {
+		if !slices.Contains(sendArgs, k) {
+			payload[k] = v
+		}
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return bot, intake.Request{}, errs.New(errs.InvalidJSON, "the signal is not JSON")
+	}
+	r, err := intake.NewRequest(body, s.o.Symbols(), key, s.o.Now())
+	if err != nil {
+		return bot, r, err
+	}
+	// The bot is known: the ID is placed in its partition here, so that the wait is
+	// registered under the ID AdmitBot queues (placing a placed ID keeps it).
+	r.SignalID = queue.SignalIDFor(bot.ID, r.SignalID)
+	return bot, r, nil
+}
+
+// draftSignal is send_signal's Draft: the envelope the intake would queue.
+func (s *Server) draftSignal(ctx context.Context, args map[string]any) (queue.Envelope, error) {
+	bot, r, err := s.signalRequest(ctx, args)
+	if err != nil {
+		return queue.Envelope{}, err
+	}
+	return queue.Envelope{SignalID: r.SignalID, BotID: bot.ID, Priority: r.Priority, Source: queue.SourceWebhook,
+		Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli()}, nil
 }
 
 // resultAnswer is the executor's result as send_signal answers it: the webhook's success

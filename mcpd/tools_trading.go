@@ -13,6 +13,8 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
 )
 
@@ -63,6 +65,8 @@ const scopeNote = " Needs the mcp:paper scope for a paper bot and mcp:live for a
 // tradingOptions are what the trading tools' definitions share.
 type tradingOptions struct {
 	botID, output mcp.ToolOption
+	// dryOutput is output, or a dry run's answer (the tools with a dryRun argument).
+	dryOutput mcp.ToolOption
 }
 
 // symbolOption is a trading tool's symbol argument, described by what.
@@ -89,7 +93,8 @@ func (s *Server) tradingTool(def mcp.Tool, handler server.ToolHandlerFunc) Tool 
 // tradingTools are the tools that trade on a bot's venue through the manual-signal API.
 func (s *Server) tradingTools() []Tool {
 	o := tradingOptions{botID: mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)")),
-		output: mcp.WithRawOutputSchema(json.RawMessage(tradeOutput))}
+		output:    mcp.WithRawOutputSchema(json.RawMessage(tradeOutput)),
+		dryOutput: mcp.WithRawOutputSchema(json.RawMessage(orDryRun(tradeOutput)))}
 	return append([]Tool{s.placeOrderTool(o)}, s.exitTools(o)...)
 }
 
@@ -115,7 +120,8 @@ func (s *Server) placeOrderTool(o tradingOptions) Tool {
 		mcp.WithNumber("takeProfit", positive(), mcp.Description("take-profit price of the position the order opens")),
 		mcp.WithString("idempotencyKey", mcp.MaxLength(255),
 			mcp.Description("your key for this order: a repeat within 24 hours answers the first order and places nothing")),
-		o.output), s.placeOrder)
+		dryRunOption(), o.dryOutput), s.placeOrder)
+	place.Draft = s.draftOrder
 	// An order may reduce the open position, which only the executor knows: for the
 	// hourly cap it is an entry.
 	place.Exit = func(map[string]any) bool { return false }
@@ -145,7 +151,8 @@ func (s *Server) exitTools(o tradingOptions) []Tool {
 		mcp.WithToolAnnotation(tradeHints("Close position", true, false)), o.botID,
 		symbolOption(true, "the position's pair"),
 		mcp.WithNumber("percent", positive(), mcp.Max(100), mcp.Description("the part to close, above 0 and at most 100 (default 100)")),
-		o.output), s.closePosition)
+		dryRunOption(), o.dryOutput), s.closePosition)
+	closePos.Draft = s.draftClose
 	closeAll := s.tradingTool(mcp.NewTool("close_all_positions",
 		mcp.WithDescription("Close every open position of a bot at market, one order per symbol."+scopeNote+
 			" In the result POSITION_NOT_FOUND when nothing is open, EXCHANGE_ERROR."),
@@ -165,10 +172,29 @@ func (s *Server) exitTools(o tradingOptions) []Tool {
 func (s *Server) placeOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	const name = "place_order"
 	args := req.GetArguments()
-	r := order.Request{Type: exchange.OrderType(req.GetString("type", "")), Side: exchange.Side(req.GetString("side", "")),
-		Symbol: req.GetString("symbol", "")}
+	bot, r, err := s.orderRequest(ctx, args)
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	key, _ := args["idempotencyKey"].(string)
+	userID := ""
+	if key != "" {
+		p, ok := auth.PrincipalFrom(ctx)
+		if !ok {
+			return s.toolError(name, errs.New(errs.Unauthorized, "no caller")), nil
+		}
+		userID = p.UserID
+	}
+	placed, err := s.o.Trading.PlaceAdmitted(ctx, bot.ID, userID, key, r, admittedFrom(ctx))
+	return s.answerTrade(ctx, name, placed.SignalID, placed.Repeat, err)
+}
+
+// orderRequest is place_order's order of args on the caller's bot they name.
+func (s *Server) orderRequest(ctx context.Context, args map[string]any) (registry.Bot, order.Request, error) {
+	r := order.Request{Type: exchange.OrderType(stringArg(args, "type")), Side: exchange.Side(stringArg(args, "side")),
+		Symbol: stringArg(args, "symbol")}
 	if r.Type != exchange.Market && r.Type != exchange.Limit {
-		return s.toolError(name, errs.New(errs.InvalidParameter, "type must be market or limit")), nil
+		return registry.Bot{}, r, errs.New(errs.InvalidParameter, "type must be market or limit")
 	}
 	var err error
 	for _, d := range []struct {
@@ -178,30 +204,36 @@ func (s *Server) placeOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}{{"amount", errs.InvalidAmount, &r.Amount}, {"price", errs.InvalidPrice, &r.Price},
 		{"stopLoss", errs.InvalidPrice, &r.StopLoss}, {"takeProfit", errs.InvalidPrice, &r.TakeProfit}} {
 		if *d.to, err = decimalArg(args, d.name, d.code); err != nil {
-			return s.toolError(name, err), nil
+			return registry.Bot{}, r, err
 		}
 	}
 	key, _ := args["idempotencyKey"].(string)
 	if v, ok := args["idempotencyKey"]; ok && v != nil && (key == "" || len(key) > 255) {
-		return s.toolError(name, errs.New(errs.InvalidParameter, "idempotencyKey must be a string of 1 to 255 characters")), nil
+		return registry.Bot{}, r, errs.New(errs.InvalidParameter, "idempotencyKey must be a string of 1 to 255 characters")
 	}
-	bot, err := s.ownedBot(ctx, req)
+	bot, err := s.ownedBotArg(ctx, args)
 	if err != nil {
-		return s.toolError(name, err), nil
+		return bot, r, err
 	}
 	if r.Symbol == "" {
 		r.Symbol = bot.Symbol
 	}
-	if key == "" {
-		id, err := s.o.Trading.PlaceManual(ctx, bot.ID, r)
-		return s.answerTrade(ctx, name, id, false, err)
+	return bot, r, nil
+}
+
+// draftOrder is place_order's Draft.
+func (s *Server) draftOrder(ctx context.Context, args map[string]any) (queue.Envelope, error) {
+	bot, r, err := s.orderRequest(ctx, args)
+	if err != nil {
+		return queue.Envelope{}, err
 	}
-	p, ok := auth.PrincipalFrom(ctx)
-	if !ok {
-		return s.toolError(name, errs.New(errs.Unauthorized, "no caller")), nil
-	}
-	placed, err := s.o.Trading.PlaceManualOnce(ctx, bot.ID, p.UserID, key, r)
-	return s.answerTrade(ctx, name, placed.SignalID, placed.Repeat, err)
+	return s.o.Trading.Draft(ctx, bot.ID, r)
+}
+
+// stringArg is the string argument name of args ("" when absent).
+func stringArg(args map[string]any, name string) string {
+	v, _ := args[name].(string)
+	return v
 }
 
 // protect is the handler of set_stop_loss (typ exchange.StopLoss) and set_take_profit: the
@@ -233,16 +265,35 @@ func (s *Server) protect(name string, typ exchange.OrderType) func(context.Conte
 
 func (s *Server) closePosition(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	const name = "close_position"
-	percent, err := decimalArg(req.GetArguments(), "percent", errs.InvalidAmount)
-	if err != nil {
-		return s.toolError(name, err), nil
-	}
-	bot, err := s.ownedBot(ctx, req)
+	bot, percent, err := s.closeRequest(ctx, req.GetArguments())
 	if err != nil {
 		return s.toolError(name, err), nil
 	}
 	id, err := s.o.Trading.Close(ctx, bot.ID, req.GetString("symbol", ""), percent)
 	return s.answerTrade(ctx, name, id, false, err)
+}
+
+// closeRequest is close_position's bot and percent of args.
+func (s *Server) closeRequest(ctx context.Context, args map[string]any) (registry.Bot, *decimal.Decimal, error) {
+	percent, err := decimalArg(args, "percent", errs.InvalidAmount)
+	if err != nil {
+		return registry.Bot{}, nil, err
+	}
+	bot, err := s.ownedBotArg(ctx, args)
+	return bot, percent, err
+}
+
+// draftClose is close_position's Draft.
+func (s *Server) draftClose(ctx context.Context, args map[string]any) (queue.Envelope, error) {
+	bot, percent, err := s.closeRequest(ctx, args)
+	if err != nil {
+		return queue.Envelope{}, err
+	}
+	sym := stringArg(args, "symbol")
+	if sym == "" {
+		return queue.Envelope{}, errs.New(errs.InvalidSymbol, "symbol required; close_all_positions closes every position")
+	}
+	return s.o.Trading.Draft(ctx, bot.ID, order.Request{Type: order.Close, Symbol: sym, ClosePercent: percent})
 }
 
 func (s *Server) closeAll(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

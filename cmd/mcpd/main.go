@@ -142,7 +142,7 @@ func options(ctx context.Context, logger *slog.Logger, c config, rdb redis.Unive
 		Trading: apis.Trading, Audit: apis.Audit, SessionIdle: c.sessionIdle, Lab: apis.Lab,
 		Portfolio: apis.Portfolio, Exchanges: apis.Exchanges, Candles: apis.Candles,
 		// send_signal resolves symbols against the same index as the webhook.
-		Fleet: apis.Fleet, Intake: intake.New(rdb), Symbols: apis.Symbols, Waiter: waiter,
+		Fleet: apis.Fleet, Intake: intake.New(rdb), Symbols: apis.Symbols, Waiter: waiter, Previews: apis.Previews,
 		RateLimit: c.rateLimit, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, func() { _ = waiter.Close() }, nil
 }

@@ -6,6 +6,9 @@
 package userapi
 
 import (
+	"github.com/sigops/sigops/runtime/exchange/connectors"
+	"github.com/sigops/sigops/runtime/executor"
+
 	"context"
 	"flag"
 	"fmt"
@@ -74,6 +77,10 @@ type APIs struct {
 	Audit   *audit.Journal
 	// Fleet is nil without BotActions.
 	Fleet *fleet.Fleet
+	// Previews size orders as the executor would, on the same venues (paper on Redis,
+	// exchange connections through Exchanges), with nothing written: dry runs and
+	// connected apps' notional caps.
+	Previews *executor.Executor
 }
 
 // Build wires the APIs on rdb, with their metrics on reg (not nil); background refreshes run until ctx
@@ -116,7 +123,12 @@ func OnRedis(rdb redis.UniversalClient) *APIs {
 func assemble(rdb redis.UniversalClient, prices marketdata.Provider, po portfolio.Options, symbols func() *signal.Symbols,
 	labMetrics *lab.Metrics, ao audit.Options, logger *slog.Logger) *APIs {
 	users := auth.NewUsers(rdb, auth.UsersOptions{})
-	return &APIs{Users: users, Trading: trading.New(rdb, nil, prices),
+	// The exchange clients the portfolio reads with (nil without a master key: previews of
+	// exchange bots answer EXCHANGE_DISCONNECTED, as the executor would).
+	clients, _ := po.Clients.(*connectors.Clients)
+	previews := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: logger,
+		Venues: &executor.Paper{Redis: rdb, Prices: prices, Live: &executor.LiveVenues{Redis: rdb, Clients: clients}}})
+	return &APIs{Previews: previews, Users: users, Trading: trading.New(rdb, nil, prices),
 		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: symbols, Audit: audit.New(rdb, ao),
 		// The market data source is the candles' fallback, as in webhookd.
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger}),

@@ -20,6 +20,8 @@
 package intake
 
 import (
+	"github.com/shopspring/decimal"
+
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -66,6 +68,8 @@ type Request struct {
 	// route has led to the bot. A stale route read again makes a second call, with the ID
 	// for the bot found then; the ID of the last call is the one queued.
 	Listen func(signalID string)
+	// Admitted are entry amounts a connected app's policy admitted (queue.Envelope.Admitted).
+	Admitted map[string]decimal.Decimal
 }
 
 // Admission is an accepted signal.
@@ -139,7 +143,7 @@ func (in *Intake) admit(ctx context.Context, bot string, r Request) (Admission, 
 		r.Listen(r.SignalID)
 	}
 	env, err := json.Marshal(queue.Envelope{SignalID: r.SignalID, BotID: bot, Priority: r.Priority,
-		Source: queue.SourceWebhook, Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli(), ReplyTo: r.ReplyTo})
+		Source: queue.SourceWebhook, Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli(), ReplyTo: r.ReplyTo, Admitted: r.Admitted})
 	if err != nil {
 		return Admission{}, err
 	}

@@ -67,14 +67,8 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 // else is an infrastructure failure. Execution failures (INSUFFICIENT_BALANCE 3001,
 // POSITION_NOT_FOUND 3002, EXCHANGE_ERROR 3003, ...) are in the stored result.
 func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) (string, error) {
-	env, err := a.envelope(ctx, botID, req)
-	if err != nil {
-		return "", err
-	}
-	if _, err := queue.Enqueue(ctx, a.rdb, env); err != nil {
-		return "", err
-	}
-	return env.SignalID, nil
+	placed, err := a.PlaceAdmitted(ctx, botID, "", "", req, nil)
+	return placed.SignalID, err
 }
 
 // IdempotencyTTL is how long an idempotency key of PlaceManualOnce names its first order:
@@ -96,6 +90,24 @@ type Placed struct {
 // The same key with another request is INVALID_PARAMETER (details: parameter
 // idempotencyKey, signalId of the first order), and nothing is queued.
 func (a *API) PlaceManualOnce(ctx context.Context, botID, userID, key string, req order.Request) (Placed, error) {
+	return a.PlaceAdmitted(ctx, botID, userID, key, req, nil)
+}
+
+// PlaceAdmitted is PlaceManual (key "") or PlaceManualOnce (userID's key) of an order
+// whose entry amounts a connected app's policy admitted (queue.Envelope.Admitted; nil:
+// the executor sizes the order itself).
+func (a *API) PlaceAdmitted(ctx context.Context, botID, userID, key string, req order.Request, admitted map[string]decimal.Decimal) (Placed, error) {
+	if key == "" {
+		env, err := a.Draft(ctx, botID, req)
+		if err != nil {
+			return Placed{}, err
+		}
+		env.Admitted = admitted
+		if _, err := queue.Enqueue(ctx, a.rdb, env); err != nil {
+			return Placed{}, err
+		}
+		return Placed{SignalID: env.SignalID}, nil
+	}
 	if err := req.Validate(); err != nil {
 		return Placed{}, err
 	}
@@ -123,10 +135,11 @@ func (a *API) PlaceManualOnce(ctx context.Context, botID, userID, key string, re
 	if !errors.Is(err, redis.Nil) {
 		return Placed{}, err
 	}
-	env, err := a.envelope(ctx, botID, req)
+	env, err := a.Draft(ctx, botID, req)
 	if err != nil {
 		return Placed{}, err
 	}
+	env.Admitted = admitted
 	prev, enqueued, err := queue.EnqueueOnce(ctx, a.rdb, env, marker, env.SignalID+" "+reqHash, IdempotencyTTL)
 	if err != nil {
 		return Placed{}, err
@@ -137,9 +150,10 @@ func (a *API) PlaceManualOnce(ctx context.Context, botID, userID, key string, re
 	return Placed{SignalID: env.SignalID}, nil
 }
 
-// envelope validates req, applies the bot's gates and builds the queue envelope of a new
-// manual signal (see PlaceManual).
-func (a *API) envelope(ctx context.Context, botID string, req order.Request) (queue.Envelope, error) {
+// Draft validates req, applies the bot's gates and builds the queue envelope of a new
+// manual signal, queued by PlaceAdmitted or previewed as it is (executor.Preview: a dry run,
+// a connected app's notional caps).
+func (a *API) Draft(ctx context.Context, botID string, req order.Request) (queue.Envelope, error) {
 	if err := req.Validate(); err != nil {
 		return queue.Envelope{}, err
 	}

@@ -1,0 +1,167 @@
+package mcpd
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/queue"
+)
+
+// Previewer previews a signal as the executor would execute it now; *executor.Executor is
+// one (the executor's own planning and sizing, with nothing written).
+type Previewer interface {
+	Preview(ctx context.Context, env queue.Envelope) (executor.Preview, error)
+}
+
+// dryRunArg is the argument that makes a trading tool answer what it would do.
+const dryRunArg = "dryRun"
+
+// dryRunOption is the dryRun argument of the tools that have a Draft.
+func dryRunOption() mcp.ToolOption {
+	return mcp.WithBoolean(dryRunArg, mcp.Description("true: do nothing, and answer what the call would do now: the sized "+
+		"and rounded order, its reference price, fees and margin, each of the executor's checks and your app's policy "+
+		"with their verdicts. Nothing is queued or counted; the mcp:read scope is enough"))
+}
+
+// dryRun reports whether args ask t for a dry run.
+func (t Tool) dryRun(args map[string]any) bool {
+	d, _ := args[dryRunArg].(bool)
+	return d && t.Draft != nil
+}
+
+// dryRunOutput is a dry run's answer.
+const dryRunOutput = `{"type": "object", "required": ["dryRun", "wouldExecute", "legs", "checks", "policy"], "properties": {
+  "dryRun": {"type": "boolean", "const": true},
+  "wouldExecute": {"type": "boolean", "description": "every check and the policy pass: the call would be queued, and the executor would place legs"},
+  "legs": {"type": "array", "description": "the orders the call would place, in order (none when a check refuses)", "items": {
+    "type": "object", "required": ["op", "symbol", "amount", "referencePrice", "notional", "fee", "margin"], "properties": {
+      "op": {"type": "string", "enum": ["open", "add", "reduce", "protect"]},
+      "symbol": {"type": "string"}, "side": {"type": "string"}, "type": {"type": "string"},
+      "amount": {"type": "string", "description": "base amount, rounded to the market's step"},
+      "referencePrice": {"type": "string", "description": "the limit price, or the market price now"},
+      "notional": {"type": "string"}, "fee": {"type": "string"}, "margin": {"type": "string"},
+      "leverage": {"type": "integer"}, "reduceOnly": {"type": "boolean"}}}},
+  "checks": {"type": "array", "description": "the executor's checks in order; the first that fails refuses, and the ones after it are not run", "items": {
+    "type": "object", "required": ["name", "passed"], "properties": {
+      "name": {"type": "string", "enum": ["bot", "account", "plan", "size", "exposure"]},
+      "passed": {"type": "boolean"}, "code": {"type": "string"}, "message": {"type": "string"}}}},
+  "policy": {"type": "object", "required": ["passed"], "description": "your app's policy (the user's limits for it): passed, or the POLICY_LIMIT it would answer", "properties": {
+    "passed": {"type": "boolean"}, "appliesTo": {"type": "string"}, "code": {"type": "string"}, "message": {"type": "string"},
+    "details": {"type": "object"}}}}}`
+
+// orDryRun is a tool's output schema that answers either its own shape or a dry run's.
+func orDryRun(schema string) string {
+	return `{"type": "object", "anyOf": [` + schema + `, ` + dryRunOutput + `]}`
+}
+
+// dryRunAnswer is a dry run's answer (dryRunOutput).
+type dryRunAnswer struct {
+	DryRun       bool                  `json:"dryRun"`
+	WouldExecute bool                  `json:"wouldExecute"`
+	Legs         []executor.PreviewLeg `json:"legs"`
+	Checks       []executor.Check      `json:"checks"`
+	Policy       policyVerdict         `json:"policy"`
+}
+
+type policyVerdict struct {
+	Passed bool `json:"passed"`
+	// AppliesTo says why no policy applied: the account's own token.
+	AppliesTo string         `json:"appliesTo,omitempty"`
+	Code      errs.Code      `json:"code,omitempty"`
+	Message   string         `json:"message,omitempty"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// preview drafts t's call with args and previews it.
+func (s *Server) preview(ctx context.Context, t Tool, args map[string]any) (executor.Preview, error) {
+	if s.o.Previews == nil {
+		return executor.Preview{}, errs.New(errs.InternalError, "previews are not configured on this server")
+	}
+	env, err := t.Draft(ctx, args)
+	if err != nil {
+		return executor.Preview{}, err
+	}
+	return s.o.Previews.Preview(ctx, env)
+}
+
+// answerDryRun answers a dry run of t by p with args: the preview, and the verdict of p's
+// token scope and app policy on the call, with nothing counted.
+func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, args map[string]any) (*mcp.CallToolResult, error) {
+	name := t.Def.Name
+	need := auth.ScopeLive
+	if p.Kind != auth.KindAPI {
+		var err error
+		if need, err = t.actionScope(ctx, p.UserID, args); err != nil {
+			return s.toolError(name, err), nil
+		}
+	}
+	pv, err := s.preview(ctx, t, args)
+	if err != nil {
+		return s.toolError(name, err), nil
+	}
+	out := dryRunAnswer{DryRun: true, Legs: pv.Legs, Checks: pv.Checks, Policy: policyVerdict{Passed: true}}
+	if out.Legs == nil {
+		out.Legs = []executor.PreviewLeg{}
+	}
+	switch {
+	case p.Kind != auth.KindAPI && !p.Allows(need):
+		out.Policy = policyVerdict{Code: errs.InsufficientScope, Message: "the call needs the " + need +
+			" scope and the token holds " + p.Scope + "; ask the user to authorize " + need}
+	case p.Kind == auth.KindOAuth:
+		call := admission(t, p, need, args)
+		if call.Live && !call.Exit {
+			call.Notional = pv.EntryNotional()
+		}
+		if err := s.o.AppPolicies.Check(ctx, call); err != nil {
+			e, ok := errs.As(err)
+			if !ok {
+				return s.toolError(name, err), nil
+			}
+			out.Policy = policyVerdict{Code: e.Code, Message: e.Message, Details: e.Details}
+		}
+	default:
+		out.Policy.AppliesTo = "the account's own token: no app policy applies"
+	}
+	out.WouldExecute = pv.Refusal == nil && out.Policy.Passed
+	return structured(out)
+}
+
+// admittedKey carries the entry amounts a connected app's policy admitted from guarded to
+// the handler, which queues them (queue.Envelope.Admitted).
+type admittedKey struct{}
+
+func withAdmitted(ctx context.Context, a map[string]decimal.Decimal) context.Context {
+	if a == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, admittedKey{}, a)
+}
+
+func admittedFrom(ctx context.Context) map[string]decimal.Decimal {
+	a, _ := ctx.Value(admittedKey{}).(map[string]decimal.Decimal)
+	return a
+}
+
+// sized is the admission of a connected app's live entry: the order the call would queue,
+// sized now by the executor's own code, whose notional the app's caps count. A call the
+// executor would refuse is answered with that refusal (nothing is queued or counted).
+func (s *Server) sized(ctx context.Context, t Tool, args map[string]any, call *apppolicy.Call) (map[string]decimal.Decimal, error) {
+	if !call.Live || call.Exit || t.Draft == nil {
+		return nil, nil
+	}
+	pv, err := s.preview(ctx, t, args)
+	if err != nil {
+		return nil, err
+	}
+	if pv.Refusal != nil {
+		return nil, pv.Refusal
+	}
+	call.Notional = pv.EntryNotional()
+	return pv.Admitted(), nil
+}
