@@ -43,9 +43,10 @@ const dryRunOutput = `{"type": "object", "required": ["dryRun", "wouldExecute", 
     "type": "object", "required": ["op", "symbol", "amount", "referencePrice", "notional", "fee", "margin"], "properties": {
       "op": {"type": "string", "enum": ["open", "add", "reduce", "protect"]},
       "symbol": {"type": "string"}, "side": {"type": "string"}, "type": {"type": "string"},
-      "amount": {"type": "string", "description": "base amount, rounded to the market's step"},
-      "referencePrice": {"type": "string", "description": "the limit price, or the market price now"},
-      "notional": {"type": "string"}, "fee": {"type": "string"}, "margin": {"type": "string"},
+      "amount": {"type": "number", "description": "base amount, rounded to the market's step"},
+      "referencePrice": {"type": "number", "description": "the limit price, or the market price now; a protect leg's trigger"},
+      "notional": {"type": "number", "description": "amount × referencePrice, in the quote currency"},
+      "fee": {"type": "number"}, "margin": {"type": "number", "description": "what an entry takes from the free balance"},
       "leverage": {"type": "integer"}, "reduceOnly": {"type": "boolean"}}}},
   "checks": {"type": "array", "description": "the executor's checks in order; the first that fails refuses, and the ones after it are not run", "items": {
     "type": "object", "required": ["name", "passed"], "properties": {
