@@ -56,7 +56,7 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 			// own code, and queued with the amounts admitted.
 			if p.Kind == auth.KindOAuth && auth.ScopeLevel(need) > auth.ScopeLevel(auth.ScopeRead) {
 				call := admission(t, p, need, args)
-				admitted, err := s.sized(ctx, t, args, &call)
+				admitted, err := s.measured(ctx, t, p, args, &call)
 				if err == nil {
 					err = s.o.AppPolicies.Admit(ctx, call)
 				} else if perr := s.o.AppPolicies.Check(ctx, call); perr != nil {

@@ -149,10 +149,25 @@ func admittedFrom(ctx context.Context) map[string]decimal.Decimal {
 	return a
 }
 
-// sized is the admission of a connected app's live entry: the order the call would queue,
-// sized now by the executor's own code, whose notional the app's caps count. A call the
-// executor would refuse is answered with that refusal (nothing is queued or counted).
-func (s *Server) sized(ctx context.Context, t Tool, args map[string]any, call *apppolicy.Call) (map[string]decimal.Decimal, error) {
+// measured completes call with what the app's notional caps need to know of it: a live
+// entry's order, sized now by the executor's own code (whose amounts it returns, to be
+// queued), a wallet charge, or bot settings raised. A call the executor would refuse is
+// answered with that refusal (nothing is queued or counted).
+func (s *Server) measured(ctx context.Context, t Tool, p *auth.Principal, args map[string]any, call *apppolicy.Call) (map[string]decimal.Decimal, error) {
+	if t.Spends != nil {
+		n, err := t.Spends(args)
+		if err != nil {
+			return nil, err
+		}
+		call.Notional = n
+	}
+	if t.RaisesSize != nil && call.Live {
+		raises, err := t.RaisesSize(ctx, p.UserID, args)
+		if err != nil {
+			return nil, err
+		}
+		call.RaisesSize = raises
+	}
 	if !call.Live || call.Exit || t.Draft == nil {
 		return nil, nil
 	}

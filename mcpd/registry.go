@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/queue"
@@ -48,6 +49,13 @@ type Tool struct {
 	// previews (dryRun true; the tool then declares dryRunOption) and what a connected
 	// app's notional caps are checked against. nil: the tool has no dry run.
 	Draft func(ctx context.Context, args map[string]any) (queue.Envelope, error)
+	// Spends, on a tool that charges the user's wallet, is what a call with these
+	// arguments charges (zero: nothing): a connected app's notional caps count it.
+	Spends func(args map[string]any) (decimal.Decimal, error)
+	// RaisesSize, on a tool that changes bot settings, reports whether a call raises the
+	// size or leverage of the entries the bot places (creating a bot raises them from
+	// nothing): an app under a per-order cap may not, on an exchange account.
+	RaisesSize func(ctx context.Context, userID string, args map[string]any) (bool, error)
 	// Changes marks a tool that changes something: every call is written to the caller's
 	// audit journal with its arguments (secrets removed) and outcome.
 	Changes bool

@@ -1,8 +1,10 @@
 package mcpd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -11,6 +13,7 @@ import (
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -95,7 +98,7 @@ func (s *Server) fleetTools() []Tool {
 			mcp.WithToolAnnotation(changeAnnotation("Create bot", false, false)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
 			Scope: auth.ScopePaper, ScopeFor: createScope, Venue: true, CreatesBot: true, ScopeRule: "mcp:live for an exchange account",
-			Changes: true, Handler: s.createBot},
+			RaisesSize: createRaises, Changes: true, Handler: s.createBot},
 		{Def: rawInputTool("update_bot", botInputSchema(`"botId": {"type": "string", "description": "the bot's id (list_bots lists yours)"}`, "botId"),
 			mcp.WithDescription("Change settings of one of your bots: give botId and only the settings to change "+
 				"(a JSON merge patch of its spec: null removes a setting, which then takes its default). "+
@@ -105,7 +108,7 @@ func (s *Server) fleetTools() []Tool {
 			mcp.WithToolAnnotation(changeAnnotation("Update bot", false, true)),
 			mcp.WithRawOutputSchema(json.RawMessage(botChangeOutput))),
 			Scope: auth.ScopePaper, ScopeFor: s.updateScope, Venue: true, ScopeRule: "mcp:live on an exchange bot or when moving it to an exchange account",
-			Changes: true, Handler: s.updateBot},
+			RaisesSize: s.updateRaises, Changes: true, Handler: s.updateBot},
 		{Def: mcp.NewTool("delete_bot",
 			mcp.WithDescription("Delete one of your bots for good: its webhook stops (BOT_DELETED) and its runtime state is "+
 				"removed; open positions stay on the account. Ask the user first, then pass confirm: true."+venue+free+
@@ -165,6 +168,78 @@ func (s *Server) updateScope(ctx context.Context, userID string, args map[string
 		return to, nil
 	}
 	return need, nil
+}
+
+// createRaises is create_bot's RaisesSize: a new bot's entries are raised from nothing.
+func createRaises(context.Context, string, map[string]any) (bool, error) { return true, nil }
+
+// Defaults of a bot's entries when its spec names none (the CRD's).
+const (
+	defaultPositionSize = "10%"
+	defaultLeverage     = 1
+)
+
+// updateRaises is update_bot's RaisesSize: the patch moves the bot onto an exchange
+// account, or sets positionSize above the bot's (a change between a percentage and an
+// amount counts as raising, and null restores the default), or leverage above it. A bot that is missing or another user's raises nothing:
+// the handler answers NOT_FOUND.
+func (s *Server) updateRaises(ctx context.Context, userID string, args map[string]any) (bool, error) {
+	size, hasSize := args["positionSize"]
+	lev, hasLev := args["leverage"]
+	dest, _ := createScope(ctx, userID, args)
+	if !hasSize && !hasLev && dest != auth.ScopeLive {
+		return false, nil
+	}
+	owner, err := s.ownerOf(ctx, userID)
+	if err != nil {
+		return false, err
+	}
+	id, _ := args["botId"].(string)
+	bot, err := registry.Owned(ctx, s.o.Bots, id, owner)
+	if errors.Is(err, registry.ErrBotNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if dest == auth.ScopeLive && bot.Account.Kind != registry.AccountExchange {
+		return true, nil // onto real money: raised from nothing
+	}
+	if hasSize {
+		to, _ := size.(string)
+		if size == nil {
+			to = defaultPositionSize
+		}
+		from := cmp.Or(bot.PositionSize, defaultPositionSize)
+		if sizeAbove(to, from) {
+			return true, nil
+		}
+	}
+	if hasLev {
+		to := float64(defaultLeverage)
+		if n, ok := lev.(float64); ok {
+			to = n
+		}
+		if to > float64(max(bot.Leverage, defaultLeverage)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sizeAbove reports whether positionSize to sizes entries above from: a larger value in
+// the same unit, or another unit (a percentage and a base amount cannot be compared). A
+// size that does not parse is the handler's to refuse.
+func sizeAbove(to, from string) bool {
+	t, err := order.ParseAmount(to)
+	if err != nil || t == nil {
+		return false
+	}
+	f, err := order.ParseAmount(from)
+	if err != nil || f == nil || f.Percent != t.Percent {
+		return true
+	}
+	return t.Value.GreaterThan(f.Value)
 }
 
 // caller is the fleet caller of the request: its user and canonical e-mail.

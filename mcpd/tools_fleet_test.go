@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/shopspring/decimal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -304,9 +305,37 @@ func TestUpdateDeleteRegenerate(t *testing.T) {
 	// Moving the bot to an exchange connection needs mcp:live, though the bot is paper now.
 	f.forbidden(t, paperTok, "update_bot", `{"botId":"`+id+`","account":{"kind":"exchange","name":"binance"}}`, auth.ScopeLive)
 	_, live := f.token(t, f.adaUser, auth.ScopeLive)
-	moved := toolOK[botChangeT](t, live, "update_bot", map[string]any{"botId": id, "account": map[string]any{"kind": "exchange", "name": "binance"}})
+	// Under a per-order cap (the default policy's 100 USDT) an app may not move a bot onto
+	// real money, nor create one there: the bot's webhook entries are sized where no cap of
+	// the app's holds them.
+	toExchange := map[string]any{"botId": id, "account": map[string]any{"kind": "exchange", "name": "binance"}}
+	for tool, args := range map[string]map[string]any{"update_bot": toExchange,
+		"create_bot": {"name": "live-one", "account": map[string]any{"kind": "exchange", "name": "binance"}}} {
+		if text := toolErr(t, live, tool, args); !strings.Contains(text, `"limit":"orderNotional"`) || !strings.Contains(text, `"used":"settings"`) {
+			t.Fatalf("%s onto an exchange under a cap: %s", tool, text)
+		}
+	}
+	policies := apppolicy.NewPolicies(f.rdb, nil)
+	uncapped := apppolicy.DefaultPolicy()
+	uncapped.OrderNotional = decimal.Zero
+	if err := policies.Set(t.Context(), f.adaUser.ID, "agent-mcp-live", uncapped); err != nil {
+		t.Fatal(err)
+	}
+	moved := toolOK[botChangeT](t, live, "update_bot", toExchange)
 	if moved.Spec.ExchangeConnectionRef == nil || moved.Spec.ExchangeConnectionRef.Name != "binance" || moved.Spec.PaperAccountRef != nil {
 		t.Fatalf("moved: %+v", moved.Spec)
+	}
+	// With the cap back, the app may lower the live bot's size, not raise it or its leverage.
+	if err := policies.Set(t.Context(), f.adaUser.ID, "agent-mcp-live", apppolicy.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if up := toolOK[botChangeT](t, live, "update_bot", map[string]any{"botId": id, "positionSize": "5%"}); up.Spec.PositionSize != "5%" {
+		t.Fatalf("lowered: %+v", up.Spec)
+	}
+	for _, args := range []map[string]any{{"botId": id, "positionSize": "20%"}, {"botId": id, "positionSize": "0.01"}, {"botId": id, "leverage": 3}} {
+		if text := toolErr(t, live, "update_bot", args); !strings.Contains(text, `"limit":"orderNotional"`) {
+			t.Fatalf("raising %v under a cap: %s", args, text)
+		}
 	}
 	// The projection still says paper until the controller projects the move; the venue is
 	// taken from the SignalBot, so mcp:paper may no longer act on it (it could before the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
@@ -77,7 +78,7 @@ func (s *Server) generateTools() []Tool {
 		mcp.WithBoolean("acknowledgeCost", mcp.Description("true to charge the cost and queue the job; absent or false answers the estimate")),
 		mcp.WithRawOutputSchema(json.RawMessage(generateOutput))),
 		Scope: auth.ScopeRead, ScopeFor: generateScope, ScopeRule: "mcp:live with acknowledgeCost true (it charges the wallet)",
-		Changes: true, Handler: s.generate}}
+		Spends: s.generateSpends, Changes: true, Handler: s.generate}}
 }
 
 // generateScope: the estimate charges nothing (mcp:read); the call that charges the wallet
@@ -89,6 +90,20 @@ func generateScope(_ context.Context, _ string, args map[string]any) (string, er
 		return auth.ScopeRead, nil // the call answers the decoding error and charges nothing
 	}
 	return auth.ScopeLive, nil
+}
+
+// generateSpends is generate_strategy's Spends: the cost a call with acknowledgeCost
+// charges (nothing for an estimate, or a request the handler refuses).
+func (s *Server) generateSpends(args map[string]any) (decimal.Decimal, error) {
+	r, err := labRequest(args)
+	if err != nil || !r.AcknowledgeCost {
+		return decimal.Zero, nil
+	}
+	cost, err := s.o.Lab.Cost(r)
+	if _, coded := errs.As(err); coded {
+		return decimal.Zero, nil
+	}
+	return cost, err
 }
 
 // labRequest is generate_strategy's checked arguments as a lab.Request.

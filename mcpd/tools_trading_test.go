@@ -14,6 +14,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
@@ -433,6 +434,24 @@ func TestGenerateStrategyTool(t *testing.T) {
 	if bal, err := f.lab.Balance(t.Context(), f.ada.ID); err != nil || !bal.Equal(testkit.D("8.5")) {
 		t.Fatalf("wallet after the job %s %v", bal, err)
 	}
+	// The charge is money the app spent: it counts against the app's day cap (1.5 of the
+	// default 500 committed), and a cap of 2 refuses the next 1.5 before anything is charged.
+	ps := apppolicy.NewPolicies(f.rdb, f.clk.Now)
+	if got, err := ps.DayCommitted(t.Context(), f.ada.ID, "agent"); err != nil || !got.Equal(testkit.D("1.5")) {
+		t.Fatalf("committed by the charge: %s %v", got, err)
+	}
+	capped := apppolicy.DefaultPolicy()
+	capped.DayNotional = testkit.D("2")
+	if err := ps.Set(t.Context(), f.ada.ID, "agent", capped); err != nil {
+		t.Fatal(err)
+	}
+	if text := toolErr(t, f.live, "generate_strategy", args); !strings.Contains(text, `"limit":"dayNotional"`) ||
+		!strings.Contains(text, `"used":"1.5"`) || !strings.Contains(text, `"requested":"1.5"`) {
+		t.Fatalf("a charge past the day cap: %s", text)
+	}
+	if err := ps.Set(t.Context(), f.ada.ID, "agent", apppolicy.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
 	args["experiments"] = 31
 	if text := toolErr(t, f.live, "generate_strategy", args); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) ||
 		!strings.Contains(text, `"parameter":"experiments"`) {
@@ -451,8 +470,8 @@ func TestGenerateStrategyTool(t *testing.T) {
 		t.Fatalf("free tier: %s", text)
 	}
 	entries, _, err := f.journal.List(t.Context(), f.ada.ID, "", 10)
-	if err != nil || len(entries) != 4 || entries[3].Tool != "generate_strategy" || !entries[3].Outcome.OK ||
-		entries[0].Outcome.Code != errs.InvalidParameter {
+	if err != nil || len(entries) != 5 || entries[4].Tool != "generate_strategy" || !entries[4].Outcome.OK ||
+		entries[2].Outcome.Code != errs.PolicyLimit || entries[0].Outcome.Code != errs.InvalidParameter {
 		t.Fatalf("journal %+v %v", entries, err)
 	}
 }

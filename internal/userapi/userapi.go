@@ -6,9 +6,6 @@
 package userapi
 
 import (
-	"github.com/sigops/sigops/runtime/exchange/connectors"
-	"github.com/sigops/sigops/runtime/executor"
-
 	"context"
 	"flag"
 	"fmt"
@@ -28,7 +25,9 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"

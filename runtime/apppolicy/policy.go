@@ -190,6 +190,10 @@ type Call struct {
 	// a live entry's sized order (at its reference price), or a wallet charge. Zero for
 	// anything else; an exit's is not counted.
 	Notional decimal.Decimal
+	// RaisesSize: the call raises the size or leverage of a live bot's entries, or creates
+	// a bot on an exchange account (refused under a per-order cap: the bot's own entries
+	// are sized later, where the app's cap cannot hold them).
+	RaisesSize bool
 }
 
 // admitScript admits one call of an app, in one round trip, atomically: the kill switch,
@@ -202,7 +206,7 @@ type Call struct {
 //	ARGV: botId, createsBot, live, order, exit, default orders per hour, ms to the hour's
 //	end (relative: the count must not depend on Redis's clock agreeing with ours), the
 //	call's notional in units, ms to the day's end, default order and day caps in units,
-//	dry ("1": decide and count nothing)
+//	dry ("1": decide and count nothing), raisesSize
 //
 // Returns {limit, a, b, c}: limit "" when admitted; otherwise the limit that refused, with
 // a, b and c what it reports (used, cap and, for a notional cap, the call's notional).
@@ -216,6 +220,7 @@ if bots ~= '' then
   if ARGV[1] ~= '' and not string.find(bots, ',' .. ARGV[1] .. ',', 1, true) then return {'bots', bots, '', ''} end
 end
 if ARGV[3] == '1' and p[1] == '0' then return {'venue', 'paper', '', ''} end
+if ARGV[13] == '1' and tonumber(p[4] or ARGV[10]) > 0 then return {'orderNotional', 'settings', p[4] or ARGV[10], ''} end
 local exit = ARGV[5] == '1'
 local used = 0
 local cap = tonumber(p[3] or ARGV[6]) or tonumber(ARGV[6])
@@ -264,7 +269,7 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	}
 	res, err := admitScript.Run(ctx, ps.rdb, keys, c.BotID, flag(c.CreatesBot), flag(c.Live), flag(c.Order), flag(c.Exit),
 		DefaultOrdersPerHour, max(next.Sub(now).Milliseconds(), 1), notional, max(tomorrow.Sub(now).Milliseconds(), 1),
-		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry)).StringSlice()
+		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry), flag(c.RaisesSize)).StringSlice()
 	if err != nil {
 		return err
 	}
@@ -296,6 +301,12 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 			"resetsAt": next.Format(time.RFC3339)})
 	case LimitOrderNotional:
 		limit, _ := fromUnits(res[2])
+		if res[1] == "settings" {
+			return errs.New(errs.PolicyLimit, "this app may commit at most %s USDT in one order, so it may not raise a live bot's "+
+				"positionSize or leverage, nor create a bot on an exchange account: the bot's own webhook orders are sized later, "+
+				"where the app's cap cannot hold them; the user changes these settings in the dashboard, or the cap in Connected apps", limit).
+				WithDetails(map[string]any{"limit": LimitOrderNotional, "value": limit.String(), "used": "settings", "resetsAt": nil})
+		}
 		return errs.New(errs.PolicyLimit, "this order commits %s USDT and this app may commit at most %s USDT in one order "+
 			"(exits are never refused); the user changes the limit in the dashboard's Connected apps", c.Notional, limit).
 			WithDetails(map[string]any{"limit": LimitOrderNotional, "value": limit.String(), "used": c.Notional.String(),

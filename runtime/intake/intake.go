@@ -20,8 +20,6 @@
 package intake
 
 import (
-	"github.com/shopspring/decimal"
-
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -31,6 +29,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/queue"

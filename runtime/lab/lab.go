@@ -150,6 +150,20 @@ const (
 	dispatchUF = "user"
 )
 
+// Cost is what Generate charges for r: its experiments (the default when r names none) ×
+// UnitCostUsd. A request Generate would refuse is refused alike.
+func (l *Lab) Cost(r Request) (decimal.Decimal, error) {
+	n, err := r.normalize(l.o.Market)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	return costOf(n), nil
+}
+
+func costOf(r Request) decimal.Decimal {
+	return UnitCostUsd.Mul(decimal.NewFromInt(int64(r.Experiments)))
+}
+
 // Generate is generate_strategy. It needs the allowAIBuilder capability
 // (TIER_NOT_ALLOWED otherwise). Without AcknowledgeCost, unless the caller is the
 // dashboard, it answers an Estimate and queues nothing. Otherwise it debits
@@ -175,7 +189,7 @@ func (l *Lab) Generate(ctx context.Context, c Caller, r Request) (Outcome, error
 		s := randomSeed()
 		r.Seed = &s
 	}
-	cost := UnitCostUsd.Mul(decimal.NewFromInt(int64(r.Experiments)))
+	cost := costOf(r)
 	if !r.AcknowledgeCost && !c.Dashboard {
 		bal, err := l.o.Wallets.Balance(ctx, c.UserID)
 		if err != nil {

@@ -8,9 +8,9 @@
 package queue
 
 import (
-	"github.com/shopspring/decimal"
-
 	"encoding/json"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/store"
 )
