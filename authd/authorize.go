@@ -24,7 +24,7 @@ type scopeText struct {
 }
 
 // consentPolicy is the app policy the consent form sets for a grant of scope: the bots
-// chosen and the hourly cap (apppolicy.FromForm, the fields Connected apps edits too), and
+// chosen and the caps (apppolicy.FromForm, the fields Connected apps edits too), and
 // live only with mcp:live: choosing live on this page is choosing the scope. A form without
 // the policy's fields (an older page) gets the defaults for the scope. A non-empty string
 // is why it is refused.
@@ -266,7 +266,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request, sc se
 	for _, sc := range grantable(p.Scope) {
 		scopes = append(scopes, scopeText{Name: sc, Text: scopeTexts[sc], Asked: sc == p.Scope, Checked: sc == chosen})
 	}
-	// The app's policy is set here too: the user's bots to choose from, the hourly cap.
+	// The app's policy is set here too: the user's bots to choose from, the caps.
 	bots, err := registry.New(s.o.Redis).AllOwned(r.Context(), emails.Canonical(sc.user.Email))
 	if err != nil {
 		s.errorPage(w, http.StatusServiceUnavailable, "Unavailable", "Your bots could not be read. Try again in a few seconds.")
@@ -275,7 +275,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request, sc se
 	sort.Slice(bots, func(i, j int) bool { return bots[i].Name < bots[j].Name })
 	s.render(w, http.StatusOK, "consent", pageData{Title: "Authorize " + c.Name, User: &sc.user, CSRF: sc.sess.CSRF,
 		ClientName: c.Name, RedirectHost: auth.RedirectHost(p.RedirectURI), Resource: p.Resource, Request: p.ID, Scopes: scopes,
-		Bots: bots, OrdersPerHour: apppolicy.DefaultOrdersPerHour},
+		Bots: bots, Policy: apppolicy.DefaultPolicy()},
 		originOf(p.RedirectURI))
 }
 

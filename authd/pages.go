@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -41,10 +42,10 @@ type pageData struct {
 	Next, Email                                 string
 	ClientName, RedirectHost, Resource, Request string
 	Scopes                                      []scopeText
-	// Bots are the user's bots the consent page offers for the app's policy;
-	// OrdersPerHour its default hourly cap.
-	Bots          []registry.Bot
-	OrdersPerHour int
+	// Bots are the user's bots the consent page offers for the app's policy; Policy the
+	// limits it starts from (the defaults).
+	Bots   []registry.Bot
+	Policy apppolicy.Policy
 	// Notice is a non-error note (the login page after a password change).
 	Notice string
 }

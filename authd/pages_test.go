@@ -250,7 +250,8 @@ func TestConsentGrantsLessThanAsked(t *testing.T) {
 		}
 		// Real money is chosen on purpose: for mcp:live, mcp:paper is preselected.
 		if !strings.Contains(page, `value="mcp:paper" checked`) || strings.Contains(page, `value="mcp:live" checked`) ||
-			!strings.Contains(page, `name="orders_per_hour" min="1" max="10000" value="60"`) {
+			!strings.Contains(page, `name="orders_per_hour" min="1" max="10000" value="60"`) ||
+			!strings.Contains(page, `name="order_notional" value="100"`) || !strings.Contains(page, `name="day_notional" value="500"`) {
 			t.Fatalf("consent page's defaults: %s", page)
 		}
 		return b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
@@ -534,11 +535,16 @@ func TestConsentSetsTheAppPolicy(t *testing.T) {
 		t.Fatalf("0 orders an hour: %d", resp.StatusCode)
 	}
 	ps := apppolicy.NewPolicies(h.rdb, nil)
-	if resp := consent(url.Values{"scope": {"mcp:live"}, "bots_mode": {"chosen"}, "bot": {"pb-1"}, "orders_per_hour": {"7"}}); resp.StatusCode != http.StatusSeeOther {
+	if resp := consent(url.Values{"scope": {"mcp:live"}, "order_notional": {"one hundred"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("an order cap in words: %d", resp.StatusCode)
+	}
+	if resp := consent(url.Values{"scope": {"mcp:live"}, "bots_mode": {"chosen"}, "bot": {"pb-1"}, "orders_per_hour": {"7"},
+		"order_notional": {"25.75"}, "day_notional": {"80"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("consent: %d", resp.StatusCode)
 	}
 	p, err := ps.Get(t.Context(), u.ID, cfg.ClientID)
-	if err != nil || !p.Live || p.OrdersPerHour != 7 || len(p.Bots) != 1 || p.Bots[0] != "pb-1" {
+	if err != nil || !p.Live || p.OrdersPerHour != 7 || len(p.Bots) != 1 || p.Bots[0] != "pb-1" ||
+		p.OrderNotional.String() != "25.75" || p.DayNotional.String() != "80" {
 		t.Fatalf("policy %+v %v", p, err)
 	}
 	// Granting mcp:paper keeps the app off real money, whatever it asked.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
@@ -68,8 +69,10 @@ type appPolicyRow struct {
 	ClientID, ClientName string
 	Policy               apppolicy.Policy
 	Words                []string
-	// UsedThisHour is the orders the app placed in the current UTC hour.
-	UsedThisHour int
+	// UsedThisHour is the orders the app placed in the current UTC hour; CommittedToday the
+	// USDT of real money it committed in the current UTC day.
+	UsedThisHour   int
+	CommittedToday decimal.Decimal
 }
 
 type auditPage struct {
@@ -247,7 +250,12 @@ func (d *Dashboard) appPolicies(r *http.Request, rows []appRow) ([]appPolicyRow,
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, appPolicyRow{ClientID: a.ClientID, ClientName: a.ClientName, Policy: p, Words: p.Words(names), UsedThisHour: used})
+		committed, err := ps.DayCommitted(r.Context(), v.ID, a.ClientID)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, appPolicyRow{ClientID: a.ClientID, ClientName: a.ClientName, Policy: p, Words: p.Words(names),
+			UsedThisHour: used, CommittedToday: committed})
 	}
 	return out, bots, nil
 }
@@ -277,7 +285,7 @@ func (d *Dashboard) handleAppPolicy(w http.ResponseWriter, r *http.Request) {
 		err = apppolicy.NewPolicies(d.o.Redis, d.o.Now).Set(r.Context(), v.ID, client, p)
 	}
 	d.recordAction(r, "set_app_policy", map[string]any{"app": client, "live": p.Live, "bots": p.Bots,
-		"ordersPerHour": p.OrdersPerHour}, err)
+		"ordersPerHour": p.OrdersPerHour, "orderNotional": p.OrderNotional, "dayNotional": p.DayNotional}, err)
 	if err != nil {
 		d.failPage(w, r, err)
 		return

@@ -572,4 +572,23 @@ func TestSettingsAppLimits(t *testing.T) {
 	if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "orders_per_hour": {"0"}}); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("0 an hour: %d", resp.StatusCode)
 	}
+	// Real money: the notional caps in USDT, blank for none, shown in words.
+	if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "live": {"yes"},
+		"orders_per_hour": {"60"}, "order_notional": {"250.5"}, "day_notional": {""}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save the caps: %d", resp.StatusCode)
+	}
+	if p, err := apppolicy.NewPolicies(env.RDB, nil).Get(context.Background(), u.ID, client); err != nil || !p.Live ||
+		p.OrderNotional.String() != "250.5" || !p.DayNotional.IsZero() {
+		t.Fatalf("caps %+v %v", p, err)
+	}
+	_, page = b.get("/dashboard/settings/connected-apps")
+	if !strings.Contains(page, "Real money in one order (or one Strategy Lab charge): at most 250.5 USDT; in one UTC day: no limit") ||
+		!strings.Contains(page, "Real money committed today: 0 USDT") || !strings.Contains(page, `name="order_notional" value="250.5"`) {
+		t.Fatalf("caps in words:\n%s", page)
+	}
+	for _, bad := range []string{"lots", "-5", "10000001"} {
+		if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "order_notional": {bad}}); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("order cap %q: %d", bad, resp.StatusCode)
+		}
+	}
 }

@@ -6,13 +6,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
 // FromForm reads a policy from the fields the consent page and Connected apps share:
-// orders_per_hour (absent: the default), bots_mode ("chosen" with one "bot" field per bot
-// ID, else every bot) and live ("yes"). The bots are checked to be owner's (registry);
+// orders_per_hour (absent: the default), order_notional and day_notional (USDT; absent:
+// the default, blank: no cap), bots_mode ("chosen" with one "bot" field per bot ID, else
+// every bot) and live ("yes"). The bots are checked to be owner's (registry);
 // refusals are INVALID_PARAMETER with a message a person can act on.
 func FromForm(ctx context.Context, form url.Values, reg *registry.Registry, owner string) (Policy, error) {
 	p := DefaultPolicy()
@@ -23,6 +26,26 @@ func FromForm(ctx context.Context, form url.Values, reg *registry.Registry, owne
 			n = 0
 		}
 		p.OrdersPerHour = n
+	}
+	for _, f := range []struct {
+		field, name string
+		to          *decimal.Decimal
+	}{{"order_notional", "orderNotional", &p.OrderNotional}, {"day_notional", "dayNotional", &p.DayNotional}} {
+		v, ok := form[f.field]
+		if !ok {
+			continue // a form without the field (an older page): the default
+		}
+		text := strings.TrimSpace(strings.Join(v, ""))
+		if text == "" {
+			*f.to = decimal.Zero // left blank: no cap
+			continue
+		}
+		d, err := decimal.NewFromString(text)
+		if err != nil {
+			return p, errs.New(errs.InvalidParameter, "%s must be an amount in USDT, like 100 or 250.5, or blank for no limit", f.name).
+				WithDetails(map[string]any{"parameter": f.name})
+		}
+		*f.to = d
 	}
 	if form.Get("bots_mode") == "chosen" {
 		p.Bots = form["bot"]
@@ -64,5 +87,32 @@ func (p Policy) Words(names map[string]string) []string {
 	if p.Live {
 		venue = "real money on your exchange accounts, when its scope is mcp:live"
 	}
-	return []string{"Bots: " + bots, "Trades on: " + venue, "At most " + strconv.Itoa(p.OrdersPerHour) + " orders an hour (closing is never refused)"}
+	words := []string{"Bots: " + bots, "Trades on: " + venue,
+		"At most " + strconv.Itoa(p.OrdersPerHour) + " orders an hour (closing is never refused)"}
+	if p.Live {
+		words = append(words, "Real money in one order (or one Strategy Lab charge): "+capWords(p.OrderNotional)+
+			"; in one UTC day: "+capWords(p.DayNotional)+" (closing is never refused)")
+	}
+	return words
+}
+
+// capWords is a notional cap as a person reads it.
+func capWords(d decimal.Decimal) string {
+	if d.IsZero() {
+		return "no limit"
+	}
+	return "at most " + d.String() + " USDT"
+}
+
+// OrderCap and DayCap are the caps as the forms show them: blank for no cap.
+func (p Policy) OrderCap() string { return capField(p.OrderNotional) }
+
+// DayCap: see OrderCap.
+func (p Policy) DayCap() string { return capField(p.DayNotional) }
+
+func capField(d decimal.Decimal) string {
+	if d.IsZero() {
+		return ""
+	}
+	return d.String()
 }
