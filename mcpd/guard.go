@@ -56,13 +56,22 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 			// own code, and queued with the amounts admitted.
 			if p.Kind == auth.KindOAuth && auth.ScopeLevel(need) > auth.ScopeLevel(auth.ScopeRead) {
 				call := admission(t, p, need, args)
-				admitted, err := s.measured(ctx, t, p, args, &call)
+				m, err := s.measured(ctx, t, p, args, &call)
 				if err == nil {
 					err = s.o.AppPolicies.Admit(ctx, call)
 				} else if perr := s.o.AppPolicies.Check(ctx, call); perr != nil {
 					// The user's rules answer first: a call they refuse anyway is refused
 					// by them, whatever sizing it found (a round trip on this path only).
 					err = perr
+				}
+				var held *apppolicy.ApprovalNeeded
+				if errors.As(err, &held) && t.OnHold != nil {
+					res, err := s.hold(ctx, t, p, args, call, m, held)
+					if err != nil {
+						return s.toolError(name, err), nil
+					}
+					s.record(ctx, p, name, req, res, nil)
+					return res, nil
 				}
 				if err != nil {
 					res := s.toolError(name, err)
@@ -73,7 +82,7 @@ func (s *Server) guarded(t Tool) server.ToolHandlerFunc {
 					}
 					return res, nil
 				}
-				ctx = withAdmitted(ctx, admitted)
+				ctx = withAdmitted(ctx, m.admitted)
 			}
 		} else if t.dryRun(args) {
 			return s.answerDryRun(ctx, t, p, args)

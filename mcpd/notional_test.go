@@ -8,14 +8,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/queue"
@@ -93,7 +96,13 @@ func entry(amount, price, key string) map[string]any {
 // app.
 func TestNotionalCapsOnLiveEntries(t *testing.T) {
 	f := newNotionalFixture(t)
-	// Defaults: 100 USDT an order, 500 a day. 0.002 BTC at 50,000.01 is 100.00002.
+	// The default caps, 100 USDT an order and 500 a day, with no approval asked for (an app's
+	// held entries are TestApprovals'). 0.002 BTC at 50,000.01 is 100.00002.
+	noApproval := apppolicy.DefaultPolicy()
+	noApproval.Approve = false
+	if err := f.policies.Set(t.Context(), f.ada.ID, "agent", noApproval); err != nil {
+		t.Fatal(err)
+	}
 	text := toolErr(t, f.live, "send_signal", entry("0.002", "50000.01", "over"))
 	for _, want := range []string{`"code":"POLICY_LIMIT"`, `"limit":"orderNotional"`, `"value":"100"`, `"used":"100.00002"`} {
 		if !strings.Contains(text, want) {
@@ -150,7 +159,7 @@ func TestNotionalCapsOnLiveEntries(t *testing.T) {
 		t.Fatalf("the account's own order: %+v", a)
 	}
 	// A lower cap set in Connected apps applies to the next call.
-	p := apppolicy.DefaultPolicy()
+	p := noApproval
 	p.DayNotional = testkit.D("0")
 	p.OrderNotional = testkit.D("50")
 	if err := f.policies.Set(t.Context(), f.ada.ID, "agent", p); err != nil {
@@ -177,9 +186,9 @@ type dryRun struct {
 		Code   string
 	}
 	Policy struct {
-		Passed  bool
-		Code    string
-		Details map[string]any
+		Passed         bool
+		Code, Approval string
+		Details        map[string]any
 	}
 }
 
@@ -223,8 +232,10 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		d.Legs[0].Fee != "0.1" || d.Legs[0].ReferencePrice != "50000" || len(d.Checks) != 5 || d.Policy.Passed || d.Policy.Code != "INSUFFICIENT_SCOPE" {
 		t.Fatalf("read-only app's dry run of a live entry: %+v", d)
 	}
-	// The live app's dry run passes its policy, and counts nothing.
-	if d := toolOK[dryRun](t, f.live, "send_signal", args); !d.WouldExecute || !d.Policy.Passed {
+	// The live app's dry run passes its policy, which would hold the entry for the user's
+	// approval (the default), and counts nothing.
+	if d := toolOK[dryRun](t, f.live, "send_signal", args); d.WouldExecute || !d.Policy.Passed ||
+		!strings.Contains(d.Policy.Approval, "every live entry") {
 		t.Fatalf("live app's dry run: %+v", d)
 	}
 	if got, _ := f.policies.DayCommitted(t.Context(), f.ada.ID, "agent"); !got.IsZero() {
@@ -255,5 +266,133 @@ func TestDryRunsChangeNothing(t *testing.T) {
 	args["dryRun"] = true
 	if text := toolErr(t, bobc, "send_signal", args); !strings.Contains(text, "NOT_FOUND") {
 		t.Fatalf("another user's dry run: %s", text)
+	}
+}
+
+// queued is the envelopes queued for bot-x.
+func (f *notionalFixture) queued(t *testing.T) []queue.Envelope {
+	t.Helper()
+	msgs, err := f.rdb.XRange(t.Context(), queue.StreamOf("bot-x", queue.PriorityWebhook), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := f.rdb.XRange(t.Context(), queue.StreamOf("bot-x", queue.PriorityStrategyEntry), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []queue.Envelope
+	for _, m := range append(msgs, more...) {
+		var env queue.Envelope
+		if err := json.Unmarshal([]byte(m.Values[queue.EnvelopeField].(string)), &env); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+// A live entry the app's policy holds (the default: every one) answers awaiting_approval
+// at once and is neither queued nor counted; approved, it is admitted, counted and queued
+// once under its signal ID with the amount shown; rejected or expired, it never executes.
+func TestApprovals(t *testing.T) {
+	f := newNotionalFixture(t)
+	approvals := approval.New(f.rdb, f.policies, f.clk.Now)
+	type held struct {
+		Success  bool
+		Message  string
+		SignalID string
+		Status   string
+		Approval struct{ State, ExpiresAt, Reason string }
+	}
+	first := toolOK[held](t, f.live, "send_signal", entry("0.002", "50000", "one"))
+	if !first.Success || first.Message != "Awaiting approval" || first.Approval.State != approval.AwaitingApproval ||
+		first.Approval.ExpiresAt != f.clk.Now().Add(5*time.Minute).UTC().Format(time.RFC3339) || !strings.Contains(first.Approval.Reason, "every live entry") {
+		t.Fatalf("held: %+v", first)
+	}
+	// A retry with the same key answers the same approval.
+	if again := toolOK[held](t, f.live, "send_signal", entry("0.002", "50000", "one")); again.SignalID != first.SignalID {
+		t.Fatalf("retry: %+v, first %s", again, first.SignalID)
+	}
+	second := toolOK[held](t, f.live, "place_order", map[string]any{"botId": "bot-x", "side": "buy", "type": "limit",
+		"symbol": "BTCUSDT", "amount": 0.001, "price": 50000})
+	third := toolOK[held](t, f.live, "send_signal", entry("0.001", "50000", "three"))
+	if second.Status != "awaiting_approval" || second.Approval.State != approval.AwaitingApproval {
+		t.Fatalf("place_order held: %+v", second)
+	}
+	if q := f.queued(t); len(q) != 0 {
+		t.Fatalf("queued before any approval: %+v", q)
+	}
+	if got, _ := f.policies.DayCommitted(t.Context(), f.ada.ID, "agent"); !got.IsZero() {
+		t.Fatalf("held entries committed %s", got)
+	}
+	pending, err := approvals.Pending(t.Context(), f.ada.ID)
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("pending %+v %v", pending, err)
+	}
+	a, err := approvals.Get(t.Context(), f.ada.ID, first.SignalID)
+	if err != nil || a.ClientID != "agent" || a.BotName != "bot-x" || a.Tool != "send_signal" || len(a.Legs) != 1 ||
+		!a.Legs[0].Amount.Equal(testkit.D("0.002")) || !a.Notional.Equal(testkit.D("100")) || !a.Legs[0].Fee.Equal(testkit.D("0.1")) {
+		t.Fatalf("the first approval %+v %v", a, err)
+	}
+	type state struct{ State, Code string }
+	if s := toolOK[state](t, f.live, "get_signal", map[string]any{"signalId": first.SignalID}); s.State != approval.AwaitingApproval {
+		t.Fatalf("get_signal while held: %+v", s)
+	}
+
+	// Approved (twice, as two clicks would): counted and queued once, with the amount shown.
+	for range 2 {
+		if _, err := approvals.Approve(t.Context(), f.ada.ID, first.SignalID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := f.queued(t)
+	if len(q) != 1 || q[0].SignalID != first.SignalID || !q[0].Admitted[""].Equal(testkit.D("0.002")) {
+		t.Fatalf("queued after the approval: %+v", q)
+	}
+	if got, _ := f.policies.DayCommitted(t.Context(), f.ada.ID, "agent"); !got.Equal(testkit.D("100")) {
+		t.Fatalf("committed %s after the approval", got)
+	}
+	if s := toolOK[state](t, f.live, "get_signal", map[string]any{"signalId": first.SignalID}); s.State != "queued" {
+		t.Fatalf("get_signal after approval: %+v", s)
+	}
+	// Rejected: never queued.
+	if _, err := approvals.Reject(t.Context(), f.ada.ID, second.SignalID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approvals.Approve(t.Context(), f.ada.ID, second.SignalID); err == nil {
+		t.Fatal("a rejected order approved")
+	}
+	if s := toolOK[state](t, f.live, "get_signal", map[string]any{"signalId": second.SignalID}); s.State != approval.Rejected {
+		t.Fatalf("get_signal after rejection: %+v", s)
+	}
+	// Expired: after 5 minutes it answers expired and cannot be approved.
+	f.clk.Advance(5 * time.Minute)
+	if s := toolOK[state](t, f.live, "get_signal", map[string]any{"signalId": third.SignalID}); s.State != approval.Expired {
+		t.Fatalf("get_signal after expiry: %+v", s)
+	}
+	_, err = approvals.Approve(t.Context(), f.ada.ID, third.SignalID)
+	if e, ok := errs.As(err); !ok || e.Details["state"] != approval.Expired {
+		t.Fatalf("approving an expired order: %v", err)
+	}
+	if q := f.queued(t); len(q) != 1 {
+		t.Fatalf("%d queued, want the one approved", len(q))
+	}
+	if n, _ := approvals.PendingCount(t.Context(), f.ada.ID); n != 0 {
+		t.Fatalf("%d pending", n)
+	}
+	// Approved under the kill switch: refused by the policy, nothing queued.
+	fourth := toolOK[held](t, f.live, "send_signal", entry("0.001", "50000", "four"))
+	if _, err := f.policies.Suspend(t.Context(), f.ada.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = approvals.Approve(t.Context(), f.ada.ID, fourth.SignalID)
+	if e, ok := errs.As(err); !ok || e.Code != errs.PolicyLimit {
+		t.Fatalf("approved under the kill switch: %v", err)
+	}
+	if s := toolOK[state](t, f.read, "get_signal", map[string]any{"signalId": fourth.SignalID}); s.State != approval.Refused || s.Code != "POLICY_LIMIT" {
+		t.Fatalf("get_signal of a refused approval: %+v", s)
+	}
+	if q := f.queued(t); len(q) != 1 {
+		t.Fatalf("%d queued, want the one approved", len(q))
 	}
 }

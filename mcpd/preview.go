@@ -2,11 +2,14 @@ package mcpd
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/executor"
@@ -38,7 +41,7 @@ func (t Tool) dryRun(args map[string]any) bool {
 // dryRunOutput is a dry run's answer.
 const dryRunOutput = `{"type": "object", "required": ["dryRun", "wouldExecute", "legs", "checks", "policy"], "properties": {
   "dryRun": {"type": "boolean", "const": true},
-  "wouldExecute": {"type": "boolean", "description": "every check and the policy pass: the call would be queued, and the executor would place legs"},
+  "wouldExecute": {"type": "boolean", "description": "every check and the policy pass and no approval is needed: the call would be queued now, and the executor would place legs"},
   "legs": {"type": "array", "description": "the orders the call would place, in order (none when a check refuses)", "items": {
     "type": "object", "required": ["op", "symbol", "amount", "referencePrice", "notional", "fee", "margin"], "properties": {
       "op": {"type": "string", "enum": ["open", "add", "reduce", "protect"]},
@@ -54,6 +57,7 @@ const dryRunOutput = `{"type": "object", "required": ["dryRun", "wouldExecute", 
       "passed": {"type": "boolean"}, "code": {"type": "string"}, "message": {"type": "string"}}}},
   "policy": {"type": "object", "required": ["passed"], "description": "your app's policy (the user's limits for it): passed, or the POLICY_LIMIT it would answer", "properties": {
     "passed": {"type": "boolean"}, "appliesTo": {"type": "string"}, "code": {"type": "string"}, "message": {"type": "string"},
+    "approval": {"type": "string", "description": "present when the policy would hold the call for the user's approval"},
     "details": {"type": "object"}}}}}`
 
 // orDryRun is a tool's output schema that answers either its own shape or a dry run's.
@@ -73,10 +77,12 @@ type dryRunAnswer struct {
 type policyVerdict struct {
 	Passed bool `json:"passed"`
 	// AppliesTo says why no policy applied: the account's own token.
-	AppliesTo string         `json:"appliesTo,omitempty"`
-	Code      errs.Code      `json:"code,omitempty"`
-	Message   string         `json:"message,omitempty"`
-	Details   map[string]any `json:"details,omitempty"`
+	AppliesTo string `json:"appliesTo,omitempty"`
+	// Approval says the policy would hold the call for the user's approval, and why.
+	Approval string         `json:"approval,omitempty"`
+	Code     errs.Code      `json:"code,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Details  map[string]any `json:"details,omitempty"`
 }
 
 // preview drafts t's call with args and previews it.
@@ -119,7 +125,10 @@ func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, ar
 		if call.Live && !call.Exit {
 			call.Notional = pv.EntryNotional()
 		}
-		if err := s.o.AppPolicies.Check(ctx, call); err != nil {
+		var held *apppolicy.ApprovalNeeded
+		if err := s.o.AppPolicies.Check(ctx, call); errors.As(err, &held) {
+			out.Policy.Approval = "the user approves it before it is placed: " + held.Reason()
+		} else if err != nil {
 			e, ok := errs.As(err)
 			if !ok {
 				return s.toolError(name, err), nil
@@ -129,7 +138,7 @@ func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, ar
 	default:
 		out.Policy.AppliesTo = "the account's own token: no app policy applies"
 	}
-	out.WouldExecute = pv.Refusal == nil && out.Policy.Passed
+	out.WouldExecute = pv.Refusal == nil && out.Policy.Passed && out.Policy.Approval == ""
 	return structured(out)
 }
 
@@ -149,35 +158,97 @@ func admittedFrom(ctx context.Context) map[string]decimal.Decimal {
 	return a
 }
 
+// measure is what measured found of a call: the amounts to queue, and for a live entry
+// the envelope drafted and its preview (what an approval shows and queues).
+type measure struct {
+	admitted map[string]decimal.Decimal
+	env      queue.Envelope
+	preview  executor.Preview
+}
+
 // measured completes call with what the app's notional caps need to know of it: a live
-// entry's order, sized now by the executor's own code (whose amounts it returns, to be
-// queued), a wallet charge, or bot settings raised. A call the executor would refuse is
-// answered with that refusal (nothing is queued or counted).
-func (s *Server) measured(ctx context.Context, t Tool, p *auth.Principal, args map[string]any, call *apppolicy.Call) (map[string]decimal.Decimal, error) {
+// entry's order, sized now by the executor's own code (whose amounts are queued), a
+// wallet charge, or bot settings raised. A call the executor would refuse is answered with
+// that refusal (nothing is queued or counted).
+func (s *Server) measured(ctx context.Context, t Tool, p *auth.Principal, args map[string]any, call *apppolicy.Call) (measure, error) {
+	var m measure
 	if t.Spends != nil {
 		n, err := t.Spends(args)
 		if err != nil {
-			return nil, err
+			return m, err
 		}
 		call.Notional = n
 	}
 	if t.RaisesSize != nil && call.Live {
 		raises, err := t.RaisesSize(ctx, p.UserID, args)
 		if err != nil {
-			return nil, err
+			return m, err
 		}
 		call.RaisesSize = raises
 	}
 	if !call.Live || call.Exit || t.Draft == nil {
-		return nil, nil
+		return m, nil
 	}
-	pv, err := s.preview(ctx, t, args)
+	if s.o.Previews == nil {
+		return m, errs.New(errs.InternalError, "previews are not configured on this server")
+	}
+	env, err := t.Draft(ctx, args)
+	if err != nil {
+		return m, err
+	}
+	pv, err := s.o.Previews.Preview(ctx, env)
+	if err != nil {
+		return m, err
+	}
+	if pv.Refusal != nil {
+		return m, pv.Refusal
+	}
+	call.Notional = pv.EntryNotional()
+	m.admitted, m.env, m.preview = pv.Admitted(), env, pv
+	m.env.Admitted = m.admitted
+	return m, nil
+}
+
+// hold stores a live entry the app's policy holds for the user's approval (held says why)
+// and answers the call at once with the approval: nothing is queued or counted.
+func (s *Server) hold(ctx context.Context, t Tool, p *auth.Principal, args map[string]any, call apppolicy.Call, m measure,
+	held *apppolicy.ApprovalNeeded) (*mcp.CallToolResult, error) {
+	now := s.o.Now()
+	bot, err := s.o.Bots.Get(ctx, m.env.BotID)
 	if err != nil {
 		return nil, err
 	}
-	if pv.Refusal != nil {
-		return nil, pv.Refusal
+	a := approval.Approval{SignalID: m.env.SignalID, UserID: p.UserID, ClientID: p.ClientID, BotID: bot.ID, BotName: bot.Name,
+		Tool: t.Def.Name, Legs: m.preview.Legs, Notional: call.Notional, Reason: held.Reason(), Envelope: m.env, Call: call,
+		CreatedAt: now.UnixMilli(), ExpiresAt: approval.ExpiryFor(now, bot.MaxSignalAgeMillis).UnixMilli()}
+	a.ClientName = p.ClientID
+	if c, err := s.o.OAuth.GetClient(ctx, p.ClientID); err == nil {
+		a.ClientName = c.Name
 	}
-	call.Notional = pv.EntryNotional()
-	return pv.Admitted(), nil
+	key, _ := args["idempotencyKey"].(string)
+	if a, err = s.o.Approvals.Create(ctx, a, key); err != nil {
+		return nil, err
+	}
+	return t.OnHold(a)
 }
+
+// heldAnswer is the approval as a tool answers it.
+type heldAnswer struct {
+	State     string `json:"state"`
+	ExpiresAt string `json:"expiresAt"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
+}
+
+// heldOf is a's heldAnswer.
+func heldOf(a approval.Approval) *heldAnswer {
+	msg := "the user approves this order in the sigops dashboard (Approvals) before it is placed; read its state with get_signal"
+	return &heldAnswer{State: a.State, ExpiresAt: time.UnixMilli(a.ExpiresAt).UTC().Format(time.RFC3339), Reason: a.Reason, Message: msg}
+}
+
+// heldOutput is heldAnswer's schema.
+const heldOutput = `{"type": "object", "required": ["state", "expiresAt", "reason", "message"], "description": "the order waits for the user's approval", "properties": {
+  "state": {"type": "string", "enum": ["awaiting_approval", "approved", "rejected", "expired", "refused"]},
+  "expiresAt": {"type": "string", "description": "RFC 3339: unapproved by then, it expires and never executes"},
+  "reason": {"type": "string", "description": "the policy rule that asked for the approval"},
+  "message": {"type": "string"}}}`

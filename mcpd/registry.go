@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/queue"
 )
@@ -49,6 +50,9 @@ type Tool struct {
 	// previews (dryRun true; the tool then declares dryRunOption) and what a connected
 	// app's notional caps are checked against. nil: the tool has no dry run.
 	Draft func(ctx context.Context, args map[string]any) (queue.Envelope, error)
+	// OnHold, on a tool with a Draft that places entries, answers a call the app's policy
+	// holds for the user's approval (runtime/approval), in the tool's own output shape.
+	OnHold func(a approval.Approval) (*mcp.CallToolResult, error)
 	// Spends, on a tool that charges the user's wallet, is what a call with these
 	// arguments charges (zero: nothing): a connected app's notional caps count it.
 	Spends func(args map[string]any) (decimal.Decimal, error)

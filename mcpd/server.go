@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
@@ -118,6 +119,9 @@ type Options struct {
 	// connected apps' live entries (their notional caps). nil: dry runs and apps' live
 	// entries answer INTERNAL_ERROR; mcpd's main sets one on the executor's venues.
 	Previews Previewer
+	// Approvals holds connected apps' live entries their policy asks the user to approve
+	// (nil: on Redis, with AppPolicies).
+	Approvals *approval.Store
 	// AppPolicies admits connected apps' calls: the users' kill switches and the apps'
 	// policies (nil: on Redis).
 	AppPolicies *apppolicy.Policies
@@ -228,6 +232,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AppPolicies == nil {
 		o.AppPolicies = apppolicy.NewPolicies(o.Redis, o.Now)
+	}
+	if o.Approvals == nil {
+		o.Approvals = approval.New(o.Redis, o.AppPolicies, o.Now)
 	}
 	if o.Intake == nil {
 		o.Intake = intake.New(o.Redis)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/intake"
@@ -31,10 +32,11 @@ var sendArgs = []string{"botId", "idempotencyKey", "wait", dryRunArg}
 
 const sendSignalOutput = `{"type": "object", "required": ["success", "message", "signalId", "timestamp"], "properties": {
   "success": {"type": "boolean"},
-  "message": {"type": "string", "description": "Signal queued, Signal executed, or Duplicate signal; the first one stands"},
+  "message": {"type": "string", "description": "Signal queued, Signal executed, Awaiting approval, or Duplicate signal; the first one stands"},
   "signalId": {"type": "string", "description": "for get_signal; a duplicate answers the first signal's"},
   "timestamp": {"type": "integer", "description": "ms since epoch"},
-  "order": {"type": "object", "description": "the order placed, when the result is known and one was"}}}`
+  "order": {"type": "object", "description": "the order placed, when the result is known and one was"},
+  "approval": ` + heldOutput + `}}`
 
 // sendTools is send_signal.
 func (s *Server) sendTools() []Tool {
@@ -69,7 +71,7 @@ func (s *Server) sendTools() []Tool {
 			IdempotentHint: ptr(false), OpenWorldHint: ptr(true)}),
 		mcp.WithRawOutputSchema(json.RawMessage(orDryRun(sendSignalOutput)))),
 		Scope: auth.ScopePaper, ScopeFor: s.botVenueScope, Venue: true, ScopeRule: "mcp:live on an exchange bot",
-		Trades: true, Exit: exitSignal, Draft: s.draftSignal, Changes: true, Handler: s.sendSignal}}
+		Trades: true, Exit: exitSignal, Draft: s.draftSignal, OnHold: s.heldSignal, Changes: true, Handler: s.sendSignal}}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -162,6 +164,17 @@ func (s *Server) draftSignal(ctx context.Context, args map[string]any) (queue.En
 	}
 	return queue.Envelope{SignalID: r.SignalID, BotID: bot.ID, Priority: r.Priority, Source: queue.SourceWebhook,
 		Signal: r.Signal, ReceivedAt: r.ReceivedAt.UnixMilli()}, nil
+}
+
+// heldSignal is send_signal's answer for a signal held for the user's approval.
+func (s *Server) heldSignal(a approval.Approval) (*mcp.CallToolResult, error) {
+	return structured(struct {
+		Success   bool        `json:"success"`
+		Message   string      `json:"message"`
+		SignalID  string      `json:"signalId"`
+		Timestamp int64       `json:"timestamp"`
+		Approval  *heldAnswer `json:"approval"`
+	}{true, "Awaiting approval", a.SignalID, a.CreatedAt, heldOf(a)})
 }
 
 // resultAnswer is the executor's result as send_signal answers it: the webhook's success

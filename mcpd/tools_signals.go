@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/queue"
@@ -26,7 +27,10 @@ const signalOutput = `{
     "code": {"type": "string", "description": "the error code of a failed signal"},
     "error": {"type": "string"}, "details": {"type": "object"},
     "order": {"type": "object", "description": "the order placed, when one was"},
-    "timestamp": {"type": "integer", "description": "Unix ms when the result was decided"}}}`
+    "timestamp": {"type": "integer", "description": "Unix ms when the result was decided (of an approval: when it was asked for)"},
+    "state": {"type": "string", "enum": ["executed", "failed", "queued", "awaiting_approval", "rejected", "expired", "refused"],
+      "description": "executed or failed: the result; the others: an order a connected app's policy held for the user's approval, waiting, rejected, expired (never executed), refused by the policy when approved, or approved and queued"},
+    "approval": ` + heldOutput + `}}`
 
 // listSignalsOutput is a page of signalItem.
 const listSignalsOutput = `{"type": "object", "required": ["signals"], "properties": {
@@ -146,6 +150,17 @@ func (s *Server) getSignal(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return s.toolError("get_signal", err), nil
 	}
 	if !st.Found {
+		// An order held for the caller's approval has no result until it executes; the
+		// approval is the caller's own (it is stored under their user).
+		if p, ok := auth.PrincipalFrom(ctx); ok {
+			a, err := s.o.Approvals.Get(ctx, p.UserID, id)
+			if err == nil {
+				return structured(heldSignalAnswer(a))
+			}
+			if _, coded := errs.As(err); !coded {
+				return s.toolError("get_signal", err), nil
+			}
+		}
 		return s.toolError("get_signal", notFound), nil
 	}
 	owner, err := s.owner(ctx)
@@ -157,5 +172,34 @@ func (s *Server) getSignal(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	} else if err != nil {
 		return s.toolError("get_signal", err), nil
 	}
-	return structured(st.Result)
+	state := statusExecuted
+	if !st.Result.Success {
+		state = statusFailed
+	}
+	return structured(signalAnswer{Result: st.Result, State: state})
+}
+
+// signalAnswer is get_signal's answer: a result, or an approval's state.
+type signalAnswer struct {
+	result.Result
+	State    string      `json:"state"`
+	Approval *heldAnswer `json:"approval,omitempty"`
+}
+
+// heldSignalAnswer is get_signal's answer for an order held for approval: approved and
+// queued (no result yet), or waiting, rejected, expired or refused (never executed).
+func heldSignalAnswer(a approval.Approval) signalAnswer {
+	out := signalAnswer{Result: result.Result{SignalID: a.SignalID, BotID: a.BotID, Timestamp: a.CreatedAt}, State: a.State,
+		Approval: heldOf(a)}
+	switch a.State {
+	case approval.Approved:
+		out.State, out.Message = statusQueued, "approved by the user and queued"
+	case approval.AwaitingApproval:
+		out.Message = "waiting for the user's approval"
+	case approval.Refused:
+		out.Code, out.Error = errs.PolicyLimit, "not executed: approved, then refused by the app's policy: "+a.Error
+	default:
+		out.Error = "not executed: the order was " + a.State
+	}
+	return out
 }

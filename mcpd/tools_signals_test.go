@@ -28,12 +28,13 @@ func TestGetSignal(t *testing.T) {
 	publish("sig-fail", "bot-s", result.Result{Code: errs.InsufficientBalance, Error: "insufficient balance", Timestamp: 43})
 	publish("sig-bob", "bot-x", result.Result{Success: true, Timestamp: 44})
 
-	for _, id := range []string{"sig-ok", "sig-fail"} {
+	for id, state := range map[string]string{"sig-ok": "executed", "sig-fail": "failed"} {
 		st, err := f.trading.Result(ctx, id)
 		if err != nil || !st.Found {
 			t.Fatal(st, err)
 		}
 		want, _ := json.Marshal(st.Result)
+		want = append(want[:len(want)-1], []byte(`,"state":"`+state+`"}`)...)
 		if _, text := toolResult(t, f.ada, "get_signal", map[string]any{"signalId": id}); text != string(want) {
 			t.Fatalf("%s:\n got %s\nwant %s", id, text, want)
 		}

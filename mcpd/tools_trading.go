@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
@@ -27,6 +28,8 @@ const (
 	statusExecuted = "executed"
 	statusFailed   = "failed"
 	statusQueued   = "queued"
+	// statusHeld: the app's policy holds the order for the user's approval.
+	statusHeld = "awaiting_approval"
 )
 
 // tradeOutput is a trading tool's answer (tradeAnswer).
@@ -35,8 +38,9 @@ var tradeOutput = `{
   "required": ["signalId", "status"],
   "properties": {
     "signalId": {"type": "string", "description": "the manual signal's id, for get_signal"},
-    "status": {"type": "string", "enum": ["executed", "failed", "queued"],
-      "description": "executed or failed: result holds the outcome; queued: not executed yet, call get_signal with signalId"},
+    "status": {"type": "string", "enum": ["executed", "failed", "queued", "awaiting_approval"],
+      "description": "executed or failed: result holds the outcome; queued: not executed yet, call get_signal with signalId; awaiting_approval: the user approves it first (approval)"},
+    "approval": ` + heldOutput + `,
     "repeat": {"type": "boolean", "description": "the idempotencyKey named an earlier order, whose answer this is; nothing new was placed"},
     "result": ` + signalOutput + `}}`
 
@@ -46,6 +50,7 @@ type tradeAnswer struct {
 	Status   string         `json:"status"`
 	Repeat   bool           `json:"repeat,omitempty"`
 	Result   *result.Result `json:"result,omitempty"`
+	Approval *heldAnswer    `json:"approval,omitempty"`
 }
 
 // tradeHints is the annotation of a tool that queues a manual signal: it may reach a real
@@ -122,6 +127,9 @@ func (s *Server) placeOrderTool(o tradingOptions) Tool {
 			mcp.Description("your key for this order: a repeat within 24 hours answers the first order and places nothing")),
 		dryRunOption(), o.dryOutput), s.placeOrder)
 	place.Draft = s.draftOrder
+	place.OnHold = func(a approval.Approval) (*mcp.CallToolResult, error) {
+		return structured(tradeAnswer{SignalID: a.SignalID, Status: statusHeld, Approval: heldOf(a)})
+	}
 	// An order may reduce the open position, which only the executor knows: for the
 	// hourly cap it is an entry.
 	place.Exit = func(map[string]any) bool { return false }

@@ -17,8 +17,9 @@ const keepAlive = 20 * time.Second
 
 // handleEvents is the live-update stream of a page (Server-Sent Events): one "change" event
 // per change to one of the viewer's bots (a result stored: a fill, a failure, a position
-// opened or closed; a pause or a resume), from whichever executor or replica made it. The
-// page re-reads the parts that show that bot; "resync" asks it to re-read everything.
+// opened or closed; a pause or a resume) or to the viewer's approvals (kind "approval"),
+// from whichever executor or replica made it. The page re-reads the parts that show that
+// bot, or its approvals; "resync" asks it to re-read everything.
 func (d *Dashboard) handleEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -27,6 +28,7 @@ func (d *Dashboard) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewerOf(r)
 	owned := newOwnedSet(d, v.User.Email)
+	owned.userID = v.User.ID
 	if err := owned.load(r); err != nil {
 		d.apiError(w, err)
 		return
@@ -74,6 +76,8 @@ type ownedSet struct {
 	owner string
 	mu    sync.RWMutex
 	ids   map[string]bool
+	// userID is the viewer's: their approvals' events pass.
+	userID string
 }
 
 func newOwnedSet(d *Dashboard, owner string) *ownedSet {
@@ -98,6 +102,9 @@ func (o *ownedSet) load(r *http.Request) error {
 func (o *ownedSet) accept(ev events.Event) bool {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
+	if ev.Kind == events.KindApproval {
+		return ev.UserID == o.userID
+	}
 	return o.ids[ev.BotID] || ev.Kind == events.KindBot
 }
 

@@ -15,7 +15,8 @@ import (
 // FromForm reads a policy from the fields the consent page and Connected apps share:
 // orders_per_hour (absent: the default), order_notional and day_notional (USDT; absent:
 // the default, blank: no cap), bots_mode ("chosen" with one "bot" field per bot ID, else
-// every bot) and live ("yes"). The bots are checked to be owner's (registry);
+// every bot), live ("yes") and approval ("all", "above" with approve_above in USDT, or
+// "none"; absent: the default, every live entry). The bots are checked to be owner's (registry);
 // refusals are INVALID_PARAMETER with a message a person can act on.
 func FromForm(ctx context.Context, form url.Values, reg *registry.Registry, owner string) (Policy, error) {
 	p := DefaultPolicy()
@@ -46,6 +47,19 @@ func FromForm(ctx context.Context, form url.Values, reg *registry.Registry, owne
 				WithDetails(map[string]any{"parameter": f.name})
 		}
 		*f.to = d
+	}
+	switch form.Get("approval") {
+	case "all":
+		p.Approve, p.ApproveAbove = true, decimal.Zero
+	case "above":
+		d, err := decimal.NewFromString(strings.TrimSpace(form.Get("approve_above")))
+		if err != nil || !d.IsPositive() {
+			return p, errs.New(errs.InvalidParameter, "the approval threshold must be an amount in USDT above 0, like 50").
+				WithDetails(map[string]any{"parameter": "approveAbove"})
+		}
+		p.Approve, p.ApproveAbove = true, d
+	case "none":
+		p.Approve = false
 	}
 	if form.Get("bots_mode") == "chosen" {
 		p.Bots = form["bot"]
@@ -91,9 +105,31 @@ func (p Policy) Words(names map[string]string) []string {
 		"At most " + strconv.Itoa(p.OrdersPerHour) + " orders an hour (closing is never refused)"}
 	if p.Live {
 		words = append(words, "Real money in one order (or one Strategy Lab charge): "+capWords(p.OrderNotional)+
-			"; in one UTC day: "+capWords(p.DayNotional)+" (closing is never refused)")
+			"; in one UTC day: "+capWords(p.DayNotional)+" (closing is never refused)", "Your approval: "+p.approvalWords())
 	}
 	return words
+}
+
+// approvalWords says which live entries wait for the user's approval.
+func (p Policy) approvalWords() string {
+	switch {
+	case !p.Approve:
+		return "not asked; its live entries are placed at once"
+	case p.ApproveAbove.IsZero():
+		return "asked for every live entry before it is placed (you approve it in the dashboard)"
+	}
+	return "asked for live entries above " + p.ApproveAbove.String() + " USDT before they are placed (you approve them in the dashboard)"
+}
+
+// ApprovalMode is the approval radio's value on the forms: all, above or none.
+func (p Policy) ApprovalMode() string {
+	switch {
+	case !p.Approve:
+		return "none"
+	case p.ApproveAbove.IsZero():
+		return "all"
+	}
+	return "above"
 }
 
 // capWords is a notional cap as a person reads it.

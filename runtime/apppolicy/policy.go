@@ -66,13 +66,18 @@ type Policy struct {
 	// of them in a UTC day. Zero: no cap. Exits are never refused by them and add nothing.
 	OrderNotional decimal.Decimal `json:"orderNotional"`
 	DayNotional   decimal.Decimal `json:"dayNotional"`
+	// Approve makes the app's live entries whose notional is above ApproveAbove (zero:
+	// every one) wait for the user's approval (runtime/approval) before anything is queued.
+	Approve      bool            `json:"approve"`
+	ApproveAbove decimal.Decimal `json:"approveAbove"`
 }
 
 // DefaultPolicy is the policy of an app the person set none for: every bot, the venue its
-// scope allows (the consent to mcp:live is the choice of live), DefaultOrdersPerHour and
-// the default notional caps.
+// scope allows (the consent to mcp:live is the choice of live), DefaultOrdersPerHour, the
+// default notional caps, and every live entry waiting for the user's approval.
 func DefaultPolicy() Policy {
-	return Policy{Live: true, OrdersPerHour: DefaultOrdersPerHour, OrderNotional: DefaultOrderNotional, DayNotional: DefaultDayNotional}
+	return Policy{Live: true, OrdersPerHour: DefaultOrdersPerHour, OrderNotional: DefaultOrderNotional, DayNotional: DefaultDayNotional,
+		Approve: true}
 }
 
 // Validate refuses a policy no limit can be read from.
@@ -81,7 +86,7 @@ func (p Policy) Validate() error {
 		return errs.New(errs.InvalidParameter, "orders per hour must be a whole number from 1 to %d", MaxOrdersPerHour).
 			WithDetails(map[string]any{"parameter": "ordersPerHour"})
 	}
-	for name, v := range map[string]decimal.Decimal{"orderNotional": p.OrderNotional, "dayNotional": p.DayNotional} {
+	for name, v := range map[string]decimal.Decimal{"orderNotional": p.OrderNotional, "dayNotional": p.DayNotional, "approveAbove": p.ApproveAbove} {
 		if v.IsNegative() || v.GreaterThan(MaxNotional) || v.Exponent() < -notionalPlaces && !v.Equal(v.Truncate(notionalPlaces)) {
 			return errs.New(errs.InvalidParameter, "%s must be from 0 (no limit) to %s USDT, to at most %d decimals", name, MaxNotional, notionalPlaces).
 				WithDetails(map[string]any{"parameter": name})
@@ -128,7 +133,8 @@ func (ps *Policies) Set(ctx context.Context, userID, clientID string, p Policy) 
 		live = "1"
 	}
 	return ps.rdb.HSet(ctx, store.UserAppPolicy(userID, clientID), "live", live, "bots", botList(p.Bots),
-		"ordersPerHour", strconv.Itoa(p.OrdersPerHour), "orderNotional", units(p.OrderNotional), "dayNotional", units(p.DayNotional)).Err()
+		"ordersPerHour", strconv.Itoa(p.OrdersPerHour), "orderNotional", units(p.OrderNotional), "dayNotional", units(p.DayNotional),
+		"approve", flag(p.Approve), "approveAbove", units(p.ApproveAbove)).Err()
 }
 
 // policyOf reads a stored policy hash; absent fields keep their defaults.
@@ -148,6 +154,12 @@ func policyOf(m map[string]string) Policy {
 	}
 	if v, ok := fromUnits(m["dayNotional"]); ok {
 		p.DayNotional = v
+	}
+	if v, ok := m["approve"]; ok {
+		p.Approve = v == "1"
+	}
+	if v, ok := fromUnits(m["approveAbove"]); ok {
+		p.ApproveAbove = v
 	}
 	return p
 }
@@ -194,6 +206,9 @@ type Call struct {
 	// a bot on an exchange account (refused under a per-order cap: the bot's own entries
 	// are sized later, where the app's cap cannot hold them).
 	RaisesSize bool
+	// Approved: the user approved this call (runtime/approval), which is admitted now and
+	// not held for approval again.
+	Approved bool
 }
 
 // admitScript admits one call of an app, in one round trip, atomically: the kill switch,
@@ -206,14 +221,17 @@ type Call struct {
 //	ARGV: botId, createsBot, live, order, exit, default orders per hour, ms to the hour's
 //	end (relative: the count must not depend on Redis's clock agreeing with ours), the
 //	call's notional in units, ms to the day's end, default order and day caps in units,
-//	dry ("1": decide and count nothing), raisesSize
+//	dry ("1": decide and count nothing), raisesSize, approved
+//
+// A live entry the policy holds for the user's approval answers "approval" once every
+// limit has passed, and nothing is counted: it is counted when the user approves it.
 //
 // Returns {limit, a, b, c}: limit "" when admitted; otherwise the limit that refused, with
 // a, b and c what it reports (used, cap and, for a notional cap, the call's notional).
 var admitScript = redis.NewScript(`
 local since = redis.call('GET', KEYS[1])
 if since then return {'killSwitch', since, '', ''} end
-local p = redis.call('HMGET', KEYS[2], 'live', 'bots', 'ordersPerHour', 'orderNotional', 'dayNotional')
+local p = redis.call('HMGET', KEYS[2], 'live', 'bots', 'ordersPerHour', 'orderNotional', 'dayNotional', 'approve', 'approveAbove')
 local bots = p[2] or ''
 if bots ~= '' then
   if ARGV[2] == '1' then return {'bots', bots, '', ''} end
@@ -235,6 +253,10 @@ if n > 0 and not exit then
   local perDay = p[5] or ARGV[11]
   local day = redis.call('GET', KEYS[4]) or '0'
   if tonumber(perDay) > 0 and tonumber(day) + n > tonumber(perDay) then return {'dayNotional', day, perDay, ARGV[8]} end
+end
+if n > 0 and not exit and ARGV[3] == '1' and ARGV[14] ~= '1' and (p[6] or '1') == '1' then
+  local above = p[7] or '0'
+  if n > tonumber(above) then return {'approval', '', above, ARGV[8]} end
 end
 if ARGV[12] == '1' then return {'', '', '', ''} end
 if ARGV[4] == '1' then
@@ -269,7 +291,7 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	}
 	res, err := admitScript.Run(ctx, ps.rdb, keys, c.BotID, flag(c.CreatesBot), flag(c.Live), flag(c.Order), flag(c.Exit),
 		DefaultOrdersPerHour, max(next.Sub(now).Milliseconds(), 1), notional, max(tomorrow.Sub(now).Milliseconds(), 1),
-		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry), flag(c.RaisesSize)).StringSlice()
+		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry), flag(c.RaisesSize), flag(c.Approved)).StringSlice()
 	if err != nil {
 		return err
 	}
@@ -279,6 +301,9 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	switch res[0] {
 	case "":
 		return nil
+	case "approval":
+		above, _ := fromUnits(res[2])
+		return &ApprovalNeeded{Above: above, Notional: c.Notional}
 	case LimitKillSwitch:
 		return Refusal(sinceOf(res[1]))
 	case LimitBots:
@@ -320,6 +345,24 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 				"requested": c.Notional.String(), "resetsAt": tomorrow.Format(time.RFC3339)})
 	}
 	return fmt.Errorf("apppolicy: unknown limit %q", res[0])
+}
+
+// ApprovalNeeded is Admit's answer for a live entry the app's policy holds for the user's
+// approval: every limit passed, nothing was counted; the call is to be stored as awaiting
+// approval (runtime/approval) and admitted again, Approved, when the user approves it.
+type ApprovalNeeded struct {
+	// Above is the policy's threshold (zero: every live entry); Notional the call's.
+	Above, Notional decimal.Decimal
+}
+
+func (a *ApprovalNeeded) Error() string { return "held for the user's approval: " + a.Reason() }
+
+// Reason is the rule that asked for the approval, in words.
+func (a *ApprovalNeeded) Reason() string {
+	if a.Above.IsZero() {
+		return "the app's policy asks the user to approve every live entry"
+	}
+	return "the app's policy asks the user to approve live entries above " + a.Above.String() + " USDT"
 }
 
 // nextUTCDay is the start of the UTC day after now's.

@@ -1,6 +1,7 @@
 package apppolicy_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestNotionalCapsAtTheBoundary(t *testing.T) {
 	ps := apppolicy.NewPolicies(rdb, clk.Now)
 	ctx := t.Context()
 	p := apppolicy.DefaultPolicy()
-	p.OrdersPerHour = 1000
+	p.OrdersPerHour, p.Approve = 1000, false
 	if err := ps.Set(ctx, "u1", "c1", p); err != nil {
 		t.Fatal(err)
 	}
@@ -179,5 +180,53 @@ func TestNotionalCapsAtTheBoundary(t *testing.T) {
 		if err := ps.Set(ctx, "u1", "c1", p); err == nil {
 			t.Fatalf("order cap %s stored", bad)
 		}
+	}
+}
+
+// A live entry above the approval threshold is held (nothing counted) once every limit has
+// passed; admitted again as approved, it is counted. Paper entries and exits never wait.
+func TestApprovalThreshold(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ps := apppolicy.NewPolicies(rdb, testkit.NewClock(time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)).Now)
+	ctx := t.Context()
+	p := apppolicy.DefaultPolicy()
+	p.ApproveAbove = testkit.D("50")
+	if err := ps.Set(ctx, "u1", "c1", p); err != nil {
+		t.Fatal(err)
+	}
+	call := func(n string, live bool) apppolicy.Call {
+		return apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: live, Order: true, Notional: testkit.D(n)}
+	}
+	if err := ps.Admit(ctx, call("50", true)); err != nil {
+		t.Fatalf("50 at a threshold of 50: %v", err)
+	}
+	var held *apppolicy.ApprovalNeeded
+	if err := ps.Admit(ctx, call("50.00000001", true)); !errors.As(err, &held) || !held.Above.Equal(testkit.D("50")) {
+		t.Fatalf("above the threshold: %v", err)
+	}
+	// Caps refuse before an approval is asked for.
+	if l := limitOf(t, ps.Admit(ctx, call("100.5", true))); l != apppolicy.LimitOrderNotional {
+		t.Fatalf("over the order cap: %q", l)
+	}
+	if got, _ := ps.DayCommitted(ctx, "u1", "c1"); !got.Equal(testkit.D("50")) {
+		t.Fatalf("held entries counted: %s", got)
+	}
+	approved := call("50.00000001", true)
+	approved.Approved = true
+	if err := ps.Admit(ctx, approved); err != nil {
+		t.Fatalf("approved: %v", err)
+	}
+	if got, _ := ps.DayCommitted(ctx, "u1", "c1"); !got.Equal(testkit.D("100.00000001")) {
+		t.Fatalf("committed %s after the approval", got)
+	}
+	exit := call("80", true)
+	exit.Exit = true
+	for _, c := range []apppolicy.Call{call("80", false), exit} {
+		if err := ps.Admit(ctx, c); err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+	}
+	if got, _ := ps.Get(ctx, "u1", "c1"); !got.Approve || !got.ApproveAbove.Equal(testkit.D("50")) || got.ApprovalMode() != "above" {
+		t.Fatalf("stored %+v", got)
 	}
 }

@@ -1,6 +1,6 @@
 // Package events carries what changed in the trading runtime to the pages that show it: a
-// signal's result stored (a fill, a failure, a position opened or closed) and a bot's
-// runtime availability changed (a pause or a resume). Producers publish on Redis pub/sub as
+// signal's result stored (a fill, a failure, a position opened or closed), a bot's runtime
+// availability changed (a pause or a resume), and a user's approvals changed. Producers publish on Redis pub/sub as
 // part of the write they announce; each dashboard replica holds one subscription (Hub) and
 // hands the events to its open pages, whichever replica or executor made the change.
 //
@@ -29,6 +29,8 @@ const (
 	KindResult Kind = "result"
 	// KindBot: a bot's runtime availability changed (paused, resumed, a pause expired).
 	KindBot Kind = "bot"
+	// KindApproval: a user's approvals changed (one asked for, approved, rejected); UserID.
+	KindApproval Kind = "approval"
 	// KindResync: events may have been missed (the subscription was re-established or a
 	// listener fell behind); read everything again.
 	KindResync Kind = "resync"
@@ -41,6 +43,8 @@ type Event struct {
 	SignalID string `json:"signalId,omitempty"`
 	// Success is the result's success, for KindResult.
 	Success bool `json:"success,omitempty"`
+	// UserID is the user whose approvals changed, for KindApproval (not sent to pages).
+	UserID string `json:"-"`
 }
 
 // resultMessage is a KindResult event as published on store.ResultEvents.
@@ -73,6 +77,12 @@ func decode(channel, payload string) (Event, bool) {
 			return Event{}, false
 		}
 		return Event{Kind: KindBot, BotID: payload}, true
+	case store.ApprovalEvents():
+		// runtime/approval publishes the bare user ID.
+		if payload == "" || strings.ContainsAny(payload, "\r\n{") {
+			return Event{}, false
+		}
+		return Event{Kind: KindApproval, UserID: payload}, true
 	case store.ResultEvents():
 		var m resultMessage
 		if json.Unmarshal([]byte(payload), &m) != nil || m.BotID == "" {

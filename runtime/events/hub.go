@@ -64,7 +64,8 @@ func (l *Listener) Close() {
 // each (re)subscription is announced to every listener as KindResync, since events
 // published in between are gone.
 func (h *Hub) Run(ctx context.Context) error {
-	sub := h.rdb.Subscribe(ctx, store.ResultEvents(), store.BotEvents())
+	channels := []string{store.ResultEvents(), store.BotEvents(), store.ApprovalEvents()}
+	sub := h.rdb.Subscribe(ctx, channels...)
 	defer sub.Close()
 	ch := sub.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	subscribed := 0
@@ -81,9 +82,9 @@ func (h *Hub) Run(ctx context.Context) error {
 				if m.Kind != "subscribe" {
 					continue
 				}
-				// Two channels: the first pair of confirmations is the start, every later
-				// one a reconnect.
-				if subscribed++; subscribed > 2 {
+				// The first round of confirmations (one per channel) is the start, every
+				// later one a reconnect.
+				if subscribed++; subscribed > len(channels) {
 					h.deliver(Event{Kind: KindResync})
 				}
 			case *redis.Message:

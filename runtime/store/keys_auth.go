@@ -75,6 +75,22 @@ func UserAppNotional(userID, clientID, day string) string {
 	return User(userID) + ":app:" + clientID + ":notional:" + day
 }
 
+// Approval is one order of user id's connected app waiting for (or decided by) the user's
+// approval (runtime/approval), by its signal ID: a hash of the record and its state.
+func Approval(userID, signalID string) string { return User(userID) + ":approval:" + signalID }
+
+// UserApprovals indexes user id's approvals: a sorted set of signal IDs scored by when each
+// expires, so that the pending ones are a range from now.
+func UserApprovals(userID string) string { return User(userID) + ":approvals" }
+
+// ApprovalKey maps an app's idempotency key (SHA-256 hex of client and key) to the signal
+// ID of the approval it asked for, so that a retry answers the same approval.
+func ApprovalKey(userID, hash string) string { return User(userID) + ":approval-key:" + hash }
+
+// ApprovalEvents is the channel on which the ID of a user whose approvals changed (one
+// asked for, approved, rejected) is published, so that open dashboard pages update.
+func ApprovalEvents() string { return prefix + "events:approvals" }
+
 // Session is one dashboard session, by the SHA-256 (hex) of its cookie value.
 func Session(hash string) string { return prefix + "session:" + hash }
 

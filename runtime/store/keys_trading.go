@@ -111,3 +111,9 @@ func WatchFired(botID, name string) string {
 func ManualIdempotency(botID, hash string) string {
 	return prefix + "midem:" + botTag(botID) + ":" + botID + ":" + hash
 }
+
+// ApprovalQueued marks, in the bot's slot, that the approved signal signalID was queued:
+// approving twice (two clicks, two replicas) queues it once.
+func ApprovalQueued(botID, signalID string) string {
+	return prefix + "approved:" + botTag(botID) + ":" + botID + ":" + signalID
+}

@@ -74,7 +74,9 @@
     var es = new EventSource(src + '?csrf=' + encodeURIComponent(token));
     es.addEventListener('change', function (m) {
       var ev = {}; try { ev = JSON.parse(m.data); } catch (err) {}
-      refresh(ev.botId || '');
+      // An approval asked for or decided: the parts that show approvals (data-live-bots
+      // "approvals": the header's badge, the Approvals page) are read again.
+      refresh(ev.kind === 'approval' ? 'approvals' : (ev.botId || ''));
     });
     es.addEventListener('resync', function () { refresh(''); });
     es.addEventListener('open', function () { document.body.dataset.live = 'open'; });
