@@ -1,6 +1,6 @@
 // Package dashboard serves the browser dashboard of sigops on {base_url}: the pages
 // (Overview, Bots, Bot detail, Manual trading, Paper accounts, Exchange connections,
-// Strategy Lab, Settings), their forms, and the internal API under /api/dashboard that the
+// Strategy Lab, Approvals, Settings), their forms, and the internal API under /api/dashboard that the
 // pages' scripts call (chart data and the live-update stream).
 //
 // authd mounts it and owns the session: every route needs a dashboard session cookie, every
@@ -22,6 +22,8 @@ import (
 
 	"github.com/sigops/sigops/internal/userapi"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/events"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -75,6 +77,7 @@ type Dashboard struct {
 	book      *position.Book
 	analytics *analytics.Analytics
 	accounts  *paper.Accounts
+	approvals *approval.Store
 }
 
 // New returns a dashboard.
@@ -92,7 +95,8 @@ func New(o Options) (*Dashboard, error) {
 		o.Hub = events.NewHub(o.Redis, o.Logger)
 	}
 	d := &Dashboard{o: o, bots: registry.New(o.Redis), book: position.NewBook(o.Redis),
-		analytics: analytics.New(o.Redis), accounts: paper.NewAccounts(o.Redis)}
+		analytics: analytics.New(o.Redis), accounts: paper.NewAccounts(o.Redis),
+		approvals: approval.New(o.Redis, apppolicy.NewPolicies(o.Redis, o.Now), o.Now)}
 	var err error
 	if d.pages, err = loadPages(); err != nil {
 		return nil, err
@@ -119,6 +123,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 		d.connectionRoutes(r)
 		d.labRoutes(r)
 		d.settingsRoutes(r)
+		d.approvalRoutes(r)
 	})
 	r.Route("/api/dashboard", func(r chi.Router) {
 		r.Use(d.apiSession)

@@ -62,11 +62,15 @@ type Page struct {
 	// Error is a refusal in words, shown above the content.
 	Error string
 	Data  any
+	// PendingApprovals is how many of the viewer's orders wait for their approval (the
+	// header's badge), read by render.
+	PendingApprovals int64
 }
 
 // render writes page name (its "layout", or, for an htmx request naming a fragment, that
 // fragment alone) with status.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, p Page) {
+	d.withPending(r, &p)
 	d.renderTemplate(w, status, name, "layout", p)
 }
 
