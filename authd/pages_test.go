@@ -251,7 +251,8 @@ func TestConsentGrantsLessThanAsked(t *testing.T) {
 		// Real money is chosen on purpose: for mcp:live, mcp:paper is preselected.
 		if !strings.Contains(page, `value="mcp:paper" checked`) || strings.Contains(page, `value="mcp:live" checked`) ||
 			!strings.Contains(page, `name="orders_per_hour" min="1" max="10000" value="60"`) ||
-			!strings.Contains(page, `name="order_notional" value="100"`) || !strings.Contains(page, `name="day_notional" value="500"`) {
+			!strings.Contains(page, `name="order_notional" value="100"`) || !strings.Contains(page, `name="day_notional" value="500"`) ||
+			!strings.Contains(page, `name="approval" value="all" checked`) {
 			t.Fatalf("consent page's defaults: %s", page)
 		}
 		return b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
@@ -539,12 +540,12 @@ func TestConsentSetsTheAppPolicy(t *testing.T) {
 		t.Fatalf("an order cap in words: %d", resp.StatusCode)
 	}
 	if resp := consent(url.Values{"scope": {"mcp:live"}, "bots_mode": {"chosen"}, "bot": {"pb-1"}, "orders_per_hour": {"7"},
-		"order_notional": {"25.75"}, "day_notional": {"80"}}); resp.StatusCode != http.StatusSeeOther {
+		"order_notional": {"25.75"}, "day_notional": {"80"}, "approval": {"none"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("consent: %d", resp.StatusCode)
 	}
 	p, err := ps.Get(t.Context(), u.ID, cfg.ClientID)
 	if err != nil || !p.Live || p.OrdersPerHour != 7 || len(p.Bots) != 1 || p.Bots[0] != "pb-1" ||
-		p.OrderNotional.String() != "25.75" || p.DayNotional.String() != "80" {
+		p.OrderNotional.String() != "25.75" || p.DayNotional.String() != "80" || p.Approve {
 		t.Fatalf("policy %+v %v", p, err)
 	}
 	// Granting mcp:paper keeps the app off real money, whatever it asked.

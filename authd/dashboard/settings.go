@@ -285,7 +285,8 @@ func (d *Dashboard) handleAppPolicy(w http.ResponseWriter, r *http.Request) {
 		err = apppolicy.NewPolicies(d.o.Redis, d.o.Now).Set(r.Context(), v.ID, client, p)
 	}
 	d.recordAction(r, "set_app_policy", map[string]any{"app": client, "live": p.Live, "bots": p.Bots,
-		"ordersPerHour": p.OrdersPerHour, "orderNotional": p.OrderNotional, "dayNotional": p.DayNotional}, err)
+		"ordersPerHour": p.OrdersPerHour, "orderNotional": p.OrderNotional, "dayNotional": p.DayNotional,
+		"approve": p.Approve, "approveAbove": p.ApproveAbove}, err)
 	if err != nil {
 		d.failPage(w, r, err)
 		return

@@ -574,17 +574,23 @@ func TestSettingsAppLimits(t *testing.T) {
 	}
 	// Real money: the notional caps in USDT, blank for none, shown in words.
 	if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "live": {"yes"},
-		"orders_per_hour": {"60"}, "order_notional": {"250.5"}, "day_notional": {""}}); resp.StatusCode != http.StatusSeeOther {
+		"orders_per_hour": {"60"}, "order_notional": {"250.5"}, "day_notional": {""}, "approval": {"above"},
+		"approve_above": {"75"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("save the caps: %d", resp.StatusCode)
 	}
 	if p, err := apppolicy.NewPolicies(env.RDB, nil).Get(context.Background(), u.ID, client); err != nil || !p.Live ||
-		p.OrderNotional.String() != "250.5" || !p.DayNotional.IsZero() {
+		p.OrderNotional.String() != "250.5" || !p.DayNotional.IsZero() || !p.Approve || p.ApproveAbove.String() != "75" {
 		t.Fatalf("caps %+v %v", p, err)
 	}
 	_, page = b.get("/dashboard/settings/connected-apps")
 	if !strings.Contains(page, "Real money in one order (or one Strategy Lab charge): at most 250.5 USDT; in one UTC day: no limit") ||
-		!strings.Contains(page, "Real money committed today: 0 USDT") || !strings.Contains(page, `name="order_notional" value="250.5"`) {
+		!strings.Contains(page, "Real money committed today: 0 USDT") || !strings.Contains(page, `name="order_notional" value="250.5"`) ||
+		!strings.Contains(page, "Your approval: asked for live entries above 75 USDT") || !strings.Contains(page, `value="above" checked`) {
 		t.Fatalf("caps in words:\n%s", page)
+	}
+	if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "approval": {"above"},
+		"approve_above": {"0"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a threshold of 0: %d", resp.StatusCode)
 	}
 	for _, bad := range []string{"lots", "-5", "10000001"} {
 		if resp, _ := b.submit("/dashboard/settings/connected-apps/policy", url.Values{"client": {client}, "order_notional": {bad}}); resp.StatusCode != http.StatusBadRequest {
