@@ -13,6 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -53,6 +54,9 @@ type tradePage struct {
 	// Outcome is the answer of the order just sent; Confirm asks before a live order.
 	Outcome *tradeOutcome
 	Confirm *tradeConfirm
+	// Preview is what the order would do now (the Preview button, and every confirmation):
+	// the executor's own sizing and checks, with nothing placed.
+	Preview *executor.Preview
 }
 
 // Live reports whether the picked bot trades real money.
@@ -281,6 +285,24 @@ func (d *Dashboard) trade(w http.ResponseWriter, r *http.Request, tool string, f
 	if err == nil && (key == "" || len(key) > 255) {
 		err = errs.New(errs.InvalidParameter, "the form has no order key: reload the page and send it again")
 	}
+	// Preview: what the order would do now, sized and checked by the executor's own code,
+	// placing, counting and journaling nothing.
+	if r.PostFormValue("preview") == "yes" {
+		if err == nil {
+			page.Preview, err = d.previewOrder(r, bot, req)
+		}
+		if err == nil {
+			d.showTrade(w, r, http.StatusOK, bot.ID, page, "")
+			return
+		}
+		status, words, ok := refusal(err)
+		if !ok {
+			d.failPage(w, r, err)
+			return
+		}
+		d.showTrade(w, r, status, bot.ID, page, words)
+		return
+	}
 	// A live order is confirmed first; live is the highest venue the order reaches: the
 	// bot's own, or a follower of the viewer's copying its fills (fleet.ReachesExchange).
 	if err == nil && r.PostFormValue("confirm") != "yes" {
@@ -339,6 +361,23 @@ func tradeArgs(botID, key string, req order.Request) map[string]any {
 	return args
 }
 
+// previewOrder is what req on bot would do now: the envelope it would queue (the same
+// draft PlaceManualOnce queues), previewed by the executor's own planning and sizing.
+func (d *Dashboard) previewOrder(r *http.Request, bot registry.Bot, req order.Request) (*executor.Preview, error) {
+	if d.o.APIs.Previews == nil {
+		return nil, errs.New(errs.InternalError, "previews are not configured on this server")
+	}
+	env, err := d.o.APIs.Trading.Draft(r.Context(), bot.ID, req)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := d.o.APIs.Previews.Preview(r.Context(), env)
+	if err != nil {
+		return nil, err
+	}
+	return &pv, nil
+}
+
 // confirmTrade asks before a live order: what it does, on which exchange, with real money.
 func (d *Dashboard) confirmTrade(w http.ResponseWriter, r *http.Request, tool string, bot registry.Bot, req order.Request, key string, f orderForm) {
 	page := tradePage{Form: f}
@@ -370,5 +409,16 @@ func (d *Dashboard) confirmTrade(w http.ResponseWriter, r *http.Request, tool st
 		venue = " on the paper bot " + bot.Name + ", whose fills are copied to your bots on an exchange: real money."
 	}
 	page.Confirm = &tradeConfirm{Action: action, Key: key, Form: f, Words: "You are about to " + words + venue}
+	pv, err := d.previewOrder(r, bot, req)
+	if err != nil {
+		if _, coded := errs.As(err); !coded {
+			d.failPage(w, r, err)
+			return
+		}
+		// The order is refused as it stands; the confirmation says so, and sending it
+		// answers the refusal.
+		pv = nil
+	}
+	page.Preview = pv
 	d.render(w, r, http.StatusOK, "trade", Page{Title: "Confirm the order", Nav: "trade", Viewer: viewerOf(r), Data: page})
 }

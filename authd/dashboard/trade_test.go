@@ -307,3 +307,42 @@ func TestTradePageShowsInputInert(t *testing.T) {
 		t.Fatalf("panel: status %d\n%s", resp.StatusCode, frag)
 	}
 }
+
+// The Preview button shows what the order would do now, sized and checked by the
+// executor's own code, and places, counts and journals nothing; a refused order shows
+// the check that refuses it.
+func TestTradePreviewPlacesNothing(t *testing.T) {
+	tradeExecutor(t, testkit.Prices{"BTC/USDT": testkit.D("60000")})
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	bot := tradeBot(t, b, u, "peek")
+	_, page := b.get("/dashboard/trade?bot=" + bot.ID)
+	key := match(t, orderKeyRe, strings.ReplaceAll(page, "\n", " "))
+	form := url.Values{"bot": {bot.ID}, "key": {key}, "side": {"buy"}, "type": {"limit"}, "symbol": {"BTCUSDT"},
+		"amount": {"0.01"}, "price": {"50000"}, "preview": {"yes"}}
+	resp, page := b.submit("/dashboard/trade/order", form)
+	// 0.01 BTC at the limit 50000 is 500; the paper fee 0.1 % of it.
+	for _, want := range []string{"Preview: nothing was placed", `<td class="num">0.01</td><td class="num">50000</td><td class="num">500</td><td class="num">0.5</td><td class="num">500</td>`,
+		"bot: passes", "size: passes", "exposure: passes"} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("preview: status %d, lacks %q\n%s", resp.StatusCode, want, page)
+		}
+	}
+	form.Set("amount", "0.0000001")
+	if _, page = b.submit("/dashboard/trade/order", form); !strings.Contains(page, "size: refuses") {
+		t.Fatalf("preview below the minimum:\n%s", page)
+	}
+	acct, err := paper.NewAccounts(env.RDB).Get(context.Background(), bot.Account.ID)
+	if err != nil || !acct.Balance.Equal(testkit.D("10000")) {
+		t.Fatalf("balance %s %v after previews", acct.Balance, err)
+	}
+	if recent, err := f.apis.Trading.RecentSignals(context.Background(), bot.ID); err != nil || len(recent) != 0 {
+		t.Fatalf("signals after previews: %v %v", recent, err)
+	}
+	for _, e := range f.journal(u.ID) {
+		if e.Tool == "place_order" {
+			t.Fatalf("a preview was journaled as an order: %+v", e)
+		}
+	}
+}
