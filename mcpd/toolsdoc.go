@@ -51,8 +51,15 @@ func ToolsMarkdown(tools []Tool) ([]byte, error) {
 		"A scope on an exchange bot also applies to a paper bot whose fills one of your exchange bots copies. "+
 		"A connected app's calls above `mcp:read` are also bound by the limits the user set for it (consent page, "+
 		"Connected apps): the bots it may act on, paper only or real money, orders per hour (exits are counted, never refused), "+
-		"and the account's kill switch; a refusal is POLICY_LIMIT whose `details.limit` is `bots`, `venue`, `ordersPerHour` "+
-		"or `killSwitch`, with `value`, `used` and `resetsAt`. Reads are never limited.\n\n", len(tools))
+		"the USDT of real money it may commit in one order and in one UTC day (a live entry's notional as the executor sizes it, "+
+		"a Strategy Lab charge; exits never refused), and the account's kill switch; a refusal is POLICY_LIMIT whose "+
+		"`details.limit` is `bots`, `venue`, `ordersPerHour`, `orderNotional`, `dayNotional` or `killSwitch`, with `value`, "+
+		"`used`, `requested` and `resetsAt`. A live entry the policy holds for the user's approval answers at once: "+
+		"send_signal with message `Awaiting approval`, place_order with status `awaiting_approval`, each with an `approval` "+
+		"object (state, expiresAt, reason); get_signal then shows `awaiting_approval`, `queued`, `rejected`, `expired` or "+
+		"`refused` until the result. send_signal, place_order and close_position take `dryRun: true` (mcp:read suffices): "+
+		"the sized order, reference price, fees, margin, each check's verdict and the policy's, with nothing queued or "+
+		"counted. Reads are never limited.\n\n", len(tools))
 	b.WriteString("| # | Tool | Scope | Audited | Hints | Inputs (* required) |\n|---|---|---|---|---|---|\n")
 	defs := make([]toolSchema, len(tools))
 	for i, t := range tools {
