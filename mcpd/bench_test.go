@@ -19,11 +19,14 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/test/stack"
@@ -192,9 +195,9 @@ func drive(b *testing.B, do func(ctx context.Context, worker int) error) {
 
 // sendSignalBench is the send_signal benchmarks' server (no per-client rate limit) and
 // user, with their paper bot "bench" projected at the CRD's highest rate limit.
-func sendSignalBench(b *testing.B) (*fixture, *httptest.Server, auth.User) {
+func sendSignalBench(b *testing.B, with ...func(*mcpd.Options)) (*fixture, *httptest.Server, auth.User) {
 	f := newFixture(b)
-	ts := f.serve(b, func(o *mcpd.Options) { o.RateLimit = 1 << 30 })
+	ts := f.serve(b, append([]func(*mcpd.Options){func(o *mcpd.Options) { o.RateLimit = 1 << 30 }}, with...)...)
 	u := f.user(b, "ada@example.com", auth.TierPro)
 	bot := registry.Bot{ID: "bench", Namespace: "trading", Name: "bench", Owner: "ada@example.com",
 		Account: registry.Account{Kind: registry.AccountPaper, Name: "main"}, Market: "spot", Symbol: "BTC/USDT",
@@ -247,6 +250,51 @@ func BenchmarkSendSignalApp(b *testing.B) {
 		f.clk.Advance(time.Millisecond)
 		// The hourly count starts again every 10,000 calls (a new hour of the fixture's
 		// clock), so that the cap never refuses.
+		if i > 0 && i%(apppolicy.MaxOrdersPerHour-1) == 0 {
+			f.clk.Advance(time.Hour)
+		}
+		if res, text := toolResult(b, c, "send_signal", args); res.IsError {
+			b.Fatal(text)
+		}
+	}
+}
+
+// BenchmarkSendSignalAppLive is BenchmarkSendSignalApp on a live bot under the notional
+// caps: each call is also sized by executor.Preview (the executor's first round trip, the
+// account, its balance and the price) before the one admission script counts its
+// notional. The exchange is the tests' stand-in (standIn: a paper account with the same
+// sizing inputs), so the figure is mcpd's own cost, without an exchange's latency.
+func BenchmarkSendSignalAppLive(b *testing.B) {
+	market := prices{"BTC/USDT": testkit.D("50000")}
+	f, ts, u := sendSignalBench(b, func(o *mcpd.Options) {
+		venues := &executor.Paper{Redis: o.Redis, Prices: market, Live: standIn{&executor.Paper{Redis: o.Redis, Prices: market}}}
+		o.Previews = executor.New(executor.Deps{Redis: o.Redis, Prices: market, Venues: venues, Logger: slog.New(slog.DiscardHandler), Now: o.Now})
+	})
+	if _, err := paper.NewAccounts(f.rdb).Ensure(b.Context(), paper.Config{ID: "acct-x", Owner: "ada@example.com", Currency: "USDT",
+		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
+		b.Fatal(err)
+	}
+	live := registry.Bot{ID: "bench-x", Namespace: "trading", Name: "bench-x", Owner: "ada@example.com",
+		Account: registry.Account{Kind: registry.AccountExchange, Name: "binance", ID: "xc-1"}, Market: "spot", Symbol: "BTC/USDT",
+		PositionSize: "0.001", Leverage: 1, Availability: "active", WebhookEnabled: true,
+		RateLimit: registry.Limit{PerMinute: 60000, Burst: 1000}}
+	if err := registry.New(f.rdb).Project(b.Context(), live, "hash-bench-x"); err != nil {
+		b.Fatal(err)
+	}
+	// Caps in force (100 USDT an order, no day cap, so that no call is refused) and no
+	// approval: every call is sized, admitted and queued.
+	p := apppolicy.DefaultPolicy()
+	p.OrdersPerHour, p.DayNotional, p.Approve = apppolicy.MaxOrdersPerHour, decimal.Zero, false
+	if err := apppolicy.NewPolicies(f.rdb, nil).Set(b.Context(), u.ID, "bench-app", p); err != nil {
+		b.Fatal(err)
+	}
+	tok, _ := f.oauthToken(b, u, "bench-app", auth.ScopeLive, testResource)
+	c, _ := mcpClient(b, tok.Token, "", ts)
+	args := map[string]any{"botId": "bench-x", "action": "buy", "size": "0.001"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		f.clk.Advance(time.Millisecond)
 		if i > 0 && i%(apppolicy.MaxOrdersPerHour-1) == 0 {
 			f.clk.Advance(time.Hour)
 		}
