@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -228,14 +229,26 @@ func (s *Store) Reject(ctx context.Context, userID, signalID string) (Approval, 
 
 // Approve approves user's waiting approval of signalID: the app's policy admits it again
 // (counted now; a limit reached since, or the kill switch, refuses it: Refused, and
-// nothing is queued), and it is queued under its signal ID, received now. Approving an
-// approval already approved queues it again only if it never was (ApprovalQueued), so that
-// a retry after a failure part-way queues it once.
+// nothing is queued), and it is queued under its signal ID, received now. Only the call
+// that decided it admits it; another call finding it approved (a second click, another
+// replica) queues it only once it was admitted (a retry after a failure between admission
+// and queueing), and queue.EnqueueOnce queues it once whoever gets there. A process that
+// dies between the decision and the admission leaves it approved and never queued: the
+// safe side (get_signal shows it approved, and the app may ask again).
 func (s *Store) Approve(ctx context.Context, userID, signalID string) (Approval, error) {
+	key := store.Approval(userID, signalID)
 	err := s.decide(ctx, userID, signalID, Approved)
 	if e, ok := errs.As(err); ok && e.Details["state"] == Approved {
-		err = nil // approved before: make sure it was queued
-	} else if err == nil {
+		admitted, rerr := s.rdb.HGet(ctx, key, "admitted").Result()
+		if rerr != nil && !errors.Is(rerr, redis.Nil) {
+			return Approval{}, rerr
+		}
+		if admitted != "1" {
+			return s.Get(ctx, userID, signalID) // the deciding call admits and queues it
+		}
+	} else if err != nil {
+		return Approval{}, err
+	} else {
 		a, gerr := s.Get(ctx, userID, signalID)
 		if gerr != nil {
 			return a, gerr
@@ -246,15 +259,15 @@ func (s *Store) Approve(ctx context.Context, userID, signalID string) (Approval,
 			if _, coded := errs.As(perr); !coded {
 				return a, perr
 			}
-			if serr := s.rdb.HSet(ctx, store.Approval(userID, signalID), "state", Refused, "error", perr.Error()).Err(); serr != nil {
+			if serr := s.rdb.HSet(ctx, key, "state", Refused, "error", perr.Error()).Err(); serr != nil {
 				return a, serr
 			}
 			s.announce(ctx, userID)
 			return a, perr
 		}
-	}
-	if err != nil {
-		return Approval{}, err
+		if err := s.rdb.HSet(ctx, key, "admitted", "1").Err(); err != nil {
+			return a, err
+		}
 	}
 	a, err := s.Get(ctx, userID, signalID)
 	if err != nil {
