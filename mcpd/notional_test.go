@@ -15,8 +15,8 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/mcpd"
-	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"

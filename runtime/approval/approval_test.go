@@ -9,8 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
-	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -79,5 +79,18 @@ func TestApproveConcurrently(t *testing.T) {
 	// Another user's approval is not found.
 	if _, err := s.Approve(ctx, "u2", env.SignalID); err == nil {
 		t.Fatal("another user approved it")
+	}
+}
+
+// An approval waits 5 minutes, or the bot's maxSignalAge when that is shorter.
+func TestExpiryFor(t *testing.T) {
+	now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		maxAge int64
+		want   time.Duration
+	}{{0, 5 * time.Minute}, {60_000, time.Minute}, {600_000, 5 * time.Minute}} {
+		if got := approval.ExpiryFor(now, c.maxAge).Sub(now); got != c.want {
+			t.Errorf("maxSignalAge %d ms: %s, want %s", c.maxAge, got, c.want)
+		}
 	}
 }
