@@ -252,7 +252,8 @@ func TestConsentGrantsLessThanAsked(t *testing.T) {
 		if !strings.Contains(page, `value="mcp:paper" checked`) || strings.Contains(page, `value="mcp:live" checked`) ||
 			!strings.Contains(page, `name="orders_per_hour" min="1" max="10000" value="60"`) ||
 			!strings.Contains(page, `name="order_notional" value="100"`) || !strings.Contains(page, `name="day_notional" value="500"`) ||
-			!strings.Contains(page, `name="approval" value="all" checked`) {
+			!strings.Contains(page, `name="approval" value="all" checked`) ||
+			!strings.Contains(page, "Your approval: asked for every live entry before it is placed") {
 			t.Fatalf("consent page's defaults: %s", page)
 		}
 		return b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
