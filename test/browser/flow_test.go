@@ -74,6 +74,9 @@ func TestTraderSession(t *testing.T) {
 		t.Fatalf("the bot form refused: %s", refused)
 	}
 	botID := projected(t, u.Email, botName)
+	// A connected app's order held for the user, for the Approvals page's screenshot: held
+	// now, as the executor's preview would refuse it later (the bot paused, a position open).
+	heldOrder(t, u, botID, botName, "0.001", 5*time.Minute)
 
 	// Its webhook URL, revealed on the Bot detail page.
 	b.open("/dashboard/bots/" + botID)
@@ -319,6 +322,7 @@ var pages = []struct{ name, path string }{
 	{"lab-job", "{job}"},
 	{"settings", "/dashboard/settings"},
 	{"connected-apps", "/dashboard/settings/connected-apps"},
+	{"approvals", "/dashboard/approvals"},
 	{"audit", "/dashboard/settings/audit"},
 }
 
