@@ -47,7 +47,7 @@ func (d *Dashboard) handleApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleApprovalsList is the list alone, re-read live when an approval is asked for or
-// decided (on any replica).
+// decided (on any replica), and every 10 s while one waits: an expiry publishes no event.
 func (d *Dashboard) handleApprovalsList(w http.ResponseWriter, r *http.Request) {
 	p, err := d.approvalsPage(r)
 	if err != nil {

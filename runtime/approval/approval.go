@@ -192,7 +192,12 @@ func (s *Store) Pending(ctx context.Context, userID string) ([]Approval, error) 
 			out = append(out, a)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].SignalID < out[j].SignalID
+	})
 	return out, nil
 }
 
