@@ -33,6 +33,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
+	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
@@ -127,6 +128,12 @@ func startMCP(ctx context.Context, log *slog.Logger, clients *connectors.Clients
 			// The bot tools change SignalBots on the suite's API server, which the manager
 			// reconciles into the registry the read tools see.
 			Fleet: fleet.New(fleet.Options{Client: k8s, Redis: rdb}),
+			// Dry runs and connected apps' live entries are sized by the executor's own
+			// code on the same venues as the suite's executor (paper accounts, and
+			// exchange connections through clients), so that what a policy admits is the
+			// order the executor then places.
+			Previews: executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: log, Venues: &executor.Paper{Redis: rdb,
+				Prices: prices, Live: &executor.LiveVenues{Redis: rdb, Clients: clients}}}),
 			Tools: scopeTools, Logger: log, Now: mcpClock.Now})
 		if err != nil {
 			return nil, err

@@ -22,6 +22,7 @@ import (
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 	"github.com/sigops/sigops/runtime/lab"
@@ -222,6 +223,14 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	paperTok := signIn(t, u, auth.ScopePaper)
 	readTok := signIn(t, u, auth.ScopeRead)
 	c, _ := mcpSession(t, live.tok.AccessToken)
+	// The day is about the tools, not the app's policy (mcp_policy_test.go): its user lets
+	// the agent trade live with no notional caps and no approvals, as Connected apps can,
+	// so that the live bot it creates and the order it places are served, not held.
+	uncapped := apppolicy.DefaultPolicy()
+	uncapped.OrderNotional, uncapped.DayNotional, uncapped.Approve = decimal.Zero, decimal.Zero, false
+	if err := apppolicy.NewPolicies(rdb, mcpClock.Now).Set(ctx, u.ID, live.cfg.ClientID, uncapped); err != nil {
+		t.Fatal(err)
+	}
 
 	// Another user with a bot, a paper account and a Strategy Lab job: all of them answer
 	// this user exactly as missing ones do.
