@@ -278,6 +278,40 @@ func TestRateLimitedWithRetryAfter(t *testing.T) {
 	}
 }
 
+// Above Redis' memory watermark a webhook is refused before anything is written: 503 with
+// Retry-After and the failure body's code SERVICE_UNAVAILABLE; room again, it is accepted.
+func TestRefusedAboveTheMemoryWatermark(t *testing.T) {
+	e := newEnv(t, bot("bot-mem"), nil)
+	guarded := intake.New(e.rdb).WithMemoryGuard(store.NewMemoryGuard(e.rdb, store.MemoryOptions{Refresh: time.Nanosecond}))
+	s, err := webhookd.New(webhookd.Options{Intake: guarded, Waiter: e.waiter, Symbols: fixedSymbols("BTC/USDT"),
+		WaitBound: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(s.Handler())
+	t.Cleanup(ts.Close)
+	e.srv = ts
+	if err := storetest.ConfigSet(context.Background(), e.rdb, "maxmemory", "100kb"); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil)
+	if resp.StatusCode != 503 || body["code"] != "SERVICE_UNAVAILABLE" || body["success"] != false || body["signalId"] != nil {
+		t.Fatalf("above the watermark: %d %v", resp.StatusCode, body)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "5" {
+		t.Fatalf("Retry-After = %q", ra)
+	}
+	if n := e.rdb.XLen(context.Background(), store.QueueStream(queue.PartitionOf("bot-mem"), 4)).Val(); n != 0 {
+		t.Fatalf("queued %d while refusing", n)
+	}
+	if err := storetest.ConfigSet(context.Background(), e.rdb, "maxmemory", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, nil); resp.StatusCode != 200 {
+		t.Fatalf("with room again: %d %v", resp.StatusCode, body)
+	}
+}
+
 func TestIdempotencyKey(t *testing.T) {
 	e := newEnv(t, bot("bot-k"), nil)
 	_, first := e.post(t, hookPath+"?wait=false", `{"action":"buy","symbol":"BTCUSDT"}`, map[string]string{"Idempotency-Key": "alert-42"})

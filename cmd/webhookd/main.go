@@ -40,6 +40,7 @@ func main() {
 	var (
 		listen, metricsAddr, tlsCert, tlsKey, proxies, instance string
 		waitBound                                               time.Duration
+		headroom                                                float64
 		redisOpts                                               store.Options
 		read                                                    readConfig
 		logLevel                                                slog.Level
@@ -51,6 +52,8 @@ func main() {
 	flag.StringVar(&proxies, "trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-Proto is believed (e.g. 10.0.0.0/8)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
 	flag.DurationVar(&waitBound, "wait-bound", webhookd.DefaultWaitBound, "how long a request waits for the execution result")
+	flag.Float64Var(&headroom, "memory-headroom", store.DefaultHeadroom,
+		"share of Redis maxmemory kept free for signals already accepted: new signals are refused (503, SERVICE_UNAVAILABLE, Retry-After) while less is free")
 	flag.StringVar(&instance, "instance-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's name (its result channel)")
 	flag.StringVar(&read.baseURL, "base-url", "", "the service's public origin ({base_url}): the issuer of the tokens the read API accepts, whose audience must be {base_url}/api")
 	flag.StringVar(&read.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key, to verify the read API's bearer tokens; without it the read API accepts dashboard session cookies only")
@@ -62,7 +65,7 @@ func main() {
 	flag.Parse()
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
-	if err := run(logger, config{listen, metricsAddr, tlsCert, tlsKey, proxies, instance, waitBound, redisOpts, read}); err != nil {
+	if err := run(logger, config{listen, metricsAddr, tlsCert, tlsKey, proxies, instance, waitBound, headroom, redisOpts, read}); err != nil {
 		logger.Error("webhookd stopped", "error", err)
 		os.Exit(1)
 	}
@@ -71,6 +74,7 @@ func main() {
 type config struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies, instance string
 	waitBound                                               time.Duration
+	headroom                                                float64
 	redis                                                   store.Options
 	read                                                    readConfig
 }
@@ -104,7 +108,7 @@ func run(logger *slog.Logger, c config) error {
 		return err
 	}
 	srv, err := webhookd.New(webhookd.Options{
-		Intake: intake.New(rdb), Waiter: waiter, Results: resultStore{rdb}, Symbols: known.Get,
+		Intake: intake.New(rdb).WithMemoryGuard(store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: c.headroom})), Waiter: waiter, Results: resultStore{rdb}, Symbols: known.Get,
 		WaitBound: c.waitBound, TrustedProxies: trusted, Logger: logger, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Read:  readAPI,

@@ -68,6 +68,11 @@ const (
 	// the details name the limit, its value and when it resets, so that an agent can tell
 	// the user what stopped it.
 	PolicyLimit Code = "POLICY_LIMIT"
+	// ServiceUnavailable: the service refuses new work for a moment and accepted nothing
+	// (Redis above its memory watermark); the spec's 503, "retry after a delay", with
+	// Retry-After. Ours: the spec gives 503 no code, and a sender that reads codes should
+	// be able to tell "not accepted, retry" from an internal failure.
+	ServiceUnavailable Code = "SERVICE_UNAVAILABLE"
 )
 
 type codeInfo struct {
@@ -108,6 +113,7 @@ var codes = map[Code]codeInfo{
 	TierNotAllowed:       {http.StatusForbidden, 0},
 	ManagedByGitOps:      {http.StatusConflict, 0},
 	InsufficientScope:    {http.StatusForbidden, 0},
+	ServiceUnavailable:   {http.StatusServiceUnavailable, 0},
 	PolicyLimit:          {http.StatusForbidden, 0},
 }
 
@@ -148,7 +154,7 @@ type Error struct {
 	// Details is extra data for the client, e.g. required and available for
 	// INSUFFICIENT_BALANCE. Never put secrets here.
 	Details map[string]any
-	// RetryAfter is the delay a RATE_LIMITED caller should wait.
+	// RetryAfter is the delay a RATE_LIMITED or SERVICE_UNAVAILABLE caller should wait.
 	RetryAfter time.Duration
 	cause      error
 }

@@ -66,7 +66,7 @@ func WriteData(w http.ResponseWriter, data any) {
 // WriteError answers a typed error with its code's status; RATE_LIMITED carries
 // Retry-After in whole seconds, rounded up.
 func WriteError(w http.ResponseWriter, err *errs.Error, signalID string, now time.Time) {
-	if err.Code == errs.RateLimited && err.RetryAfter > 0 {
+	if (err.Code == errs.RateLimited || err.Code == errs.ServiceUnavailable) && err.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64((err.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	WriteJSON(w, err.Code.HTTPStatus(), Failure{Error: err.Message, Code: err.Code, Details: err.Details,

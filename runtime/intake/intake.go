@@ -89,12 +89,29 @@ type Client interface {
 
 // Intake admits signals.
 type Intake struct {
-	rdb    Client
+	rdb Client
+	// guard refuses new signals while Redis is above its memory watermark (nil: never).
+	guard  *store.MemoryGuard
 	routes routes
 }
 
 // New returns an Intake on rdb.
 func New(rdb Client) *Intake { return &Intake{rdb: rdb} }
+
+// WithMemoryGuard makes in refuse new signals with SERVICE_UNAVAILABLE (503, Retry-After)
+// while Redis is above g's watermark, before anything is written: what is refused was
+// never accepted, and what was accepted keeps the headroom for its booking and result.
+func (in *Intake) WithMemoryGuard(g *store.MemoryGuard) *Intake {
+	in.guard = g
+	return in
+}
+
+// MemoryRefusal is the refusal of a signal while Redis is above its memory watermark.
+func MemoryRefusal() *errs.Error {
+	e := errs.New(errs.ServiceUnavailable, "the service is not accepting signals for a moment (storage nearly full); nothing was accepted: retry later")
+	e.RetryAfter = store.MemoryRetryAfter
+	return e
+}
 
 // Admit runs the gates and queues the signal. A refusal is an *errs.Error with the spec's
 // code (INVALID_WEBHOOK, BOT_DELETED, WEBHOOK_DISABLED, BOT_DISABLED, EXCHANGE_DISCONNECTED,
@@ -137,6 +154,9 @@ var errStale = errors.New("intake: stale route")
 // admit runs the script on bot's keys, under r.SignalID placed in bot's partition. Every
 // try places the caller's ID afresh, so a try for another bot than the last gets that bot's.
 func (in *Intake) admit(ctx context.Context, bot string, r Request) (Admission, error) {
+	if in.guard.Full(ctx) {
+		return Admission{BotID: bot}, MemoryRefusal()
+	}
 	r.SignalID = queue.SignalIDFor(bot, r.SignalID)
 	if r.Listen != nil {
 		r.Listen(r.SignalID)
