@@ -51,7 +51,7 @@ func (s *Server) sendTools() []Tool {
 			"result (else answers queued: read it with get_signal). Errors: NOT_FOUND, BOT_PAUSED, BOT_DISABLED, "+
 			"BOT_DELETED, EXCHANGE_DISCONNECTED, WEBHOOK_DISABLED, MISSING_SYMBOL, RATE_LIMITED, INVALID_JSON, "+
 			"INVALID_ACTION, INVALID_SYMBOL, INVALID_AMOUNT, INVALID_PRICE, DCA_INVALID_LEVEL, INVALID_PARAMETER, "+
-			"INSUFFICIENT_SCOPE, and with wait the executor's (INSUFFICIENT_BALANCE, EXCHANGE_ERROR, ...)."),
+			"INSUFFICIENT_SCOPE, SERVICE_UNAVAILABLE (storage nearly full: nothing accepted, retry later), and with wait the executor's (INSUFFICIENT_BALANCE, EXCHANGE_ERROR, ...)."),
 		mcp.WithString("botId", mcp.Required(), mcp.Description("the bot's id (list_bots lists yours)")),
 		mcp.WithString("action", mcp.Required(), mcp.Enum("buy", "sell", "close", "close_long", "close_short"),
 			mcp.Description("buy or sell opens or adds; close, close_long and close_short exit")),
