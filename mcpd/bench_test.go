@@ -243,13 +243,17 @@ func BenchmarkSendSignalApp(b *testing.B) {
 	}
 	tok, _ := f.oauthToken(b, u, "bench-app", auth.ScopePaper, testResource)
 	c, _ := mcpClient(b, tok.Token, "", ts)
-	args := map[string]any{"botId": "bench", "action": "buy", "size": "0.001"}
+	appSends(b, f, c, map[string]any{"botId": "bench", "action": "buy", "size": "0.001"})
+}
+
+// appSends is the timed loop of an app's send_signal with args: a millisecond a call, and
+// a new hour of the fixture's clock every 10,000 calls, so that the hourly cap never
+// refuses.
+func appSends(b *testing.B, f *fixture, c *client.Client, args map[string]any) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		f.clk.Advance(time.Millisecond)
-		// The hourly count starts again every 10,000 calls (a new hour of the fixture's
-		// clock), so that the cap never refuses.
 		if i > 0 && i%(apppolicy.MaxOrdersPerHour-1) == 0 {
 			f.clk.Advance(time.Hour)
 		}
@@ -290,16 +294,5 @@ func BenchmarkSendSignalAppLive(b *testing.B) {
 	}
 	tok, _ := f.oauthToken(b, u, "bench-app", auth.ScopeLive, testResource)
 	c, _ := mcpClient(b, tok.Token, "", ts)
-	args := map[string]any{"botId": "bench-x", "action": "buy", "size": "0.001"}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		f.clk.Advance(time.Millisecond)
-		if i > 0 && i%(apppolicy.MaxOrdersPerHour-1) == 0 {
-			f.clk.Advance(time.Hour)
-		}
-		if res, text := toolResult(b, c, "send_signal", args); res.IsError {
-			b.Fatal(text)
-		}
-	}
+	appSends(b, f, c, map[string]any{"botId": "bench-x", "action": "buy", "size": "0.001"})
 }

@@ -204,20 +204,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		}
 		return s
 	}
-	changed := func(a, b map[string]string) []string {
-		var out []string
-		for k, v := range b {
-			if a[k] != v {
-				out = append(out, k)
-			}
-		}
-		for k := range a {
-			if _, ok := b[k]; !ok {
-				out = append(out, k)
-			}
-		}
-		return out
-	}
+	changed := storetest.Changed
 	s0 := snap()
 	toolOK[map[string]any](t, f.read, "list_bots", nil)
 	s1 := snap()

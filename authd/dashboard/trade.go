@@ -295,12 +295,7 @@ func (d *Dashboard) trade(w http.ResponseWriter, r *http.Request, tool string, f
 			d.showTrade(w, r, http.StatusOK, bot.ID, page, "")
 			return
 		}
-		status, words, ok := refusal(err)
-		if !ok {
-			d.failPage(w, r, err)
-			return
-		}
-		d.showTrade(w, r, status, bot.ID, page, words)
+		d.showRefusal(w, r, bot.ID, page, err)
 		return
 	}
 	// A live order is confirmed first; live is the highest venue the order reaches: the
@@ -318,12 +313,7 @@ func (d *Dashboard) trade(w http.ResponseWriter, r *http.Request, tool string, f
 	}
 	d.recordAction(r, tool, tradeArgs(bot.ID, key, req), err)
 	if err != nil {
-		status, words, ok := refusal(err)
-		if !ok {
-			d.failPage(w, r, err)
-			return
-		}
-		d.showTrade(w, r, status, bot.ID, page, words)
+		d.showRefusal(w, r, bot.ID, page, err)
 		return
 	}
 	out := &tradeOutcome{Status: "queued", SignalID: placed.SignalID, Repeat: placed.Repeat}
@@ -341,6 +331,17 @@ func (d *Dashboard) trade(w http.ResponseWriter, r *http.Request, tool string, f
 	page.Outcome = out
 	page.Form = orderForm{Side: "buy", Type: "market", Symbol: f.Symbol}
 	d.showTrade(w, r, http.StatusOK, bot.ID, page, "")
+}
+
+// showRefusal shows the trade page of bot around page with err in words (a refusal of the
+// Go APIs), or the failure page for anything else.
+func (d *Dashboard) showRefusal(w http.ResponseWriter, r *http.Request, bot string, page tradePage, err error) {
+	status, words, ok := refusal(err)
+	if !ok {
+		d.failPage(w, r, err)
+		return
+	}
+	d.showTrade(w, r, status, bot, page, words)
 }
 
 // tradeArgs are a manual order's journal arguments (as mcpd's trading tools record them).

@@ -27,13 +27,8 @@ func (h *harness) previewed(body string) (executor.Preview, string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if len(before) != len(after) {
-		h.t.Fatalf("the preview changed the keys: %d before, %d after", len(before), len(after))
-	}
-	for k, v := range before {
-		if after[k] != v {
-			h.t.Fatalf("the preview changed %s", k)
-		}
+	if changed := storetest.Changed(before, after); len(changed) > 0 {
+		h.t.Fatalf("the preview changed %v", changed)
 	}
 	return pv, env.SignalID
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -515,7 +514,7 @@ func dryRunsChangeNothing(t *testing.T, w *policyWorld, c *client.Client) {
 	for range 3 {
 		time.Sleep(200 * time.Millisecond)
 		next := snap()
-		for _, k := range changedKeys(prev, next) {
+		for _, k := range storetest.Changed(prev, next) {
 			idle[k] = true
 		}
 		prev = next
@@ -528,7 +527,7 @@ func dryRunsChangeNothing(t *testing.T, w *policyWorld, c *client.Client) {
 		}
 	}
 	before := snap()
-	byRead := changedKeys(prev, before)
+	byRead := storetest.Changed(prev, before)
 	// Keys whose expiry falls within the dry runs (storetest.Snapshot marks the ones that
 	// expire): one gone after them was expired by Redis, not deleted by a call.
 	const window = 5 * time.Second
@@ -563,7 +562,7 @@ func dryRunsChangeNothing(t *testing.T, w *policyWorld, c *client.Client) {
 		t.Fatalf("the dry runs took %v, longer than the %v the expiring keys were read for", took, window)
 	}
 	var changed []string
-	for _, k := range changedKeys(before, after) {
+	for _, k := range storetest.Changed(before, after) {
 		_, stays := after[k]
 		if idle[k] || slices.Contains(byRead, k) || expiring[k] && !stays {
 			continue
@@ -587,22 +586,4 @@ type dryAnswer struct {
 		Code    string
 		Details map[string]any
 	}
-}
-
-// changedKeys is the keys whose value or expiry differ between snapshots a and b, or that
-// only one has, sorted.
-func changedKeys(a, b map[string]string) []string {
-	var out []string
-	for k, v := range b {
-		if a[k] != v {
-			out = append(out, k)
-		}
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

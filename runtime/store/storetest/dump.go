@@ -76,3 +76,21 @@ func Snapshot(ctx context.Context, c redis.UniversalClient) (map[string]string, 
 	}
 	return out, nil
 }
+
+// Changed is the keys whose value or expiry differ between snapshots a and b (Snapshot), or
+// that only one of them has, sorted.
+func Changed(a, b map[string]string) []string {
+	var out []string
+	for k, v := range b {
+		if a[k] != v {
+			out = append(out, k)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
