@@ -85,16 +85,18 @@ type policyVerdict struct {
 	Details  map[string]any `json:"details,omitempty"`
 }
 
-// preview drafts t's call with args and previews it.
-func (s *Server) preview(ctx context.Context, t Tool, args map[string]any) (executor.Preview, error) {
+// preview drafts t's call with args and previews it: the envelope the call would queue,
+// and what executing it now would do.
+func (s *Server) preview(ctx context.Context, t Tool, args map[string]any) (queue.Envelope, executor.Preview, error) {
 	if s.o.Previews == nil {
-		return executor.Preview{}, errs.New(errs.InternalError, "previews are not configured on this server")
+		return queue.Envelope{}, executor.Preview{}, errs.New(errs.InternalError, "previews are not configured on this server")
 	}
 	env, err := t.Draft(ctx, args)
 	if err != nil {
-		return executor.Preview{}, err
+		return env, executor.Preview{}, err
 	}
-	return s.o.Previews.Preview(ctx, env)
+	pv, err := s.o.Previews.Preview(ctx, env)
+	return env, pv, err
 }
 
 // answerDryRun answers a dry run of t by p with args: the preview, and the verdict of p's
@@ -108,7 +110,7 @@ func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, ar
 			return s.toolError(name, err), nil
 		}
 	}
-	pv, err := s.preview(ctx, t, args)
+	_, pv, err := s.preview(ctx, t, args)
 	if err != nil {
 		return s.toolError(name, err), nil
 	}
@@ -189,14 +191,7 @@ func (s *Server) measured(ctx context.Context, t Tool, p *auth.Principal, args m
 	if !call.Live || call.Exit || t.Draft == nil {
 		return m, nil
 	}
-	if s.o.Previews == nil {
-		return m, errs.New(errs.InternalError, "previews are not configured on this server")
-	}
-	env, err := t.Draft(ctx, args)
-	if err != nil {
-		return m, err
-	}
-	pv, err := s.o.Previews.Preview(ctx, env)
+	env, pv, err := s.preview(ctx, t, args)
 	if err != nil {
 		return m, err
 	}

@@ -24,12 +24,12 @@ type Preview struct {
 	Checks []Check `json:"checks"`
 	// Refusal is the failed check's error (nil: the signal would be placed).
 	Refusal *errs.Error `json:"-"`
-	// legs are the planned legs' names and amounts (Admitted).
-	legs []namedLeg
 }
 
 // PreviewLeg is one step of a previewed plan.
 type PreviewLeg struct {
+	// name is the plan's leg name ("" is the main leg): Admitted keys the amounts by it.
+	name string
 	// Op is open, add (a DCA level), reduce (a close, whole or partial) or protect (a
 	// stop-loss or take-profit price set on the open position; no order).
 	Op     string             `json:"op"`
@@ -91,12 +91,12 @@ func (p Preview) EntryNotional() decimal.Decimal {
 // the signal, they make the executor place the amounts previewed.
 func (p Preview) Admitted() map[string]decimal.Decimal {
 	var out map[string]decimal.Decimal
-	for _, l := range p.legs {
-		if l.Op == opOpen || l.Op == opAdd {
+	for _, l := range p.Legs {
+		if l.Entry() {
 			if out == nil {
 				out = map[string]decimal.Decimal{}
 			}
-			out[l.Name] = l.amount
+			out[l.name] = l.Amount
 		}
 	}
 	return out
@@ -141,7 +141,6 @@ func (e *Executor) Preview(ctx context.Context, env queue.Envelope) (Preview, er
 			return pv, infra(err)
 		}
 		pv.Legs = append(pv.Legs, pl)
-		pv.legs = append(pv.legs, namedLeg{Name: l.Name, Op: l.Op, amount: pl.Amount})
 	}
 	pv.verdict(CheckSize, nil)
 	pv.verdict(CheckExposure, nil)
@@ -150,7 +149,7 @@ func (e *Executor) Preview(ctx context.Context, env queue.Envelope) (Preview, er
 
 // previewLeg sizes and prices one leg as buildRequest does (protect legs: their trigger).
 func (e *Executor) previewLeg(ctx context.Context, j *job, l leg) (PreviewLeg, error) {
-	pl := PreviewLeg{Op: l.Op, Symbol: l.Symbol, Type: l.Type}
+	pl := PreviewLeg{name: l.Name, Op: l.Op, Symbol: l.Symbol, Type: l.Type}
 	if l.Op == opProtect {
 		pl.Type = exchange.TakeProfit
 		a := l.TakeProfit
@@ -205,10 +204,4 @@ func infra(err error) error {
 		return nil
 	}
 	return err
-}
-
-// namedLeg keeps what Admitted needs of a previewed leg.
-type namedLeg struct {
-	Name, Op string
-	amount   decimal.Decimal
 }
