@@ -8,7 +8,7 @@
 -- KEYS[3]  the Idempotency-Key record (store.Idempotency); touched only when ARGV[6] is '1'
 -- KEYS[4]  the body's dedupe record (store.Dedupe); touched only when ARGV[7] is '1'
 -- KEYS[5]  the stream of the bot's partition at the signal's priority
--- ARGV[1]  now, ms since epoch
+-- ARGV[1]  when the request arrived, ms since epoch (the pause's clock)
 -- ARGV[2]  signalId
 -- ARGV[3]  envelope JSON
 -- ARGV[4]  '1' when the signal needs a symbol and has none
@@ -65,16 +65,22 @@ if dedupe then
   if first then return dup(KEYS[4], first) end
 end
 
--- GCRA: `burst` signals at once, then one every `interval` ms.
+-- GCRA: `burst` signals at once, then one every `interval` ms. Its clock is this server's,
+-- not the request's arrival (ARGV[1]): a request held up in a failover or a retry arrives
+-- here late, and on the arrival clock it would look like a burst from the past and be
+-- refused behind requests that came after it; one clock also spares the limit the skew
+-- between webhookd replicas.
+local t = redis.call('TIME')
+local clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local rate = tonumber(g[6] or '60') or 60
 local burst = tonumber(g[7] or '10') or 10
 local interval = math.max(1, math.floor(60000 / rate))
 local tat = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if tat < now then tat = now end
+if tat < clock then tat = clock end
 local newTat = tat + interval
 local allowAt = newTat - burst * interval
-if now < allowAt then return {'err', 'RATE_LIMITED', allowAt - now} end
-redis.call('SET', KEYS[2], string.format('%d', newTat), 'PX', newTat - now)
+if clock < allowAt then return {'err', 'RATE_LIMITED', allowAt - clock} end
+redis.call('SET', KEYS[2], string.format('%d', newTat), 'PX', newTat - clock)
 
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[9], '*', 'e', ARGV[3])
 if ARGV[6] == '1' then redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[8]) end
