@@ -21,8 +21,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/sigops/sigops/runtime/archive"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/database"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/lab"
@@ -37,7 +39,7 @@ import (
 func main() {
 	var (
 		metricsAddr, marketData, instance string
-		labHistory                        string
+		labHistory, databaseURL           string
 		labWorkers                        int
 		masterKeys                        credentials.KeyFlags
 		leaseTTL, watchInterval           time.Duration
@@ -58,6 +60,7 @@ func main() {
 	flag.StringVar(&labHistory, "lab-history", "", "Strategy Lab candle history: simulated, binance or bybit (default: the --market-data source)")
 	flag.IntVar(&labWorkers, "lab-workers", runtime.GOMAXPROCS(0), "Strategy Lab experiments run at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
+	flag.StringVar(&databaseURL, "database-url", os.Getenv(database.URLEnv), "PostgreSQL, where this executor archives the history of the partitions it holds (default $"+database.URLEnv+"); empty: history is not archived and the archive streams grow in Redis")
 	flag.DurationVar(&history.Retention, "history-retention", retention.Default, "how long bots' trade lists and order history are kept (at least 7 days); per-day analytics are kept for all time")
 	flag.DurationVar(&strategies.Settle, "strategy-settle", strategyrun.DefaultSettle, "delay after each candle's close before strategy bots evaluate it (exchanges publish a closed candle a moment late)")
 	flag.IntVar(&strategies.Concurrency, "strategy-concurrency", strategyrun.DefaultConcurrency, "strategy bots evaluated at once (each waits mostly on its candle fetch)")
@@ -84,13 +87,13 @@ func main() {
 	}
 	labOpts := lab.EngineOptions{History: candles, Workers: labWorkers, Logger: logger}
 	history.Logger = logger
-	if err := run(logger, metricsAddr, marketData, budget, watchInterval, strategies, history, redisOpts, keys, labOpts); err != nil {
+	if err := run(logger, metricsAddr, marketData, databaseURL, budget, watchInterval, strategies, history, redisOpts, keys, labOpts); err != nil {
 		logger.Error("executor stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Options, watchInterval time.Duration,
+func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts queue.Options, watchInterval time.Duration,
 	sopts strategyrun.Options, hopts retention.Options, ro store.Options, keys *credentials.Ring, lo lab.EngineOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -135,8 +138,14 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	}
 	defer closeLab()
 
+	archiver, closeDB, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+
 	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
-		lo.Metrics.Collectors(), compactor.Collectors())
+		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors())
 
 	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
 	g, gctx := errgroup.WithContext(ctx)
@@ -146,6 +155,7 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 	g.Go(func() error { return strategies.Run(gctx) })
 	g.Go(func() error { return engine.Run(gctx) })
 	g.Go(func() error { return compactor.Run(gctx) })
+	g.Go(func() error { return archiver.Run(gctx) })
 	g.Go(func() error {
 		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -163,6 +173,22 @@ func run(logger *slog.Logger, metricsAddr, marketData string, qopts queue.Option
 		return nil
 	}
 	return err
+}
+
+// archiverOf builds the archiver of the partitions this executor's consumer holds. Its pool
+// connects on first use and the schema is migrated once PostgreSQL answers: the executor
+// starts, and signals fill, while the database is down. Without a URL it archives nothing
+// (a warning says so), and its Run waits for the end.
+func archiverOf(ctx context.Context, url string, rdb redis.UniversalClient, consumer *queue.Consumer, logger *slog.Logger) (*archive.Archiver, func(), error) {
+	if url == "" {
+		logger.Warn("no --database-url: trading history is not archived to PostgreSQL, and the archive streams grow in Redis")
+		return archive.Disabled(), func() {}, nil
+	}
+	pool, err := database.Pool(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	return archive.New(archive.Options{Redis: rdb, DB: pool, Owner: consumer, Logger: logger, Migrate: database.MigrateWhenUp}), pool.Close, nil
 }
 
 // labEngine builds the Strategy Lab's engine. It serves the jobs of the partitions this

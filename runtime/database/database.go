@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,23 +31,16 @@ var migrations embed.FS
 // Open connects a pool to url (a postgres:// URL or key=value DSN), checks that the server
 // answers within timeout and applies the pending migrations.
 func Open(ctx context.Context, url string, timeout time.Duration) (*pgxpool.Pool, error) {
-	if url == "" {
-		return nil, errors.New("database: no connection string (--database-url or " + URLEnv + ")")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	pool, err := Pool(ctx, url)
 	if err != nil {
-		// pgx's message can quote the string, password included.
-		return nil, errors.New("database: the connection string does not parse")
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("database: %w", err)
+		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
+		cfg := pool.Config().ConnConfig
 		pool.Close()
-		return nil, fmt.Errorf("database: %s:%d does not answer: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("database: %s:%d does not answer: %w", cfg.Host, cfg.Port, err)
 	}
 	if err := Migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -66,6 +60,39 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("database: migrate: %w", err)
 	}
 	return nil
+}
+
+// Pool is a pool on url that connects when first used, so that a daemon whose work goes on
+// without PostgreSQL (the executor: signals fill while the archive waits) starts and stays
+// ready while the database is down. MigrateWhenUp then prepares the schema.
+func Pool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	if url == "" {
+		return nil, errors.New("database: no connection string (--database-url or " + URLEnv + ")")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, errors.New("database: the connection string does not parse")
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// MigrateWhenUp applies the migrations (Migrate) once PostgreSQL answers, trying again with
+// a growing pause (up to 10 s) and logging each failure, until it succeeds or ctx ends.
+func MigrateWhenUp(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	wait := 250 * time.Millisecond
+	for {
+		err := Migrate(ctx, pool)
+		if err == nil {
+			return nil
+		}
+		log.Warn("database: not ready; trying again", "error", err, "retryIn", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
 }
 
 // Version is the schema's version: the newest migration applied.

@@ -21,11 +21,13 @@ import (
 // (position, analytics, risk, registry, queue); this file only composes them and checks that
 // the state they were computed from is still there.
 //
-// KEYS: 1 the signal's progress record, 2-4 the position with its set and watch index, 5-6
-// the order record and the bot's order list, 7 the trades, 8 the days, 9 the risk counters,
-// 10 the bot's hash (a pause), and, only when the result is stored here, 11-12 the result and
-// the bot's signal index, and, only when the queue entry is acknowledged here too, 13 its
-// stream.
+// KEYS: 1 the signal's progress record, 2-4 the position with its set and watch index, 5-7
+// the order record, the bot's order list and the partition's archive stream, 8-9 the trades
+// and the archive stream again, 10 the days, 11 the risk counters, 12 the bot's hash (a
+// pause), and, only when the result is stored here, 13-15 the result, the bot's signal index
+// and the archive stream, and, only when the queue entry is acknowledged here too, 16 its
+// stream. Every fact the commit writes (order record, trade, result) is appended to the
+// archive stream in the same script (runtime/archive copies it to PostgreSQL).
 //
 // ARGV: 1 the done marker's field, 2 its value ("": the result is stored here and the
 // progress record is deleted), 3 the progress TTL (s), 4 the plan this attempt made ("": it
@@ -46,8 +48,8 @@ const (
 	argPause   = argRisk + 8
 	argResult  = argPause + 4
 	argAck     = argResult + 9
-	keysResult = 11
-	keysAck    = 13
+	keysResult = 13
+	keysAck    = 16
 )
 
 var commitScript = registry.PauseScript(`
@@ -56,14 +58,14 @@ local function same(v, want)
   if v then return want == '=' .. v end
   return want == '-'
 end
-if #KEYS >= 11 and redis.call('EXISTS', KEYS[11]) == 1 then return {3} end
+if #KEYS >= 13 and redis.call('EXISTS', KEYS[13]) == 1 then return {3} end
 local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then return {2, done} end
 if not same(redis.call('GET', KEYS[2]), ARGV[5]) then return {1} end
 if not same(redis.call('GET', KEYS[5]), ARGV[6]) then return {1} end
-if ARGV[7] ~= '' and not same(redis.call('HGET', KEYS[8], ARGV[7]), ARGV[8]) then return {1} end
+if ARGV[7] ~= '' and not same(redis.call('HGET', KEYS[10], ARGV[7]), ARGV[8]) then return {1} end
 for i = 0, 3 do
-  if not same(redis.call('HGET', KEYS[9], ARGV[` + fmt.Sprint(argRisk) + ` + 2 * i]), ARGV[9 + i]) then return {1} end
+  if not same(redis.call('HGET', KEYS[11], ARGV[` + fmt.Sprint(argRisk) + ` + 2 * i]), ARGV[9 + i]) then return {1} end
 end
 if ARGV[4] ~= '' then
   local plan = redis.call('HGET', KEYS[1], '` + fieldPlan + `')
@@ -73,18 +75,18 @@ end
 ` + position.PositionLua(2, argPos) + `
 if ARGV[` + fmt.Sprint(argOrder) + `] ~= '' then
 ` + position.OrderLua(5, argOrder) + `end
-` + position.TradeLua(7, argTrade) + analytics.DayLua(8, argDay) + risk.CountersLua(9, argRisk) +
-	registry.PauseLua(10, argPause) + `
+` + position.TradeLua(8, argTrade) + analytics.DayLua(10, argDay) + risk.CountersLua(11, argRisk) +
+	registry.PauseLua(12, argPause) + `
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
 else
   redis.call('DEL', KEYS[1])
 end
-if #KEYS >= 11 then
+if #KEYS >= 13 then
 ` + queue.ResultLua(keysResult, argResult) + `end
 local acked = 0
-if #KEYS >= 13 then
+if #KEYS >= 16 then
 ` + queue.AckLua(keysAck, argAck) + `end
 return {0, acked}
 `)
@@ -167,7 +169,8 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID)}, Args: []any{"", "", ""}}
+	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID), store.ArchiveOf(in.botID)},
+		Args: []any{"", "", ""}}
 	if w.rec != nil {
 		if recW, err = position.NewOrderWrite(*w.rec, w.newRec); err != nil {
 			return nil, nil, nil, err
@@ -183,7 +186,8 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	}
 	keys := append([]string{j.sigKey()}, posW.Keys...)
 	keys = append(keys, recW.Keys...)
-	keys = append(keys, tradeW.Keys[0], dayKey, store.RiskCounters(in.botID), store.Bot(in.botID))
+	keys = append(keys, tradeW.Keys...)
+	keys = append(keys, dayKey, store.RiskCounters(in.botID), store.Bot(in.botID))
 	args := make([]any, 0, argResult+9)
 	args = append(args, prefixDone+in.leg.Name, "", int64(ProgressTTL/time.Second), "", want(st.posText), "", "", "")
 	if in.order != nil {

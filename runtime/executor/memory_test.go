@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/archive"
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/retention"
@@ -32,6 +34,27 @@ func signalsEach(t testing.TB, h *harness, n int) {
 	}
 }
 
+// archiverOf is an archiver of h's Redis into a database of its own: the executor's
+// archive role, which takes the history out of Redis.
+func archiverOf(t testing.TB, h *harness) *archive.Archiver {
+	return archive.New(archive.Options{Redis: h.rdb, DB: dbtest.New(t)})
+}
+
+// drainArchive copies everything the archive streams hold to PostgreSQL, as the executor's
+// archiver does continuously.
+func drainArchive(t testing.TB, h *harness, a *archive.Archiver) {
+	t.Helper()
+	for {
+		_, full, err := a.Step(h.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !full {
+			return
+		}
+	}
+}
+
 // perSignal is the memory of each key family per signal over n signals, after warm-up
 // signals that create the keys every signal shares (the bot's lists and hashes).
 type perSignal struct {
@@ -44,12 +67,15 @@ type perSignal struct {
 func measurePerSignal(t testing.TB, h *harness, warm, n int) perSignal {
 	t.Helper()
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	arch := archiverOf(t, h)
 	signalsEach(t, h, warm)
+	drainArchive(t, h, arch)
 	before, err := storetest.Usage(h.ctx, h.rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	signalsEach(t, h, n)
+	drainArchive(t, h, arch)
 	after, err := storetest.Usage(h.ctx, h.rdb)
 	if err != nil {
 		t.Fatal(err)
@@ -130,9 +156,11 @@ func TestMemoryFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := analytics.New(h.rdb)
+	arch := archiverOf(t, h)
 	var sums []map[string]int64
 	for d := range days {
 		signalsEach(t, h, perDay)
+		drainArchive(t, h, arch)
 		before := recentReport(t, h, a)
 		r, err := c.Bot(h.ctx, h.bot.ID, c.Cutoff(h.now))
 		if err != nil {

@@ -388,7 +388,7 @@ func StagePosition(ctx context.Context, p redis.Pipeliner, botID, symbol string,
 // NewTradeWrite encodes the append of a realised trade of the bot (nil: none, nothing is
 // written).
 func NewTradeWrite(botID string, t *Trade) (Write, error) {
-	w := Write{Keys: []string{store.BookTrades(botID)}, Args: []any{""}}
+	w := Write{Keys: []string{store.BookTrades(botID), store.ArchiveOf(botID)}, Args: []any{""}}
 	if t == nil {
 		return w, nil
 	}
@@ -400,9 +400,11 @@ func NewTradeWrite(botID string, t *Trade) (Write, error) {
 	return w, nil
 }
 
-// TradeLua returns the Lua statement that makes a trade Write (KEYS[keyAt], ARGV[argAt]).
+// TradeLua returns the Lua statements that make a trade Write (KEYS[keyAt] and
+// KEYS[keyAt+1], the partition's archive stream; ARGV[argAt]).
 func TradeLua(keyAt, argAt int) string {
-	return fmt.Sprintf("if ARGV[%[2]d] ~= '' then redis.call('RPUSH', KEYS[%[1]d], ARGV[%[2]d]) end\n", keyAt, argAt)
+	return fmt.Sprintf("if ARGV[%[2]d] ~= '' then\n  redis.call('RPUSH', KEYS[%[1]d], ARGV[%[2]d])\n  ", keyAt, argAt) +
+		store.ArchiveLua(keyAt+1, store.ArchiveTrade, argAt) + "end\n"
 }
 
 // StageTrade appends a realised trade.
@@ -412,6 +414,7 @@ func StageTrade(ctx context.Context, p redis.Pipeliner, t Trade) error {
 		return err
 	}
 	p.RPush(ctx, w.Keys[0], w.Args[0])
+	p.XAdd(ctx, &redis.XAddArgs{Stream: w.Keys[1], Values: []any{"k", store.ArchiveTrade, "v", w.Args[0]}})
 	return nil
 }
 

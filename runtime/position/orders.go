@@ -47,7 +47,7 @@ func RecordTTL() time.Duration {
 // encoding, TTL and list cap are this package's alone.
 
 // OrderLua returns the Lua statements that make an OrderWrite inside a script: they read the
-// write's Keys from KEYS[keyAt] and KEYS[keyAt+1] and its Args from ARGV[argAt] to
+// write's Keys from KEYS[keyAt] to KEYS[keyAt+2] and its Args from ARGV[argAt] to
 // ARGV[argAt+2]. The statements return nothing, so that the script goes on after them.
 func OrderLua(keyAt, argAt int) string {
 	return fmt.Sprintf(`redis.call('SET', KEYS[%[1]d], ARGV[%[3]d], 'EX', ARGV[%[5]d])
@@ -55,12 +55,13 @@ if ARGV[%[4]d] ~= '' then
   redis.call('LPUSH', KEYS[%[2]d], ARGV[%[4]d])
   redis.call('LTRIM', KEYS[%[2]d], 0, %[6]d)
 end
-`, keyAt, keyAt+1, argAt, argAt+1, argAt+2, MaxOrders-1)
+`, keyAt, keyAt+1, argAt, argAt+1, argAt+2, MaxOrders-1) + store.ArchiveLua(keyAt+2, store.ArchiveOrder, argAt)
 }
 
 // OrderWrite is one write of an order record, as the Lua of OrderLua takes it: Keys are the
-// record and the bot's order list, Args the record's JSON, the client order ID to list (""
-// when listed already) and the record's TTL in seconds (RecordTTL).
+// record, the bot's order list and its partition's archive stream (every version of a
+// record is archived), Args the record's JSON, the client order ID to list ("" when listed
+// already) and the record's TTL in seconds (RecordTTL).
 type OrderWrite = Write
 
 // NewOrderWrite encodes the write of rec; isNew (a record not stored before) also lists it
@@ -75,7 +76,7 @@ func NewOrderWrite(rec OrderRecord, isNew bool) (OrderWrite, error) {
 		listed = rec.ClientOrderID
 	}
 	return OrderWrite{
-		Keys: []string{store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID)},
+		Keys: []string{store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID), store.ArchiveOf(rec.BotID)},
 		Args: []any{data, listed, int64(RecordTTL() / time.Second)},
 	}, nil
 }
@@ -91,5 +92,6 @@ func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew b
 		p.LPush(ctx, w.Keys[1], rec.ClientOrderID)
 		p.LTrim(ctx, w.Keys[1], 0, MaxOrders-1)
 	}
+	p.XAdd(ctx, &redis.XAddArgs{Stream: w.Keys[2], Values: []any{"k", store.ArchiveOrder, "v", w.Args[0]}})
 	return nil
 }

@@ -44,8 +44,9 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		// NX: a signal's first stored result is its result. A second attempt of the same
 		// signal running at once (a partition reclaimed while its first holder still
 		// worked) may plan from a book the first attempt already changed and reach another
-		// outcome; it must not replace the one already stored and answered.
-		p.SetArgs(ctx, w.Keys[0], w.Args[0], redis.SetArgs{Mode: "NX", TTL: ResultTTL})
+		// outcome; it must not replace the one already stored and answered, nor be
+		// archived: the script appends to the archive only the result it stored.
+		storeNXScript.Eval(ctx, p, []string{w.Keys[0], w.Keys[2]}, w.Args[0], w.Args[1], w.Args[2], w.Args[3])
 		if w.Args[2] != "" {
 			idx := w.Keys[1]
 			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: w.Args[2]})
@@ -60,19 +61,26 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		}
 		return nil
 	})
-	// redis.Nil is the NX of a result stored already: not a failure.
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return fmt.Errorf("queue: publish result %s: %w", env.SignalID, err)
 	}
 	return nil
 }
 
+// storeNXScript stores a result (KEYS[1], ARGV[1] for ARGV[2] s) unless one is stored, and
+// then only appends it to the archive stream of its slot (KEYS[2]) with its index entry
+// (ARGV[3], "" when no bot) and when the intake accepted it (ARGV[4]).
+var storeNXScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 end
+` + store.ArchiveLua(2, store.ArchiveResult, 1, "'s'", "ARGV[3]", "'at'", "ARGV[4]") + `return 1
+`)
+
 // ResultWrite is the publication of one result as data: the keys and arguments ResultLua
 // takes, and from which PublishResult sends the same writes, so that the result's JSON, its
-// TTL, the index entry and both announcements have one owner, this file.
+// TTL, the index entry, its archive entry and both announcements have one owner, this file.
 type ResultWrite struct {
-	// Keys are the result and the bot's signal index (store.BotSignals; the result's key
-	// again when the envelope names no bot).
+	// Keys are the result, the bot's signal index (store.BotSignals; the result's key
+	// again when the envelope names no bot) and the archive stream of the result's slot.
 	Keys []string
 	// Args are the result JSON, ResultTTL (s), the index member ("" when no bot), its score,
 	// MaxBotSignals, the reply channel and message ("" when nobody waits), the events
@@ -100,7 +108,7 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 	if err != nil {
 		return ResultWrite{}, fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
 	}
-	w := ResultWrite{Keys: []string{store.SignalResult(env.SignalID), store.SignalResult(env.SignalID)},
+	w := ResultWrite{Keys: []string{store.SignalResult(env.SignalID), store.SignalResult(env.SignalID), store.Archive(store.SignalPartition(env.SignalID))},
 		Args: []any{data, int64(ResultTTL / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), ""}}
 	if env.ReplyTo != "" {
 		w.Args[6] = encodeReply(env.SignalID, data)
@@ -117,12 +125,12 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 }
 
 // ResultLua returns the Lua statements that make a ResultWrite inside a script, in the order
-// PublishResult makes them: they read its Keys from KEYS[keyAt] and KEYS[keyAt+1] and its
-// Args from ARGV[argAt] on. Both keys must be in the script's slot, which they are when the
+// PublishResult makes them: they read its Keys from KEYS[keyAt] to KEYS[keyAt+2] and its
+// Args from ARGV[argAt] on. Every key must be in the script's slot, which they are when the
 // signal ID is in its bot's partition (SignalIDFor). The statements return nothing.
 func ResultLua(keyAt, argAt int) string {
-	return fmt.Sprintf(`redis.call('SET', KEYS[%[1]d], ARGV[%[3]d], 'EX', ARGV[%[3]d+1])
-if ARGV[%[3]d+2] ~= '' then
+	return fmt.Sprintf("redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d])\n", keyAt, argAt, argAt+1) + store.ArchiveLua(keyAt+2, store.ArchiveResult, argAt,
+		"'s'", fmt.Sprintf("ARGV[%d]", argAt+2), "'at'", fmt.Sprintf("ARGV[%d]", argAt+3)) + fmt.Sprintf(`if ARGV[%[3]d+2] ~= '' then
   redis.call('ZADD', KEYS[%[2]d], ARGV[%[3]d+3], ARGV[%[3]d+2])
   redis.call('ZREMRANGEBYRANK', KEYS[%[2]d], 0, -tonumber(ARGV[%[3]d+4])-1)
   redis.call('EXPIRE', KEYS[%[2]d], ARGV[%[3]d+1])

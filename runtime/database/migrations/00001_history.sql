@@ -68,12 +68,13 @@ CREATE TABLE signal_results (
 );
 CREATE INDEX signal_results_bot_received_at ON signal_results (bot_id, received_at DESC);
 
--- How far each archive stream is copied: the last entry ID committed with the rows it
--- carried, so that a restarted archiver goes on from there and the stream is trimmed only
--- up to it.
+-- How far each archive stream is copied: the last entry ID (its two numbers, so that IDs
+-- compare as Redis orders them) committed with the rows it carried, so that a restarted
+-- archiver goes on from there and the stream is trimmed only up to it.
 CREATE TABLE archive_progress (
     stream     text        PRIMARY KEY,
-    last_id    text        NOT NULL,
+    last_ms    bigint      NOT NULL,
+    last_seq   bigint      NOT NULL,
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 

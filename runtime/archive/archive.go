@@ -1,0 +1,328 @@
+// Package archive copies trading history from Redis to PostgreSQL. Every script that
+// commits a fact (a trade, a version of an order record, a signal's result) appends it, in
+// the same script, to its partition's archive stream (store.Archive); the archiver reads
+// each stream from where PostgreSQL says it stopped, writes the rows and its new position in
+// one transaction, and only then trims the stream up to that position. So:
+//
+//   - a fact is in PostgreSQL at least once: a crash before the commit leaves the stream and
+//     the position as they were, and the next run reads the same entries again;
+//   - never twice: every row has its natural key (a trade's ID, a bot's client order ID, a
+//     signal ID), and a second copy of an entry writes what the first wrote;
+//   - the stream holds only what PostgreSQL has not committed, so Redis carries the
+//     archive's backlog and nothing more (bounded while PostgreSQL is down by the intake's
+//     memory watermark, and measured by the backlog metrics).
+//
+// The archiver is a role of the executor: it archives the partitions whose queue lease the
+// executor holds, the ones it writes, so replicas share the work without coordinating. Two
+// archivers on one partition (a lease changing hands) write the same rows.
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/result"
+	"github.com/sigops/sigops/runtime/store"
+)
+
+const (
+	// DefaultBatch is how many entries of one stream a step copies at most.
+	DefaultBatch = 1000
+	// DefaultInterval is the pause between steps that found nothing to copy.
+	DefaultInterval = 200 * time.Millisecond
+	// maxBackoff bounds the pause after a failed step (PostgreSQL down).
+	maxBackoff = 5 * time.Second
+)
+
+// Ownership says which queue partitions this executor holds; queue.Consumer implements it.
+type Ownership interface {
+	Owned() []int
+}
+
+// Options configure an Archiver.
+type Options struct {
+	Redis redis.UniversalClient
+	DB    *pgxpool.Pool
+	// Owner gives the partitions to archive; nil archives all of them (a test, a one-off
+	// drain with queuectl).
+	Owner Ownership
+	// Batch (DefaultBatch) and Interval (DefaultInterval).
+	Batch    int
+	Interval time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
+	// Migrate, when set, prepares the schema before the first step, waiting for
+	// PostgreSQL to answer (database.MigrateWhenUp).
+	Migrate func(context.Context, *pgxpool.Pool, *slog.Logger) error
+}
+
+// Archiver copies archive streams to PostgreSQL. See the package comment.
+type Archiver struct {
+	o Options
+	// done is, per partition, the last entry PostgreSQL has committed, as read from
+	// archive_progress or written by this archiver.
+	done map[int]entryID
+	m    *metrics
+}
+
+// New builds an Archiver; its metrics are in Collectors.
+func New(o Options) *Archiver {
+	if o.Batch <= 0 {
+		o.Batch = DefaultBatch
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Archiver{o: o, done: map[int]entryID{}, m: newMetrics()}
+}
+
+// Disabled is an archiver that copies nothing (no database configured): Run waits for the
+// end, and the metrics stay at zero.
+func Disabled() *Archiver { return &Archiver{m: newMetrics()} }
+
+// Run copies until ctx ends. A failed step (PostgreSQL or Redis unreachable) is logged,
+// counted and tried again after a growing pause; it never stops the executor.
+func (a *Archiver) Run(ctx context.Context) error {
+	if a.o.DB == nil {
+		<-ctx.Done()
+		return nil
+	}
+	if a.o.Migrate != nil {
+		if err := a.o.Migrate(ctx, a.o.DB, a.o.Logger); err != nil {
+			return nil // ctx ended first
+		}
+	}
+	backoff := a.o.Interval
+	for {
+		n, full, err := a.Step(ctx)
+		wait := a.o.Interval
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			a.m.failures.Inc()
+			a.o.Logger.Warn("archive: copy to PostgreSQL failed; the stream keeps the entries", "error", err, "retryIn", backoff)
+			wait, backoff = backoff, min(2*backoff, maxBackoff)
+			// The cached positions may be ahead of a database restored from a backup.
+			a.done = map[int]entryID{}
+		case full:
+			wait, backoff = 0, a.o.Interval
+		case n > 0:
+			backoff = a.o.Interval
+		}
+		if wait == 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Step copies what the owned streams hold past PostgreSQL's position, at most Batch entries
+// of each, and trims them. It returns how many entries it copied and whether a stream had
+// more than a batch.
+func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) {
+	parts := a.partitions()
+	if len(parts) == 0 {
+		a.m.backlog.Set(0)
+		a.m.lag.Set(0)
+		return 0, false, nil
+	}
+	if err := a.loadProgress(ctx, parts); err != nil {
+		return 0, false, err
+	}
+	reads := make([]*redis.XMessageSliceCmd, len(parts))
+	lens := make([]*redis.IntCmd, len(parts))
+	if _, err := a.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			key := store.Archive(part)
+			reads[i] = p.XRangeN(ctx, key, "("+a.done[part].String(), "+", int64(a.o.Batch))
+			lens[i] = p.XLen(ctx, key)
+		}
+		return nil
+	}); err != nil {
+		return 0, false, fmt.Errorf("archive: read the streams: %w", err)
+	}
+	var backlog int64
+	var oldest time.Time
+	batch := &pgx.Batch{}
+	last := map[int]entryID{}
+	rows := map[string]float64{}
+	for i, part := range parts {
+		backlog += lens[i].Val()
+		msgs := reads[i].Val()
+		if len(msgs) == 0 {
+			continue
+		}
+		full = full || len(msgs) == a.o.Batch
+		for _, msg := range msgs {
+			kind, err := queueRow(batch, msg)
+			if err != nil {
+				// An entry this version cannot read is kept in the stream (never trimmed
+				// past) and reported: copying around it would lose it.
+				return 0, false, fmt.Errorf("archive: entry %s of %s: %w", msg.ID, store.Archive(part), err)
+			}
+			rows[kind]++
+		}
+		id, err := parseID(msgs[len(msgs)-1].ID)
+		if err != nil {
+			return 0, false, err
+		}
+		first, _ := parseID(msgs[0].ID)
+		if t := time.UnixMilli(first.ms); oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+		last[part] = id
+		copied += len(msgs)
+		batch.Queue(`INSERT INTO archive_progress (stream, last_ms, last_seq, updated_at) VALUES ($1, $2, $3, now())
+			ON CONFLICT (stream) DO UPDATE SET last_ms = EXCLUDED.last_ms, last_seq = EXCLUDED.last_seq, updated_at = now()
+			WHERE (archive_progress.last_ms, archive_progress.last_seq) < (EXCLUDED.last_ms, EXCLUDED.last_seq)`,
+			store.Archive(part), id.ms, id.seq)
+	}
+	a.m.backlog.Set(float64(backlog))
+	if oldest.IsZero() {
+		a.m.lag.Set(0)
+		return 0, false, nil
+	}
+	a.m.lag.Set(max(0, a.o.Now().Sub(oldest).Seconds()))
+	if err := pgx.BeginFunc(ctx, a.o.DB, func(tx pgx.Tx) error { return tx.SendBatch(ctx, batch).Close() }); err != nil {
+		return 0, false, fmt.Errorf("archive: write to PostgreSQL: %w", err)
+	}
+	for kind, n := range rows {
+		a.m.rows.WithLabelValues(kind).Add(n)
+	}
+	// Committed: trim each stream up to its new position. A failure here leaves entries
+	// that the next step skips (they are before the position) and trims.
+	if _, err := a.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for part, id := range last {
+			a.done[part] = id
+			p.XTrimMinID(ctx, store.Archive(part), id.next().String())
+		}
+		return nil
+	}); err != nil {
+		return copied, full, fmt.Errorf("archive: trim the streams: %w", err)
+	}
+	a.m.backlog.Set(float64(max(0, backlog-int64(copied))))
+	a.m.lag.Set(0)
+	return copied, full, nil
+}
+
+// partitions are the partitions to archive now.
+func (a *Archiver) partitions() []int {
+	if a.o.Owner != nil {
+		return a.o.Owner.Owned()
+	}
+	all := make([]int, store.Partitions)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// loadProgress reads PostgreSQL's position of every partition not cached yet.
+func (a *Archiver) loadProgress(ctx context.Context, parts []int) error {
+	var keys []string
+	for _, p := range parts {
+		if _, ok := a.done[p]; !ok {
+			keys = append(keys, store.Archive(p))
+			a.done[p] = entryID{}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	rows, err := a.o.DB.Query(ctx, `SELECT stream, last_ms, last_seq FROM archive_progress WHERE stream = ANY($1)`, keys)
+	if err != nil {
+		for _, p := range parts {
+			delete(a.done, p)
+		}
+		return fmt.Errorf("archive: read the position: %w", err)
+	}
+	defer rows.Close()
+	byKey := map[string]int{}
+	for _, p := range parts {
+		byKey[store.Archive(p)] = p
+	}
+	for rows.Next() {
+		var key string
+		var id entryID
+		if err := rows.Scan(&key, &id.ms, &id.seq); err != nil {
+			return err
+		}
+		a.done[byKey[key]] = id
+	}
+	return rows.Err()
+}
+
+// queueRow adds the write of one entry's fact to batch and returns its kind.
+func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
+	kind, _ := msg.Values["k"].(string)
+	v, _ := msg.Values["v"].(string)
+	switch kind {
+	case store.ArchiveTrade:
+		var t position.Trade
+		if err := json.Unmarshal([]byte(v), &t); err != nil {
+			return "", err
+		}
+		queueTrade(b, t)
+	case store.ArchiveOrder:
+		var r position.OrderRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			return "", err
+		}
+		queueOrder(b, r)
+	case store.ArchiveResult:
+		var r result.Result
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			return "", err
+		}
+		member, _ := msg.Values["s"].(string)
+		at, _ := msg.Values["at"].(string)
+		if err := queueResult(b, r, v, member, at); err != nil {
+			return "", err
+		}
+	default:
+		return "", fmt.Errorf("unknown kind %q", kind)
+	}
+	return kind, nil
+}
+
+// entryID is a stream entry ID: milliseconds and a sequence number.
+type entryID struct{ ms, seq int64 }
+
+func parseID(s string) (entryID, error) {
+	ms, seq, ok := strings.Cut(s, "-")
+	a, err1 := strconv.ParseInt(ms, 10, 64)
+	b, err2 := strconv.ParseInt(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return entryID{}, errors.New("archive: bad stream entry ID " + s)
+	}
+	return entryID{a, b}, nil
+}
+
+func (id entryID) String() string {
+	return strconv.FormatInt(id.ms, 10) + "-" + strconv.FormatInt(id.seq, 10)
+}
+
+// next is the smallest ID after id: XTRIM MINID keeps it and everything after.
+func (id entryID) next() entryID { return entryID{id.ms, id.seq + 1} }
