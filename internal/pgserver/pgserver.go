@@ -210,5 +210,21 @@ func OwnDir(path string) error {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return os.Chown(path, uid, gid)
+	if err := os.Chown(path, uid, gid); err != nil {
+		return err
+	}
+	// Every directory above it must let that user pass (a test's temporary directory is
+	// 0700): add the search bit for others, never the read bit.
+	for dir := filepath.Dir(path); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(dir, st.Mode().Perm()|0o001); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

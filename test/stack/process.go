@@ -52,7 +52,10 @@ func startLogged(name string, cmd *exec.Cmd, logPath string, mode int) (*Process
 		out = io.MultiWriter(f, p.tail)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true // keeping what the caller set (the user a server runs as)
 	// Children the process leaves behind (nginx's workers when its master is killed) hold
 	// the output pipe open; Wait stops waiting for them after this, and they are killed
 	// with their group below, as a container's processes die with its main one.

@@ -36,7 +36,8 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 
 	for i := range s.o.Executors {
 		if _, err := s.startReplica(ctx, bins["executor"], "executor", i, s.o.Executors, false,
-			append([]string{"--market-data=simulated", "--master-key-file=" + s.masterKey}, redisArgs...)); err != nil {
+			// Each executor archives the history of the partitions it holds.
+			append([]string{"--market-data=simulated", "--master-key-file=" + s.masterKey, "--database-url=" + s.postgres.URL}, redisArgs...)); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,10 @@ const SentinelDownAfter = time.Second
 const (
 	// DefaultRedisPort is the fixed port of the one Redis server (a free one if it is taken).
 	DefaultRedisPort = 6390
+	// DefaultPostgresPort is PostgreSQL's fixed port (a free one if it is taken).
+	DefaultPostgresPort = 6400
+	// Database is the local stack's PostgreSQL database.
+	Database = "sigops"
 	// DefaultClusterBasePort is the first of the cluster masters' fixed ports (cluster
 	// buses 10000 above each): free ones on the first start if these are taken; a formed
 	// cluster keeps its ports, because its nodes.conf records them.
@@ -94,6 +98,8 @@ type Options struct {
 	// (DefaultClusterBasePort and the next two when empty).
 	RedisPort    int
 	ClusterPorts []int
+	// PostgresPort places PostgreSQL (DefaultPostgresPort when 0).
+	PostgresPort int
 	// Out receives the progress lines and the supervisors' exit and restart reports
 	// (os.Stdout when nil).
 	Out io.Writer
@@ -133,6 +139,9 @@ func (o *Options) defaults() error {
 	if o.RedisPort == 0 {
 		o.RedisPort = DefaultRedisPort
 	}
+	if o.PostgresPort == 0 {
+		o.PostgresPort = DefaultPostgresPort
+	}
 	if len(o.ClusterPorts) == 0 {
 		for i := range clusterMasters {
 			o.ClusterPorts = append(o.ClusterPorts, DefaultClusterBasePort+i)
@@ -151,7 +160,7 @@ func (o *Options) defaults() error {
 type paths struct {
 	root, cwd, dir                                 string
 	kubeconfig, env, etcdDir, redisDir, clusterDir string
-	sentinelDir                                    string
+	sentinelDir, postgresDir, postgresLog          string
 	managerLog, redisLog, samples, kubectl         string
 	nginxDir, nginxLog, certFile, keyFile          string
 	masterKey, jwtKey, demoPassword, kcmLog        string
@@ -165,6 +174,7 @@ func newPaths(root, dir string) paths {
 		kubeconfig: filepath.Join(dir, "kubeconfig"), env: filepath.Join(dir, "env"),
 		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"), clusterDir: filepath.Join(dir, "redis-cluster"),
 		sentinelDir: filepath.Join(dir, "redis-sentinel"),
+		postgresDir: filepath.Join(dir, "postgres"), postgresLog: filepath.Join(dir, "postgres.log"),
 		managerLog:  filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
 		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
@@ -197,10 +207,12 @@ type Stack struct {
 	cluster  *stack.RedisCluster
 	sentinel *stack.Replicated
 	store    store.Options
-	// redisRuns supervise the Redis servers (and Sentinels, first), daemons every
+	// postgres is the record (history, and later accounts and the wallet).
+	postgres *stack.Postgres
+	// storeRuns supervise the Redis servers (and Sentinels, first) and PostgreSQL, daemons every
 	// daemon's replicas (manager, executors, webhookd, authd, mcpd) in start order, and
 	// nginx the front.
-	redisRuns []*stack.Supervised
+	storeRuns []*stack.Supervised
 	daemons   []*stack.Supervised
 	nginx     *stack.Supervised
 	// failure is closed with failErr set at the first failure Failed reports; its
@@ -232,12 +244,12 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		}
 	}()
 	if o.Fresh {
-		for _, d := range []string{s.etcdDir, s.redisDir, s.clusterDir, s.sentinelDir} {
+		for _, d := range []string{s.etcdDir, s.redisDir, s.clusterDir, s.sentinelDir, s.postgresDir} {
 			if err := os.RemoveAll(d); err != nil {
 				return nil, err
 			}
 		}
-		s.printf("removed the previous cluster and Redis data\n")
+		s.printf("removed the previous cluster, Redis and PostgreSQL data\n")
 	}
 	_ = os.Remove(s.pids)
 	return s, s.start(ctx)
@@ -268,6 +280,9 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 
 	if err := s.startRedis(ctx); err != nil {
+		return err
+	}
+	if err := s.startPostgres(ctx); err != nil {
 		return err
 	}
 
@@ -325,8 +340,8 @@ func (s *Stack) start(ctx context.Context) error {
 		return err
 	}
 	s.Password = strings.TrimSpace(string(password))
-	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\n",
-		s.kubeconfig, s.RedisAddrs()[0], s.baseURL(), s.mcpURL(), s.certFile, DemoEmail, s.Password)
+	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nDATABASE_URL=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\n",
+		s.kubeconfig, s.RedisAddrs()[0], s.postgres.URL, s.baseURL(), s.mcpURL(), s.certFile, DemoEmail, s.Password)
 	switch {
 	case s.cluster != nil:
 		env += "REDIS_CLUSTER_ADDRS=" + strings.Join(s.RedisAddrs(), ",") + "\n"
@@ -392,7 +407,7 @@ func (s *Stack) Daemons() []*stack.Supervised {
 
 // Daemon is the supervised replica of that name ("executor-1", "webhookd"), or nil.
 func (s *Stack) Daemon(name string) *stack.Supervised {
-	for _, d := range append(s.Daemons(), s.redisRuns...) {
+	for _, d := range append(s.Daemons(), s.storeRuns...) {
 		if d.Name() == name {
 			return d
 		}
@@ -424,7 +439,7 @@ func (s *Stack) watchFailures() {
 			close(s.failure)
 		})
 	}
-	for _, d := range append(s.Daemons(), s.redisRuns...) {
+	for _, d := range append(s.Daemons(), s.storeRuns...) {
 		go func() {
 			<-d.Failed()
 			fail(fmt.Errorf("%w; see %s", d.Err(), s.rel(d.LogFile())))
@@ -450,7 +465,9 @@ func (s *Stack) Stop() {
 			fmt.Fprintln(os.Stderr, s.daemons[i].Name()+":", err)
 		}
 	}
-	for _, r := range s.redisRuns {
+	// The stores stop after every daemon, Redis (and Sentinels) in start order, then
+	// PostgreSQL.
+	for _, r := range s.storeRuns {
 		if err := r.Stop(stopTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, r.Name()+":", err)
 		}

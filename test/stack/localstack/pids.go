@@ -31,7 +31,7 @@ func (s *Stack) writePids() {
 	pidsMu.Lock()
 	defer pidsMu.Unlock()
 	var b strings.Builder
-	for _, d := range append(append([]*stack.Supervised{}, s.redisRuns...), s.Daemons()...) {
+	for _, d := range append(append([]*stack.Supervised{}, s.storeRuns...), s.Daemons()...) {
 		ready := d.ReadyURL()
 		if ready == "" {
 			ready = "-"

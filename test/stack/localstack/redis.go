@@ -40,7 +40,7 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	}
 	s.redis, s.store = r, store.Options{Addr: r.Addr}
 	ro.AppendLog = true
-	s.superviseRedis("redis", r.Process, s.redisLog, s.o.Backoff, func() (*stack.Process, error) {
+	s.superviseStore("redis", r.Process, s.redisLog, s.o.Backoff, func() (*stack.Process, error) {
 		n, err := stack.StartRedis(context.WithoutCancel(ctx), ro)
 		if err != nil {
 			return nil, err
@@ -78,7 +78,7 @@ func (s *Stack) startCluster(ctx context.Context) error {
 	s.cluster, s.store = c, store.Options{ClusterAddrs: c.Addrs()}
 	for i, n := range c.Nodes {
 		name := fmt.Sprintf("redis-%d", i)
-		s.superviseRedis(name, n.Process, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), s.o.Backoff, func() (*stack.Process, error) {
+		s.superviseStore(name, n.Process, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), s.o.Backoff, func() (*stack.Process, error) {
 			n, err := c.StartNode(context.WithoutCancel(ctx), i)
 			if err != nil {
 				return nil, err
@@ -113,7 +113,7 @@ func (s *Stack) startSentinelSet(ctx context.Context) error {
 	// while the servers stop.
 	for i, sen := range r.Sentinels {
 		name := fmt.Sprintf("sentinel-%d", i)
-		s.superviseRedis(name, sen.Process, filepath.Join(s.sentinelDir, name+".log"), s.o.Backoff, func() (*stack.Process, error) {
+		s.superviseStore(name, sen.Process, filepath.Join(s.sentinelDir, name+".log"), s.o.Backoff, func() (*stack.Process, error) {
 			n, err := r.RestartSentinel(i)
 			if err != nil {
 				return nil, err
@@ -123,7 +123,7 @@ func (s *Stack) startSentinelSet(ctx context.Context) error {
 	}
 	for i, srv := range r.Servers {
 		name := fmt.Sprintf("redis-%d", i)
-		s.superviseRedis(name, srv.Process, filepath.Join(s.sentinelDir, name+".log"), max(s.o.Backoff, sentinelServerBackoff), func() (*stack.Process, error) {
+		s.superviseStore(name, srv.Process, filepath.Join(s.sentinelDir, name+".log"), max(s.o.Backoff, sentinelServerBackoff), func() (*stack.Process, error) {
 			if err := r.Restart(context.WithoutCancel(ctx), i); err != nil {
 				return nil, err
 			}
@@ -133,11 +133,11 @@ func (s *Stack) startSentinelSet(ctx context.Context) error {
 	return nil
 }
 
-// superviseRedis restarts a Redis server whenever it exits, as a StatefulSet restarts its
+// superviseStore restarts a Redis or PostgreSQL server whenever it exits, as a StatefulSet restarts its
 // pod, and gives up (stopping the stack) only when it cannot be started again at all.
-func (s *Stack) superviseRedis(name string, p *stack.Process, log string, backoff time.Duration, restart func() (*stack.Process, error)) {
+func (s *Stack) superviseStore(name string, p *stack.Process, log string, backoff time.Duration, restart func() (*stack.Process, error)) {
 	sup := stack.SuperviseProcess(p, s.supervision(stack.DaemonOptions{Name: name, LogFile: log}, backoff), restart)
-	s.redisRuns = append(s.redisRuns, sup)
+	s.storeRuns = append(s.storeRuns, sup)
 	s.writePids()
 }
 
