@@ -34,7 +34,6 @@ import (
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/portfolio"
-	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/signal"
@@ -86,8 +85,6 @@ type Options struct {
 	// Clients the portfolio uses; nil: such calls answer EXCHANGE_DISCONNECTED "credentials
 	// unavailable", as the portfolio does without a master key).
 	Exchanges portfolio.Clients
-	// Book reads bots' orders (nil: on Redis).
-	Book *position.Book
 	// Analytics computes bots' analytics (nil: on Redis).
 	Analytics *analytics.Analytics
 	// SessionIdle is how long an MCP session lives without a request (0:
@@ -211,9 +208,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Portfolio == nil {
 		o.Portfolio = portfolio.New(portfolio.Options{Redis: o.Redis, Now: o.Now})
-	}
-	if o.Book == nil {
-		o.Book = position.NewBook(o.Redis)
 	}
 	if o.Analytics == nil {
 		o.Analytics = analytics.New(o.Redis)

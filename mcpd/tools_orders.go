@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -105,7 +105,7 @@ func (s *Server) getOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return s.toolError("get_order", err), nil
 	}
-	rec, err := s.o.Book.Order(ctx, bot.ID, id)
+	rec, err := s.o.Trading.Order(ctx, bot.ID, id)
 	if err != nil {
 		return s.toolError("get_order", err), nil
 	}
@@ -115,19 +115,24 @@ func (s *Server) getOrder(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	return structured(rec)
 }
 
-// tradeKey orders trades by close time, then ID: oldest first, and unique.
-func tradeKey(t position.Trade) string { return fmt.Sprintf("%020d/%s", t.ClosedAt, t.ID) }
-
 func (s *Server) listTrades(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p, err := pageOf(req)
 	if err != nil {
 		return s.toolError("list_trades", err), nil
 	}
+	q := history.TradeQuery{Limit: p.limit}
+	if p.after != "" {
+		c, err := history.ParseTradeCursor(p.after)
+		if err != nil {
+			return s.toolError("list_trades", errs.New(errs.InvalidParameter, "cursor is not one this tool returned")), nil
+		}
+		q.After = &c
+	}
 	bot, err := s.ownedBot(ctx, req)
 	if err != nil {
 		return s.toolError("list_trades", err), nil
 	}
-	trades, err := s.o.Trading.Trades(ctx, bot.ID)
+	page, err := s.o.Trading.Trades(ctx, bot.ID, q)
 	if err != nil {
 		return s.toolError("list_trades", err), nil
 	}
@@ -139,8 +144,13 @@ func (s *Server) listTrades(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		Trades      []position.Trade `json:"trades"`
 		NextCursor  string           `json:"nextCursor,omitempty"`
 		HistoryFrom *time.Time       `json:"historyFrom,omitempty"`
-	}{}
-	out.Trades, out.NextCursor = paginate(trades, tradeKey, p)
+	}{Trades: page.Trades}
+	if out.Trades == nil {
+		out.Trades = []position.Trade{}
+	}
+	if page.Next != nil {
+		out.NextCursor = cursorOf(page.Next.String())
+	}
 	if compacted {
 		out.HistoryFrom = &from
 	}
@@ -179,7 +189,7 @@ func (s *Server) listOrders(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return s.toolError("list_orders", err), nil
 	}
-	page, err := s.o.Book.OrderPage(ctx, bot.ID, position.OrderQuery{After: p.after, Limit: p.limit, Statuses: statuses})
+	page, err := s.o.Trading.OrderPage(ctx, bot.ID, position.OrderQuery{After: p.after, Limit: p.limit, Statuses: statuses})
 	if errors.Is(err, position.ErrCursorGone) {
 		err = cursorGone
 	}
@@ -239,7 +249,7 @@ func (s *Server) listOpenOrders(ctx context.Context, req mcp.CallToolRequest) (*
 		if id == afterBot {
 			q.After = afterOrder
 		}
-		page, err := s.o.Book.OrderPage(ctx, id, q)
+		page, err := s.o.Trading.OrderPage(ctx, id, q)
 		if errors.Is(err, position.ErrCursorGone) {
 			err = cursorGone
 		}

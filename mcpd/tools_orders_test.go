@@ -13,6 +13,7 @@ import (
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -78,11 +79,11 @@ func TestListTrades(t *testing.T) {
 	if len(p2.Trades) != 1 || p2.Trades[0].ID != "t0" || p2.NextCursor != nil {
 		t.Fatalf("page 2: %+v", p2)
 	}
-	want, err := f.trading.Trades(ctx, "bot-t")
+	want, err := f.trading.Trades(ctx, "bot-t", history.TradeQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range want {
+	for _, w := range want.Trades {
 		if w.ID == "t1" {
 			a, _ := json.Marshal(w)
 			b, _ := json.Marshal(p1.Trades[0])

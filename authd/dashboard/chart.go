@@ -125,7 +125,7 @@ func (d *Dashboard) handleBotChart(w http.ResponseWriter, r *http.Request) {
 		out.Candles[i] = ChartCandle{Time: c.Time, Open: httpapi.Num(c.Open), High: httpapi.Num(c.High),
 			Low: httpapi.Num(c.Low), Close: httpapi.Num(c.Close)}
 	}
-	page, err := d.book.OrderPage(r.Context(), bot.ID, position.OrderQuery{Limit: markerOrders,
+	page, err := d.o.APIs.Trading.OrderPage(r.Context(), bot.ID, position.OrderQuery{Limit: markerOrders,
 		Statuses: []exchange.OrderStatus{exchange.StatusFilled, exchange.StatusPartiallyFilled}})
 	if err != nil {
 		d.apiError(w, err)
@@ -217,7 +217,7 @@ func (d *Dashboard) chartSymbol(r *http.Request, bot registry.Bot, asked, openSy
 	if openSymbol != "" {
 		return openSymbol
 	}
-	if recent, err := d.book.Orders(r.Context(), bot.ID, 1); err == nil && len(recent) > 0 {
+	if recent, err := d.o.APIs.Trading.Orders(r.Context(), bot.ID, 1); err == nil && len(recent) > 0 {
 		return recent[0].Symbol
 	}
 	return ""

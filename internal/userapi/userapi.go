@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,9 +26,11 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/database"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
@@ -46,6 +49,9 @@ type Flags struct {
 	// BotActions builds the fleet, which needs the Kubernetes API (in-cluster config or
 	// controller-runtime's --kubeconfig).
 	BotActions bool
+	// DatabaseURL is PostgreSQL, whose archive the history reads past Redis's hot window
+	// (empty: Redis alone).
+	DatabaseURL string
 }
 
 // Bind declares the flags on fs; botActions is the help text of --bot-actions, which names
@@ -55,6 +61,8 @@ func (f *Flags) Bind(fs *flag.FlagSet, botActions string) {
 	f.Portfolio.Bind(fs)
 	audit.BindFlags(fs, &f.Audit)
 	fs.BoolVar(&f.BotActions, "bot-actions", true, botActions)
+	fs.StringVar(&f.DatabaseURL, "database-url", os.Getenv(database.URLEnv),
+		"PostgreSQL, whose archive answers history past Redis's hot window (default $"+database.URLEnv+"; empty: Redis alone)")
 	if fs != flag.CommandLine {
 		// controller-runtime declares --kubeconfig on the default set only.
 		config.RegisterFlags(fs)
@@ -102,6 +110,16 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 		}
 	}
 	a := assemble(rdb, prices, po, known.Get, labMetrics, f.Audit, logger)
+	if f.DatabaseURL != "" {
+		pool, err := database.Pool(ctx, f.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		// The executor applies the schema too; whoever is first does it (advisory lock).
+		go func() { _ = database.MigrateWhenUp(ctx, pool, logger) }()
+		go func() { <-ctx.Done(); pool.Close() }()
+		a.Trading.WithHistory(history.New(rdb, pool, logger))
+	}
 	if f.BotActions {
 		if a.Fleet, err = newFleet(rdb); err != nil {
 			return nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -43,7 +44,9 @@ type API struct {
 	// pauses reads the bots' runtime pauses (on rdb, whatever Bots reads).
 	pauses *registry.Registry
 	book   *position.Book
-	prices paper.PriceSource
+	// history reads orders, trades and results past the hot window too (WithHistory).
+	history *history.Reader
+	prices  paper.PriceSource
 	// Now is the clock (tests pin it).
 	Now func() time.Time
 }
@@ -55,7 +58,15 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 	if bots == nil {
 		bots = pauses
 	}
-	return &API{rdb: rdb, bots: bots, pauses: pauses, book: position.NewBook(rdb), prices: prices, Now: time.Now}
+	return &API{rdb: rdb, bots: bots, pauses: pauses, book: position.NewBook(rdb), history: history.New(rdb, nil, nil),
+		prices: prices, Now: time.Now}
+}
+
+// WithHistory makes the API read history through h (runtime/history: Redis's hot window
+// and PostgreSQL's archive); it returns a.
+func (a *API) WithHistory(h *history.Reader) *API {
+	a.history = h
+	return a
 }
 
 // PlaceManual validates req and queues it for the bot's executor; the outcome is read with
@@ -224,9 +235,10 @@ func (a *API) Cancel(ctx context.Context, botID, clientOrderID string) (string, 
 	return a.PlaceManual(ctx, botID, order.Request{Type: order.Cancel, ClientOrderID: clientOrderID})
 }
 
-// Result is a signal's stored result; not Found while it is queued (or after it expired).
+// Result is a signal's stored result; not Found while it is queued (or, without an
+// archive, after it expired).
 func (a *API) Result(ctx context.Context, signalID string) (result.Stored, error) {
-	return queue.GetResult(ctx, a.rdb, signalID)
+	return a.history.Result(ctx, signalID)
 }
 
 // resultPoll is how often WaitResult reads the result.
@@ -238,7 +250,8 @@ const resultPoll = 50 * time.Millisecond
 func (a *API) WaitResult(ctx context.Context, signalID string, within time.Duration) (result.Stored, error) {
 	deadline := time.Now().Add(within)
 	for {
-		st, err := a.Result(ctx, signalID)
+		// A result being waited for arrives in Redis: the archive is not asked each poll.
+		st, err := queue.GetResult(ctx, a.rdb, signalID)
 		if err != nil || st.Found {
 			return st, err
 		}
@@ -309,17 +322,35 @@ func (a *API) Positions(ctx context.Context, botID string) ([]position.View, err
 
 // Orders are the bot's newest orders (at most limit; 0 means 100).
 func (a *API) Orders(ctx context.Context, botID string, limit int) ([]position.OrderRecord, error) {
-	return a.book.Orders(ctx, botID, limit)
+	if limit <= 0 {
+		limit = 100
+	}
+	page, err := a.history.OrderPage(ctx, botID, position.OrderQuery{Limit: limit})
+	return page.Orders, err
 }
 
-// Trades are the bot's newest realised trades (at most position.MaxTrades), oldest first.
-func (a *API) Trades(ctx context.Context, botID string) ([]position.Trade, error) {
-	return a.book.Trades(ctx, botID)
+// OrderPage is a page of the bot's orders, newest first (runtime/history).
+func (a *API) OrderPage(ctx context.Context, botID string, q position.OrderQuery) (position.OrderPage, error) {
+	return a.history.OrderPage(ctx, botID, q)
+}
+
+// Order is one of the bot's orders by client order ID, or nil.
+func (a *API) Order(ctx context.Context, botID, clientOrderID string) (*position.OrderRecord, error) {
+	return a.history.Order(ctx, botID, clientOrderID)
+}
+
+// Trades is a page of the bot's realised trades (runtime/history).
+func (a *API) Trades(ctx context.Context, botID string, q history.TradeQuery) (history.TradePage, error) {
+	return a.history.Trades(ctx, botID, q)
 }
 
 // HistoryFrom is the history retention's cutoff for the bot: the trades closed before it
-// are kept only in the per-day analytics; false when none was ever removed.
+// are kept only in the per-day analytics; false when none was ever removed, or when the
+// archive keeps every trade.
 func (a *API) HistoryFrom(ctx context.Context, botID string) (time.Time, bool, error) {
+	if a.history.Archived() {
+		return time.Time{}, false, nil
+	}
 	return analytics.Cutoff(ctx, a.rdb, botID)
 }
 

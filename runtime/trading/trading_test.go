@@ -18,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -125,7 +126,8 @@ func TestManualOrders(t *testing.T) {
 	if err != nil || len(orders) != 2 || orders[0].Side != exchange.SideSell {
 		t.Fatalf("orders = %+v %v", orders, err)
 	}
-	trades, err := api.Trades(ctx, "bot-1")
+	page, err := api.Trades(ctx, "bot-1", history.TradeQuery{Limit: 10})
+	trades := page.Trades
 	if err != nil || len(trades) != 1 || trades[0].Reason != "manual" {
 		t.Fatalf("trades = %+v %v", trades, err)
 	}
@@ -258,7 +260,8 @@ func TestManualCloseAndCloseAll(t *testing.T) {
 	if pos, err := api.Positions(ctx, "bot-1"); err != nil || len(pos) != 0 {
 		t.Fatalf("positions after close-all = %+v %v", pos, err)
 	}
-	trades, err := api.Trades(ctx, "bot-1")
+	page, err := api.Trades(ctx, "bot-1", history.TradeQuery{Limit: 10})
+	trades := page.Trades
 	if err != nil || len(trades) != 3 {
 		t.Fatalf("trades = %+v %v", trades, err)
 	}

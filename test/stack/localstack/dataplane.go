@@ -66,7 +66,9 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 		append([]string{"serve", "--trusted-proxies=127.0.0.1/32", "--issuer=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey,
 			// The dashboard's bot pages change SignalBots on the local control plane, its
 			// portfolio reads exchange connections with their credentials, as mcpd's tools.
-			"--market-data=simulated", "--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey}, redisArgs...))
+			"--market-data=simulated", "--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey,
+			// History past Redis's hot window comes from the archive.
+			"--database-url=" + s.postgres.URL}, redisArgs...))
 	if err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 				"--base-url=" + baseURL, "--mcp-url=" + mcpURL, "--jwt-key-file=" + s.jwtKey,
 				// The bot tools change SignalBots on the local control plane; balances of
 				// exchange connections need their credentials.
-				"--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey}, redisArgs...))
+				"--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey, "--database-url=" + s.postgres.URL}, redisArgs...))
 		if err != nil {
 			return err
 		}
