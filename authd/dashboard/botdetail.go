@@ -27,6 +27,7 @@ func (d *Dashboard) botDetailRoutes(r chi.Router) {
 	r.Get("/bots/{id}/status", d.handleBotStatus)
 	r.Get("/bots/{id}/position", d.handleBotPosition)
 	r.Get("/bots/{id}/signals", d.handleBotSignals)
+	r.Get("/bots/{id}/trades.csv", d.handleTradesCSV)
 	r.Get("/bots/{id}/webhook", d.handleWebhookReveal)
 	r.Post("/bots/{id}/webhook/regenerate", d.handleWebhookRegenerate)
 }
@@ -54,6 +55,7 @@ type botDetail struct {
 	RiskMaxExposure string
 
 	Signals signalPage
+	Trades  tradesPanel
 	Webhook webhookPanel
 }
 
@@ -172,6 +174,7 @@ func (d *Dashboard) buildBotDetail(r *http.Request, bot registry.Bot) botDetail 
 		}
 	}
 	data.Signals = d.signalPageOf(r, bot)
+	data.Trades = d.tradesPanelOf(r, bot)
 	return data
 }
 
