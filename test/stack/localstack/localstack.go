@@ -175,7 +175,7 @@ func newPaths(root, dir string) paths {
 		etcdDir: filepath.Join(dir, "etcd"), redisDir: filepath.Join(dir, "redis"), clusterDir: filepath.Join(dir, "redis-cluster"),
 		sentinelDir: filepath.Join(dir, "redis-sentinel"),
 		postgresDir: filepath.Join(dir, "postgres"), postgresLog: filepath.Join(dir, "postgres.log"),
-		managerLog:  filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
+		managerLog: filepath.Join(dir, "manager.log"), redisLog: filepath.Join(dir, "redis.log"),
 		nginxDir: filepath.Join(dir, "nginx"), nginxLog: filepath.Join(dir, "nginx.log"),
 		certFile: filepath.Join(dir, "tls", "cert.pem"), keyFile: filepath.Join(dir, "tls", "key.pem"),
 		masterKey: filepath.Join(dir, "master.key"), jwtKey: filepath.Join(dir, "jwt.key"),
