@@ -61,7 +61,7 @@ func main() {
 	flag.IntVar(&labWorkers, "lab-workers", runtime.GOMAXPROCS(0), "Strategy Lab experiments run at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
 	flag.StringVar(&databaseURL, "database-url", os.Getenv(database.URLEnv), "PostgreSQL, where this executor archives the history of the partitions it holds (default $"+database.URLEnv+"); empty: history is not archived and the archive streams grow in Redis")
-	flag.DurationVar(&history.Retention, "history-retention", retention.Default, "how long bots' trade lists and order history are kept (at least 7 days); per-day analytics are kept for all time")
+	flag.DurationVar(&history.Retention, "history-retention", 0, "how long Redis keeps bots' trade lists and finished orders: with --database-url the hot window in front of the archive (default 24h, at least 10m; only what PostgreSQL holds is removed), without it the whole history (default 2160h, at least 168h); per-day analytics are kept for all time")
 	flag.DurationVar(&strategies.Settle, "strategy-settle", strategyrun.DefaultSettle, "delay after each candle's close before strategy bots evaluate it (exchanges publish a closed candle a moment late)")
 	flag.IntVar(&strategies.Concurrency, "strategy-concurrency", strategyrun.DefaultConcurrency, "strategy bots evaluated at once (each waits mostly on its candle fetch)")
 	masterKeys.Bind(flag.CommandLine, "opens exchange credentials; mount a Secret. Without it bots on exchange connections answer EXCHANGE_DISCONNECTED")
@@ -125,8 +125,14 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
 	strategies := strategyrun.New(sopts)
-	// History is compacted where its partition's lease is held; order records live as long.
-	hopts.Redis, hopts.Owner = rdb, consumer
+	archiver, progress, closeDB, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	// History is compacted where its partition's lease is held; finished order records live
+	// as long. With the archive, Redis keeps only the hot window of what PostgreSQL holds.
+	hopts.Redis, hopts.Owner, hopts.Archive = rdb, consumer, progress
 	compactor, err := retention.New(hopts)
 	if err != nil {
 		return err
@@ -138,11 +144,6 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	}
 	defer closeLab()
 
-	archiver, closeDB, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
 
 	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
 		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors())
@@ -179,16 +180,18 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 // connects on first use and the schema is migrated once PostgreSQL answers: the executor
 // starts, and signals fill, while the database is down. Without a URL it archives nothing
 // (a warning says so), and its Run waits for the end.
-func archiverOf(ctx context.Context, url string, rdb redis.UniversalClient, consumer *queue.Consumer, logger *slog.Logger) (*archive.Archiver, func(), error) {
+func archiverOf(ctx context.Context, url string, rdb redis.UniversalClient, consumer *queue.Consumer,
+	logger *slog.Logger) (*archive.Archiver, retention.Archive, func(), error) {
 	if url == "" {
 		logger.Warn("no --database-url: trading history is not archived to PostgreSQL, and the archive streams grow in Redis")
-		return archive.Disabled(), func() {}, nil
+		return archive.Disabled(), nil, func() {}, nil
 	}
 	pool, err := database.Pool(ctx, url)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return archive.New(archive.Options{Redis: rdb, DB: pool, Owner: consumer, Logger: logger, Migrate: database.MigrateWhenUp}), pool.Close, nil
+	a := archive.New(archive.Options{Redis: rdb, DB: pool, Owner: consumer, Logger: logger, Migrate: database.MigrateWhenUp})
+	return a, archive.Held{DB: pool}, pool.Close, nil
 }
 
 // labEngine builds the Strategy Lab's engine. It serves the jobs of the partitions this

@@ -20,7 +20,7 @@ import (
 const insertTrade = `INSERT INTO trades (id, bot_id, signal_id, position_id, symbol, kind, side, size,
 	entry_price, exit_price, leverage, pnl, fees, net_pnl, closed, reason, opened_at, closed_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-	ON CONFLICT (id) DO NOTHING`
+	ON CONFLICT (bot_id, id) DO NOTHING`
 
 func queueTrade(b *pgx.Batch, t position.Trade) {
 	b.Queue(insertTrade, t.ID, t.BotID, t.SignalID, t.PositionID, t.Symbol, string(t.Kind), string(t.Side), t.Size,

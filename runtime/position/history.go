@@ -3,10 +3,13 @@ package position
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -36,6 +39,21 @@ type Expired struct {
 	// Count is the number of trades in the run, Last the list item of its newest one.
 	Count int
 	Last  string
+	// IDs and Items are the run's trade IDs and list items, and Closed their close times
+	// (ms), oldest first.
+	IDs, Items []string
+	Closed     []int64
+}
+
+// Prefix is the run cut to its first n trades (n at most Count).
+func (e Expired) Prefix(n int) Expired {
+	if n >= e.Count {
+		return e
+	}
+	if n <= 0 {
+		return Expired{}
+	}
+	return Expired{Count: n, Last: e.Items[n-1], IDs: e.IDs[:n], Items: e.Items[:n], Closed: e.Closed[:n]}
 }
 
 // ExpiredTrades reads the head of the bot's trade list up to limit trades, and returns the
@@ -60,6 +78,7 @@ func ExpiredTrades(ctx context.Context, c redis.Cmdable, botID string, cutoffMS 
 				return out, nil
 			}
 			out.Count, out.Last = out.Count+1, it
+			out.IDs, out.Items, out.Closed = append(out.IDs, t.ID), append(out.Items, it), append(out.Closed, t.ClosedAt)
 		}
 		if len(items) < n {
 			break
@@ -87,11 +106,13 @@ end
 const orderTailScan = 200
 
 // compactOrdersScript drops IDs from the tail (oldest end) of a bot's order list
-// (KEYS[1]) while each one's record (KEYS[i]) is gone or last changed before the cutoff
-// (ARGV[1], ms), deleting such a record. ARGV[2..] are the tail's IDs, oldest first, and
+// (KEYS[1]) while each one's record (KEYS[i]) is gone or finished and last changed before
+// the cutoff (ARGV[1], ms), deleting such a record: an order still open on its venue is
+// never dropped. ARGV[2..] are the tail's IDs, oldest first, and
 // KEYS[2..] their records. It stops at the first ID that is not the list's tail any more
 // or whose record is kept, and returns how many it dropped.
 var compactOrdersScript = redis.NewScript(`
+local finished = {` + finishedStatuses() + `}
 local cutoff = tonumber(ARGV[1])
 local n = 0
 for i = 2, #ARGV do
@@ -99,7 +120,7 @@ for i = 2, #ARGV do
   local rec = redis.call('GET', KEYS[i])
   if rec then
     local ok, r = pcall(cjson.decode, rec)
-    if not ok or type(r) ~= 'table' or type(r.updatedAt) ~= 'number' or r.updatedAt >= cutoff then break end
+    if not ok or type(r) ~= 'table' or type(r.updatedAt) ~= 'number' or r.updatedAt >= cutoff or not finished[r.status] then break end
     redis.call('DEL', KEYS[i])
   end
   redis.call('RPOP', KEYS[1])
@@ -109,16 +130,32 @@ return n
 `)
 
 // CompactOrders removes from the bot's order list the oldest IDs whose record has expired
-// or last changed before cutoffMS, with such records, and returns how many it removed. An
-// ID stays while an older one before it in the list is kept (the list is in creation
-// order, a record's life runs from its last change): the list's cap bounds such IDs.
+// or is finished and last changed before cutoffMS, with such records, and returns how many
+// it removed. An ID stays while an older one before it in the list is kept (the list is in
+// creation order, a record's life runs from its last change): the list's cap bounds such
+// IDs.
 func CompactOrders(ctx context.Context, rdb redis.UniversalClient, botID string, cutoffMS int64) (int, error) {
+	return CompactHeldOrders(ctx, rdb, botID, cutoffMS, nil)
+}
+
+// HeldOrders says which of a bot's order records, by client order ID with their last
+// change (ms), a copy elsewhere holds at that version or a later one (runtime/archive).
+type HeldOrders func(ctx context.Context, botID string, versions map[string]int64) (map[string]bool, error)
+
+// CompactHeldOrders is CompactOrders that also keeps every record held does not hold (nil:
+// no such condition): a record leaves Redis only once the archive has it.
+func CompactHeldOrders(ctx context.Context, rdb redis.UniversalClient, botID string, cutoffMS int64, held HeldOrders) (int, error) {
 	list := store.BookOrders(botID)
 	total := 0
 	for {
 		ids, err := rdb.LRange(ctx, list, -orderTailScan, -1).Result()
 		if err != nil || len(ids) == 0 {
 			return total, err
+		}
+		if held != nil {
+			if ids, err = heldTail(ctx, rdb, botID, ids, held); err != nil || len(ids) == 0 {
+				return total, err
+			}
 		}
 		keys := make([]string, 1, len(ids)+1)
 		keys[0] = list
@@ -130,8 +167,57 @@ func CompactOrders(ctx context.Context, rdb redis.UniversalClient, botID string,
 		}
 		n, err := compactOrdersScript.Run(ctx, rdb, keys, args...).Int()
 		total += n
-		if err != nil || n < len(ids) {
+		if err != nil || n < len(ids) || n < orderTailScan {
 			return total, err
 		}
 	}
+}
+
+// heldTail is the part of the tail ids (oldest last) that held holds, from the oldest on:
+// the script then drops at most those. An ID whose record has expired needs no copy.
+func heldTail(ctx context.Context, rdb redis.UniversalClient, botID string, ids []string, held HeldOrders) ([]string, error) {
+	reads := make([]func() (*OrderRecord, error), len(ids))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reads[i] = ReadOrderLater(ctx, p, botID, id)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	versions := make(map[string]int64, len(ids))
+	recs := make([]*OrderRecord, len(ids))
+	for i, read := range reads {
+		r, err := read()
+		if err != nil {
+			return nil, err
+		}
+		if recs[i] = r; r != nil {
+			versions[ids[i]] = r.UpdatedAt
+		}
+	}
+	ok, err := held(ctx, botID, versions)
+	if err != nil {
+		return nil, err
+	}
+	from := len(ids)
+	for i := len(ids) - 1; i >= 0; i-- {
+		if recs[i] != nil && !ok[ids[i]] {
+			break
+		}
+		from = i
+	}
+	return ids[from:], nil
+}
+
+// finishedStatuses is the Lua table body of the terminal order statuses (exchange's Terminal).
+func finishedStatuses() string {
+	var out []string
+	for _, st := range []exchange.OrderStatus{exchange.StatusPending, exchange.StatusOpen, exchange.StatusPartiallyFilled,
+		exchange.StatusFilled, exchange.StatusCancelled, exchange.StatusRejected, exchange.StatusExpired} {
+		if st.Terminal() {
+			out = append(out, fmt.Sprintf("[%q] = true", string(st)))
+		}
+	}
+	return strings.Join(out, ", ")
 }

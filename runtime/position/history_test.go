@@ -10,24 +10,28 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-// A record's life follows SetOrderTTL in both write forms.
+// A finished record's life follows SetOrderTTL in both write forms; an order still open
+// keeps its record at least OrderTTL, however short the retention.
 func TestOrderTTLFollowsTheRetention(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
 	position.SetOrderTTL(30 * 24 * time.Hour)
 	t.Cleanup(func() { position.SetOrderTTL(position.OrderTTL) })
 	staged := pendingRecord("bot", "cid-staged")
+	staged.Status = exchange.StatusFilled
 	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		return position.StageOrder(ctx, p, staged, true)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	scripted := pendingRecord("bot", "cid-lua")
+	scripted.Status = exchange.StatusCancelled
 	w, err := position.NewOrderWrite(scripted, true)
 	if err != nil {
 		t.Fatal(err)
@@ -40,13 +44,23 @@ func TestOrderTTLFollowsTheRetention(t *testing.T) {
 			t.Errorf("%s: TTL %s, want 720h", cid, ttl)
 		}
 	}
+	position.SetOrderTTL(10 * time.Minute)
+	open := pendingRecord("bot", "cid-open")
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		return position.StageOrder(ctx, p, open, true)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.TTL(ctx, store.BookOrder("bot", "cid-open")).Val(); (position.OrderTTL - ttl).Abs() > time.Minute {
+		t.Errorf("pending order under a 10 minute retention: TTL %s, want %s", ttl, position.OrderTTL)
+	}
 }
 
 // orderAt stores a record last changed at ms and lists it as new.
 func orderAt(t *testing.T, rdb redis.UniversalClient, bot, cid string, ms int64) {
 	t.Helper()
 	rec := pendingRecord(bot, cid)
-	rec.CreatedAt, rec.UpdatedAt = ms, ms
+	rec.Status, rec.CreatedAt, rec.UpdatedAt = exchange.StatusFilled, ms, ms
 	if _, err := rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
 		return position.StageOrder(context.Background(), p, rec, true)
 	}); err != nil {
@@ -78,6 +92,17 @@ func TestCompactOrders(t *testing.T) {
 	}
 	if rdb.LLen(ctx, store.BookOrders("other")).Val() != 1 {
 		t.Error("another bot's list changed")
+	}
+	// An order still open on its venue is never dropped, however old: the walk stops at it.
+	orderAt(t, rdb, "opn", "p1", cutoff-9)
+	open := pendingRecord("opn", "p2")
+	open.Status, open.CreatedAt, open.UpdatedAt = exchange.StatusOpen, cutoff-8, cutoff-8
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageOrder(ctx, p, open, true) }); err != nil {
+		t.Fatal(err)
+	}
+	orderAt(t, rdb, "opn", "p3", cutoff-7)
+	if n, err := position.CompactOrders(ctx, rdb, "opn", cutoff); err != nil || n != 1 {
+		t.Fatalf("with an open order: compacted %d, %v; want 1", n, err)
 	}
 	// A long list is walked in several passes.
 	for i := range 450 {

@@ -30,12 +30,23 @@ var orderTTL atomic.Int64
 // record, and no write site carries the setting.
 func SetOrderTTL(d time.Duration) { orderTTL.Store(int64(max(d, time.Second) / time.Second)) }
 
-// RecordTTL is the life of an order record after its last change (see SetOrderTTL).
+// RecordTTL is the life of a finished order record after its last change (see
+// SetOrderTTL).
 func RecordTTL() time.Duration {
 	if s := orderTTL.Load(); s > 0 {
 		return time.Duration(s) * time.Second
 	}
 	return OrderTTL
+}
+
+// ttlOf is the life of rec after this write: RecordTTL once it is finished; an order still
+// open on its venue keeps its record at least OrderTTL, however short the hot window, since
+// its fills and its cancel are booked against it.
+func ttlOf(rec OrderRecord) time.Duration {
+	if rec.Status.Terminal() {
+		return RecordTTL()
+	}
+	return max(RecordTTL(), OrderTTL)
 }
 
 // Order records have one writer, this file, in two forms that make the same writes (the
@@ -77,7 +88,7 @@ func NewOrderWrite(rec OrderRecord, isNew bool) (OrderWrite, error) {
 	}
 	return OrderWrite{
 		Keys: []string{store.BookOrder(rec.BotID, rec.ClientOrderID), store.BookOrders(rec.BotID), store.ArchiveOf(rec.BotID)},
-		Args: []any{data, listed, int64(RecordTTL() / time.Second)},
+		Args: []any{data, listed, int64(ttlOf(rec) / time.Second)},
 	}, nil
 }
 
@@ -87,7 +98,7 @@ func StageOrder(ctx context.Context, p redis.Pipeliner, rec OrderRecord, isNew b
 	if err != nil {
 		return err
 	}
-	p.Set(ctx, w.Keys[0], w.Args[0], RecordTTL())
+	p.Set(ctx, w.Keys[0], w.Args[0], ttlOf(rec))
 	if isNew {
 		p.LPush(ctx, w.Keys[1], rec.ClientOrderID)
 		p.LTrim(ctx, w.Keys[1], 0, MaxOrders-1)

@@ -1,8 +1,13 @@
-// Package retention bounds a bot's trade and order history: the executor's compactor
-// removes, once an hour, the trades closed and the orders last changed before the history
+// Package retention bounds a bot's trade and order history in Redis: the executor's
+// compactor removes the trades closed and the finished orders last changed before the
 // retention's cutoff, after checking that the bot's per-day aggregates (runtime/analytics)
 // hold every trade it removes. Reports over any period stay exact, since they read the
 // per-day aggregates alone; trade and order lists go back to the cutoff.
+//
+// With PostgreSQL's archive (Options.Archive), the retention is Redis's hot window: the
+// history itself is in PostgreSQL (runtime/history reads both), the window may be as short
+// as MinHot, and nothing is removed from Redis that the archive does not hold (each trade
+// by its ID, each order record at its version, asked of PostgreSQL before the removal).
 //
 // The compactor works the bots of the queue partitions this executor holds (the partition
 // lease spreads the work; the writes are guarded scripts, so two compactors on one bot
@@ -29,9 +34,17 @@ import (
 const (
 	// Default is the history retention when none is configured: the order records' life.
 	Default = position.OrderTTL
-	// Min is the shortest retention: an order record must outlive the signal that wrote it
-	// (a signal's retry looks its orders up for the seven days its progress is kept).
+	// Min is the shortest retention without an archive, where Redis is the only copy: an
+	// order record must outlive the signal that wrote it (a signal's retry looks its
+	// orders up for the seven days its progress is kept).
 	Min = 7 * 24 * time.Hour
+	// DefaultHot is the hot window with an archive: a day, the life of a signal's result
+	// and of its idempotency key in Redis.
+	DefaultHot = 24 * time.Hour
+	// MinHot is the shortest hot window: what a retried signal needs of its orders is
+	// re-read from the venue or rebuilt (an open order's record is never removed), so the
+	// floor is only a sanity bound, short enough to show the window fill and flatten.
+	MinHot = 10 * time.Minute
 	// DefaultInterval is how often the compactor runs.
 	DefaultInterval = time.Hour
 	// tradeBatch bounds the trades one script removes, so that a long backlog (the first
@@ -44,11 +57,20 @@ type Ownership interface {
 	Owned() []int
 }
 
+// Archive says which facts PostgreSQL's archive holds; archive.Held implements it.
+type Archive interface {
+	Trades(ctx context.Context, botID string, ids []string) (map[string]bool, error)
+	Orders(ctx context.Context, botID string, versions map[string]int64) (map[string]bool, error)
+}
+
 // Options configure a Compactor.
 type Options struct {
 	Redis redis.UniversalClient
 	Owner Ownership
-	// Retention is how long history is kept (Default; at least Min).
+	// Archive, when set, makes the retention the hot window in front of PostgreSQL.
+	Archive Archive
+	// Retention is how long history is kept in Redis (Default, at least Min; with an
+	// Archive DefaultHot, at least MinHot).
 	Retention time.Duration
 	// Interval is the time between runs (DefaultInterval).
 	Interval time.Duration
@@ -61,6 +83,7 @@ type Options struct {
 type Compactor struct {
 	rdb       redis.UniversalClient
 	owner     Ownership
+	archive   Archive
 	retention time.Duration
 	interval  time.Duration
 	now       func() time.Time
@@ -70,16 +93,24 @@ type Compactor struct {
 
 // New builds a Compactor; its metrics are in Collectors.
 func New(o Options) (*Compactor, error) {
-	c := &Compactor{rdb: o.Redis, owner: o.Owner, retention: o.Retention, interval: o.Interval,
+	c := &Compactor{rdb: o.Redis, owner: o.Owner, archive: o.Archive, retention: o.Retention, interval: o.Interval,
 		now: o.Now, log: o.Logger, m: newMetrics()}
+	floor := Min
+	if c.archive != nil {
+		floor = MinHot
+		if c.retention == 0 {
+			c.retention = DefaultHot
+		}
+	}
 	if c.retention == 0 {
 		c.retention = Default
 	}
-	if c.retention < Min {
-		return nil, fmt.Errorf("history retention %s is shorter than %s", c.retention, Min)
+	if c.retention < floor {
+		return nil, fmt.Errorf("history retention %s is shorter than %s", c.retention, floor)
 	}
 	if c.interval <= 0 {
-		c.interval = DefaultInterval
+		// A short hot window is compacted often enough to stay near its length.
+		c.interval = min(DefaultInterval, max(time.Minute, c.retention/10))
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -98,10 +129,15 @@ func (c *Compactor) Collectors() []prometheus.Collector { return c.m.collectors(
 func (c *Compactor) Retention() time.Duration { return c.retention }
 
 // Cutoff is the start of the UTC day the retention reaches back to from now: history
-// before it is removed, so that lists always hold whole days.
+// before it is removed, so that lists always hold whole days. With an archive, where the
+// lists are only the hot window, it is now less the window, to the second.
 func (c *Compactor) Cutoff(now time.Time) time.Time {
+	if c.archive != nil {
+		return now.Add(-c.retention).UTC().Truncate(time.Second)
+	}
 	return now.Add(-c.retention).UTC().Truncate(24 * time.Hour)
 }
+
 
 // Removed counts what one compaction removed.
 type Removed struct{ Trades, Orders int }
@@ -111,7 +147,11 @@ type Removed struct{ Trades, Orders int }
 func (c *Compactor) Bot(ctx context.Context, botID string, cutoff time.Time) (Removed, error) {
 	var r Removed
 	for {
-		n, err := analytics.Compact(ctx, c.rdb, botID, cutoff, tradeBatch)
+		var heldTrades analytics.HeldTrades
+		if c.archive != nil {
+			heldTrades = c.archive.Trades
+		}
+		n, err := analytics.CompactHeld(ctx, c.rdb, botID, cutoff, tradeBatch, heldTrades)
 		r.Trades += n
 		if err != nil {
 			return r, err
@@ -120,7 +160,11 @@ func (c *Compactor) Bot(ctx context.Context, botID string, cutoff time.Time) (Re
 			break
 		}
 	}
-	n, err := position.CompactOrders(ctx, c.rdb, botID, cutoff.UnixMilli())
+	var heldOrders position.HeldOrders
+	if c.archive != nil {
+		heldOrders = c.archive.Orders
+	}
+	n, err := position.CompactHeldOrders(ctx, c.rdb, botID, cutoff.UnixMilli(), heldOrders)
 	r.Orders += n
 	return r, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/retention"
@@ -33,7 +34,7 @@ func book(t *testing.T, rdb redis.UniversalClient, botID, id string, at time.Tim
 		t.Fatal(err)
 	}
 	d.Add(tr)
-	rec := position.OrderRecord{ClientOrderID: "o-" + id, BotID: botID, CreatedAt: tr.ClosedAt, UpdatedAt: tr.ClosedAt}
+	rec := position.OrderRecord{ClientOrderID: "o-" + id, BotID: botID, Status: exchange.StatusFilled, CreatedAt: tr.ClosedAt, UpdatedAt: tr.ClosedAt}
 	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if err := position.StageTrade(ctx, p, tr); err != nil {
 			return err

@@ -4,8 +4,9 @@
 -- milliseconds fit exactly).
 
 -- +goose Up
+-- A trade's ID is the client order ID that realised it: unique within its bot.
 CREATE TABLE trades (
-    id           text        PRIMARY KEY,
+    id           text        NOT NULL,
     bot_id       text        NOT NULL,
     signal_id    text        NOT NULL,
     position_id  text        NOT NULL,
@@ -22,7 +23,8 @@ CREATE TABLE trades (
     closed       boolean     NOT NULL,
     reason       text        NOT NULL,
     opened_at    timestamptz NOT NULL,
-    closed_at    timestamptz NOT NULL
+    closed_at    timestamptz NOT NULL,
+    PRIMARY KEY (bot_id, id)
 );
 CREATE INDEX trades_bot_closed_at ON trades (bot_id, closed_at, id);
 
