@@ -144,7 +144,6 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	}
 	defer closeLab()
 
-
 	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
 		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors())
 

@@ -138,7 +138,6 @@ func (c *Compactor) Cutoff(now time.Time) time.Time {
 	return now.Add(-c.retention).UTC().Truncate(24 * time.Hour)
 }
 
-
 // Removed counts what one compaction removed.
 type Removed struct{ Trades, Orders int }
 
