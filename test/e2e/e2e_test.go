@@ -36,6 +36,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
@@ -341,7 +342,8 @@ func TestSpotBuyDCAAndCloseToTheDecimal(t *testing.T) {
 	}
 	mustEqual(t, "close fee", r.Body.Order.Fee, "1.67508")
 	mustEqual(t, "final balance", decimal.RequireFromString(balance(t, botID)), "10032.06522")
-	trades, err := api.Trades(ctx, botID)
+	page, err := api.Trades(ctx, botID, history.TradeQuery{Limit: 10})
+	trades := page.Trades
 	if err != nil || len(trades) != 1 {
 		t.Fatalf("trades = %+v, %v", trades, err)
 	}
