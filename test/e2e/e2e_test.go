@@ -410,10 +410,11 @@ func TestStopLossTriggersOnPriceCross(t *testing.T) {
 	mustEqual(t, "stop-loss price", *pos[0].StopLoss, "147") // 2 % below 150 for a long
 	pin(t, "SOL/USDT", "146.5")
 	eventually(t, "stop-loss exit", func() error {
-		trades, err := api.Trades(ctx, botID)
+		page, err := api.Trades(ctx, botID, history.TradeQuery{Limit: 10})
 		if err != nil {
 			return err
 		}
+		trades := page.Trades
 		if len(trades) != 1 || trades[0].Reason != "stop_loss" {
 			return fmt.Errorf("trades = %+v", trades)
 		}
