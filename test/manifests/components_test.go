@@ -115,7 +115,7 @@ func TestMonitoringNamesRealMetrics(t *testing.T) {
 		"SigopsBotProjectionErrors", "SigopsWebhookSecretConflict", "SigopsExchangeUnreachable",
 		"SigopsMCPAuditFailures", "SigopsRetentionStale", "SigopsDeadLetters", "SigopsHandlerPanic",
 		"SigopsStrategyEvaluationErrors", "SigopsRedisMemoryHigh", "SigopsWebhookErrors",
-		"SigopsLoginsOverloaded",
+		"SigopsLoginsOverloaded", "SigopsArchiveLagging", "SigopsArchiveFailing",
 	}
 	for _, a := range want {
 		if !slices.Contains(alerts, a) {
