@@ -190,7 +190,7 @@ func archiverOf(ctx context.Context, url string, rdb redis.UniversalClient, cons
 		return nil, nil, nil, err
 	}
 	a := archive.New(archive.Options{Redis: rdb, DB: pool, Owner: consumer, Logger: logger, Migrate: database.MigrateWhenUp})
-	return a, archive.Held{DB: pool}, pool.Close, nil
+	return a, archive.Keeper{DB: pool}, pool.Close, nil
 }
 
 // labEngine builds the Strategy Lab's engine. It serves the jobs of the partitions this

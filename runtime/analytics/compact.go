@@ -40,37 +40,25 @@ return trimmed
 // from the whole list first, so that nothing is removed before it is in the days. Every
 // figure of a report stays exact: reports read the days alone.
 func Compact(ctx context.Context, rdb redis.UniversalClient, botID string, cutoff time.Time, limit int) (int, error) {
-	return CompactHeld(ctx, rdb, botID, cutoff, limit, nil)
+	return CompactKept(ctx, rdb, botID, cutoff, limit, nil)
 }
 
-// HeldTrades says which of a bot's trades, by ID, a copy elsewhere holds (runtime/archive).
-type HeldTrades func(ctx context.Context, botID string, ids []string) (map[string]bool, error)
+// KeepTrades writes trades to a copy elsewhere (runtime/archive's PostgreSQL),
+// idempotently, before they leave Redis.
+type KeepTrades func(ctx context.Context, trades []position.Trade) error
 
-// CompactHeld is Compact that removes only the oldest trades held holds (nil: no such
-// condition), up to the first it does not: a trade leaves Redis only once the archive has it.
-func CompactHeld(ctx context.Context, rdb redis.UniversalClient, botID string, cutoff time.Time, limit int, held HeldTrades) (int, error) {
+// CompactKept is Compact that first writes, with keep (nil: nowhere), the trades it is
+// about to remove: a trade leaves Redis only once the archive has it, archived or not yet.
+func CompactKept(ctx context.Context, rdb redis.UniversalClient, botID string, cutoff time.Time, limit int, keep KeepTrades) (int, error) {
 	cut := cutoff.UnixMilli()
 	for range 2 {
 		run, err := position.ExpiredTrades(ctx, rdb, botID, cut, limit)
 		if err != nil || run.Count == 0 {
 			return 0, err
 		}
-		if held != nil {
-			ok, err := held(ctx, botID, run.IDs)
-			if err != nil {
+		if keep != nil {
+			if err := keep(ctx, run.Trades); err != nil {
 				return 0, err
-			}
-			n := 0
-			for n < run.Count && ok[run.IDs[n]] {
-				n++
-			}
-			if n < run.Count {
-				// The days' cutoff says the list starts after it: here, at the first trade
-				// kept.
-				cut = run.Closed[n]
-			}
-			if run = run.Prefix(n); run.Count == 0 {
-				return 0, nil
 			}
 		}
 		n, err := compactScript.Run(ctx, rdb, []string{store.BookTrades(botID), store.BookDays(botID)},

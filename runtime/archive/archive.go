@@ -327,46 +327,35 @@ func (id entryID) String() string {
 // next is the smallest ID after id: XTRIM MINID keeps it and everything after.
 func (id entryID) next() entryID { return entryID{id.ms, id.seq + 1} }
 
-// Held tells which facts PostgreSQL holds, for the retention compactor, which removes a
-// fact from Redis only once the archive has it.
-type Held struct {
+// Keeper writes facts straight to PostgreSQL, as the archiver would, for the retention
+// compactor: a fact leaves Redis only after this write, whether or not its archive entry
+// was copied yet (it may never have had one: history booked before the archive existed).
+// The rows are the archiver's, so the two writes of one fact agree.
+type Keeper struct {
 	DB *pgxpool.Pool
 }
 
-// Trades is the set of ids, trades of the bot, that the archive holds.
-func (h Held) Trades(ctx context.Context, botID string, ids []string) (map[string]bool, error) {
-	rows, err := h.DB.Query(ctx, `SELECT id FROM trades WHERE bot_id = $1 AND id = ANY($2)`, botID, ids)
-	if err != nil {
-		return nil, err
+// Trades writes trades.
+func (k Keeper) Trades(ctx context.Context, trades []position.Trade) error {
+	b := &pgx.Batch{}
+	for _, t := range trades {
+		queueTrade(b, t)
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	out := make(map[string]bool, len(got))
-	for _, id := range got {
-		out[id] = true
-	}
-	return out, err
+	return k.send(ctx, b)
 }
 
-// Orders is the set of the bot's orders (client order ID to the version's last change, ms)
-// that the archive holds at that version or a later one.
-func (h Held) Orders(ctx context.Context, botID string, versions map[string]int64) (map[string]bool, error) {
-	ids := make([]string, 0, len(versions))
-	for id := range versions {
-		ids = append(ids, id)
+// Orders writes order records (a row newer than a record stays).
+func (k Keeper) Orders(ctx context.Context, recs []position.OrderRecord) error {
+	b := &pgx.Batch{}
+	for _, r := range recs {
+		queueOrder(b, r)
 	}
-	rows, err := h.DB.Query(ctx, `SELECT client_order_id, updated_at FROM orders WHERE bot_id = $1 AND client_order_id = ANY($2)`, botID, ids)
-	if err != nil {
-		return nil, err
+	return k.send(ctx, b)
+}
+
+func (k Keeper) send(ctx context.Context, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
 	}
-	defer rows.Close()
-	out := make(map[string]bool, len(ids))
-	for rows.Next() {
-		var id string
-		var at time.Time
-		if err := rows.Scan(&id, &at); err != nil {
-			return nil, err
-		}
-		out[id] = at.UnixMilli() >= versions[id]
-	}
-	return out, rows.Err()
+	return pgx.BeginFunc(ctx, k.DB, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 }

@@ -39,21 +39,8 @@ type Expired struct {
 	// Count is the number of trades in the run, Last the list item of its newest one.
 	Count int
 	Last  string
-	// IDs and Items are the run's trade IDs and list items, and Closed their close times
-	// (ms), oldest first.
-	IDs, Items []string
-	Closed     []int64
-}
-
-// Prefix is the run cut to its first n trades (n at most Count).
-func (e Expired) Prefix(n int) Expired {
-	if n >= e.Count {
-		return e
-	}
-	if n <= 0 {
-		return Expired{}
-	}
-	return Expired{Count: n, Last: e.Items[n-1], IDs: e.IDs[:n], Items: e.Items[:n], Closed: e.Closed[:n]}
+	// Trades are the run's trades, oldest first.
+	Trades []Trade
 }
 
 // ExpiredTrades reads the head of the bot's trade list up to limit trades, and returns the
@@ -78,7 +65,7 @@ func ExpiredTrades(ctx context.Context, c redis.Cmdable, botID string, cutoffMS 
 				return out, nil
 			}
 			out.Count, out.Last = out.Count+1, it
-			out.IDs, out.Items, out.Closed = append(out.IDs, t.ID), append(out.Items, it), append(out.Closed, t.ClosedAt)
+			out.Trades = append(out.Trades, t)
 		}
 		if len(items) < n {
 			break
@@ -135,16 +122,16 @@ return n
 // creation order, a record's life runs from its last change): the list's cap bounds such
 // IDs.
 func CompactOrders(ctx context.Context, rdb redis.UniversalClient, botID string, cutoffMS int64) (int, error) {
-	return CompactHeldOrders(ctx, rdb, botID, cutoffMS, nil)
+	return CompactKeptOrders(ctx, rdb, botID, cutoffMS, nil)
 }
 
-// HeldOrders says which of a bot's order records, by client order ID with their last
-// change (ms), a copy elsewhere holds at that version or a later one (runtime/archive).
-type HeldOrders func(ctx context.Context, botID string, versions map[string]int64) (map[string]bool, error)
+// KeepOrders writes order records to a copy elsewhere (runtime/archive's PostgreSQL),
+// idempotently, before they leave Redis.
+type KeepOrders func(ctx context.Context, recs []OrderRecord) error
 
-// CompactHeldOrders is CompactOrders that also keeps every record held does not hold (nil:
-// no such condition): a record leaves Redis only once the archive has it.
-func CompactHeldOrders(ctx context.Context, rdb redis.UniversalClient, botID string, cutoffMS int64, held HeldOrders) (int, error) {
+// CompactKeptOrders is CompactOrders that first writes, with keep (nil: nowhere), every
+// record it is about to remove: a record leaves Redis only once the archive has it.
+func CompactKeptOrders(ctx context.Context, rdb redis.UniversalClient, botID string, cutoffMS int64, keep KeepOrders) (int, error) {
 	list := store.BookOrders(botID)
 	total := 0
 	for {
@@ -152,8 +139,8 @@ func CompactHeldOrders(ctx context.Context, rdb redis.UniversalClient, botID str
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
-		if held != nil {
-			if ids, err = heldTail(ctx, rdb, botID, ids, held); err != nil || len(ids) == 0 {
+		if keep != nil {
+			if ids, err = keptTail(ctx, rdb, botID, ids, cutoffMS, keep); err != nil || len(ids) == 0 {
 				return total, err
 			}
 		}
@@ -173,9 +160,10 @@ func CompactHeldOrders(ctx context.Context, rdb redis.UniversalClient, botID str
 	}
 }
 
-// heldTail is the part of the tail ids (oldest last) that held holds, from the oldest on:
-// the script then drops at most those. An ID whose record has expired needs no copy.
-func heldTail(ctx context.Context, rdb redis.UniversalClient, botID string, ids []string, held HeldOrders) ([]string, error) {
+// keptTail is the part of the tail ids (oldest last) the script may drop, after keep has
+// written its records: from the oldest on, the IDs whose record is gone (expired, nothing
+// to keep) or finished and last changed before cutoffMS, up to the first that is not.
+func keptTail(ctx context.Context, rdb redis.UniversalClient, botID string, ids []string, cutoffMS int64, keep KeepOrders) ([]string, error) {
 	reads := make([]func() (*OrderRecord, error), len(ids))
 	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
@@ -185,27 +173,29 @@ func heldTail(ctx context.Context, rdb redis.UniversalClient, botID string, ids 
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	versions := make(map[string]int64, len(ids))
 	recs := make([]*OrderRecord, len(ids))
 	for i, read := range reads {
 		r, err := read()
 		if err != nil {
 			return nil, err
 		}
-		if recs[i] = r; r != nil {
-			versions[ids[i]] = r.UpdatedAt
-		}
-	}
-	ok, err := held(ctx, botID, versions)
-	if err != nil {
-		return nil, err
+		recs[i] = r
 	}
 	from := len(ids)
+	var kept []OrderRecord
 	for i := len(ids) - 1; i >= 0; i-- {
-		if recs[i] != nil && !ok[ids[i]] {
-			break
+		if r := recs[i]; r != nil {
+			if !r.Status.Terminal() || r.UpdatedAt >= cutoffMS {
+				break
+			}
+			kept = append(kept, *r)
 		}
 		from = i
+	}
+	if len(kept) > 0 {
+		if err := keep(ctx, kept); err != nil {
+			return nil, err
+		}
 	}
 	return ids[from:], nil
 }

@@ -6,8 +6,9 @@
 //
 // With PostgreSQL's archive (Options.Archive), the retention is Redis's hot window: the
 // history itself is in PostgreSQL (runtime/history reads both), the window may be as short
-// as MinHot, and nothing is removed from Redis that the archive does not hold (each trade
-// by its ID, each order record at its version, asked of PostgreSQL before the removal).
+// as MinHot, and nothing is removed from Redis before PostgreSQL holds it: the compactor
+// writes what it removes to PostgreSQL first (the archiver's own rows, so a fact written
+// both ways is one row), which also carries history booked before the archive existed.
 //
 // The compactor works the bots of the queue partitions this executor holds (the partition
 // lease spreads the work; the writes are guarded scripts, so two compactors on one bot
@@ -57,10 +58,10 @@ type Ownership interface {
 	Owned() []int
 }
 
-// Archive says which facts PostgreSQL's archive holds; archive.Held implements it.
+// Archive writes facts to PostgreSQL before they leave Redis; archive.Keeper implements it.
 type Archive interface {
-	Trades(ctx context.Context, botID string, ids []string) (map[string]bool, error)
-	Orders(ctx context.Context, botID string, versions map[string]int64) (map[string]bool, error)
+	Trades(ctx context.Context, trades []position.Trade) error
+	Orders(ctx context.Context, recs []position.OrderRecord) error
 }
 
 // Options configure a Compactor.
@@ -146,11 +147,11 @@ type Removed struct{ Trades, Orders int }
 func (c *Compactor) Bot(ctx context.Context, botID string, cutoff time.Time) (Removed, error) {
 	var r Removed
 	for {
-		var heldTrades analytics.HeldTrades
+		var keep analytics.KeepTrades
 		if c.archive != nil {
-			heldTrades = c.archive.Trades
+			keep = c.archive.Trades
 		}
-		n, err := analytics.CompactHeld(ctx, c.rdb, botID, cutoff, tradeBatch, heldTrades)
+		n, err := analytics.CompactKept(ctx, c.rdb, botID, cutoff, tradeBatch, keep)
 		r.Trades += n
 		if err != nil {
 			return r, err
@@ -159,11 +160,11 @@ func (c *Compactor) Bot(ctx context.Context, botID string, cutoff time.Time) (Re
 			break
 		}
 	}
-	var heldOrders position.HeldOrders
+	var keep position.KeepOrders
 	if c.archive != nil {
-		heldOrders = c.archive.Orders
+		keep = c.archive.Orders
 	}
-	n, err := position.CompactHeldOrders(ctx, c.rdb, botID, cutoff.UnixMilli(), heldOrders)
+	n, err := position.CompactKeptOrders(ctx, c.rdb, botID, cutoff.UnixMilli(), keep)
 	r.Orders += n
 	return r, err
 }
