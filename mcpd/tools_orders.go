@@ -63,16 +63,16 @@ func (s *Server) orderTools() []Tool {
 	return []Tool{
 		{Def: mcp.NewTool("get_order",
 			mcp.WithDescription("One of a bot's orders by its clientOrderId: status, fills, average price, fee, and "+
-				"why it was rejected. Orders are kept for the bot's newest 5000."),
+				"why it was rejected. Orders are kept in the bot's history, however old."),
 			mcp.WithToolAnnotation(readOnly("Get order")), botID,
 			mcp.WithString("clientOrderId", mcp.Required(), mcp.Description("the order's clientOrderId")),
 			mcp.WithRawOutputSchema(json.RawMessage(orderSchema))),
 			Scope: auth.ScopeRead, Handler: s.getOrder},
 		{Def: mcp.NewTool("list_orders", append([]mcp.ToolOption{
 			mcp.WithDescription("A bot's orders, newest first, a page at a time (pass nextCursor as cursor to read on): " +
-				"status, fills, average price, fee, and why a rejected order was rejected. The book keeps the bot's " +
-				"newest 5000 orders, each for 90 days. Errors: NOT_FOUND (no such bot of yours), INVALID_PARAMETER " +
-				"(limit, status, or a cursor whose order has left the list: list again without a cursor)."),
+				"status, fills, average price, fee, and why a rejected order was rejected; the bot's whole order " +
+				"history. Errors: NOT_FOUND (no such bot of yours), INVALID_PARAMETER (limit, status, or a cursor " +
+				"whose order is no longer kept: list again without a cursor)."),
 			mcp.WithToolAnnotation(readOnly("List orders")), botID,
 			mcp.WithString("status", mcp.Description("only orders in this status"),
 				mcp.Enum("pending", "open", "partially_filled", "filled", "cancelled", "rejected", "expired")),
@@ -88,8 +88,9 @@ func (s *Server) orderTools() []Tool {
 			Scope: auth.ScopeRead, Handler: s.listOpenOrders},
 		{Def: mcp.NewTool("list_trades", append([]mcp.ToolOption{
 			mcp.WithDescription("A bot's realised trades (each partial or full close of a position) with gross and " +
-				"net P&L and fees, oldest first, a page at a time: pass nextCursor as cursor to read on. The newest " +
-				"5,000 trades since the history retention's cutoff (historyFrom); analytics cover every trade."),
+				"net P&L and fees, oldest first from the bot's first trade, a page at a time: pass nextCursor as " +
+				"cursor to read on. historyFrom, when present, is where the kept trades start (a server without " +
+				"the history archive); analytics cover every trade."),
 			mcp.WithToolAnnotation(readOnly("List trades")), botID,
 			mcp.WithRawOutputSchema(json.RawMessage(listTradesOutput))}, pageOptions()...)...),
 			Scope: auth.ScopeRead, Handler: s.listTrades},

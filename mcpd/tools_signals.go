@@ -53,7 +53,7 @@ func (s *Server) signalTools() []Tool {
 	return []Tool{
 		{Def: mcp.NewTool("get_signal",
 			mcp.WithDescription("The result of a signal or manual order by its signalId: success, the order "+
-				"placed, or the error code and message. Results are kept for 24 hours; a signal still "+
+				"placed, or the error code and message. Results are kept in the bot's history; a signal still "+
 				"being executed has none yet, so call again in a few seconds."),
 			mcp.WithToolAnnotation(readOnly("Get signal result")),
 			mcp.WithString("signalId", mcp.Required(), mcp.Description("the signalId a webhook or order answered")),
