@@ -43,6 +43,9 @@ const (
 	DefaultInterval = 200 * time.Millisecond
 	// maxBackoff bounds the pause after a failed step (PostgreSQL down).
 	maxBackoff = 5 * time.Second
+	// stepTimeout bounds one step: a database that accepts connections and never answers
+	// (a frozen server, a partition) fails the step instead of stalling the archive.
+	stepTimeout = 30 * time.Second
 )
 
 // Ownership says which queue partitions this executor holds; queue.Consumer implements it.
@@ -111,7 +114,9 @@ func (a *Archiver) Run(ctx context.Context) error {
 	}
 	backoff := a.o.Interval
 	for {
-		n, full, err := a.Step(ctx)
+		sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		n, full, err := a.Step(sctx)
+		cancel()
 		wait := a.o.Interval
 		switch {
 		case ctx.Err() != nil:
