@@ -158,12 +158,17 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 	}
 	reads := make([]*redis.XMessageSliceCmd, len(parts))
 	lens := make([]*redis.IntCmd, len(parts))
-	if _, err := a.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// Only what the replicas hold is copied: an entry read from a master that then fails
+	// over before replicating it would be a fact the system lost but the archive kept. The
+	// fence write after the reads, with the WAIT that AckPipelined adds on the same
+	// connection, covers every entry written before it (with --redis-min-replicas-ack).
+	if _, err := store.AckPipelined(ctx, a.o.Redis, func(p redis.Pipeliner) error {
 		for i, part := range parts {
 			key := store.Archive(part)
 			reads[i] = p.XRangeN(ctx, key, "("+a.done[part].String(), "+", int64(a.o.Batch))
 			lens[i] = p.XLen(ctx, key)
 		}
+		p.Set(ctx, store.ArchiveFence(), "1", time.Second)
 		return nil
 	}); err != nil {
 		return 0, false, fmt.Errorf("archive: read the streams: %w", err)

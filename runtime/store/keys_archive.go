@@ -5,10 +5,15 @@ package store
 // record, to the partition's archive stream, which the archiver copies to PostgreSQL and
 // trims up to what PostgreSQL has committed.
 //
+//	sigops:archive:fence string   the archiver's fence write (a second's life)
 //	sigops:archive:{N}   stream   facts of partition N not yet trimmed: fields k (kind: trade,
 //	                              order, result), v (the fact's JSON, as the book stores it),
 //	                              and for a result s (its signal index entry) and at
 //	                              (when the intake accepted the signal, ms)
+
+// ArchiveFence is a short-lived key the archiver writes before it copies, so that its WAIT
+// has a write of its own to count replicas for: every entry it read was written before it.
+func ArchiveFence() string { return prefix + "archive:fence" }
 
 // Archive is the archive stream of partition p, in the partition's slot.
 func Archive(partition int) string { return prefix + "archive:" + partitionTag(partition) }

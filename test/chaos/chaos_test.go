@@ -99,6 +99,11 @@ func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
 	}
 	s.checkRecovered(ctx, t)
 	checkBalances(ctx, t, rdb, s, fleet)
+	// The killed executor was archiving its partitions too: PostgreSQL holds every result
+	// and order once.
+	if err := load.WaitArchived(ctx, s.DatabaseURL(), fleet, len(res.Accepted), rec.Orders, time.Minute); err != nil {
+		t.Error(err)
+	}
 }
 
 // seedOf is the fault schedule's seed: seedEnv's value, or a new one, logged for a replay.

@@ -1,9 +1,7 @@
 package localstack
 
 import (
-	"context"
 	"crypto/x509"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"log/slog"
 	"os"
 	"testing"
@@ -105,7 +103,9 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 
 	// The executor killed mid-run was also archiving its partitions: PostgreSQL ends up
 	// with every result and order, none lost and none twice.
-	checkArchived(ctx, t, s.DatabaseURL(), fleet, rec.Accepted, rec.Orders)
+	if err := load.WaitArchived(ctx, s.DatabaseURL(), fleet, rec.Accepted, rec.Orders, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := victim.WaitReady(ctx, time.Minute); err != nil {
 		t.Fatal(err)
@@ -134,34 +134,5 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		if h := e.Health(ctx); h != "ready" && h != "running" {
 			t.Errorf("%s: %s", e.Name, h)
 		}
-	}
-}
-
-// checkArchived waits (up to a minute) until PostgreSQL holds one result per accepted
-// signal of the fleet's bots and one row per order, and fails if it never does.
-func checkArchived(ctx context.Context, t *testing.T, url string, fleet *load.Fleet, results, orders int) {
-	t.Helper()
-	db, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var bots []string
-	for _, b := range fleet.Bots {
-		bots = append(bots, b.ID)
-	}
-	var gotResults, gotOrders int
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM signal_results WHERE bot_id = ANY($1)),
-			(SELECT count(*) FROM orders WHERE bot_id = ANY($1))`, bots).Scan(&gotResults, &gotOrders)
-		if err == nil && gotResults == results && gotOrders == orders {
-			t.Logf("archived: %d results, %d orders", gotResults, gotOrders)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("archive: %d results and %d orders (%v); want %d and %d", gotResults, gotOrders, err, results, orders)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
