@@ -36,7 +36,6 @@ type config struct {
 	baseURL, mcpURL, keyFile, prevKeyFile         string
 	instance                                      string
 	rateLimit                                     int
-	headroom                                      float64
 	sessionIdle                                   time.Duration
 	redis                                         store.Options
 	apis                                          userapi.Flags
@@ -57,8 +56,6 @@ func main() {
 	flag.StringVar(&c.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key")
 	flag.StringVar(&c.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
 	flag.IntVar(&c.rateLimit, "rate-limit", mcpd.DefaultRateLimit, "requests a minute per OAuth client of a user, or per user for bearer JWTs, across replicas")
-	flag.Float64Var(&c.headroom, "memory-headroom", store.DefaultHeadroom,
-		"share of Redis maxmemory kept free for signals already accepted: send_signal is refused (SERVICE_UNAVAILABLE) while less is free")
 	flag.DurationVar(&c.sessionIdle, "session-idle", mcpd.DefaultSessionIdle, "how long an MCP session lives without a request (sessions are in Redis, shared by the replicas)")
 	c.apis.Bind(flag.CommandLine,
 		"serve create_bot, update_bot, delete_bot, pause_bot, resume_bot and regenerate_webhook, which need the Kubernetes API (in-cluster, or --kubeconfig)")
@@ -145,7 +142,7 @@ func options(ctx context.Context, logger *slog.Logger, c config, rdb redis.Unive
 		Trading: apis.Trading, Audit: apis.Audit, SessionIdle: c.sessionIdle, Lab: apis.Lab,
 		Portfolio: apis.Portfolio, Exchanges: apis.Exchanges, Candles: apis.Candles,
 		// send_signal resolves symbols against the same index as the webhook.
-		Fleet: apis.Fleet, Intake: intake.New(rdb).WithMemoryGuard(store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: c.headroom})), Symbols: apis.Symbols, Waiter: waiter, Previews: apis.Previews,
+		Fleet: apis.Fleet, Intake: intake.New(rdb).WithMemoryGuard(apis.Memory), Symbols: apis.Symbols, Waiter: waiter, Previews: apis.Previews,
 		RateLimit: c.rateLimit, Logger: logger, Version: version, Registerer: reg,
 		Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, func() { _ = waiter.Close() }, nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trading"
 	"github.com/sigops/sigops/webhookd"
 )
@@ -52,6 +53,9 @@ type Flags struct {
 	// DatabaseURL is PostgreSQL, whose archive the history reads past Redis's hot window
 	// (empty: Redis alone).
 	DatabaseURL string
+	// MemoryHeadroom is the share of Redis's maxmemory kept free for what was accepted:
+	// new signals and manual orders are refused while less is free.
+	MemoryHeadroom float64
 }
 
 // Bind declares the flags on fs; botActions is the help text of --bot-actions, which names
@@ -61,6 +65,8 @@ func (f *Flags) Bind(fs *flag.FlagSet, botActions string) {
 	f.Portfolio.Bind(fs)
 	audit.BindFlags(fs, &f.Audit)
 	fs.BoolVar(&f.BotActions, "bot-actions", true, botActions)
+	fs.Float64Var(&f.MemoryHeadroom, "memory-headroom", store.DefaultHeadroom,
+		"share of Redis maxmemory kept free for signals already accepted: new signals and manual orders are refused (SERVICE_UNAVAILABLE) while less is free; exits never are")
 	fs.StringVar(&f.DatabaseURL, "database-url", os.Getenv(database.URLEnv),
 		"PostgreSQL, whose archive answers history past Redis's hot window (default $"+database.URLEnv+"; empty: Redis alone)")
 	if fs != flag.CommandLine {
@@ -84,6 +90,9 @@ type APIs struct {
 	Audit   *audit.Journal
 	// Fleet is nil without BotActions.
 	Fleet *fleet.Fleet
+	// Memory is the Redis memory watermark the daemon refuses new signals and orders at
+	// (nil: never; Build sets it from the flags).
+	Memory *store.MemoryGuard
 	// Previews size orders as the executor would, on the same venues (paper on Redis,
 	// exchange connections through Exchanges), with nothing written: dry runs and
 	// connected apps' notional caps.
@@ -110,6 +119,8 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 		}
 	}
 	a := assemble(rdb, prices, po, known.Get, labMetrics, f.Audit, logger)
+	a.Memory = store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: f.MemoryHeadroom})
+	a.Trading.WithMemoryGuard(a.Memory)
 	if f.DatabaseURL != "" {
 		pool, err := database.Pool(ctx, f.DatabaseURL)
 		if err != nil {

@@ -106,12 +106,6 @@ func (in *Intake) WithMemoryGuard(g *store.MemoryGuard) *Intake {
 	return in
 }
 
-// MemoryRefusal is the refusal of a signal while Redis is above its memory watermark.
-func MemoryRefusal() *errs.Error {
-	e := errs.New(errs.ServiceUnavailable, "the service is not accepting signals for a moment (storage nearly full); nothing was accepted: retry later")
-	e.RetryAfter = store.MemoryRetryAfter
-	return e
-}
 
 // Admit runs the gates and queues the signal. A refusal is an *errs.Error with the spec's
 // code (INVALID_WEBHOOK, BOT_DELETED, WEBHOOK_DISABLED, BOT_DISABLED, EXCHANGE_DISCONNECTED,
@@ -154,8 +148,8 @@ var errStale = errors.New("intake: stale route")
 // admit runs the script on bot's keys, under r.SignalID placed in bot's partition. Every
 // try places the caller's ID afresh, so a try for another bot than the last gets that bot's.
 func (in *Intake) admit(ctx context.Context, bot string, r Request) (Admission, error) {
-	if in.guard.Full(ctx) {
-		return Admission{BotID: bot}, MemoryRefusal()
+	if err := in.guard.Admit(ctx); err != nil {
+		return Admission{BotID: bot}, err
 	}
 	r.SignalID = queue.SignalIDFor(bot, r.SignalID)
 	if r.Listen != nil {

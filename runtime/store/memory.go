@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/errs"
 )
 
 // DefaultHeadroom is the share of maxmemory kept free for work already accepted: new work
@@ -89,6 +91,19 @@ func (g *MemoryGuard) Full(ctx context.Context) bool {
 	}
 	g.read = now
 	return g.last.Full
+}
+
+// Admit is nil while Redis has room, and the refusal of something new (a signal, a manual
+// order) while it is above the watermark: SERVICE_UNAVAILABLE (503) with Retry-After,
+// before anything is written, so that what was accepted keeps the headroom. A nil guard
+// admits everything.
+func (g *MemoryGuard) Admit(ctx context.Context) error {
+	if !g.Full(ctx) {
+		return nil
+	}
+	e := errs.New(errs.ServiceUnavailable, "the service is not accepting signals for a moment (storage nearly full); nothing was accepted: retry later")
+	e.RetryAfter = MemoryRetryAfter
+	return e
 }
 
 // Reading is the last reading.

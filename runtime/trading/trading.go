@@ -46,6 +46,8 @@ type API struct {
 	book   *position.Book
 	// history reads orders, trades and results past the hot window too (WithHistory).
 	history *history.Reader
+	// guard refuses new orders while Redis is above its memory watermark (nil: never).
+	guard *store.MemoryGuard
 	prices  paper.PriceSource
 	// Now is the clock (tests pin it).
 	Now func() time.Time
@@ -60,6 +62,13 @@ func New(rdb redis.UniversalClient, bots Bots, prices paper.PriceSource) *API {
 	}
 	return &API{rdb: rdb, bots: bots, pauses: pauses, book: position.NewBook(rdb), history: history.New(rdb, nil, nil),
 		prices: prices, Now: time.Now}
+}
+
+// WithMemoryGuard makes the API refuse new manual orders with SERVICE_UNAVAILABLE while
+// Redis is above g's watermark, as the webhook intake refuses signals; it returns a.
+func (a *API) WithMemoryGuard(g *store.MemoryGuard) *API {
+	a.guard = g
+	return a
 }
 
 // WithHistory makes the API read history through h (runtime/history: Redis's hot window
@@ -108,6 +117,13 @@ func (a *API) PlaceManualOnce(ctx context.Context, botID, userID, key string, re
 // whose entry amounts a connected app's policy admitted (queue.Envelope.Admitted; nil:
 // the executor sizes the order itself).
 func (a *API) PlaceAdmitted(ctx context.Context, botID, userID, key string, req order.Request, admitted map[string]decimal.Decimal) (Placed, error) {
+	// An exit or a cancel is never refused for memory: it frees the user's money, and
+	// what it writes is bounded by the positions already open.
+	if !req.IsExit() {
+		if err := a.guard.Admit(ctx); err != nil {
+			return Placed{}, err
+		}
+	}
 	if key == "" {
 		env, err := a.Draft(ctx, botID, req)
 		if err != nil {

@@ -3,6 +3,7 @@ package trading_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -452,5 +453,41 @@ func TestResultsReadLegacyResults(t *testing.T) {
 	}
 	if n := len(trips.Take()); n != 1 {
 		t.Fatalf("%d round trips, want 1", n)
+	}
+}
+
+// Above Redis's memory watermark a new manual order is refused before anything is written
+// (SERVICE_UNAVAILABLE, Retry-After), as a webhook signal is; an exit still goes through.
+func TestManualOrdersAtTheMemoryWatermark(t *testing.T) {
+	ctx, rdb, api, ex := setup(t)
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	if _, err := api.PlaceManual(ctx, "bot-1", buy); err != nil {
+		t.Fatal(err)
+	}
+	if drain(t, ctx, rdb, ex, queue.PriorityStrategyEntry) != 1 {
+		t.Fatal("entry not queued")
+	}
+	used, err := storetest.UsedMemory(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half of maxmemory free, and 90 % asked for: above the watermark, while Redis itself
+	// still takes writes.
+	if err := storetest.ConfigSet(ctx, rdb, "maxmemory", fmt.Sprint(2*used)); err != nil {
+		t.Fatal(err)
+	}
+	api.WithMemoryGuard(store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: 0.9}))
+	_, err = api.PlaceManual(ctx, "bot-1", buy)
+	if e, ok := errs.As(err); !ok || e.Code != errs.ServiceUnavailable || e.RetryAfter != store.MemoryRetryAfter {
+		t.Fatalf("a new order above the watermark: %v", err)
+	}
+	if n := rdb.XLen(ctx, queue.StreamOf("bot-1", queue.PriorityStrategyEntry)).Val(); n != 0 {
+		t.Fatalf("the refused order was queued (%d entries)", n)
+	}
+	if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: order.Close, Symbol: "ETH/USDT"}); err != nil {
+		t.Fatalf("an exit above the watermark: %v", err)
+	}
+	if drain(t, ctx, rdb, ex, queue.PriorityManualClose) != 1 {
+		t.Fatal("the exit was not queued")
 	}
 }
