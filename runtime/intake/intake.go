@@ -106,7 +106,6 @@ func (in *Intake) WithMemoryGuard(g *store.MemoryGuard) *Intake {
 	return in
 }
 
-
 // Admit runs the gates and queues the signal. A refusal is an *errs.Error with the spec's
 // code (INVALID_WEBHOOK, BOT_DELETED, WEBHOOK_DISABLED, BOT_DISABLED, EXCHANGE_DISCONNECTED,
 // BOT_PAUSED, MISSING_SYMBOL, RATE_LIMITED with RetryAfter); the Admission's BotID is set

@@ -47,8 +47,8 @@ type API struct {
 	// history reads orders, trades and results past the hot window too (WithHistory).
 	history *history.Reader
 	// guard refuses new orders while Redis is above its memory watermark (nil: never).
-	guard *store.MemoryGuard
-	prices  paper.PriceSource
+	guard  *store.MemoryGuard
+	prices paper.PriceSource
 	// Now is the clock (tests pin it).
 	Now func() time.Time
 }
