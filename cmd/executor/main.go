@@ -60,6 +60,8 @@ func main() {
 	flag.StringVar(&labHistory, "lab-history", "", "Strategy Lab candle history: simulated, binance or bybit (default: the --market-data source)")
 	flag.IntVar(&labWorkers, "lab-workers", runtime.GOMAXPROCS(0), "Strategy Lab experiments run at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
+	flag.Float64Var(&strategies.Headroom, "memory-headroom", store.DefaultHeadroom,
+		"share of Redis maxmemory kept free for what was accepted: strategy bots' entries are not queued while less is free (exits are)")
 	flag.StringVar(&databaseURL, "database-url", os.Getenv(database.URLEnv), "PostgreSQL, where this executor archives the history of the partitions it holds (default $"+database.URLEnv+"); empty: history is not archived and the archive streams grow in Redis")
 	flag.DurationVar(&history.Retention, "history-retention", 0, "how long Redis keeps bots' trade lists and finished orders: with --database-url the hot window in front of the archive (default 24h, at least 10m; only what PostgreSQL holds is removed), without it the whole history (default 2160h, at least 168h); per-day analytics are kept for all time")
 	flag.DurationVar(&strategies.Settle, "strategy-settle", strategyrun.DefaultSettle, "delay after each candle's close before strategy bots evaluate it (exchanges publish a closed candle a moment late)")
@@ -124,6 +126,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	consumer := queue.NewConsumer(qrdb, qopts)
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
+	sopts.Memory = store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: sopts.Headroom})
 	strategies := strategyrun.New(sopts)
 	archiver, progress, closeDB, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
 	if err != nil {

@@ -25,7 +25,7 @@ func newMetrics() *metrics {
 		}, []string{"action"}),
 		suppressed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sigops_strategy_signals_suppressed_total",
-			Help: "Strategy signals not queued because the bot was paused or disabled at its candle.",
+			Help: "Strategy signals not queued because the bot was paused or disabled at its candle, or (entries) Redis was above its memory watermark.",
 		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sigops_strategy_evaluation_errors_total",

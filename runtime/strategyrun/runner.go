@@ -67,6 +67,11 @@ type Options struct {
 	// Now is the clock (time.Now); candles closed before Now are the ones evaluated.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Memory, when set, keeps entries from being queued while Redis is above its memory
+	// watermark, as the intake refuses webhook signals; exits are always queued. Headroom
+	// is the flag the daemon builds it from.
+	Memory   *store.MemoryGuard
+	Headroom float64
 }
 
 // Runner evaluates the strategy bots of the owned partitions. See the package comment.
@@ -80,12 +85,13 @@ type Runner struct {
 	now    func() time.Time
 	log    *slog.Logger
 	m      *metrics
+	memory *store.MemoryGuard
 }
 
 // New builds a Runner; its metrics are in Collectors.
 func New(o Options) *Runner {
 	r := &Runner{rdb: o.Redis, market: o.Market, owner: o.Owner, reg: registry.New(o.Redis),
-		settle: o.Settle, conc: o.Concurrency, now: o.Now, log: o.Logger, m: newMetrics()}
+		settle: o.Settle, conc: o.Concurrency, now: o.Now, log: o.Logger, m: newMetrics(), memory: o.Memory}
 	if r.settle <= 0 {
 		r.settle = DefaultSettle
 	}
@@ -371,6 +377,22 @@ func (ps *pass) emit(ctx context.Context, d dueBot, openMs int64, sig strategy.S
 				"candle", time.UnixMilli(openMs).UTC(), "signal", sig.String())
 			actions = nil
 		}
+	}
+	if len(actions) > 0 && ps.r.memory.Full(ctx) {
+		// Above the watermark an entry is not accepted, as a webhook's would not be: the
+		// candle is marked and its entry dropped; exits still go (they free money).
+		var kept []queued
+		for _, a := range actions {
+			if a.priority == queue.PriorityStrategyExit {
+				kept = append(kept, a)
+			}
+		}
+		if dropped := len(actions) - len(kept); dropped > 0 {
+			ps.r.m.suppressed.Add(float64(dropped))
+			ps.r.log.Warn("strategy entry not queued: Redis is above its memory watermark", "botId", d.bot.ID,
+				"candle", time.UnixMilli(openMs).UTC(), "signal", sig.String())
+		}
+		actions = kept
 	}
 	spec := d.bot.Strategy
 	closeMs := openMs + d.tf.Milliseconds()

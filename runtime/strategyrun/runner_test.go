@@ -340,6 +340,48 @@ func TestPausedBotIsMarkedNotEmitted(t *testing.T) {
 	f.check(want)
 }
 
+// Above Redis's memory watermark a strategy bot's entries are not queued (counted as
+// suppressed) and its exits are: the same rule as a webhook's signal, with exits let
+// through because they free money.
+func TestEntriesWaitForRoomExitsDoNot(t *testing.T) {
+	f := newFixture(t, "futures")
+	o := &owner{}
+	o.set(f.part)
+	used, err := storetest.UsedMemory(f.ctx, f.rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half of maxmemory free and 90 % asked for: above the watermark, while Redis still
+	// takes writes.
+	if err := storetest.ConfigSet(f.ctx, f.rdb, "maxmemory", fmt.Sprint(2*used)); err != nil {
+		t.Fatal(err)
+	}
+	r := strategyrun.New(strategyrun.Options{Redis: f.rdb, Market: f.mkt, Owner: o, Now: f.clock.Now, Logger: f.quiet,
+		Memory: store.NewMemoryGuard(f.rdb, store.MemoryOptions{Headroom: 0.9})})
+	first := start.Truncate(time.Minute).Add(-time.Minute)
+	for m := 0; m < 60; m++ {
+		r.Evaluate(f.ctx)
+		f.clock.Advance(time.Minute)
+	}
+	last := f.clock.Now().Truncate(time.Minute).Add(-2 * time.Minute)
+	var exits []emission
+	entries := 0
+	for _, e := range f.expected(first, last, false) {
+		if e.action == signal.CloseLong || e.action == signal.CloseShort {
+			exits = append(exits, e)
+		} else {
+			entries++
+		}
+	}
+	if len(exits) == 0 || entries == 0 {
+		t.Fatal("no crossing in an hour: the test proves nothing")
+	}
+	f.check(exits)
+	if got := testutil.ToFloat64(r.Collectors()[2]); got != float64(entries) {
+		t.Fatalf("%v entries counted as suppressed, want %d", got, entries)
+	}
+}
+
 // On spot the short side is never queued; exits of the long side are.
 func TestSpotQueuesNoShortSide(t *testing.T) {
 	f := newFixture(t, "spot")
