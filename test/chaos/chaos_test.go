@@ -97,13 +97,13 @@ func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
 	if len(res.Accepted) != res.Sent {
 		t.Errorf("%d of %d signals acknowledged; answers %v", len(res.Accepted), res.Sent, res.Outcomes)
 	}
-	s.checkRecovered(ctx, t)
-	checkBalances(ctx, t, rdb, s, fleet)
 	// The killed executor was archiving its partitions too: PostgreSQL holds every result
-	// and order once.
+	// and order once (before checkBalances, whose closes add their own).
 	if err := load.WaitArchived(ctx, s.DatabaseURL(), fleet, len(res.Accepted), rec.Orders, time.Minute); err != nil {
 		t.Error(err)
 	}
+	s.checkRecovered(ctx, t)
+	checkBalances(ctx, t, rdb, s, fleet)
 }
 
 // seedOf is the fault schedule's seed: seedEnv's value, or a new one, logged for a replay.
