@@ -75,16 +75,6 @@ func count(t *testing.T, db *pgxpool.Pool, sql string) int {
 	return n
 }
 
-func pool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	p, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
 func streamLen(t *testing.T, rdb redis.UniversalClient) int64 {
 	t.Helper()
 	n, err := rdb.XLen(context.Background(), store.ArchiveOf(bot)).Result()
@@ -163,7 +153,7 @@ func TestACrashAtEitherSideOfTheCommitLosesAndDuplicatesNothing(t *testing.T) {
 	ctx := context.Background()
 	srv, rdb := storetest.New(t)
 	url := dbtest.NewURL(t)
-	db, other := pool(t, url), pool(t, url)
+	db, other := dbtest.Pool(t, url), dbtest.Pool(t, url)
 	facts(t, rdb, 0, 10)
 
 	crashing := srv.Client()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/archive"
@@ -31,16 +30,7 @@ func TestSignalsFillWhilePostgreSQLIsDown(t *testing.T) {
 	}
 	proxy := storetest.NewProxy(t, u.Host)
 	u.Host = proxy.Addr
-	viaProxy, err := pgxpool.New(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(viaProxy.Close)
-	db, err := pgxpool.New(context.Background(), direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	viaProxy, db := dbtest.Pool(t, u.String()), dbtest.Pool(t, direct)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -27,7 +27,7 @@ func TestTheHotWindowRemovesOnlyWhatTheArchiveHolds(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := storetest.New(t)
 	url := dbtest.NewURL(t)
-	db := pool(t, url)
+	db := dbtest.Pool(t, url)
 	now := time.Now().UTC()
 	bot := botIn(5, 1)
 	if err := registry.New(rdb).Project(ctx, registry.Bot{ID: bot, Namespace: "ns", Name: bot, Owner: "a@x.io"}, "hook"); err != nil {
@@ -62,7 +62,7 @@ func TestTheHotWindowRemovesOnlyWhatTheArchiveHolds(t *testing.T) {
 	}
 
 	// PostgreSQL refuses: nothing leaves Redis.
-	down := pool(t, url)
+	down := dbtest.Pool(t, url)
 	down.Close()
 	if r, err := compactor(down).Partitions(ctx, []int{5}, c.Cutoff(now)); err != nil || r.Trades != 0 || r.Orders != 0 {
 		t.Fatalf("with PostgreSQL down: removed %+v (%v), want nothing", r, err)
@@ -98,14 +98,4 @@ func TestTheHotWindowRemovesOnlyWhatTheArchiveHolds(t *testing.T) {
 	if trades != 4 || orders != 5 {
 		t.Fatalf("after the archiver: %d trades and %d orders, want 4 and 5", trades, orders)
 	}
-}
-
-func pool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	p, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
 }

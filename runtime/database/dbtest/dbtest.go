@@ -63,8 +63,14 @@ func Shared() (*Server, error) {
 // t ends.
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := NewURL(t)
-	pool, err := pgxpool.New(t.Context(), url)
+	return Pool(t, NewURL(t))
+}
+
+// Pool is a pool on url (a database of NewURL), closed when t ends: a test that reaches one
+// database through two pools (one of them cut off, say) opens the second with it.
+func Pool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
