@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
@@ -79,15 +80,21 @@ type UsersOptions struct {
 	HashQueue int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// DB, when set, is PostgreSQL, the accounts' record: every change is made there first,
+	// and an account missing from Redis (a lost Redis) is read there and cached again.
+	DB *pgxpool.Pool
 }
 
-// Users stores accounts in Redis.
+// Users stores accounts: in Redis, and with UsersOptions.DB in PostgreSQL as their record
+// with Redis as its cache.
 type Users struct {
 	rdb   redis.UniversalClient
 	h     *hasher
 	now   func() time.Time
 	dummy string // a hash verified for unknown emails, so both paths cost the same
 	oauth *OAuth // revokes authorizations on a password change
+	// record is PostgreSQL's table of accounts (nil without a database).
+	record *userDB
 	// Wallets is the Strategy Lab wallet store the accounts' balances are read from and
 	// opened in.
 	Wallets *wallet.Wallets
@@ -105,6 +112,9 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 	u.oauth = &OAuth{rdb: rdb, now: o.Now}
 	u.Wallets = wallet.New(rdb, o.Now)
 	u.dummy = u.h.Dummy()
+	if o.DB != nil {
+		u.record = &userDB{db: o.DB}
+	}
 	return u
 }
 
@@ -169,22 +179,22 @@ func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 		return User{}, err
 	}
 	usr := User{ID: uuid.NewString(), Name: name, Email: email, Tier: tier, StrategyLabBalanceUsd: n.Wallet,
-		Generation: 1, CreatedAt: u.now().UTC(), passwordHash: hash}
-	if _, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, store.User(usr.ID), fUserID, usr.ID, fUserName, name, fUserEmail, email, fUserPassword, hash,
-			fUserTier, tier.Slug, fUserTelegram, "0", fUserGen, "1",
-			fUserCreated, strconv.FormatInt(usr.CreatedAt.UnixMilli(), 10))
-		p.SAdd(ctx, store.Users(), usr.ID)
-		return nil
-	}); err != nil {
-		return User{}, err
+		Generation: 1, CreatedAt: u.now().UTC().Truncate(time.Millisecond), passwordHash: hash}
+	if u.record != nil {
+		// The record first: an email PostgreSQL holds is taken, whatever Redis says.
+		if err := u.record.insert(ctx, usr); err != nil {
+			return User{}, err
+		}
+	}
+	if err := u.cache(ctx, usr); err != nil {
+		return User{}, errors.Join(err, u.forget(ctx, usr.ID))
 	}
 	if _, err := u.Wallets.Open(ctx, usr.ID, n.Wallet); err != nil {
 		return User{}, err
 	}
 	claimed, err := u.rdb.SetNX(ctx, store.UserByEmail(email), usr.ID, 0).Result()
 	if err != nil {
-		return User{}, err
+		return User{}, errors.Join(err, u.forget(ctx, usr.ID))
 	}
 	if !claimed {
 		_, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -193,9 +203,54 @@ func (u *Users) Create(ctx context.Context, n NewUser) (User, error) {
 			p.Del(ctx, store.Wallet(usr.ID), store.WalletLedger(usr.ID))
 			return nil
 		})
-		return User{}, errors.Join(ErrEmailTaken, err)
+		return User{}, errors.Join(ErrEmailTaken, err, u.forget(ctx, usr.ID))
 	}
 	return usr, nil
+}
+
+// cache writes usr's hash and its membership of the set of all accounts to Redis.
+func (u *Users) cache(ctx context.Context, usr User) error {
+	tg := "0"
+	if usr.TelegramLinked {
+		tg = "1"
+	}
+	_, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, store.User(usr.ID), fUserID, usr.ID, fUserName, usr.Name, fUserEmail, usr.Email, fUserPassword,
+			usr.passwordHash, fUserTier, usr.Tier.Slug, fUserTelegram, tg, fUserGen, strconv.FormatInt(usr.Generation, 10),
+			fUserCreated, strconv.FormatInt(usr.CreatedAt.UnixMilli(), 10))
+		p.SAdd(ctx, store.Users(), usr.ID)
+		return nil
+	})
+	return err
+}
+
+// forget undoes the record's half of a Create that failed in Redis.
+func (u *Users) forget(ctx context.Context, id string) error {
+	if u.record == nil {
+		return nil
+	}
+	return u.record.remove(ctx, id)
+}
+
+// recall reads from the record an account Redis does not hold (by column id or email) and
+// caches it again, email index included; ErrNotFound when the record has none either (or
+// there is no record).
+func (u *Users) recall(ctx context.Context, column, v string) (User, error) {
+	if u.record == nil {
+		return User{}, ErrNotFound
+	}
+	usr, err := u.record.get(ctx, column, v)
+	if err != nil {
+		return User{}, err
+	}
+	if err := u.cache(ctx, usr); err != nil {
+		return User{}, err
+	}
+	if err := u.rdb.SetNX(ctx, store.UserByEmail(usr.Email), usr.ID, 0).Err(); err != nil {
+		return User{}, err
+	}
+	usr.StrategyLabBalanceUsd, err = u.Wallets.Balance(ctx, usr.ID)
+	return usr, err
 }
 
 // Get reads one account.
@@ -208,7 +263,7 @@ func (u *Users) Get(ctx context.Context, id string) (User, error) {
 		return User{}, err
 	}
 	if len(m) == 0 || m[fUserID] == "" {
-		return User{}, ErrNotFound
+		return u.recall(ctx, "id", id)
 	}
 	usr, err := decodeUser(m)
 	if err != nil {
@@ -222,7 +277,7 @@ func (u *Users) Get(ctx context.Context, id string) (User, error) {
 func (u *Users) ByEmail(ctx context.Context, email string) (User, error) {
 	id, err := u.rdb.Get(ctx, store.UserByEmail(email)).Result()
 	if errors.Is(err, redis.Nil) {
-		return User{}, ErrNotFound
+		return u.recall(ctx, "email", emails.Canonical(email))
 	}
 	if err != nil {
 		return User{}, err
@@ -292,10 +347,16 @@ if redis.call('HGET', KEYS[1], 'pw') == ARGV[1] then redis.call('HSET', KEYS[1],
 return 1
 `)
 
+// setPasswordScript stores a new hash (ARGV[1]) and moves the generation on: to ARGV[2],
+// the record's new generation, or one past the cached one, whichever is higher (0: no
+// record).
 var setPasswordScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 redis.call('HSET', KEYS[1], 'pw', ARGV[1])
-return redis.call('HINCRBY', KEYS[1], 'gen', 1)
+local gen = (tonumber(redis.call('HGET', KEYS[1], 'gen')) or 0) + 1
+if tonumber(ARGV[2]) > gen then gen = tonumber(ARGV[2]) end
+redis.call('HSET', KEYS[1], 'gen', gen)
+return gen
 `)
 
 // SetPassword replaces a password. It bumps the user's generation, which invalidates every
@@ -310,7 +371,16 @@ func (u *Users) SetPassword(ctx context.Context, id, password string) error {
 	if err != nil {
 		return err
 	}
-	gen, err := setPasswordScript.Run(ctx, u.rdb, []string{store.User(id)}, hash).Int64()
+	var recorded int64
+	if u.record != nil {
+		if _, err := u.Get(ctx, id); err != nil { // cached again if Redis lost it
+			return err
+		}
+		if recorded, err = u.record.setPassword(ctx, id, hash); err != nil {
+			return err
+		}
+	}
+	gen, err := setPasswordScript.Run(ctx, u.rdb, []string{store.User(id)}, hash, recorded).Int64()
 	if err != nil {
 		return err
 	}
@@ -368,6 +438,11 @@ func (u *Users) SetTier(ctx context.Context, id, slug string) (TierChange, error
 	if err != nil {
 		return TierChange{}, err
 	}
+	if u.record != nil {
+		if err := u.record.set(ctx, id, "tier", to.Slug); err != nil {
+			return TierChange{}, err
+		}
+	}
 	if err := u.rdb.HSet(ctx, store.User(id), fUserTier, to.Slug).Err(); err != nil {
 		return TierChange{}, err
 	}
@@ -387,12 +462,13 @@ func (u *Users) SetTelegramLinked(ctx context.Context, id string, linked bool) e
 	if linked {
 		v = "1"
 	}
-	n, err := u.rdb.Exists(ctx, store.User(id)).Result()
-	if err != nil {
+	if _, err := u.Get(ctx, id); err != nil { // ErrNotFound, or cached again from the record
 		return err
 	}
-	if n == 0 {
-		return ErrNotFound
+	if u.record != nil {
+		if err := u.record.set(ctx, id, "telegram_linked", linked); err != nil {
+			return err
+		}
 	}
 	return u.rdb.HSet(ctx, store.User(id), fUserTelegram, v).Err()
 }
@@ -485,4 +561,17 @@ func (u *Users) List(ctx context.Context) ([]User, error) {
 		}
 	}
 	return listed, nil
+}
+
+// Backfill writes to the record every account Redis holds that the record does not (made
+// before the accounts had a record), and returns how many; nothing without a record.
+func (u *Users) Backfill(ctx context.Context) (int, error) {
+	if u.record == nil {
+		return 0, nil
+	}
+	all, err := u.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return u.record.backfill(ctx, all)
 }

@@ -1,0 +1,112 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sigops/sigops/runtime/errs"
+)
+
+// userDB is PostgreSQL's table of accounts: their record. Redis's user hashes are a cache
+// of it (Users reads Redis and, on a miss, reads here and fills Redis again). Every change
+// is made here first, so that a change PostgreSQL refused is made nowhere.
+type userDB struct {
+	db *pgxpool.Pool
+}
+
+// unavailable is a PostgreSQL failure as a caller sees it: the account store cannot take
+// changes for a moment; nothing was changed.
+func unavailable(err error) error {
+	e := errs.Wrap(err, errs.ServiceUnavailable, "accounts cannot be changed for a moment; nothing was changed: try again")
+	e.RetryAfter = 5 * time.Second
+	return e
+}
+
+const userColumns = `id, email, name, password_hash, tier, telegram_linked, generation, created_at`
+
+// insert adds usr; ErrEmailTaken when its email is another account's.
+func (d userDB) insert(ctx context.Context, usr User) error {
+	_, err := d.db.Exec(ctx, `INSERT INTO users (`+userColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		usr.ID, usr.Email, usr.Name, usr.passwordHash, usr.Tier.Slug, usr.TelegramLinked, usr.Generation, usr.CreatedAt)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return ErrEmailTaken
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// remove deletes an account row (undoing an insert whose Redis half failed).
+func (d userDB) remove(ctx context.Context, id string) error {
+	_, err := d.db.Exec(ctx, `DELETE FROM users WHERE id = $1`, id)
+	return err
+}
+
+// get reads the account whose column equals v (id or email); ErrNotFound when none.
+func (d userDB) get(ctx context.Context, column, v string) (User, error) {
+	var usr User
+	var tier string
+	err := d.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE `+column+` = $1`, v).Scan(&usr.ID, &usr.Email,
+		&usr.Name, &usr.passwordHash, &tier, &usr.TelegramLinked, &usr.Generation, &usr.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, unavailable(err)
+	}
+	if usr.Tier, err = TierOf(tier); err != nil {
+		return User{}, fmt.Errorf("user %s: %w", usr.ID, err)
+	}
+	usr.CreatedAt = usr.CreatedAt.UTC()
+	return usr, nil
+}
+
+// setPassword stores a new hash and bumps the generation; it returns the new generation.
+func (d userDB) setPassword(ctx context.Context, id, hash string) (int64, error) {
+	var gen int64
+	err := d.db.QueryRow(ctx, `UPDATE users SET password_hash = $2, generation = generation + 1 WHERE id = $1 RETURNING generation`,
+		id, hash).Scan(&gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	return gen, nil
+}
+
+// set changes one column of an account (tier, telegram_linked).
+func (d userDB) set(ctx context.Context, id, column string, v any) error {
+	tag, err := d.db.Exec(ctx, `UPDATE users SET `+column+` = $2 WHERE id = $1`, id, v)
+	if err != nil {
+		return unavailable(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// backfill writes accounts that exist in Redis only (made before PostgreSQL held them),
+// leaving every existing row alone; it returns how many it wrote.
+func (d userDB) backfill(ctx context.Context, users []User) (int, error) {
+	n := 0
+	for _, usr := range users {
+		tag, err := d.db.Exec(ctx, `INSERT INTO users (`+userColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT DO NOTHING`, usr.ID, usr.Email, usr.Name, usr.passwordHash, usr.Tier.Slug, usr.TelegramLinked,
+			usr.Generation, usr.CreatedAt)
+		if err != nil {
+			return n, err
+		}
+		n += int(tag.RowsAffected())
+	}
+	return n, nil
+}
