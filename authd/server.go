@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -29,7 +30,9 @@ import (
 // Options configure the server.
 type Options struct {
 	Redis redis.UniversalClient
-	Keys  *auth.Keyring
+	// DB, when set, is PostgreSQL, the accounts' record (auth.UsersOptions.DB).
+	DB   *pgxpool.Pool
+	Keys *auth.Keyring
 	// BaseURL is {base_url}, the issuer: scheme and host, no path (https://sigops.example).
 	BaseURL string
 	// MCPURL is {mcp_url}, the origin of the hosted MCP server (empty: BaseURL).
@@ -126,7 +129,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, apiResource: o.BaseURL + "/api", mcpResource: o.MCPURL + "/mcp"}
 	s.users = auth.NewUsers(o.Redis, auth.UsersOptions{KDF: o.KDF, HashConcurrency: o.HashConcurrency,
-		HashQueue: o.HashQueue, Now: o.Now})
+		HashQueue: o.HashQueue, Now: o.Now, DB: o.DB})
 	s.sessions = auth.NewSessions(o.Redis, o.Now)
 	s.oauth = auth.NewOAuth(o.Redis, auth.OAuthOptions{AllowLocalhostRedirects: o.AllowLocalhostRedirects, Now: o.Now})
 	s.issuer = auth.NewIssuer(auth.IssuerOptions{Redis: o.Redis, Keys: o.Keys, Issuer: o.BaseURL, APIAudience: s.apiResource, Now: o.Now})

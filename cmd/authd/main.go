@@ -155,7 +155,7 @@ func run(logger *slog.Logger, c serveConfig) error {
 	if err != nil {
 		return err
 	}
-	srv, err := authd.New(authd.Options{Redis: rdb, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL, Audit: apis.Audit, APIs: apis,
+	srv, err := authd.New(authd.Options{Redis: rdb, DB: apis.DB, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL, Audit: apis.Audit, APIs: apis,
 		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version,
 		HashConcurrency: c.hashConcurrency, HashQueue: hashQueue(c.hashQueue),
 		RegisterPerNet48: perHour(auth.RegisterPerNet48, c.registerPer48), RegisterGlobal: perHour(auth.RegisterGlobal, c.registerGlobal),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/database"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -36,7 +37,17 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer rdb.Close()
-	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, auth.UsersOptions{}), apps: apppolicy.NewPolicies(rdb, nil),
+	uo := auth.UsersOptions{}
+	if c.databaseURL != "" {
+		// The accounts' record: applied and reached before any change.
+		db, err := database.Open(ctx, c.databaseURL, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		uo.DB = db
+	}
+	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, uo), apps: apppolicy.NewPolicies(rdb, nil),
 		stdin: stdin, stdout: stdout}
 	return run.run(ctx)
 }
@@ -45,6 +56,7 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 type usersCommand struct {
 	name                                  string
 	redis                                 store.Options
+	databaseURL                           string
 	email, userName, tier, wallet, amount string
 	passwordFile                          string
 	passwordStdin                         bool
@@ -86,6 +98,8 @@ func parseUsers(name string, args []string) (usersCommand, error) {
 func (c *usersCommand) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("users "+c.name, flag.ContinueOnError)
 	store.BindFlags(fs, &c.redis)
+	fs.StringVar(&c.databaseURL, "database-url", os.Getenv(database.URLEnv),
+		"PostgreSQL, the accounts' record (default $"+database.URLEnv+"; empty: Redis alone)")
 	fs.StringVar(&c.email, "email", "", "the account's email")
 	switch c.name {
 	case "create", "ensure":

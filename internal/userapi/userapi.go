@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -90,6 +91,9 @@ type APIs struct {
 	Audit   *audit.Journal
 	// Fleet is nil without BotActions.
 	Fleet *fleet.Fleet
+	// DB is PostgreSQL (nil without --database-url): the accounts' record and the history
+	// archive.
+	DB *pgxpool.Pool
 	// Memory is the Redis memory watermark the daemon refuses new signals and orders at
 	// (nil: never; Build sets it from the flags).
 	Memory *store.MemoryGuard
@@ -118,18 +122,31 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 			return nil, err
 		}
 	}
-	a := assemble(rdb, prices, po, known.Get, labMetrics, f.Audit, logger)
-	a.Memory = store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: f.MemoryHeadroom})
-	a.Trading.WithMemoryGuard(a.Memory)
+	var pool *pgxpool.Pool
 	if f.DatabaseURL != "" {
-		pool, err := database.Pool(ctx, f.DatabaseURL)
-		if err != nil {
+		if pool, err = database.Pool(ctx, f.DatabaseURL); err != nil {
 			return nil, err
 		}
-		// The executor applies the schema too; whoever is first does it (advisory lock).
-		go func() { _ = database.MigrateWhenUp(ctx, pool, logger) }()
 		go func() { <-ctx.Done(); pool.Close() }()
+	}
+	a := assemble(rdb, pool, prices, po, known.Get, labMetrics, f.Audit, logger)
+	a.Memory = store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: f.MemoryHeadroom})
+	a.Trading.WithMemoryGuard(a.Memory)
+	if pool != nil {
+		a.DB = pool
 		a.Trading.WithHistory(history.New(rdb, pool, logger))
+		// The executor applies the schema too; whoever is first does it (advisory lock).
+		// Then the accounts made before PostgreSQL held them are written to it, once.
+		go func() {
+			if database.MigrateWhenUp(ctx, pool, logger) != nil {
+				return
+			}
+			if n, err := a.Users.Backfill(ctx); err != nil {
+				logger.Warn("accounts: backfill to PostgreSQL failed; retried at the next start", "error", err)
+			} else if n > 0 {
+				logger.Info("accounts: written to PostgreSQL", "accounts", n)
+			}
+		}()
 	}
 	if f.BotActions {
 		if a.Fleet, err = newFleet(rdb); err != nil {
@@ -143,14 +160,14 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 // exchange access and no fleet: what a test, or a daemon given no flags, reads with.
 func OnRedis(rdb redis.UniversalClient) *APIs {
 	prices := marketdata.NewSimulated(marketdata.SimulatedOptions{})
-	return assemble(rdb, prices, portfolio.Options{Redis: rdb, Prices: prices},
+	return assemble(rdb, nil, prices, portfolio.Options{Redis: rdb, Prices: prices},
 		webhookd.NewKnownSymbols(paper.Symbols()).Get, nil, audit.Options{}, slog.Default())
 }
 
 // assemble builds the APIs from their parts (labMetrics nil: counted nowhere).
-func assemble(rdb redis.UniversalClient, prices marketdata.Provider, po portfolio.Options, symbols func() *signal.Symbols,
+func assemble(rdb redis.UniversalClient, db *pgxpool.Pool, prices marketdata.Provider, po portfolio.Options, symbols func() *signal.Symbols,
 	labMetrics *lab.Metrics, ao audit.Options, logger *slog.Logger) *APIs {
-	users := auth.NewUsers(rdb, auth.UsersOptions{})
+	users := auth.NewUsers(rdb, auth.UsersOptions{DB: db})
 	// The exchange clients the portfolio reads with (nil without a master key: previews of
 	// exchange bots answer EXCHANGE_DISCONNECTED, as the executor would).
 	clients, _ := po.Clients.(*connectors.Clients)

@@ -58,7 +58,7 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 	// authd, and the demo account the samples belong to (tier team, some wallet credit).
 	s.printf("creating the demo account %s (tier team)\n", DemoEmail)
 	ensure := exec.CommandContext(ctx, bins["authd"], append([]string{"users", "ensure", "--email", DemoEmail, "--name", "Demo",
-		"--tier", "team", "--wallet", "100", "--password-file", s.demoPassword}, redisArgs...)...)
+		"--tier", "team", "--wallet", "100", "--password-file", s.demoPassword, "--database-url=" + s.postgres.URL}, redisArgs...)...)
 	if out, err := ensure.CombinedOutput(); err != nil {
 		return fmt.Errorf("authd users ensure: %w\n%s", err, out)
 	}

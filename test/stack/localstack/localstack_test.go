@@ -1,8 +1,12 @@
 package localstack
 
 import (
+	"bytes"
+	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -134,5 +138,21 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		if h := e.Health(ctx); h != "ready" && h != "running" {
 			t.Errorf("%s: %s", e.Name, h)
 		}
+	}
+
+	// Redis lost entirely: the demo account is in PostgreSQL, so its owner signs in with
+	// the same password.
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 30 * time.Second}
+	body, _ := json.Marshal(map[string]string{"email": DemoEmail, "password": s.Password})
+	resp, err := hc.Post(s.BaseURL()+"/api/auth/login", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign in after FLUSHALL: %d, want 200", resp.StatusCode)
 	}
 }
