@@ -126,7 +126,6 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	consumer := queue.NewConsumer(qrdb, qopts)
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
-	sopts.Memory = store.NewMemoryGuard(rdb, store.MemoryOptions{Headroom: sopts.Headroom})
 	strategies := strategyrun.New(sopts)
 	archiver, progress, closeDB, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
 	if err != nil {
@@ -151,14 +150,19 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors())
 
 	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
+	// The consumer's Run returns after finishing the signal in hand once ctx ends
+	// (graceful shutdown).
+	return runAll(ctx, ops, func(ctx context.Context) error { return consumer.Run(ctx, exec.Handle) },
+		watcher.Run, strategies.Run, engine.Run, compactor.Run, archiver.Run)
+}
+
+// runAll runs every loop and the ops server until ctx ends or one of them fails, then shuts
+// the server down; a cancelled context is a clean end.
+func runAll(ctx context.Context, ops *http.Server, loops ...func(context.Context) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	// Run returns after finishing the signal in hand once ctx ends (graceful shutdown).
-	g.Go(func() error { return consumer.Run(gctx, exec.Handle) })
-	g.Go(func() error { return watcher.Run(gctx) })
-	g.Go(func() error { return strategies.Run(gctx) })
-	g.Go(func() error { return engine.Run(gctx) })
-	g.Go(func() error { return compactor.Run(gctx) })
-	g.Go(func() error { return archiver.Run(gctx) })
+	for _, loop := range loops {
+		g.Go(func() error { return loop(gctx) })
+	}
 	g.Go(func() error {
 		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -171,7 +175,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 		defer cancel()
 		return ops.Shutdown(shutdown)
 	})
-	err = g.Wait()
+	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -156,12 +156,44 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 	if err := a.loadProgress(ctx, parts); err != nil {
 		return 0, false, err
 	}
+	msgs, backlog, err := a.read(ctx, parts)
+	if err != nil {
+		return 0, false, err
+	}
+	c, err := a.plan(parts, msgs)
+	if err != nil {
+		return 0, false, err
+	}
+	a.m.backlog.Set(float64(backlog))
+	if c.copied == 0 {
+		a.m.lag.Set(0)
+		return 0, false, nil
+	}
+	a.m.lag.Set(max(0, a.o.Now().Sub(c.oldest).Seconds()))
+	if err := commit(ctx, a.o.DB, c.batch); err != nil {
+		return 0, false, fmt.Errorf("archive: write to PostgreSQL: %w", err)
+	}
+	for kind, n := range c.rows {
+		a.m.rows.WithLabelValues(kind).Add(n)
+	}
+	if err := a.trim(ctx, c.last); err != nil {
+		return c.copied, c.full, err
+	}
+	a.m.backlog.Set(float64(max(0, backlog-int64(c.copied))))
+	a.m.lag.Set(0)
+	return c.copied, c.full, nil
+}
+
+// read reads, for each of parts, at most Batch entries after PostgreSQL's position, and the
+// streams' lengths summed (the backlog).
+//
+// Only what the replicas hold is copied: an entry read from a master that then fails over
+// before replicating it would be a fact the system lost but the archive kept. The fence
+// write after the reads, with the WAIT that AckPipelined adds on the same connection,
+// covers every entry written before it (with --redis-min-replicas-ack).
+func (a *Archiver) read(ctx context.Context, parts []int) ([][]redis.XMessage, int64, error) {
 	reads := make([]*redis.XMessageSliceCmd, len(parts))
 	lens := make([]*redis.IntCmd, len(parts))
-	// Only what the replicas hold is copied: an entry read from a master that then fails
-	// over before replicating it would be a fact the system lost but the archive kept. The
-	// fence write after the reads, with the WAIT that AckPipelined adds on the same
-	// connection, covers every entry written before it (with --redis-min-replicas-ack).
 	if _, err := store.AckPipelined(ctx, a.o.Redis, func(p redis.Pipeliner) error {
 		for i, part := range parts {
 			key := store.Archive(part)
@@ -171,58 +203,68 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 		p.Set(ctx, store.ArchiveFence(), "1", time.Second)
 		return nil
 	}); err != nil {
-		return 0, false, fmt.Errorf("archive: read the streams: %w", err)
+		return nil, 0, fmt.Errorf("archive: read the streams: %w", err)
 	}
+	msgs := make([][]redis.XMessage, len(parts))
 	var backlog int64
-	var oldest time.Time
-	batch := &pgx.Batch{}
-	last := map[int]entryID{}
-	rows := map[string]float64{}
+	for i := range parts {
+		msgs[i], backlog = reads[i].Val(), backlog+lens[i].Val()
+	}
+	return msgs, backlog, nil
+}
+
+// copyPlan is one step's copy: the rows and new positions to commit together, and what the
+// metrics need of it.
+type copyPlan struct {
+	batch *pgx.Batch
+	// last is each copied stream's new position.
+	last map[int]entryID
+	// rows counts the entries by kind; copied is their total, full whether a stream had
+	// more than a batch, oldest the time of the oldest entry.
+	rows   map[string]float64
+	copied int
+	full   bool
+	oldest time.Time
+}
+
+// plan turns the entries read from each of parts into rows and positions.
+func (a *Archiver) plan(parts []int, msgs [][]redis.XMessage) (copyPlan, error) {
+	c := copyPlan{batch: &pgx.Batch{}, last: map[int]entryID{}, rows: map[string]float64{}}
 	for i, part := range parts {
-		backlog += lens[i].Val()
-		msgs := reads[i].Val()
-		if len(msgs) == 0 {
+		if len(msgs[i]) == 0 {
 			continue
 		}
-		full = full || len(msgs) == a.o.Batch
-		for _, msg := range msgs {
-			kind, err := queueRow(batch, msg)
+		c.full = c.full || len(msgs[i]) == a.o.Batch
+		for _, msg := range msgs[i] {
+			kind, err := queueRow(c.batch, msg)
 			if err != nil {
 				// An entry this version cannot read is kept in the stream (never trimmed
 				// past) and reported: copying around it would lose it.
-				return 0, false, fmt.Errorf("archive: entry %s of %s: %w", msg.ID, store.Archive(part), err)
+				return copyPlan{}, fmt.Errorf("archive: entry %s of %s: %w", msg.ID, store.Archive(part), err)
 			}
-			rows[kind]++
+			c.rows[kind]++
 		}
-		id, err := parseID(msgs[len(msgs)-1].ID)
+		id, err := parseID(msgs[i][len(msgs[i])-1].ID)
 		if err != nil {
-			return 0, false, err
+			return copyPlan{}, err
 		}
-		first, _ := parseID(msgs[0].ID)
-		if t := time.UnixMilli(first.ms); oldest.IsZero() || t.Before(oldest) {
-			oldest = t
+		first, _ := parseID(msgs[i][0].ID)
+		if t := time.UnixMilli(first.ms); c.oldest.IsZero() || t.Before(c.oldest) {
+			c.oldest = t
 		}
-		last[part] = id
-		copied += len(msgs)
-		batch.Queue(`INSERT INTO archive_progress (stream, last_ms, last_seq, updated_at) VALUES ($1, $2, $3, now())
+		c.last[part] = id
+		c.copied += len(msgs[i])
+		c.batch.Queue(`INSERT INTO archive_progress (stream, last_ms, last_seq, updated_at) VALUES ($1, $2, $3, now())
 			ON CONFLICT (stream) DO UPDATE SET last_ms = EXCLUDED.last_ms, last_seq = EXCLUDED.last_seq, updated_at = now()
 			WHERE (archive_progress.last_ms, archive_progress.last_seq) < (EXCLUDED.last_ms, EXCLUDED.last_seq)`,
 			store.Archive(part), id.ms, id.seq)
 	}
-	a.m.backlog.Set(float64(backlog))
-	if oldest.IsZero() {
-		a.m.lag.Set(0)
-		return 0, false, nil
-	}
-	a.m.lag.Set(max(0, a.o.Now().Sub(oldest).Seconds()))
-	if err := pgx.BeginFunc(ctx, a.o.DB, func(tx pgx.Tx) error { return tx.SendBatch(ctx, batch).Close() }); err != nil {
-		return 0, false, fmt.Errorf("archive: write to PostgreSQL: %w", err)
-	}
-	for kind, n := range rows {
-		a.m.rows.WithLabelValues(kind).Add(n)
-	}
-	// Committed: trim each stream up to its new position. A failure here leaves entries
-	// that the next step skips (they are before the position) and trims.
+	return c, nil
+}
+
+// trim records the committed positions and trims each stream up to its own. A failure
+// leaves entries that the next step skips (they are before the position) and trims.
+func (a *Archiver) trim(ctx context.Context, last map[int]entryID) error {
 	if _, err := a.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for part, id := range last {
 			a.done[part] = id
@@ -230,11 +272,17 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 		}
 		return nil
 	}); err != nil {
-		return copied, full, fmt.Errorf("archive: trim the streams: %w", err)
+		return fmt.Errorf("archive: trim the streams: %w", err)
 	}
-	a.m.backlog.Set(float64(max(0, backlog-int64(copied))))
-	a.m.lag.Set(0)
-	return copied, full, nil
+	return nil
+}
+
+// commit sends a batch of rows in one transaction: all of it is written, or none.
+func commit(ctx context.Context, db *pgxpool.Pool, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 }
 
 // partitions are the partitions to archive now.
@@ -351,7 +399,7 @@ func (k Keeper) Trades(ctx context.Context, trades []position.Trade) error {
 	for _, t := range trades {
 		queueTrade(b, t)
 	}
-	return k.send(ctx, b)
+	return commit(ctx, k.DB, b)
 }
 
 // Orders writes order records (a row newer than a record stays).
@@ -360,12 +408,5 @@ func (k Keeper) Orders(ctx context.Context, recs []position.OrderRecord) error {
 	for _, r := range recs {
 		queueOrder(b, r)
 	}
-	return k.send(ctx, b)
-}
-
-func (k Keeper) send(ctx context.Context, b *pgx.Batch) error {
-	if b.Len() == 0 {
-		return nil
-	}
-	return pgx.BeginFunc(ctx, k.DB, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+	return commit(ctx, k.DB, b)
 }

@@ -30,10 +30,16 @@ func unavailable(err error) error {
 
 const userColumns = `id, email, name, password_hash, tier, telegram_linked, generation, created_at`
 
+const insertUser = `INSERT INTO users (` + userColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// userRow is usr's values in userColumns' order.
+func userRow(usr User) []any {
+	return []any{usr.ID, usr.Email, usr.Name, usr.passwordHash, usr.Tier.Slug, usr.TelegramLinked, usr.Generation, usr.CreatedAt}
+}
+
 // insert adds usr; ErrEmailTaken when its email is another account's.
 func (d userDB) insert(ctx context.Context, usr User) error {
-	_, err := d.db.Exec(ctx, `INSERT INTO users (`+userColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		usr.ID, usr.Email, usr.Name, usr.passwordHash, usr.Tier.Slug, usr.TelegramLinked, usr.Generation, usr.CreatedAt)
+	_, err := d.db.Exec(ctx, insertUser, userRow(usr)...)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return ErrEmailTaken
@@ -100,9 +106,7 @@ func (d userDB) set(ctx context.Context, id, column string, v any) error {
 func (d userDB) backfill(ctx context.Context, users []User) (int, error) {
 	n := 0
 	for _, usr := range users {
-		tag, err := d.db.Exec(ctx, `INSERT INTO users (`+userColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT DO NOTHING`, usr.ID, usr.Email, usr.Name, usr.passwordHash, usr.Tier.Slug, usr.TelegramLinked,
-			usr.Generation, usr.CreatedAt)
+		tag, err := d.db.Exec(ctx, insertUser+` ON CONFLICT DO NOTHING`, userRow(usr)...)
 		if err != nil {
 			return n, err
 		}

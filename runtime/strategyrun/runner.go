@@ -67,10 +67,9 @@ type Options struct {
 	// Now is the clock (time.Now); candles closed before Now are the ones evaluated.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Memory, when set, keeps entries from being queued while Redis is above its memory
-	// watermark, as the intake refuses webhook signals; exits are always queued. Headroom
-	// is the flag the daemon builds it from.
-	Memory   *store.MemoryGuard
+	// Headroom, when above 0, keeps entries from being queued while less than that share
+	// of Redis's maxmemory is free (store.MemoryGuard), as the intake refuses webhook
+	// signals; exits are always queued.
 	Headroom float64
 }
 
@@ -91,7 +90,10 @@ type Runner struct {
 // New builds a Runner; its metrics are in Collectors.
 func New(o Options) *Runner {
 	r := &Runner{rdb: o.Redis, market: o.Market, owner: o.Owner, reg: registry.New(o.Redis),
-		settle: o.Settle, conc: o.Concurrency, now: o.Now, log: o.Logger, m: newMetrics(), memory: o.Memory}
+		settle: o.Settle, conc: o.Concurrency, now: o.Now, log: o.Logger, m: newMetrics()}
+	if o.Headroom > 0 {
+		r.memory = store.NewMemoryGuard(o.Redis, store.MemoryOptions{Headroom: o.Headroom})
+	}
 	if r.settle <= 0 {
 		r.settle = DefaultSettle
 	}

@@ -357,7 +357,7 @@ func TestEntriesWaitForRoomExitsDoNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := strategyrun.New(strategyrun.Options{Redis: f.rdb, Market: f.mkt, Owner: o, Now: f.clock.Now, Logger: f.quiet,
-		Memory: store.NewMemoryGuard(f.rdb, store.MemoryOptions{Headroom: 0.9})})
+		Headroom: 0.9})
 	first := start.Truncate(time.Minute).Add(-time.Minute)
 	for m := 0; m < 60; m++ {
 		r.Evaluate(f.ctx)
