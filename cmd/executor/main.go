@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/sigops/sigops/runtime/archive"
 	"github.com/sigops/sigops/runtime/credentials"
@@ -127,11 +128,13 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
 	strategies := strategyrun.New(sopts)
-	archiver, progress, closeDB, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
+	archiver, progress, db, err := archiverOf(ctx, databaseURL, rdb, consumer, logger)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	if db != nil {
+		defer db.Close()
+	}
 	// History is compacted where its partition's lease is held; finished order records live
 	// as long. With the archive, Redis keeps only the hot window of what PostgreSQL holds.
 	hopts.Redis, hopts.Owner, hopts.Archive = rdb, consumer, progress
@@ -140,6 +143,8 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 		return err
 	}
 	position.SetOrderTTL(compactor.Retention())
+	// The Strategy Lab's wallet and job outbox are in the same database.
+	lo.DB = db
 	engine, closeLab, err := labEngine(ctx, ro, consumer, &lo)
 	if err != nil {
 		return err
@@ -185,19 +190,19 @@ func runAll(ctx context.Context, ops *http.Server, loops ...func(context.Context
 // archiverOf builds the archiver of the partitions this executor's consumer holds. Its pool
 // connects on first use and the schema is migrated once PostgreSQL answers: the executor
 // starts, and signals fill, while the database is down. Without a URL it archives nothing
-// (a warning says so), and its Run waits for the end.
+// (a warning says so, and the pool is nil), and its Run waits for the end.
 func archiverOf(ctx context.Context, url string, rdb redis.UniversalClient, consumer *queue.Consumer,
-	logger *slog.Logger) (*archive.Archiver, retention.Archive, func(), error) {
+	logger *slog.Logger) (*archive.Archiver, retention.Archive, *pgxpool.Pool, error) {
 	if url == "" {
 		logger.Warn("no --database-url: trading history is not archived to PostgreSQL, and the archive streams grow in Redis")
-		return archive.Disabled(), nil, func() {}, nil
+		return archive.Disabled(), nil, nil, nil
 	}
 	pool, err := database.Pool(ctx, url)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	a := archive.New(archive.Options{Redis: rdb, DB: pool, Owner: consumer, Logger: logger, Migrate: database.MigrateWhenUp})
-	return a, archive.Keeper{DB: pool}, pool.Close, nil
+	return a, archive.Keeper{DB: pool}, pool, nil
 }
 
 // labEngine builds the Strategy Lab's engine. It serves the jobs of the partitions this

@@ -178,7 +178,7 @@ func assemble(rdb redis.UniversalClient, db *pgxpool.Pool, prices marketdata.Pro
 		// The market data source is the candles' fallback, as in webhookd.
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger}),
 		// The Lab queues jobs and charges the wallet; the executors run them.
-		Lab: lab.New(lab.Options{Redis: rdb, Users: users, Metrics: labMetrics})}
+		Lab: lab.New(lab.Options{Redis: rdb, DB: db, Wallets: users.Wallets, Users: users, Metrics: labMetrics})}
 }
 
 // newFleet is the fleet on the API server of the in-cluster config or --kubeconfig

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
@@ -21,11 +23,15 @@ func TestAccountsSurviveALostRedis(t *testing.T) {
 	url := dbtest.NewURL(t)
 	db := dbtest.Pool(t, url)
 	users := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, DB: db})
-	usr, err := users.Create(ctx, auth.NewUser{Email: "Ada@Example.com", Name: "Ada", Password: "correct horse battery", Tier: auth.TierPro})
+	usr, err := users.Create(ctx, auth.NewUser{Email: "Ada@Example.com", Name: "Ada", Password: "correct horse battery", Tier: auth.TierPro,
+		Wallet: decimal.RequireFromString("12.34")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := users.SetPassword(ctx, usr.ID, "a new long password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := users.Wallets.Credit(ctx, usr.ID, decimal.RequireFromString("0.66")); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
@@ -36,8 +42,9 @@ func TestAccountsSurviveALostRedis(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sign in after FLUSHALL: %v", err)
 	}
-	if got.ID != usr.ID || got.Tier.Slug != auth.TierPro || got.Generation != 2 || !got.CreatedAt.Equal(usr.CreatedAt) {
-		t.Fatalf("after FLUSHALL: %+v, want %+v at generation 2", got, usr)
+	if got.ID != usr.ID || got.Tier.Slug != auth.TierPro || got.Generation != 2 || !got.CreatedAt.Equal(usr.CreatedAt) ||
+		!got.StrategyLabBalanceUsd.Equal(decimal.RequireFromString("13")) { // 12.34 + 0.66
+		t.Fatalf("after FLUSHALL: %+v, want %+v at generation 2 with 13 USD", got, usr)
 	}
 	if _, err := users.Authenticate(ctx, "ada@example.com", "correct horse battery"); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Fatalf("the old password after FLUSHALL: %v", err)

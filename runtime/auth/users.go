@@ -110,7 +110,7 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 	}
 	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency, o.HashQueue), now: o.Now}
 	u.oauth = &OAuth{rdb: rdb, now: o.Now}
-	u.Wallets = wallet.New(rdb, o.Now)
+	u.Wallets = wallet.New(rdb, wallet.Options{Now: o.Now, DB: o.DB})
 	u.dummy = u.h.Dummy()
 	if o.DB != nil {
 		u.record = &userDB{db: o.DB}
@@ -564,10 +564,19 @@ func (u *Users) List(ctx context.Context) ([]User, error) {
 }
 
 // Backfill writes to the record every account Redis holds that the record does not (made
-// before the accounts had a record), and returns how many; nothing without a record.
+// before the accounts had a record), and returns how many; nothing without a record. The
+// accounts' Strategy Lab wallets that Redis holds alone go to the record too
+// (wallet.Wallets.Backfill), first: listing the accounts reads their balances.
 func (u *Users) Backfill(ctx context.Context) (int, error) {
 	if u.record == nil {
 		return 0, nil
+	}
+	ids, err := u.rdb.SMembers(ctx, store.Users()).Result()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := u.Wallets.Backfill(ctx, ids); err != nil {
+		return 0, fmt.Errorf("wallets: %w", err)
 	}
 	all, err := u.List(ctx)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 	"golang.org/x/sync/singleflight"
@@ -47,7 +48,10 @@ type EngineOptions struct {
 	// Redis should be a client of the engine's own (queue.DedicatedClient): the engine keeps
 	// one blocking read open per partition it serves, up to 32, which would take the
 	// connections of a shared pool from the executor's signals.
-	Redis   redis.UniversalClient
+	Redis redis.UniversalClient
+	// DB, when set, is PostgreSQL: the wallet's record and the jobs' outbox, which the
+	// engine relays (outbox.go).
+	DB      *pgxpool.Pool
 	Wallets *wallet.Wallets
 	History marketdata.History
 	// Owned lists the queue partitions this executor holds (queue.Consumer.Owned): the
@@ -97,7 +101,7 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.HistoryBackoff <= 0 {
 		o.HistoryBackoff = time.Second
 	}
-	fillShared(o.Redis, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
+	fillShared(o.Redis, o.DB, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -139,6 +143,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(e.o.Poll)
 	defer tick.Stop()
+	var relayed time.Time
 	follow()
 	for {
 		select {
@@ -150,6 +155,12 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			follow()
+			if e.o.DB != nil && time.Since(relayed) >= relayEvery {
+				relayed = time.Now()
+				if _, err := e.relay(ctx); err != nil && ctx.Err() == nil {
+					e.log.Warn("lab relay: undispatched jobs wait for the next pass", "error", err)
+				}
+			}
 		}
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/queue"
@@ -31,6 +33,7 @@ var now = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	srv     *storetest.Server
+	db      *pgxpool.Pool
 	rdb     redis.UniversalClient
 	users   *auth.Users
 	wallets *wallet.Wallets
@@ -38,14 +41,16 @@ type fixture struct {
 	lab     *Lab
 }
 
+// newFixture is a Lab as the service runs it: accounts and wallets recorded in PostgreSQL.
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	srv, rdb := storetest.New(t)
+	db := dbtest.New(t)
 	clock := func() time.Time { return now }
-	users := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, Now: clock})
-	f := &fixture{srv: srv, rdb: rdb, users: users, wallets: users.Wallets,
+	users := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, Now: clock, DB: db})
+	f := &fixture{srv: srv, db: db, rdb: rdb, users: users, wallets: users.Wallets,
 		sim: marketdata.NewSimulated(marketdata.SimulatedOptions{Now: clock})}
-	f.lab = New(Options{Redis: rdb, Wallets: f.wallets, Users: users, Now: clock})
+	f.lab = New(Options{Redis: rdb, DB: db, Wallets: f.wallets, Users: users, Now: clock})
 	return f
 }
 
@@ -80,7 +85,7 @@ func (f *fixture) engineIn(t testing.TB, parent context.Context, name string, hi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	e = NewEngine(EngineOptions{Redis: rdb, Wallets: f.wallets, History: history, Owned: owned, Name: name,
+	e = NewEngine(EngineOptions{Redis: rdb, DB: f.db, Wallets: f.wallets, History: history, Owned: owned, Name: name,
 		Workers: workers, Poll: 20 * time.Millisecond, HistoryBackoff: time.Millisecond,
 		Now: func() time.Time { return now }})
 	ctx, cancel := context.WithCancel(parent)

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
@@ -44,7 +46,10 @@ type Accounts interface {
 
 // Options configure a Lab.
 type Options struct {
-	Redis   redis.UniversalClient
+	Redis redis.UniversalClient
+	// DB, when set, is PostgreSQL: the wallet's record and the jobs' outbox (outbox.go).
+	DB *pgxpool.Pool
+	// Wallets default to the wallets of Redis and DB.
 	Wallets *wallet.Wallets
 	Users   Accounts
 	// Market finds a symbol's market rules (tick, step, minimums) for the backtests.
@@ -61,7 +66,7 @@ type Lab struct {
 }
 
 // fillShared sets the defaults the Lab's and the Engine's options share.
-func fillShared(rdb redis.UniversalClient, market *func(exchange.Kind, string) (exchange.MarketInfo, bool),
+func fillShared(rdb redis.UniversalClient, db *pgxpool.Pool, market *func(exchange.Kind, string) (exchange.MarketInfo, bool),
 	now *func() time.Time, wallets **wallet.Wallets, metrics **Metrics) {
 	if *market == nil {
 		*market = paper.Market
@@ -70,7 +75,7 @@ func fillShared(rdb redis.UniversalClient, market *func(exchange.Kind, string) (
 		*now = time.Now
 	}
 	if *wallets == nil {
-		*wallets = wallet.New(rdb, *now)
+		*wallets = wallet.New(rdb, wallet.Options{Now: *now, DB: db})
 	}
 	if *metrics == nil {
 		*metrics = NewMetrics()
@@ -79,7 +84,7 @@ func fillShared(rdb redis.UniversalClient, market *func(exchange.Kind, string) (
 
 // New returns a Lab.
 func New(o Options) *Lab {
-	fillShared(o.Redis, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
+	fillShared(o.Redis, o.DB, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
 	return &Lab{o: o}
 }
 
@@ -207,18 +212,23 @@ func (l *Lab) Generate(ctx context.Context, c Caller, r Request) (Outcome, error
 	if err != nil {
 		return Outcome{}, err
 	}
-	p := store.PartitionOf(c.UserID)
-	_, err = l.o.Wallets.Apply(ctx, c.UserID, wallet.Change{Kind: wallet.Debit, Amount: cost, JobID: job.ID}, &wallet.With{
-		Stage: func(ctx context.Context, pipe redis.Pipeliner, _ decimal.Decimal) error {
-			pipe.HSet(ctx, store.LabJob(c.UserID, job.ID), fUser, c.UserID, fRequest, reqJSON, fState, StateQueued,
-				fCost, cost.String(), fRefunded, "0", fExpCount, r.Experiments,
-				fCreated, strconv.FormatInt(job.CreatedAt.UnixMilli(), 10))
-			pipe.ZAdd(ctx, store.LabUserJobs(c.UserID), redis.Z{Score: float64(job.CreatedAt.UnixMilli()), Member: job.ID})
-			pipe.XAdd(ctx, &redis.XAddArgs{Stream: store.LabDispatch(p), Values: []any{dispatchJF, job.ID, dispatchUF, c.UserID}})
-			return nil
-		}})
-	if err != nil {
+	keys, args := dispatchArgs(c.UserID, job, reqJSON)
+	with := &wallet.With{Stage: func(ctx context.Context, pipe redis.Pipeliner, _ decimal.Decimal) error {
+		dispatchJob.Eval(ctx, pipe, keys, args...)
+		return nil
+	}}
+	if l.o.DB != nil {
+		with.Record = func(ctx context.Context, tx pgx.Tx) error { return recordJob(ctx, tx, c.UserID, job, reqJSON) }
+	}
+	_, err = l.o.Wallets.Apply(ctx, c.UserID, wallet.Change{Kind: wallet.Debit, Amount: cost, JobID: job.ID}, with)
+	switch {
+	case errors.As(err, new(*wallet.StageError)):
+		// Charged and recorded: the engine's relay queues the job (outbox.go).
+	case err != nil:
 		return Outcome{}, err
+	case l.o.DB != nil:
+		// Queued; a failure to say so here leaves the relay to find the job's record there.
+		_ = markDispatched(ctx, l.o.DB, c.UserID, job.ID)
 	}
 	l.o.Metrics.jobs.WithLabelValues(jobQueued).Inc()
 	return Outcome{Job: &job}, nil

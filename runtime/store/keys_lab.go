@@ -10,6 +10,8 @@ package store
 //
 //	sigops:wallet:{N}:<userId>          string  Strategy Lab balance in USD (decimal text; absent: 0)
 //	sigops:wallet:{N}:<userId>:ledger   stream  every top-up, debit and refund: kind, amount, balance after, job, time
+//	sigops:wallet:{N}:<userId>:cache    string  with a database (PostgreSQL the record, the two keys above unused):
+//	                                            "<version> <balance>", TTL 10 min
 //	sigops:lab:{N}:job:<jobId>          hash    one job: owner, request, state, cost, seed, result
 //	sigops:lab:{N}:job:<jobId>:exp      hash    the job's experiments' outcomes, field = experiment index (HSETNX)
 //	sigops:lab:{N}:job:<jobId>:equity   hash    the experiments' equity curves (at most 500 points), field = experiment index (HSETNX)
@@ -18,6 +20,9 @@ package store
 
 // Wallet is a user's Strategy Lab balance.
 func Wallet(userID string) string { return prefix + "wallet:" + botTag(userID) + ":" + userID }
+
+// WalletCache is a user's balance cached from PostgreSQL with its version (runtime/wallet).
+func WalletCache(userID string) string { return Wallet(userID) + ":cache" }
 
 // WalletLedger is the stream of a user's wallet movements, beside the balance.
 func WalletLedger(userID string) string { return Wallet(userID) + ":ledger" }

@@ -1,11 +1,19 @@
 // Package wallet owns a user's Strategy Lab wallet: the balance in USD and the ledger of
-// every movement (top-up, debit, refund, opening balance), both in the slot of the user's
-// queue partition (store.Wallet, store.WalletLedger). Every change is an optimistic
-// transaction (WATCH the balance, MULTI: the new balance and its ledger entry) with the
-// arithmetic in Go decimals, never Lua numbers. A caller that must charge or refund
-// together with its own writes (the Strategy Lab's job record and dispatch entry, its
-// finishing guard) passes them to Apply, which puts them in the same transaction: the
-// caller's keys must carry the same partition tag (runtime/store keys_lab.go).
+// every movement (top-up, debit, refund, opening balance).
+//
+// With a database (Options.DB), PostgreSQL is the wallet's record (record.go): every change
+// is one transaction under the wallet's row lock, in which the caller's rows (a debit's
+// job) commit too, and Redis holds a versioned cache of the balance (store.WalletCache) so
+// that reading a balance costs no database round trip and keeps working while PostgreSQL
+// is down. The caller's Redis writes (the job record, its dispatch entry) follow the commit
+// with the cache; a failure there is a StageError, and the caller's outbox (the Strategy
+// Lab's lab_jobs) or its retry finishes them.
+//
+// Without a database the wallet lives in Redis only, in the slot of the user's queue
+// partition (store.Wallet, store.WalletLedger): every change is an optimistic transaction
+// (WATCH the balance, MULTI: the new balance, its ledger entry and the caller's writes,
+// whose keys must carry the same partition tag, runtime/store keys_lab.go). Either way the
+// arithmetic is Go's or NUMERIC's decimals, never Lua or floating-point numbers.
 package wallet
 
 import (
@@ -15,6 +23,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
@@ -74,20 +84,40 @@ const maxAttempts = 32
 type Wallets struct {
 	rdb redis.UniversalClient
 	now func() time.Time
+	// record is PostgreSQL's wallets (nil without a database: Redis is the store).
+	record *record
 }
 
-// New returns the wallets stored in rdb; now is the clock of ledger entries (nil: time.Now).
-func New(rdb redis.UniversalClient, now func() time.Time) *Wallets {
-	if now == nil {
-		now = time.Now
-	}
-	return &Wallets{rdb: rdb, now: now}
+// Options configure Wallets.
+type Options struct {
+	// Now is the clock of ledger entries (nil: time.Now).
+	Now func() time.Time
+	// DB, when set, is PostgreSQL, the wallets' record; Redis then caches balances.
+	DB *pgxpool.Pool
 }
+
+// New returns the wallets: in PostgreSQL with o.DB, in rdb otherwise.
+func New(rdb redis.UniversalClient, o Options) *Wallets {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	w := &Wallets{rdb: rdb, now: o.Now}
+	if o.DB != nil {
+		w.record = &record{db: o.DB}
+	}
+	return w
+}
+
+// Recorded reports whether PostgreSQL is the wallets' record.
+func (w *Wallets) Recorded() bool { return w.record != nil }
 
 // Balance is a user's balance; a wallet never written is 0.
 func (w *Wallets) Balance(ctx context.Context, userID string) (decimal.Decimal, error) {
 	if userID == "" {
 		return decimal.Decimal{}, ErrUserRequired
+	}
+	if w.record != nil {
+		return w.cachedBalance(ctx, userID)
 	}
 	s, err := w.rdb.Get(ctx, store.Wallet(userID)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -102,6 +132,9 @@ func (w *Wallets) Balance(ctx context.Context, userID string) (decimal.Decimal, 
 // Balances reads several users' balances in one pipeline (a Cluster client splits it by
 // slot), in the order of ids.
 func (w *Wallets) Balances(ctx context.Context, ids []string) ([]decimal.Decimal, error) {
+	if w.record != nil {
+		return w.cachedBalances(ctx, ids)
+	}
 	cmds := make([]*redis.StringCmd, len(ids))
 	if _, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
@@ -146,6 +179,15 @@ func (w *Wallets) Open(ctx context.Context, userID string, amount decimal.Decima
 	if amount.IsNegative() {
 		return false, errors.New("wallet: an opening balance cannot be negative")
 	}
+	if w.record != nil {
+		created, s, err := w.record.open(ctx, userID, amount, w.now().UTC())
+		if err != nil || !created {
+			return created, err
+		}
+		// The cache is a convenience: a failure here leaves a miss, which reads the record.
+		_ = w.refresh(ctx, userID, s)
+		return true, nil
+	}
 	key := store.Wallet(userID)
 	err = w.transact(ctx, key, func(tx *redis.Tx) error {
 		n, err := tx.Exists(ctx, key).Result()
@@ -171,6 +213,9 @@ func (w *Wallets) Credit(ctx context.Context, userID string, amount decimal.Deci
 		return decimal.Decimal{}, errors.New("wallet: a credit must be positive")
 	}
 	e, err := w.Apply(ctx, userID, Change{Kind: TopUp, Amount: amount}, nil)
+	if errors.As(err, new(*StageError)) {
+		return e.Balance, nil // committed; only the cache missed it, and its TTL bounds that
+	}
 	return e.Balance, err
 }
 
@@ -185,15 +230,41 @@ type Change struct {
 // With is a caller's part of Apply's transaction. Its keys must be in the wallet's slot
 // (the user's partition tag).
 type With struct {
-	// Watch are further keys watched with the balance.
+	// Watch are further keys watched with the balance (with a database: watched around the
+	// record's transaction, which a retry must find already made, so a change with Watch or
+	// Check carries a JobID).
 	Watch []string
 	// Check runs after WATCH, before the balance is read: it reads what it needs through
 	// tx and returns an error to abort (nothing is written), or ErrSkip to write nothing
 	// and report success.
 	Check func(ctx context.Context, tx *redis.Tx) error
+	// Record writes the caller's rows in the record's transaction (with a database only).
+	Record func(ctx context.Context, tx pgx.Tx) error
 	// Stage queues the caller's writes into the MULTI, after the balance and the ledger
-	// entry; balance is the balance after the change.
+	// entry; balance is the balance after the change. With a database the MULTI follows
+	// the record's commit.
 	Stage func(ctx context.Context, p redis.Pipeliner, balance decimal.Decimal) error
+}
+
+// StageError is Apply's answer when the record committed the change but the Redis part
+// after it (the balance cache, the caller's Stage) failed: the money moved, and the
+// caller finishes its Redis writes another way (an outbox, a retry that finds the change
+// made).
+type StageError struct {
+	Err error
+}
+
+func (e *StageError) Error() string {
+	return "wallet: the change is committed; its Redis part failed: " + e.Err.Error()
+}
+
+func (e *StageError) Unwrap() error { return e.Err }
+
+// overdraft is the refusal of a debit above the balance.
+func overdraft(balance, required decimal.Decimal) error {
+	return errs.New(errs.InsufficientBalance, "the Strategy Lab wallet holds %s USD; %s USD is required",
+		balance.StringFixed(2), required.StringFixed(2)).WithDetails(map[string]any{
+		"required": required.StringFixed(2), "balance": balance.StringFixed(2)})
 }
 
 // ErrSkip, returned by With.Check, ends Apply without writing and without an error.
@@ -213,6 +284,9 @@ func (w *Wallets) Apply(ctx context.Context, userID string, c Change, with *With
 	}
 	if with == nil {
 		with = &With{}
+	}
+	if w.record != nil {
+		return w.applyRecorded(ctx, userID, c, with)
 	}
 	key := store.Wallet(userID)
 	delta := c.Amount
@@ -239,9 +313,7 @@ func (w *Wallets) Apply(ctx context.Context, userID string, c Change, with *With
 		}
 		next := cur.Add(delta)
 		if next.IsNegative() {
-			return errs.New(errs.InsufficientBalance, "the Strategy Lab wallet holds %s USD; %s USD is required",
-				cur.StringFixed(2), c.Amount.StringFixed(2)).WithDetails(map[string]any{
-				"required": c.Amount.StringFixed(2), "balance": cur.StringFixed(2)})
+			return overdraft(cur, c.Amount)
 		}
 		now := w.now().UTC()
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -297,6 +369,17 @@ func (w *Wallets) Ledger(ctx context.Context, userID, cursor string, limit int) 
 		limit = 50
 	}
 	limit = min(limit, MaxLedgerPage)
+	if w.record != nil {
+		entries, err := w.record.ledger(ctx, userID, cursor, limit+1)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(entries) > limit {
+			entries = entries[:limit]
+			next = entries[limit-1].ID
+		}
+		return entries, next, nil
+	}
 	start := "+"
 	if cursor != "" {
 		start = "(" + cursor

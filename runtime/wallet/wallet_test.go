@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -18,15 +19,37 @@ import (
 
 var d = decimal.RequireFromString
 
-func newWallets(t *testing.T) (*Wallets, redis.UniversalClient, *testkit.Clock) {
+// inBothStores runs a test on a wallet kept in Redis alone and on one whose record is
+// PostgreSQL: both must behave alike.
+func inBothStores(t *testing.T, test func(t *testing.T, w *Wallets, rdb redis.UniversalClient, clk *testkit.Clock)) {
+	for _, recorded := range []bool{false, true} {
+		name := "redis"
+		if recorded {
+			name = "postgresql"
+		}
+		t.Run(name, func(t *testing.T) {
+			w, rdb, clk := newWallets(t, recorded)
+			test(t, w, rdb, clk)
+		})
+	}
+}
+
+func newWallets(t *testing.T, recorded bool) (*Wallets, redis.UniversalClient, *testkit.Clock) {
 	t.Helper()
 	_, rdb := storetest.New(t)
 	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	return New(rdb, clk.Now), rdb, clk
+	o := Options{Now: clk.Now}
+	if recorded {
+		o.DB = dbtest.New(t)
+	}
+	return New(rdb, o), rdb, clk
 }
 
 func TestOpenCreditDebitRefundAndLedger(t *testing.T) {
-	w, _, clk := newWallets(t)
+	inBothStores(t, testOpenCreditDebitRefundAndLedger)
+}
+
+func testOpenCreditDebitRefundAndLedger(t *testing.T, w *Wallets, _ redis.UniversalClient, clk *testkit.Clock) {
 	ctx := t.Context()
 	const u = "user-1"
 	if b, err := w.Balance(ctx, u); err != nil || !b.IsZero() {
@@ -105,7 +128,10 @@ func TestOpenCreditDebitRefundAndLedger(t *testing.T) {
 // Concurrent debits never overdraw: 20 debits of 1.00 on 10.00 leave exactly 0 with ten
 // refused, and the ledger holds the ten that went through.
 func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
-	w, _, _ := newWallets(t)
+	inBothStores(t, testConcurrentDebitsNeverOverdraw)
+}
+
+func testConcurrentDebitsNeverOverdraw(t *testing.T, w *Wallets, _ redis.UniversalClient, _ *testkit.Clock) {
 	ctx := t.Context()
 	const u = "user-2"
 	if _, err := w.Open(ctx, u, d("10")); err != nil {
@@ -142,7 +168,10 @@ func TestConcurrentDebitsNeverOverdraw(t *testing.T) {
 // The caller's part of the transaction: a Check that aborts writes nothing; ErrSkip writes
 // nothing and is no error; Stage's writes land with the balance.
 func TestApplyWithCallerWrites(t *testing.T) {
-	w, rdb, _ := newWallets(t)
+	inBothStores(t, testApplyWithCallerWrites)
+}
+
+func testApplyWithCallerWrites(t *testing.T, w *Wallets, rdb redis.UniversalClient, _ *testkit.Clock) {
 	ctx := t.Context()
 	const u = "user-3"
 	if _, err := w.Open(ctx, u, d("5")); err != nil {

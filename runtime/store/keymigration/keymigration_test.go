@@ -181,7 +181,7 @@ func TestMigrateKeys(t *testing.T) {
 		t.Errorf("days after migration: %v (%v)", days, err)
 	}
 	// The balance left the user hash for its wallet, with an opening entry in the ledger.
-	wallets := wallet.New(rdb, nil)
+	wallets := wallet.New(rdb, wallet.Options{})
 	if b, err := wallets.Balance(ctx, "u-1"); err != nil || !b.Equal(decimal.RequireFromString("12.5")) {
 		t.Errorf("wallet after migration: %v, %v", b, err)
 	}
@@ -244,7 +244,7 @@ func TestMigrateKeys(t *testing.T) {
 func TestMigrateWallets(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
-	wallets := wallet.New(rdb, nil)
+	wallets := wallet.New(rdb, wallet.Options{})
 	rdb.HSet(ctx, store.User("u-1"), "id", "u-1", "wallet", "7.25")
 	rdb.HSet(ctx, store.User("u-2"), "id", "u-2", "wallet", "3")
 	rdb.HSet(ctx, store.User("u-3"), "id", "u-3") // no wallet field

@@ -38,7 +38,7 @@ func Wallets(ctx context.Context, c redis.UniversalClient, dry bool) (Family, er
 	if err != nil {
 		return out, err
 	}
-	w := wallet.New(c, nil)
+	w := wallet.New(c, wallet.Options{})
 	for _, key := range users {
 		v, err := c.HGet(ctx, key, legacyWalletField).Result()
 		if errors.Is(err, redis.Nil) {
