@@ -30,7 +30,8 @@ import (
 // Options configure the server.
 type Options struct {
 	Redis redis.UniversalClient
-	// DB, when set, is PostgreSQL, the accounts' record (auth.UsersOptions.DB).
+	// DB, when set, is PostgreSQL, the record of accounts, wallets, OAuth registrations and
+	// consents (auth.UsersOptions.DB, auth.OAuthOptions.DB).
 	DB   *pgxpool.Pool
 	Keys *auth.Keyring
 	// BaseURL is {base_url}, the issuer: scheme and host, no path (https://sigops.example).
@@ -131,7 +132,7 @@ func New(o Options) (*Server, error) {
 	s.users = auth.NewUsers(o.Redis, auth.UsersOptions{KDF: o.KDF, HashConcurrency: o.HashConcurrency,
 		HashQueue: o.HashQueue, Now: o.Now, DB: o.DB})
 	s.sessions = auth.NewSessions(o.Redis, o.Now)
-	s.oauth = auth.NewOAuth(o.Redis, auth.OAuthOptions{AllowLocalhostRedirects: o.AllowLocalhostRedirects, Now: o.Now})
+	s.oauth = auth.NewOAuth(o.Redis, auth.OAuthOptions{AllowLocalhostRedirects: o.AllowLocalhostRedirects, Now: o.Now, DB: o.DB})
 	s.issuer = auth.NewIssuer(auth.IssuerOptions{Redis: o.Redis, Keys: o.Keys, Issuer: o.BaseURL, APIAudience: s.apiResource, Now: o.Now})
 	// /api/user/me is the identity endpoint of both resources (the API and the MCP server
 	// relay it), so authd accepts tokens bound to either.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 )
 
 // tokenResponse is the spec's OAuth token response.
@@ -176,6 +177,13 @@ func grantError(err error) (string, string) {
 
 func (s *Server) writeGrantError(w http.ResponseWriter, client auth.Client, grant string, err error) string {
 	code, desc := grantError(err)
+	if e, ok := errs.As(err); ok && e.Code == errs.ServiceUnavailable {
+		// The record of consents cannot be written: nothing was issued; the client retries.
+		s.log().Warn("token refused for a moment", "grant", grant, "client_id", client.ID, "error", err)
+		w.Header().Set("Retry-After", retryAfter(e.RetryAfter))
+		writeJSON(w, http.StatusServiceUnavailable, oauthError{Error: "temporarily_unavailable", Description: e.Message})
+		return "temporarily_unavailable"
+	}
 	if code == "server_error" {
 		s.log().Error("token", "grant", grant, "client_id", client.ID, "error", err)
 		w.Header().Set("Pragma", "no-cache")

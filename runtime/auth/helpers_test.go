@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/internal/testkit"
@@ -31,6 +32,13 @@ var testKey = []byte("0123456789abcdef0123456789abcdef-test-key")
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	return newFixtureOn(t, nil)
+}
+
+// newFixtureOn is newFixture with db (nil: none) as the record of accounts, wallets,
+// registrations and consents.
+func newFixtureOn(t testing.TB, db *pgxpool.Pool) *fixture {
+	t.Helper()
 	_, rdb := storetest.New(t)
 	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	keys, err := NewKeyring(testKey, nil)
@@ -38,8 +46,8 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{rdb: rdb, clk: clk, keys: keys}
-	f.users = NewUsers(rdb, UsersOptions{KDF: TestKDF, Now: clk.Now})
-	f.oauth = NewOAuth(rdb, OAuthOptions{Now: clk.Now})
+	f.users = NewUsers(rdb, UsersOptions{KDF: TestKDF, Now: clk.Now, DB: db})
+	f.oauth = NewOAuth(rdb, OAuthOptions{Now: clk.Now, DB: db})
 	f.sessions = NewSessions(rdb, clk.Now)
 	f.issuer = NewIssuer(IssuerOptions{Redis: rdb, Keys: keys, Issuer: testIssuer, APIAudience: testAPI, Now: clk.Now})
 	f.verifier, err = NewVerifier(VerifierOptions{Redis: rdb, Keys: keys, Issuer: testIssuer,

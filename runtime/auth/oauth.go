@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/store"
@@ -22,6 +23,8 @@ type OAuthOptions struct {
 	// default: RFC 8252 §8.3).
 	AllowLocalhostRedirects bool
 	Now                     func() time.Time
+	// DB, when set, is PostgreSQL, the record of registrations and consents (oauthdb.go).
+	DB *pgxpool.Pool
 }
 
 // OAuth stores the authorization server's state: clients, pending consent requests, codes,
@@ -30,6 +33,8 @@ type OAuth struct {
 	rdb                     redis.UniversalClient
 	now                     func() time.Time
 	AllowLocalhostRedirects bool
+	// record is PostgreSQL's registrations and consents (nil without a database).
+	record *oauthDB
 }
 
 // NewOAuth returns the OAuth store.
@@ -37,7 +42,11 @@ func NewOAuth(rdb redis.UniversalClient, o OAuthOptions) *OAuth {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &OAuth{rdb: rdb, now: o.Now, AllowLocalhostRedirects: o.AllowLocalhostRedirects}
+	a := &OAuth{rdb: rdb, now: o.Now, AllowLocalhostRedirects: o.AllowLocalhostRedirects}
+	if o.DB != nil {
+		a.record = &oauthDB{db: o.DB}
+	}
+	return a
 }
 
 // Errors of the grants. Each maps to invalid_grant on the wire, with the message as
@@ -351,6 +360,14 @@ func (o *OAuth) CreateAuthorization(ctx context.Context, a Authorization) (strin
 	refresh, hash := newRefresh(a.ID)
 	key := store.OAuthAuthorization(a.ID)
 	exp := now.Add(RefreshTokenLifetime)
+	if o.record != nil {
+		// The consent's record first: one PostgreSQL refused is issued nowhere.
+		a.CreatedAt, a.ExpiresAt = now.UTC(), exp.UTC()
+		if err := o.record.insertAuthorization(ctx, a); err != nil {
+			return "", err
+		}
+		o.record.touchClient(ctx, a.ClientID, now.Add(clientIdle))
+	}
 	_, err := o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key, fAuthUser, a.UserID, fAuthClient, a.ClientID, fAuthClientName, a.ClientName, fAuthScope, a.Scope,
 			fAuthResource, a.Resource, fAuthGen, a.Gen, fAuthCreated, now.UnixMilli(), fAuthLastUsed, now.UnixMilli(),
@@ -447,6 +464,7 @@ func (o *OAuth) Rotate(ctx context.Context, req RotateRequest) (Authorization, s
 	case 0:
 		return Authorization{}, "", ErrGrantUnknown
 	case 2:
+		o.recordRevocation(ctx, authID, now, "refresh_reuse")
 		return Authorization{}, "", ErrGrantReplay
 	case 3:
 		return Authorization{}, "", ErrGrantRevoked
@@ -459,6 +477,9 @@ func (o *OAuth) Rotate(ctx context.Context, req RotateRequest) (Authorization, s
 	case 7:
 		return Authorization{}, "", ErrTarget
 	}
+	if o.record != nil {
+		o.record.slide(ctx, authID, now.Add(RefreshTokenLifetime))
+	}
 	str := func(i int) string { s, _ := v[i].(string); return s }
 	gen, _ := strconv.ParseInt(str(4), 10, 64)
 	return Authorization{ID: authID, UserID: str(1), ClientID: req.ClientID, Scope: str(2), Resource: str(3), Gen: gen,
@@ -467,6 +488,9 @@ func (o *OAuth) Rotate(ctx context.Context, req RotateRequest) (Authorization, s
 
 // TouchClient slides a client registration's idle lifetime (each token grant).
 func (o *OAuth) TouchClient(ctx context.Context, clientID string) error {
+	if o.record != nil {
+		o.record.touchClient(ctx, clientID, o.now().Add(clientIdle))
+	}
 	return o.rdb.Expire(ctx, store.OAuthClient(clientID), clientIdle).Err()
 }
 
@@ -479,11 +503,32 @@ return 1
 `)
 
 // revoke stamps revokedAt on an authorization (even one not yet created, see
-// CreateAuthorization); every token of it fails verification from then on.
+// CreateAuthorization); every token of it fails verification from then on. Redis first:
+// the tokens die whether or not PostgreSQL answers.
 func (o *OAuth) revoke(ctx context.Context, authID, reason string) error {
-	return revokeScript.Run(ctx, o.rdb, []string{store.OAuthAuthorization(authID)},
-		o.now().UnixMilli(), reason, retention.Milliseconds()).Err()
+	now := o.now()
+	if err := revokeScript.Run(ctx, o.rdb, []string{store.OAuthAuthorization(authID)},
+		now.UnixMilli(), reason, retention.Milliseconds()).Err(); err != nil {
+		return err
+	}
+	o.recordRevocation(ctx, authID, now, reason)
+	return nil
 }
+
+// recordRevocation writes a revocation Redis made to the record, best effort: one it
+// misses is made again when the consent is listed without its Redis copy.
+func (o *OAuth) recordRevocation(ctx context.Context, authID string, at time.Time, reason string) {
+	if o.record == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, touchTimeout)
+	defer cancel()
+	_ = o.record.revoke(ctx, authID, at.UTC(), reason)
+}
+
+// TokensLost is the revocation reason of a consent whose Redis copy (and refresh tokens)
+// were lost while it was active: the app must be authorized again.
+const TokensLost = "tokens_lost"
 
 // RevokeAuthorization revokes one authorization of userID (Connected Apps). Another user's
 // authorization is ErrNotFound.
@@ -587,6 +632,34 @@ func (o *OAuth) ListAuthorizations(ctx context.Context, userID string) ([]Author
 	if len(gone) > 0 {
 		_ = o.rdb.SRem(ctx, store.UserAuthorizations(userID), gone...).Err()
 	}
+	out = append(out, o.recordedOnly(ctx, userID, out)...)
 	slices.SortFunc(out, func(a, b Authorization) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil
+}
+
+// recordedOnly is the user's consents that the record holds and Redis does not (a lost
+// Redis, or a copy past its retention). One that was active lost its refresh tokens with
+// Redis: it is recorded and shown as revoked (TokensLost) from now. With PostgreSQL down
+// it is nothing: Redis holds every consent that can still be used.
+func (o *OAuth) recordedOnly(ctx context.Context, userID string, inRedis []Authorization) []Authorization {
+	if o.record == nil {
+		return nil
+	}
+	now := o.now()
+	all, err := o.record.authorizations(ctx, userID, now)
+	if err != nil {
+		return nil
+	}
+	var out []Authorization
+	for _, a := range all {
+		if slices.ContainsFunc(inRedis, func(r Authorization) bool { return r.ID == a.ID }) {
+			continue
+		}
+		if a.Active(now) {
+			a.RevokedAt, a.RevokedReason = now.UTC().Truncate(time.Millisecond), TokensLost
+			o.recordRevocation(ctx, a.ID, a.RevokedAt, TokensLost)
+		}
+		out = append(out, a)
+	}
+	return out
 }

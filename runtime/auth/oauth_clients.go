@@ -272,19 +272,32 @@ func (o *OAuth) RegisterClient(ctx context.Context, m ClientMetadata) (Client, s
 		secret = RandomToken(32)
 		c.secretHash = HashSecret(secret)
 	}
-	redirects, _ := json.Marshal(c.RedirectURIs)
-	key := store.OAuthClient(c.ID)
-	_, err = o.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, fClientID, c.ID, fClientName, c.Name, fClientRedirects, redirects, fClientMethod, method,
-			fClientGrants, strings.Join(c.GrantTypes, " "), fClientScope, scope, fClientSecret, c.secretHash,
-			fClientCreated, strconv.FormatInt(c.CreatedAt.UnixMilli(), 10))
-		p.Expire(ctx, key, UnusedClientTTL)
-		return nil
-	})
-	if err != nil {
+	if o.record != nil {
+		// The registration's record first: one PostgreSQL refused is registered nowhere.
+		if err := o.record.insertClient(ctx, c, c.CreatedAt.Add(UnusedClientTTL)); err != nil {
+			return Client{}, "", err
+		}
+		// Registrations are anonymous: each one clears those long past use.
+		_ = o.record.purgeClients(ctx, c.CreatedAt)
+	}
+	if err := o.cacheClient(ctx, c, UnusedClientTTL); err != nil {
 		return Client{}, "", err
 	}
 	return c, secret, nil
+}
+
+// cacheClient writes a registration's Redis copy, living ttl.
+func (o *OAuth) cacheClient(ctx context.Context, c Client, ttl time.Duration) error {
+	redirects, _ := json.Marshal(c.RedirectURIs)
+	key := store.OAuthClient(c.ID)
+	_, err := o.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, fClientID, c.ID, fClientName, c.Name, fClientRedirects, redirects, fClientMethod, c.AuthMethod,
+			fClientGrants, strings.Join(c.GrantTypes, " "), fClientScope, c.Scope, fClientSecret, c.secretHash,
+			fClientCreated, strconv.FormatInt(c.CreatedAt.UnixMilli(), 10))
+		p.Expire(ctx, key, ttl)
+		return nil
+	})
+	return err
 }
 
 // UnusedClientTTL is how long a registration lives until its first token: registration is
@@ -308,7 +321,7 @@ func (o *OAuth) GetClient(ctx context.Context, id string) (Client, error) {
 		return Client{}, err
 	}
 	if m[fClientID] == "" {
-		return Client{}, ErrNotFound
+		return o.recallClient(ctx, id)
 	}
 	c := Client{ID: m[fClientID], Name: m[fClientName], AuthMethod: m[fClientMethod],
 		GrantTypes: strings.Fields(m[fClientGrants]), Scope: m[fClientScope], secretHash: m[fClientSecret]}
@@ -317,6 +330,23 @@ func (o *OAuth) GetClient(ctx context.Context, id string) (Client, error) {
 	}
 	ms, _ := strconv.ParseInt(m[fClientCreated], 10, 64)
 	c.CreatedAt = time.UnixMilli(ms).UTC()
+	return c, nil
+}
+
+// recallClient reads from the record a registration Redis does not hold (a lost Redis) and
+// copies it back for the rest of its life; ErrNotFound without a record or a registration.
+func (o *OAuth) recallClient(ctx context.Context, id string) (Client, error) {
+	if o.record == nil {
+		return Client{}, ErrNotFound
+	}
+	now := o.now()
+	c, expires, err := o.record.client(ctx, id, now)
+	if err != nil {
+		return Client{}, err
+	}
+	if err := o.cacheClient(ctx, c, expires.Sub(now)); err != nil {
+		return Client{}, err
+	}
 	return c, nil
 }
 

@@ -109,7 +109,7 @@ func NewUsers(rdb redis.UniversalClient, o UsersOptions) *Users {
 		o.Now = time.Now
 	}
 	u := &Users{rdb: rdb, h: newHasher(o.KDF, o.HashConcurrency, o.HashQueue), now: o.Now}
-	u.oauth = &OAuth{rdb: rdb, now: o.Now}
+	u.oauth = NewOAuth(rdb, OAuthOptions{Now: o.Now, DB: o.DB})
 	u.Wallets = wallet.New(rdb, wallet.Options{Now: o.Now, DB: o.DB})
 	u.dummy = u.h.Dummy()
 	if o.DB != nil {
