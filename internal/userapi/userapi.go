@@ -146,6 +146,7 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 			} else if n > 0 {
 				logger.Info("accounts: written to PostgreSQL", "accounts", n)
 			}
+			restoreAccounts(ctx, a.Users, logger)
 		}()
 	}
 	if f.BotActions {
@@ -154,6 +155,28 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 		}
 	}
 	return a, nil
+}
+
+// restoreEvery is how often a daemon checks that Redis still holds the accounts.
+const restoreEvery = 5 * time.Second
+
+// restoreAccounts puts the accounts back into a Redis that lost them (auth.Users.Restore)
+// until ctx ends: checked every restoreEvery, one EXISTS when nothing was lost.
+func restoreAccounts(ctx context.Context, users *auth.Users, logger *slog.Logger) {
+	t := time.NewTicker(restoreEvery)
+	defer t.Stop()
+	for {
+		if n, err := users.Restore(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("accounts: copying them back to Redis failed; retrying", "error", err)
+		} else if n > 0 {
+			logger.Warn("accounts: Redis had lost them; copied back from PostgreSQL", "accounts", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // OnRedis is the APIs on rdb with simulated market data, the paper catalogue's symbols, no

@@ -114,3 +114,34 @@ func (d userDB) backfill(ctx context.Context, users []User) (int, error) {
 	}
 	return n, nil
 }
+
+// all reads every account, in batches of restoreBatch, calling fn with each batch.
+func (d userDB) all(ctx context.Context, fn func([]User) error) error {
+	after := ""
+	for {
+		rows, err := d.db.Query(ctx, `SELECT `+userColumns+` FROM users WHERE id > $1 ORDER BY id LIMIT $2`, after, restoreBatch)
+		if err != nil {
+			return err
+		}
+		batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (User, error) {
+			var usr User
+			var tier string
+			err := row.Scan(&usr.ID, &usr.Email, &usr.Name, &usr.passwordHash, &tier, &usr.TelegramLinked, &usr.Generation, &usr.CreatedAt)
+			if err == nil {
+				usr.Tier, err = TierOf(tier)
+			}
+			usr.CreatedAt = usr.CreatedAt.UTC()
+			return usr, err
+		})
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		if err := fn(batch); err != nil {
+			return err
+		}
+		after = batch[len(batch)-1].ID
+	}
+}
+
+// restoreBatch is how many accounts Restore reads and caches at a time.
+const restoreBatch = 500

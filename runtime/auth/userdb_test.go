@@ -10,6 +10,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -100,5 +101,55 @@ func TestBackfillCopiesRedisOnlyAccounts(t *testing.T) {
 	}
 	if _, err := users.Authenticate(ctx, "b@example.com", "correct horse battery"); err != nil {
 		t.Fatalf("a backfilled account after FLUSHALL: %v", err)
+	}
+}
+
+// After a lost Redis every account is copied back at once (Restore), so that the manager's
+// tier check of a live bot, which reads Redis alone, finds its owner before the owner signs
+// in; an account Redis holds is left as it is, and a marked Redis is not read again.
+func TestRestorePutsEveryAccountBack(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	users := auth.NewUsers(rdb, auth.UsersOptions{KDF: auth.TestKDF, DB: dbtest.New(t)})
+	var ids []string
+	for _, e := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+		usr, err := users.Create(ctx, auth.NewUser{Email: e, Password: "correct horse battery", Tier: auth.TierPro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, usr.ID)
+	}
+	if n, err := users.Restore(ctx); err != nil || n != 0 { // nothing was lost: only the mark is written
+		t.Fatalf("first restore: %d %v", n, err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := auth.OwnerTier(ctx, rdb, "a@example.com"); err != nil || found {
+		t.Fatalf("before the restore: found %v %v", found, err)
+	}
+	// One account is back already (its owner signed in) with a session generation moved on.
+	if _, err := users.Get(ctx, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, store.User(ids[2]), "gen", "9").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := users.Restore(ctx); err != nil || n != 2 {
+		t.Fatalf("restore: %d %v", n, err)
+	}
+	for _, e := range []string{"a@example.com", "b@example.com"} {
+		if tier, found, err := auth.OwnerTier(ctx, rdb, e); err != nil || !found || tier.Slug != auth.TierPro {
+			t.Fatalf("%s after the restore: %v %v %v", e, tier.Slug, found, err)
+		}
+	}
+	if usr, err := users.Get(ctx, ids[2]); err != nil || usr.Generation != 9 {
+		t.Fatalf("an account Redis held: %+v %v", usr, err)
+	}
+	if err := rdb.Del(ctx, store.User(ids[0])).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := users.Restore(ctx); err != nil || n != 0 {
+		t.Fatalf("a marked Redis is read again: %d %v", n, err)
 	}
 }

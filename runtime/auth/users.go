@@ -584,3 +584,48 @@ func (u *Users) Backfill(ctx context.Context) (int, error) {
 	}
 	return u.record.backfill(ctx, all)
 }
+
+// Restore copies into Redis every account of the record that Redis does not hold, unless
+// Redis carries the mark of an earlier copy (store.UsersCached), and reports how many it
+// copied. Run every few seconds by authd and mcpd, it puts every account back after Redis
+// lost them (FLUSHALL, a new instance), so what reads accounts from Redis alone (the
+// manager's tier check of live bots, a token's identity) finds them again without waiting
+// for each owner's next sign-in. An account Redis holds is left as it is (its generation
+// is never moved back). Nothing without a record.
+func (u *Users) Restore(ctx context.Context) (int, error) {
+	if u.record == nil {
+		return 0, nil
+	}
+	if n, err := u.rdb.Exists(ctx, store.UsersCached()).Result(); err != nil || n == 1 {
+		return 0, err
+	}
+	copied := 0
+	err := u.record.all(ctx, func(batch []User) error {
+		held := make([]*redis.IntCmd, len(batch))
+		if _, err := u.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, usr := range batch {
+				held[i] = p.Exists(ctx, store.User(usr.ID))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for i, usr := range batch {
+			if held[i].Val() == 1 {
+				continue
+			}
+			if err := u.cache(ctx, usr); err != nil {
+				return err
+			}
+			if err := u.rdb.SetNX(ctx, store.UserByEmail(usr.Email), usr.ID, 0).Err(); err != nil {
+				return err
+			}
+			copied++
+		}
+		return nil
+	})
+	if err != nil {
+		return copied, err
+	}
+	return copied, u.rdb.Set(ctx, store.UsersCached(), u.now().UTC().Format(time.RFC3339), 0).Err()
+}

@@ -8,6 +8,7 @@ import "github.com/sigops/sigops/runtime/emails"
 // SHA-256 (hex) and values carry KDF hashes.
 //
 //	sigops:users                               set    every user ID
+//	sigops:users:cached                        string with PostgreSQL: every account of the record is cached (auth.Users.Restore)
 //	sigops:user:{id}                           hash   account: name, email, password hash, tier, generation (the wallet: keys_lab.go)
 //	sigops:user:email:<email>                  string lower-cased email -> user ID (uniqueness)
 //	sigops:user:{id}:sessions                  set    session hashes of a user (clean-up on password change)
@@ -38,6 +39,10 @@ import "github.com/sigops/sigops/runtime/emails"
 
 // Users is the set of every user ID.
 func Users() string { return prefix + "users" }
+
+// UsersCached marks a Redis into which every account of PostgreSQL has been copied: its
+// absence (a flushed or new Redis) makes authd and mcpd copy them again.
+func UsersCached() string { return prefix + "users:cached" }
 
 // User is one account, in the slot of its ID.
 func User(id string) string { return prefix + "user:{" + id + "}" }
