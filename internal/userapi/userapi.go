@@ -197,11 +197,17 @@ func assemble(rdb redis.UniversalClient, db *pgxpool.Pool, prices marketdata.Pro
 	previews := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: logger,
 		Venues: &executor.Paper{Redis: rdb, Prices: prices, Live: &executor.LiveVenues{Redis: rdb, Clients: clients}}})
 	return &APIs{Previews: previews, Users: users, Trading: trading.New(rdb, nil, prices),
-		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: symbols, Audit: audit.New(rdb, ao),
+		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: symbols, Audit: audit.New(rdb, withDB(ao, db)),
 		// The market data source is the candles' fallback, as in webhookd.
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger}),
 		// The Lab queues jobs and charges the wallet; the executors run them.
 		Lab: lab.New(lab.Options{Redis: rdb, DB: db, Wallets: users.Wallets, Users: users, Metrics: labMetrics})}
+}
+
+// withDB is o recording to db (nil: Redis alone).
+func withDB(o audit.Options, db *pgxpool.Pool) audit.Options {
+	o.DB = db
+	return o
 }
 
 // newFleet is the fleet on the API server of the in-cluster config or --kubeconfig

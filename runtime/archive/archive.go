@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -357,6 +358,14 @@ func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
 		member, _ := msg.Values["s"].(string)
 		at, _ := msg.Values["at"].(string)
 		if err := queueResult(b, r, v, member, at); err != nil {
+			return "", err
+		}
+	case store.ArchiveAudit:
+		var e audit.Archived
+		if err := json.Unmarshal([]byte(v), &e); err != nil {
+			return "", err
+		}
+		if err := queueAudit(b, e); err != nil {
 			return "", err
 		}
 	default:

@@ -2,12 +2,14 @@ package archive
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
 )
@@ -70,6 +72,21 @@ func queueResult(b *pgx.Batch, r result.Result, raw, member, receivedMs string) 
 	}
 	b.Queue(upsertResult, r.SignalID, r.BotID, r.Success, string(r.Code), entry.Source, entry.Action, received,
 		at(r.Timestamp), raw)
+	return nil
+}
+
+const insertAudit = `INSERT INTO audit_log (user_id, ms, seq, at, client_id, client_name, channel, tool, arguments,
+	ok, code, message) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`
+
+// queueAudit writes an audit journal entry, keyed by its user and its ID in the user's
+// stream: a second copy changes nothing.
+func queueAudit(b *pgx.Batch, e audit.Archived) error {
+	ms, seq, ok := e.IDParts()
+	if !ok || e.UserID == "" {
+		return errors.New("audit entry without a user or a stream ID")
+	}
+	b.Queue(insertAudit, e.UserID, ms, seq, e.Time.UTC(), e.ClientID, e.ClientName, e.Channel, e.Tool, e.Arguments,
+		e.OK, e.Code, e.Message)
 	return nil
 }
 

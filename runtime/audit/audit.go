@@ -3,6 +3,12 @@
 // arguments with secrets removed, the outcome, and when. Each user's entries are one Redis
 // stream in the user's slot (store.UserAudit), kept for a retention (90 days by default)
 // and read by that user only, newest first, a bounded page at a time.
+//
+// With a database (Options.DB) PostgreSQL is the journal's record: each entry is also
+// appended to the archive stream of the user's partition, which the executors' archiver
+// copies to the audit_log table by the entry's ID (runtime/archive), and List merges that
+// table with the Redis stream (archived.go), so a lost Redis loses at most the entries the
+// archive had not copied yet.
 package audit
 
 import (
@@ -15,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/errs"
@@ -93,11 +100,15 @@ type Options struct {
 	MaxArguments int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// DB, when set, is PostgreSQL, the journal's record: entries are archived to it and
+	// listed from it and Redis together.
+	DB *pgxpool.Pool
 }
 
 // Journal records and lists audit entries.
 type Journal struct {
 	rdb       redis.UniversalClient
+	db        *pgxpool.Pool
 	retention time.Duration
 	maxArgs   int
 	maxLen    int
@@ -106,7 +117,7 @@ type Journal struct {
 
 // New makes a Journal over rdb.
 func New(rdb redis.UniversalClient, o Options) *Journal {
-	j := &Journal{rdb: rdb, retention: o.Retention, maxArgs: o.MaxArguments, maxLen: o.MaxEntries, now: o.Now}
+	j := &Journal{rdb: rdb, db: o.DB, retention: o.Retention, maxArgs: o.MaxArguments, maxLen: o.MaxEntries, now: o.Now}
 	if j.retention <= 0 {
 		j.retention = DefaultRetention
 	}
@@ -165,14 +176,23 @@ func (j *Journal) Record(ctx context.Context, e Entry) error {
 	if e.Outcome.OK {
 		ok = "1"
 	}
+	redacted := RedactArguments(e.Arguments, j.maxArgs)
 	args := []any{
 		now, now - j.retention.Milliseconds(), j.retention.Milliseconds(), j.maxLen,
 		"at", now, "client", e.ClientID, "clientName", e.ClientName, "channel", e.Channel,
-		"tool", e.Tool, "args", RedactArguments(e.Arguments, j.maxArgs),
+		"tool", e.Tool, "args", redacted,
 		"ok", ok, "code", string(e.Outcome.Code), "message", e.Outcome.Message,
 	}
-	if err := recordScript.Run(ctx, j.rdb, []string{store.UserAudit(e.UserID)}, args...).Err(); err != nil {
+	id, err := recordScript.Run(ctx, j.rdb, []string{store.UserAudit(e.UserID)}, args...).Text()
+	if err != nil {
 		return fmt.Errorf("audit: record: %w", err)
+	}
+	if j.db != nil {
+		e.ID, e.Time = id, time.UnixMilli(now).UTC()
+		e.Arguments = json.RawMessage(redacted)
+		if err := archive(ctx, j.rdb, e); err != nil {
+			return fmt.Errorf("audit: archive: %w", err)
+		}
 	}
 	return nil
 }
@@ -195,19 +215,22 @@ func (j *Journal) List(ctx context.Context, userID, cursor string, limit int) ([
 		}
 		start = "(" + cursor
 	}
-	cutoff := strconv.FormatInt(j.now().UnixMilli()-j.retention.Milliseconds(), 10)
-	msgs, err := j.rdb.XRevRangeN(ctx, store.UserAudit(userID), start, cutoff, int64(limit)+1).Result()
+	cutoffMs := j.now().UnixMilli() - j.retention.Milliseconds()
+	msgs, err := j.rdb.XRevRangeN(ctx, store.UserAudit(userID), start, strconv.FormatInt(cutoffMs, 10), int64(limit)+1).Result()
 	if err != nil {
 		return nil, "", fmt.Errorf("audit: list: %w", err)
-	}
-	next := ""
-	if len(msgs) > limit {
-		msgs = msgs[:limit]
-		next = msgs[limit-1].ID
 	}
 	out := make([]Entry, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, entryOf(userID, m))
+	}
+	if j.db != nil {
+		out = merge(out, j.archived(ctx, userID, cursor, cutoffMs, limit+1))
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].ID
 	}
 	return out, next, nil
 }

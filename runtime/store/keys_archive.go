@@ -7,7 +7,7 @@ package store
 //
 //	sigops:archive:fence string   the archiver's fence write (a second's life)
 //	sigops:archive:{N}   stream   facts of partition N not yet trimmed: fields k (kind: trade,
-//	                              order, result), v (the fact's JSON, as the book stores it),
+//	                              order, result, audit), v (the fact's JSON, as the book stores it),
 //	                              and for a result s (its signal index entry) and at
 //	                              (when the intake accepted the signal, ms)
 
@@ -26,6 +26,9 @@ const (
 	ArchiveTrade  = "trade"
 	ArchiveOrder  = "order"
 	ArchiveResult = "result"
+	// ArchiveAudit is an audit journal entry (runtime/audit), appended to the archive
+	// stream of its user's partition.
+	ArchiveAudit = "audit"
 )
 
 // ArchiveLua is the Lua statement that appends a fact of kind to the archive stream
