@@ -110,7 +110,7 @@ images: ## Build the container images as tarballs in bin/images/ without a Docke
 	go run ./hack/images -out $(LOCALBIN)/images -repository $(IMAGE_REPOSITORY) -version $(VERSION) -revision $(REVISION) -source-date-epoch $(SOURCE_DATE_EPOCH) $(IMAGES)
 
 .PHONY: run
-run: ## Start the whole local stack (control plane, Redis, manager, daemons, samples). Ctrl-C stops it. ARGS: -fresh starts empty, -redis=cluster|sentinel, -executors=N -webhookd=N -mcpd=N.
+run: ## Start the whole local stack (control plane, Redis, manager, daemons, samples). Ctrl-C stops it. ARGS: -fresh starts empty, -redis=cluster|sentinel, -executors=N -webhookd=N -mcpd=N, -history-retention=10m.
 	hack/local-stack.sh $(ARGS)
 
 .PHONY: status

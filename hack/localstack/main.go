@@ -34,6 +34,7 @@ func main() {
 	flag.IntVar(&o.Executors, "executors", 1, "executor replicas (they share the queue partitions)")
 	flag.IntVar(&o.Webhookd, "webhookd", 1, "webhookd replicas (nginx balances them)")
 	flag.IntVar(&o.MCPD, "mcpd", 1, "mcpd replicas (nginx balances them)")
+	flag.DurationVar(&o.HistoryRetention, "history-retention", 0, "the executors' hot window of history in Redis in front of PostgreSQL (default theirs, 24h; at least 10m)")
 	status := flag.Bool("status", false, "list the running stack's programs (PID, restarts, health) and exit")
 	flag.Parse()
 	root, err := stack.RepoRoot()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,10 +35,14 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 	redisArgs := s.store.Args()
 	baseURL, mcpURL := s.baseURL(), s.mcpURL()
 
+	// Each executor archives the history of the partitions it holds.
+	execArgs := []string{"--market-data=simulated", "--master-key-file=" + s.masterKey, "--database-url=" + s.postgres.URL}
+	if s.o.HistoryRetention > 0 {
+		execArgs = append(execArgs, "--history-retention="+s.o.HistoryRetention.String())
+	}
 	for i := range s.o.Executors {
 		if _, err := s.startReplica(ctx, bins["executor"], "executor", i, s.o.Executors, false,
-			// Each executor archives the history of the partitions it holds.
-			append([]string{"--market-data=simulated", "--master-key-file=" + s.masterKey, "--database-url=" + s.postgres.URL}, redisArgs...)); err != nil {
+			append(slices.Clone(execArgs), redisArgs...)); err != nil {
 			return err
 		}
 	}

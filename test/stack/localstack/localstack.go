@@ -105,6 +105,9 @@ type Options struct {
 	Out io.Writer
 	// Backoff is the supervisors' first restart delay (stack.DefaultBackoff when 0).
 	Backoff time.Duration
+	// HistoryRetention is the executors' --history-retention, Redis's hot window of
+	// history in front of PostgreSQL (0: the executor's default, 24 hours).
+	HistoryRetention time.Duration
 }
 
 func (o *Options) defaults() error {
