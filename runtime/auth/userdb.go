@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,9 +22,7 @@ type userDB struct {
 // unavailable is a PostgreSQL failure as a caller sees it: the account store cannot take
 // changes for a moment; nothing was changed.
 func unavailable(err error) error {
-	e := errs.Wrap(err, errs.ServiceUnavailable, "accounts cannot be changed for a moment; nothing was changed: try again")
-	e.RetryAfter = 5 * time.Second
-	return e
+	return errs.RecordUnavailable(err, "accounts cannot be changed for a moment; nothing was changed: try again")
 }
 
 const userColumns = `id, email, name, password_hash, tier, telegram_linked, generation, created_at`

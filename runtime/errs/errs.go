@@ -179,6 +179,19 @@ func Wrap(cause error, code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), cause: cause}
 }
 
+// RecordRetry is the Retry-After of RecordUnavailable: PostgreSQL restarting or failing
+// over takes seconds.
+const RecordRetry = 5 * time.Second
+
+// RecordUnavailable is a failure of the database that records what the caller changes
+// (accounts, wallets, consents): SERVICE_UNAVAILABLE with message, retry after
+// RecordRetry. The caller promises that nothing was changed.
+func RecordUnavailable(cause error, message string) *Error {
+	e := Wrap(cause, ServiceUnavailable, "%s", message)
+	e.RetryAfter = RecordRetry
+	return e
+}
+
 // WithDetails adds client-visible details.
 func (e *Error) WithDetails(kv map[string]any) *Error {
 	e.Details = kv

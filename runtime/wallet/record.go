@@ -24,9 +24,7 @@ type record struct {
 // unavailable is a PostgreSQL failure as a caller sees it: the wallet cannot be read or
 // charged for a moment, and nothing was changed.
 func unavailable(err error) error {
-	e := errs.Wrap(err, errs.ServiceUnavailable, "the Strategy Lab wallet cannot be reached for a moment; nothing was charged: try again")
-	e.RetryAfter = 5 * time.Second
-	return e
+	return errs.RecordUnavailable(err, "the Strategy Lab wallet cannot be reached for a moment; nothing was charged: try again")
 }
 
 // state is a wallet's balance and version as committed.
