@@ -140,8 +140,8 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		}
 	}
 
-	// Redis lost entirely: the demo account is in PostgreSQL, so its owner signs in with
-	// the same password.
+	// Redis lost entirely: the demo account and its Strategy Lab wallet are in PostgreSQL,
+	// so its owner signs in with the same password and finds the same balance.
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +151,26 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var login struct {
+		Token string `json:"token"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&login)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("sign in after FLUSHALL: %d, want 200", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("sign in after FLUSHALL: %d %v, want 200", resp.StatusCode, err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.BaseURL()+"/api/user/me", nil)
+	req.Header.Set("Authorization", "Bearer "+login.Token)
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var me struct {
+		Balance json.Number `json:"strategyLabBalanceUsd"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&me)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil || me.Balance.String() != "100" {
+		t.Fatalf("the wallet after FLUSHALL: %d %v %q, want 100 USD", resp.StatusCode, err, me.Balance)
 	}
 }
