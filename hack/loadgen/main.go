@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -186,6 +187,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	checker := load.NewChecker(rdb, fleet)
+	if url := env["DATABASE_URL"]; url != "" {
+		// The book's orders older than the executors' hot window are in the archive.
+		db, err := pgxpool.New(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		checker.WithArchive(db)
+	}
 
 	var rows []load.Row
 	var verdicts []string

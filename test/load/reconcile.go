@@ -10,9 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -28,7 +31,10 @@ const batch = 2000
 // signal accepted since it was made, so that it can tell results and orders nobody was
 // told about from earlier scenarios' own.
 type Checker struct {
-	rdb   redis.UniversalClient
+	rdb redis.UniversalClient
+	// db, when set, is the archive's PostgreSQL: the book's orders that left Redis with the
+	// hot window are read there (WithArchive).
+	db    *pgxpool.Pool
 	fleet *Fleet
 	bots  map[string]int // bot ID -> index in fleet
 	// since is when the checker was made: older results and orders of the fleet's bots
@@ -59,6 +65,14 @@ func NewChecker(rdb redis.UniversalClient, fleet *Fleet) *Checker {
 	for i, b := range fleet.Bots {
 		c.bots[b.ID] = i
 	}
+	return c
+}
+
+// WithArchive makes the checker read the orders the book's hot window has moved out of
+// Redis from the archive's PostgreSQL too, as every surface reads the history: without it a
+// run longer than the executors' --history-retention would count their fills as missing.
+func (c *Checker) WithArchive(db *pgxpool.Pool) *Checker {
+	c.db = db
 	return c
 }
 
@@ -251,6 +265,19 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 			}
 		}
 	}
+	if c.db != nil {
+		archived, err := c.archivedOrders(ctx)
+		if err != nil {
+			return err
+		}
+		for _, a := range archived {
+			if listed[a.cid] > 0 {
+				continue // the Redis copy is read below, as the newer state
+			}
+			all = append(all, ref{c.bots[a.bot], a.cid})
+			c.orderSig[a.cid] = a.info
+		}
+	}
 	for start := 0; start < len(unread); start += batch {
 		part := unread[start:min(start+batch, len(unread))]
 		cmds := make([]*redis.StringCmd, len(part))
@@ -356,15 +383,43 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 		}
 	}
 	// Totals per account, while the bot's list still holds all its orders (the book keeps
-	// the newest position.MaxOrders).
+	// the newest position.MaxOrders), or always with the archive, which holds every order.
 	for i := range bots {
-		if len(lists[i].Val()) < position.MaxOrders {
+		if c.db != nil || len(lists[i].Val()) < position.MaxOrders {
 			if d := held[bots[i].AccountID] - fillsOf[i]; d != 0 {
 				rec.Mismatched += int(max(d, -d))
 			}
 		}
 	}
 	return nil
+}
+
+// archivedOrder is an order record as the archive holds it.
+type archivedOrder struct {
+	bot, cid string
+	info     orderInfo
+}
+
+// archivedOrders reads the fleet's order records from the archive, those placed within the
+// paper exchange's order life (paper.OrderTTL: the exchange's side of older ones is gone).
+func (c *Checker) archivedOrders(ctx context.Context) ([]archivedOrder, error) {
+	ids := make([]string, len(c.fleet.Bots))
+	for i, b := range c.fleet.Bots {
+		ids[i] = b.ID
+	}
+	rows, err := c.db.Query(ctx, `SELECT bot_id, client_order_id, signal_id, status, created_at FROM orders
+		WHERE bot_id = ANY($1) AND created_at > $2`, ids, time.Now().Add(-paper.OrderTTL))
+	if err != nil {
+		return nil, fmt.Errorf("read archived orders: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (archivedOrder, error) {
+		var a archivedOrder
+		var status string
+		var created time.Time
+		err := row.Scan(&a.bot, &a.cid, &a.info.signal, &status, &created)
+		a.info.created, a.info.filled = created.UnixMilli(), status == string(exchange.StatusFilled)
+		return a, err
+	})
 }
 
 // checkArrivalOrder counts pairs of one bot's signals that executed in the other order

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/shopspring/decimal"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/test/load"
@@ -61,7 +63,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	checker := load.NewChecker(rdb, fleet)
+	checker := load.NewChecker(rdb, fleet).WithArchive(dbtest.Pool(t, s.DatabaseURL()))
 	pem, err := os.ReadFile(s.CertFile())
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +172,8 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&me)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || err != nil || me.Balance.String() != "100" {
+	if bal, perr := decimal.NewFromString(me.Balance.String()); resp.StatusCode != http.StatusOK || err != nil || perr != nil ||
+		!bal.Equal(decimal.NewFromInt(100)) {
 		t.Fatalf("the wallet after FLUSHALL: %d %v %q, want 100 USD", resp.StatusCode, err, me.Balance)
 	}
 }
