@@ -45,7 +45,7 @@ func TestTheJournalSurvivesALostRedis(t *testing.T) {
 	if len(before) != 5 {
 		t.Fatalf("%d entries before the loss", len(before))
 	}
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	after := pages(t, j, 2)

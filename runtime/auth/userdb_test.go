@@ -35,7 +35,7 @@ func TestAccountsSurviveALostRedis(t *testing.T) {
 	if _, err := users.Wallets.Credit(ctx, usr.ID, decimal.RequireFromString("0.66")); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 
@@ -96,7 +96,7 @@ func TestBackfillCopiesRedisOnlyAccounts(t *testing.T) {
 			t.Fatalf("backfill %d: %d accounts written (%v), want %d", i+1, n, err, want)
 		}
 	}
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := users.Authenticate(ctx, "b@example.com", "correct horse battery"); err != nil {
@@ -122,7 +122,7 @@ func TestRestorePutsEveryAccountBack(t *testing.T) {
 	if n, err := users.Restore(ctx); err != nil || n != 0 { // nothing was lost: only the mark is written
 		t.Fatalf("first restore: %d %v", n, err)
 	}
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	if _, found, err := auth.OwnerTier(ctx, rdb, "a@example.com"); err != nil || found {

@@ -32,7 +32,7 @@ func TestTheRecordSurvivesALostRedis(t *testing.T) {
 	if err != nil || len(before) != 2 {
 		t.Fatalf("ledger %v %v", before, err)
 	}
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := w.Balance(ctx, u); err != nil || !b.Equal(d("17.67")) { // 25 - 7.33

@@ -144,7 +144,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 
 	// Redis lost entirely: the demo account and its Strategy Lab wallet are in PostgreSQL,
 	// so its owner signs in with the same password and finds the same balance.
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 30 * time.Second}
