@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -55,20 +54,30 @@ func (d userDB) remove(ctx context.Context, id string) error {
 
 // get reads the account whose column equals v (id or email); ErrNotFound when none.
 func (d userDB) get(ctx context.Context, column, v string) (User, error) {
-	var usr User
-	var tier string
-	err := d.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE `+column+` = $1`, v).Scan(&usr.ID, &usr.Email,
-		&usr.Name, &usr.passwordHash, &tier, &usr.TelegramLinked, &usr.Generation, &usr.CreatedAt)
+	usr, err := scanUser(d.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE `+column+` = $1`, v))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
-	if err != nil {
+	if _, bad := errs.As(err); err != nil && !bad {
 		return User{}, unavailable(err)
 	}
-	if usr.Tier, err = TierOf(tier); err != nil {
-		return User{}, fmt.Errorf("user %s: %w", usr.ID, err)
+	return usr, err
+}
+
+// scanUser reads one row of userColumns; a tier this version does not know is an error
+// naming the account (never SERVICE_UNAVAILABLE: retrying would not help).
+func scanUser(row pgx.Row) (User, error) {
+	var usr User
+	var tier string
+	if err := row.Scan(&usr.ID, &usr.Email, &usr.Name, &usr.passwordHash, &tier, &usr.TelegramLinked, &usr.Generation,
+		&usr.CreatedAt); err != nil {
+		return User{}, err
 	}
-	usr.CreatedAt = usr.CreatedAt.UTC()
+	t, err := TierOf(tier)
+	if err != nil {
+		return User{}, errs.Wrap(err, errs.InternalError, "user %s: %v", usr.ID, err)
+	}
+	usr.Tier, usr.CreatedAt = t, usr.CreatedAt.UTC()
 	return usr, nil
 }
 
@@ -120,16 +129,7 @@ func (d userDB) all(ctx context.Context, fn func([]User) error) error {
 		if err != nil {
 			return err
 		}
-		batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (User, error) {
-			var usr User
-			var tier string
-			err := row.Scan(&usr.ID, &usr.Email, &usr.Name, &usr.passwordHash, &tier, &usr.TelegramLinked, &usr.Generation, &usr.CreatedAt)
-			if err == nil {
-				usr.Tier, err = TierOf(tier)
-			}
-			usr.CreatedAt = usr.CreatedAt.UTC()
-			return usr, err
-		})
+		batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (User, error) { return scanUser(row) })
 		if err != nil || len(batch) == 0 {
 			return err
 		}

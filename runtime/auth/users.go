@@ -224,6 +224,15 @@ func (u *Users) cache(ctx context.Context, usr User) error {
 	return err
 }
 
+// recache puts back into Redis an account read from the record: its hash, its membership
+// of the set of all accounts and, unless another account holds it, its email index.
+func (u *Users) recache(ctx context.Context, usr User) error {
+	if err := u.cache(ctx, usr); err != nil {
+		return err
+	}
+	return u.rdb.SetNX(ctx, store.UserByEmail(usr.Email), usr.ID, 0).Err()
+}
+
 // forget undoes the record's half of a Create that failed in Redis.
 func (u *Users) forget(ctx context.Context, id string) error {
 	if u.record == nil {
@@ -243,10 +252,7 @@ func (u *Users) recall(ctx context.Context, column, v string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	if err := u.cache(ctx, usr); err != nil {
-		return User{}, err
-	}
-	if err := u.rdb.SetNX(ctx, store.UserByEmail(usr.Email), usr.ID, 0).Err(); err != nil {
+	if err := u.recache(ctx, usr); err != nil {
 		return User{}, err
 	}
 	usr.StrategyLabBalanceUsd, err = u.Wallets.Balance(ctx, usr.ID)
@@ -614,10 +620,7 @@ func (u *Users) Restore(ctx context.Context) (int, error) {
 			if held[i].Val() == 1 {
 				continue
 			}
-			if err := u.cache(ctx, usr); err != nil {
-				return err
-			}
-			if err := u.rdb.SetNX(ctx, store.UserByEmail(usr.Email), usr.ID, 0).Err(); err != nil {
+			if err := u.recache(ctx, usr); err != nil {
 				return err
 			}
 			copied++
