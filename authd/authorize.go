@@ -312,7 +312,7 @@ func (s *Server) handleConsentForm(w http.ResponseWriter, r *http.Request, sc se
 		return
 	}
 	// The policy is stored before the code exists: the app's first call is already bound.
-	if err := apppolicy.NewPolicies(s.o.Redis, s.o.Now).Set(r.Context(), sc.user.ID, c.ID, policy); err != nil {
+	if err := s.policies.Set(r.Context(), sc.user.ID, c.ID, policy); err != nil {
 		s.log().Error("consent: policy", "error", err)
 		s.redirectError(w, r, p.RedirectURI, p.State, "temporarily_unavailable", "try again")
 		return

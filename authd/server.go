@@ -22,6 +22,7 @@ import (
 
 	"github.com/sigops/sigops/authd/dashboard"
 	"github.com/sigops/sigops/internal/userapi"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/events"
@@ -76,6 +77,9 @@ type Server struct {
 	users    *auth.Users
 	sessions *auth.Sessions
 	oauth    *auth.OAuth
+	// policies are the connected apps' policies and the kill switches (the consent page
+	// writes an app's first policy; the dashboard the rest).
+	policies *apppolicy.Policies
 	issuer   *auth.Issuer
 	verifier *auth.Verifier
 	limiter  *auth.Limiter
@@ -131,6 +135,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, apiResource: o.BaseURL + "/api", mcpResource: o.MCPURL + "/mcp"}
 	s.users = auth.NewUsers(o.Redis, auth.UsersOptions{KDF: o.KDF, HashConcurrency: o.HashConcurrency,
 		HashQueue: o.HashQueue, Now: o.Now, DB: o.DB})
+	s.policies = apppolicy.New(o.Redis, apppolicy.Options{Now: o.Now, DB: o.DB})
 	s.sessions = auth.NewSessions(o.Redis, o.Now)
 	s.oauth = auth.NewOAuth(o.Redis, auth.OAuthOptions{AllowLocalhostRedirects: o.AllowLocalhostRedirects, Now: o.Now, DB: o.DB})
 	s.issuer = auth.NewIssuer(auth.IssuerOptions{Redis: o.Redis, Keys: o.Keys, Issuer: o.BaseURL, APIAudience: s.apiResource, Now: o.Now})
@@ -161,7 +166,7 @@ func New(o Options) (*Server, error) {
 		s.o.APIs = o.APIs
 	}
 	s.dash, err = dashboard.New(dashboard.Options{Redis: o.Redis, APIs: o.APIs, Hub: o.Hub, Session: s.dashboardSession,
-		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Purge: s.verifier.Purge,
+		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Policies: s.policies, Purge: s.verifier.Purge,
 		ChangePassword: s.changePassword, Logger: o.Logger, Now: o.Now})
 	if err != nil {
 		return nil, err

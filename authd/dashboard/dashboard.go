@@ -57,9 +57,11 @@ type Options struct {
 	// Purge drops the token verifier's cache after a revocation.
 	Issuer *auth.Issuer
 	OAuth  *auth.OAuth
-	Purge  func()
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Policies are the connected apps' policies and the kill switch (nil: on Redis alone).
+	Policies *apppolicy.Policies
+	Purge    func()
+	Logger   *slog.Logger
+	Now      func() time.Time
 
 	// ChangePassword checks user u's current password behind the login brute-force limits
 	// (the login gate's refusal is RATE_LIMITED, a wrong password ErrWrongPassword) and sets
@@ -91,12 +93,15 @@ func New(o Options) (*Dashboard, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Policies == nil {
+		o.Policies = apppolicy.NewPolicies(o.Redis, o.Now)
+	}
 	if o.Hub == nil {
 		o.Hub = events.NewHub(o.Redis, o.Logger)
 	}
 	d := &Dashboard{o: o, bots: registry.New(o.Redis), book: position.NewBook(o.Redis),
 		analytics: analytics.New(o.Redis), accounts: paper.NewAccounts(o.Redis),
-		approvals: approval.New(o.Redis, apppolicy.NewPolicies(o.Redis, o.Now), o.Now)}
+		approvals: approval.New(o.Redis, o.Policies, o.Now)}
 	var err error
 	if d.pages, err = loadPages(); err != nil {
 		return nil, err

@@ -212,7 +212,7 @@ func (d *Dashboard) handleConnectedApps(w http.ResponseWriter, r *http.Request) 
 		d.failPage(w, r, err)
 		return
 	}
-	since, on, err := apppolicy.NewPolicies(d.o.Redis, d.o.Now).Since(r.Context(), viewerOf(r).User.ID)
+	since, on, err := d.o.Policies.Since(r.Context(), viewerOf(r).User.ID)
 	if err != nil {
 		d.failPage(w, r, err)
 		return
@@ -234,7 +234,7 @@ func (d *Dashboard) appPolicies(r *http.Request, rows []appRow) ([]appPolicyRow,
 	for _, b := range bots {
 		names[b.ID] = b.Name
 	}
-	ps := apppolicy.NewPolicies(d.o.Redis, d.o.Now)
+	ps := d.o.Policies
 	var out []appPolicyRow
 	seen := map[string]bool{}
 	for _, a := range rows {
@@ -282,7 +282,7 @@ func (d *Dashboard) handleAppPolicy(w http.ResponseWriter, r *http.Request) {
 		p, err = apppolicy.FromForm(r.Context(), r.PostForm, d.bots, emails.Canonical(v.Email))
 	}
 	if err == nil {
-		err = apppolicy.NewPolicies(d.o.Redis, d.o.Now).Set(r.Context(), v.ID, client, p)
+		err = d.o.Policies.Set(r.Context(), v.ID, client, p)
 	}
 	d.recordAction(r, "set_app_policy", map[string]any{"app": client, "live": p.Live, "bots": p.Bots,
 		"ordersPerHour": p.OrdersPerHour, "orderNotional": p.OrderNotional, "dayNotional": p.DayNotional,
@@ -299,7 +299,7 @@ func (d *Dashboard) handleAppPolicy(w http.ResponseWriter, r *http.Request) {
 // replica from their next call, and reads keep working. The action is audited.
 func (d *Dashboard) handleAppsSwitch(suspend bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sw := apppolicy.NewPolicies(d.o.Redis, d.o.Now)
+		sw := d.o.Policies
 		user := viewerOf(r).User.ID
 		tool, done := "lift_connected_apps_suspension", "lifted"
 		var err error

@@ -20,8 +20,10 @@ import (
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 var (
@@ -532,6 +534,32 @@ func TestSettingsKillSwitch(t *testing.T) {
 	}
 	if strings.Join(tools, ",") != "lift_connected_apps_suspension,suspend_connected_apps" {
 		t.Fatalf("journal %v", tools)
+	}
+}
+
+// With PostgreSQL, the kill switch the page turns on is recorded: when Redis loses the
+// user's copy (the switch and its marker), the page and every admission still find it on.
+func TestSettingsKillSwitchIsRecorded(t *testing.T) {
+	f := newFixture(t, func(o *authd.Options) { o.DB = dbtest.New(t) })
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	if resp, _ := b.submit("/dashboard/settings/connected-apps/suspend", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("suspend: %d", resp.StatusCode)
+	}
+	if err := env.RDB.Del(context.Background(), store.UserAppsSuspended(u.ID), store.UserAppsCached(u.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/dashboard/settings/connected-apps"); !strings.Contains(page, "trading is suspended since") {
+		t.Fatalf("the switch lapsed with Redis:\n%s", page)
+	}
+	if resp, _ := b.submit("/dashboard/settings/connected-apps/lift", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("lift: %d", resp.StatusCode)
+	}
+	if err := env.RDB.Del(context.Background(), store.UserAppsCached(u.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.get("/dashboard/settings/connected-apps"); strings.Contains(page, "trading is suspended since") {
+		t.Fatalf("a lifted switch came back from the record:\n%s", page)
 	}
 }
 

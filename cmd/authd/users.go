@@ -47,7 +47,7 @@ func users(args []string, stdin io.Reader, stdout io.Writer) error {
 		defer db.Close()
 		uo.DB = db
 	}
-	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, uo), apps: apppolicy.NewPolicies(rdb, nil),
+	run := usersRun{usersCommand: c, us: auth.NewUsers(rdb, uo), apps: apppolicy.New(rdb, apppolicy.Options{DB: uo.DB}),
 		stdin: stdin, stdout: stdout}
 	return run.run(ctx)
 }

@@ -24,6 +24,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
@@ -89,6 +90,9 @@ type APIs struct {
 	Symbols func() *signal.Symbols
 	Lab     *lab.Lab
 	Audit   *audit.Journal
+	// AppPolicies are the connected apps' policies and the users' kill switches, recorded
+	// in DB when there is one.
+	AppPolicies *apppolicy.Policies
 	// Fleet is nil without BotActions.
 	Fleet *fleet.Fleet
 	// DB is PostgreSQL (nil without --database-url): the accounts' record and the history
@@ -146,6 +150,11 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 			} else if n > 0 {
 				logger.Info("accounts: written to PostgreSQL", "accounts", n)
 			}
+			if n, err := adoptAppPolicies(ctx, rdb, pool, a.AppPolicies); err != nil {
+				logger.Warn("connected apps: backfill of policies to PostgreSQL failed; retried at the next start", "error", err)
+			} else if n > 0 {
+				logger.Info("connected apps: policies and kill switches written to PostgreSQL", "users", n)
+			}
 			restoreAccounts(ctx, a.Users, logger)
 		}()
 	}
@@ -155,6 +164,34 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 		}
 	}
 	return a, nil
+}
+
+// adoptAppPolicies records the app policies and kill switches Redis held before
+// PostgreSQL did (apppolicy.Adopt), for every user and each app they authorized, and
+// returns how many users had something to record.
+func adoptAppPolicies(ctx context.Context, rdb redis.UniversalClient, db *pgxpool.Pool, ps *apppolicy.Policies) (int, error) {
+	ids, err := rdb.SMembers(ctx, store.Users()).Result()
+	if err != nil {
+		return 0, err
+	}
+	oauth := auth.NewOAuth(rdb, auth.OAuthOptions{DB: db})
+	n := 0
+	for _, id := range ids {
+		auths, err := oauth.ListAuthorizations(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		clients := make([]string, 0, len(auths))
+		for _, a := range auths {
+			clients = append(clients, a.ClientID)
+		}
+		if k, err := ps.Adopt(ctx, id, clients); err != nil {
+			return n, err
+		} else if k > 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // restoreEvery is how often a daemon checks that Redis still holds the accounts.
@@ -198,6 +235,7 @@ func assemble(rdb redis.UniversalClient, db *pgxpool.Pool, prices marketdata.Pro
 		Venues: &executor.Paper{Redis: rdb, Prices: prices, Live: &executor.LiveVenues{Redis: rdb, Clients: clients}}})
 	return &APIs{Previews: previews, Users: users, Trading: trading.New(rdb, nil, prices),
 		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: symbols, Audit: audit.New(rdb, withDB(ao, db)),
+		AppPolicies: apppolicy.New(rdb, apppolicy.Options{DB: db}),
 		// The market data source is the candles' fallback, as in webhookd.
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger}),
 		// The Lab queues jobs and charges the wallet; the executors run them.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
@@ -104,18 +105,41 @@ func (p Policy) Validate() error {
 type Policies struct {
 	rdb redis.UniversalClient
 	now func() time.Time
+	// record is PostgreSQL's (nil: Redis only). See record.go.
+	record *record
 }
 
-// NewPolicies returns the policies on rdb; now is their clock (nil: time.Now).
-func NewPolicies(rdb redis.UniversalClient, now func() time.Time) *Policies {
-	if now == nil {
-		now = time.Now
+// Options configure Policies.
+type Options struct {
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// DB is PostgreSQL, the record of the policies and kill switches (nil: Redis only, as a
+	// test or an installation without a database runs).
+	DB *pgxpool.Pool
+}
+
+// New returns the policies on rdb.
+func New(rdb redis.UniversalClient, o Options) *Policies {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return &Policies{rdb: rdb, now: now}
+	ps := &Policies{rdb: rdb, now: o.Now}
+	if o.DB != nil {
+		ps.record = &record{db: o.DB}
+	}
+	return ps
+}
+
+// NewPolicies returns the policies on rdb alone; now is their clock (nil: time.Now).
+func NewPolicies(rdb redis.UniversalClient, now func() time.Time) *Policies {
+	return New(rdb, Options{Now: now})
 }
 
 // Get is the policy of user's app clientID (DefaultPolicy when none is stored).
 func (ps *Policies) Get(ctx context.Context, userID, clientID string) (Policy, error) {
+	if err := ps.cached(ctx, userID); err != nil {
+		return Policy{}, err
+	}
 	m, err := ps.rdb.HGetAll(ctx, store.UserAppPolicy(userID, clientID)).Result()
 	if err != nil {
 		return Policy{}, err
@@ -123,18 +147,20 @@ func (ps *Policies) Get(ctx context.Context, userID, clientID string) (Policy, e
 	return policyOf(m), nil
 }
 
-// Set stores p as the policy of user's app clientID.
+// Set stores p as the policy of user's app clientID: in PostgreSQL first when it records
+// them (refused there: changed nowhere), then in Redis.
 func (ps *Policies) Set(ctx context.Context, userID, clientID string, p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	live := "0"
-	if p.Live {
-		live = "1"
+	var version int64
+	if ps.record != nil {
+		var err error
+		if version, err = ps.record.put(ctx, userID, clientID, p, ps.now().UTC()); err != nil {
+			return err
+		}
 	}
-	return ps.rdb.HSet(ctx, store.UserAppPolicy(userID, clientID), "live", live, "bots", botList(p.Bots),
-		"ordersPerHour", strconv.Itoa(p.OrdersPerHour), "orderNotional", units(p.OrderNotional), "dayNotional", units(p.DayNotional),
-		"approve", flag(p.Approve), "approveAbove", units(p.ApproveAbove)).Err()
+	return putScript.Run(ctx, ps.rdb, []string{store.UserAppPolicy(userID, clientID)}, append([]any{version}, fieldsOf(p)...)...).Err()
 }
 
 // policyOf reads a stored policy hash; absent fields keep their defaults.
@@ -221,7 +247,10 @@ type Call struct {
 //	ARGV: botId, createsBot, live, order, exit, default orders per hour, ms to the hour's
 //	end (relative: the count must not depend on Redis's clock agreeing with ours), the
 //	call's notional in units, ms to the day's end, default order and day caps in units,
-//	dry ("1": decide and count nothing), raisesSize, approved
+//	dry ("1": decide and count nothing), raisesSize, approved, and with PostgreSQL
+//	KEYS[5] the user's marker that Redis holds the recorded policies (record.go) and
+//	ARGV[15] "1": without it the script answers "uncached" and decides nothing (a switch
+//	that is on in Redis refuses first: it needs no copy to be believed)
 //
 // A live entry the policy holds for the user's approval answers "approval" once every
 // limit has passed, and nothing is counted: it is counted when the user approves it.
@@ -231,6 +260,7 @@ type Call struct {
 var admitScript = redis.NewScript(`
 local since = redis.call('GET', KEYS[1])
 if since then return {'killSwitch', since, '', ''} end
+if ARGV[15] == '1' and redis.call('EXISTS', KEYS[5]) == 0 then return {'uncached', '', '', ''} end
 local p = redis.call('HMGET', KEYS[2], 'live', 'bots', 'ordersPerHour', 'orderNotional', 'dayNotional', 'approve', 'approveAbove')
 local bots = p[2] or ''
 if bots ~= '' then
@@ -289,11 +319,26 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	if c.Notional.IsPositive() {
 		notional = units(c.Notional)
 	}
-	res, err := admitScript.Run(ctx, ps.rdb, keys, c.BotID, flag(c.CreatesBot), flag(c.Live), flag(c.Order), flag(c.Exit),
+	args := []any{c.BotID, flag(c.CreatesBot), flag(c.Live), flag(c.Order), flag(c.Exit),
 		DefaultOrdersPerHour, max(next.Sub(now).Milliseconds(), 1), notional, max(tomorrow.Sub(now).Milliseconds(), 1),
-		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry), flag(c.RaisesSize), flag(c.Approved)).StringSlice()
-	if err != nil {
-		return err
+		units(DefaultOrderNotional), units(DefaultDayNotional), flag(dry), flag(c.RaisesSize), flag(c.Approved)}
+	if ps.record != nil {
+		keys = append(keys, store.UserAppsCached(c.UserID))
+		args = append(args, "1")
+	}
+	var res []string
+	for range 2 {
+		var err error
+		if res, err = admitScript.Run(ctx, ps.rdb, keys, args...).StringSlice(); err != nil {
+			return err
+		}
+		if len(res) == 0 || res[0] != "uncached" {
+			break
+		}
+		// Redis lost this user's copy: put it back from the record, then decide.
+		if err := ps.recall(ctx, c.UserID); err != nil {
+			return err
+		}
 	}
 	if len(res) != 4 {
 		return fmt.Errorf("apppolicy: admission answered %v", res)
@@ -301,6 +346,8 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	switch res[0] {
 	case "":
 		return nil
+	case "uncached":
+		return unavailable(errors.New("apppolicy: Redis lost the user's copy again while it was put back"))
 	case "approval":
 		above, _ := fromUnits(res[2])
 		return &ApprovalNeeded{Above: above, Notional: c.Notional}

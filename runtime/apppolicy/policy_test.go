@@ -24,10 +24,11 @@ func limitOf(t *testing.T, err error) string {
 	return e.Details["limit"].(string)
 }
 
-func TestAdmit(t *testing.T) {
-	_, rdb := storetest.New(t)
+func TestAdmit(t *testing.T) { onBothStores(t, testAdmit) }
+
+func testAdmit(t *testing.T, newPolicies func(now func() time.Time) *apppolicy.Policies) {
 	clk := testkit.NewClock(time.Date(2026, 12, 6, 9, 59, 0, 0, time.UTC))
-	ps := apppolicy.NewPolicies(rdb, clk.Now)
+	ps := newPolicies(clk.Now)
 	ctx := t.Context()
 	call := apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Order: true}
 

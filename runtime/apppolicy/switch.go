@@ -26,23 +26,45 @@ const LimitKillSwitch = "killSwitch"
 // from the next call on all of them.
 
 // Suspend turns user id's switch on and returns since when it is on: a second suspension
-// keeps the first time.
+// keeps the first time. Redis first, so that it holds from the next call whether or not
+// PostgreSQL answers; then the record (a failure answers 503 with the switch on).
 func (s *Policies) Suspend(ctx context.Context, userID string) (time.Time, error) {
 	now := s.now().UTC().Truncate(time.Millisecond)
 	if err := s.rdb.SetNX(ctx, store.UserAppsSuspended(userID), now.UnixMilli(), 0).Err(); err != nil {
 		return time.Time{}, err
 	}
 	since, _, err := s.Since(ctx, userID)
-	return since, err
+	if err != nil {
+		return time.Time{}, err
+	}
+	if s.record != nil {
+		at := since
+		if at.IsZero() {
+			at = now
+		}
+		if err := s.record.suspend(ctx, userID, at); err != nil {
+			return since, err
+		}
+	}
+	return since, nil
 }
 
-// Lift turns user id's switch off (nothing when it is off).
+// Lift turns user id's switch off (nothing when it is off): in the record first, so that
+// a lift PostgreSQL refused leaves the switch on everywhere.
 func (s *Policies) Lift(ctx context.Context, userID string) error {
+	if s.record != nil {
+		if err := s.record.lift(ctx, userID); err != nil {
+			return err
+		}
+	}
 	return s.rdb.Del(ctx, store.UserAppsSuspended(userID)).Err()
 }
 
 // Since is when user id's switch was turned on; false when it is off.
 func (s *Policies) Since(ctx context.Context, userID string) (time.Time, bool, error) {
+	if err := s.cached(ctx, userID); err != nil {
+		return time.Time{}, false, err
+	}
 	v, err := s.rdb.Get(ctx, store.UserAppsSuspended(userID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return time.Time{}, false, nil

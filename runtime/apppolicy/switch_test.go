@@ -6,6 +6,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -14,7 +15,7 @@ import (
 func TestSwitch(t *testing.T) {
 	_, rdb := storetest.New(t)
 	clk := testkit.NewClock(time.Date(2026, 12, 6, 9, 30, 0, 0, time.UTC))
-	sw := apppolicy.NewPolicies(rdb, clk.Now)
+	sw := apppolicy.New(rdb, apppolicy.Options{Now: clk.Now, DB: dbtest.New(t)})
 	ctx := t.Context()
 	if _, on, err := sw.Since(ctx, "u1"); on || err != nil {
 		t.Fatalf("off at first: %v %v", on, err)

@@ -13,6 +13,7 @@ import "github.com/sigops/sigops/runtime/emails"
 //	sigops:user:email:<email>                  string lower-cased email -> user ID (uniqueness)
 //	sigops:user:{id}:sessions                  set    session hashes of a user (clean-up on password change)
 //	sigops:user:{id}:oauth                     set    OAuth authorization IDs of a user (connected apps)
+//	sigops:user:{id}:apps-cached               string with PostgreSQL: the user's app policies and kill switch are copied (apppolicy)
 //	sigops:session:<sha256>                    hash   dashboard session: user, generation, CSRF token; TTL 7 days sliding
 //	sigops:bearer:<jti>                        string live bearer JWT (login/dashboard token) -> user ID; TTL 7 days sliding
 //	sigops:oauth:client:<clientId>             hash   registered OAuth client
@@ -61,6 +62,11 @@ func UserAuthorizations(userID string) string { return User(userID) + ":oauth" }
 // UserAppsSuspended is set (to the time in ms) while user id's kill switch suspends every
 // connected app's trading (runtime/apppolicy); absent otherwise.
 func UserAppsSuspended(userID string) string { return User(userID) + ":apps-suspended" }
+
+// UserAppsCached marks, with PostgreSQL, that Redis holds user id's app policies and kill
+// switch as recorded there (runtime/apppolicy): its absence (a flushed or new Redis) makes
+// the next admission copy them back before it decides anything.
+func UserAppsCached(userID string) string { return User(userID) + ":apps-cached" }
 
 // UserAppPolicy is the policy hash of user id's connected app clientID (runtime/apppolicy):
 // live, bots, ordersPerHour, orderNotional, dayNotional.
