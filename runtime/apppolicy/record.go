@@ -57,17 +57,17 @@ func unavailable(err error) error {
 // record is PostgreSQL's side.
 type record struct{ db *pgxpool.Pool }
 
+// insertPolicy writes a policy at version 1; the statements below add what happens when
+// the user and app have a row already.
+const insertPolicy = `INSERT INTO app_policies (user_id, client_id, live, bots, orders_per_hour, order_notional,
+	day_notional, approve, approve_above, version, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)`
+
 // put records p and returns its new version.
 func (r record) put(ctx context.Context, userID, clientID string, p Policy, now time.Time) (int64, error) {
-	var v int64
-	err := r.db.QueryRow(ctx, `INSERT INTO app_policies (user_id, client_id, live, bots, orders_per_hour, order_notional,
-		day_notional, approve, approve_above, version, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)
-		ON CONFLICT (user_id, client_id) DO UPDATE SET live = EXCLUDED.live, bots = EXCLUDED.bots,
-		orders_per_hour = EXCLUDED.orders_per_hour, order_notional = EXCLUDED.order_notional,
+	v, err := r.write(ctx, insertPolicy+` ON CONFLICT (user_id, client_id) DO UPDATE SET live = EXCLUDED.live,
+		bots = EXCLUDED.bots, orders_per_hour = EXCLUDED.orders_per_hour, order_notional = EXCLUDED.order_notional,
 		day_notional = EXCLUDED.day_notional, approve = EXCLUDED.approve, approve_above = EXCLUDED.approve_above,
-		version = app_policies.version + 1, updated_at = EXCLUDED.updated_at
-		RETURNING version`, userID, clientID, p.Live, botsOrEmpty(p.Bots), p.OrdersPerHour, p.OrderNotional, p.DayNotional,
-		p.Approve, p.ApproveAbove, now).Scan(&v)
+		version = app_policies.version + 1, updated_at = EXCLUDED.updated_at RETURNING version`, userID, clientID, p, now)
 	if err != nil {
 		return 0, unavailable(err)
 	}
@@ -77,14 +77,18 @@ func (r record) put(ctx context.Context, userID, clientID string, p Policy, now 
 // adopt records p, a policy Redis held before PostgreSQL did, unless a record exists;
 // returns the version to copy it back with (0: a record existed, nothing to copy).
 func (r record) adopt(ctx context.Context, userID, clientID string, p Policy, now time.Time) (int64, error) {
-	var v int64
-	err := r.db.QueryRow(ctx, `INSERT INTO app_policies (user_id, client_id, live, bots, orders_per_hour, order_notional,
-		day_notional, approve, approve_above, version, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10)
-		ON CONFLICT (user_id, client_id) DO NOTHING RETURNING version`, userID, clientID, p.Live, botsOrEmpty(p.Bots),
-		p.OrdersPerHour, p.OrderNotional, p.DayNotional, p.Approve, p.ApproveAbove, now).Scan(&v)
+	v, err := r.write(ctx, insertPolicy+` ON CONFLICT (user_id, client_id) DO NOTHING RETURNING version`, userID, clientID, p, now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
+	return v, err
+}
+
+// write runs sql (insertPolicy and its conflict clause) for p and returns the version.
+func (r record) write(ctx context.Context, sql, userID, clientID string, p Policy, now time.Time) (int64, error) {
+	var v int64
+	err := r.db.QueryRow(ctx, sql, userID, clientID, p.Live, botsOrEmpty(p.Bots), p.OrdersPerHour, p.OrderNotional,
+		p.DayNotional, p.Approve, p.ApproveAbove, now).Scan(&v)
 	return v, err
 }
 
@@ -229,9 +233,7 @@ func (ps *Policies) Adopt(ctx context.Context, userID string, clientIDs []string
 	if since.IsZero() {
 		since = now
 	}
-	_, err = ps.record.db.Exec(ctx, `INSERT INTO app_suspensions (user_id, since) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING`,
-		userID, since)
-	return n, err
+	return n, ps.record.suspend(ctx, userID, since)
 }
 
 // fieldsOf is p as its Redis hash holds it (field, value, ...), without the version.

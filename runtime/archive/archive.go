@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -378,13 +377,11 @@ func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
 type entryID struct{ ms, seq int64 }
 
 func parseID(s string) (entryID, error) {
-	ms, seq, ok := strings.Cut(s, "-")
-	a, err1 := strconv.ParseInt(ms, 10, 64)
-	b, err2 := strconv.ParseInt(seq, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
+	ms, seq, ok := store.SplitStreamID(s)
+	if !ok {
 		return entryID{}, errors.New("archive: bad stream entry ID " + s)
 	}
-	return entryID{a, b}, nil
+	return entryID{ms, seq}, nil
 }
 
 func (id entryID) String() string {

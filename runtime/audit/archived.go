@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,14 +35,7 @@ type Archived struct {
 
 // IDParts is an entry ID's milliseconds and sequence number.
 func (a Archived) IDParts() (ms, seq int64, ok bool) {
-	return splitID(a.ID)
-}
-
-func splitID(id string) (ms, seq int64, ok bool) {
-	m, s, found := strings.Cut(id, "-")
-	a, err1 := strconv.ParseInt(m, 10, 64)
-	b, err2 := strconv.ParseInt(s, 10, 64)
-	return a, b, found && err1 == nil && err2 == nil
+	return store.SplitStreamID(a.ID)
 }
 
 // archive appends e (recorded, with its ID) to the archive stream of its user's partition.
@@ -67,7 +59,7 @@ func archive(ctx context.Context, rdb redis.UniversalClient, e Entry) error {
 func (j *Journal) archived(ctx context.Context, userID, cursor string, cutoffMs int64, limit int) []Entry {
 	beforeMs, beforeSeq := int64(1<<63-1), int64(1<<63-1)
 	if cursor != "" {
-		beforeMs, beforeSeq, _ = splitID(cursor)
+		beforeMs, beforeSeq, _ = store.SplitStreamID(cursor)
 	}
 	rows, err := j.db.Query(ctx, `SELECT ms, seq, at, client_id, client_name, channel, tool, arguments, ok, code, message
 		FROM audit_log WHERE user_id = $1 AND (ms, seq) < ($2, $3) AND ms >= $4 ORDER BY ms DESC, seq DESC LIMIT $5`,
@@ -101,8 +93,8 @@ func merge(a, b []Entry) []Entry {
 }
 
 func compareIDs(x, y string) int {
-	xm, xs, _ := splitID(x)
-	ym, ys, _ := splitID(y)
+	xm, xs, _ := store.SplitStreamID(x)
+	ym, ys, _ := store.SplitStreamID(y)
 	if xm != ym {
 		return cmp.Compare(xm, ym)
 	}
