@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -123,11 +124,15 @@ func Setup(mgr ctrl.Manager, o Options) error {
 
 // forgetTrading removes a deleted bot's trading state, each part by the package that owns
 // it: the book and its watch entries (runtime/position), the per-day aggregates
-// (runtime/analytics), the risk counters (runtime/risk) and the strategy runner's state
-// (runtime/strategyrun). The runtime pause and the strategy index go with the bot's hash
+// (runtime/analytics), the risk counters (runtime/risk), the strategy runner's state
+// (runtime/strategyrun), and PostgreSQL's copy of the book state, through the archive
+// (runtime/bookstate). The runtime pause and the strategy index go with the bot's hash
 // (registry.Remove). Each part can be repeated, so a finalizer retried after a partial run
 // finishes the job.
 func forgetTrading(ctx context.Context, rdb redis.UniversalClient, botID string) error {
+	if err := bookstate.Purge(ctx, rdb, botID); err != nil {
+		return err
+	}
 	if err := position.Purge(ctx, rdb, botID); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/sigops/sigops/runtime/archive"
+	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/database"
@@ -134,7 +135,11 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	}
 	if db != nil {
 		defer db.Close()
+		// A partition Redis lost is restored from PostgreSQL's copy of the book.
+		exec.WithBookRecord(db)
 	}
+	books := bookstate.NewRestorer(rdb, db)
+	restoreBooks := func(ctx context.Context) error { return books.Run(ctx, consumer.Owned, 0, logger) }
 	// History is compacted where its partition's lease is held; finished order records live
 	// as long. With the archive, Redis keeps only the hot window of what PostgreSQL holds.
 	hopts.Redis, hopts.Owner, hopts.Archive = rdb, consumer, progress
@@ -158,7 +163,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	// The consumer's Run returns after finishing the signal in hand once ctx ends
 	// (graceful shutdown).
 	return runAll(ctx, ops, func(ctx context.Context) error { return consumer.Run(ctx, exec.Handle) },
-		watcher.Run, strategies.Run, engine.Run, compactor.Run, archiver.Run)
+		watcher.Run, strategies.Run, engine.Run, compactor.Run, archiver.Run, restoreBooks)
 }
 
 // runAll runs every loop and the ops server until ctx ends or one of them fails, then shuts

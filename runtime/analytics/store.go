@@ -122,6 +122,29 @@ func NewDayWrite(botID string, date Date, d *Day, start *decimal.Decimal) (key s
 	return store.BookDays(botID), args, nil
 }
 
+// RestoredFields are the fields of a bot's days hash rebuilt, in a Redis that lost it,
+// from its recorded days (date → the day as StageDay stores it) and starting equity (""
+// when not known): the days, the start, and the count of trades they hold, every one
+// counted as compacted, since the trade list that Redis lost is in the archive. A report
+// then reads the days alone, as for a compacted bot.
+func RestoredFields(botID string, days map[string]string, start string) ([]any, error) {
+	out := make([]any, 0, 2*len(days)+6)
+	n := 0
+	for date, text := range days {
+		d, err := decodeDay(botID, date, text)
+		if err != nil {
+			return nil, err
+		}
+		n += d.Trades
+		out = append(out, date, text)
+	}
+	out = append(out, fieldTrades, strconv.Itoa(n), fieldDropped, strconv.Itoa(n))
+	if start != "" {
+		out = append(out, fieldStart, start)
+	}
+	return out, nil
+}
+
 // Purge removes a deleted bot's days. The bot's SignalBot finalizer calls it with the rest
 // of the bot's runtime state.
 func Purge(ctx context.Context, rdb redis.UniversalClient, botID string) error {

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/audit"
+	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -359,6 +360,21 @@ func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
 		if err := queueResult(b, r, v, member, at); err != nil {
 			return "", err
 		}
+	case store.ArchiveState:
+		f, err := bookstate.Decode(v)
+		if err != nil {
+			return "", err
+		}
+		ms, seq, ok := store.SplitStreamID(msg.ID)
+		if !ok {
+			return "", errors.New("bad stream entry ID " + msg.ID)
+		}
+		bookstate.QueueFact(b, f, ms, seq)
+	case store.ArchivePurge:
+		if v == "" {
+			return "", errors.New("a purge without its bot")
+		}
+		bookstate.QueuePurge(b, v)
 	case store.ArchiveAudit:
 		var e audit.Archived
 		if err := json.Unmarshal([]byte(v), &e); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -24,21 +25,24 @@ import (
 // KEYS: 1 the signal's progress record, 2-4 the position with its set and watch index, 5-7
 // the order record, the bot's order list and the partition's archive stream, 8-9 the trades
 // and the archive stream again, 10 the days, 11 the risk counters, 12 the bot's hash (a
-// pause), and, only when the result is stored here, 13-15 the result, the bot's signal index
-// and the archive stream, and, only when the queue entry is acknowledged here too, 16 its
-// stream. Every fact the commit writes (order record, trade, result) is appended to the
-// archive stream in the same script (runtime/archive copies it to PostgreSQL).
+// pause), 13 the partition's book marker (store.BookRestored), and, only when the result is
+// stored here, 14-16 the result, the bot's signal index and the archive stream, and, only
+// when the queue entry is acknowledged here too, 17 its stream. Every fact the commit writes
+// (order record, trade, result) is appended to the archive stream in the same script
+// (runtime/archive copies it to PostgreSQL), and so is the bot's book state after it
+// (runtime/bookstate), from which a Redis that lost the partition is restored.
 //
 // ARGV: 1 the done marker's field, 2 its value ("": the result is stored here and the
 // progress record is deleted), 3 the progress TTL (s), 4 the plan this attempt made ("": it
 // follows a stored one; another plan stored meanwhile wins, and an unstored one is stored
 // with a done marker), 5-8 the expected texts of the position, the order record, the day field's name and
 // the day ("": not checked; "-": absent; "=" and the text), 9-12 those of the risk counter
-// fields, then the writes from argPos on.
+// fields, then the writes from argPos on, the book state fact at argState.
 //
 // Replies: {0, acked} written (acked 1: the queue entry was acknowledged too); {1} a checked key changed (nothing written); {2, done} the leg was
 // booked already; {3} the signal's result is stored (another attempt finished it); {4}
-// another attempt stored its plan first.
+// another attempt stored its plan first; {5} the partition's book is not in Redis (lost:
+// it is restored, then read again).
 const (
 	argPos     = 13
 	argOrder   = argPos + 4
@@ -46,10 +50,11 @@ const (
 	argDay     = argTrade + 1
 	argRisk    = argDay + 3
 	argPause   = argRisk + 8
-	argResult  = argPause + 4
+	argState   = argPause + 4
+	argResult  = argState + 1
 	argAck     = argResult + 9
-	keysResult = 13
-	keysAck    = 16
+	keysResult = 14
+	keysAck    = 17
 )
 
 var commitScript = registry.PauseScript(`
@@ -58,9 +63,10 @@ local function same(v, want)
   if v then return want == '=' .. v end
   return want == '-'
 end
-if #KEYS >= 13 and redis.call('EXISTS', KEYS[13]) == 1 then return {3} end
+if #KEYS >= 14 and redis.call('EXISTS', KEYS[14]) == 1 then return {3} end
 local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then return {2, done} end
+if redis.call('EXISTS', KEYS[13]) == 0 then return {5} end
 if not same(redis.call('GET', KEYS[2]), ARGV[5]) then return {1} end
 if not same(redis.call('GET', KEYS[5]), ARGV[6]) then return {1} end
 if ARGV[7] ~= '' and not same(redis.call('HGET', KEYS[10], ARGV[7]), ARGV[8]) then return {1} end
@@ -76,17 +82,17 @@ end
 if ARGV[` + fmt.Sprint(argOrder) + `] ~= '' then
 ` + position.OrderLua(5, argOrder) + `end
 ` + position.TradeLua(8, argTrade) + analytics.DayLua(10, argDay) + risk.CountersLua(11, argRisk) +
-	registry.PauseLua(12, argPause) + `
+	registry.PauseLua(12, argPause) + store.ArchiveLua(9, store.ArchiveState, argState) + `
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   redis.call('EXPIRE', KEYS[1], ARGV[3])
 else
   redis.call('DEL', KEYS[1])
 end
-if #KEYS >= 13 then
+if #KEYS >= 14 then
 ` + queue.ResultLua(keysResult, argResult) + `end
 local acked = 0
-if #KEYS >= 16 then
+if #KEYS >= 17 then
 ` + queue.AckLua(keysAck, argAck) + `end
 return {0, acked}
 `)
@@ -122,6 +128,9 @@ func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRea
 		return legDone{}, false, errFinished
 	case 4:
 		return legDone{}, false, errPlanLost
+	case 5:
+		// Redis lost the partition since this booking read it: put it back, read again.
+		return legDone{}, false, e.restoreBook(ctx, store.PartitionOf(in.botID))
 	default:
 		return legDone{}, false, fmt.Errorf("booking %s: unexpected reply %v", in.signalID, reply)
 	}
@@ -187,7 +196,7 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	keys := append([]string{j.sigKey()}, posW.Keys...)
 	keys = append(keys, recW.Keys...)
 	keys = append(keys, tradeW.Keys...)
-	keys = append(keys, dayKey, store.RiskCounters(in.botID), store.Bot(in.botID))
+	keys = append(keys, dayKey, store.RiskCounters(in.botID), store.Bot(in.botID), store.BookRestored(store.PartitionOf(in.botID)))
 	args := make([]any, 0, argResult+9)
 	args = append(args, prefixDone+in.leg.Name, "", int64(ProgressTTL/time.Second), "", want(st.posText), "", "", "")
 	if in.order != nil {
@@ -207,6 +216,11 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	args = append(args, dayArgs...)
 	args = append(args, cnt...)
 	args = append(args, registry.PauseArgs(in.botID, w.pause, in.now)...)
+	state, err := stateOf(in, posW, dayArgs, cnt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	args = append(args, state)
 	fin, err := e.finish(j, in, w)
 	if err != nil {
 		return nil, nil, nil, err
@@ -222,6 +236,18 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	}
 	args[1] = string(data)
 	return keys, args, nil, nil
+}
+
+// stateOf is the bot's book state after the commit (bookstate.Fact), from the texts the
+// commit writes: the position, the day and starting equity (analytics.NewDayWrite's
+// arguments: date, day, start) and the risk counters.
+func stateOf(in bookIn, posW position.Write, dayArgs, cnt []any) (string, error) {
+	f := bookstate.Fact{Bot: in.botID, Symbol: in.leg.Symbol, Position: posW.Args[0].(string),
+		Date: dayArgs[0].(string), Day: dayArgs[1].(string), Start: dayArgs[2].(string), Risk: make([]string, len(cnt))}
+	for i, v := range cnt {
+		f.Risk[i] = v.(string)
+	}
+	return f.Encode()
 }
 
 // wantField is want of a hash field as read with the whole hash.

@@ -21,10 +21,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -83,6 +85,9 @@ type Executor struct {
 	// enqueued; an error simulates a crash there.
 	beforeFanOut func(leg string) error
 
+	// restorer puts a partition that Redis lost back (WithBookRecord).
+	restorer *bookstate.Restorer
+
 	// pipelineBots: bots are read in the signal's first pipeline (Deps.Bots was not given),
 	// their projections decoded through decoded.
 	pipelineBots bool
@@ -110,11 +115,32 @@ func New(d Deps) *Executor {
 		e.now = time.Now
 	}
 	e.book = position.NewBook(d.Redis)
+	e.restorer = bookstate.NewRestorer(d.Redis, nil)
 	e.pipelineBots = d.Bots == nil
 	if p, ok := e.venues.(*Paper); ok && sameClient(p.Redis, d.Redis) {
 		e.paper = p
 	}
 	return e
+}
+
+// WithBookRecord restores a partition that Redis lost from db, PostgreSQL's copy of the
+// book state (runtime/bookstate); without it a lost partition starts again empty. Call it
+// before Handle runs.
+func (e *Executor) WithBookRecord(db *pgxpool.Pool) *Executor {
+	e.restorer = bookstate.NewRestorer(e.rdb, db)
+	return e
+}
+
+// restoreBook puts partition part's book state back into Redis, unless it is there.
+func (e *Executor) restoreBook(ctx context.Context, part int) error {
+	n, err := e.restorer.Partition(ctx, part)
+	if err != nil {
+		return fmt.Errorf("restoring partition %d's book: %w", part, err)
+	}
+	if n > 0 {
+		e.log.Warn("Redis had lost a partition's book state; restored from PostgreSQL", "partition", part, "bots", n)
+	}
+	return nil
 }
 
 // Collectors are the executor's (and its watchers') Prometheus metrics, for the caller to
@@ -145,6 +171,15 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	}
 	if pre.err != nil {
 		return pre.err
+	}
+	if pre.unrestored() {
+		// Redis lost this bot's partition: nothing is decided on an empty book.
+		if err := e.restoreBook(ctx, store.PartitionOf(env.BotID)); err != nil {
+			return err
+		}
+		if pre = e.begin(ctx, env, now); pre.err != nil {
+			return pre.err
+		}
 	}
 	out, err := e.execute(ctx, env, pre, now)
 	if errors.Is(err, errFinished) {

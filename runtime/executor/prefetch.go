@@ -73,6 +73,13 @@ type prefetch struct {
 	sig *signal.Signal
 	// followers decodes the bot's followers set (nil: a copy signal, which never fans out).
 	followers func() ([]string, error)
+	// restored reads the marker of the bot's partition's book (store.BookRestored).
+	restored *redis.IntCmd
+}
+
+// unrestored says that Redis lost the bot's partition (its book marker is absent).
+func (pre *prefetch) unrestored() bool {
+	return pre.restored != nil && pre.restored.Err() == nil && pre.restored.Val() == 0
 }
 
 // begin sends a signal's first pipeline (see above).
@@ -99,6 +106,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 			pre.account = e.paper.prefetchPaper(ctx, p, h.account, paperReadsOf(env, pre.sig, h))
 		}
 		pre.book = prefetchBook(ctx, p, env.BotID, h.symbol, now)
+		pre.restored = p.Exists(ctx, store.BookRestored(store.PartitionOf(env.BotID)))
 		if s := pre.sig; s != nil && s.Symbol == "" && (s.Action == signal.Close || s.Action == signal.CloseLong || s.Action == signal.CloseShort) {
 			pre.members = p.SMembers(ctx, store.BookPositions(env.BotID))
 		}

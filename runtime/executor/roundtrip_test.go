@@ -33,9 +33,11 @@ func TestPaperRoundTrips(t *testing.T) {
 		max        int
 	}{
 		// The bot's first signal: nothing to read ahead yet (its paper account, its symbol),
-		// its first entry is staged (its starting equity), and the scripts are not loaded in
-		// this Redis yet (EVALSHA, then EVAL).
-		{"market buy", `{"action":"buy","symbol":"BTCUSDT"}`, false, 11},
+		// its first entry is staged (its starting equity), the scripts are not loaded in
+		// this Redis yet (EVALSHA, then EVAL), and its partition's book marker is not there
+		// (a new Redis): the restore checks it, takes its token, marks the partition and the
+		// first pipeline is read again (5 more, once per partition and Redis).
+		{"market buy", `{"action":"buy","symbol":"BTCUSDT"}`, false, 16},
 		{"market sell", `{"action":"sell","symbol":"BTCUSDT"}`, false, 2 + paperTrips},
 		{"buy again", `{"action":"buy","symbol":"BTCUSDT"}`, false, 2 + paperTrips},
 		{"close", `{"action":"close"}`, false, 2 + paperTrips},

@@ -6,8 +6,10 @@ package store
 // trims up to what PostgreSQL has committed.
 //
 //	sigops:archive:fence string   the archiver's fence write (a second's life)
+//	sigops:restored:{N}  string   partition N's book state is in Redis (restored or nothing to restore)
+//	sigops:restoring:{N} string   the token of a restore of partition N under way
 //	sigops:archive:{N}   stream   facts of partition N not yet trimmed: fields k (kind: trade,
-//	                              order, result, audit), v (the fact's JSON, as the book stores it),
+//	                              order, result, audit, state, purge), v (the fact's JSON, as the book stores it),
 //	                              and for a result s (its signal index entry) and at
 //	                              (when the intake accepted the signal, ms)
 
@@ -29,7 +31,23 @@ const (
 	// ArchiveAudit is an audit journal entry (runtime/audit), appended to the archive
 	// stream of its user's partition.
 	ArchiveAudit = "audit"
+	// ArchiveState is a bot's book state after a commit (runtime/bookstate): what a lost
+	// Redis gets back from PostgreSQL.
+	ArchiveState = "state"
+	// ArchivePurge is a deleted bot: its recorded book state is dropped.
+	ArchivePurge = "purge"
 )
+
+// BookRestored marks partition p's book state (positions, per-day analytics, risk
+// counters) as present in Redis: restored from PostgreSQL after a loss, or nothing to
+// restore. Its absence makes the executor restore the partition before it decides or
+// books anything there (runtime/bookstate).
+func BookRestored(partition int) string { return prefix + "restored:" + partitionTag(partition) }
+
+// BookRestoring holds the token of a restore of partition p under way: the marker is
+// written only while it is still there, so a Redis lost again during the restore is
+// restored again rather than marked.
+func BookRestoring(partition int) string { return prefix + "restoring:" + partitionTag(partition) }
 
 // ArchiveLua is the Lua statement that appends a fact of kind to the archive stream
 // KEYS[keyAt], its JSON from ARGV[argAt], with further field/value pairs as Lua

@@ -1,0 +1,189 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/archive"
+	"github.com/sigops/sigops/runtime/bookstate"
+	"github.com/sigops/sigops/runtime/database/dbtest"
+	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
+)
+
+// bookSnapshot is what a user reads of a bot's book: its analytics over every day, its
+// open positions and its risk counters, as JSON.
+func bookSnapshot(t *testing.T, h *harness) string {
+	t.Helper()
+	q, err := analytics.ParseQuery("all", "", "", "true", h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analytics.New(h.rdb).Bot(h.ctx, h.bot, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := position.NewBook(h.rdb).List(h.ctx, h.bot.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt, err := risk.ReadCounters(h.ctx, h.rdb, h.bot.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched, err := h.rdb.HLen(h.ctx, store.Watch(store.PartitionOf(h.bot.ID))).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"analytics": rep, "positions": pos, "risk": cnt, "watched": watched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A Redis that lost everything gets each bot's book back from PostgreSQL: after FLUSHALL
+// the executor restores the partition before it decides anything there, and the bot's
+// analytics (every past day, to the last decimal), its open position with its watched
+// stop-loss, and its risk counters read as they did; the next signal books on them.
+func TestALostRedisGetsTheBookBack(t *testing.T) {
+	h := newHarness(t, func(b *registry.Bot) { b.DCA = registry.DCA{Enabled: true, MaxLevels: 3} })
+	db := dbtest.New(t)
+	h.ex.WithBookRecord(db)
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	// Two days of trades, a losing one last (risk counters), then an open position with a
+	// stop-loss the watcher follows.
+	for i, px := range []string{"65500.5", "64321.12"} {
+		h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`))
+		h.px.set(exchange.Spot, "BTC/USDT", px)
+		h.ok(h.send(`{"action":"close","symbol":"BTCUSDT"}`))
+		if i == 0 {
+			h.now = h.now.Add(24 * time.Hour)
+		}
+	}
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"3%"}`))
+	if len(h.trades()) != 2 || h.position("BTC/USDT") == nil {
+		t.Fatalf("setup: %d trades, position %v", len(h.trades()), h.position("BTC/USDT"))
+	}
+	before := bookSnapshot(t, h)
+	prev := *h.position("BTC/USDT")
+	archiveAll(t, h, db)
+
+	// Restored by the partition's restore (what the executor's restore loop runs).
+	lose(t, h)
+	if n, err := bookstate.NewRestorer(h.rdb, db).Partition(h.ctx, store.PartitionOf(h.bot.ID)); n != 1 || err != nil {
+		t.Fatalf("restore: %d bots, %v", n, err)
+	}
+	if after := bookSnapshot(t, h); after != before {
+		t.Fatalf("after FLUSHALL and the restore:\n%s\nbefore:\n%s", after, before)
+	}
+
+	// Restored by the next signal itself, before it decides: it adds to the position.
+	lose(t, h)
+	h.px.set(exchange.Spot, "BTC/USDT", "64000")
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","dca":true,"dcaLevel":2}`))
+	got := h.position("BTC/USDT")
+	if got == nil || got.ID != prev.ID || got.DCALevel != prev.DCALevel+1 || !got.Size.GreaterThan(prev.Size) ||
+		got.StopLoss == nil {
+		t.Fatalf("the signal after FLUSHALL did not book on the restored position: %+v, was %+v", got, prev)
+	}
+	if n := len(h.trades()); n != 0 {
+		t.Fatalf("%d trades in Redis after the loss; the archive holds them", n)
+	}
+
+	// A deleted bot's recorded state goes with it: no later restore brings it back.
+	archiveAll(t, h, db)
+	var rows int
+	count := func() int {
+		if err := db.QueryRow(h.ctx, `SELECT (SELECT count(*) FROM book_positions WHERE bot_id = $1) +
+			(SELECT count(*) FROM book_days WHERE bot_id = $1) + (SELECT count(*) FROM book_bots WHERE bot_id = $1)`,
+			h.bot.ID).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if count() != 4 { // the position, two days, the bot
+		t.Fatalf("%d recorded rows before the purge, want 4", rows)
+	}
+	if err := bookstate.Purge(h.ctx, h.rdb, h.bot.ID); err != nil {
+		t.Fatal(err)
+	}
+	archiveAll(t, h, db)
+	if count() != 0 {
+		t.Fatalf("%d recorded rows after the purge", rows)
+	}
+}
+
+// lose empties Redis and projects the bot and its paper account again, as the manager
+// does once it notices (controllers' re-projection).
+func lose(t *testing.T, h *harness) {
+	t.Helper()
+	if err := storetest.FlushAll(h.ctx, h.rdb); err != nil {
+		t.Fatal(err)
+	}
+	h.project()
+	if _, err := paper.NewAccounts(h.rdb).Ensure(h.ctx, paper.Config{ID: "acct-1", Owner: "a@x.io", Currency: "USDT",
+		InitialBalance: testkit.D("10000"), FeeRate: testkit.D("0.001")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The commit writes nothing on a partition Redis lost after the signal's first read: it
+// answers so, the executor restores the partition and books on what it reads then.
+func TestTheCommitRefusesALostPartition(t *testing.T) {
+	h := newHarness(t, func(b *registry.Bot) { b.DCA = registry.DCA{Enabled: true, MaxLevels: 3} })
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`))
+	marker := store.BookRestored(store.PartitionOf(h.bot.ID))
+	lost := 0
+	executor.SetAfterPlace(h.ex, func(string) error {
+		lost++
+		return h.rdb.Del(h.ctx, marker).Err()
+	})
+	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","dca":true,"dcaLevel":2}`))
+	if lost != 1 {
+		t.Fatalf("hook ran %d times", lost)
+	}
+	if n, _ := h.rdb.Exists(h.ctx, marker).Result(); n != 1 {
+		t.Fatal("the partition was not marked again")
+	}
+	if p := h.position("BTC/USDT"); p == nil || p.DCALevel != 2 {
+		t.Fatalf("position after the refused commit: %+v", p)
+	}
+}
+
+// archiveAll runs the archiver until every fact the executor appended is in PostgreSQL.
+func archiveAll(t *testing.T, h *harness, db *pgxpool.Pool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	a := archive.New(archive.Options{Redis: h.rdb, DB: db})
+	key := store.ArchiveOf(h.bot.ID)
+	for {
+		if _, _, err := a.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		n, err := h.rdb.XLen(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the archive still holds %d entries", n)
+		}
+	}
+}
