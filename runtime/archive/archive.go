@@ -32,6 +32,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/bookstate"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -77,7 +78,11 @@ type Archiver struct {
 	// done is, per partition, the last entry PostgreSQL has committed, as read from
 	// archive_progress or written by this archiver.
 	done map[int]entryID
-	m    *metrics
+	// paperDone is the same for the paper accounts' streams, by account ID; swept is when
+	// the last step copied every listed account's stream (paper.go).
+	paperDone map[string]entryID
+	swept     time.Time
+	m         *metrics
 }
 
 // New builds an Archiver; its metrics are in Collectors.
@@ -94,7 +99,7 @@ func New(o Options) *Archiver {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Archiver{o: o, done: map[int]entryID{}, m: newMetrics()}
+	return &Archiver{o: o, done: map[int]entryID{}, paperDone: map[string]entryID{}, m: newMetrics()}
 }
 
 // Disabled is an archiver that copies nothing (no database configured): Run waits for the
@@ -127,7 +132,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 			a.o.Logger.Warn("archive: copy to PostgreSQL failed; the stream keeps the entries", "error", err, "retryIn", backoff)
 			wait, backoff = backoff, min(2*backoff, maxBackoff)
 			// The cached positions may be ahead of a database restored from a backup.
-			a.done = map[int]entryID{}
+			a.done, a.paperDone = map[int]entryID{}, map[string]entryID{}
 		case full:
 			wait, backoff = 0, a.o.Interval
 		case n > 0:
@@ -165,6 +170,13 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 	if err != nil {
 		return 0, false, err
 	}
+	accounts, err := a.paperAccounts(ctx, parts, msgs)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := a.planPaper(ctx, accounts, &c); err != nil {
+		return 0, false, err
+	}
 	a.m.backlog.Set(float64(backlog))
 	if c.copied == 0 {
 		a.m.lag.Set(0)
@@ -177,7 +189,7 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 	for kind, n := range c.rows {
 		a.m.rows.WithLabelValues(kind).Add(n)
 	}
-	if err := a.trim(ctx, c.last); err != nil {
+	if err := a.trim(ctx, c.last, c.paperLast); err != nil {
 		return c.copied, c.full, err
 	}
 	a.m.backlog.Set(float64(max(0, backlog-int64(c.copied))))
@@ -218,8 +230,9 @@ func (a *Archiver) read(ctx context.Context, parts []int) ([][]redis.XMessage, i
 // metrics need of it.
 type copyPlan struct {
 	batch *pgx.Batch
-	// last is each copied stream's new position.
-	last map[int]entryID
+	// last is each copied stream's new position; paperLast each paper account's.
+	last      map[int]entryID
+	paperLast map[string]entryID
 	// rows counts the entries by kind; copied is their total, full whether a stream had
 	// more than a batch, oldest the time of the oldest entry.
 	rows   map[string]float64
@@ -230,7 +243,7 @@ type copyPlan struct {
 
 // plan turns the entries read from each of parts into rows and positions.
 func (a *Archiver) plan(parts []int, msgs [][]redis.XMessage) (copyPlan, error) {
-	c := copyPlan{batch: &pgx.Batch{}, last: map[int]entryID{}, rows: map[string]float64{}}
+	c := copyPlan{batch: &pgx.Batch{}, last: map[int]entryID{}, paperLast: map[string]entryID{}, rows: map[string]float64{}}
 	for i, part := range parts {
 		if len(msgs[i]) == 0 {
 			continue
@@ -255,21 +268,22 @@ func (a *Archiver) plan(parts []int, msgs [][]redis.XMessage) (copyPlan, error) 
 		}
 		c.last[part] = id
 		c.copied += len(msgs[i])
-		c.batch.Queue(`INSERT INTO archive_progress (stream, last_ms, last_seq, updated_at) VALUES ($1, $2, $3, now())
-			ON CONFLICT (stream) DO UPDATE SET last_ms = EXCLUDED.last_ms, last_seq = EXCLUDED.last_seq, updated_at = now()
-			WHERE (archive_progress.last_ms, archive_progress.last_seq) < (EXCLUDED.last_ms, EXCLUDED.last_seq)`,
-			store.Archive(part), id.ms, id.seq)
+		queueProgress(c.batch, store.Archive(part), id)
 	}
 	return c, nil
 }
 
 // trim records the committed positions and trims each stream up to its own. A failure
 // leaves entries that the next step skips (they are before the position) and trims.
-func (a *Archiver) trim(ctx context.Context, last map[int]entryID) error {
+func (a *Archiver) trim(ctx context.Context, last map[int]entryID, paperLast map[string]entryID) error {
 	if _, err := a.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for part, id := range last {
 			a.done[part] = id
 			p.XTrimMinID(ctx, store.Archive(part), id.next().String())
+		}
+		for acct, id := range paperLast {
+			a.paperDone[acct] = id
+			p.XTrimMinID(ctx, store.PaperArchive(acct), id.next().String())
 		}
 		return nil
 	}); err != nil {
@@ -375,6 +389,11 @@ func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
 			return "", errors.New("a purge without its bot")
 		}
 		bookstate.QueuePurge(b, v)
+	case store.ArchivePaperGone:
+		if v == "" {
+			return "", errors.New("a deleted paper account without its ID")
+		}
+		paper.QueueForget(b, v)
 	case store.ArchiveAudit:
 		var e audit.Archived
 		if err := json.Unmarshal([]byte(v), &e); err != nil {

@@ -35,6 +35,10 @@ type Fact struct {
 	Start string `json:"st,omitempty"`
 	// Risk is the risk counters as written: field, value, ...
 	Risk []string `json:"r"`
+	// Account is the bot's paper account ("" on an exchange): the archiver copies the
+	// account's changes in the same step, so that a position and the paper holdings it
+	// stands on are recorded together.
+	Account string `json:"a,omitempty"`
 }
 
 // Encode is the fact as the archive entry's value.

@@ -5,14 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -60,11 +63,16 @@ type Restorer struct {
 	rdb redis.UniversalClient
 	// db is nil without a database: a partition is then only marked (nothing to restore).
 	db *pgxpool.Pool
+	// papers restores the partition's paper accounts; waiting holds those whose hash the
+	// PaperAccount controller has not written again yet, retried at each check (Run).
+	papers  *paper.Records
+	mu      sync.Mutex
+	waiting map[string]bool
 }
 
 // NewRestorer returns a Restorer on rdb from db (nil: none).
 func NewRestorer(rdb redis.UniversalClient, db *pgxpool.Pool) *Restorer {
-	return &Restorer{rdb: rdb, db: db}
+	return &Restorer{rdb: rdb, db: db, papers: paper.NewRecords(rdb, db), waiting: map[string]bool{}}
 }
 
 // Partition restores partition part unless its marker is present, and returns how many
@@ -81,6 +89,9 @@ func (r *Restorer) Partition(ctx context.Context, part int) (int, error) {
 		}
 		bots, err := r.write(ctx, part, tokenKey, token)
 		if err != nil {
+			return 0, err
+		}
+		if err := r.restorePapers(ctx, part); err != nil {
 			return 0, err
 		}
 		ok, err := markRestored.Run(ctx, r.rdb, []string{tokenKey, marker}, token).Int()
@@ -149,6 +160,45 @@ func (r *Restorer) write(ctx context.Context, part int, tokenKey, token string) 
 		}
 	}
 	return len(st.bots), nil
+}
+
+// restorePapers restores the recorded paper accounts of partition part (by the account's
+// ID). One whose hash is not back yet waits for the next check; a fill on it restores it
+// too, whichever comes first.
+func (r *Restorer) restorePapers(ctx context.Context, part int) error {
+	ids, err := r.papers.Partition(ctx, part)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	for _, id := range ids {
+		r.waiting[id] = true
+	}
+	r.mu.Unlock()
+	return r.retryPapers(ctx)
+}
+
+// retryPapers restores the accounts waiting for their hash.
+func (r *Restorer) retryPapers(ctx context.Context) error {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.waiting))
+	for id := range r.waiting {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		err := r.papers.Account(ctx, id)
+		if errors.Is(err, paper.ErrNotProjected) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		delete(r.waiting, id)
+		r.mu.Unlock()
+	}
+	return nil
 }
 
 // recorded is a partition's state as PostgreSQL holds it.
@@ -264,8 +314,12 @@ func (r *Restorer) Run(ctx context.Context, owned func() []int, interval time.Du
 	}
 }
 
-// check restores those of parts whose marker is absent.
+// check restores those of parts whose marker is absent, and the paper accounts still
+// waiting for their hash.
 func (r *Restorer) check(ctx context.Context, parts []int, log *slog.Logger) error {
+	if err := r.retryPapers(ctx); err != nil {
+		return err
+	}
 	if len(parts) == 0 {
 		return nil
 	}

@@ -47,7 +47,16 @@ func bookSnapshot(t *testing.T, h *harness) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(map[string]any{"analytics": rep, "positions": pos, "risk": cnt, "watched": watched})
+	acct, err := paper.NewAccounts(h.rdb).Get(h.ctx, "acct-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdings, err := h.rdb.HGetAll(h.ctx, store.PaperPositions("acct-1")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"analytics": rep, "positions": pos, "risk": cnt, "watched": watched,
+		"paper": map[string]any{"balance": acct.Balance, "margin": acct.Margin, "holdings": holdings}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +66,8 @@ func bookSnapshot(t *testing.T, h *harness) string {
 // A Redis that lost everything gets each bot's book back from PostgreSQL: after FLUSHALL
 // the executor restores the partition before it decides anything there, and the bot's
 // analytics (every past day, to the last decimal), its open position with its watched
-// stop-loss, and its risk counters read as they did; the next signal books on them.
+// stop-loss, its risk counters and its paper account's balance and holdings read as they
+// did; the next signals book on them, and the position closes on the restored holding.
 func TestALostRedisGetsTheBookBack(t *testing.T) {
 	h := newHarness(t, func(b *registry.Bot) { b.DCA = registry.DCA{Enabled: true, MaxLevels: 3} })
 	db := dbtest.New(t)
@@ -81,10 +91,15 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 	prev := *h.position("BTC/USDT")
 	archiveAll(t, h, db)
 
-	// Restored by the partition's restore (what the executor's restore loop runs).
+	// Restored by the partitions' restore (what the executor's restore loop runs on those it
+	// holds): the bot's, and the paper account's (accounts are spread by their own ID).
 	lose(t, h)
-	if n, err := bookstate.NewRestorer(h.rdb, db).Partition(h.ctx, store.PartitionOf(h.bot.ID)); n != 1 || err != nil {
+	r := bookstate.NewRestorer(h.rdb, db)
+	if n, err := r.Partition(h.ctx, store.PartitionOf(h.bot.ID)); n != 1 || err != nil {
 		t.Fatalf("restore: %d bots, %v", n, err)
+	}
+	if _, err := r.Partition(h.ctx, store.PartitionOf("acct-1")); err != nil {
+		t.Fatal(err)
 	}
 	if after := bookSnapshot(t, h); after != before {
 		t.Fatalf("after FLUSHALL and the restore:\n%s\nbefore:\n%s", after, before)
@@ -102,6 +117,14 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 	if n := len(h.trades()); n != 0 {
 		t.Fatalf("%d trades in Redis after the loss; the archive holds them", n)
 	}
+	h.px.set(exchange.Spot, "BTC/USDT", "64500")
+	h.ok(h.send(`{"action":"close","symbol":"BTCUSDT"}`))
+	if p := h.position("BTC/USDT"); p != nil {
+		t.Fatalf("still open after the close: %+v", p)
+	}
+	if holdings, _ := h.rdb.HGetAll(h.ctx, store.PaperPositions("acct-1")).Result(); len(holdings) != 0 {
+		t.Fatalf("paper holdings left after closing the restored position: %v", holdings)
+	}
 
 	// A deleted bot's recorded state goes with it: no later restore brings it back.
 	archiveAll(t, h, db)
@@ -114,7 +137,7 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 		}
 		return rows
 	}
-	if count() != 4 { // the position, two days, the bot
+	if count() != 4 { // the position (closed), two days, the bot
 		t.Fatalf("%d recorded rows before the purge, want 4", rows)
 	}
 	if err := bookstate.Purge(h.ctx, h.rdb, h.bot.ID); err != nil {

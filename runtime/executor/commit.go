@@ -216,7 +216,7 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	args = append(args, dayArgs...)
 	args = append(args, cnt...)
 	args = append(args, registry.PauseArgs(in.botID, w.pause, in.now)...)
-	state, err := stateOf(in, posW, dayArgs, cnt)
+	state, err := stateOf(j, in, posW, dayArgs, cnt)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -240,10 +240,13 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 
 // stateOf is the bot's book state after the commit (bookstate.Fact), from the texts the
 // commit writes: the position, the day and starting equity (analytics.NewDayWrite's
-// arguments: date, day, start) and the risk counters.
-func stateOf(in bookIn, posW position.Write, dayArgs, cnt []any) (string, error) {
+// arguments: date, day, start), the risk counters, and the paper account it trades on.
+func stateOf(j *job, in bookIn, posW position.Write, dayArgs, cnt []any) (string, error) {
 	f := bookstate.Fact{Bot: in.botID, Symbol: in.leg.Symbol, Position: posW.Args[0].(string),
 		Date: dayArgs[0].(string), Day: dayArgs[1].(string), Start: dayArgs[2].(string), Risk: make([]string, len(cnt))}
+	if j.bot.Account.Kind == registry.AccountPaper {
+		f.Account = j.bot.Account.ID
+	}
 	for i, v := range cnt {
 		f.Risk[i] = v.(string)
 	}

@@ -124,10 +124,14 @@ func New(d Deps) *Executor {
 }
 
 // WithBookRecord restores a partition that Redis lost from db, PostgreSQL's copy of the
-// book state (runtime/bookstate); without it a lost partition starts again empty. Call it
-// before Handle runs.
+// book state (runtime/bookstate), and records the paper accounts' changes there too;
+// without it a lost partition starts again empty. Call it before Handle runs.
 func (e *Executor) WithBookRecord(db *pgxpool.Pool) *Executor {
 	e.restorer = bookstate.NewRestorer(e.rdb, db)
+	// The paper accounts' money is recorded with the positions it stands on.
+	if p, ok := e.venues.(*Paper); ok {
+		p.Records = paper.NewRecords(p.Redis, db)
+	}
 	return e
 }
 

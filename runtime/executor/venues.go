@@ -45,6 +45,9 @@ type Paper struct {
 	// paper-only executor, for tests that need no exchange: a live bot's signal then fails
 	// with EXCHANGE_DISCONNECTED, which the user can act on, instead of being retried.
 	Live Venues
+	// Records, when set, records the accounts' changes in PostgreSQL and restores an
+	// account Redis lost before its next fill (paper.WithRecord).
+	Records *paper.Records
 }
 
 // Open implements Venues.
@@ -78,7 +81,7 @@ func (v *Paper) openPaper(bot registry.Bot, st paper.State, ahead *paper.Ahead, 
 		return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
 	}
 	return Account{
-		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices, paper.WithAhead(ahead)),
+		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices, paper.WithAhead(ahead), v.recorded()),
 		FeeRate:  st.FeeRate, Venue: "paper",
 		// The same two fields the paper exchange's Balance(Quote) reads.
 		quote: &exchange.Balance{Asset: paper.Quote, Free: st.Balance, Locked: st.Margin},
@@ -143,4 +146,12 @@ func paperReadsOf(env queue.Envelope, sig *signal.Signal, h hint) paperReads {
 		r.cids = append(r.cids, order.ClientOrderID(env.SignalID, "close:"+sym))
 	}
 	return r
+}
+
+// recorded is the exchange option that records fills (none without Records).
+func (v *Paper) recorded() paper.Option {
+	if v.Records == nil {
+		return paper.WithRecord(nil)
+	}
+	return paper.WithRecord(v.Records.Account)
 }

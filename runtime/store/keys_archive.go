@@ -36,6 +36,13 @@ const (
 	ArchiveState = "state"
 	// ArchivePurge is a deleted bot: its recorded book state is dropped.
 	ArchivePurge = "purge"
+	// ArchivePaper is a paper account's change, on the account's own stream
+	// (PaperArchive): fields v (balance), m (margin), f and h (a holding's field and its
+	// value, "" when removed), r (last refill, ms) and n (the account's change number).
+	ArchivePaper = "paper"
+	// ArchivePaperGone is a deleted paper account (on its partition's archive stream): its
+	// record is dropped.
+	ArchivePaperGone = "paper-gone"
 )
 
 // BookRestored marks partition p's book state (positions, per-day analytics, risk

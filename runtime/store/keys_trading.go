@@ -15,6 +15,8 @@ package store
 //	sigops:paper:{id}:orders                hash   paper exchange orders by client order ID (JSON), the layout
 //	                                               before per-order keys: read as a fallback, drained by key migration
 //	sigops:paper:{id}:pos                   hash   paper exchange per-bot holdings and futures positions
+//	sigops:paper:{id}:archive               stream the account's changes waiting for PostgreSQL (with a database)
+//	sigops:paper:accounts:{N}               set    paper account IDs of partition N (the archiver's sweep)
 //	sigops:book:{N}:<bot>:pos:<symbol>      string one open position of a bot (JSON)
 //	sigops:book:{N}:<bot>:positions         set    symbols with an open position of a bot
 //	sigops:book:{N}:<bot>:order:<clientId>  string one order of a bot (JSON)
@@ -53,6 +55,16 @@ func PaperOrder(accountID, clientOrderID string) string {
 // PaperOrders is the hash that held a paper account's orders by client order ID before each
 // order had its own expiring key (PaperOrder); it is only read and drained.
 func PaperOrders(accountID string) string { return PaperAccount(accountID) + ":orders" }
+
+// PaperArchive is the stream of a paper account's changes (balance, margin, one holding, a
+// refill) waiting for PostgreSQL, in the account's slot (runtime/exchange/paper record.go).
+func PaperArchive(accountID string) string { return PaperAccount(accountID) + ":archive" }
+
+// PaperAccountsOf is the set of paper account IDs of partition p (store.PartitionOf of the
+// account ID): the archiver of the partition sweeps their streams.
+func PaperAccountsOf(partition int) string {
+	return prefix + "paper:accounts:" + partitionTag(partition)
+}
 
 // PaperPositions holds the paper exchange's per-bot spot holdings and futures positions of
 // one account. Bots sharing an account never net against each other.

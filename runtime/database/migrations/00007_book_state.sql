@@ -42,7 +42,31 @@ CREATE TABLE book_bots (
 );
 CREATE INDEX book_bots_part ON book_bots (part);
 
+-- Paper accounts' money (runtime/exchange/paper record.go): the balance, the margin the
+-- futures reserve, the last refill, and each bot's holding or futures position by its
+-- field, as the paper exchange stores them. Versioned by the account's change number.
+CREATE TABLE paper_accounts (
+    account_id     text    PRIMARY KEY,
+    part           integer NOT NULL,
+    balance        numeric NOT NULL,
+    margin         numeric NOT NULL,
+    last_refill_ms bigint,
+    seq            bigint  NOT NULL
+);
+CREATE INDEX paper_accounts_part ON paper_accounts (part);
+
+CREATE TABLE paper_holdings (
+    account_id text   NOT NULL,
+    field      text   NOT NULL,
+    -- NULL once the holding is gone (kept, so that an older change is not written over it).
+    value      text,
+    seq        bigint NOT NULL,
+    PRIMARY KEY (account_id, field)
+);
+
 -- +goose Down
+DROP TABLE paper_holdings;
+DROP TABLE paper_accounts;
 DROP TABLE book_bots;
 DROP TABLE book_days;
 DROP TABLE book_positions;

@@ -120,6 +120,10 @@ func (a *Accounts) Ensure(ctx context.Context, c Config) (State, error) {
 	if err := a.owners.After(ctx, key, c.ID, c.Owner); err != nil {
 		return State{}, err
 	}
+	// Listed for the archiver of the account's partition, which sweeps its changes.
+	if err := a.rdb.SAdd(ctx, store.PaperAccountsOf(store.PartitionOf(c.ID)), c.ID).Err(); err != nil {
+		return State{}, err
+	}
 	return a.Get(ctx, c.ID)
 }
 
@@ -218,8 +222,8 @@ func (a *Accounts) refill(ctx context.Context, id, owner string, now time.Time) 
 			}
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, key, fieldBalance, st.InitialBalance.String(),
-				fieldLastRefillAt, strconv.FormatInt(now.UnixMilli(), 10))
+			refillScript.Eval(ctx, p, []string{key, store.PaperArchive(id)}, st.InitialBalance.String(),
+				strconv.FormatInt(now.UnixMilli(), 10))
 			return nil
 		})
 		st.Balance, st.Equity, st.LastRefillAt = st.InitialBalance, st.InitialBalance.Add(st.Margin), time.UnixMilli(now.UnixMilli())
@@ -236,15 +240,26 @@ func (a *Accounts) refill(ctx context.Context, id, owner string, now time.Time) 
 }
 
 // Delete removes an account's runtime state: its owner's index entry, then the balance and
-// the paper exchange's holdings and positions on it, and the orders hash of the layout
-// before per-order keys. Each order's own key is left to expire (OrderTTL): finding them
-// would mean scanning the keyspace, and the account's ID, a Kubernetes UID, is never
-// reused, so nothing reads them again.
+// the paper exchange's holdings and positions on it, its archive stream, the orders hash of
+// the layout before per-order keys, and (through the archive) its record in PostgreSQL.
+// Each order's own key is left to expire (OrderTTL): finding them would mean scanning the
+// keyspace, and the account's ID, a Kubernetes UID, is never reused, so nothing reads
+// them again.
 func (a *Accounts) Delete(ctx context.Context, id string) error {
 	if err := a.owners.Remove(ctx, store.PaperAccount(id), id); err != nil {
 		return err
 	}
-	return a.rdb.Del(ctx, store.PaperAccount(id), store.PaperOrders(id), store.PaperPositions(id)).Err()
+	if err := a.rdb.Del(ctx, store.PaperAccount(id), store.PaperOrders(id), store.PaperPositions(id),
+		store.PaperArchive(id)).Err(); err != nil {
+		return err
+	}
+	// Its record in PostgreSQL goes too, through the archive of its partition.
+	part := store.PartitionOf(id)
+	if err := a.rdb.XAdd(ctx, &redis.XAddArgs{Stream: store.Archive(part),
+		Values: []any{"k", store.ArchivePaperGone, "v", id}}).Err(); err != nil {
+		return err
+	}
+	return a.rdb.SRem(ctx, store.PaperAccountsOf(part), id).Err()
 }
 
 func parseState(id string, v map[string]string) (State, error) {

@@ -53,6 +53,9 @@ type Exchange struct {
 	prices  PriceSource
 	// ahead holds the account's values read ahead or met in fills (never nil).
 	ahead *Ahead
+	// restore puts the account back from PostgreSQL after a lost Redis; nil when the
+	// account is not recorded there (WithRecord).
+	restore func(ctx context.Context, accountID string) error
 	// Now is the clock (tests pin it).
 	Now func() time.Time
 }

@@ -34,12 +34,14 @@ const OrderTTL = 8 * 24 * time.Hour
 // The account fields a fill computes from, in the order of fillInput.acct.
 var fillFields = [...]string{fieldBalance, fieldMargin, fieldFeeRate, fieldCurrency}
 
-// fillScript: KEYS account, holdings, order, the old orders hash; ARGV client order ID,
-// holdings field, TTL seconds, then for a write the five expected strings (balance,
-// margin, fee rate, currency, holding; "" for a missing one), the new balance, margin and
-// holding ("" deletes it) and the order. Without the write arguments it only reads.
-// Answers {"placed", order}, {"current", balance, margin, feeRate, currency, holding} or
-// {"filled"}.
+// fillScript: KEYS account, holdings, order, the old orders hash, the account's archive
+// stream; ARGV client order ID, holdings field, TTL seconds, then for a write the five
+// expected strings (balance, margin, fee rate, currency, holding; "" for a missing one),
+// the new balance, margin and holding ("" deletes it), the order, and "1" when the account
+// is recorded in PostgreSQL (record.go): the write then needs the account restored after a
+// lost Redis, raises its change number and appends the change to the archive stream.
+// Without the write arguments it only reads. Answers {"placed", order}, {"current",
+// balance, margin, feeRate, currency, holding}, {"filled"} or {"unrestored"}.
 var fillScript = redis.NewScript(`
 local o = redis.call('GET', KEYS[3])
 if not o then o = redis.call('HGET', KEYS[4], ARGV[1]) end
@@ -48,6 +50,8 @@ local a = redis.call('HMGET', KEYS[1], '` + strings.Join(fillFields[:], "', '") 
 local cur = {a[1] or '', a[2] or '', a[3] or '', a[4] or '', redis.call('HGET', KEYS[2], ARGV[2]) or ''}
 local current = {'current', cur[1], cur[2], cur[3], cur[4], cur[5]}
 if #ARGV < 12 then return current end
+local recorded = ARGV[13] == '1'
+if recorded and redis.call('HEXISTS', KEYS[1], '` + fieldRestored + `') == 0 then return {'unrestored'} end
 for i = 1, 5 do
 	if cur[i] ~= ARGV[3 + i] then return current end
 end
@@ -58,6 +62,9 @@ else
 	redis.call('HSET', KEYS[2], ARGV[2], ARGV[11])
 end
 redis.call('SET', KEYS[3], ARGV[12], 'EX', ARGV[3])
+if recorded then
+  local n = redis.call('HINCRBY', KEYS[1], '` + fieldSeq + `', 1)
+` + archiveLua(5, "ARGV[9]", "ARGV[10]", "ARGV[2]", "ARGV[11]", "''", "n") + `end
 return {'filled'}
 `)
 
@@ -95,6 +102,13 @@ func WithAhead(a *Ahead) Option {
 			x.ahead = a
 		}
 	}
+}
+
+// WithRecord makes the exchange's fills recorded in PostgreSQL (record.go): each appends
+// its change to the account's archive stream, and a fill on an account that Redis lost
+// first calls restore (Records.Account) and computes again. Nil restore: not recorded.
+func WithRecord(restore func(ctx context.Context, accountID string) error) Option {
+	return func(x *Exchange) { x.restore = restore }
 }
 
 // ReadAheadLater queues on c (a pipeline) the account's hash, as ReadAccountLater does,
@@ -257,7 +271,7 @@ type fillArgs struct {
 // stored values are still f.in. It answers the stored values (or the order stored under
 // k's client order ID), or filled true when it wrote, and keeps either in the read ahead.
 func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillInput, bool, error) {
-	keys := []string{k.acct, k.pos, k.order, k.orders}
+	keys := []string{k.acct, k.pos, k.order, k.orders, store.PaperArchive(x.account)}
 	args := []any{k.cid, k.posField, int64(OrderTTL / time.Second)}
 	if f != nil {
 		data, err := encodeOrder(x.scope, f.order)
@@ -266,7 +280,7 @@ func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillIn
 		}
 		f.data = data
 		args = append(args, f.in.acct[0], f.in.acct[1], f.in.acct[2], f.in.acct[3], f.in.prev,
-			f.write.st.balance.String(), f.write.st.margin.String(), f.write.pos, data)
+			f.write.st.balance.String(), f.write.st.margin.String(), f.write.pos, data, flag(x.restore != nil))
 	}
 	v, err := fillScript.Run(ctx, x.rdb, keys, args...).StringSlice()
 	if err != nil {
@@ -280,6 +294,12 @@ func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillIn
 		x.ahead.learn(k, in)
 		x.ahead.learn(k, fillInput{placed: f.data})
 		return in, true, nil
+	case len(v) == 1 && v[0] == "unrestored" && f != nil:
+		// Redis lost the account since it was recorded: put it back, then compute again.
+		if err := x.restore(ctx, x.account); err != nil {
+			return fillInput{}, false, err
+		}
+		return x.runFill(ctx, k, nil)
 	case len(v) == 2 && v[0] == "placed":
 		in.placed = v[1]
 	case len(v) == 6 && v[0] == "current":
