@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,11 +143,38 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		}
 	}
 
-	// Redis lost entirely: the demo account and its Strategy Lab wallet are in PostgreSQL,
-	// so its owner signs in with the same password and finds the same balance.
+	// Redis lost entirely: what the users read of their bots' books (every day's analytics,
+	// open positions, paper balances and holdings) comes back from PostgreSQL once the
+	// manager has projected the objects again and the executors restored their partitions.
+	if err := fleet.WaitCopied(ctx, rdb, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	before, err := fleet.BookSnapshot(ctx, rdb, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(before, `"totalTrades":0,`); n == len(fleet.Bots) {
+		t.Fatalf("no bot traded, so the restore is not checked:\n%s", before)
+	}
 	if err := storetest.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
+	var after string
+	lost := time.Now()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		after, err = fleet.BookSnapshot(ctx, rdb, at)
+		if err == nil && after == before {
+			t.Logf("the fleet's books read the same %s after FLUSHALL", time.Since(lost).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the books after FLUSHALL (%v):\n%s\nbefore:\n%s", err, after, before)
+		}
+	}
+
+	// The demo account and its Strategy Lab wallet are in PostgreSQL too, so its owner
+	// signs in with the same password and finds the same balance.
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 30 * time.Second}
 	body, _ := json.Marshal(map[string]string{"email": DemoEmail, "password": s.Password})
 	resp, err := hc.Post(s.BaseURL()+"/api/auth/login", "application/json", bytes.NewReader(body))
