@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -22,6 +23,17 @@ func BenchmarkPaperMarketBuySell(b *testing.B) {
 	if n := h.exchangeOrders(); n != int64(2*b.N) {
 		b.Fatalf("%d exchange orders for %d round trips", n, b.N)
 	}
+}
+
+// BenchmarkPaperMarketBuySellRecorded is BenchmarkPaperMarketBuySell as `make run` and a
+// deployment with PostgreSQL run it: each commit also appends the bot's book state, and
+// each paper fill raises the account's change number and appends the change to the
+// account's stream (runtime/bookstate, paper's record.go). No archiver runs: the appends
+// cost the same whether or not the streams are trimmed meanwhile.
+func BenchmarkPaperMarketBuySellRecorded(b *testing.B) {
+	h := newHarness(b, nil)
+	h.ex.WithBookRecord(dbtest.New(b))
+	benchBuySell(b, h, nil)
 }
 
 // BenchmarkPaperMarketBuySellTenFollowers is BenchmarkPaperMarketBuySell for a master with
