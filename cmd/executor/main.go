@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/sigops/sigops/runtime/archive"
-	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/database"
@@ -138,7 +137,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 		// A partition Redis lost is restored from PostgreSQL's copy of the book.
 		exec.WithBookRecord(db)
 	}
-	books := bookstate.NewRestorer(rdb, db)
+	books := exec.BookRestorer()
 	restoreBooks := func(ctx context.Context) error { return books.Run(ctx, consumer.Owned, 0, logger) }
 	// History is compacted where its partition's lease is held; finished order records live
 	// as long. With the archive, Redis keeps only the hot window of what PostgreSQL holds.
@@ -157,7 +156,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	defer closeLab()
 
 	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
-		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors())
+		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors(), books.Collectors())
 
 	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
 	// The consumer's Run returns after finishing the signal in hand once ctx ends

@@ -68,16 +68,25 @@ type Restorer struct {
 	papers  *paper.Records
 	mu      sync.Mutex
 	waiting map[string]bool
+	m       *metrics
 }
 
 // NewRestorer returns a Restorer on rdb from db (nil: none).
 func NewRestorer(rdb redis.UniversalClient, db *pgxpool.Pool) *Restorer {
-	return &Restorer{rdb: rdb, db: db, papers: paper.NewRecords(rdb, db), waiting: map[string]bool{}}
+	return &Restorer{rdb: rdb, db: db, papers: paper.NewRecords(rdb, db), waiting: map[string]bool{}, m: newMetrics()}
 }
 
 // Partition restores partition part unless its marker is present, and returns how many
 // bots it restored. Safe to run from several executors at once.
 func (r *Restorer) Partition(ctx context.Context, part int) (int, error) {
+	n, err := r.partition(ctx, part)
+	if err != nil {
+		r.m.failures.Inc()
+	}
+	return n, err
+}
+
+func (r *Restorer) partition(ctx context.Context, part int) (int, error) {
 	marker, tokenKey := store.BookRestored(part), store.BookRestoring(part)
 	for range 3 {
 		if n, err := r.rdb.Exists(ctx, marker).Result(); err != nil || n == 1 {
@@ -99,6 +108,8 @@ func (r *Restorer) Partition(ctx context.Context, part int) (int, error) {
 			return 0, err
 		}
 		if ok == 1 {
+			r.m.partitions.Inc()
+			r.m.bots.Add(float64(bots))
 			return bots, nil
 		}
 		// The token is gone: Redis was lost again, or another restorer took over. Again.
@@ -194,6 +205,7 @@ func (r *Restorer) retryPapers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.m.papers.Inc()
 		r.mu.Lock()
 		delete(r.waiting, id)
 		r.mu.Unlock()

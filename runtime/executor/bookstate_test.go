@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
@@ -100,6 +101,11 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 	}
 	if _, err := r.Partition(h.ctx, store.PartitionOf("acct-1")); err != nil {
 		t.Fatal(err)
+	}
+	// The restore is counted (sigops_book_restored_*): an operator is told Redis lost data.
+	if c := r.Collectors(); testutil.ToFloat64(c[0]) < 1 || testutil.ToFloat64(c[1]) != 1 || testutil.ToFloat64(c[2]) != 1 {
+		t.Fatalf("restore metrics: partitions %v, bots %v, paper accounts %v", testutil.ToFloat64(c[0]),
+			testutil.ToFloat64(c[1]), testutil.ToFloat64(c[2]))
 	}
 	if after := bookSnapshot(t, h); after != before {
 		t.Fatalf("after FLUSHALL and the restore:\n%s\nbefore:\n%s", after, before)

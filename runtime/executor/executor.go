@@ -135,6 +135,10 @@ func (e *Executor) WithBookRecord(db *pgxpool.Pool) *Executor {
 	return e
 }
 
+// BookRestorer is the restorer Handle uses (WithBookRecord's, or one that only marks a lost
+// partition), for the daemon's restore loop (bookstate.Restorer.Run) and its metrics.
+func (e *Executor) BookRestorer() *bookstate.Restorer { return e.restorer }
+
 // restoreBook puts partition part's book state back into Redis, unless it is there.
 func (e *Executor) restoreBook(ctx context.Context, part int) error {
 	n, err := e.restorer.Partition(ctx, part)

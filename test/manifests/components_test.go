@@ -115,7 +115,8 @@ func TestMonitoringNamesRealMetrics(t *testing.T) {
 		"SigopsBotProjectionErrors", "SigopsWebhookSecretConflict", "SigopsExchangeUnreachable",
 		"SigopsMCPAuditFailures", "SigopsRetentionStale", "SigopsDeadLetters", "SigopsHandlerPanic",
 		"SigopsStrategyEvaluationErrors", "SigopsRedisMemoryHigh", "SigopsWebhookErrors",
-		"SigopsLoginsOverloaded", "SigopsArchiveLagging", "SigopsArchiveFailing",
+		"SigopsLoginsOverloaded", "SigopsArchiveLagging", "SigopsArchiveFailing", "SigopsRedisLostBooks",
+		"SigopsBookRestoreFailing",
 	}
 	for _, a := range want {
 		if !slices.Contains(alerts, a) {
