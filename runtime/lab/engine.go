@@ -50,7 +50,7 @@ type EngineOptions struct {
 	// connections of a shared pool from the executor's signals.
 	Redis redis.UniversalClient
 	// DB, when set, is PostgreSQL: the wallet's record and the jobs' outbox, which the
-	// engine relays (outbox.go).
+	// engine relays (outbox.go). With Wallets given, their database is used instead.
 	DB      *pgxpool.Pool
 	Wallets *wallet.Wallets
 	History marketdata.History
@@ -101,7 +101,7 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.HistoryBackoff <= 0 {
 		o.HistoryBackoff = time.Second
 	}
-	fillShared(o.Redis, o.DB, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
+	fillShared(o.Redis, &o.DB, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

@@ -48,6 +48,7 @@ type Accounts interface {
 type Options struct {
 	Redis redis.UniversalClient
 	// DB, when set, is PostgreSQL: the wallet's record and the jobs' outbox (outbox.go).
+	// With Wallets given, their database is the Lab's, and DB is not read.
 	DB *pgxpool.Pool
 	// Wallets default to the wallets of Redis and DB.
 	Wallets *wallet.Wallets
@@ -65,8 +66,10 @@ type Lab struct {
 	o Options
 }
 
-// fillShared sets the defaults the Lab's and the Engine's options share.
-func fillShared(rdb redis.UniversalClient, db *pgxpool.Pool, market *func(exchange.Kind, string) (exchange.MarketInfo, bool),
+// fillShared sets the defaults the Lab's and the Engine's options share. The outbox is
+// written in the charge's transaction, so the Lab's database is always its wallets': given
+// wallets bring theirs, and wallets built here take db.
+func fillShared(rdb redis.UniversalClient, db **pgxpool.Pool, market *func(exchange.Kind, string) (exchange.MarketInfo, bool),
 	now *func() time.Time, wallets **wallet.Wallets, metrics **Metrics) {
 	if *market == nil {
 		*market = paper.Market
@@ -75,8 +78,9 @@ func fillShared(rdb redis.UniversalClient, db *pgxpool.Pool, market *func(exchan
 		*now = time.Now
 	}
 	if *wallets == nil {
-		*wallets = wallet.New(rdb, wallet.Options{Now: *now, DB: db})
+		*wallets = wallet.New(rdb, wallet.Options{Now: *now, DB: *db})
 	}
+	*db = (*wallets).DB()
 	if *metrics == nil {
 		*metrics = NewMetrics()
 	}
@@ -84,7 +88,7 @@ func fillShared(rdb redis.UniversalClient, db *pgxpool.Pool, market *func(exchan
 
 // New returns a Lab.
 func New(o Options) *Lab {
-	fillShared(o.Redis, o.DB, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
+	fillShared(o.Redis, &o.DB, &o.Market, &o.Now, &o.Wallets, &o.Metrics)
 	return &Lab{o: o}
 }
 

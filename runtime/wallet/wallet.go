@@ -111,6 +111,15 @@ func New(rdb redis.UniversalClient, o Options) *Wallets {
 // Recorded reports whether PostgreSQL is the wallets' record.
 func (w *Wallets) Recorded() bool { return w.record != nil }
 
+// DB is the wallets' record (nil: Redis alone), for what must share it: the Strategy Lab's
+// job outbox is written in the transaction of the charge that paid for the job.
+func (w *Wallets) DB() *pgxpool.Pool {
+	if w.record == nil {
+		return nil
+	}
+	return w.record.db
+}
+
 // Balance is a user's balance; a wallet never written is 0.
 func (w *Wallets) Balance(ctx context.Context, userID string) (decimal.Decimal, error) {
 	if userID == "" {
