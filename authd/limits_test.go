@@ -18,7 +18,9 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // loginResult is one POST /api/auth/login seen from the client.
@@ -400,5 +402,20 @@ func TestConsentCapPerUser(t *testing.T) {
 	other.login("other@example.com", testPassword)
 	if resp, _ := other.get(consentURLs[len(consentURLs)-2]); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("another user opened the request: %d", resp.StatusCode)
+	}
+}
+
+// With PostgreSQL, the record of registrations, down, a registration answers 503
+// temporarily_unavailable with Retry-After, and nothing is registered.
+func TestRegistrationWithPostgreSQLDown(t *testing.T) {
+	down := dbtest.Pool(t, dbtest.NewURL(t))
+	down.Close()
+	h := newHarness(t, viaProxy, func(o *Options) { o.DB = down })
+	st, body, hdr := h.registerFrom("192.0.2.7", publicMeta)
+	if st != http.StatusServiceUnavailable || body["error"] != "temporarily_unavailable" || hdr.Get("Retry-After") != "5" {
+		t.Fatalf("registration with PostgreSQL down: %d %v %v", st, body, hdr)
+	}
+	if keys, err := storetest.Keys(context.Background(), h.rdb, "sigops:oauth:client:*"); err != nil || len(keys) != 0 {
+		t.Fatalf("registered in Redis alone: %v %v", keys, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 )
 
@@ -77,6 +78,10 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log().Error("register", "error", err)
+		// PostgreSQL refused the record (nothing was registered): say when to come back.
+		if e, ok := errs.As(err); ok && e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", retryAfter(e.RetryAfter))
+		}
 		writeJSON(w, http.StatusServiceUnavailable, oauthError{Error: "temporarily_unavailable", Description: "try again"})
 		return
 	}
