@@ -27,6 +27,7 @@ import (
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/database"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
@@ -147,6 +148,12 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 		return err
 	}
 	position.SetOrderTTL(compactor.Retention())
+	if db != nil {
+		// Results and paper orders live in Redis as long as the hot window too: the archive
+		// keeps them after, and a late entry looks them up there (executor late.go).
+		queue.SetResultTTL(compactor.Retention())
+		paper.SetOrderTTL(compactor.Retention())
+	}
 	// The Strategy Lab's wallet and job outbox are in the same database.
 	lo.DB = db
 	engine, closeLab, err := labEngine(ctx, ro, consumer, &lo)

@@ -40,9 +40,9 @@ const (
 // DefaultTTL is how long an approval waits unless the bot's maxSignalAge is shorter.
 const DefaultTTL = 5 * time.Minute
 
-// Keep is how long a decided or expired approval stays readable (get_signal), as long as a
-// signal's result.
-const Keep = queue.ResultTTL
+// Keep is how long a decided or expired approval stays readable (get_signal): a day, a
+// signal result's default life in Redis.
+const Keep = queue.DefaultResultTTL
 
 // Approval is one order waiting for, or decided by, its user.
 type Approval struct {

@@ -41,8 +41,8 @@ func TestLastBookingStoresTheResult(t *testing.T) {
 		t.Fatal("a progress record was left")
 	}
 	ttl := h.rdb.TTL(h.ctx, store.SignalResult(env.SignalID)).Val()
-	if ttl <= queue.ResultTTL-time.Minute || ttl > queue.ResultTTL {
-		t.Fatalf("result TTL %s, want %s", ttl, queue.ResultTTL)
+	if ttl <= queue.ResultTTL()-time.Minute || ttl > queue.ResultTTL() {
+		t.Fatalf("result TTL %s, want %s", ttl, queue.ResultTTL())
 	}
 	recent, err := queue.RecentSignals(h.ctx, h.rdb, h.bot.ID)
 	if err != nil || len(recent) != 2 || recent[0].SignalID != env.SignalID || recent[0].Action != "sell" {

@@ -30,6 +30,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -87,6 +88,9 @@ type Executor struct {
 
 	// restorer puts a partition that Redis lost back (WithBookRecord).
 	restorer *bookstate.Restorer
+	// archived reads a signal's result from PostgreSQL (WithBookRecord; nil without it),
+	// for an entry older than the results' life in Redis (late.go).
+	archived func(ctx context.Context, signalID string) (result.Stored, error)
 
 	// pipelineBots: bots are read in the signal's first pipeline (Deps.Bots was not given),
 	// their projections decoded through decoded.
@@ -128,6 +132,7 @@ func New(d Deps) *Executor {
 // without it a lost partition starts again empty. Call it before Handle runs.
 func (e *Executor) WithBookRecord(db *pgxpool.Pool) *Executor {
 	e.restorer = bookstate.NewRestorer(e.rdb, db)
+	e.archived = history.New(e.rdb, db, e.log).ArchivedResult
 	// The paper accounts' money is recorded with the positions it stands on.
 	if p, ok := e.venues.(*Paper); ok {
 		p.Records = paper.NewRecords(p.Redis, db)
@@ -179,6 +184,15 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	}
 	if pre.err != nil {
 		return pre.err
+	}
+	if late, ok, err := e.late(ctx, env, now); err != nil {
+		return err
+	} else if late.Found {
+		e.m.signals.WithLabelValues("duplicate", string(late.Result.Code)).Inc()
+		log().Info("signal already executed (its result is in the archive); result re-published")
+		return queue.PublishResult(ctx, e.rdb, env, late.Result)
+	} else if ok {
+		ctx = paper.Recall(ctx)
 	}
 	if pre.unrestored() {
 		// Redis lost this bot's partition: nothing is decided on an empty book.

@@ -150,8 +150,5 @@ func paperReadsOf(env queue.Envelope, sig *signal.Signal, h hint) paperReads {
 
 // recorded is the exchange option that records fills (none without Records).
 func (v *Paper) recorded() paper.Option {
-	if v.Records == nil {
-		return paper.WithRecord(nil)
-	}
-	return paper.WithRecord(v.Records.Account)
+	return paper.WithRecord(v.Records)
 }

@@ -193,7 +193,7 @@ const MaxTriggerAttempts = 10
 //
 // An attempt's result is looked for under its signalId and under its name: a version that
 // queues exits under their names (unplaced) may have run the attempt, and its result
-// stays readable for queue.ResultTTL.
+// stays readable for queue.ResultTTL().
 func (w *Watcher) triggerID(ctx context.Context, it position.WatchItem, trigger string, level decimal.Decimal) (id, name string, err error) {
 	base := TriggerSignalID(it.PositionID, trigger, level)
 	for attempt := 0; attempt < MaxTriggerAttempts; attempt++ {

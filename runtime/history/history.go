@@ -297,21 +297,38 @@ func (r *Reader) archivedOrders(ctx context.Context, botID string, q position.Or
 	return pgx.CollectRows(rows, scanOrder)
 }
 
-// Result is a signal's stored result: the hot one (kept queue.ResultTTL), or the archived
+// Result is a signal's stored result: the hot one (kept queue.ResultTTL()), or the archived
 // one after that.
 func (r *Reader) Result(ctx context.Context, signalID string) (result.Stored, error) {
 	st, err := queue.GetResult(ctx, r.rdb, signalID)
 	if err != nil || st.Found || r.db == nil {
 		return st, err
 	}
+	st, err = r.ArchivedResult(ctx, signalID)
+	if errors.Is(err, ErrArchiveUnreachable) {
+		r.unavailable("result", err)
+		return result.Stored{}, nil
+	}
+	return st, err
+}
+
+// ErrArchiveUnreachable wraps PostgreSQL's failure to answer (ArchivedResult).
+var ErrArchiveUnreachable = errors.New("history: the archive cannot be read")
+
+// ArchivedResult is a signal's result as PostgreSQL holds it, with PostgreSQL's failure as
+// an error: the executor's check of a late entry must never read "unreachable" as "never
+// executed".
+func (r *Reader) ArchivedResult(ctx context.Context, signalID string) (result.Stored, error) {
+	if r.db == nil {
+		return result.Stored{}, nil
+	}
 	var raw []byte
-	err = r.db.QueryRow(ctx, `SELECT result FROM signal_results WHERE signal_id = $1`, signalID).Scan(&raw)
+	err := r.db.QueryRow(ctx, `SELECT result FROM signal_results WHERE signal_id = $1`, signalID).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return result.Stored{}, nil
 	}
 	if err != nil {
-		r.unavailable("result", err)
-		return result.Stored{}, nil
+		return result.Stored{}, fmt.Errorf("%w: result %s: %w", ErrArchiveUnreachable, signalID, err)
 	}
 	var res result.Result
 	if err := json.Unmarshal(raw, &res); err != nil {

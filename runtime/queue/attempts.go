@@ -12,8 +12,8 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// attemptsTTL keeps a signal's failure count as long as its result would be kept.
-const attemptsTTL = ResultTTL
+// attemptsTTL keeps a signal's failure count a day (only failing signals have one).
+const attemptsTTL = DefaultResultTTL
 
 // maxErrorLen bounds the last error kept with a signal's attempts and dead letter.
 const maxErrorLen = 1000

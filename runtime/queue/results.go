@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,11 +18,33 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// ResultTTL is how long a signal's result stays readable under its signalId (API, MCP, the
-// executor's "already done" check). It must outlast any redelivery of the signal.
-const ResultTTL = 24 * time.Hour
+// DefaultResultTTL is how long a signal's result stays in Redis under its signalId (API,
+// MCP, the executor's "already done" check) when the process sets no other life
+// (SetResultTTL).
+const DefaultResultTTL = 24 * time.Hour
 
-// PublishResult stores res under env's signalId for ResultTTL and, when someone waits
+// MinResultTTL is the shortest life SetResultTTL gives a result: every retry inside a
+// signal's retry budget (about two minutes) still finds it in Redis.
+const MinResultTTL = 10 * time.Minute
+
+// resultTTL is the life in seconds; 0 means DefaultResultTTL.
+var resultTTL atomic.Int64
+
+// SetResultTTL makes d (at least MinResultTTL) the life in Redis of every result this
+// process stores after the call. The executor sets it to its hot window when PostgreSQL
+// archives results: past it a result is read from the archive (runtime/history), and an
+// entry older than it checks the archive before it runs again (the executor's Handle).
+func SetResultTTL(d time.Duration) { resultTTL.Store(int64(max(d, MinResultTTL) / time.Second)) }
+
+// ResultTTL is the life in Redis of a result stored now (see SetResultTTL).
+func ResultTTL() time.Duration {
+	if s := resultTTL.Load(); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return DefaultResultTTL
+}
+
+// PublishResult stores res under env's signalId for ResultTTL() and, when someone waits
 // (env.ReplyTo), publishes it on that channel: both in one round trip, the store first, so a
 // waiter that hears nothing (a dropped subscription) still finds the result with GetResult.
 // The message is the signalId, a newline and the result JSON: the Waiter dispatches on the
@@ -51,7 +74,7 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 			idx := w.Keys[1]
 			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: w.Args[2]})
 			p.ZRemRangeByRank(ctx, idx, 0, -MaxBotSignals-1)
-			p.Expire(ctx, idx, ResultTTL)
+			p.Expire(ctx, idx, ResultTTL())
 		}
 		if env.ReplyTo != "" {
 			p.Publish(ctx, env.ReplyTo, w.Args[6])
@@ -82,7 +105,7 @@ type ResultWrite struct {
 	// Keys are the result, the bot's signal index (store.BotSignals; the result's key
 	// again when the envelope names no bot) and the archive stream of the result's slot.
 	Keys []string
-	// Args are the result JSON, ResultTTL (s), the index member ("" when no bot), its score,
+	// Args are the result JSON, ResultTTL() (s), the index member ("" when no bot), its score,
 	// MaxBotSignals, the reply channel and message ("" when nobody waits), the events
 	// channel and message ("" when no bot).
 	Args []any
@@ -109,7 +132,7 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 		return ResultWrite{}, fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
 	}
 	w := ResultWrite{Keys: []string{store.SignalResult(env.SignalID), store.SignalResult(env.SignalID), store.Archive(store.SignalPartition(env.SignalID))},
-		Args: []any{data, int64(ResultTTL / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), ""}}
+		Args: []any{data, int64(ResultTTL() / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), ""}}
 	if env.ReplyTo != "" {
 		w.Args[6] = encodeReply(env.SignalID, data)
 	}
@@ -174,7 +197,7 @@ func signalEntryOf(env Envelope) signalMember {
 }
 
 // RecentSignals is the bot's index, newest first (ties by signal ID), at most
-// MaxBotSignals entries of the last ResultTTL.
+// MaxBotSignals entries of the last ResultTTL().
 func RecentSignals(ctx context.Context, rdb redis.UniversalClient, botID string) ([]SignalEntry, error) {
 	return recentLater(ctx, rdb, botID, -1)()
 }
@@ -260,7 +283,7 @@ func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) 
 // the result key (store.SignalResult) and the key a result had before results joined the
 // partition slot (store.LegacySignalResult), and answers the first when it is there: a
 // signal finished by an older version is still answered while its result lasts
-// (ResultTTL). The two keys are in different slots: two GETs, never an MGET.
+// (ResultTTL()). The two keys are in different slots: two GETs, never an MGET.
 func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Stored, error) {
 	cmd, legacy := c.Get(ctx, store.SignalResult(signalID)), c.Get(ctx, store.LegacySignalResult(signalID))
 	return func() (result.Stored, error) {

@@ -45,8 +45,8 @@ func TestPublishResultIndexesTheBotsSignals(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("index %+v, want %+v", got, want)
 	}
-	if ttl := rdb.TTL(ctx, store.BotSignals("bot-i")).Val(); (queue.ResultTTL - ttl).Abs() > time.Minute {
-		t.Fatalf("index TTL %s, want %s", ttl, queue.ResultTTL)
+	if ttl := rdb.TTL(ctx, store.BotSignals("bot-i")).Val(); (queue.ResultTTL() - ttl).Abs() > time.Minute {
+		t.Fatalf("index TTL %s, want %s", ttl, queue.ResultTTL())
 	}
 	// Past MaxBotSignals the oldest leave: of 3 + 1,000 signals, the first three.
 	for i := range queue.MaxBotSignals {
@@ -201,7 +201,7 @@ func TestPublishResultKeepsTheFirstResult(t *testing.T) {
 	if !st.Found || !st.Result.Success || st.Result.Message != "filled" {
 		t.Fatalf("stored result %+v, want the first one (success, filled)", st)
 	}
-	if ttl := rdb.TTL(ctx, store.SignalResult(env.SignalID)).Val(); ttl <= 0 || ttl > queue.ResultTTL {
-		t.Fatalf("result TTL %v, want (0, %v]", ttl, queue.ResultTTL)
+	if ttl := rdb.TTL(ctx, store.SignalResult(env.SignalID)).Val(); ttl <= 0 || ttl > queue.ResultTTL() {
+		t.Fatalf("result TTL %v, want (0, %v]", ttl, queue.ResultTTL())
 	}
 }

@@ -64,8 +64,8 @@ func TestPublishResultAndWait(t *testing.T) {
 		t.Fatalf("GetResult = %+v, %v, %v", stored, ok, err)
 	}
 	ttl := rdb.TTL(ctx, store.SignalResult("sig-1")).Val()
-	if ttl < ResultTTL-time.Minute || ttl > ResultTTL {
-		t.Errorf("result TTL %s, want about %s", ttl, ResultTTL)
+	if ttl < ResultTTL()-time.Minute || ttl > ResultTTL() {
+		t.Errorf("result TTL %s, want about %s", ttl, ResultTTL())
 	}
 	if st, err := GetResult(ctx, rdb, "no-such-signal"); st.Found || err != nil {
 		t.Errorf("GetResult of a missing signal = %v, %v", ok, err)

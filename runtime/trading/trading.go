@@ -92,8 +92,8 @@ func (a *API) PlaceManual(ctx context.Context, botID string, req order.Request) 
 }
 
 // IdempotencyTTL is how long an idempotency key of PlaceManualOnce names its first order:
-// as long as that order's result is kept (queue.ResultTTL).
-const IdempotencyTTL = queue.ResultTTL
+// a day, as long as a result is kept by default (queue.DefaultResultTTL).
+const IdempotencyTTL = queue.DefaultResultTTL
 
 // Placed is the answer of PlaceManualOnce.
 type Placed struct {

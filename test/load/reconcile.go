@@ -401,14 +401,14 @@ type archivedOrder struct {
 }
 
 // archivedOrders reads the fleet's order records from the archive, those placed within the
-// paper exchange's order life (paper.OrderTTL: the exchange's side of older ones is gone).
+// paper exchange's order life (paper.OrderTTL(): the exchange's side of older ones is gone).
 func (c *Checker) archivedOrders(ctx context.Context) ([]archivedOrder, error) {
 	ids := make([]string, len(c.fleet.Bots))
 	for i, b := range c.fleet.Bots {
 		ids[i] = b.ID
 	}
 	rows, err := c.db.Query(ctx, `SELECT bot_id, client_order_id, signal_id, status, created_at FROM orders
-		WHERE bot_id = ANY($1) AND created_at > $2`, ids, time.Now().Add(-paper.OrderTTL))
+		WHERE bot_id = ANY($1) AND created_at > $2`, ids, time.Now().Add(-paper.OrderTTL()))
 	if err != nil {
 		return nil, fmt.Errorf("read archived orders: %w", err)
 	}

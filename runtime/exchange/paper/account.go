@@ -242,7 +242,7 @@ func (a *Accounts) refill(ctx context.Context, id, owner string, now time.Time) 
 // Delete removes an account's runtime state: its owner's index entry, then the balance and
 // the paper exchange's holdings and positions on it, its archive stream, the orders hash of
 // the layout before per-order keys, and (through the archive) its record in PostgreSQL.
-// Each order's own key is left to expire (OrderTTL): finding them would mean scanning the
+// Each order's own key is left to expire (OrderTTL()): finding them would mean scanning the
 // keyspace, and the account's ID, a Kubernetes UID, is never reused, so nothing reads
 // them again.
 func (a *Accounts) Delete(ctx context.Context, id string) error {

@@ -14,7 +14,7 @@ const drainBatch = 500
 
 // DrainOrders empties accountID's orders hash of the layout before per-order keys
 // (store.PaperOrders): each order moves to its own key (store.PaperOrder) with what is
-// left of OrderTTL since it was created, one older than that is dropped, and the hash is
+// left of DefaultOrderTTL since it was created, one older than that is dropped, and the hash is
 // gone once empty. An order key that exists already is kept (SET NX). Each batch is one
 // MULTI on the account's slot (the keys and the HDELs together), so a fill script, which
 // reads the key and then the hash, sees every order in one place or the other: the drain
@@ -51,9 +51,9 @@ func drainStep(ctx context.Context, rdb redis.UniversalClient, accountID string,
 	moves := make([]move, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
 		// An order that does not decode keeps the whole TTL: its age is unknown.
-		left := OrderTTL
+		left := DefaultOrderTTL
 		if rec, err := decodeOrder(kv[i+1]); err == nil {
-			left = time.UnixMilli(rec.Order.CreatedAt).Add(OrderTTL).Sub(now)
+			left = time.UnixMilli(rec.Order.CreatedAt).Add(DefaultOrderTTL).Sub(now)
 		}
 		if left > 0 {
 			moved++

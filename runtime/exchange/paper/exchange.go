@@ -53,9 +53,9 @@ type Exchange struct {
 	prices  PriceSource
 	// ahead holds the account's values read ahead or met in fills (never nil).
 	ahead *Ahead
-	// restore puts the account back from PostgreSQL after a lost Redis; nil when the
-	// account is not recorded there (WithRecord).
-	restore func(ctx context.Context, accountID string) error
+	// records is the account's record in PostgreSQL (WithRecord); nil when it is not
+	// recorded there.
+	records *Records
 	// Now is the clock (tests pin it).
 	Now func() time.Time
 }
@@ -218,7 +218,17 @@ func (x *Exchange) readOrder(ctx context.Context, clientOrderID string) (string,
 			return "", err
 		}
 	}
-	return "", nil
+	return x.recall(ctx, clientOrderID)
+}
+
+// recall is the order stored under clientOrderID in PostgreSQL ("" for none) when ctx
+// asks for it (Recall) and the account is recorded; "" otherwise.
+func (x *Exchange) recall(ctx context.Context, clientOrderID string) (string, error) {
+	if x.records == nil || !recalled(ctx) {
+		return "", nil
+	}
+	v, _, err := x.records.Order(ctx, x.account, clientOrderID)
+	return v, err
 }
 
 // CancelOrder: paper orders fill at once, so there is never an open order to cancel.

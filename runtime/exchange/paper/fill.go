@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,11 +26,32 @@ import (
 // instead of anything else: a retried leg finds its fill. Lua compares and stores strings
 // only; no figure is computed there.
 
-// OrderTTL is how long a paper order is kept under its client order ID. It outlives the
-// executor's progress record of the signal (seven days from its last write), which is what
-// a retry of the signal follows to look its orders up: a retry after that would not find
-// its plan either.
-const OrderTTL = 8 * 24 * time.Hour
+// DefaultOrderTTL is how long a paper order is kept in Redis under its client order ID
+// when the process sets no other life (SetOrderTTL). It outlives the executor's progress
+// record of the signal (seven days from its last write), which is what a retry of the
+// signal follows to look its orders up: a retry after that would not find its plan either.
+const DefaultOrderTTL = 8 * 24 * time.Hour
+
+// MinOrderTTL is the shortest life SetOrderTTL gives a paper order: every retry inside a
+// signal's retry budget (about two minutes) still finds its orders in Redis.
+const MinOrderTTL = 10 * time.Minute
+
+// orderTTL is the life in seconds; 0 means DefaultOrderTTL.
+var orderTTL atomic.Int64
+
+// SetOrderTTL makes d (at least MinOrderTTL) the life in Redis of every paper order this
+// process stores after the call. The executor sets it to its hot window when the accounts
+// are recorded in PostgreSQL, where each fill's order is kept too (record.go): a signal
+// older than that life looks its orders up there as well before it places any (Recall).
+func SetOrderTTL(d time.Duration) { orderTTL.Store(int64(max(d, MinOrderTTL) / time.Second)) }
+
+// OrderTTL is the life in Redis of a paper order stored now (see SetOrderTTL).
+func OrderTTL() time.Duration {
+	if s := orderTTL.Load(); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return DefaultOrderTTL
+}
 
 // The account fields a fill computes from, in the order of fillInput.acct.
 var fillFields = [...]string{fieldBalance, fieldMargin, fieldFeeRate, fieldCurrency}
@@ -64,7 +86,7 @@ end
 redis.call('SET', KEYS[3], ARGV[12], 'EX', ARGV[3])
 if recorded then
   local n = redis.call('HINCRBY', KEYS[1], '` + fieldSeq + `', 1)
-` + archiveLua(5, "ARGV[9]", "ARGV[10]", "ARGV[2]", "ARGV[11]", "''", "n") + `end
+` + archiveLua(5, "ARGV[9]", "ARGV[10]", "ARGV[2]", "ARGV[11]", "''", "n", "ARGV[1]", "ARGV[12]") + `end
 return {'filled'}
 `)
 
@@ -105,10 +127,11 @@ func WithAhead(a *Ahead) Option {
 }
 
 // WithRecord makes the exchange's fills recorded in PostgreSQL (record.go): each appends
-// its change to the account's archive stream, and a fill on an account that Redis lost
-// first calls restore (Records.Account) and computes again. Nil restore: not recorded.
-func WithRecord(restore func(ctx context.Context, accountID string) error) Option {
-	return func(x *Exchange) { x.restore = restore }
+// its change (and its order) to the account's archive stream, a fill on an account that
+// Redis lost first restores it (Records.Account) and computes again, and under Recall an
+// order is looked up there too. Nil: not recorded.
+func WithRecord(r *Records) Option {
+	return func(x *Exchange) { x.records = r }
 }
 
 // ReadAheadLater queues on c (a pipeline) the account's hash, as ReadAccountLater does,
@@ -226,7 +249,7 @@ func (a *Ahead) learn(k fillKeys, in fillInput) {
 // concurrent attempt placed meanwhile is found rather than refused.
 func (x *Exchange) placeFill(ctx context.Context, m exchange.MarketInfo, req exchange.OrderRequest, k fillKeys, price decimal.Decimal) (exchange.Order, error) {
 	in, ok := x.ahead.input(k)
-	fresh := false
+	fresh, recalledOnce := false, false
 	for i := 0; i < maxTxRetries; i++ {
 		if !ok {
 			var err error
@@ -237,6 +260,15 @@ func (x *Exchange) placeFill(ctx context.Context, m exchange.MarketInfo, req exc
 		}
 		if in.placed != "" {
 			return x.placed(in.placed, req.ClientOrderID)
+		}
+		if !recalledOnce {
+			// A late retry: the order may have left Redis but not PostgreSQL.
+			recalledOnce = true
+			if v, err := x.recall(ctx, req.ClientOrderID); err != nil {
+				return exchange.Order{}, err
+			} else if v != "" {
+				return x.placed(v, req.ClientOrderID)
+			}
 		}
 		o, w, err := x.fillFrom(m, req, price, in)
 		if err != nil {
@@ -272,7 +304,7 @@ type fillArgs struct {
 // k's client order ID), or filled true when it wrote, and keeps either in the read ahead.
 func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillInput, bool, error) {
 	keys := []string{k.acct, k.pos, k.order, k.orders, store.PaperArchive(x.account)}
-	args := []any{k.cid, k.posField, int64(OrderTTL / time.Second)}
+	args := []any{k.cid, k.posField, int64(OrderTTL() / time.Second)}
 	if f != nil {
 		data, err := encodeOrder(x.scope, f.order)
 		if err != nil {
@@ -280,7 +312,7 @@ func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillIn
 		}
 		f.data = data
 		args = append(args, f.in.acct[0], f.in.acct[1], f.in.acct[2], f.in.acct[3], f.in.prev,
-			f.write.st.balance.String(), f.write.st.margin.String(), f.write.pos, data, flag(x.restore != nil))
+			f.write.st.balance.String(), f.write.st.margin.String(), f.write.pos, data, flag(x.records != nil))
 	}
 	v, err := fillScript.Run(ctx, x.rdb, keys, args...).StringSlice()
 	if err != nil {
@@ -296,7 +328,7 @@ func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillIn
 		return in, true, nil
 	case len(v) == 1 && v[0] == "unrestored" && f != nil:
 		// Redis lost the account since it was recorded: put it back, then compute again.
-		if err := x.restore(ctx, x.account); err != nil {
+		if err := x.records.Account(ctx, x.account); err != nil {
 			return fillInput{}, false, err
 		}
 		return x.runFill(ctx, k, nil)

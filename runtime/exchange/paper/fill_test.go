@@ -214,8 +214,8 @@ func TestOrderKeysExpireAndOldOrdersAreFound(t *testing.T) {
 	first := place(t, x, req)
 	key := store.PaperOrder("acct", "old")
 	ttl, err := rdb.TTL(ctx, key).Result()
-	if err != nil || ttl <= paper.OrderTTL-time.Minute || ttl > paper.OrderTTL {
-		t.Fatalf("order TTL = %v, %v; want %v", ttl, err, paper.OrderTTL)
+	if err != nil || ttl <= paper.OrderTTL()-time.Minute || ttl > paper.OrderTTL() {
+		t.Fatalf("order TTL = %v, %v; want %v", ttl, err, paper.OrderTTL())
 	}
 	// Move the order into the old hash, as an earlier version stored it.
 	v, err := rdb.Get(ctx, key).Result()

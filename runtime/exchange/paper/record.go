@@ -37,10 +37,15 @@ const (
 
 // archiveLua is the append of a change to the account's archive stream KEYS[key], its
 // values as Lua expressions: balance, margin, holdings field and value, last refill (ms;
-// an empty string for none) and change number.
-func archiveLua(key int, balance, margin, field, holding, refill, n string) string {
-	return "  redis.call('XADD', KEYS[" + strconv.Itoa(key) + "], '*', 'k', '" + store.ArchivePaper + "', 'v', " + balance +
-		", 'm', " + margin + ", 'f', " + field + ", 'h', " + holding + ", 'r', " + refill + ", 'n', " + n + ")\n"
+// an empty string for none), change number, and for a fill its client order ID and order
+// (none for other changes).
+func archiveLua(key int, balance, margin, field, holding, refill, n string, order ...string) string {
+	s := "  redis.call('XADD', KEYS[" + strconv.Itoa(key) + "], '*', 'k', '" + store.ArchivePaper + "', 'v', " + balance +
+		", 'm', " + margin + ", 'f', " + field + ", 'h', " + holding + ", 'r', " + refill + ", 'n', " + n
+	if len(order) == 2 {
+		s += ", 'c', " + order[0] + ", 'o', " + order[1]
+	}
+	return s + ")\n"
 }
 
 // Change is one archive entry of a paper account.
@@ -53,12 +58,16 @@ type Change struct {
 	// Refill is the refill's time (ms); "" for a fill.
 	Refill string
 	N      int64
+	// ClientOrderID and Order are a fill's order as the paper exchange stores it; "" for
+	// other changes.
+	ClientOrderID, Order string
 }
 
 // ChangeOf reads an archive entry of account's stream.
 func ChangeOf(account string, values map[string]any) (Change, error) {
 	str := func(k string) string { s, _ := values[k].(string); return s }
-	c := Change{Account: account, Balance: str("v"), Margin: str("m"), Field: str("f"), Holding: str("h"), Refill: str("r")}
+	c := Change{Account: account, Balance: str("v"), Margin: str("m"), Field: str("f"), Holding: str("h"), Refill: str("r"),
+		ClientOrderID: str("c"), Order: str("o")}
 	n, err := strconv.ParseInt(str("n"), 10, 64)
 	if err != nil || c.Balance == "" || c.Margin == "" {
 		return Change{}, fmt.Errorf("paper account %s: a change without its number or balance", account)
@@ -68,8 +77,13 @@ func ChangeOf(account string, values map[string]any) (Change, error) {
 }
 
 // QueueChange adds the rows of c to b: the account's balance and margin, its last refill,
-// and the holding it wrote, each unless a later change is recorded.
+// the holding it wrote, each unless a later change is recorded, and a fill's order (never
+// replaced: an order is stored once under its client order ID).
 func QueueChange(b *pgx.Batch, c Change) {
+	if c.ClientOrderID != "" && c.Order != "" {
+		b.Queue(`INSERT INTO paper_orders (account_id, client_order_id, value) VALUES ($1, $2, $3)
+			ON CONFLICT (account_id, client_order_id) DO NOTHING`, c.Account, c.ClientOrderID, c.Order)
+	}
 	var refill *int64
 	if ms, err := strconv.ParseInt(c.Refill, 10, 64); err == nil {
 		refill = &ms
@@ -93,6 +107,7 @@ func QueueChange(b *pgx.Batch, c Change) {
 
 // QueueForget adds to b the removal of a deleted account's rows.
 func QueueForget(b *pgx.Batch, account string) {
+	b.Queue(`DELETE FROM paper_orders WHERE account_id = $1`, account)
 	b.Queue(`DELETE FROM paper_holdings WHERE account_id = $1`, account)
 	b.Queue(`DELETE FROM paper_accounts WHERE account_id = $1`, account)
 }
@@ -216,3 +231,31 @@ if redis.call('HEXISTS', KEYS[1], '` + fieldRestored + `') == 1 then
 ` + archiveLua(2, "ARGV[1]", "redis.call('HGET', KEYS[1], '"+fieldMargin+"') or '0'", "''", "''", "ARGV[2]", "n") + `end
 return 1
 `)
+
+// Order is the order stored under client order ID cid of account id in PostgreSQL (as the
+// paper exchange stores it), and whether there is one.
+func (r *Records) Order(ctx context.Context, id, cid string) (string, bool, error) {
+	if r.db == nil {
+		return "", false, nil
+	}
+	var v string
+	err := r.db.QueryRow(ctx, `SELECT value FROM paper_orders WHERE account_id = $1 AND client_order_id = $2`, id, cid).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("paper account %s: looking order %s up in PostgreSQL: %w", id, cid, err)
+	}
+	return v, true, nil
+}
+
+type recallKey struct{}
+
+// Recall marks ctx for a signal older than the paper orders' life in Redis (OrderTTL): an
+// order its earlier attempt placed may be gone from Redis, so the exchange of a recorded
+// account looks a client order ID up in PostgreSQL too before it places anything under it
+// (and answers the stored order, as it would from Redis), and fails rather than fill while
+// PostgreSQL cannot answer. A fill is never made twice, however late its retry.
+func Recall(ctx context.Context) context.Context { return context.WithValue(ctx, recallKey{}, true) }
+
+func recalled(ctx context.Context) bool { b, _ := ctx.Value(recallKey{}).(bool); return b }

@@ -43,7 +43,7 @@ func TestAPaperAccountSurvivesALostRedis(t *testing.T) {
 	px := prices{}
 	px.set(exchange.Spot, "BTC/USDT", "65000")
 	records := paper.NewRecords(rdb, db)
-	x := paper.NewExchange(rdb, "acct", "bot-1", px, paper.WithRecord(records.Account))
+	x := paper.NewExchange(rdb, "acct", "bot-1", px, paper.WithRecord(records))
 	// As in TestSpotBuyThenSellToTheDecimal: 8999.3003 USDT and 0.01538 BTC after the buy.
 	place(t, x, exchange.OrderRequest{ClientOrderID: "c-buy", Symbol: "BTC/USDT", Kind: exchange.Spot,
 		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.01538")})
@@ -102,7 +102,7 @@ func TestAnAccountTradedBeforeTheRecordIsRecordedWhole(t *testing.T) {
 	place(t, before, exchange.OrderRequest{ClientOrderID: "c-btc", Symbol: "BTC/USDT", Kind: exchange.Spot,
 		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.01538")})
 	records := paper.NewRecords(rdb, db)
-	x := paper.NewExchange(rdb, "acct", "bot-1", px, paper.WithRecord(records.Account))
+	x := paper.NewExchange(rdb, "acct", "bot-1", px, paper.WithRecord(records))
 	place(t, x, exchange.OrderRequest{ClientOrderID: "c-eth", Symbol: "ETH/USDT", Kind: exchange.Spot,
 		Side: exchange.SideBuy, Type: exchange.Market, Amount: testkit.D("0.1")})
 	want := balance(t, x)

@@ -313,9 +313,9 @@ func TestMigratePaperOrders(t *testing.T) {
 	if rdb.Exists(ctx, store.PaperOrders("acct")).Val() != 0 {
 		t.Fatal("orders hash left")
 	}
-	// "recent" keeps what is left of its TTL: OrderTTL − 1 h.
-	if ttl := rdb.TTL(ctx, store.PaperOrder("acct", "recent")).Val(); ttl > paper.OrderTTL-time.Hour || ttl < paper.OrderTTL-time.Hour-time.Minute {
-		t.Errorf("recent order TTL %v, want %v", ttl, paper.OrderTTL-time.Hour)
+	// "recent" keeps what is left of its TTL: DefaultOrderTTL − 1 h.
+	if ttl := rdb.TTL(ctx, store.PaperOrder("acct", "recent")).Val(); ttl > paper.DefaultOrderTTL-time.Hour || ttl < paper.DefaultOrderTTL-time.Hour-time.Minute {
+		t.Errorf("recent order TTL %v, want %v", ttl, paper.DefaultOrderTTL-time.Hour)
 	}
 	if o, err := paper.NewExchange(rdb, "acct", "bot-1", paperPrice{}).GetOrder(ctx, exchange.Spot, "SOL/USDT", "recent"); err != nil || o.ClientOrderID != "recent" {
 		t.Errorf("recent order after the drain: %+v, %v", o, err)
