@@ -372,8 +372,31 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 		}); err != nil {
 			return fmt.Errorf("read exchange orders: %w", err)
 		}
+		// With the archive, a paper order past its life in Redis is in PostgreSQL.
+		archived := map[string]bool{}
+		if c.db != nil {
+			var gone []string
+			for i, r := range part {
+				if exists[i].Val() == 0 {
+					gone = append(gone, r.cid)
+				}
+			}
+			if len(gone) > 0 {
+				rows, err := c.db.Query(ctx, `SELECT client_order_id FROM paper_orders WHERE client_order_id = ANY($1)`, gone)
+				if err != nil {
+					return fmt.Errorf("read archived exchange orders: %w", err)
+				}
+				cids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					return fmt.Errorf("read archived exchange orders: %w", err)
+				}
+				for _, cid := range cids {
+					archived[cid] = true
+				}
+			}
+		}
 		for i, r := range part {
-			onExchange := exists[i].Val() == 1
+			onExchange := exists[i].Val() == 1 || archived[r.cid]
 			if onExchange {
 				rec.Fills++
 			}
@@ -467,20 +490,56 @@ func (c *Checker) executedBefore(x, y string) bool {
 }
 
 // paperOrderCounts counts the paper exchange's orders per account ID, in one scan of
-// their keys (store.PaperOrder: one key per order).
+// their keys (store.PaperOrder: one key per order) and, with the archive, those PostgreSQL
+// holds (paper_orders), each client order ID once: a paper order leaves Redis after the
+// executors' hot window.
 func (c *Checker) paperOrderCounts(ctx context.Context) (map[string]int64, error) {
-	out := map[string]int64{}
+	seen := map[string]map[string]bool{}
+	add := func(acct, cid string) {
+		if seen[acct] == nil {
+			seen[acct] = map[string]bool{}
+		}
+		seen[acct][cid] = true
+	}
 	pattern := store.PaperOrder("*", "*")
 	head, _, _ := strings.Cut(pattern, "*")
+	var mu sync.Mutex
 	err := scanAll(ctx, c.rdb, pattern, func(keys []string) {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, k := range keys {
-			if id, _, ok := strings.Cut(strings.TrimPrefix(k, head), "}"); ok {
-				out[id]++
+			if id, rest, ok := strings.Cut(strings.TrimPrefix(k, head), "}"); ok {
+				add(id, rest)
 			}
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scan paper orders: %w", err)
+	}
+	if c.db != nil {
+		accts := make([]string, len(c.fleet.Bots))
+		for i, b := range c.fleet.Bots {
+			accts[i] = b.AccountID
+		}
+		rows, err := c.db.Query(ctx, `SELECT account_id, client_order_id FROM paper_orders WHERE account_id = ANY($1)`, accts)
+		if err != nil {
+			return nil, fmt.Errorf("read archived paper orders: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var acct, cid string
+			if err := rows.Scan(&acct, &cid); err != nil {
+				return nil, err
+			}
+			add(acct, ":order:"+cid)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]int64, len(seen))
+	for acct, cids := range seen {
+		out[acct] = int64(len(cids))
 	}
 	return out, nil
 }
