@@ -314,37 +314,44 @@ func (a *Archiver) partitions() []int {
 
 // loadProgress reads PostgreSQL's position of every partition not cached yet.
 func (a *Archiver) loadProgress(ctx context.Context, parts []int) error {
+	byKey := map[string]int{}
 	var keys []string
 	for _, p := range parts {
 		if _, ok := a.done[p]; !ok {
+			byKey[store.Archive(p)] = p
 			keys = append(keys, store.Archive(p))
-			a.done[p] = entryID{}
 		}
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	rows, err := a.o.DB.Query(ctx, `SELECT stream, last_ms, last_seq FROM archive_progress WHERE stream = ANY($1)`, keys)
+	got, err := readProgress(ctx, a.o.DB, keys)
 	if err != nil {
-		for _, p := range parts {
-			delete(a.done, p)
-		}
-		return fmt.Errorf("archive: read the position: %w", err)
+		return err
+	}
+	for key, p := range byKey {
+		a.done[p] = got[key]
+	}
+	return nil
+}
+
+// readProgress reads PostgreSQL's positions of streams (one absent has copied nothing yet).
+func readProgress(ctx context.Context, db *pgxpool.Pool, streams []string) (map[string]entryID, error) {
+	out := map[string]entryID{}
+	if len(streams) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT stream, last_ms, last_seq FROM archive_progress WHERE stream = ANY($1)`, streams)
+	if err != nil {
+		return nil, fmt.Errorf("archive: read the position: %w", err)
 	}
 	defer rows.Close()
-	byKey := map[string]int{}
-	for _, p := range parts {
-		byKey[store.Archive(p)] = p
-	}
 	for rows.Next() {
 		var key string
 		var id entryID
 		if err := rows.Scan(&key, &id.ms, &id.seq); err != nil {
-			return err
+			return nil, err
 		}
-		a.done[byKey[key]] = id
+		out[key] = id
 	}
-	return rows.Err()
+	return out, rows.Err()
 }
 
 // queueRow adds the write of one entry's fact to batch and returns its kind.

@@ -116,35 +116,22 @@ func (a *Archiver) planPaper(ctx context.Context, accounts []string, c *copyPlan
 
 // loadPaperProgress reads PostgreSQL's position of every account stream not cached yet.
 func (a *Archiver) loadPaperProgress(ctx context.Context, accounts []string) error {
-	var keys []string
 	byKey := map[string]string{}
+	var keys []string
 	for _, id := range accounts {
 		if _, ok := a.paperDone[id]; !ok {
-			keys = append(keys, store.PaperArchive(id))
 			byKey[store.PaperArchive(id)] = id
-			a.paperDone[id] = entryID{}
+			keys = append(keys, store.PaperArchive(id))
 		}
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	rows, err := a.o.DB.Query(ctx, `SELECT stream, last_ms, last_seq FROM archive_progress WHERE stream = ANY($1)`, keys)
+	got, err := readProgress(ctx, a.o.DB, keys)
 	if err != nil {
-		for _, id := range byKey {
-			delete(a.paperDone, id)
-		}
-		return fmt.Errorf("archive: read the position: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var key string
-		var id entryID
-		if err := rows.Scan(&key, &id.ms, &id.seq); err != nil {
-			return err
-		}
-		a.paperDone[byKey[key]] = id
+	for key, id := range byKey {
+		a.paperDone[id] = got[key]
 	}
-	return rows.Err()
+	return nil
 }
 
 // queueProgress records stream's new position (never moved back).
