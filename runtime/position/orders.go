@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,24 +19,19 @@ const (
 	OrderTTL = 90 * 24 * time.Hour
 )
 
-// orderTTL is the record TTL in seconds; 0 means OrderTTL.
-var orderTTL atomic.Int64
+// orderTTL is the record TTL (OrderTTL until SetOrderTTL).
+var orderTTL = store.NewTTL(OrderTTL, time.Second)
 
 // SetOrderTTL makes d (at least a second) the life of an order record after its last
 // change, for every later write of this process. The executor sets it to its history
 // retention at start, so that a record lives exactly as long as the trades and the order
 // list entries the retention keeps; the writes stay one constant argument away from the
 // record, and no write site carries the setting.
-func SetOrderTTL(d time.Duration) { orderTTL.Store(int64(max(d, time.Second) / time.Second)) }
+func SetOrderTTL(d time.Duration) { orderTTL.Set(d) }
 
 // RecordTTL is the life of a finished order record after its last change (see
 // SetOrderTTL).
-func RecordTTL() time.Duration {
-	if s := orderTTL.Load(); s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return OrderTTL
-}
+func RecordTTL() time.Duration { return orderTTL.Get() }
 
 // ttlOf is the life of rec after this write: RecordTTL once it is finished; an order still
 // open on its venue keeps its record at least OrderTTL, however short the hot window, since

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,22 +26,17 @@ const DefaultResultTTL = 24 * time.Hour
 // signal's retry budget (about two minutes) still finds it in Redis.
 const MinResultTTL = 10 * time.Minute
 
-// resultTTL is the life in seconds; 0 means DefaultResultTTL.
-var resultTTL atomic.Int64
+// resultTTL is the results' life (DefaultResultTTL until SetResultTTL).
+var resultTTL = store.NewTTL(DefaultResultTTL, MinResultTTL)
 
 // SetResultTTL makes d (at least MinResultTTL) the life in Redis of every result this
 // process stores after the call. The executor sets it to its hot window when PostgreSQL
 // archives results: past it a result is read from the archive (runtime/history), and an
 // entry older than it checks the archive before it runs again (the executor's Handle).
-func SetResultTTL(d time.Duration) { resultTTL.Store(int64(max(d, MinResultTTL) / time.Second)) }
+func SetResultTTL(d time.Duration) { resultTTL.Set(d) }
 
 // ResultTTL is the life in Redis of a result stored now (see SetResultTTL).
-func ResultTTL() time.Duration {
-	if s := resultTTL.Load(); s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return DefaultResultTTL
-}
+func ResultTTL() time.Duration { return resultTTL.Get() }
 
 // PublishResult stores res under env's signalId for ResultTTL() and, when someone waits
 // (env.ReplyTo), publishes it on that channel: both in one round trip, the store first, so a

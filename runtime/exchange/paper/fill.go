@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,22 +35,17 @@ const DefaultOrderTTL = 8 * 24 * time.Hour
 // signal's retry budget (about two minutes) still finds its orders in Redis.
 const MinOrderTTL = 10 * time.Minute
 
-// orderTTL is the life in seconds; 0 means DefaultOrderTTL.
-var orderTTL atomic.Int64
+// orderTTL is the paper orders' life (DefaultOrderTTL until SetOrderTTL).
+var orderTTL = store.NewTTL(DefaultOrderTTL, MinOrderTTL)
 
 // SetOrderTTL makes d (at least MinOrderTTL) the life in Redis of every paper order this
 // process stores after the call. The executor sets it to its hot window when the accounts
 // are recorded in PostgreSQL, where each fill's order is kept too (record.go): a signal
 // older than that life looks its orders up there as well before it places any (Recall).
-func SetOrderTTL(d time.Duration) { orderTTL.Store(int64(max(d, MinOrderTTL) / time.Second)) }
+func SetOrderTTL(d time.Duration) { orderTTL.Set(d) }
 
 // OrderTTL is the life in Redis of a paper order stored now (see SetOrderTTL).
-func OrderTTL() time.Duration {
-	if s := orderTTL.Load(); s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return DefaultOrderTTL
-}
+func OrderTTL() time.Duration { return orderTTL.Get() }
 
 // The account fields a fill computes from, in the order of fillInput.acct.
 var fillFields = [...]string{fieldBalance, fieldMargin, fieldFeeRate, fieldCurrency}
