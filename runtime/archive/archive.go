@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"strconv"
 	"time"
 
@@ -457,4 +458,30 @@ func (k Keeper) Orders(ctx context.Context, recs []position.OrderRecord) error {
 		queueOrder(b, r)
 	}
 	return commit(ctx, k.DB, b)
+}
+
+// WaitingResult is a signal's result still in the archive stream of its slot (not copied
+// to PostgreSQL yet), for the executor's check of a late entry whose result left Redis
+// while PostgreSQL was down.
+func WaitingResult(ctx context.Context, rdb redis.UniversalClient, signalID string) (result.Stored, error) {
+	var res result.Result
+	_, ok, err := store.FindInStream(ctx, rdb, store.Archive(store.SignalPartition(signalID)), func(m redis.XMessage) bool {
+		if k, _ := m.Values["k"].(string); k != store.ArchiveResult {
+			return false
+		}
+		v, _ := m.Values["v"].(string)
+		if !strings.Contains(v, signalID) {
+			return false
+		}
+		var r result.Result
+		if json.Unmarshal([]byte(v), &r) != nil || r.SignalID != signalID {
+			return false
+		}
+		res = r
+		return true
+	})
+	if err != nil || !ok {
+		return result.Stored{}, err
+	}
+	return result.Stored{Result: res, Found: true}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sigops/sigops/runtime/archive"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -15,11 +16,13 @@ import (
 // earlier attempt of it (before an outage of every executor, or a dead letter replayed by
 // hand) may have finished, or placed a paper order, whose Redis copy is gone. So:
 //
-//   - past the results' life, the entry's result is looked up in PostgreSQL first; found,
+//   - past the results' life, the entry's result is looked up in PostgreSQL first, then in
+//     the archive stream that waits for PostgreSQL (down for longer than the life); found,
 //     it is published again and nothing runs; PostgreSQL unreachable, the entry waits (an
 //     error: retried), since running it could execute it twice;
 //   - past the paper orders' life, the paper exchange looks each client order ID up in
-//     PostgreSQL too before it places anything under it (paper.Recall).
+//     PostgreSQL and in the account's archive stream too before it places anything under
+//     it (paper.Recall).
 //
 // The age is counted from the intake's acceptance, before any attempt could store a result
 // or place an order, less lateMargin for clocks that disagree: an entry younger than that
@@ -39,6 +42,10 @@ func (e *Executor) late(ctx context.Context, env queue.Envelope, now time.Time) 
 	if age > queue.ResultTTL()-lateMargin {
 		stored, err := e.archived(ctx, env.SignalID)
 		if err != nil || stored.Found {
+			return stored, false, err
+		}
+		// Not copied yet: PostgreSQL was down for longer than the result's life in Redis.
+		if stored, err = archive.WaitingResult(ctx, e.rdb, env.SignalID); err != nil || stored.Found {
 			return stored, false, err
 		}
 	}

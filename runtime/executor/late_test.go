@@ -93,3 +93,46 @@ func TestALatePaperRetryBooksTheFillItMade(t *testing.T) {
 		t.Fatalf("the fill was not booked: %+v", p)
 	}
 }
+
+// The same, with PostgreSQL behind (down for longer than the lives): what the archive has
+// not copied yet is found in the streams that wait for it, so a late entry still neither
+// runs twice nor fills twice.
+func TestALateEntryFindsWhatTheArchiveHasNotCopied(t *testing.T) {
+	h := newHarness(t, nil)
+	h.ex.WithBookRecord(dbtest.New(t)) // no archiver runs: everything waits in the streams
+	h.px.set(exchange.Spot, "BTC/USDT", "65000")
+	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
+	first := h.ok(h.run(env))
+	balance := h.balance()
+	if err := h.rdb.Del(h.ctx, store.SignalResult(env.SignalID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.now = h.now.Add(queue.ResultTTL() + time.Hour)
+	if again := h.run(env); again.Timestamp != first.Timestamp {
+		t.Fatalf("the late entry ran again: %+v, first %+v", again, first)
+	}
+	if !h.balance().Equal(balance) {
+		t.Fatalf("the late entry filled again: balance %s, was %s", h.balance(), balance)
+	}
+
+	h.ok(h.send(`{"action":"close","symbol":"BTCUSDT"}`))
+	late := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
+	executor.SetAfterPlace(h.ex, func(string) error { return errors.New("died after the fill") })
+	if err := h.ex.Handle(h.ctx, late); err == nil {
+		t.Fatal("the crash was not reported")
+	}
+	executor.SetAfterPlace(h.ex, nil)
+	filled := h.balance()
+	orders, err := storetest.Keys(h.ctx, h.rdb, store.PaperOrder("acct-1", "*"))
+	if err != nil || len(orders) == 0 {
+		t.Fatalf("paper orders %v %v", orders, err)
+	}
+	if err := h.rdb.Del(h.ctx, orders...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.now = h.now.Add(paper.OrderTTL() + time.Hour)
+	h.ok(h.run(late))
+	if !h.balance().Equal(filled) || h.position("BTC/USDT") == nil {
+		t.Fatalf("late paper retry: balance %s (after the fill %s), position %+v", h.balance(), filled, h.position("BTC/USDT"))
+	}
+}

@@ -233,20 +233,30 @@ return 1
 `)
 
 // Order is the order stored under client order ID cid of account id in PostgreSQL (as the
-// paper exchange stores it), and whether there is one.
+// paper exchange stores it), or in the account's archive stream while it waits to be
+// copied there (PostgreSQL down longer than the order's life in Redis), and whether there
+// is one.
 func (r *Records) Order(ctx context.Context, id, cid string) (string, bool, error) {
 	if r.db == nil {
 		return "", false, nil
 	}
 	var v string
 	err := r.db.QueryRow(ctx, `SELECT value FROM paper_orders WHERE account_id = $1 AND client_order_id = $2`, id, cid).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
+	if err == nil {
+		return v, true, nil
 	}
-	if err != nil {
+	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", false, fmt.Errorf("paper account %s: looking order %s up in PostgreSQL: %w", id, cid, err)
 	}
-	return v, true, nil
+	m, ok, err := store.FindInStream(ctx, r.rdb, store.PaperArchive(id), func(m redis.XMessage) bool {
+		c, _ := m.Values["c"].(string)
+		return c == cid
+	})
+	if err != nil || !ok {
+		return "", false, err
+	}
+	o, _ := m.Values["o"].(string)
+	return o, o != "", nil
 }
 
 type recallKey struct{}
