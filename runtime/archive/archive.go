@@ -23,8 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
