@@ -189,10 +189,27 @@ func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Dura
 			}); err != nil && !errors.Is(err, redis.Nil) {
 				return fmt.Errorf("read results: %w", err)
 			}
+			found := make([]result.Stored, len(part))
+			var gone []string
 			for i, read := range reads {
 				st, err := read()
 				if err != nil {
 					return fmt.Errorf("read result %s: %w", part[i], err)
+				}
+				found[i] = st
+				if !st.Found {
+					gone = append(gone, part[i])
+				}
+			}
+			// With the archive, a result past its life in Redis is in PostgreSQL.
+			archived, err := c.archivedResults(ctx, gone)
+			if err != nil {
+				return err
+			}
+			for i := range part {
+				st := found[i]
+				if !st.Found {
+					st.Result, st.Found = archived[part[i]]
 				}
 				if !st.Found {
 					still = append(still, part[i])
@@ -224,6 +241,32 @@ func (c *Checker) waitResults(ctx context.Context, ids []string, bound time.Dura
 	rec.Lost = len(pending)
 	rec.LostIDs = pending[:min(len(pending), 5)]
 	return nil
+}
+
+// archivedResults reads the results of ids from the archive (none without it).
+func (c *Checker) archivedResults(ctx context.Context, ids []string) (map[string]result.Result, error) {
+	out := map[string]result.Result{}
+	if c.db == nil || len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := c.db.Query(ctx, `SELECT signal_id, result FROM signal_results WHERE signal_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read archived results: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, err
+		}
+		var r result.Result
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("archived result %s: %w", id, err)
+		}
+		out[id] = r
+	}
+	return out, rows.Err()
 }
 
 // checkOrders counts the order records of each accepted signal in its bot's book (every
