@@ -308,6 +308,9 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 			}
 		}
 	}
+	// Archived copies of listed orders: the list keeps an order's ID until the compactor's
+	// next pass, after its record has left Redis with the window.
+	archivedListed := map[string]orderInfo{}
 	if c.db != nil {
 		archived, err := c.archivedOrders(ctx)
 		if err != nil {
@@ -315,7 +318,8 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 		}
 		for _, a := range archived {
 			if listed[a.cid] > 0 {
-				continue // the Redis copy is read below, as the newer state
+				archivedListed[a.cid] = a.info // the Redis copy, read below, is the newer state
+				continue
 			}
 			all = append(all, ref{c.bots[a.bot], a.cid})
 			c.orderSig[a.cid] = a.info
@@ -335,7 +339,10 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 		for i, cmd := range cmds {
 			data, err := cmd.Bytes()
 			if errors.Is(err, redis.Nil) {
-				continue // expired long ago; not this run's
+				if info, ok := archivedListed[part[i].cid]; ok {
+					c.orderSig[part[i].cid] = info // left Redis, listed still
+				}
+				continue // else expired long ago; not this run's
 			}
 			if err != nil {
 				return err
