@@ -108,30 +108,7 @@ func New(o Options) (*Server, error) {
 	if o.MCPURL, err = cleanOrigin(o.MCPURL); err != nil {
 		return nil, errors.New("MCP URL: " + err.Error())
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.LoginPerAccount.Max == 0 {
-		o.LoginPerAccount = auth.LoginPerAccount
-	}
-	if o.LoginPerIP.Max == 0 {
-		o.LoginPerIP = auth.LoginPerIP
-	}
-	if o.RegisterPerIP.Max == 0 {
-		o.RegisterPerIP = auth.RegisterPerIP
-	}
-	if o.RegisterPerNet48.Max == 0 {
-		o.RegisterPerNet48 = auth.RegisterPerNet48
-	}
-	if o.RegisterGlobal.Max == 0 {
-		o.RegisterGlobal = auth.RegisterGlobal
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
+	o = o.withDefaults()
 	s := &Server{o: o, apiResource: o.BaseURL + "/api", mcpResource: o.MCPURL + "/mcp"}
 	s.users = auth.NewUsers(o.Redis, auth.UsersOptions{KDF: o.KDF, HashConcurrency: o.HashConcurrency,
 		HashQueue: o.HashQueue, Now: o.Now, DB: o.DB})
@@ -172,6 +149,36 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// withDefaults fills the options left out: the logger, the clock, the login and
+// registration limits and the version.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.LoginPerAccount.Max == 0 {
+		o.LoginPerAccount = auth.LoginPerAccount
+	}
+	if o.LoginPerIP.Max == 0 {
+		o.LoginPerIP = auth.LoginPerIP
+	}
+	if o.RegisterPerIP.Max == 0 {
+		o.RegisterPerIP = auth.RegisterPerIP
+	}
+	if o.RegisterPerNet48.Max == 0 {
+		o.RegisterPerNet48 = auth.RegisterPerNet48
+	}
+	if o.RegisterGlobal.Max == 0 {
+		o.RegisterGlobal = auth.RegisterGlobal
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	return o
 }
 
 // cleanOrigin accepts scheme://host[:port] with no path, query or fragment.

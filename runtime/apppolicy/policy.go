@@ -343,6 +343,13 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 	if len(res) != 4 {
 		return fmt.Errorf("apppolicy: admission answered %v", res)
 	}
+	return refusalOf(c, res, next, tomorrow)
+}
+
+// refusalOf is Admit's answer for the admission script's reply res to call c: nil when
+// admitted, else the refusal naming the limit (next and tomorrow: when the hour's and the
+// day's counts reset).
+func refusalOf(c Call, res []string, next, tomorrow time.Time) error {
 	switch res[0] {
 	case "":
 		return nil

@@ -156,6 +156,37 @@ func (e *Executor) restoreBook(ctx context.Context, part int) error {
 	return nil
 }
 
+// ready prepares a signal whose result Redis does not hold for its execution: a late entry
+// (late.go) answers its archived result (stored) or has its paper orders recalled from the
+// archive (the returned ctx), and a partition Redis lost is restored and read again (the
+// returned pre), so that nothing is decided on an empty book.
+func (e *Executor) ready(ctx context.Context, env queue.Envelope, pre *prefetch, now time.Time) (context.Context, *prefetch, result.Stored, error) {
+	if pre.err != nil {
+		return ctx, pre, result.Stored{}, pre.err
+	}
+	stored, recall, err := e.late(ctx, env, now)
+	if err != nil || stored.Found {
+		return ctx, pre, stored, err
+	}
+	if recall {
+		ctx = paper.Recall(ctx)
+	}
+	if pre.unrestored() {
+		if err := e.restoreBook(ctx, store.PartitionOf(env.BotID)); err != nil {
+			return ctx, pre, result.Stored{}, err
+		}
+		pre = e.begin(ctx, env, now)
+	}
+	return ctx, pre, result.Stored{}, pre.err
+}
+
+// republish announces again the result another attempt of the signal stored, and counts
+// it as a duplicate.
+func (e *Executor) republish(ctx context.Context, env queue.Envelope, res result.Result) error {
+	e.m.signals.WithLabelValues("duplicate", string(res.Code)).Inc()
+	return queue.PublishResult(ctx, e.rdb, env, res)
+}
+
 // Collectors are the executor's (and its watchers') Prometheus metrics, for the caller to
 // register.
 func (e *Executor) Collectors() []prometheus.Collector { return e.m.collectors() }
@@ -176,32 +207,17 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 	if stored, err := pre.result(); err != nil {
 		return err
 	} else if stored.Found {
-		e.m.signals.WithLabelValues("duplicate", string(stored.Result.Code)).Inc()
 		if e.log.Enabled(ctx, slog.LevelInfo) {
 			log().Info("signal already executed; result re-published")
 		}
-		return queue.PublishResult(ctx, e.rdb, env, stored.Result)
+		return e.republish(ctx, env, stored.Result)
 	}
-	if pre.err != nil {
-		return pre.err
-	}
-	if late, ok, err := e.late(ctx, env, now); err != nil {
+	ctx, pre, stored, err := e.ready(ctx, env, pre, now)
+	if err != nil {
 		return err
-	} else if late.Found {
-		e.m.signals.WithLabelValues("duplicate", string(late.Result.Code)).Inc()
+	} else if stored.Found {
 		log().Info("signal already executed (its result is in the archive); result re-published")
-		return queue.PublishResult(ctx, e.rdb, env, late.Result)
-	} else if ok {
-		ctx = paper.Recall(ctx)
-	}
-	if pre.unrestored() {
-		// Redis lost this bot's partition: nothing is decided on an empty book.
-		if err := e.restoreBook(ctx, store.PartitionOf(env.BotID)); err != nil {
-			return err
-		}
-		if pre = e.begin(ctx, env, now); pre.err != nil {
-			return pre.err
-		}
+		return e.republish(ctx, env, stored.Result)
 	}
 	out, err := e.execute(ctx, env, pre, now)
 	if errors.Is(err, errFinished) {
@@ -210,8 +226,7 @@ func (e *Executor) Handle(ctx context.Context, env queue.Envelope) error {
 		if gerr != nil || !stored.Found {
 			return errors.Join(err, gerr)
 		}
-		e.m.signals.WithLabelValues("duplicate", string(stored.Result.Code)).Inc()
-		return queue.PublishResult(ctx, e.rdb, env, stored.Result)
+		return e.republish(ctx, env, stored.Result)
 	}
 	if err != nil {
 		e.m.signals.WithLabelValues("retry", "").Inc()
