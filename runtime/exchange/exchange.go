@@ -170,3 +170,13 @@ type Exchange interface {
 	// SetLeverage sets a futures symbol's leverage.
 	SetLeverage(ctx context.Context, symbol string, leverage int) error
 }
+
+// Exits reports whether the order takes from a position rather than opening or adding to
+// one: a reduce-only order, and every stop_loss and take_profit (which only ever exit).
+func (r OrderRequest) Exits() bool {
+	return r.ReduceOnly || r.Type == StopLoss || r.Type == TakeProfit
+}
+
+// HedgeLong is the position an order acts on in hedge mode: the long one when it buys to
+// open or sells to exit, the short one when it sells to open or buys to exit.
+func (r OrderRequest) HedgeLong() bool { return (r.Side == SideBuy) != r.Exits() }

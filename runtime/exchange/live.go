@@ -81,3 +81,30 @@ var (
 	ErrInvalidCredentials = errors.New("the exchange refused the API key")
 	ErrUnreachable        = errors.New("the exchange cannot be reached")
 )
+
+// PositionMode is how a futures account holds positions on a symbol.
+type PositionMode string
+
+const (
+	// OneWay holds one net position per symbol: a sell reduces a long, and past it opens a
+	// short. Every venue's default.
+	OneWay PositionMode = "oneWay"
+	// Hedge (two-way) holds a long and a short position per symbol side by side; each order
+	// names the side it acts on (Binance positionSide, Bybit positionIdx, OKX posSide).
+	Hedge PositionMode = "hedge"
+)
+
+// AccountMode is a futures account's position mode as the exchange reports it, with the
+// number of positions it holds open (any symbol, either side): a mode that changed while
+// positions were open is refused rather than guessed at (docs/exchanges.md).
+type AccountMode struct {
+	Mode          PositionMode
+	OpenPositions int
+}
+
+// ModeReader is a Live account that can read its futures position mode. The adapters
+// also keep the mode they read for placing orders (positionSide and its kin), and read it
+// again when the exchange answers that an order's side does not match the account's mode.
+type ModeReader interface {
+	AccountMode(ctx context.Context) (AccountMode, error)
+}
