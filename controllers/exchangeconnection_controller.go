@@ -123,7 +123,7 @@ func (r *ExchangeConnectionReconciler) validateAndProject(ctx context.Context, c
 		return r.refuse(ctx, conn, verdict{outcome: stalledOutcome(reasonSecretNotFound,
 			"credentials Secret "+name+" not found")}, r.RetryPeriod)
 	}
-	if missing := missingCredentialKeys(secret); len(missing) > 0 {
+	if missing := missingCredentialKeys(secret, conn.Spec.Exchange); len(missing) > 0 {
 		return r.refuse(ctx, conn, verdict{outcome: stalledOutcome(reasonSecretMissingKeys,
 			"credentials Secret "+name+" lacks "+joinNames(missing))}, 0)
 	}
@@ -138,11 +138,15 @@ func (r *ExchangeConnectionReconciler) validateAndProject(ctx context.Context, c
 	}
 
 	creds := credentialsOf(secret)
-	v := r.validate(ctx, connector, creds, endpointsOf(conn))
+	v := r.validate(ctx, connector, creds, endpointsOf(conn), conn.Status.PositionMode)
 	if !v.ready {
 		requeue := r.nextValidation()
-		if v.reconciling {
+		switch {
+		case v.reconciling:
 			requeue = r.retries.next(conn.UID, r.retryBackoff(), r.revalidatePeriod())
+		case v.reason == reasonPositionModeChanged:
+			// The user resolves it on the exchange, where no event reaches us: look again soon.
+			requeue = min(time.Minute, r.revalidatePeriod())
 		}
 		return r.refuse(ctx, conn, v, requeue)
 	}

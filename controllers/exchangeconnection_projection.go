@@ -36,6 +36,9 @@ func (r *ExchangeConnectionReconciler) accept(ctx context.Context, conn *trading
 	conn.Status.Permissions = v.perms
 	conn.Status.LastValidatedAt = &now
 	conn.Status.EncryptionKeyID = c.KeyID
+	if v.mode != "" {
+		conn.Status.PositionMode = v.mode
+	}
 	return v.outcome, ctrl.Result{RequeueAfter: r.nextValidation()}, nil
 }
 

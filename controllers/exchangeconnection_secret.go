@@ -38,10 +38,15 @@ func (r *ExchangeConnectionReconciler) credentialsSecret(ctx context.Context, co
 	return secret, nil
 }
 
-// missingCredentialKeys names the required keys that are absent or empty (names only).
-func missingCredentialKeys(s *corev1.Secret) []string {
+// missingCredentialKeys names the required keys that are absent or empty (names only): the
+// key and the secret always, and the passphrase for the exchanges that sign with one (OKX).
+func missingCredentialKeys(s *corev1.Secret, ex tradingv1.Exchange) []string {
 	var missing []string
-	for _, k := range []string{tradingv1.CredentialsKeyAPIKey, tradingv1.CredentialsKeyAPISecret} {
+	required := []string{tradingv1.CredentialsKeyAPIKey, tradingv1.CredentialsKeyAPISecret}
+	if ex == tradingv1.ExchangeOKX {
+		required = append(required, tradingv1.CredentialsKeyPassphrase)
+	}
+	for _, k := range required {
 		if len(strings.TrimSpace(string(s.Data[k]))) == 0 {
 			missing = append(missing, k)
 		}

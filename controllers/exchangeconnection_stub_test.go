@@ -13,6 +13,7 @@ type stubConnector struct {
 	name    string
 	mu      sync.Mutex
 	answers map[string]stubAnswer
+	modes   map[string]exchange.AccountMode
 	seen    map[string][]stubCall
 }
 
@@ -27,7 +28,7 @@ type stubCall struct {
 }
 
 func newStubConnector(name string) *stubConnector {
-	return &stubConnector{name: name, answers: map[string]stubAnswer{}, seen: map[string][]stubCall{}}
+	return &stubConnector{name: name, answers: map[string]stubAnswer{}, modes: map[string]exchange.AccountMode{}, seen: map[string][]stubCall{}}
 }
 
 func (s *stubConnector) Name() string { return s.name }
@@ -78,4 +79,21 @@ var (
 // Markets lists one symbol per kind, which the controller records for webhookd.
 func (l *stubLive) Markets(_ context.Context, kind exchange.Kind) ([]exchange.MarketInfo, error) {
 	return []exchange.MarketInfo{{Symbol: "ETH/USDT", Base: "ETH", Quote: "USDT", Kind: kind}}, nil
+}
+
+// setMode sets the futures account mode the key apiKey's account reports (by default one-way
+// with nothing open).
+func (s *stubConnector) setMode(apiKey string, m exchange.AccountMode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modes[apiKey] = m
+}
+
+func (l *stubLive) AccountMode(context.Context) (exchange.AccountMode, error) {
+	l.stub.mu.Lock()
+	defer l.stub.mu.Unlock()
+	if m, ok := l.stub.modes[l.creds.APIKey]; ok {
+		return m, nil
+	}
+	return exchange.AccountMode{Mode: exchange.OneWay}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/exchange"
 )
 
@@ -30,6 +31,9 @@ const (
 	// spot nor futures, and a bot's when the key lacks its market's permission.
 	reasonMissingTradePermission = "MissingTradePermission"
 	reasonSealFailed             = "SealFailed"
+	// reasonPositionModeChanged: the futures account's position mode is not the one last
+	// recorded and positions are open (exchangeconnection_mode.go).
+	reasonPositionModeChanged = "PositionModeChanged"
 )
 
 // verdict is the outcome of checking a key, with what the exchange reported.
@@ -40,13 +44,18 @@ type verdict struct {
 	answered bool
 	// perms are the permissions the exchange reported; nil when it did not report them.
 	perms []string
+	// mode is the futures position mode to record; empty keeps the recorded one.
+	mode tradingv1.PositionMode
 }
 
 // validate connects with creds and makes the authenticated permissions call, bounded by the
 // validation timeout, and judges the key: it must be accepted, able to read, able to trade
 // spot or futures, and unable to withdraw or transfer. Messages never hold a credential:
 // the connector's own error text is included only for unexpected errors, redacted.
-func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector exchange.Connector, creds exchange.Credentials, ep exchange.Endpoints) verdict {
+//
+// A key that can trade futures also has its account's position mode read (was is the mode
+// recorded before; see exchangeconnection_mode.go).
+func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector exchange.Connector, creds exchange.Credentials, ep exchange.Endpoints, was tradingv1.PositionMode) verdict {
 	name := connector.Name()
 	where := name
 	if ep.Testnet {
@@ -97,6 +106,13 @@ func (r *ExchangeConnectionReconciler) validate(ctx context.Context, connector e
 		v.outcome = stalledOutcome(reasonMissingTradePermission,
 			"the API key can trade neither spot nor futures ("+shown+"); enable the trading permission your bots' market needs")
 	default:
+		if p.FuturesTrade {
+			var changed *outcome
+			if v.mode, changed = r.positionMode(vctx, live, where, was); changed != nil {
+				v.outcome = *changed
+				return v
+			}
+		}
 		v.outcome = readyOutcome(reasonValidated, "validated with "+where+": "+shown)
 		r.publishSymbols(vctx, live, p)
 	}

@@ -5,12 +5,23 @@ import (
 )
 
 // Exchange names a supported exchange.
-// +kubebuilder:validation:Enum=binance;bybit
+// +kubebuilder:validation:Enum=binance;bybit;okx
 type Exchange string
 
 const (
 	ExchangeBinance Exchange = "binance"
 	ExchangeBybit   Exchange = "bybit"
+	// ExchangeOKX signs with a passphrase as well: its credentials Secret must hold one.
+	ExchangeOKX Exchange = "okx"
+)
+
+// PositionMode is how the exchange account holds futures positions.
+// +kubebuilder:validation:Enum=oneWay;hedge
+type PositionMode string
+
+const (
+	PositionModeOneWay PositionMode = "oneWay"
+	PositionModeHedge  PositionMode = "hedge"
 )
 
 // Keys of the credentials Secret.
@@ -29,11 +40,12 @@ type ExchangeConnectionSpec struct {
 	// +required
 	Owner string `json:"owner"`
 
-	// exchange is binance or bybit.
+	// exchange is binance, bybit or okx.
 	// +required
 	Exchange Exchange `json:"exchange"`
 
-	// credentialsSecretRef names a Secret with keys apiKey, apiSecret and optionally passphrase.
+	// credentialsSecretRef names a Secret with keys apiKey, apiSecret and passphrase (the
+	// passphrase only for okx, which requires it).
 	// +required
 	CredentialsSecretRef LocalObjectReference `json:"credentialsSecretRef"`
 
@@ -68,6 +80,14 @@ type ExchangeConnectionStatus struct {
 	// +optional
 	Permissions []string `json:"permissions,omitempty"`
 
+	// positionMode is the futures account's position mode as the exchange last reported it
+	// (oneWay: one net position per symbol; hedge: a long and a short side per symbol).
+	// Orders follow the mode the exchange reports; a change while positions are open makes
+	// the connection not Ready (PositionModeChanged). Empty when the key cannot trade
+	// futures.
+	// +optional
+	PositionMode PositionMode `json:"positionMode,omitempty"`
+
 	// lastValidatedAt is when the credentials were last checked.
 	// +optional
 	LastValidatedAt *metav1.Time `json:"lastValidatedAt,omitempty"`
@@ -100,6 +120,7 @@ type ExchangeConnectionStatus struct {
 // +kubebuilder:printcolumn:name="Testnet",type=boolean,JSONPath=`.spec.testnet`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Permissions",type=string,JSONPath=`.status.permissions`,priority=1
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.positionMode`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ExchangeConnection struct {
 	metav1.TypeMeta   `json:",inline"`
