@@ -40,7 +40,7 @@ const (
 	// namespace.
 	MaxConnections = 10
 	// MaxCredentialLength bounds each credential value: the connectors sign with HMAC keys
-	// (Binance, Bybit), whose keys and secrets are under 128 characters; anything longer
+	// (Binance, Bybit, OKX), whose keys and secrets are under 128 characters; anything longer
 	// than this is not a key.
 	MaxCredentialLength = 512
 )
@@ -69,7 +69,8 @@ func (f *Fleet) CreateConnection(ctx context.Context, c Caller, name string, spe
 	if err := checkCredential("apiSecret", creds.APISecret, true); err != nil {
 		return nil, err
 	}
-	if err := checkCredential("passphrase", creds.Passphrase, false); err != nil {
+	// OKX signs every request with the key's passphrase as well; the others have none.
+	if err := checkCredential("passphrase", creds.Passphrase, spec.Exchange == tradingv1.ExchangeOKX); err != nil {
 		return nil, err
 	}
 	ns, err := f.Namespace(ctx, c)

@@ -99,6 +99,29 @@ func TestCreateConnectionMakesTheSecretAndTheConnection(t *testing.T) {
 }
 
 // Refusals name the field and never echo a credential.
+// An OKX key comes with its passphrase, which goes into the Secret beside the key (trimmed
+// like them) and nowhere else.
+func TestCreateOKXConnectionKeepsThePassphrase(t *testing.T) {
+	ctx := context.Background()
+	c := newCaller()
+	const passphrase = "Okx-Passphrase-9"
+	conn, err := fl.CreateConnection(ctx, c, "main-okx", tradingv1.ExchangeConnectionSpec{Exchange: tradingv1.ExchangeOKX},
+		fleet.Credentials{APIKey: testAPIKey, APISecret: testAPISecret, Passphrase: " " + passphrase + "\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret corev1.Secret
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: conn.Namespace, Name: "main-okx-credentials"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	if string(secret.Data["passphrase"]) != passphrase || len(secret.Data) != 3 {
+		t.Fatalf("secret data keys %d", len(secret.Data))
+	}
+	if strings.Contains(fmt.Sprintf("%+v", conn), passphrase) {
+		t.Fatal("the returned connection holds the passphrase")
+	}
+}
+
 func TestCreateConnectionRefusals(t *testing.T) {
 	ctx := context.Background()
 	c := newCaller()
@@ -116,6 +139,8 @@ func TestCreateConnectionRefusals(t *testing.T) {
 		{"too long", "a", spec, fleet.Credentials{APIKey: testAPIKey, APISecret: strings.Repeat("s", fleet.MaxCredentialLength+1)}, "apiSecret is longer"},
 		{"bad name", "Bad_Name", spec, fleet.Credentials{APIKey: testAPIKey, APISecret: testAPISecret}, "metadata.name"},
 		{"unknown exchange", "a", tradingv1.ExchangeConnectionSpec{Exchange: "kraken"}, fleet.Credentials{APIKey: testAPIKey, APISecret: testAPISecret}, "spec.exchange"},
+		// OKX signs with the key's passphrase too: without it no request would be accepted.
+		{"okx without passphrase", "a", tradingv1.ExchangeConnectionSpec{Exchange: tradingv1.ExchangeOKX}, fleet.Credentials{APIKey: testAPIKey, APISecret: testAPISecret}, "passphrase is required"},
 	} {
 		_, err := fl.CreateConnection(ctx, c, tc.conn, tc.spec, tc.creds)
 		e := wantCode(t, tc.name, err, errs.InvalidParameter)

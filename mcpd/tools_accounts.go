@@ -23,7 +23,7 @@ const connectionSchema = `{"type": "object",
   "properties": {
     "id": {"type": "string", "description": "the connection's id: a bot's account id, get_candles' exchangeId"},
     "namespace": {"type": "string"}, "name": {"type": "string"},
-    "exchange": {"type": "string", "enum": ["binance", "bybit"]}, "testnet": {"type": "boolean"},
+    "exchange": {"type": "string", "enum": ["binance", "bybit", "okx"]}, "testnet": {"type": "boolean"},
     "status": {"type": "string", "enum": ["ready", "not_ready"], "description": "ready: the exchange accepted the key and its permissions"},
     "reason": {"type": "string", "description": "the validation result: Validated, WithdrawalPermissionEnabled, InvalidCredentials, ..."},
     "permissions": {"type": "array", "items": {"type": "string"}},
@@ -66,7 +66,7 @@ func (s *Server) accountTools() []Tool {
 	}
 	return []Tool{
 		{Def: mcp.NewTool("list_exchange_connections", append([]mcp.ToolOption{
-			mcp.WithDescription("Your exchange connections (API keys on Binance or Bybit), by id, a page at a time: exchange, " +
+			mcp.WithDescription("Your exchange connections (API keys on Binance, Bybit or OKX), by id, a page at a time: exchange, " +
 				"testnet, whether the exchange accepted the key (status, reason), its permissions and the markets it may " +
 				"trade. No credential is ever shown. Errors: INVALID_PARAMETER (limit, cursor)."),
 			mcp.WithToolAnnotation(readOnly("List exchange connections")),

@@ -18,7 +18,7 @@ const portfolioOutput = `{
       "required": ["id", "name", "kind", "currency", "balances", "positions", "equity", "unrealisedPnl", "realisedPnl"],
       "properties": {
         "id": {"type": "string"}, "name": {"type": "string"}, "kind": {"type": "string", "enum": ["paper", "exchange"]},
-        "exchange": {"type": "string", "description": "binance or bybit (exchange connections only)"},
+        "exchange": {"type": "string", "description": "binance, bybit or okx (exchange connections only)"},
         "currency": {"type": "string"}, "balances": {"type": "array", "items": {"type": "object"}},
         "positions": {"type": "array", "items": {"type": "object"}},
         "equity": {"type": ["number", "null"]}, "unrealisedPnl": {"type": ["number", "null"]},

@@ -50,12 +50,13 @@ type connectionForm struct {
 }
 
 // exchangeChoice is one exchange the form offers: the connectors the operator has
-// (ExchangeConnectionSpec.exchange's enum). Neither uses a passphrase.
+// (ExchangeConnectionSpec.exchange's enum). OKX alone signs with a passphrase as well.
 type exchangeChoice struct{ Value, Label string }
 
 var exchangeChoices = []exchangeChoice{
 	{string(tradingv1.ExchangeBinance), "Binance"},
 	{string(tradingv1.ExchangeBybit), "Bybit"},
+	{string(tradingv1.ExchangeOKX), "OKX"},
 }
 
 // connectionCard is one connection as its owner sees it (credentials.View: nothing of the
@@ -244,7 +245,8 @@ func (d *Dashboard) handleConnectionStatus(w http.ResponseWriter, r *http.Reques
 func (d *Dashboard) handleCreateConnection(w http.ResponseWriter, r *http.Request) {
 	form := connectionForm{Name: strings.TrimSpace(r.PostFormValue("name")), Exchange: r.PostFormValue("exchange"),
 		Testnet: r.PostFormValue("testnet") != ""}
-	creds := fleet.Credentials{APIKey: r.PostFormValue("api_key"), APISecret: r.PostFormValue("api_secret")}
+	creds := fleet.Credentials{APIKey: r.PostFormValue("api_key"), APISecret: r.PostFormValue("api_secret"),
+		Passphrase: r.PostFormValue("passphrase")}
 	if d.o.APIs.Fleet == nil {
 		d.connectionsPage(w, r, http.StatusServiceUnavailable, form, "Adding exchange connections is not configured on this server.")
 		return
@@ -255,7 +257,7 @@ func (d *Dashboard) handleCreateConnection(w http.ResponseWriter, r *http.Reques
 	case form.Name == "":
 		err = errs.New(errs.InvalidParameter, "name: give the connection a name (lower-case letters, digits and dashes)")
 	case !slices.ContainsFunc(exchangeChoices, func(c exchangeChoice) bool { return c.Value == form.Exchange }):
-		err = errs.New(errs.InvalidParameter, "exchange: choose Binance or Bybit")
+		err = errs.New(errs.InvalidParameter, "exchange: choose Binance, Bybit or OKX")
 	default:
 		v := viewerOf(r)
 		conn, cerr := d.o.APIs.Fleet.CreateConnection(r.Context(), fleet.Caller{UserID: v.User.ID, Email: v.User.Email}, form.Name,

@@ -88,7 +88,8 @@ func TestAddConnectionValidatesAndNeverShowsTheKey(t *testing.T) {
 	pages = append(pages, page)
 	noInlineScript(t, "connections page", page)
 	for _, want := range []string{`<option value="binance" selected>Binance</option>`, `<option value="bybit">Bybit</option>`,
-		`name="api_secret" required maxlength="512" autocomplete="new-password"`, "Neither Binance nor Bybit asks for a passphrase"} {
+		`<option value="okx">OKX</option>`, `name="api_secret" required maxlength="512" autocomplete="new-password"`,
+		`name="passphrase" maxlength="512" autocomplete="new-password"`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("form lacks %q:\n%s", want, page)
 		}
@@ -221,7 +222,8 @@ func TestConnectionRefusals(t *testing.T) {
 		name, exchange, key, want string
 	}{
 		{"", "binance", "k1", "give the connection a name"},
-		{"ok-name", "kraken", "k1", "choose Binance or Bybit"},
+		{"ok-name", "kraken", "k1", "choose Binance, Bybit or OKX"},
+		{"ok-name", "okx", "k1", "passphrase is required"},
 		{"ok-name", "binance", "", "apiKey is required"},
 		{xssPayloads[0], "binance", "k1", "metadata.name"},
 		{xssPayloads[1], "bybit", "k1", "metadata.name"},

@@ -42,7 +42,7 @@ type Connection struct {
 	UID       string
 	Namespace string
 	Name      string
-	// Exchange is spec.exchange (binance, bybit): the Connector to use.
+	// Exchange is spec.exchange (binance, bybit, okx): the Connector to use.
 	Exchange string
 	// Owner is the owner's email, lower-cased.
 	Owner           string

@@ -77,7 +77,7 @@ type Account struct {
 	Name string `json:"name"`
 	// Kind is paper or exchange.
 	Kind string `json:"kind"`
-	// Exchange is binance or bybit (exchange connections only).
+	// Exchange is binance, bybit or okx (exchange connections only).
 	Exchange string `json:"exchange,omitempty"`
 	// Currency is the currency of Equity, UnrealisedPnl and RealisedPnl: USDT.
 	Currency  string     `json:"currency"`
