@@ -90,8 +90,12 @@ type apiKeyInfo struct {
 //
 //   - Read: the call succeeded.
 //   - SpotTrade: Spot holds SpotTrade and the key is not read-only.
-//   - FuturesTrade: ContractTrade holds Order, or Derivatives holds DerivativesTrade, and the
-//     key is not read-only.
+//   - FuturesTrade: ContractTrade holds Order and Position, and the key is not read-only.
+//     ContractTrade is the contract-trading permission (USDT contracts), in two parts:
+//     Order places and cancels orders, Position sets leverage, which every leveraged entry
+//     does first. Derivatives [DerivativesTrade] says nothing: Bybit adds it to every
+//     unified account's key by itself, so a key with no contract permission would pass
+//     and fail on its first order.
 //   - Withdraw: Wallet holds Withdraw (master accounts' keys).
 //   - Transfer: Wallet holds AccountTransfer, SubMemberTransfer or SubMemberTransferList.
 //     Withdraw and Transfer are reported as listed even on a read-only key: over-reporting
@@ -124,7 +128,7 @@ func permissionsOf(info apiKeyInfo) exchange.Permissions {
 	p := exchange.Permissions{
 		Read:         true,
 		SpotTrade:    writable && has("Spot", "SpotTrade"),
-		FuturesTrade: writable && (has("ContractTrade", "Order") || has("Derivatives", "DerivativesTrade")),
+		FuturesTrade: writable && has("ContractTrade", "Order") && has("ContractTrade", "Position"),
 		Withdraw:     has("Wallet", "Withdraw"),
 		Transfer:     has("Wallet", "AccountTransfer", "SubMemberTransfer", "SubMemberTransferList"),
 	}
@@ -137,7 +141,8 @@ func permissionsOf(info apiKeyInfo) exchange.Permissions {
 }
 
 // SetLeverage implements exchange.Exchange: /v5/position/set-leverage with the same buy and
-// sell leverage (one-way mode). "Leverage not modified" (110043) is success.
+// sell leverage (in hedge mode, both sides alike). "Leverage not modified" (110043) is
+// success.
 func (a *Account) SetLeverage(ctx context.Context, symbol string, leverage int) error {
 	ctx, cancel := a.bound(ctx)
 	defer cancel()

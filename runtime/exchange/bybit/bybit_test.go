@@ -1000,8 +1000,13 @@ func TestPermissions(t *testing.T) {
 			[]string{"read", "transfer"}},
 		{"all wallet", bybitfake.KeyInfo{Permissions: map[string][]string{"Wallet": {"AccountTransfer", "SubMemberTransfer", "Withdraw"}}},
 			[]string{"read", "transfer", "withdraw"}},
+		// Derivatives [DerivativesTrade] is on every unified account's key: it is no
+		// contract permission.
 		{"derivatives only", bybitfake.KeyInfo{Permissions: map[string][]string{"Derivatives": {"DerivativesTrade"}}},
-			[]string{"futures", "read"}},
+			[]string{"read"}},
+		{"unified spot key", bybitfake.SpotOnly(), []string{"read", "spot"}},
+		{"contract orders without positions", bybitfake.KeyInfo{Permissions: map[string][]string{"ContractTrade": {"Order"}}},
+			[]string{"read"}},
 		{"read-only", bybitfake.KeyInfo{ReadOnly: true, Permissions: map[string][]string{"Spot": {"SpotTrade"}, "ContractTrade": {"Order"}}},
 			[]string{"read"}},
 		{"read-only that could withdraw", bybitfake.KeyInfo{ReadOnly: true, Permissions: map[string][]string{"Wallet": {"Withdraw"}}},

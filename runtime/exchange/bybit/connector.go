@@ -79,6 +79,9 @@ type Connector struct {
 	RecvWindow time.Duration
 	// ClockMargin: see DefaultClockMargin (0: DefaultClockMargin).
 	ClockMargin time.Duration
+	// ModeTTL is how long a linear symbol's position mode, once read, is used for orders
+	// before it is read again (0: DefaultModeTTL).
+	ModeTTL time.Duration
 }
 
 var _ exchange.Connector = Connector{}
@@ -139,7 +142,11 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 		margin = DefaultClockMargin
 	}
 	recvMS := strconv.FormatInt(recv.Milliseconds(), 10)
-	a := &Account{timeout: timeout, ttl: ttl, window: timeout + recv + margin,
+	modeTTL := c.ModeTTL
+	if modeTTL <= 0 {
+		modeTTL = DefaultModeTTL
+	}
+	a := &Account{timeout: timeout, ttl: ttl, window: timeout + recv + margin, modes: &modes{ttl: modeTTL},
 		spot: newClient(spotURL, creds.APIKey, creds.APISecret, recvMS, hc, now, timeout)}
 	a.linear = a.spot
 	if linearURL != spotURL {
@@ -162,11 +169,15 @@ type Account struct {
 	timeout      time.Duration
 	ttl          time.Duration
 	window       time.Duration // see RequestWindow
+	// modes is the position mode of the linear symbols as read (see symbolMode): the
+	// account lives as long as its connection is cached, and the mode rarely changes.
+	modes *modes
 }
 
 var (
 	_ exchange.Live          = (*Account)(nil)
 	_ exchange.RequestWindow = (*Account)(nil)
+	_ exchange.ModeReader    = (*Account)(nil)
 )
 
 // RequestWindow implements exchange.RequestWindow: Timeout + RecvWindow + ClockMargin (8 s

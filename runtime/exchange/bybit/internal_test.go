@@ -39,9 +39,16 @@ func TestTypeOf(t *testing.T) {
 		{bOrder{Side: "Sell", TriggerPrice: "52000", TriggerDirection: 1}, exchange.TakeProfit},
 		{bOrder{Side: "Buy", TriggerPrice: "52000", TriggerDirection: 1}, exchange.StopLoss},
 		{bOrder{Side: "Buy", TriggerPrice: "48000", TriggerDirection: 2}, exchange.TakeProfit},
-		// spot: no direction, compared with the price at creation
+		// spot: no direction and no lastPriceOnCreated; basePrice is the price at creation
+		{bOrder{Side: "Sell", TriggerPrice: "45000", BasePrice: "50000"}, exchange.StopLoss},
+		{bOrder{Side: "Sell", TriggerPrice: "55000", BasePrice: "50000"}, exchange.TakeProfit},
+		{bOrder{Side: "Buy", TriggerPrice: "55000", BasePrice: "50000"}, exchange.StopLoss},
+		{bOrder{Side: "Buy", TriggerPrice: "45000", BasePrice: "50000"}, exchange.TakeProfit},
+		// an answer with lastPriceOnCreated and no direction
 		{bOrder{Side: "Sell", TriggerPrice: "45000", LastPriceOnCreated: "50000"}, exchange.StopLoss},
 		{bOrder{Side: "Sell", TriggerPrice: "55000", LastPriceOnCreated: "50000"}, exchange.TakeProfit},
+		// nothing to compare with: reported a stop-loss, never guessed from a zero price
+		{bOrder{Side: "Sell", TriggerPrice: "45000"}, exchange.StopLoss},
 	} {
 		if got := typeOf(c.o); got != c.want {
 			t.Errorf("typeOf(%+v) = %s, want %s", c.o, got, c.want)
@@ -67,7 +74,7 @@ func TestBodyOfConditional(t *testing.T) {
 	} {
 		req := exchange.OrderRequest{ClientOrderID: "sg-1", Kind: c.m.info.Kind, Side: c.side, Type: c.typ,
 			Amount: testkit.D("0.010"), StopPrice: testkit.D("48000")}
-		b, err := bodyOf(c.m, req, "sg-1")
+		b, err := bodyOf(c.m, req, "sg-1", exchange.OneWay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +85,7 @@ func TestBodyOfConditional(t *testing.T) {
 	// A limit order carries its exact price and GTC.
 	req := exchange.OrderRequest{ClientOrderID: "sg-1", Kind: exchange.Futures, Side: exchange.SideBuy,
 		Type: exchange.Limit, Amount: testkit.D("0.001"), Price: testkit.D("49999.90")}
-	b, _ := bodyOf(linear, req, "sg-1")
+	b, _ := bodyOf(linear, req, "sg-1", exchange.OneWay)
 	var got map[string]any
 	json.Unmarshal(b, &got)
 	if got["price"] != "49999.9" || got["timeInForce"] != "GTC" || got["qty"] != "0.001" {
@@ -163,5 +170,82 @@ func TestCleanAndWait(t *testing.T) {
 	}
 	if w := (&apiError{code: 10006}).wait(now); w != time.Second {
 		t.Errorf("default wait = %s", w)
+	}
+}
+
+// TestFeeOf: cumFeeDetail first, cumExecFee only without it, and the conversion rules of
+// exchange.Order.Fee/FeeAsset.
+func TestFeeOf(t *testing.T) {
+	spot := &market{category: "spot", info: exchange.MarketInfo{Base: "BTC", Quote: "USDT", Kind: exchange.Spot}}
+	lin := &market{category: "linear", settle: "USDT", info: exchange.MarketInfo{Base: "BTC", Quote: "USDT", Kind: exchange.Futures}}
+	for _, c := range []struct {
+		name     string
+		m        *market
+		side     exchange.Side
+		o        bOrder
+		fee      string
+		feeAsset string
+	}{
+		{"no detail: cumExecFee in the default coin", spot, exchange.SideBuy,
+			bOrder{CumExecQty: "0.01", CumExecFee: "0.00001"}, "0.00001", "BTC"},
+		{"no detail, nothing filled", spot, exchange.SideBuy, bOrder{CumExecFee: "0"}, "0", ""},
+		{"detail wins over cumExecFee", spot, exchange.SideBuy,
+			bOrder{CumExecQty: "0.01", CumExecFee: "0.00001", CumFeeDetail: map[string]num{"MNT": "0.4"}}, "0.4", "MNT"},
+		{"base coin", spot, exchange.SideBuy,
+			bOrder{CumExecQty: "0.01", CumFeeDetail: map[string]num{"BTC": "0.00001"}}, "0.00001", "BTC"},
+		{"quote coin of a buy (maker rebate rules)", spot, exchange.SideBuy,
+			bOrder{CumExecQty: "0.01", CumFeeDetail: map[string]num{"USDT": "-0.05"}}, "-0.05", "USDT"},
+		{"settle coin", lin, exchange.SideSell,
+			bOrder{CumExecQty: "0.01", CumFeeDetail: map[string]num{"USDT": "0.5"}}, "0.5", "USDT"},
+		{"empty detail, filled", lin, exchange.SideSell,
+			bOrder{CumExecQty: "0.01", CumFeeDetail: map[string]num{}}, "0", "USDT"},
+		{"empty detail, nothing filled", lin, exchange.SideSell, bOrder{CumFeeDetail: map[string]num{}}, "0", ""},
+		{"zero entries are no charge", spot, exchange.SideBuy,
+			bOrder{CumExecQty: "0.01", CumFeeDetail: map[string]num{"BTC": "0", "MNT": "0.3"}}, "0.3", "MNT"},
+		{"base and quote: base converted at the average price", spot, exchange.SideBuy,
+			bOrder{CumExecQty: "0.02", AvgPrice: "50000", CumFeeDetail: map[string]num{"BTC": "0.00001", "USDT": "0.5"}}, "1", "USDT"},
+		{"quote and a third coin: the third is left out", lin, exchange.SideBuy,
+			bOrder{CumExecQty: "0.02", AvgPrice: "50000", CumFeeDetail: map[string]num{"MNT": "1", "USDT": "0.5"}}, "0.5", "USDT"},
+	} {
+		fee, asset := feeOf(c.m, c.side, c.o)
+		if !fee.Equal(testkit.D(c.fee)) || asset != c.feeAsset {
+			t.Errorf("%s: %s %q, want %s %q", c.name, fee, asset, c.fee, c.feeAsset)
+		}
+	}
+}
+
+// TestBodyOfHedge: positionIdx by the side the order acts on, reduce-only on every exit.
+func TestBodyOfHedge(t *testing.T) {
+	lin := &market{raw: "BTCUSDT", category: "linear", info: exchange.MarketInfo{Kind: exchange.Futures}}
+	for _, c := range []struct {
+		side       exchange.Side
+		typ        exchange.OrderType
+		reduceOnly bool
+		hedgeIdx   int
+		exits      bool
+	}{
+		{exchange.SideBuy, exchange.Market, false, 1, false},
+		{exchange.SideSell, exchange.Limit, false, 2, false},
+		{exchange.SideSell, exchange.Market, true, 1, true},
+		{exchange.SideBuy, exchange.Market, true, 2, true},
+		{exchange.SideSell, exchange.StopLoss, false, 1, true},
+		{exchange.SideBuy, exchange.TakeProfit, false, 2, true},
+	} {
+		req := exchange.OrderRequest{ClientOrderID: "sg-1", Kind: exchange.Futures, Side: c.side, Type: c.typ,
+			Amount: testkit.D("0.01"), Price: testkit.D("50000"), StopPrice: testkit.D("48000"), ReduceOnly: c.reduceOnly}
+		for mode, idx := range map[exchange.PositionMode]int{exchange.OneWay: 0, exchange.Hedge: c.hedgeIdx} {
+			b, err := bodyOf(lin, req, "sg-1", mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				PositionIdx *int  `json:"positionIdx"`
+				ReduceOnly  *bool `json:"reduceOnly"`
+			}
+			json.Unmarshal(b, &got)
+			if got.PositionIdx == nil || *got.PositionIdx != idx || (got.ReduceOnly != nil) != c.exits {
+				t.Errorf("%s %s reduceOnly=%v in %s: %s", c.side, c.typ, c.reduceOnly, mode, b)
+			}
+		}
 	}
 }

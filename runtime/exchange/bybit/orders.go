@@ -20,24 +20,28 @@ import (
 
 // bOrder is an order of /v5/order/realtime and /v5/order/history.
 type bOrder struct {
-	OrderID            string `json:"orderId"`
-	OrderLinkID        string `json:"orderLinkId"`
-	Symbol             string `json:"symbol"`
-	Side               string `json:"side"`
-	OrderType          string `json:"orderType"`
-	OrderStatus        string `json:"orderStatus"`
-	StopOrderType      string `json:"stopOrderType"`
-	Price              num    `json:"price"`
-	Qty                num    `json:"qty"`
-	AvgPrice           num    `json:"avgPrice"`
-	CumExecQty         num    `json:"cumExecQty"`
-	CumExecFee         num    `json:"cumExecFee"`
-	TriggerPrice       num    `json:"triggerPrice"`
-	TriggerDirection   int    `json:"triggerDirection"`
-	LastPriceOnCreated num    `json:"lastPriceOnCreated"`
-	ReduceOnly         bool   `json:"reduceOnly"`
-	CreatedTime        num    `json:"createdTime"`
-	UpdatedTime        num    `json:"updatedTime"`
+	OrderID       string `json:"orderId"`
+	OrderLinkID   string `json:"orderLinkId"`
+	Symbol        string `json:"symbol"`
+	Side          string `json:"side"`
+	OrderType     string `json:"orderType"`
+	OrderStatus   string `json:"orderStatus"`
+	StopOrderType string `json:"stopOrderType"`
+	Price         num    `json:"price"`
+	Qty           num    `json:"qty"`
+	AvgPrice      num    `json:"avgPrice"`
+	CumExecQty    num    `json:"cumExecQty"`
+	CumExecFee    num    `json:"cumExecFee"`
+	// CumFeeDetail is the fee per coin; nil when the answer has none (see feeOf).
+	CumFeeDetail       map[string]num `json:"cumFeeDetail"`
+	TriggerPrice       num            `json:"triggerPrice"`
+	TriggerDirection   int            `json:"triggerDirection"`
+	LastPriceOnCreated num            `json:"lastPriceOnCreated"` // not on spot
+	BasePrice          num            `json:"basePrice"`          // spot only
+	PositionIdx        int            `json:"positionIdx"`
+	ReduceOnly         bool           `json:"reduceOnly"`
+	CreatedTime        num            `json:"createdTime"`
+	UpdatedTime        num            `json:"updatedTime"`
 }
 
 // createBody is the JSON body of /v5/order/create. Quantities and prices are the exact
@@ -114,8 +118,12 @@ func conditional(t exchange.OrderType) bool {
 //     (a stop-loss sell and a take-profit buy trigger when the price falls, 2; the other two
 //     when it rises, 1), triggerBy LastPrice, reduceOnly and closeOnTrigger, whatever the
 //     request's ReduceOnly: an exit never opens a position;
-//   - linear: positionIdx 0 (one-way mode, decision 5 in docs/decisions.md), reduceOnly when asked.
-func bodyOf(m *market, req exchange.OrderRequest, link string) ([]byte, error) {
+//   - linear: positionIdx by the symbol's position mode: 0 in one-way mode; in hedge mode 1
+//     for the long side and 2 for the short (exchange.OrderRequest.HedgeLong: buying to
+//     open or selling to exit is the long). reduceOnly on every exit (req.Exits) in both
+//     modes: Bybit takes it with positionIdx 1 or 2, and its create-order page wants it
+//     set on any order that closes or reduces a position.
+func bodyOf(m *market, req exchange.OrderRequest, link string, mode exchange.PositionMode) ([]byte, error) {
 	side := "Buy"
 	if req.Side == exchange.SideSell {
 		side = "Sell"
@@ -143,8 +151,14 @@ func bodyOf(m *market, req exchange.OrderRequest, link string) ([]byte, error) {
 	}
 	if linear {
 		idx := 0
+		if mode == exchange.Hedge {
+			idx = 2
+			if req.HedgeLong() {
+				idx = 1
+			}
+		}
 		b.PositionIdx = &idx
-		if req.ReduceOnly {
+		if req.Exits() {
 			b.ReduceOnly = &yes
 		}
 	} else if b.OrderType == "Market" {
@@ -165,13 +179,15 @@ func bodyOf(m *market, req exchange.OrderRequest, link string) ([]byte, error) {
 //     available and, when it can be estimated, required; INVALID_AMOUNT, INVALID_PRICE,
 //     INVALID_SYMBOL, RATE_LIMITED with RetryAfter, EXCHANGE_ERROR with Bybit's message).
 //
-// A futures entry with Leverage ≥ 1 first sets the symbol's leverage (Bybit keeps leverage
-// per symbol, not per order). The order is read back after the create; a market order is
-// polled briefly until Bybit reports it finished. Take-profit and stop-loss prices attached
-// to an entry (order/create's takeProfit/stopLoss) are not used: exchange.OrderRequest does
-// not carry them, and the executor's price watcher closes positions itself, so
-// exchange-side exits would race with it. Exits on the exchange are the stop_loss and
-// take_profit order types.
+// A linear order is built for its symbol's position mode (positionIdx, see symbolMode); an
+// order Bybit refuses for its positionIdx is EXCHANGE_ERROR, the mode is read again for the
+// next order, and it is not sent again in the other mode. A futures entry with Leverage ≥ 1
+// first sets the symbol's leverage (Bybit keeps leverage per symbol, not per order). The
+// order is read back after the create; a market order is polled briefly until Bybit reports
+// it finished. Take-profit and stop-loss prices attached to an entry (order/create's
+// takeProfit/stopLoss) are not used: exchange.OrderRequest does not carry them, and the
+// executor's price watcher closes positions itself, so exchange-side exits would race with
+// it. Exits on the exchange are the stop_loss and take_profit order types.
 func (a *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
 	ctx, cancel := a.bound(ctx)
 	defer cancel()
@@ -183,7 +199,17 @@ func (a *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (ex
 		return exchange.Order{}, err
 	}
 	link := LinkID(req.ClientOrderID)
-	body, err := bodyOf(m, req, link)
+	mode := exchange.OneWay
+	if req.Kind == exchange.Futures {
+		if mode, err = a.symbolMode(ctx, m); err != nil {
+			// A repeated request whose order exists needs no mode.
+			if o, found, lerr := a.lookup(ctx, m, link); lerr == nil && found {
+				return a.settle(ctx, m, req, o), nil
+			}
+			return exchange.Order{}, err
+		}
+	}
+	body, err := bodyOf(m, req, link, mode)
 	if err != nil {
 		return exchange.Order{}, err
 	}
@@ -229,6 +255,13 @@ func (a *Account) create(ctx context.Context, m *market, req exchange.OrderReque
 		if classOf(err) == classDuplicate {
 			return a.existing(ctx, m, req, link, err)
 		}
+		if modeMismatch(err) {
+			// The mode this order was built for is no longer the symbol's: forget what
+			// was read and refuse. Sending it again with the other positionIdx inside
+			// this call would act on a position the caller did not size this order for.
+			a.modes.forget()
+			return exchange.Order{}, refusedForMode(err, body, m)
+		}
 		if !transient(err) {
 			return exchange.Order{}, a.refused(ctx, m, req, c.typed(err, "place order"))
 		}
@@ -269,7 +302,7 @@ func (a *Account) confirm(ctx context.Context, m *market, req exchange.OrderRequ
 	now := time.Now().UnixMilli()
 	return exchange.Order{ID: orderID, ClientOrderID: req.ClientOrderID, Symbol: m.info.Symbol, Kind: req.Kind,
 		Side: req.Side, Type: req.Type, Status: exchange.StatusPending, Amount: req.Amount,
-		FeeAsset: feeAsset(m, req.Side), CreatedAt: now, UpdatedAt: now}
+		CreatedAt: now, UpdatedAt: now}
 }
 
 // settle polls a market order briefly until Bybit reports it finished.
@@ -493,8 +526,9 @@ func statusOf(s string) exchange.OrderStatus {
 	return exchange.StatusPending
 }
 
-// feeAsset: a spot buy pays its fee in the base coin, a spot sell in the quote coin (Bybit's
-// rule for a positive fee rate); linear pays in the settle coin.
+// feeAsset is the coin Bybit charges a fee in by default: a spot buy in the base coin, a
+// spot sell in the quote coin (its rule for a positive fee rate); linear in the settle
+// coin. Only an answer without cumFeeDetail is booked by it.
 func feeAsset(m *market, side exchange.Side) string {
 	if m.category == "spot" {
 		if side == exchange.SideBuy {
@@ -517,18 +551,78 @@ func toOrder(m *market, typ exchange.OrderType, clientOrderID string, o bOrder) 
 	}
 	created, _ := strconv.ParseInt(string(o.CreatedTime), 10, 64)
 	updated, _ := strconv.ParseInt(string(o.UpdatedTime), 10, 64)
-	return exchange.Order{
+	out := exchange.Order{
 		ID: o.OrderID, ClientOrderID: clientOrderID, Symbol: m.info.Symbol, Kind: m.info.Kind,
 		Side: side, Type: typ, Status: statusOf(o.OrderStatus),
 		Amount: o.Qty.dec(), FilledAmount: o.CumExecQty.dec(), AvgPrice: o.AvgPrice.dec(),
-		Fee: o.CumExecFee.dec(), FeeAsset: feeAsset(m, side), CreatedAt: created, UpdatedAt: updated,
+		CreatedAt: created, UpdatedAt: updated,
 	}
+	out.Fee, out.FeeAsset = feeOf(m, side, o)
+	return out
+}
+
+// feeOf is an order's fee and the asset it is in, by the rules of exchange.Order that the
+// Binance adapter follows too:
+//
+//   - The fee is read from cumFeeDetail (coin → fee), which Bybit's order list documents
+//     for spot and linear in place of cumExecFee, deprecated there. cumExecFee is read
+//     only when an answer carries no cumFeeDetail at all, and is then taken to be in the
+//     coin Bybit charges by default (feeAsset), since it does not say.
+//   - A fee charged in one coin is reported in that coin: the base coin of a spot buy
+//     (the executor books the smaller holding and converts it for PnL), the quote or
+//     settle coin, or a third coin (a fee Bybit deducts in another coin, e.g. MNT), which
+//     the executor does not count against PnL.
+//   - A fee charged in several coins is reported in the quote (linear: settle) coin: the
+//     base-coin part converted at the order's average price. A third coin's part cannot
+//     be converted without its price and is left out, as the Binance adapter does.
+//   - Nothing charged: zero, in no asset when nothing was filled.
+func feeOf(m *market, side exchange.Side, o bOrder) (decimal.Decimal, string) {
+	if o.CumFeeDetail == nil {
+		fee := o.CumExecFee.dec()
+		if fee.IsZero() && !o.CumExecQty.dec().IsPositive() {
+			return fee, ""
+		}
+		return fee, feeAsset(m, side)
+	}
+	quote := m.info.Quote
+	if m.category == "linear" && m.settle != "" {
+		quote = m.settle
+	}
+	var coins []string
+	for coin, v := range o.CumFeeDetail {
+		if !v.dec().IsZero() {
+			coins = append(coins, coin)
+		}
+	}
+	switch len(coins) {
+	case 0:
+		if !o.CumExecQty.dec().IsPositive() {
+			return decimal.Zero, ""
+		}
+		return decimal.Zero, quote
+	case 1:
+		return o.CumFeeDetail[coins[0]].dec(), strings.ToUpper(coins[0])
+	}
+	total := decimal.Zero
+	for _, coin := range coins {
+		v := o.CumFeeDetail[coin].dec()
+		switch {
+		case strings.EqualFold(coin, quote):
+			total = total.Add(v)
+		case strings.EqualFold(coin, m.info.Base):
+			total = total.Add(v.Mul(o.AvgPrice.dec()))
+		}
+	}
+	return total, quote
 }
 
 // typeOf reads an order's type: a conditional order is a stop_loss when it closes on an
-// adverse move (a sell triggered by a fall, a buy by a rise) and a take_profit otherwise;
-// spot conditional orders carry no triggerDirection, so the trigger is compared with the
-// last price when the order was created.
+// adverse move (a sell triggered by a fall, a buy by a rise) and a take_profit otherwise.
+// The direction is triggerDirection on linear (1 rise, 2 fall). Spot has none (create-order
+// takes it for linear and inverse only) and no lastPriceOnCreated (the order pages leave it
+// out for spot); it answers basePrice, the last price when the order was placed, and a
+// trigger above it rises. An order that shows neither is reported a stop_loss: both only ever exit, and the
+// caller that placed it knows which it asked for.
 func typeOf(o bOrder) exchange.OrderType {
 	switch o.StopOrderType {
 	case "StopLoss", "PartialStopLoss":
@@ -539,8 +633,15 @@ func typeOf(o bOrder) exchange.OrderType {
 	if trigger := o.TriggerPrice.dec(); trigger.IsPositive() {
 		dir := o.TriggerDirection
 		if dir == 0 {
+			ref := o.BasePrice.dec()
+			if !ref.IsPositive() {
+				ref = o.LastPriceOnCreated.dec()
+			}
+			if !ref.IsPositive() {
+				return exchange.StopLoss
+			}
 			dir = 2
-			if trigger.GreaterThan(o.LastPriceOnCreated.dec()) {
+			if trigger.GreaterThan(ref) {
 				dir = 1
 			}
 		}

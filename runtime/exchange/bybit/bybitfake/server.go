@@ -10,14 +10,29 @@
 //     filters, some instruments not Trading, linear paged with a cursor) and tickers.
 //   - Account: one unified wallet (balances per coin, spot locks, linear positions with
 //     margin and realised PnL), /v5/account/wallet-balance, /v5/user/query-api with
-//     settable permissions, /v5/position/set-leverage (110043 when not modified).
+//     settable permissions per key, /v5/position/set-leverage (110043 when not modified).
+//     Writes are refused (10005) to a read-only key, spot orders to a key without Spot
+//     [SpotTrade], linear orders to one without ContractTrade [Order], leverage and mode
+//     to one without ContractTrade [Position]; Derivatives [DerivativesTrade], on every
+//     unified key (TradeOnly, SpotOnly), grants nothing.
+//   - Position modes: per symbol, one-way (MergedSingle) by default, hedge (BothSides) on
+//     USDT perpetuals only; SetPositionMode for tests, POST /v5/position/switch-mode as
+//     Bybit takes it (by symbol: 110024 with a position, 110028 with open orders, 110025
+//     unchanged, 110029 where hedge mode is not offered; by coin: the free symbols
+//     switch). Orders must name the mode's positionIdx (0; or 1 long, 2 short), else 10001
+//     "position idx not match position mode"; hedge-mode sides are kept apart, and an order
+//     against its side's direction only closes. GET /v5/position/list answers by symbol
+//     whether held or not (positionIdx per entry) and by settleCoin the held ones.
 //   - Orders: /v5/order/create, cancel, realtime and history, by orderId and orderLinkId
 //     (unique: 110072, spot 170141). Market orders fill at once at the symbol's price
 //     (SetPrice); limit orders fill when marketable or when the price crosses them;
 //     conditional orders (linear triggerPrice/triggerDirection, spot orderFilter StopOrder)
-//     trigger on SetPrice. The fee is 0.1%: a spot buy pays it in the base coin, a spot sell
-//     and linear in the quote coin. Validation answers Bybit's codes (170121, 170131,
-//     170134, 170136, 170137, 170140, 110007, 110017, 110092, 110093, 110094, 10001 ...).
+//     trigger on SetPrice. Spot orders answer basePrice and no lastPriceOnCreated, linear
+//     the reverse, as Bybit does. The fee is 0.1%, reported in cumFeeDetail (and the
+//     deprecated cumExecFee): a spot buy pays it in the base coin, a spot sell in the quote
+//     coin, linear in the settle coin, or all in a third coin chosen with SetFeeCoin while
+//     the wallet holds enough of it. Parameters Bybit documents as invalid are refused with
+//     its codes: RULES.md lists them, rules_test.go sends each.
 //   - Failure injection (FailNext): a retCode, HTTP 403 "access too frequent", a 5xx, a
 //     delay (the request is still applied afterwards, as a slow exchange would), or dropping
 //     the connection after applying the request; HoldNext holds a request in transit until
@@ -64,10 +79,20 @@ type KeyInfo struct {
 	IPs []string
 }
 
-// TradeOnly is the default key's permissions: spot and contract trading, nothing else.
+// TradeOnly is the default key's permissions: spot and contract trading, nothing else. Like
+// every unified account's key it also lists Derivatives [DerivativesTrade], which Bybit
+// adds by itself and which does not let a key trade contracts.
 func TradeOnly() KeyInfo {
 	return KeyInfo{Permissions: map[string][]string{
 		"ContractTrade": {"Order", "Position"}, "Spot": {"SpotTrade"}, "Derivatives": {"DerivativesTrade"},
+	}, IPs: []string{"*"}}
+}
+
+// SpotOnly is a unified account's key that may trade spot and no contracts: ContractTrade
+// is empty, and Derivatives [DerivativesTrade] is there as on every unified key.
+func SpotOnly() KeyInfo {
+	return KeyInfo{Permissions: map[string][]string{
+		"ContractTrade": {}, "Spot": {"SpotTrade"}, "Derivatives": {"DerivativesTrade"},
 	}, IPs: []string{"*"}}
 }
 
@@ -129,33 +154,43 @@ type Server struct {
 
 	prices    map[string]decimal.Decimal // symbol → last price
 	wallet    map[string]*coin
-	positions map[string]*position // linear symbol → position
+	positions map[posKey]*position // linear symbol and positionIdx → position
 	leverage  map[string]int       // linear symbol → leverage
-	orders    []*order
-	byID      map[string]*order
-	byLink    map[string]*order
-	created   map[string]int // orderLinkId → orders created
-	forgotten map[string]bool
-	seq       int
+	// Position modes (MergedSingle or BothSides): per symbol once set for it, else per
+	// settle coin.
+	symbolMode map[string]int
+	coinMode   map[string]int
+	// feeCoin, when set (SetFeeCoin), pays fees at feeCoinPrice quote per coin.
+	feeCoin      string
+	feeCoinPrice decimal.Decimal
+	caller       string // the key of the request being handled (under mu)
+	orders       []*order
+	byID         map[string]*order
+	byLink       map[string]*order
+	created      map[string]int // orderLinkId → orders created
+	forgotten    map[string]bool
+	seq          int
 }
 
 // New starts a fake with the default key (APIKey, APISecret: TradeOnly), 10000 USDT, and
 // prices BTCUSDT 50000, ETHUSDT 2500, DOGEUSDT 0.1, BTCPERP 50000.
 func New() *Server {
 	s := &Server{
-		closing:   make(chan struct{}),
-		now:       time.Now,
-		keys:      map[string]*apiKey{APIKey: {secret: APISecret, info: TradeOnly()}},
-		calls:     map[string]int{},
-		answered:  map[int]int{},
-		prices:    map[string]decimal.Decimal{},
-		wallet:    map[string]*coin{},
-		positions: map[string]*position{},
-		leverage:  map[string]int{},
-		byID:      map[string]*order{},
-		byLink:    map[string]*order{},
-		created:   map[string]int{},
-		forgotten: map[string]bool{},
+		closing:    make(chan struct{}),
+		now:        time.Now,
+		keys:       map[string]*apiKey{APIKey: {secret: APISecret, info: TradeOnly()}},
+		calls:      map[string]int{},
+		answered:   map[int]int{},
+		prices:     map[string]decimal.Decimal{},
+		wallet:     map[string]*coin{},
+		positions:  map[posKey]*position{},
+		symbolMode: map[string]int{},
+		coinMode:   map[string]int{},
+		leverage:   map[string]int{},
+		byID:       map[string]*order{},
+		byLink:     map[string]*order{},
+		created:    map[string]int{},
+		forgotten:  map[string]bool{},
 	}
 	s.coin("USDT").balance = decimal.NewFromInt(10000)
 	for sym, p := range map[string]string{"BTCUSDT": "50000", "ETHUSDT": "2500", "DOGEUSDT": "0.1", "BTCPERP": "50000"} {
@@ -202,6 +237,23 @@ func (s *Server) Balance(coin string) decimal.Decimal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.coin(coin).balance
+}
+
+// SetNow sets the fake's clock (time.Now by default): the timestamps it checks requests
+// against and stamps orders with.
+func (s *Server) SetNow(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// SetFeeCoin makes fills pay their fee in coin, worth price quote each, while the wallet
+// holds enough of it (as Bybit deducts fees in a third coin when the account chose so);
+// "" goes back to Bybit's default coins.
+func (s *Server) SetFeeCoin(coin string, price decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.feeCoin, s.feeCoinPrice = coin, price
 }
 
 // SetPageLimit caps the page size of linear instruments-info (0: Bybit's 1000).
@@ -300,6 +352,8 @@ var routes = map[string]route{
 	"/v5/account/wallet-balance":  {http.MethodGet, true, (*Server).walletBalance},
 	"/v5/user/query-api":          {http.MethodGet, true, (*Server).queryAPI},
 	"/v5/position/set-leverage":   {http.MethodPost, true, (*Server).setLeverage},
+	"/v5/position/list":           {http.MethodGet, true, (*Server).positionList},
+	"/v5/position/switch-mode":    {http.MethodPost, true, (*Server).switchMode},
 	"/v5/order/create":            {http.MethodPost, true, (*Server).createOrder},
 	"/v5/order/cancel":            {http.MethodPost, true, (*Server).cancelOrder},
 	"/v5/order/realtime":          {http.MethodGet, true, (*Server).realtime},
@@ -373,7 +427,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ff == nil {
-		if rt.private && r.Method == http.MethodPost && s.readOnly(key) {
+		if rt.private && r.Method == http.MethodPost && !s.permitted(key, path, body) {
 			ff = fail(10005, "Permission denied, please check your API key permissions.")
 		} else {
 			q := map[string]string{}
@@ -381,6 +435,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				q[k] = v[0]
 			}
 			s.mu.Lock()
+			s.caller = key
 			result, ff = rt.handle(s, q, body)
 			s.mu.Unlock()
 		}
@@ -392,11 +447,39 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.write(w, http.StatusOK, result, ff, resetAt)
 }
 
-func (s *Server) readOnly(key string) bool {
+// permitted reports whether key may make a write: a read-only key may not; spot orders need
+// Spot [SpotTrade], linear orders ContractTrade [Order], leverage and position mode
+// ContractTrade [Position]. A unified account's key carries Derivatives
+// [DerivativesTrade] whatever else it holds, so that group grants nothing here.
+func (s *Server) permitted(key, path string, body []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.keys[key]
-	return k != nil && k.info.ReadOnly
+	if k == nil || k.info.ReadOnly {
+		return false
+	}
+	var r struct {
+		Category string `json:"category"`
+	}
+	json.Unmarshal(body, &r)
+	switch {
+	case path == "/v5/position/set-leverage" || path == "/v5/position/switch-mode":
+		return k.info.has("ContractTrade", "Position")
+	case r.Category == "spot":
+		return k.info.has("Spot", "SpotTrade")
+	case r.Category == "linear":
+		return k.info.has("ContractTrade", "Order")
+	}
+	return true
+}
+
+func (k KeyInfo) has(group, perm string) bool {
+	for _, p := range k.Permissions[group] {
+		if p == perm {
+			return true
+		}
+	}
+	return false
 }
 
 // authenticate checks the four headers and the signature like Bybit: it returns the key, or
@@ -468,7 +551,10 @@ func (s *Server) serverTime(map[string]string, []byte) (any, *failure) {
 }
 
 func (s *Server) queryAPI(map[string]string, []byte) (any, *failure) {
-	k := s.keys[APIKey]
+	k := s.keys[s.caller]
+	if k == nil {
+		k = s.keys[APIKey]
+	}
 	perms := map[string][]string{}
 	for _, g := range []string{"ContractTrade", "Spot", "Wallet", "Options", "Derivatives", "CopyTrading",
 		"BlockTrade", "Exchange", "NFT", "Affiliate", "Earn"} {
@@ -485,7 +571,7 @@ func (s *Server) queryAPI(map[string]string, []byte) (any, *failure) {
 	if k.info.ReadOnly {
 		readOnly = 1
 	}
-	return map[string]any{"id": "13770661", "note": "sigops", "apiKey": APIKey, "readOnly": readOnly,
+	return map[string]any{"id": "13770661", "note": "sigops", "apiKey": s.caller, "readOnly": readOnly,
 		"secret": "", "permissions": perms, "ips": ips, "type": 1, "deadlineDay": 83,
 		"expiredAt": "2026-12-31T00:00:00Z", "createdAt": "2026-01-01T00:00:00Z", "unified": 0, "uta": 1,
 		"userID": 24617703, "inviterID": 0, "vipLevel": "No VIP", "mktMakerLevel": "0", "affiliateID": 0,

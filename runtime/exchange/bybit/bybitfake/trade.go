@@ -16,11 +16,14 @@ type coin struct {
 	locked  decimal.Decimal // spot limit orders
 }
 
-// position is a one-way linear position.
+// position is a linear position: the one position of a symbol in one-way mode
+// (positionIdx 0), or one side of it in hedge mode (1 long, 2 short).
 type position struct {
-	size   decimal.Decimal // signed: long > 0
-	entry  decimal.Decimal
-	margin decimal.Decimal // initial margin held
+	size    decimal.Decimal // signed: long > 0
+	entry   decimal.Decimal
+	margin  decimal.Decimal // initial margin held
+	created int64
+	updated int64
 }
 
 // order is an order of any category.
@@ -32,10 +35,14 @@ type order struct {
 	triggerDirection                            int
 	orderFilter, stopOrderType, marketUnit      string
 	reduceOnly, closeOnTrigger                  bool
-	lastPriceOnCreated                          decimal.Decimal
-	avgPrice, cumQty, cumValue, cumFee          decimal.Decimal
-	lockedQuote, lockedBase, orderIM            decimal.Decimal
-	created, updated                            int64
+	positionIdx                                 int
+	// basePrice is the last price when a spot order was placed, lastPriceOnCreated
+	// the same for linear: Bybit answers each in its own category only.
+	basePrice, lastPriceOnCreated      decimal.Decimal
+	avgPrice, cumQty, cumValue, cumFee decimal.Decimal
+	feeCoin                            string // the coin cumFee is charged in
+	lockedQuote, lockedBase, orderIM   decimal.Decimal
+	created, updated                   int64
 }
 
 func (o *order) finished() bool {
@@ -63,20 +70,37 @@ func (o *order) json() map[string]any {
 	if stop == "" {
 		stop = "UNKNOWN"
 	}
-	return map[string]any{
+	// cumFeeDetail is the fee per coin (spot and linear; cumExecFee is deprecated there).
+	detail := map[string]string{}
+	if !o.cumFee.IsZero() {
+		detail[o.feeCoin] = o.cumFee.String()
+	}
+	out := map[string]any{
 		"orderId": o.id, "orderLinkId": o.link, "blockTradeId": "", "symbol": o.symbol, "price": price,
-		"qty": o.qtyText, "side": o.side, "isLeverage": "0", "positionIdx": 0, "orderStatus": o.status,
+		"qty": o.qtyText, "side": o.side, "isLeverage": "0", "positionIdx": o.positionIdx, "orderStatus": o.status,
 		"cancelType": "UNKNOWN", "rejectReason": o.rejectReason, "avgPrice": avg,
 		"leavesQty": o.qty.Sub(o.cumQty).String(), "leavesValue": "0", "cumExecQty": o.cumQty.String(),
 		"cumExecValue": o.cumValue.String(), "cumExecFee": o.cumFee.String(), "timeInForce": tif(o.orderType),
 		"orderType": o.orderType, "stopOrderType": stop, "orderIv": "", "marketUnit": o.marketUnit,
 		"triggerPrice": trigger, "takeProfit": "", "stopLoss": "", "tpTriggerBy": "", "slTriggerBy": "",
 		"triggerDirection": o.triggerDirection, "triggerBy": "LastPrice",
-		"lastPriceOnCreated": o.lastPriceOnCreated.String(), "reduceOnly": o.reduceOnly,
+		"lastPriceOnCreated": "", "reduceOnly": o.reduceOnly,
 		"closeOnTrigger": o.closeOnTrigger, "smpType": "None", "smpGroup": 0, "smpOrderId": "",
 		"tpslMode": "", "tpLimitPrice": "", "slLimitPrice": "", "placeType": "",
 		"createdTime": strconv.FormatInt(o.created, 10), "updatedTime": strconv.FormatInt(o.updated, 10),
+		"cumFeeDetail": detail,
 	}
+	// Bybit's order list gives lastPriceOnCreated for linear and basePrice for spot, each in
+	// its own category only; spot takes no triggerDirection either (create-order: linear
+	// and inverse), so a spot order shows 0.
+	if o.category == "spot" {
+		out["basePrice"] = o.basePrice.String()
+		delete(out, "createType")
+	} else {
+		out["lastPriceOnCreated"] = o.lastPriceOnCreated.String()
+		out["createType"] = "CreateByUser"
+	}
+	return out
 }
 
 func tif(orderType string) string {
@@ -91,8 +115,10 @@ type Order struct {
 	OrderID, OrderLinkID, Category, Symbol, Side, OrderType, Status string
 	Qty, Price, TriggerPrice, AvgPrice, CumExecQty, CumExecFee      decimal.Decimal
 	MarketUnit, OrderFilter                                         string
-	TriggerDirection                                                int
+	TriggerDirection, PositionIdx                                   int
 	ReduceOnly, CloseOnTrigger                                      bool
+	// FeeCoin is the coin CumExecFee is charged in (cumFeeDetail's key).
+	FeeCoin string
 	// CreatedAt is when the fake created the order (its createdTime).
 	CreatedAt time.Time
 }
@@ -109,14 +135,22 @@ func (s *Server) Order(orderLinkID string) (Order, bool) {
 		OrderType: o.orderType, Status: o.status, Qty: o.qty, Price: o.price, TriggerPrice: o.trigger,
 		AvgPrice: o.avgPrice, CumExecQty: o.cumQty, CumExecFee: o.cumFee, MarketUnit: o.marketUnit,
 		OrderFilter: o.orderFilter, TriggerDirection: o.triggerDirection, ReduceOnly: o.reduceOnly,
-		CloseOnTrigger: o.closeOnTrigger, CreatedAt: time.UnixMilli(o.created)}, true
+		CloseOnTrigger: o.closeOnTrigger, PositionIdx: o.positionIdx, FeeCoin: o.feeCoin,
+		CreatedAt: time.UnixMilli(o.created)}, true
 }
 
-// Position is a linear symbol's position: signed size (long > 0), entry price, margin.
+// Position is a linear symbol's one-way position (positionIdx 0): signed size (long > 0),
+// entry price, margin.
 func (s *Server) Position(symbol string) (size, entry, margin decimal.Decimal) {
+	return s.PositionAt(symbol, 0)
+}
+
+// PositionAt is one position of a symbol by positionIdx: 0 one-way, 1 the hedge-mode long
+// (size > 0), 2 the hedge-mode short (size < 0).
+func (s *Server) PositionAt(symbol string, idx int) (size, entry, margin decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.positions[symbol]; p != nil {
+	if p := s.positions[posKey{symbol, idx}]; p != nil {
 		return p.size, p.entry, p.margin
 	}
 	return decimal.Zero, decimal.Zero, decimal.Zero
@@ -170,8 +204,9 @@ func (s *Server) SetPrice(symbol string, price decimal.Decimal) {
 	}
 }
 
-// triggerRises: a spot conditional triggers on a rise when its trigger was above the price.
-func (o *order) triggerRises() bool { return o.trigger.GreaterThan(o.lastPriceOnCreated) }
+// triggerRises: a spot conditional triggers on a rise when its trigger was above the price
+// when it was placed (Bybit's basePrice).
+func (o *order) triggerRises() bool { return o.trigger.GreaterThan(o.basePrice) }
 
 func (s *Server) coin(name string) *coin {
 	c := s.wallet[name]
@@ -184,7 +219,8 @@ func (s *Server) coin(name string) *coin {
 
 func (s *Server) price(symbol string) decimal.Decimal { return s.prices[symbol] }
 
-// createRequest is the body of /v5/order/create.
+// createRequest is the body of /v5/order/create. Pointers tell a field left out from one
+// sent with its zero value, where Bybit tells them apart.
 type createRequest struct {
 	Category         string `json:"category"`
 	Symbol           string `json:"symbol"`
@@ -200,10 +236,12 @@ type createRequest struct {
 	OrderFilter      string `json:"orderFilter"`
 	PositionIdx      *int   `json:"positionIdx"`
 	OrderLinkID      string `json:"orderLinkId"`
-	ReduceOnly       bool   `json:"reduceOnly"`
-	CloseOnTrigger   bool   `json:"closeOnTrigger"`
+	ReduceOnly       *bool  `json:"reduceOnly"`
+	CloseOnTrigger   *bool  `json:"closeOnTrigger"`
 }
 
+// validLink is create-order's orderLinkId rule: at most 36 characters of letters (either
+// case), digits, "-" and "_".
 func validLink(s string) bool {
 	if len(s) > 36 {
 		return false
@@ -223,30 +261,98 @@ func dec(s string) (decimal.Decimal, bool) {
 	return d, err == nil
 }
 
+// refuseCreate applies the parameter rules R1-R9 of RULES.md to an order/create body,
+// before anything about the account is looked at: what Bybit documents as invalid is
+// refused with Bybit's retCode and message, so a test sees the adapter send it.
+func (s *Server) refuseCreate(r createRequest) *failure {
+	// R1: category is required and is spot or linear (the categories sigops trades).
+	if r.Category == "" {
+		return fail(10001, "params error: category is required")
+	}
+	spot := r.Category == "spot"
+	if !spot && r.Category != "linear" {
+		return fail(10001, "params error: category invalid")
+	}
+	// R2: the other required fields. Spot answers its own "empty parameter" code.
+	for _, f := range []struct{ name, value string }{{"symbol", r.Symbol}, {"side", r.Side}, {"orderType", r.OrderType}, {"qty", r.Qty}} {
+		if f.value == "" {
+			if spot {
+				return fail(170105, "Parameter '%s' was empty.", f.name)
+			}
+			return fail(10001, "params error: %s is required", f.name)
+		}
+	}
+	// R3: enumerations.
+	switch {
+	case r.Side != "Buy" && r.Side != "Sell":
+		if spot {
+			return fail(170117, "Invalid side.")
+		}
+		return fail(10001, "params error: side invalid")
+	case r.OrderType != "Market" && r.OrderType != "Limit":
+		if spot {
+			return fail(170116, "Invalid orderType.")
+		}
+		return fail(10001, "params error: orderType invalid")
+	case r.TimeInForce != "" && r.TimeInForce != "GTC" && r.TimeInForce != "IOC" && r.TimeInForce != "FOK" && r.TimeInForce != "PostOnly":
+		if spot {
+			return fail(170115, "Invalid timeInForce.")
+		}
+		return fail(10001, "params error: timeInForce invalid")
+	case !spot && r.TriggerBy != "" && r.TriggerBy != "LastPrice" && r.TriggerBy != "IndexPrice" && r.TriggerBy != "MarkPrice":
+		return fail(10001, "params error: triggerBy invalid")
+	}
+	// R4: orderLinkId. Bybit takes it as optional; sigops always sends one, so the fake
+	// refuses an order without it too (RULES.md says where the fake is stricter).
+	if r.OrderLinkID == "" || !validLink(r.OrderLinkID) {
+		return fail(10001, "params error: orderLinkId invalid")
+	}
+	if spot {
+		// R5: create-order takes reduceOnly for linear, inverse and option only.
+		if r.ReduceOnly != nil && *r.ReduceOnly {
+			return fail(10001, "params error: reduceOnly is not supported for spot")
+		}
+		// R6: orderFilter is Order, tpslOrder or StopOrder.
+		if r.OrderFilter != "" && r.OrderFilter != "Order" && r.OrderFilter != "StopOrder" && r.OrderFilter != "tpslOrder" {
+			return fail(170201, "Invalid orderFilter parameter")
+		}
+		// R7: a spot conditional or TP/SL order needs its trigger price.
+		if (r.OrderFilter == "StopOrder" || r.OrderFilter == "tpslOrder") && r.TriggerPrice == "" {
+			return fail(170202, "Please enter the TP/SL price.")
+		}
+		return nil
+	}
+	// R8: positionIdx must match the symbol's position mode (required in hedge mode: left
+	// out, it is 0).
+	idx := 0
+	if r.PositionIdx != nil {
+		idx = *r.PositionIdx
+	}
+	if hedge := s.modeOf(r.Symbol) == BothSides; (!hedge && idx != 0) || (hedge && idx != 1 && idx != 2) {
+		return fail(10001, "position idx not match position mode")
+	}
+	// R9: a linear conditional order names the direction it triggers in.
+	if r.TriggerPrice != "" && r.TriggerDirection != 1 && r.TriggerDirection != 2 {
+		return fail(10001, "params error: TriggerDirection invalid")
+	}
+	return nil
+}
+
 func (s *Server) createOrder(_ map[string]string, body []byte) (any, *failure) {
 	var r createRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fail(10001, "params error: %v", err)
 	}
-	spot := r.Category == "spot"
-	if !spot && r.Category != "linear" {
-		return nil, fail(10001, "params error: category invalid")
+	if f := s.refuseCreate(r); f != nil {
+		return nil, f
 	}
+	spot := r.Category == "spot"
 	in := findInstrument(r.Category, r.Symbol)
 	if in == nil || in.status != "Trading" {
 		if spot {
 			return nil, fail(170121, "Invalid symbol.")
 		}
 		return nil, fail(10001, "params error: symbol invalid")
-	}
-	if r.Side != "Buy" && r.Side != "Sell" {
-		return nil, fail(10001, "params error: side invalid")
-	}
-	if r.OrderType != "Market" && r.OrderType != "Limit" {
-		return nil, fail(10001, "params error: orderType invalid")
-	}
-	if r.OrderLinkID == "" || !validLink(r.OrderLinkID) {
-		return nil, fail(10001, "params error: orderLinkId invalid")
 	}
 	if s.byLink[r.OrderLinkID] != nil {
 		if spot {
@@ -256,44 +362,51 @@ func (s *Server) createOrder(_ map[string]string, body []byte) (any, *failure) {
 	}
 	qty, ok := dec(r.Qty)
 	if !ok || !qty.IsPositive() {
+		if spot {
+			return nil, fail(170130, "Data sent for paramter 'qty' is not valid.")
+		}
 		return nil, fail(10001, "params error: qty invalid")
 	}
 	tick := decimal.RequireFromString(in.tick)
 	last := s.price(in.symbol)
 	now := s.now().UnixMilli()
-	s.seq++
-	o := &order{id: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.seq, s.seq), link: r.OrderLinkID,
-		category: r.Category, symbol: r.Symbol, side: r.Side, orderType: r.OrderType, qtyText: r.Qty, qty: qty,
-		reduceOnly: r.ReduceOnly && !spot, closeOnTrigger: r.CloseOnTrigger && !spot, lastPriceOnCreated: last,
-		rejectReason: "EC_NoError", created: now, updated: now}
+	o := &order{link: r.OrderLinkID, category: r.Category, symbol: r.Symbol, side: r.Side, orderType: r.OrderType,
+		qtyText: r.Qty, qty: qty, rejectReason: "EC_NoError", created: now, updated: now}
+	if spot {
+		o.basePrice = last
+	} else {
+		o.lastPriceOnCreated = last
+		o.reduceOnly = r.ReduceOnly != nil && *r.ReduceOnly
+		o.closeOnTrigger = r.CloseOnTrigger != nil && *r.CloseOnTrigger
+		if r.PositionIdx != nil {
+			o.positionIdx = *r.PositionIdx
+		}
+	}
 	if r.OrderType == "Limit" {
 		p, ok := dec(r.Price)
 		switch {
 		case !ok || !p.IsPositive():
 			return nil, fail(10001, "params error: price invalid")
-		case !multiple(p, tick) && spot:
-			return nil, fail(170134, "Order price has too many decimals.")
+		case !multiple(p, tick) && spot: // R11
+			return nil, fail(170134, "Order price decimal too long.")
 		case !multiple(p, tick):
 			return nil, fail(10001, "params error: price invalid, not a multiple of tickSize %s", in.tick)
 		}
 		o.price, o.priceText = p, r.Price
 	}
 	if spot {
-		if r.OrderFilter != "" && r.OrderFilter != "Order" && r.OrderFilter != "StopOrder" && r.OrderFilter != "tpslOrder" {
-			return nil, fail(170201, "Invalid orderFilter parameter")
-		}
 		o.orderFilter = r.OrderFilter
 		if f := s.checkSpot(in, o, r); f != nil {
 			return nil, f
 		}
-	} else if f := s.checkLinear(in, o, r); f != nil {
+	} else if f := s.checkLinear(in, o); f != nil {
 		return nil, f
 	}
 	if r.TriggerPrice != "" {
 		t, ok := dec(r.TriggerPrice)
-		if !ok || !t.IsPositive() || !multiple(t, tick) {
+		if !ok || !t.IsPositive() || !multiple(t, tick) { // R11
 			if spot {
-				return nil, fail(170134, "Order price has too many decimals.")
+				return nil, fail(170134, "Order price decimal too long.")
 			}
 			return nil, fail(10001, "params error: triggerPrice invalid")
 		}
@@ -301,9 +414,6 @@ func (s *Server) createOrder(_ map[string]string, body []byte) (any, *failure) {
 	}
 	switch {
 	case spot && (o.orderFilter == "StopOrder" || o.orderFilter == "tpslOrder"):
-		if !o.trigger.IsPositive() {
-			return nil, fail(170202, "Please enter the TP/SL price.")
-		}
 		o.status, o.stopOrderType = "Untriggered", "Stop"
 		if o.orderFilter == "tpslOrder" {
 			o.stopOrderType = "tpslOrder"
@@ -318,8 +428,6 @@ func (s *Server) createOrder(_ map[string]string, body []byte) (any, *failure) {
 			if o.trigger.GreaterThanOrEqual(last) {
 				return nil, fail(110093, "expect Falling, but trigger_price[%s] >= current[%s]??LastPrice", o.trigger, last)
 			}
-		default:
-			return nil, fail(10001, "params error: TriggerDirection invalid")
 		}
 		o.triggerDirection, o.status, o.stopOrderType = r.TriggerDirection, "Untriggered", "Stop"
 	default:
@@ -327,6 +435,8 @@ func (s *Server) createOrder(_ map[string]string, body []byte) (any, *failure) {
 			return nil, f
 		}
 	}
+	s.seq++
+	o.id = fmt.Sprintf("%08x-0000-4000-8000-%012x", s.seq, s.seq)
 	s.orders = append(s.orders, o)
 	s.byID[o.id], s.byLink[o.link] = o, o
 	s.created[o.link]++
@@ -353,31 +463,28 @@ func (s *Server) checkSpot(in *instrument, o *order, r createRequest) *failure {
 		o.marketUnit = "baseCoin"
 	}
 	switch {
-	case !multiple(o.qty, precision):
-		return fail(170137, "Order quantity has too many decimals.")
+	case !multiple(o.qty, precision): // R10
+		return fail(170137, "Order volume decimal too long")
 	case o.qty.LessThan(decimal.RequireFromString(in.minQty)):
-		return fail(170136, "Order quantity is lower than the minimum.")
+		return fail(170136, "Order quantity lower than the minimum.")
 	case o.qty.GreaterThan(decimal.RequireFromString(in.maxQty)):
-		return fail(170135, "Order quantity exceeded upper limit.")
+		return fail(170135, "Order quantity too large.")
 	}
 	ref := o.price
 	if !ref.IsPositive() {
 		ref = last
 	}
 	if o.qty.Mul(ref).LessThan(decimal.RequireFromString(in.minAmt)) {
-		return fail(170140, "Order value exceeded lower limit.")
+		return fail(170140, "Transaction amount lower than the minimum.")
 	}
 	return nil
 }
 
-// checkLinear applies the linear lot filters and the reduce-only rule.
-func (s *Server) checkLinear(in *instrument, o *order, r createRequest) *failure {
-	if r.PositionIdx != nil && *r.PositionIdx != 0 {
-		return fail(10001, "position idx not match position mode")
-	}
+// checkLinear applies the linear lot filters.
+func (s *Server) checkLinear(in *instrument, o *order) *failure {
 	step := decimal.RequireFromString(in.qtyStep)
 	switch {
-	case !multiple(o.qty, step):
+	case !multiple(o.qty, step): // R10
 		return fail(10001, "params error: Qty invalid, not a multiple of qtyStep %s", in.qtyStep)
 	case o.qty.LessThan(decimal.RequireFromString(in.minQty)):
 		return fail(10001, "The number of contracts exceeds minimum limit allowed")
@@ -388,10 +495,17 @@ func (s *Server) checkLinear(in *instrument, o *order, r createRequest) *failure
 	if !ref.IsPositive() {
 		ref = s.price(in.symbol)
 	}
-	if !o.reduceOnly && o.qty.Mul(ref).LessThan(decimal.RequireFromString(in.minNotional)) {
+	if !o.closes() && o.qty.Mul(ref).LessThan(decimal.RequireFromString(in.minNotional)) {
 		return fail(110094, "Order does not meet minimum order value %s%s", in.minNotional, in.settle)
 	}
 	return nil
+}
+
+// closes reports a linear order that can only take from a position: reduce-only, or in
+// hedge mode an order against its side's direction (a Sell on the long, positionIdx 1, or
+// a Buy on the short, 2), which Bybit treats as closing that side.
+func (o *order) closes() bool {
+	return o.reduceOnly || (o.positionIdx == 1 && o.side == "Sell") || (o.positionIdx == 2 && o.side == "Buy")
 }
 
 // execute runs a market or limit order now: a market order (or a triggered conditional, or
@@ -433,7 +547,7 @@ func (s *Server) reserve(o *order) *failure {
 		o.lockedBase = o.qty
 		return nil
 	}
-	if o.reduceOnly {
+	if o.closes() {
 		return nil
 	}
 	im := o.qty.Mul(o.price).Div(decimal.NewFromInt(int64(s.lev(o.symbol))))
@@ -477,10 +591,10 @@ func (s *Server) available(name string) decimal.Decimal {
 
 // margins are a settle coin's position margin, order margin and unrealised PnL.
 func (s *Server) margins(name string) (pim, oim, upl decimal.Decimal) {
-	for sym, p := range s.positions {
-		if in := findInstrument("linear", sym); in != nil && in.settle == name {
+	for k, p := range s.positions {
+		if in := findInstrument("linear", k.symbol); in != nil && in.settle == name {
 			pim = pim.Add(p.margin)
-			upl = upl.Add(s.price(sym).Sub(p.entry).Mul(p.size))
+			upl = upl.Add(s.price(k.symbol).Sub(p.entry).Mul(p.size))
 		}
 	}
 	for _, o := range s.orders {
@@ -491,36 +605,33 @@ func (s *Server) margins(name string) (pim, oim, upl decimal.Decimal) {
 	return pim, oim, upl
 }
 
-// fill executes all of o at price.
+// fill executes all of o at price. The fee is FeeRate of the value, in the coin Bybit
+// charges it in: a spot buy in the base coin (the buyer receives qty less the fee), a spot
+// sell in the quote coin, linear in the settle coin; or, when SetFeeCoin chose one and the
+// wallet holds enough of it, in that coin instead (Bybit's fee deduction in a third coin).
 func (s *Server) fill(o *order, price decimal.Decimal) *failure {
-	var fee decimal.Decimal
+	value := o.qty.Mul(price)
 	if o.category == "spot" {
 		base, quote := s.coin(baseOf(o)), s.coin(quoteOf(o))
-		value := o.qty.Mul(price)
 		if o.side == "Buy" {
 			if value.GreaterThan(quote.balance.Sub(quote.locked)) {
-				return fail(170131, "Insufficient balance.")
+				return fail(170131, "Balance insufficient")
 			}
-			fee = o.qty.Mul(FeeRate)
 			quote.balance = quote.balance.Sub(value)
-			base.balance = base.balance.Add(o.qty).Sub(fee)
+			base.balance = base.balance.Add(o.qty)
 		} else {
 			if o.qty.GreaterThan(base.balance.Sub(base.locked)) {
-				return fail(170131, "Insufficient balance.")
+				return fail(170131, "Balance insufficient")
 			}
-			fee = value.Mul(FeeRate)
 			base.balance = base.balance.Sub(o.qty)
-			quote.balance = quote.balance.Add(value).Sub(fee)
+			quote.balance = quote.balance.Add(value)
 		}
+		o.cumQty = o.qty
 	} else if f := s.fillLinear(o, price); f != nil {
 		return f
-	} else {
-		fee = o.cumQty.Mul(price).Mul(FeeRate)
 	}
-	if o.category == "spot" {
-		o.cumQty = o.qty
-	}
-	o.avgPrice, o.cumValue, o.cumFee = price, o.cumQty.Mul(price), fee
+	o.avgPrice, o.cumValue = price, o.cumQty.Mul(price)
+	o.cumFee, o.feeCoin = s.charge(o, o.cumValue)
 	o.status = "Filled"
 	if o.cumQty.LessThan(o.qty) {
 		o.status = "Cancelled" // a reduce-only remainder beyond the position
@@ -528,12 +639,37 @@ func (s *Server) fill(o *order, price decimal.Decimal) *failure {
 	return nil
 }
 
-// fillLinear applies a one-way linear fill: the part opposite to the position reduces it
-// (realising PnL and releasing margin), the rest opens or adds (taking margin); the fee is
-// charged on the whole.
+// charge takes the fee of a fill of value (in quote) from the wallet and says in which coin.
+func (s *Server) charge(o *order, value decimal.Decimal) (decimal.Decimal, string) {
+	inQuote := value.Mul(FeeRate)
+	if s.feeCoin != "" && s.feeCoinPrice.IsPositive() {
+		fee := inQuote.DivRound(s.feeCoinPrice, 8)
+		if c := s.coin(s.feeCoin); fee.IsPositive() && c.balance.Sub(c.locked).GreaterThanOrEqual(fee) {
+			c.balance = c.balance.Sub(fee)
+			return fee, s.feeCoin
+		}
+	}
+	switch {
+	case o.category == "spot" && o.side == "Buy":
+		fee := o.cumQty.Mul(FeeRate)
+		s.coin(baseOf(o)).balance = s.coin(baseOf(o)).balance.Sub(fee)
+		return fee, baseOf(o)
+	case o.category == "spot":
+		s.coin(quoteOf(o)).balance = s.coin(quoteOf(o)).balance.Sub(inQuote)
+		return inQuote, quoteOf(o)
+	}
+	s.coin(settleOf(o)).balance = s.coin(settleOf(o)).balance.Sub(inQuote)
+	return inQuote, settleOf(o)
+}
+
+// fillLinear applies a linear fill to the position o names (positionIdx): the part
+// opposite to the position reduces it (realising PnL and releasing margin), the rest opens
+// or adds (taking margin). An order that only closes (reduce-only, or a hedge-mode order
+// against its side) is cut to the position and refused when there is none.
 func (s *Server) fillLinear(o *order, price decimal.Decimal) *failure {
 	settle := s.coin(settleOf(o))
-	p := s.positions[o.symbol]
+	key := posKey{o.symbol, o.positionIdx}
+	p := s.positions[key]
 	if p == nil {
 		p = &position{}
 	}
@@ -543,9 +679,9 @@ func (s *Server) fillLinear(o *order, price decimal.Decimal) *failure {
 		sign = sign.Neg()
 	}
 	opposite := !p.size.IsZero() && p.size.Sign() != sign.Sign()
-	if o.reduceOnly {
+	if o.closes() {
 		if !opposite {
-			return fail(110017, "current position is zero, cannot fix reduce-only order qty")
+			return fail(110017, "Reduce-only rule not satisfied")
 		}
 		qty = decimal.Min(qty, p.size.Abs())
 	}
@@ -561,6 +697,7 @@ func (s *Server) fillLinear(o *order, price decimal.Decimal) *failure {
 		return fail(110007, "ab not enough for new order")
 	}
 	o.orderIM = decimal.Zero
+	now := s.now().UnixMilli()
 	if reduce.IsPositive() {
 		pnl := price.Sub(p.entry).Mul(reduce).Mul(decimal.NewFromInt(int64(p.size.Sign())))
 		share := p.margin
@@ -579,12 +716,15 @@ func (s *Server) fillLinear(o *order, price decimal.Decimal) *failure {
 		p.entry = p.entry.Mul(size).Add(price.Mul(open)).Div(size.Add(open))
 		p.size = p.size.Add(open.Mul(sign))
 		p.margin = p.margin.Add(im)
+		if p.created == 0 {
+			p.created = now
+		}
 	}
-	settle.balance = settle.balance.Sub(fee)
+	p.updated = now
 	if p.size.IsZero() {
-		delete(s.positions, o.symbol)
+		delete(s.positions, key)
 	} else {
-		s.positions[o.symbol] = p
+		s.positions[key] = p
 	}
 	o.cumQty = qty
 	return nil
