@@ -1,6 +1,7 @@
 package exchange_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -37,6 +38,12 @@ func TestOrderRequestValidate(t *testing.T) {
 		{"futures take-profit closing the position", func(r *exchange.OrderRequest) {
 			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.TakeProfit, testkit.D("70000"), decimal.Zero
 		}, ""},
+		{"futures limit take-profit without amount", func(r *exchange.OrderRequest) {
+			r.Kind, r.Type, r.StopPrice, r.Price, r.Amount = exchange.Futures, exchange.TakeProfit, testkit.D("70000"), testkit.D("69900"), decimal.Zero
+		}, errs.InvalidAmount},
+		{"futures limit stop with an amount", func(r *exchange.OrderRequest) {
+			r.Kind, r.Type, r.StopPrice, r.Price = exchange.Futures, exchange.StopLoss, testkit.D("60000"), testkit.D("59900")
+		}, ""},
 		{"futures stop with negative amount", func(r *exchange.OrderRequest) {
 			r.Kind, r.Type, r.StopPrice, r.Amount = exchange.Futures, exchange.StopLoss, testkit.D("60000"), testkit.D("-1")
 		}, errs.InvalidAmount},
@@ -66,9 +73,27 @@ func TestClosesPosition(t *testing.T) {
 		{Kind: exchange.Spot, Type: exchange.StopLoss},
 		{Kind: exchange.Futures, Type: exchange.Market},
 		{Kind: exchange.Futures, Type: exchange.TakeProfit, Amount: decimal.RequireFromString("1")},
+		{Kind: exchange.Futures, Type: exchange.StopLoss, Price: decimal.RequireFromString("59900")},
 	} {
 		if r.ClosesPosition() {
 			t.Errorf("%+v closes the position", r)
+		}
+	}
+}
+
+// A futures stop with a limit price and no amount would be a limit order closing the whole
+// position, which Binance refuses (closePosition only with STOP_MARKET / TAKE_PROFIT_MARKET):
+// it is refused before any call, and the message says what is missing.
+func TestLimitStopNeedsAnAmount(t *testing.T) {
+	for _, typ := range []exchange.OrderType{exchange.StopLoss, exchange.TakeProfit} {
+		req := exchange.OrderRequest{ClientOrderID: "sg-1", Symbol: "BTC/USDT", Kind: exchange.Futures,
+			Side: exchange.SideSell, Type: typ, StopPrice: testkit.D("60000"), Price: testkit.D("59900")}
+		e, ok := errs.As(req.Validate())
+		if !ok || e.Code != errs.InvalidAmount {
+			t.Fatalf("%s: %v, want INVALID_AMOUNT", typ, req.Validate())
+		}
+		if !strings.Contains(e.Message, "limit") || !strings.Contains(e.Message, "needs an amount") {
+			t.Errorf("%s: message %q does not say a limit stop needs an amount", typ, e.Message)
 		}
 	}
 }

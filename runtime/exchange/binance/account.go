@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	binance "github.com/adshao/go-binance/v2"
 	"github.com/adshao/go-binance/v2/futures"
@@ -172,4 +173,74 @@ func (x *Account) testnetPermissions(ctx context.Context) (exchange.Permissions,
 		return exchange.Permissions{}, typed(f, "testnet futures check")
 	}
 	return p, nil
+}
+
+// AccountMode reads the futures account's position mode (GET /fapi/v1/positionSide/dual:
+// dualSidePosition true is hedge mode) and counts its open positions (GET
+// /fapi/v3/positionRisk: the entries with a non-zero positionAmt, each side of a hedge
+// account counting once). The mode read is also kept for placing orders.
+func (x *Account) AccountMode(ctx context.Context) (exchange.AccountMode, error) {
+	ctx, cancel := x.budget(ctx)
+	defer cancel()
+	mode, f := x.readMode(ctx)
+	if f != nil {
+		return exchange.AccountMode{}, readError(f, "position mode")
+	}
+	var list []*futures.PositionRiskV3
+	if f := x.do(ctx, futuresAPI, "GET /fapi/v3/positionRisk", true, func(ctx context.Context) error {
+		var err error
+		list, err = x.fut().NewGetPositionRiskV3Service().Do(ctx, futures.WithRecvWindow(x.recvWindowMS()))
+		return err
+	}); f != nil {
+		return exchange.AccountMode{}, readError(f, "position")
+	}
+	out := exchange.AccountMode{Mode: mode}
+	for _, p := range list {
+		if !dec(p.PositionAmt).IsZero() {
+			out.OpenPositions++
+		}
+	}
+	return out, nil
+}
+
+// futuresMode is the position mode a futures order is placed for: the one read within
+// ModeTTL, else read now. Reading it lazily keeps spot-only accounts (and keys without
+// futures permission) free of the call.
+func (c *client) futuresMode(ctx context.Context) (exchange.PositionMode, *failure) {
+	c.modeMu.Lock()
+	mode, at := c.mode, c.modeAt
+	c.modeMu.Unlock()
+	if mode != "" && time.Since(at) < c.cfg.ModeTTL {
+		return mode, nil
+	}
+	return c.readMode(ctx)
+}
+
+// readMode reads the position mode and keeps it. Concurrent readers may both read: the
+// answer is the same, and the last one kept is no older than the other.
+func (c *client) readMode(ctx context.Context) (exchange.PositionMode, *failure) {
+	var res *futures.PositionMode
+	if f := c.do(ctx, futuresAPI, "GET /fapi/v1/positionSide/dual", true, func(ctx context.Context) error {
+		var err error
+		res, err = c.fut().NewGetPositionModeService().Do(ctx, futures.WithRecvWindow(c.recvWindowMS()))
+		return err
+	}); f != nil {
+		return "", f
+	}
+	mode := exchange.OneWay
+	if res.DualSidePosition {
+		mode = exchange.Hedge
+	}
+	c.modeMu.Lock()
+	c.mode, c.modeAt = mode, time.Now()
+	c.modeMu.Unlock()
+	return mode, nil
+}
+
+// forgetMode drops the mode read, after Binance refused an order for it: the next futures
+// order reads it again.
+func (c *client) forgetMode() {
+	c.modeMu.Lock()
+	c.mode, c.modeAt = "", time.Time{}
+	c.modeMu.Unlock()
 }

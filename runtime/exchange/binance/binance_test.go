@@ -37,9 +37,15 @@ func TestConnector(t *testing.T) {
 	if _, err := c.Connect(creds, exchange.Endpoints{Spot: "ftp://x"}); err == nil {
 		t.Fatal("ftp endpoint accepted")
 	}
+	// testnet: Binance Demo Trading (demo-api / demo-fapi), not the older testnets.
 	x, _ := binance.Connector{}.Open(creds, exchange.Endpoints{Testnet: true})
-	if s := x.String(); !strings.Contains(s, "testnet.binance.vision") || !strings.Contains(s, "testnet.binancefuture.com") {
+	if s := x.String(); s != "binance account (https://demo-api.binance.com, https://demo-fapi.binance.com)" {
 		t.Fatalf("testnet defaults: %s", s)
+	}
+	// An endpoint given explicitly wins over the demo default, for each API alone.
+	x, _ = binance.Connector{}.Open(creds, exchange.Endpoints{Testnet: true, Futures: "https://testnet.binancefuture.com/"})
+	if s := x.String(); s != "binance account (https://demo-api.binance.com, https://testnet.binancefuture.com)" {
+		t.Fatalf("testnet with a futures endpoint: %s", s)
 	}
 	x, _ = binance.Connector{}.Open(creds, exchange.Endpoints{})
 	if s := fmt.Sprintf("%v %+v %#v %s", x, x, x, x); !strings.Contains(s, "api.binance.com") || strings.Contains(s, binancefake.APISecret) {

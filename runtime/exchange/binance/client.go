@@ -35,6 +35,12 @@ type client struct {
 
 	levMu    sync.Mutex
 	leverage map[string]int // futures symbol -> leverage last set through this account
+
+	// The futures position mode last read (empty: none yet, or dropped after Binance said an
+	// order's side did not match it) and when; shared by the account's views.
+	modeMu sync.Mutex
+	mode   exchange.PositionMode
+	modeAt time.Time
 }
 
 // quiet silences go-binance's logger (it only logs in Debug mode, which stays off: its
@@ -102,6 +108,8 @@ const (
 	codeBadAPIKeyFormat  = -2014
 	codeRejectedKey      = -2015
 	codeDuplicateFutures = -4116
+	codeParamNotRequired = -1106
+	codeSideMismatch     = -4061 // POSITION_SIDE_NOT_MATCH
 )
 
 // failure is how one call to Binance went wrong. Its Error never contains a URL (query
@@ -145,6 +153,15 @@ func (f *failure) authFailed() bool {
 
 // notFound: Binance says the order does not exist.
 func (f *failure) notFound() bool { return f.code == codeNoSuchOrder }
+
+// modeMismatch: Binance refused an order for the account's position mode: -4061 "Order's
+// position side does not match user's setting." (positionSide absent in hedge mode, or
+// LONG/SHORT in one-way mode), or -1106 for reduceOnly, which hedge mode refuses ("Parameter
+// 'reduceonly' sent when not required."): both mean the mode read is no longer the mode.
+func (f *failure) modeMismatch() bool {
+	return f.code == codeSideMismatch ||
+		(f.code == codeParamNotRequired && strings.Contains(strings.ToLower(f.msg), "'reduceonly'"))
+}
 
 // duplicate: Binance refused a new order because its client ID is taken by an open order.
 func (f *failure) duplicate() bool {

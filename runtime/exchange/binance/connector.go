@@ -35,8 +35,21 @@ const (
 	DefaultClockMargin = time.Second
 	// DefaultMarketsTTL is how long exchange information is served from the cache.
 	DefaultMarketsTTL = 10 * time.Minute
+	// DefaultModeTTL is how long the futures position mode read for placing orders is
+	// trusted: an account is cached for a long time (connectors.Clients), and its owner can
+	// switch the mode on Binance's site at any time.
+	DefaultModeTTL = 60 * time.Second
 	// MaxLeverage is Binance's highest USDⓈ-M leverage.
 	MaxLeverage = 125
+)
+
+// Hosts of Binance Demo Trading, where Binance now sends API users who want to trade
+// without funds (the spot Demo Mode page of the spot API docs; the USDⓈ-M demo URL of
+// Binance's own connectors). One demo API key serves both, as one production key does,
+// which the separate spot and futures testnets never allowed. Endpoints.Testnet uses them.
+const (
+	DemoSpotURL    = "https://demo-api.binance.com"
+	DemoFuturesURL = "https://demo-fapi.binance.com"
 )
 
 // Fee rates used only to estimate "required" in INSUFFICIENT_BALANCE details (Binance's
@@ -64,6 +77,9 @@ type Connector struct {
 	ClockMargin time.Duration
 	// MarketsTTL is the age at which exchange information is refreshed (DefaultMarketsTTL).
 	MarketsTTL time.Duration
+	// ModeTTL is the age at which the futures position mode is read again before an order
+	// (DefaultModeTTL).
+	ModeTTL time.Duration
 	// SpotFeeRate and FuturesFeeRate estimate fees in INSUFFICIENT_BALANCE details.
 	SpotFeeRate, FuturesFeeRate decimal.Decimal
 	// Transport carries the requests (a proxy, tests); default a shared clone of
@@ -95,7 +111,8 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 	}
 	spotURL, futURL := binance.BaseAPIMainURL, futures.BaseApiMainUrl
 	if ep.Testnet {
-		spotURL, futURL = binance.BaseAPITestnetURL, futures.BaseApiTestnetUrl
+		// Not go-binance's testnet constants: those are the older spot and futures testnets.
+		spotURL, futURL = DemoSpotURL, DemoFuturesURL
 	}
 	if ep.Spot != "" {
 		spotURL = ep.Spot
@@ -145,6 +162,9 @@ func (c Connector) withDefaults() Connector {
 	if c.MarketsTTL <= 0 {
 		c.MarketsTTL = DefaultMarketsTTL
 	}
+	if c.ModeTTL <= 0 {
+		c.ModeTTL = DefaultModeTTL
+	}
 	if !c.SpotFeeRate.IsPositive() {
 		c.SpotFeeRate = DefaultSpotFeeRate
 	}
@@ -171,7 +191,10 @@ type Account struct {
 	kind exchange.Kind
 }
 
-var _ exchange.Live = (*Account)(nil)
+var (
+	_ exchange.Live       = (*Account)(nil)
+	_ exchange.ModeReader = (*Account)(nil)
+)
 
 // ForKind is the same account with Balance reading the wallet of kind: the spot wallet
 // (the default of Connect) or the USDⓈ-M futures wallet. A futures bot's account must be

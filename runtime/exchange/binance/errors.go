@@ -119,6 +119,14 @@ func classifyCode(code int64, msg string) errs.Code {
 	return errs.ExchangeError
 }
 
+// modeChanged is the refusal of an order sent for a position mode the account no longer has
+// (modeMismatch): EXCHANGE_ERROR, with Binance's code and message kept.
+func modeChanged(f *failure, sentFor exchange.PositionMode) *errs.Error {
+	return errs.Wrap(f, errs.ExchangeError,
+		"Binance rejected the order: the account's position mode changed (the order was built for %s mode; %s); the mode is read again for the next order",
+		sentFor, f.msg).WithDetails(map[string]any{"binanceCode": f.code})
+}
+
 // unreachable is the typed error of a read that got no answer: EXCHANGE_ERROR, and
 // errors.Is(err, exchange.ErrUnreachable).
 func unreachable(f *failure, what string) error {

@@ -26,7 +26,30 @@ type target struct {
 	req               exchange.OrderRequest
 	bsym, base, quote string
 	algo              bool // a futures conditional order: Algo Order API
+	// mode is the futures position mode the order is sent for, read once per PlaceOrder
+	// call before its first request: every request of the call is built for that mode,
+	// never re-sent in another.
+	mode exchange.PositionMode
 }
+
+// positionSide is what a futures order sends as positionSide: in hedge mode the side it
+// acts on (OrderRequest.HedgeLong), in one-way mode nothing. Binance's New Order and New
+// Algo Order pages: positionSide defaults to BOTH for one-way mode (the only value it then
+// takes) and must be LONG or SHORT in hedge mode; leaving it out in one-way mode keeps the
+// request exactly what it was before hedge mode was supported.
+func (t *target) positionSide() string {
+	switch {
+	case t.mode != exchange.Hedge:
+		return ""
+	case t.req.HedgeLong():
+		return "LONG"
+	}
+	return "SHORT"
+}
+
+// reduceOnly: an exit is sent reduceOnly in one-way mode only; hedge mode refuses the
+// parameter (-1106), positionSide and side make the order an exit there.
+func (t *target) reduceOnly() bool { return t.mode != exchange.Hedge && t.req.ReduceOnly }
 
 func (t *target) api() api {
 	if t.req.Kind == exchange.Futures {
@@ -57,8 +80,14 @@ func conditional(t exchange.OrderType) bool {
 // Market and limit (GTC) orders on spot and futures; reduceOnly on futures; stop_loss and
 // take_profit as spot STOP_LOSS / TAKE_PROFIT (…_LIMIT with a Price) and as futures
 // conditional orders on the Algo Order API (STOP_MARKET / TAKE_PROFIT_MARKET, or STOP /
-// TAKE_PROFIT with a Price; always reduce-only; Amount zero closes the whole position).
-// An opening futures order first sets the symbol's leverage to req.Leverage.
+// TAKE_PROFIT with a Price and an Amount; always exits; Amount zero closes the whole
+// position). A futures order is built for the account's position mode (read before the
+// first futures order, again after ModeTTL): in hedge mode it names its side (positionSide
+// LONG or SHORT, OrderRequest.HedgeLong) and sends no reduceOnly. If Binance answers that
+// the side does not match the account's mode (-4061), the mode read is dropped and the
+// answer is an EXCHANGE_ERROR saying the mode changed: the order is not re-sent in the
+// other mode within the call. An opening futures order first sets the symbol's leverage to
+// req.Leverage.
 func (x *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (exchange.Order, error) {
 	if err := validate(req); err != nil {
 		return exchange.Order{}, err
@@ -126,6 +155,14 @@ func (x *Account) place(ctx context.Context, t *target, key string) (exchange.Or
 			// Every request got no answer, and Binance has proven that none was executed.
 			return exchange.Order{}, unreachable(lost, "order")
 		}
+		if submits == 0 && t.req.Kind == exchange.Futures {
+			// Nothing was sent yet, so a failed read is a plain refusal of this call.
+			mode, f := x.futuresMode(ctx)
+			if f != nil {
+				return exchange.Order{}, readError(f, "position mode")
+			}
+			t.mode = mode
+		}
 		if submits == 0 && t.req.Kind == exchange.Futures && !t.algo && !t.req.ReduceOnly && t.req.Leverage > 0 {
 			if err := x.ensureLeverage(ctx, t.bsym, t.req.Leverage); err != nil {
 				return exchange.Order{}, err
@@ -157,6 +194,13 @@ func (x *Account) place(ctx context.Context, t *target, key string) (exchange.Or
 				return exchange.Order{}, outcomeUnknown(cid, lf)
 			}
 			return exchange.Order{}, typed(f, "order")
+		case t.req.Kind == exchange.Futures && f.modeMismatch():
+			// The account's mode is not the one read: forget it, so that the next order
+			// reads it again, and say so; re-sending in the other mode here would place an
+			// order nobody checked against the account's positions.
+			inflight.Delete(key)
+			x.forgetMode()
+			return exchange.Order{}, modeChanged(f, t.mode)
 		default:
 			// A definitive refusal. (If an earlier request got no answer, it was proven
 			// absent before this one was sent, so the refusal stands.)
@@ -203,7 +247,10 @@ func (x *Account) submit(ctx context.Context, t *target) (exchange.Order, *failu
 			} else {
 				s = s.Type(futures.OrderTypeMarket)
 			}
-			if req.ReduceOnly {
+			if ps := t.positionSide(); ps != "" {
+				s = s.PositionSide(futures.PositionSideType(ps))
+			}
+			if t.reduceOnly() {
 				s = s.ReduceOnly(true)
 			}
 			var err error
@@ -278,10 +325,17 @@ func (x *Account) submitAlgo(ctx context.Context, t *target) (exchange.Order, *f
 		p.Set("timeInForce", "GTC")
 	}
 	p.Set("type", typ)
+	if ps := t.positionSide(); ps != "" {
+		p.Set("positionSide", ps) // the side it closes; closePosition needs it too
+	}
 	if req.Amount.IsPositive() {
 		p.Set("quantity", req.Amount.String())
-		p.Set("reduceOnly", "true") // a stop-loss or take-profit exits; it never opens
+		if t.mode != exchange.Hedge {
+			p.Set("reduceOnly", "true") // a stop-loss or take-profit exits; it never opens
+		}
 	} else {
+		// Validate refused a limit stop without an amount: Binance takes closePosition
+		// only with STOP_MARKET and TAKE_PROFIT_MARKET.
 		p.Set("closePosition", "true")
 	}
 	a, f := x.newAlgo(ctx, p)

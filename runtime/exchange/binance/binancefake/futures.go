@@ -2,6 +2,8 @@ package binancefake
 
 import (
 	"fmt"
+	"net/url"
+	"sort"
 	"strconv"
 
 	"github.com/shopspring/decimal"
@@ -15,12 +17,65 @@ var conditionalTypes = map[string]bool{"STOP": true, "STOP_MARKET": true, "TAKE_
 // available is the futures wallet minus the margin of the open positions.
 func (s *Server) available(asset string) decimal.Decimal {
 	out := s.futWallet[asset]
-	for sym, p := range s.positions {
-		if m := futMarket(sym); m != nil && m.quote == asset && !p.amt.IsZero() {
-			out = out.Sub(p.amt.Abs().Mul(p.entry).DivRound(decimal.NewFromInt(int64(s.lev(sym))), 8))
+	for k, p := range s.positions {
+		if m := futMarket(k.symbol); m != nil && m.quote == asset && !p.amt.IsZero() {
+			out = out.Sub(p.amt.Abs().Mul(p.entry).DivRound(decimal.NewFromInt(int64(s.lev(k.symbol))), 8))
 		}
 	}
 	return out
+}
+
+// The answers about position sides (USDⓈ-M error codes; RULES.md).
+const (
+	msgSideMismatch          = "Order's position side does not match user's setting."
+	msgReduceOnlyNotRequired = "Parameter 'reduceonly' sent when not required."
+)
+
+// positionSide checks an order's positionSide and reduceOnly against the account's mode and
+// returns the side of the position it acts on: in one-way mode positionSide is absent or
+// BOTH (BOTH is its default), in hedge mode it must be LONG or SHORT, and reduceOnly may
+// not be sent at all (the side and positionSide make an order an exit).
+func (s *Server) positionSide(p url.Values) (string, *apiErr) {
+	ps := p.Get("positionSide")
+	switch ps {
+	case "", "BOTH", "LONG", "SHORT":
+	default:
+		return "", reject(-4060, "Invalid position side.")
+	}
+	if !s.hedge {
+		if ps == "LONG" || ps == "SHORT" {
+			return "", reject(-4061, msgSideMismatch)
+		}
+		return "BOTH", nil
+	}
+	if ps != "LONG" && ps != "SHORT" {
+		return "", reject(-4061, msgSideMismatch)
+	}
+	if p.Has("reduceOnly") {
+		return "", reject(-1106, msgReduceOnlyNotRequired)
+	}
+	return ps, nil
+}
+
+// hedgeExit: in hedge mode, a sell on the long side or a buy on the short side closes.
+func hedgeExit(positionSide, side string) bool {
+	return (positionSide == "LONG" && side == "SELL") || (positionSide == "SHORT" && side == "BUY")
+}
+
+// checkClientID refuses a client order ID outside Binance's pattern: too long (with legal
+// characters) is futures' -4015, anything else -1100 naming the parameter.
+func checkClientID(name, cid string) *apiErr {
+	if clientIDRE.MatchString(cid) {
+		return nil
+	}
+	if len(cid) > 36 && clientIDRE.MatchString(cid[:36]) && clientIDRE.MatchString(cid[36:]) {
+		return reject(-4015, "Client order id length should not be more than 36 chars")
+	}
+	return illegalClientID(name)
+}
+
+func illegalClientID(name string) *apiErr {
+	return reject(-1100, "Illegal characters found in parameter '"+name+"'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.")
 }
 
 // checkQty validates a futures quantity against the symbol.
@@ -71,12 +126,16 @@ func (s *Server) futuresNewOrder(c *call) (any, *apiErr) {
 	if side != "BUY" && side != "SELL" {
 		return nil, reject(-1117, "Invalid side.")
 	}
+	posSide, e := s.positionSide(p)
+	if e != nil {
+		return nil, e
+	}
 	cid := p.Get("newClientOrderId")
 	if cid == "" {
 		cid = "web_" + strconv.FormatInt(s.nextID+1, 10)
 	}
-	if !clientIDRE.MatchString(cid) {
-		return nil, reject(-4015, "Client order id is not valid.")
+	if e := checkClientID("newClientOrderId", cid); e != nil {
+		return nil, e
 	}
 	if s.openWithClientID(true, cid) {
 		return nil, reject(-4116, "ClientOrderId is duplicated.")
@@ -88,9 +147,9 @@ func (s *Server) futuresNewOrder(c *call) (any, *apiErr) {
 	if e := checkQty(m, qty, qs); e != nil {
 		return nil, e
 	}
-	o := &order{futures: true, cid: cid, symbol: sym, side: side, typ: typ, tif: "GTC", status: "NEW",
-		orig: qty, executed: decimal.Zero, cumQuote: decimal.Zero, price: decimal.Zero, stop: decimal.Zero,
-		reduceOnly: p.Get("reduceOnly") == "true"}
+	o := &order{futures: true, cid: cid, symbol: sym, side: side, positionSide: posSide, typ: typ,
+		tif: "GTC", status: "NEW", orig: qty, executed: decimal.Zero, cumQuote: decimal.Zero, price: decimal.Zero,
+		stop: decimal.Zero, reduceOnly: p.Get("reduceOnly") == "true"}
 	if typ == "LIMIT" {
 		price, ps, e := parseDec(c, "price")
 		if e != nil {
@@ -109,7 +168,7 @@ func (s *Server) futuresNewOrder(c *call) (any, *apiErr) {
 	if typ == "LIMIT" {
 		ref = o.price
 	}
-	if e := s.futuresAdmit(m, side, qty, ref, o.reduceOnly); e != nil {
+	if e := s.futuresAdmit(m, side, posSide, qty, ref, o.reduceOnly); e != nil {
 		return nil, e
 	}
 	o.id = s.id()
@@ -123,9 +182,11 @@ func (s *Server) futuresNewOrder(c *call) (any, *apiErr) {
 	return s.futuresOrderJSON(o), nil
 }
 
-// futuresAdmit applies the reduce-only, notional and margin checks of a new order.
-func (s *Server) futuresAdmit(m *mkt, side string, qty, ref decimal.Decimal, reduceOnly bool) *apiErr {
-	pos := s.positions[m.symbol]
+// futuresAdmit applies the reduce-only, notional and margin checks of a new order. In hedge
+// mode an order that closes its side (hedgeExit) is reduce-only by nature: it may not be
+// larger than the position, as Binance refuses closing more than is held.
+func (s *Server) futuresAdmit(m *mkt, side, positionSide string, qty, ref decimal.Decimal, reduceOnly bool) *apiErr {
+	pos := s.positions[posKey{m.symbol, positionSide}]
 	amt := decimal.Zero
 	if pos != nil {
 		amt = pos.amt
@@ -134,7 +195,7 @@ func (s *Server) futuresAdmit(m *mkt, side string, qty, ref decimal.Decimal, red
 	if (side == "BUY" && amt.IsNegative()) || (side == "SELL" && amt.IsPositive()) {
 		closing = decimal.Min(qty, amt.Abs())
 	}
-	if reduceOnly {
+	if reduceOnly || hedgeExit(positionSide, side) {
 		if closing.IsZero() || qty.GreaterThan(amt.Abs()) {
 			return reject(-2022, "ReduceOnly Order is rejected.")
 		}
@@ -151,24 +212,27 @@ func (s *Server) futuresAdmit(m *mkt, side string, qty, ref decimal.Decimal, red
 	return nil
 }
 
-// fillFutures fills the rest of o at price: the position moves (one-way mode), realised
-// PnL and the fee (in USDT) settle in the wallet. A reduce-only order that no longer
-// reduces expires.
+// fillFutures fills the rest of o at price: the position of o's side moves (one-way: the
+// net position, which can flip; hedge: the long or the short one, which never flips),
+// realised PnL and the fee (in USDT) settle in the wallet. A reduce-only order (or a hedge
+// exit) that no longer reduces expires.
 func (s *Server) fillFutures(o *order, price decimal.Decimal) {
 	m := futMarket(o.symbol)
 	qty := o.orig.Sub(o.executed)
 	now := s.now()
 	o.updated = now
-	pos := s.positions[o.symbol]
+	key := posKey{o.symbol, o.positionSide}
+	pos := s.positions[key]
 	if pos == nil {
 		pos = &position{}
-		s.positions[o.symbol] = pos
+		s.positions[key] = pos
 	}
 	signed := qty
 	if o.side == "SELL" {
 		signed = qty.Neg()
 	}
-	if o.reduceOnly && (pos.amt.IsZero() || pos.amt.Sign() == signed.Sign() || qty.GreaterThan(pos.amt.Abs())) {
+	exit := o.reduceOnly || hedgeExit(o.positionSide, o.side)
+	if exit && (pos.amt.IsZero() || pos.amt.Sign() == signed.Sign() || qty.GreaterThan(pos.amt.Abs())) {
 		o.status = "EXPIRED"
 		return
 	}
@@ -227,7 +291,7 @@ func (s *Server) matchFutures(symbol string) {
 		}
 		qty := a.qty
 		if a.closePosition {
-			if pos := s.positions[symbol]; pos != nil {
+			if pos := s.positions[posKey{symbol, a.positionSide}]; pos != nil {
 				qty = pos.amt.Abs()
 			}
 		}
@@ -237,9 +301,10 @@ func (s *Server) matchFutures(symbol string) {
 			a.status = "EXPIRED"
 			continue
 		}
-		o := &order{futures: true, id: s.id(), symbol: symbol, side: a.side, typ: "MARKET", tif: "GTC",
-			status: "NEW", orig: qty, executed: decimal.Zero, cumQuote: decimal.Zero, price: decimal.Zero,
-			stop: a.trigger, reduceOnly: true, created: now, updated: now}
+		// A triggered stop exits: reduce-only in one-way mode, by its side in hedge mode.
+		o := &order{futures: true, id: s.id(), symbol: symbol, side: a.side, positionSide: a.positionSide,
+			typ: "MARKET", tif: "GTC", status: "NEW", orig: qty, executed: decimal.Zero, cumQuote: decimal.Zero,
+			price: decimal.Zero, stop: a.trigger, reduceOnly: a.positionSide == "BOTH", created: now, updated: now}
 		o.cid = "algo_" + strconv.FormatInt(a.algoID, 10)
 		if a.typ == "STOP" || a.typ == "TAKE_PROFIT" {
 			o.typ, o.price = "LIMIT", a.price
@@ -267,7 +332,7 @@ func (s *Server) futuresOrderJSON(o *order) map[string]any {
 		"price": px(o.price), "avgPrice": avg.StringFixed(5), "origQty": o.orig.StringFixed(int32(m.qtyPrec)),
 		"executedQty": o.executed.StringFixed(int32(m.qtyPrec)), "cumQty": o.executed.StringFixed(int32(m.qtyPrec)),
 		"cumQuote": o.cumQuote.StringFixed(8), "timeInForce": o.tif, "type": o.typ, "reduceOnly": o.reduceOnly,
-		"closePosition": false, "side": o.side, "positionSide": "BOTH", "stopPrice": px(o.stop),
+		"closePosition": false, "side": o.side, "positionSide": o.positionSide, "stopPrice": px(o.stop),
 		"workingType": "CONTRACT_PRICE", "priceProtect": false, "origType": o.typ, "priceMatch": "NONE",
 		"selfTradePreventionMode": "EXPIRE_MAKER", "goodTillDate": 0, "time": o.created, "updateTime": o.updated,
 	}
@@ -310,7 +375,7 @@ func (s *Server) futuresTrades(c *call) (any, *apiErr) {
 			out = append(out, map[string]any{"buyer": o.side == "BUY", "commission": f8(t.commission),
 				"commissionAsset": t.asset, "id": t.id, "maker": false, "orderId": o.id, "price": t.price.String(),
 				"qty": t.qty.String(), "quoteQty": t.qty.Mul(t.price).String(), "realizedPnl": f8(t.realized),
-				"side": o.side, "positionSide": "BOTH", "symbol": sym, "time": t.time})
+				"side": o.side, "positionSide": o.positionSide, "symbol": sym, "time": t.time})
 		}
 	}
 	return out, nil
@@ -344,6 +409,7 @@ func (s *Server) futuresLeverage(c *call) (any, *apiErr) {
 type algoOrder struct {
 	algoID                        int64
 	cid, symbol, side, typ        string
+	positionSide                  string
 	tif, workingType              string
 	qty, trigger, price           decimal.Decimal
 	reduceOnly, closePosition     bool
@@ -370,20 +436,24 @@ func (s *Server) algoNew(c *call) (any, *apiErr) {
 	if side != "BUY" && side != "SELL" {
 		return nil, reject(-1117, "Invalid side.")
 	}
+	posSide, e := s.positionSide(p)
+	if e != nil {
+		return nil, e
+	}
 	cid := p.Get("clientAlgoId")
 	if cid == "" {
 		cid = "algo_web_" + strconv.FormatInt(s.nextID+1, 10)
 	}
-	if !clientIDRE.MatchString(cid) {
-		return nil, reject(-4015, "Client order id is not valid.")
+	if e := checkClientID("clientAlgoId", cid); e != nil {
+		return nil, e
 	}
 	for _, a := range s.algos {
 		if a.cid == cid && a.status == "NEW" {
 			return nil, reject(-4116, "ClientOrderId is duplicated.")
 		}
 	}
-	a := &algoOrder{cid: cid, symbol: sym, side: side, typ: typ, tif: "GTC", workingType: "CONTRACT_PRICE",
-		qty: decimal.Zero, price: decimal.Zero, status: "NEW"}
+	a := &algoOrder{cid: cid, symbol: sym, side: side, positionSide: posSide, typ: typ, tif: "GTC",
+		workingType: "CONTRACT_PRICE", qty: decimal.Zero, price: decimal.Zero, status: "NEW"}
 	if wt := p.Get("workingType"); wt != "" {
 		a.workingType = wt
 	}
@@ -408,8 +478,13 @@ func (s *Server) algoNew(c *call) (any, *apiErr) {
 	a.closePosition = p.Get("closePosition") == "true"
 	a.reduceOnly = p.Get("reduceOnly") == "true"
 	if a.closePosition {
+		// closePosition is documented for STOP_MARKET and TAKE_PROFIT_MARKET only; a limit
+		// type with it is the optional-parameter combination Binance refuses.
+		if typ == "STOP" || typ == "TAKE_PROFIT" {
+			return nil, reject(-1128, "Combination of optional parameters invalid.")
+		}
 		if p.Has("reduceOnly") {
-			return nil, reject(-1106, "Parameter 'reduceOnly' sent when not required.")
+			return nil, reject(-1106, msgReduceOnlyNotRequired)
 		}
 		if p.Has("quantity") {
 			return nil, reject(-1106, "Parameter 'quantity' sent when not required.")
@@ -449,7 +524,7 @@ func (s *Server) algoJSON(a *algoOrder) map[string]any {
 	}
 	return map[string]any{
 		"algoId": a.algoID, "clientAlgoId": a.cid, "algoType": "CONDITIONAL", "orderType": a.typ,
-		"symbol": a.symbol, "side": a.side, "positionSide": "BOTH", "timeInForce": a.tif,
+		"symbol": a.symbol, "side": a.side, "positionSide": a.positionSide, "timeInForce": a.tif,
 		"quantity": a.qty.StringFixed(int32(m.qtyPrec)), "algoStatus": a.status, "actualOrderId": actual,
 		"actualPrice": actualPrice, "triggerPrice": px(a.trigger), "price": px(a.price), "icebergQuantity": nil,
 		"tpTriggerPrice": "0.000", "tpPrice": "0.000", "slTriggerPrice": "0.000", "slPrice": "0.000", "tpOrderType": "",
@@ -461,6 +536,9 @@ func (s *Server) algoJSON(a *algoOrder) map[string]any {
 
 func (s *Server) findAlgo(c *call) *algoOrder {
 	id, cid := c.params.Get("algoId"), c.params.Get("clientAlgoId")
+	if id == "" && cid == "" {
+		id, cid = c.params.Get("algoid"), c.params.Get("clientalgoid")
+	}
 	for i := len(s.algos) - 1; i >= 0; i-- {
 		a := s.algos[i]
 		if (id != "" && strconv.FormatInt(a.algoID, 10) == id) || (id == "" && cid != "" && a.cid == cid) {
@@ -485,4 +563,77 @@ func (s *Server) algoCancel(c *call) (any, *apiErr) {
 	}
 	a.status, a.updated = "CANCELED", s.now()
 	return map[string]any{"algoId": a.algoID, "clientAlgoId": a.cid, "code": "200", "msg": "success"}, nil
+}
+
+func (s *Server) positionMode(*call) (any, *apiErr) {
+	return map[string]any{"dualSidePosition": s.hedge}, nil
+}
+
+// changePositionMode is POST /fapi/v1/positionSide/dual: refused when nothing changes
+// (-4059), while a position is open (-4068) or while an order is open (-4067).
+func (s *Server) changePositionMode(c *call) (any, *apiErr) {
+	var hedge bool
+	switch c.params.Get("dualSidePosition") {
+	case "true":
+		hedge = true
+	case "false":
+	case "":
+		return nil, mandatory("dualSidePosition")
+	default:
+		return nil, reject(-1130, "Data sent for parameter 'dualSidePosition' is not valid.")
+	}
+	if hedge == s.hedge {
+		return nil, reject(-4059, "No need to change position side.")
+	}
+	for _, p := range s.positions {
+		if !p.amt.IsZero() {
+			return nil, reject(-4068, "Position side cannot be changed if there exists position.")
+		}
+	}
+	for _, o := range s.orders {
+		if o.futures && o.open() {
+			return nil, reject(-4067, "Position side cannot be changed if there exists open orders.")
+		}
+	}
+	for _, a := range s.algos {
+		if a.status == "NEW" {
+			return nil, reject(-4067, "Position side cannot be changed if there exists open orders.")
+		}
+	}
+	s.hedge = hedge
+	return map[string]any{"code": 200, "msg": "success"}, nil
+}
+
+// positionRisk is GET /fapi/v3/positionRisk: the positions held (v3 lists only symbols with
+// a position or an open order; here the non-zero positions), one entry per side.
+func (s *Server) positionRisk(c *call) (any, *apiErr) {
+	sym := c.params.Get("symbol")
+	if sym != "" && futMarket(sym) == nil {
+		return nil, reject(-1121, "Invalid symbol.")
+	}
+	keys := make([]posKey, 0, len(s.positions))
+	for k, p := range s.positions {
+		if !p.amt.IsZero() && (sym == "" || k.symbol == sym) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].symbol+keys[i].side < keys[j].symbol+keys[j].side
+	})
+	out := []map[string]any{}
+	for _, k := range keys {
+		p, m := s.positions[k], futMarket(k.symbol)
+		mark := s.prices[k.symbol]
+		notional := p.amt.Mul(mark)
+		margin := notional.Abs().DivRound(decimal.NewFromInt(int64(s.lev(k.symbol))), 8)
+		out = append(out, map[string]any{
+			"symbol": k.symbol, "positionSide": k.side, "positionAmt": p.amt.StringFixed(int32(m.qtyPrec)),
+			"entryPrice": p.entry.String(), "breakEvenPrice": p.entry.String(), "markPrice": mark.String(),
+			"unRealizedProfit": f8(p.amt.Mul(mark.Sub(p.entry))), "liquidationPrice": "0",
+			"isolatedMargin": "0", "notional": f8(notional), "marginAsset": m.quote, "isolatedWallet": "0",
+			"initialMargin": f8(margin), "maintMargin": "0", "positionInitialMargin": f8(margin),
+			"openOrderInitialMargin": "0", "adl": 0, "bidNotional": "0", "askNotional": "0", "updateTime": s.now(),
+		})
+	}
+	return out, nil
 }

@@ -1,7 +1,9 @@
 // Package binancefake is an in-process Binance (spot and USDⓈ-M futures on one
 // httptest server, told apart by path) for the adapter's tests. It authenticates like
 // Binance (X-MBX-APIKEY, HMAC-SHA256 signature over the exact query string + body,
-// timestamp within recvWindow of its clock) and refuses with Binance's codes; it keeps
+// timestamp within recvWindow of its clock) and refuses with Binance's codes, including
+// every parameter combination Binance documents as invalid that the adapter could send
+// (RULES.md lists them with their codes and the pages they come from); it keeps
 // balances, positions, orders (by orderId and clientOrderId), trades and conditional (algo)
 // orders; and it injects failures (error answers, 429/418 with Retry-After, 5xx, delays,
 // dropped connections before or after an order is applied, requests held in transit until
@@ -17,8 +19,11 @@
 //     become limit orders at their price);
 //   - fees: spot 0.1 % (buys pay in the base asset, sells in the quote asset, like
 //     Binance without BNB), futures 0.05 % in USDT; SetFeeRates changes them;
-//   - futures: one-way mode, margin = |position| × entry / leverage, available balance =
-//     wallet − margin (unrealised PnL ignored);
+//   - futures: one-way mode (one net position per symbol, positionSide BOTH) unless the
+//     account is switched to hedge mode (SetHedgeMode, or POST /fapi/v1/positionSide/dual
+//     while no position or open order exists), which keeps a LONG and a SHORT position per
+//     symbol; margin = |position| × entry / leverage, available balance = wallet − margin
+//     (unrealised PnL ignored);
 //   - a client order ID is refused as a duplicate only while an order holding it is open,
 //     as on Binance (a filled order's ID can be used again: the adapter must look up
 //     first).
@@ -63,10 +68,15 @@ type Restrictions struct {
 	PermitsUniversalTransfer   bool
 }
 
-// Request is one request the server received (signature left out).
+// Request is one request the server received: Params merges the query string and the body
+// (signature left out); Query, Body and the API-key header are kept exactly as sent, so that
+// a test can check what was signed and how.
 type Request struct {
 	Method, Path string
 	Params       url.Values
+	Query, Body  string
+	APIKey       string
+	ContentType  string
 }
 
 // Server is the fake Binance.
@@ -84,7 +94,8 @@ type Server struct {
 	prices       map[string]decimal.Decimal
 	spotBal      map[string]*balance
 	futWallet    map[string]decimal.Decimal
-	positions    map[string]*position
+	hedge        bool // the futures position mode: false one-way, true hedge (dual side)
+	positions    map[posKey]*position
 	leverage     map[string]int
 	orders       []*order
 	byID         map[int64]*order
@@ -100,7 +111,12 @@ type Server struct {
 
 type balance struct{ free, locked decimal.Decimal }
 
+// position is one futures position: signed amount (a SHORT one is negative) and entry.
 type position struct{ amt, entry decimal.Decimal }
+
+// posKey names a position: a symbol and its side, BOTH in one-way mode, LONG or SHORT in
+// hedge mode.
+type posKey struct{ symbol, side string }
 
 // New starts a fake with the key pair APIKey/APISecret, prices BTCUSDT 50000, ETHUSDT 3000,
 // DOGEUSDT 0.1, 10000 USDT in the spot wallet and 10000 USDT in the futures wallet, a key
@@ -119,7 +135,7 @@ func New() *Server {
 		},
 		spotBal:   map[string]*balance{"USDT": {free: decimal.NewFromInt(10000)}},
 		futWallet: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(10000)},
-		positions: map[string]*position{},
+		positions: map[posKey]*position{},
 		byID:      map[int64]*order{},
 		byCID:     map[string][]*order{},
 		leverage:  map[string]int{},
@@ -211,15 +227,51 @@ func (s *Server) FuturesBalance(asset string) (wallet, available decimal.Decimal
 	return s.futWallet[asset], s.available(asset)
 }
 
-// Position is the futures position of symbol: signed amount and entry price.
+// Position is the futures position of symbol: signed amount and entry price. In hedge mode
+// it is the net of the long and the short position (entry that of the larger one).
 func (s *Server) Position(symbol string) (amount, entry decimal.Decimal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.positions[symbol]
+	amount, entry = decimal.Zero, decimal.Zero
+	largest := decimal.Zero
+	for k, p := range s.positions {
+		if k.symbol != symbol {
+			continue
+		}
+		amount = amount.Add(p.amt)
+		if p.amt.Abs().GreaterThan(largest) {
+			largest, entry = p.amt.Abs(), p.entry
+		}
+	}
+	return amount, entry
+}
+
+// SidePosition is one side of symbol's futures position: side "LONG" or "SHORT" in hedge
+// mode, "BOTH" in one-way mode. A SHORT amount is negative.
+func (s *Server) SidePosition(symbol, side string) (amount, entry decimal.Decimal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.positions[posKey{symbol, side}]
 	if p == nil {
 		return decimal.Zero, decimal.Zero
 	}
 	return p.amt, p.entry
+}
+
+// SetHedgeMode switches the account's futures position mode (true: hedge, false: one-way),
+// as a user would in Binance's web interface; unlike POST /fapi/v1/positionSide/dual it
+// does not check for open positions, so that a test can change the mode under an adapter.
+func (s *Server) SetHedgeMode(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hedge = on
+}
+
+// HedgeMode reports whether the account is in hedge mode.
+func (s *Server) HedgeMode() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hedge
 }
 
 // Leverage is the futures leverage of symbol.
@@ -382,7 +434,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Params: c.params})
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Params: c.params,
+		Query: r.URL.RawQuery, Body: c.body, APIKey: r.Header.Get("X-MBX-APIKEY"),
+		ContentType: r.Header.Get("Content-Type")})
 	s.mu.Unlock()
 
 	f := s.takeFault(r.Method, r.URL.Path)
@@ -533,35 +587,88 @@ func withoutSignature(s string) string {
 type endpoint struct {
 	need   perm
 	signed bool
+	// params are the parameters Binance documents for the endpoint (signed endpoints also
+	// take timestamp, recvWindow and signature); any other is refused with -1104, as
+	// Binance refuses a parameter it does not read.
+	params []string
 	h      func(*call) (any, *apiErr)
 }
 
+// Parameters of the endpoints, from the pages RULES.md cites.
+var (
+	spotOrderParams = []string{"symbol", "side", "type", "timeInForce", "quantity", "quoteOrderQty", "price",
+		"newClientOrderId", "strategyId", "strategyType", "stopPrice", "trailingDelta", "icebergQty",
+		"newOrderRespType", "selfTradePreventionMode", "pegPriceType", "pegOffsetValue", "pegOffsetType"}
+	futuresOrderParams = []string{"symbol", "side", "positionSide", "type", "timeInForce", "quantity",
+		"reduceOnly", "price", "newClientOrderId", "stopPrice", "closePosition", "activationPrice",
+		"callbackRate", "workingType", "priceProtect", "newOrderRespType", "priceMatch",
+		"selfTradePreventionMode", "goodTillDate"}
+	algoOrderParams = []string{"algoType", "symbol", "side", "positionSide", "type", "timeInForce", "quantity",
+		"price", "triggerPrice", "workingType", "priceMatch", "closePosition", "priceProtect", "reduceOnly",
+		"activatePrice", "callbackRate", "clientAlgoId", "newOrderRespType", "selfTradePreventionMode",
+		"goodTillDate"}
+	orderQueryParams = []string{"symbol", "orderId", "origClientOrderId"}
+	tradeListParams  = []string{"symbol", "orderId", "startTime", "endTime", "fromId", "limit"}
+	algoQueryParams  = []string{"algoId", "clientAlgoId"}
+)
+
 func (s *Server) buildRoutes() map[string]endpoint {
 	return map[string]endpoint{
-		"GET /api/v3/time":                     {h: s.serverTime},
-		"GET /api/v3/exchangeInfo":             {h: s.spotInfo},
-		"GET /api/v3/ticker/price":             {h: s.tickerPrice},
-		"GET /api/v3/account":                  {need: permRead, signed: true, h: s.spotAccount},
-		"POST /api/v3/order":                   {need: permSpot, signed: true, h: s.spotNewOrder},
-		"GET /api/v3/order":                    {need: permRead, signed: true, h: s.spotGetOrder},
-		"DELETE /api/v3/order":                 {need: permSpot, signed: true, h: s.spotCancelOrder},
-		"GET /api/v3/myTrades":                 {need: permRead, signed: true, h: s.spotTrades},
+		"GET /api/v3/time": {h: s.serverTime},
+		"GET /api/v3/exchangeInfo": {params: []string{"symbol", "symbols", "permissions", "showPermissionSets",
+			"symbolStatus"}, h: s.spotInfo},
+		"GET /api/v3/ticker/price":             {params: []string{"symbol", "symbols", "symbolStatus"}, h: s.tickerPrice},
+		"GET /api/v3/account":                  {need: permRead, signed: true, params: []string{"omitZeroBalances"}, h: s.spotAccount},
+		"POST /api/v3/order":                   {need: permSpot, signed: true, params: spotOrderParams, h: s.spotNewOrder},
+		"GET /api/v3/order":                    {need: permRead, signed: true, params: orderQueryParams, h: s.spotGetOrder},
+		"DELETE /api/v3/order":                 {need: permSpot, signed: true, params: append([]string{"newClientOrderId", "cancelRestrictions"}, orderQueryParams...), h: s.spotCancelOrder},
+		"GET /api/v3/myTrades":                 {need: permRead, signed: true, params: tradeListParams, h: s.spotTrades},
 		"GET /sapi/v1/account/apiRestrictions": {need: permRead, signed: true, h: s.apiRestrictions},
 		"GET /fapi/v1/time":                    {h: s.serverTime},
 		"GET /fapi/v1/exchangeInfo":            {h: s.futuresInfo},
-		"GET /fapi/v1/ticker/price":            {h: s.tickerPrice},
-		"GET /fapi/v2/ticker/price":            {h: s.tickerPrice},
+		"GET /fapi/v1/ticker/price":            {params: []string{"symbol"}, h: s.tickerPrice},
+		"GET /fapi/v2/ticker/price":            {params: []string{"symbol"}, h: s.tickerPrice},
 		"GET /fapi/v2/balance":                 {need: permFutures, signed: true, h: s.futuresBalance},
 		"GET /fapi/v3/balance":                 {need: permFutures, signed: true, h: s.futuresBalance},
-		"POST /fapi/v1/leverage":               {need: permFutures, signed: true, h: s.futuresLeverage},
-		"POST /fapi/v1/order":                  {need: permFutures, signed: true, h: s.futuresNewOrder},
-		"GET /fapi/v1/order":                   {need: permFutures, signed: true, h: s.futuresGetOrder},
-		"DELETE /fapi/v1/order":                {need: permFutures, signed: true, h: s.futuresCancelOrder},
-		"GET /fapi/v1/userTrades":              {need: permFutures, signed: true, h: s.futuresTrades},
-		"POST /fapi/v1/algoOrder":              {need: permFutures, signed: true, h: s.algoNew},
-		"GET /fapi/v1/algoOrder":               {need: permFutures, signed: true, h: s.algoGet},
-		"DELETE /fapi/v1/algoOrder":            {need: permFutures, signed: true, h: s.algoCancel},
+		"POST /fapi/v1/leverage":               {need: permFutures, signed: true, params: []string{"symbol", "leverage"}, h: s.futuresLeverage},
+		"POST /fapi/v1/order":                  {need: permFutures, signed: true, params: futuresOrderParams, h: s.futuresNewOrder},
+		"GET /fapi/v1/order":                   {need: permFutures, signed: true, params: orderQueryParams, h: s.futuresGetOrder},
+		"DELETE /fapi/v1/order":                {need: permFutures, signed: true, params: orderQueryParams, h: s.futuresCancelOrder},
+		"GET /fapi/v1/userTrades":              {need: permFutures, signed: true, params: tradeListParams, h: s.futuresTrades},
+		"POST /fapi/v1/algoOrder":              {need: permFutures, signed: true, params: algoOrderParams, h: s.algoNew},
+		"GET /fapi/v1/algoOrder":               {need: permFutures, signed: true, params: algoQueryParams, h: s.algoGet},
+		// The cancel page spells its parameters algoid / clientalgoid; the query and new-order
+		// pages (and the clients in use) algoId / clientAlgoId: both are read.
+		"DELETE /fapi/v1/algoOrder":       {need: permFutures, signed: true, params: append([]string{"algoid", "clientalgoid"}, algoQueryParams...), h: s.algoCancel},
+		"GET /fapi/v1/positionSide/dual":  {need: permFutures, signed: true, h: s.positionMode},
+		"POST /fapi/v1/positionSide/dual": {need: permFutures, signed: true, params: []string{"dualSidePosition"}, h: s.changePositionMode},
+		"GET /fapi/v3/positionRisk":       {need: permFutures, signed: true, params: []string{"symbol"}, h: s.positionRisk},
 	}
+}
+
+// unread refuses a request carrying a parameter the endpoint does not read, with Binance's
+// -1104 and its counts (every distinct parameter, timestamp and signature included).
+func unread(c *call, ep endpoint) *apiErr {
+	known := map[string]bool{}
+	if ep.signed {
+		known["timestamp"], known["recvWindow"] = true, true
+	}
+	for _, p := range ep.params {
+		known[p] = true
+	}
+	sent, read := len(c.params), len(c.params)
+	if c.r.URL.Query().Has("signature") || strings.Contains("&"+c.body, "&signature=") {
+		sent, read = sent+1, read+1
+	}
+	for k := range c.params {
+		if !known[k] {
+			read--
+		}
+	}
+	if read == sent {
+		return nil
+	}
+	return reject(-1104, fmt.Sprintf("Not all sent parameters were read; read '%d' parameter(s) but was sent '%d'.", read, sent))
 }
 
 // route dispatches one request; signed endpoints are authenticated first.
@@ -580,6 +687,10 @@ func (s *Server) route(w http.ResponseWriter, c *call) {
 			writeErr(w, e.status, e.code, e.msg)
 			return
 		}
+	}
+	if e := unread(c, ep); e != nil {
+		writeErr(w, e.status, e.code, e.msg)
+		return
 	}
 	v, e := ep.h(c)
 	if e != nil {

@@ -16,6 +16,7 @@ type order struct {
 	id                       int64
 	cid                      string
 	symbol, side, typ, tif   string
+	positionSide             string // futures: BOTH (one-way), LONG or SHORT (hedge)
 	status                   string
 	orig, executed, cumQuote decimal.Decimal
 	price, stop              decimal.Decimal
@@ -120,7 +121,7 @@ func (s *Server) spotNewOrder(c *call) (any, *apiErr) {
 		cid = "web_" + strconv.FormatInt(s.nextID+1, 10)
 	}
 	if !clientIDRE.MatchString(cid) {
-		return nil, reject(-1100, "Illegal characters found in parameter 'newClientOrderId'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{1,36}$'.")
+		return nil, illegalClientID("newClientOrderId")
 	}
 	qty, qs, e := parseDec(c, "quantity")
 	if e != nil {
@@ -136,6 +137,16 @@ func (s *Server) spotNewOrder(c *call) (any, *apiErr) {
 		executed: decimal.Zero, cumQuote: decimal.Zero, price: decimal.Zero, stop: decimal.Zero}
 	limit := typ == "LIMIT" || typ == "STOP_LOSS_LIMIT" || typ == "TAKE_PROFIT_LIMIT"
 	stop := typ != "MARKET" && typ != "LIMIT"
+	// Each type takes its own parameters; a price or timeInForce on a market type, or a
+	// stopPrice on a type without a trigger, is a parameter sent when not required.
+	for _, extra := range []struct {
+		name    string
+		allowed bool
+	}{{"price", limit}, {"timeInForce", limit}, {"stopPrice", stop}} {
+		if !extra.allowed && p.Has(extra.name) {
+			return nil, reject(-1106, "Parameter '"+extra.name+"' sent when not required.")
+		}
+	}
 	for _, pp := range []struct {
 		name string
 		need bool
