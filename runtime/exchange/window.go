@@ -28,3 +28,18 @@ func WindowOf(ex Exchange) time.Duration {
 	}
 	return 0
 }
+
+// RequestWindowFor is implemented by exchanges whose window depends on the request: OKX
+// bounds an ordinary order's request with its expiry header, which its conditional orders
+// do not take, so those alone wait out the longer timestamp window.
+type RequestWindowFor interface {
+	RequestWindowFor(req OrderRequest) time.Duration
+}
+
+// WindowFor is ex's request window for req: RequestWindowFor when ex has it, else WindowOf.
+func WindowFor(ex Exchange, req OrderRequest) time.Duration {
+	if w, ok := ex.(RequestWindowFor); ok {
+		return max(w.RequestWindowFor(req), 0)
+	}
+	return WindowOf(ex)
+}

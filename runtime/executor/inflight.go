@@ -93,7 +93,7 @@ return tonumber(ARGV[2])
 // has passed and this attempt has claimed the next send.
 func (e *Executor) lookupStaged(ctx context.Context, j *job, l leg, req exchange.OrderRequest) (*exchange.Order, error) {
 	ex := j.acct.Exchange
-	window := exchange.WindowOf(ex)
+	window := exchange.WindowFor(ex, req)
 	for {
 		o, err := ex.GetOrder(ctx, req.Kind, req.Symbol, req.ClientOrderID)
 		if err == nil {

@@ -197,7 +197,7 @@ func (b *BybitPublic) CandlesBetween(ctx context.Context, kind exchange.Kind, sy
 const FlagBybit = "bybit"
 
 // HistoryFromFlag builds the candle history a daemon's flag names: "simulated" (or "") for
-// the default Simulated market, "binance" or "bybit" for their public REST APIs (uncached:
+// the default Simulated market, "binance", "bybit" or "okx" for their public REST APIs (uncached:
 // the Strategy Lab's engine keeps the series it builds).
 func HistoryFromFlag(name string) (History, error) {
 	switch strings.ToLower(strings.TrimSpace(name)) {
@@ -207,6 +207,8 @@ func HistoryFromFlag(name string) (History, error) {
 		return NewBinancePublic("", "", nil), nil
 	case FlagBybit:
 		return NewBybitPublic("", "", nil), nil
+	case FlagOKX:
+		return NewOKXPublic("", "", nil), nil
 	}
-	return nil, fmt.Errorf("marketdata: unknown history %q (want %s, %s or %s)", name, FlagSimulated, FlagBinance, FlagBybit)
+	return nil, fmt.Errorf("marketdata: unknown history %q (want %s, %s, %s or %s)", name, FlagSimulated, FlagBinance, FlagBybit, FlagOKX)
 }

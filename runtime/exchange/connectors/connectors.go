@@ -7,6 +7,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
 	"github.com/sigops/sigops/runtime/exchange/bybit"
+	"github.com/sigops/sigops/runtime/exchange/okx"
 )
 
 // All returns every supported exchange's connector.
@@ -14,5 +15,6 @@ func All() map[string]exchange.Connector {
 	return map[string]exchange.Connector{
 		binance.Name: binance.Connector{},
 		bybit.Name:   bybit.Connector{},
+		okx.Name:     okx.Connector{},
 	}
 }

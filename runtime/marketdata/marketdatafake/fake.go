@@ -2,7 +2,8 @@
 // tests: an HTTP handler answering GET /api/v3/klines, /fapi/v1/klines (Binance: rows
 // oldest first, numbers for times, strings for prices) and /v5/market/kline (Bybit: a
 // retCode envelope, rows newest first, every field a string) and Bybit's /v5/market/tickers,
-// with the data of a
+// and OKX's /api/v5/market/history-candles and /api/v5/market/ticker (okx.go), with the
+// data of a
 // marketdata.Provider (a Simulated market on the test's clock). It counts the kline
 // requests it answers, and can be told to fail (5xx), to leave candles out or to repeat
 // them, as real venues sometimes do. A request with a time range is answered from the
@@ -77,6 +78,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/v5/") {
+		s.serveOKX(w, r)
+		return
 	}
 	q := r.URL.Query()
 	var kind exchange.Kind
