@@ -70,7 +70,7 @@ func (s *Server) marketTools() []Tool {
 				"charts (GET /api/charts/candles)."),
 			mcp.WithToolAnnotation(readOnly("Get candles")),
 			mcp.WithString("symbol", mcp.Required(), mcp.Description("any common spelling: BTCUSDT, BTC/USDT, BINANCE:BTCUSDT.P")),
-			mcp.WithString("exchangeId", mcp.Required(), mcp.Description("binance, bybit, paper, or the id of one of your exchange connections")),
+			mcp.WithString("exchangeId", mcp.Required(), mcp.Description("binance, bybit, okx, paper, or the id of one of your exchange connections")),
 			mcp.WithString("timeframe", mcp.Required(), mcp.Enum("1m", "5m", "15m", "30m", "1h", "4h", "1d", "1w")),
 			mcp.WithNumber("limit", mcp.Description("number of candles, 1 to 500 (default: the timeframe's)"), mcp.Min(1), mcp.Max(candles.MaxLimit)),
 			mcp.WithString("market", mcp.Enum("spot", "futures"), mcp.Description("default spot")),
@@ -83,7 +83,7 @@ func (s *Server) marketTools() []Tool {
 				"EXCHANGE_ERROR (no source could answer)."),
 			mcp.WithToolAnnotation(readOnly("Get ticker")),
 			mcp.WithRawOutputSchema(json.RawMessage(tickerOutput))},
-			symbolArgs("binance, bybit, paper (default), or the id of one of your exchange connections")...)...),
+			symbolArgs("binance, bybit, okx, paper (default), or the id of one of your exchange connections")...)...),
 			Scope: auth.ScopeRead, Handler: s.getTicker},
 		{Def: mcp.NewTool("list_symbols", append([]mcp.ToolOption{
 			mcp.WithDescription("Canonical symbols (BASE/QUOTE) signals and tools accept, sorted, a page at a time: the paper " +
@@ -101,7 +101,7 @@ func (s *Server) marketTools() []Tool {
 				"orders are rounded to and checked against. exchangeId paper (default) answers the paper catalogue; " +
 				"one of your exchange connections asks that exchange. Errors: INVALID_SYMBOL (unknown, or not traded " +
 				"on that market), NOT_FOUND (a connection that is not yours), EXCHANGE_DISCONNECTED (the connection " +
-				"cannot be used), INVALID_PARAMETER (binance or bybit without a connection)."),
+				"cannot be used), INVALID_PARAMETER (binance, bybit or okx without a connection)."),
 			mcp.WithToolAnnotation(readOnly("Get symbol info")),
 			mcp.WithRawOutputSchema(json.RawMessage(symbolInfoOutput))},
 			symbolArgs("paper (default) or the id of one of your exchange connections")...)...),
@@ -198,7 +198,7 @@ func (s *Server) markets(ctx context.Context, exchangeID string, kind exchange.K
 	switch name {
 	case "", candles.Paper:
 		return paper.Markets(kind), candles.Paper, nil
-	case candles.Binance, candles.Bybit:
+	case candles.Binance, candles.Bybit, candles.OKX:
 		return nil, "", errs.New(errs.InvalidParameter,
 			"an exchange's trading rules are read through one of your connections: give its id (list_exchange_connections), or paper")
 	}

@@ -43,7 +43,7 @@ type tradePage struct {
 	// Bots are the viewer's bots to pick from; Bot is the picked one (nil: none yet).
 	Bots []registry.Bot
 	Bot  *registry.Bot
-	// Exchange names a live bot's exchange (binance, bybit); empty on paper.
+	// Exchange names a live bot's exchange (binance, bybit, okx); empty on paper.
 	Exchange string
 	// OrderKey and CloseAllKey are the idempotency keys of this render's forms; each
 	// position carries its own.

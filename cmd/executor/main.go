@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&budget.MaxAttempts, "signal-max-attempts", queue.DefaultMaxAttempts, "handler attempts per signal before it is dead-lettered (counted across replicas)")
 	flag.DurationVar(&budget.MaxElapsed, "signal-max-elapsed", queue.DefaultMaxElapsed, "time after a signal's first failure before it is dead-lettered")
 	flag.IntVar(&budget.MaxInFlight, "partition-concurrency", queue.DefaultMaxInFlight, "signals of different bots one queue partition executes at once")
-	flag.StringVar(&labHistory, "lab-history", "", "Strategy Lab candle history: simulated, binance or bybit (default: the --market-data source)")
+	flag.StringVar(&labHistory, "lab-history", "", "Strategy Lab candle history: simulated, binance, bybit or okx (default: the --market-data source)")
 	flag.IntVar(&labWorkers, "lab-workers", runtime.GOMAXPROCS(0), "Strategy Lab experiments run at once")
 	flag.DurationVar(&watchInterval, "watch-interval", executor.DefaultWatchInterval, "how often stop-loss and take-profit are checked")
 	flag.Float64Var(&strategies.Headroom, "memory-headroom", store.DefaultHeadroom,

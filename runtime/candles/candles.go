@@ -90,6 +90,7 @@ func DefaultLimit(timeframe string) int { return defaultLimits[timeframe] }
 const (
 	Binance = "binance"
 	Bybit   = "bybit"
+	OKX     = "okx"
 	// Paper is paper trading, which has no exchange: the public fallback serves it.
 	Paper = "paper"
 )
@@ -98,7 +99,7 @@ const (
 // connection: such requests need no caller.
 func IsExchangeName(exchangeID string) bool {
 	switch strings.ToLower(strings.TrimSpace(exchangeID)) {
-	case Binance, Bybit, Paper:
+	case Binance, Bybit, OKX, Paper:
 		return true
 	}
 	return false
@@ -110,13 +111,15 @@ type Venue struct {
 	TestnetSpot, TestnetFutures string
 }
 
-// DefaultVenues are Binance's and Bybit's real hosts.
+// DefaultVenues are Binance's, Bybit's and OKX's real hosts (OKX's demo trading is its
+// production host with a header, and its market data is the same).
 func DefaultVenues() map[string]Venue {
 	return map[string]Venue{
 		Binance: {Spot: marketdata.BinanceSpotURL, Futures: marketdata.BinanceFuturesURL,
 			TestnetSpot: marketdata.BinanceSpotTestnetURL, TestnetFutures: marketdata.BinanceFuturesTestnetURL},
 		Bybit: {Spot: marketdata.BybitURL, Futures: marketdata.BybitURL,
 			TestnetSpot: marketdata.BybitTestnetURL, TestnetFutures: marketdata.BybitTestnetURL},
+		OKX: {Spot: marketdata.OKXURL, Futures: marketdata.OKXURL, TestnetSpot: marketdata.OKXURL, TestnetFutures: marketdata.OKXURL},
 	}
 }
 
@@ -337,7 +340,7 @@ func (s *Service) parse(r Request) (query, error) {
 		return query{}, err
 	}
 	if strings.TrimSpace(r.ExchangeID) == "" {
-		return query{}, errs.New(errs.InvalidParameter, "exchangeId is required: binance, bybit, paper or an exchange connection's ID")
+		return query{}, errs.New(errs.InvalidParameter, "exchangeId is required: binance, bybit, okx, paper or an exchange connection's ID")
 	}
 	if q.symbol, err = s.Resolve(r.Symbol); err != nil {
 		return query{}, err
@@ -406,7 +409,7 @@ func (s *Service) source(ctx context.Context, exchangeID, owner string) (source,
 	switch name {
 	case Paper:
 		return source{id: fallbackID, exchange: Paper}, nil
-	case Binance, Bybit:
+	case Binance, Bybit, OKX:
 		return s.venue(name, exchange.Endpoints{}), nil
 	}
 	if owner == "" || len(exchangeID) > maxConnectionID {
@@ -438,7 +441,7 @@ func (s *Service) venue(name string, ep exchange.Endpoints) source {
 	}
 	if ep.Spot != "" {
 		spot = ep.Spot
-		if name == Bybit { // one Bybit host serves both categories
+		if name == Bybit || name == OKX { // one host serves both markets
 			fut = ep.Spot
 		}
 	}
@@ -456,6 +459,10 @@ func (s *Service) venue(name string, ep exchange.Endpoints) source {
 		b := marketdata.NewBinancePublic(spot, fut, s.o.HTTPClient)
 		b.Timeout = s.o.FetchTimeout
 		p = b
+	case OKX:
+		o := marketdata.NewOKXPublic(spot, fut, s.o.HTTPClient)
+		o.Timeout = s.o.FetchTimeout
+		p = o
 	default:
 		b := marketdata.NewBybitPublic(spot, fut, s.o.HTTPClient)
 		b.Timeout = s.o.FetchTimeout

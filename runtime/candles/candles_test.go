@@ -62,6 +62,7 @@ func (w *world) service(mod ...func(*candles.Options)) *candles.Service {
 		Venues: map[string]candles.Venue{
 			candles.Binance: {Spot: w.url, Futures: w.url, TestnetSpot: w.url, TestnetFutures: w.url},
 			candles.Bybit:   {Spot: w.url, Futures: w.url, TestnetSpot: w.url, TestnetFutures: w.url},
+			candles.OKX:     {Spot: w.url, Futures: w.url, TestnetSpot: w.url, TestnetFutures: w.url},
 		},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    w.clk.Now,
@@ -103,7 +104,7 @@ func sameCandles(t testing.TB, got, want []marketdata.Candle) {
 func TestServesTheVenuesClosedCandles(t *testing.T) {
 	w := newWorld(t)
 	s := w.service()
-	for _, ex := range []string{"binance", "bybit", "Binance"} {
+	for _, ex := range []string{"binance", "bybit", "okx", "Binance"} {
 		for _, kind := range []string{"", "spot", "futures"} {
 			res, err := s.Get(t.Context(), candles.Request{Symbol: "ethusdt", ExchangeID: ex, Timeframe: "15m", Limit: 40, Market: kind})
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 // TickerRequest asks for a symbol's last price, spelt as a candles Request.
 type TickerRequest struct {
 	Symbol string
-	// ExchangeID is binance, bybit, paper (also "": the public source paper trading fills
+	// ExchangeID is binance, bybit, okx, paper (also "": the public source paper trading fills
 	// at) or the UID of one of Owner's exchange connections.
 	ExchangeID string
 	// Market is "spot" (also "") or "futures".

@@ -22,7 +22,7 @@ type Account struct {
 	Exchange exchange.Exchange
 	// FeeRate is the account's fee rate, used to size "N%" orders so that the fee fits.
 	FeeRate decimal.Decimal
-	// Venue names the exchange in metrics and logs (paper, binance, bybit).
+	// Venue names the exchange in metrics and logs (paper, binance, bybit, okx).
 	Venue string
 
 	// quote is the account's quote balance when it was read together with the account
