@@ -15,6 +15,8 @@ import (
 	"github.com/sigops/sigops/controllers"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 	"github.com/sigops/sigops/runtime/exchange/bybit/bybitfake"
+	"github.com/sigops/sigops/runtime/exchange/okx"
+	"github.com/sigops/sigops/runtime/exchange/okx/okxfake"
 	"github.com/sigops/sigops/runtime/order"
 )
 
@@ -60,6 +62,26 @@ func newVenue(ex tradingv1.Exchange, hedge bool) venue {
 		}
 		return venue{exchange: ex, url: f.URL(), secret: map[string]string{"apiKey": bybitfake.APIKey, "apiSecret": bybitfake.APISecret},
 			placed: f.OrdersCreated, long: at(1), short: at(2), net: at(0), close: f.Close}
+	case tradingv1.ExchangeOKX:
+		f := okxfake.New()
+		f.SetPrice("BTC-USDT", decimal.NewFromInt(65000))
+		f.SetBalance("USDT", decimal.NewFromInt(10000))
+		if hedge {
+			f.SetPositionMode(okxfake.LongShortMode)
+		}
+		// Swap positions are in contracts of 0.01 BTC; a long/short mode short is a positive
+		// count on the short side.
+		ctVal := decimal.RequireFromString("0.01")
+		side := func(posSide string, sign int64) func() decimal.Decimal {
+			return func() decimal.Decimal {
+				p, _, _ := f.Position("BTC-USDT-SWAP", posSide)
+				return p.Mul(ctVal).Mul(decimal.NewFromInt(sign))
+			}
+		}
+		return venue{exchange: ex, url: f.URL(),
+			secret: map[string]string{"apiKey": okxfake.APIKey, "apiSecret": okxfake.APISecret, "passphrase": okxfake.Passphrase},
+			placed: func(cid string) int { return f.OrdersCreated(okx.ClOrdID(cid)) },
+			long:   side("long", 1), short: side("short", -1), net: side("net", 1), close: f.Close}
 	}
 	panic("no fake for " + ex)
 }
@@ -72,7 +94,7 @@ func newVenue(ex tradingv1.Exchange, hedge bool) venue {
 // buy entry and its sell exit, the short side for a sell entry and its buy exit), which the
 // fakes refuse otherwise.
 func TestLiveVenuesEndToEnd(t *testing.T) {
-	for _, ex := range []tradingv1.Exchange{tradingv1.ExchangeBinance, tradingv1.ExchangeBybit} {
+	for _, ex := range []tradingv1.Exchange{tradingv1.ExchangeBinance, tradingv1.ExchangeBybit, tradingv1.ExchangeOKX} {
 		t.Run(string(ex)+"/spot", func(t *testing.T) { liveVenueRun(t, ex, tradingv1.MarketSpot, false) })
 		t.Run(string(ex)+"/futures-oneway", func(t *testing.T) { liveVenueRun(t, ex, tradingv1.MarketFutures, false) })
 		t.Run(string(ex)+"/futures-hedge", func(t *testing.T) { liveVenueRun(t, ex, tradingv1.MarketFutures, true) })

@@ -86,10 +86,10 @@
 //
 // Statuses: live → open, partially_filled → partially_filled, filled → filled, canceled
 // and mmp_canceled → cancelled (FilledAmount keeps any fill), anything unknown → pending.
-// Fees: OKX reports a charge as a negative fee (fee/feeCcy), sigops as a positive one; a
-// fee charged in the base currency (spot buys) is converted to the quote at the average
-// fill price, as the other adapters report it (the account then holds FilledAmount less
-// that fee in the base currency). A net swap rebate reads as a negative fee.
+// Fees: OKX reports a charge as a negative fee (fee/feeCcy), sigops as a positive one, in
+// the currency OKX charged it in, as the other adapters report it: a spot buy's fee is in
+// the base currency, which tells the executor the account holds FilledAmount less that fee
+// (the position it books). A net swap rebate reads as a negative fee.
 //
 // OKX keeps a cancelled order without fills readable for a limited time (2 hours in its
 // documentation); after that GetOrder reports it not found.

@@ -98,20 +98,20 @@ func TestSizeInContracts(t *testing.T) {
 
 func TestFeeOf(t *testing.T) {
 	spot := &market{instType: "SPOT", settle: "USDT", info: exchange.MarketInfo{Base: "BTC", Quote: "USDT"}}
-	fee, asset := feeOf(spot, testkit.D("-0.00001"), "BTC", testkit.D("50000"))
-	if !fee.Equal(testkit.D("0.5")) || asset != "USDT" {
+	fee, asset := feeOf(spot, testkit.D("-0.00001"), "btc")
+	if !fee.Equal(testkit.D("0.00001")) || asset != "BTC" {
 		t.Errorf("base fee: %s %s", fee, asset)
 	}
-	fee, asset = feeOf(spot, testkit.D("-0.25"), "USDT", testkit.D("50000"))
+	fee, asset = feeOf(spot, testkit.D("-0.25"), "USDT")
 	if !fee.Equal(testkit.D("0.25")) || asset != "USDT" {
 		t.Errorf("quote fee: %s %s", fee, asset)
 	}
 	sw := &market{instType: "SWAP", settle: "USDT", info: exchange.MarketInfo{Base: "BTC", Quote: "USDT"}}
-	fee, asset = feeOf(sw, testkit.D("0.01"), "USDT", testkit.D("50000")) // a maker rebate
+	fee, asset = feeOf(sw, testkit.D("0.01"), "USDT") // a maker rebate
 	if !fee.Equal(testkit.D("-0.01")) || asset != "USDT" {
 		t.Errorf("rebate: %s %s", fee, asset)
 	}
-	if fee, asset = feeOf(sw, decimal.Zero, "", decimal.Zero); !fee.IsZero() || asset != "USDT" {
+	if fee, asset = feeOf(sw, decimal.Zero, ""); !fee.IsZero() || asset != "USDT" {
 		t.Errorf("none: %s %s", fee, asset)
 	}
 }

@@ -346,9 +346,10 @@ func TestSpotMarketBuyInBaseUnits(t *testing.T) {
 	testkit.EqualD(t, "amount", o.Amount, "0.01")
 	testkit.EqualD(t, "filled", o.FilledAmount, "0.01")
 	testkit.EqualD(t, "avg", o.AvgPrice, "50000")
-	// OKX charges 0.00001 BTC (reported -0.00001): 0.5 USDT at the fill price.
-	testkit.EqualD(t, "fee", o.Fee, "0.5")
-	if o.FeeAsset != "USDT" {
+	// OKX charges 0.00001 BTC (reported -0.00001), reported in BTC: the account holds
+	// 0.00999 BTC, which the executor books.
+	testkit.EqualD(t, "fee", o.Fee, "0.00001")
+	if o.FeeAsset != "BTC" {
 		t.Errorf("fee asset %s", o.FeeAsset)
 	}
 	testkit.EqualD(t, "USDT", srv.Balance("USDT"), "9500")
@@ -432,7 +433,10 @@ func TestSpotLimitRestsLocksAndCancels(t *testing.T) {
 		t.Fatalf("crossed limit %+v %v", o, err)
 	}
 	testkit.EqualD(t, "limit avg", o.AvgPrice, "40000.1")
-	testkit.EqualD(t, "limit fee", o.Fee, "4.00001") // 0.0001 BTC at 40000.1
+	testkit.EqualD(t, "limit fee", o.Fee, "0.0001") // in BTC, as OKX charged it
+	if o.FeeAsset != "BTC" {
+		t.Errorf("limit fee asset %s", o.FeeAsset)
+	}
 }
 
 func TestGetOrder(t *testing.T) {

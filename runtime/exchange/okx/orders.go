@@ -541,8 +541,8 @@ func typeOf(ordType string) exchange.OrderType {
 	return exchange.Limit
 }
 
-// defaultFeeAsset is where a fee is reported when OKX names none: the quote on spot (base
-// fees are converted to it, see feeOf), the settlement currency on swaps.
+// defaultFeeAsset is where a fee is reported when OKX names none: the quote on spot, the
+// settlement currency on swaps.
 func defaultFeeAsset(m *market) string {
 	if m.swap() {
 		return m.settle
@@ -551,17 +551,15 @@ func defaultFeeAsset(m *market) string {
 }
 
 // feeOf is sigops' fee of OKX's fee and feeCcy: OKX reports a charge as a negative amount
-// (and, on swaps, a net rebate as a positive one), sigops a charge as a positive one. A fee
-// charged in the base currency (OKX's rule for spot buys) is converted to the quote at the
-// fill price, as the other adapters report it; note that the account then holds
-// FilledAmount less that fee in the base currency.
-func feeOf(m *market, okxFee decimal.Decimal, ccy string, price decimal.Decimal) (decimal.Decimal, string) {
+// (and, on swaps, a net rebate as a positive one), sigops a charge as a positive one. The
+// fee stays in the currency OKX charged it in, as the other adapters report it: a spot
+// buy's fee in the base currency (OKX's rule) tells the executor that the account holds
+// FilledAmount less that fee, which it books as the position (and values the fee at the
+// fill price for PnL).
+func feeOf(m *market, okxFee decimal.Decimal, ccy string) (decimal.Decimal, string) {
 	fee := okxFee.Neg()
 	if ccy == "" {
 		return fee, defaultFeeAsset(m)
-	}
-	if strings.EqualFold(ccy, m.info.Base) && m.info.Base != "" && price.IsPositive() {
-		return fee.Mul(price), m.info.Quote
 	}
 	return fee, strings.ToUpper(ccy)
 }
@@ -582,7 +580,7 @@ func toOrder(m *market, typ exchange.OrderType, clientOrderID string, o oOrder) 
 		amount = filled // sz is a quote amount: the base amount is what filled
 	}
 	avg := o.AvgPx.dec()
-	fee, asset := feeOf(m, o.Fee.dec(), o.FeeCcy, avg)
+	fee, asset := feeOf(m, o.Fee.dec(), o.FeeCcy)
 	created, _ := strconv.ParseInt(string(o.CTime), 10, 64)
 	updated, _ := strconv.ParseInt(string(o.UTime), 10, 64)
 	return exchange.Order{
