@@ -25,6 +25,8 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/bybit"
 	"github.com/sigops/sigops/runtime/exchange/bybit/bybitfake"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
+	"github.com/sigops/sigops/runtime/exchange/okx"
+	"github.com/sigops/sigops/runtime/exchange/okx/okxfake"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
@@ -41,7 +43,8 @@ import (
 // not know.
 
 // Short request windows, so that the tests wait seconds and not the production 8-12 s: the
-// call budget 1 s + recvWindow 2.5 s + clock margin 0.25 s = 3.75 s, for both adapters.
+// call budget 1 s + recvWindow (OKX: expTime) 2.5 s + clock margin 0.25 s = 3.75 s, for
+// every adapter.
 const testWindow = 3750 * time.Millisecond
 
 func windowConnectors() map[string]exchange.Connector {
@@ -49,6 +52,8 @@ func windowConnectors() map[string]exchange.Connector {
 		binance.Name: binance.Connector{Timeout: time.Second, MaxElapsed: time.Second,
 			RecvWindow: 2500 * time.Millisecond, ClockMargin: 250 * time.Millisecond},
 		bybit.Name: bybit.Connector{Timeout: time.Second, RecvWindow: 2500 * time.Millisecond,
+			ClockMargin: 250 * time.Millisecond},
+		okx.Name: okx.Connector{Timeout: time.Second, Expiry: 2500 * time.Millisecond,
 			ClockMargin: 250 * time.Millisecond},
 	}
 }
@@ -214,6 +219,30 @@ func bybitLinear(t *testing.T) venue {
 	}
 }
 
+func okxSwap(t *testing.T) venue {
+	f := okxfake.New()
+	t.Cleanup(f.Close)
+	f.SetPrice("BTC-USDT", testkit.D("65000"))
+	const path = "/api/v5/trade/order"
+	return venue{name: okx.Name, url: f.URL(),
+		creds:      exchange.Credentials{APIKey: okxfake.APIKey, APISecret: okxfake.APISecret, Passphrase: okxfake.Passphrase},
+		edit:       func(b *registry.Bot) { b.Market, b.Leverage = "futures", 5 },
+		holdCreate: func() held { return f.HoldNext(http.MethodPost, path) },
+		creates:    func() int { return f.Calls(http.MethodPost + " " + path) }, // the lookups GET the same path
+		orders:     func(cid string) int { return f.OrdersCreated(okx.ClOrdID(cid)) },
+		placedAt: func(t *testing.T, cid string) time.Time {
+			o, ok := f.Order(okx.ClOrdID(cid))
+			if !ok {
+				t.Fatal("no order")
+			}
+			return o.CreatedAt // on arrival, after it was sent
+		},
+		// Contracts of 0.01 BTC: one contract is the 0.01 BTC the bot bought.
+		holding: func() decimal.Decimal { n, _, _ := f.Position("BTC-USDT-SWAP", "net"); return n.Mul(testkit.D("0.01")) },
+		size:    "0.01",
+	}
+}
+
 // newWindowFixture is the harness with its bot (fixed size 0.01 BTC) on an exchange
 // connection to v, and executor B trading through the real adapter.
 func newWindowFixture(t *testing.T, v venue) *harness {
@@ -316,7 +345,7 @@ func booked(t *testing.T, h *harness, v venue, env queue.Envelope, cid string) {
 // late, after executor B has looked for the order and not found it. B must not place it
 // inside the request window; once the order shows, B books it: one order, one fill.
 func TestKilledExecutorsLateOrderIsBookedNotPlacedAgain(t *testing.T) {
-	for _, mk := range []func(*testing.T) venue{binanceSpot, bybitLinear} {
+	for _, mk := range []func(*testing.T) venue{binanceSpot, bybitLinear, okxSwap} {
 		v := mk(t)
 		t.Run(v.name, func(t *testing.T) {
 			h := newWindowFixture(t, v)
@@ -343,7 +372,7 @@ func TestKilledExecutorsLateOrderIsBookedNotPlacedAgain(t *testing.T) {
 // Executor A's order request is lost for good: executor B places it, but only once the
 // request window of A's send has passed, and the signal completes.
 func TestKilledExecutorsLostOrderIsPlacedAfterTheWindow(t *testing.T) {
-	for _, mk := range []func(*testing.T) venue{binanceSpot, bybitLinear} {
+	for _, mk := range []func(*testing.T) venue{binanceSpot, bybitLinear, okxSwap} {
 		v := mk(t)
 		t.Run(v.name, func(t *testing.T) {
 			h := newWindowFixture(t, v)
