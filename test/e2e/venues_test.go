@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -18,6 +19,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/okx"
 	"github.com/sigops/sigops/runtime/exchange/okx/okxfake"
 	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
 // venue is one fake exchange as the live-path test drives it: where it listens, the key
@@ -118,6 +120,7 @@ func liveVenueRun(t *testing.T, ex tradingv1.Exchange, market tradingv1.Market, 
 	if market == tradingv1.MarketFutures && conn.Status.PositionMode != wantMode {
 		t.Fatalf("status.positionMode = %q, want %q", conn.Status.PositionMode, wantMode)
 	}
+	defer credentialsNowhere(t, conn, v.secret)
 
 	trade := func(action string, want func() decimal.Decimal, size string) {
 		t.Helper()
@@ -219,4 +222,46 @@ func liveBot(t *testing.T, v venue, market tradingv1.Market) (path, botID, names
 		t.Fatal(err)
 	}
 	return string(s.Data[controllers.WebhookSecretKeyURL])[len("https://sigops.test"):], botID, ns.Name
+}
+
+// credentialsNowhere checks, once the venue has been traded on, that no credential value
+// (key, secret, OKX's passphrase) is in the connection's status or anywhere in Redis: every
+// key's name and every value of its strings, hashes, sets and streams.
+func credentialsNowhere(t *testing.T, conn *tradingv1.ExchangeConnection, secret map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	var texts []string
+	c := &tradingv1.ExchangeConnection{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(conn), c); err != nil {
+		t.Fatal(err)
+	}
+	texts = append(texts, fmt.Sprintf("%+v", c.Status))
+	keys, err := storetest.Keys(ctx, rdb, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		texts = append(texts, k)
+		switch rdb.Type(ctx, k).Val() {
+		case "string":
+			texts = append(texts, rdb.Get(ctx, k).Val())
+		case "hash":
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				texts = append(texts, f, v)
+			}
+		case "set":
+			texts = append(texts, rdb.SMembers(ctx, k).Val()...)
+		case "stream":
+			for _, m := range rdb.XRange(ctx, k, "-", "+").Val() {
+				texts = append(texts, fmt.Sprint(m.Values))
+			}
+		}
+	}
+	for name, value := range secret {
+		for _, s := range texts {
+			if strings.Contains(s, value) {
+				t.Fatalf("the credential %s is readable in clear: %.200s", name, s)
+			}
+		}
+	}
 }
