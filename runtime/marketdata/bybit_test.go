@@ -21,26 +21,8 @@ func TestBybitPublicCandles(t *testing.T) {
 	t.Cleanup(srv.Close)
 	by := marketdata.NewBybitPublic(srv.URL, "", nil)
 
-	for _, kind := range []exchange.Kind{exchange.Spot, exchange.Futures} {
-		for _, tf := range marketdata.Timeframes() {
-			got, err := by.Candles(t.Context(), kind, "BTC/USDT", tf, 50)
-			if err != nil {
-				t.Fatalf("%s %s: %v", kind, tf, err)
-			}
-			want, _ := sim.Candles(t.Context(), kind, "BTC/USDT", tf, 50)
-			if len(got) != len(want) {
-				t.Fatalf("%s %s: %d candles, want %d", kind, tf, len(got), len(want))
-			}
-			// Bybit answers newest first and in strings: the client turns them round exactly.
-			for i := range want {
-				g, w := got[i], want[i]
-				if g.Timestamp != w.Timestamp || g.Time != w.Time || !g.Open.Equal(w.Open) || !g.High.Equal(w.High) ||
-					!g.Low.Equal(w.Low) || !g.Close.Equal(w.Close) || !g.Volume.Equal(w.Volume) {
-					t.Fatalf("%s %s candle %d: %+v, want %+v", kind, tf, i, g, w)
-				}
-			}
-		}
-	}
+	// Bybit answers newest first and in strings: the client turns them round exactly.
+	sameCandles(t, by, sim)
 	p, err := by.Price(t.Context(), exchange.Spot, "ETH/USDT")
 	want, _ := sim.Price(t.Context(), exchange.Spot, "ETH/USDT")
 	if err != nil || !p.Equal(want) {

@@ -23,26 +23,8 @@ func TestOKXPublicCandles(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ok := marketdata.NewOKXPublic(srv.URL, "", nil)
 
-	for _, kind := range []exchange.Kind{exchange.Spot, exchange.Futures} {
-		for _, tf := range marketdata.Timeframes() {
-			got, err := ok.Candles(t.Context(), kind, "BTC/USDT", tf, 50)
-			if err != nil {
-				t.Fatalf("%s %s: %v", kind, tf, err)
-			}
-			want, _ := sim.Candles(t.Context(), kind, "BTC/USDT", tf, 50)
-			if len(got) != len(want) {
-				t.Fatalf("%s %s: %d candles, want %d", kind, tf, len(got), len(want))
-			}
-			// OKX answers newest first and in strings, swap volume in volCcy: turned round exactly.
-			for i := range want {
-				g, w := got[i], want[i]
-				if g.Timestamp != w.Timestamp || g.Time != w.Time || !g.Open.Equal(w.Open) || !g.High.Equal(w.High) ||
-					!g.Low.Equal(w.Low) || !g.Close.Equal(w.Close) || !g.Volume.Equal(w.Volume) {
-					t.Fatalf("%s %s candle %d: %+v, want %+v", kind, tf, i, g, w)
-				}
-			}
-		}
-	}
+	// OKX answers newest first and in strings, swap volume in volCcy: turned round exactly.
+	sameCandles(t, ok, sim)
 	// More than a page: 250 candles are three requests of at most 100, backward.
 	before := fake.Calls()
 	got, err := ok.Candles(t.Context(), exchange.Spot, "ETH/USDT", "1m", 250)

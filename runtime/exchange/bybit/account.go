@@ -58,9 +58,9 @@ func (a *Account) balance(ctx context.Context, asset string) (exchange.Balance, 
 			if !strings.EqualFold(w.Coin, asset) {
 				continue
 			}
-			wallet := w.WalletBalance.dec()
-			free := wallet.Sub(w.Locked.dec()).Sub(w.TotalOrderIM.dec()).Sub(w.TotalPositionIM.dec())
-			if upl := w.UnrealisedPnl.dec(); upl.IsNegative() {
+			wallet := w.WalletBalance.Dec()
+			free := wallet.Sub(w.Locked.Dec()).Sub(w.TotalOrderIM.Dec()).Sub(w.TotalPositionIM.Dec())
+			if upl := w.UnrealisedPnl.Dec(); upl.IsNegative() {
 				free = free.Add(upl)
 			}
 			if free.IsNegative() {

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/internal/venuetest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/bybit"
@@ -26,20 +27,7 @@ var secrets = []string{bybitfake.APIKey, bybitfake.APISecret, "wrong-secret-zz9"
 
 func noSecret(t *testing.T, err error) {
 	t.Helper()
-	if err == nil {
-		return
-	}
-	texts := []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)}
-	if e, ok := errs.As(err); ok {
-		texts = append(texts, e.Message, fmt.Sprint(e.Details))
-	}
-	for _, s := range secrets {
-		for _, txt := range texts {
-			if strings.Contains(txt, s) {
-				t.Errorf("error leaks a credential: %s", txt)
-			}
-		}
-	}
+	venuetest.NoSecret(t, err, secrets...)
 }
 
 func account(t testing.TB, srv *bybitfake.Server, c bybit.Connector, secret ...string) *bybit.Account {
@@ -65,12 +53,7 @@ func setup(t *testing.T) (*bybitfake.Server, *bybit.Account) {
 
 func code(t *testing.T, err error, want errs.Code) *errs.Error {
 	t.Helper()
-	noSecret(t, err)
-	e, ok := errs.As(err)
-	if !ok || e.Code != want {
-		t.Fatalf("error %v, want code %s", err, want)
-	}
-	return e
+	return venuetest.Code(t, err, want, secrets...)
 }
 
 var ids int

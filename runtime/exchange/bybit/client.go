@@ -13,11 +13,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // Signing headers of the v5 API.
@@ -32,16 +31,8 @@ const (
 // maxBody bounds a response read (a page of 1000 linear instruments is about 1 MB).
 const maxBody = 8 << 20
 
-// maxAttempts bounds the attempts of a retryable call; backoff doubles from baseBackoff.
-const (
-	maxAttempts = 3
-	baseBackoff = 100 * time.Millisecond
-	maxBackoff  = 400 * time.Millisecond
-)
-
-// clockOffsets is the learned server-minus-local clock offset in ms, per base URL, shared
-// by every account on that host: accounts are opened per signal, the clock is not.
-var clockOffsets sync.Map // base URL → *atomic.Int64
+// clockOffsets is the learned server-minus-local clock offset per host (see restkit.Offsets).
+var clockOffsets restkit.Offsets
 
 // client is one Bybit host with one key. It signs exactly the bytes it sends.
 type client struct {
@@ -57,9 +48,8 @@ type client struct {
 }
 
 func newClient(base, key, secret, recvWindow string, hc *http.Client, now func() time.Time, budget time.Duration) *client {
-	off, _ := clockOffsets.LoadOrStore(base, new(atomic.Int64))
 	return &client{base: base, key: key, secret: secret, recvWindow: recvWindow, http: hc, now: now,
-		offset: off.(*atomic.Int64), attemptCap: budget * 6 / 10}
+		offset: clockOffsets.For(base), attemptCap: budget * 6 / 10}
 }
 
 // request is one call: the query string (GET) or JSON body (POST) is encoded once and used
@@ -208,40 +198,34 @@ func (c *client) once(ctx context.Context, r request) (*envelope, error) {
 // call runs r, decoding the result into out (if not nil). A timestamp refused for the recv
 // window (10002) resynchronises the clock and is sent again once: Bybit refused it before
 // looking at it. When retry is set, transient failures are retried with bounded exponential
-// backoff inside ctx's deadline; attemptCap (0: the client's) bounds each attempt.
+// backoff inside ctx's deadline (restkit.Attempts); attemptCap (0: the client's) bounds each attempt.
 func (c *client) call(ctx context.Context, r request, retry bool, attemptCap time.Duration, out any) error {
 	if attemptCap <= 0 {
 		attemptCap = c.attemptCap
 	}
 	synced := false
-	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, attemptCap)
-		env, err := c.once(actx, r)
-		cancel()
-		if err == nil {
-			if out == nil || len(env.Result) == 0 {
-				return nil
-			}
-			if err := json.Unmarshal(env.Result, out); err != nil {
-				return &apiError{status: http.StatusBadGateway, msg: "malformed result: " + err.Error()}
-			}
-			return nil
-		}
+	p := restkit.Retry{Cap: attemptCap, Resend: func(err error) bool {
 		var ae *apiError
-		if errors.As(err, &ae) && ae.code == 10002 && r.private && !synced {
-			synced = true
-			if c.syncClock(ctx) == nil {
-				attempt--
-				continue
-			}
+		if !errors.As(err, &ae) || ae.code != 10002 || !r.private || synced {
+			return false
 		}
-		if !retry || !transient(err) || attempt+1 >= maxAttempts || ctx.Err() != nil {
-			return err
-		}
-		if !exchange.Sleep(ctx, min(baseBackoff<<attempt, maxBackoff), 50*time.Millisecond) {
-			return err
-		}
+		synced = true
+		return c.syncClock(ctx) == nil
+	}}
+	if retry {
+		p.Transient = transient
 	}
+	env, err := restkit.Attempts(ctx, p, func(actx context.Context) (*envelope, error) { return c.once(actx, r) })
+	if err != nil {
+		return err
+	}
+	if out == nil || len(env.Result) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(env.Result, out); err != nil {
+		return &apiError{status: http.StatusBadGateway, msg: "malformed result: " + err.Error()}
+	}
+	return nil
 }
 
 // syncClock learns the server's clock from /v5/market/time.

@@ -3,15 +3,14 @@ package bybit
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // Name is the exchange's name in ExchangeConnection.spec.exchange.
@@ -51,16 +50,7 @@ const ipBanWait = 10 * time.Minute
 var ErrOrderUnconfirmed = errors.New("bybit: the order's outcome is unknown")
 
 // defaultHTTP is shared by accounts that bring no client: connections are pooled per host.
-var defaultHTTP = &http.Client{Transport: &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	DialContext:           (&net.Dialer{Timeout: DefaultTimeout, KeepAlive: 30 * time.Second}).DialContext,
-	ForceAttemptHTTP2:     true,
-	MaxIdleConns:          100,
-	MaxIdleConnsPerHost:   32,
-	IdleConnTimeout:       90 * time.Second,
-	TLSHandshakeTimeout:   DefaultTimeout,
-	ExpectContinueTimeout: time.Second,
-}}
+var defaultHTTP = restkit.PooledClient(DefaultTimeout)
 
 // Connector makes Bybit accounts (unified trading account: spot and linear perpetuals).
 // The zero value is ready to use.
@@ -112,10 +102,10 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 		linearURL = spotURL
 	}
 	var err error
-	if spotURL, err = baseURL(spotURL); err != nil {
+	if spotURL, err = restkit.BaseURL(Name, spotURL); err != nil {
 		return nil, err
 	}
-	if linearURL, err = baseURL(linearURL); err != nil {
+	if linearURL, err = restkit.BaseURL(Name, linearURL); err != nil {
 		return nil, err
 	}
 	hc := c.HTTPClient
@@ -153,14 +143,6 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 		a.linear = newClient(linearURL, creds.APIKey, creds.APISecret, recvMS, hc, now, timeout)
 	}
 	return a, nil
-}
-
-func baseURL(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", errs.New(errs.ExchangeDisconnected, "bybit endpoint %q is not an http(s) URL", s)
-	}
-	return u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/"), nil
 }
 
 // Account is one Bybit API key's unified trading account. It is safe for concurrent use.

@@ -166,4 +166,9 @@
 // account.go: balance, leverage and permissions; mode.go: position modes; markets.go:
 // markets and tickers; orders.go: placing, reading and cancelling orders; errors.go:
 // Bybit's refusals as typed errors.
+//
+// What this adapter and the OKX adapter do alike lives once in restkit: the decimal strings
+// (num), the instruments cache, the clock offsets per host, the retry loop of a call, the
+// pooled HTTP client and base URLs, and the typed errors of an unreachable host and of a
+// short balance.
 package bybit

@@ -1,7 +1,6 @@
 package bybit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // What a retCode means to sigops. The codes are Bybit's v5 error table
@@ -143,11 +143,7 @@ func (c *client) typed(err error, what string) error {
 	}
 	var ne *netError
 	if errors.As(err, &ne) {
-		msg := "bybit cannot be reached"
-		if errors.Is(err, context.DeadlineExceeded) {
-			msg = "bybit did not answer in time"
-		}
-		return errs.Wrap(fmt.Errorf("%w: %w", exchange.ErrUnreachable, err), errs.ExchangeError, "%s (%s)", msg, what)
+		return restkit.Unreachable("bybit", what, err)
 	}
 	var ae *apiError
 	if !errors.As(err, &ae) {

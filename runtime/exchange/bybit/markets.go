@@ -2,44 +2,22 @@ package bybit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/shopspring/decimal"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
-// num is one of Bybit's decimal strings ("0.01", "" for none), kept as text until parsed
-// exactly; a bare JSON number is taken as its text too.
-type num string
-
-func (n *num) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	if s == "null" {
-		s = ""
-	}
-	*n = num(s)
-	return nil
-}
-
-// dec parses n; "" is zero.
-func (n num) dec() decimal.Decimal {
-	if n == "" {
-		return decimal.Zero
-	}
-	d, err := decimal.NewFromString(string(n))
-	if err != nil {
-		return decimal.Zero
-	}
-	return d
-}
+// num is one of Bybit's decimal strings (see restkit.Num): an alias, so that its fields read
+// as the venue's own.
+type num = restkit.Num
 
 // instrument is an item of /v5/market/instruments-info (spot and linear fields).
 type instrument struct {
@@ -75,18 +53,13 @@ type market struct {
 
 // marketSet is one category's instruments at one moment.
 type marketSet struct {
-	at     time.Time
 	list   []exchange.MarketInfo
 	byName map[string]*market // BASE/QUOTE
 	byRaw  map[string]*market // BASEQUOTE as Bybit spells it
 }
 
-// The instruments cache is shared by every account on a host: they are public, and accounts
-// are opened per signal. Concurrent misses of one key make one upstream call.
-var (
-	marketCache  sync.Map // base URL + "|" + category → *marketSet
-	marketFlight singleflight.Group
-)
+// marketCache holds the instruments of every account on a host (see restkit.Cache).
+var marketCache restkit.Cache[*marketSet] // base URL + "|" + category → *marketSet
 
 // markets is the cached set of a kind, refreshed when older than the TTL; when a refresh
 // fails and an older set exists, the older set is used.
@@ -97,45 +70,23 @@ func (a *Account) markets(ctx context.Context, kind exchange.Kind) (*marketSet, 
 	}
 	c := a.client(kind)
 	key := c.base + "|" + cat
-	var stale *marketSet
-	if v, ok := marketCache.Load(key); ok {
-		stale = v.(*marketSet)
-		if time.Since(stale.at) < a.ttl {
-			return stale, nil
-		}
-	}
-	ch := marketFlight.DoChan(key, func() (any, error) {
-		// The shared fetch outlives one caller's cancellation, not the budget.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.timeout)
-		defer cancel()
-		set, err := fetchMarkets(fctx, c, kind, cat)
-		if err != nil {
-			return nil, err
-		}
-		marketCache.Store(key, set)
-		return set, nil
+	set, err := marketCache.Get(ctx, key, a.ttl, a.timeout, func(fctx context.Context) (*marketSet, error) {
+		return fetchMarkets(fctx, c, kind, cat)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			if stale != nil {
-				return stale, nil
-			}
-			return nil, c.typed(r.Err, "instruments-info")
+	if err != nil {
+		var gone *restkit.CallerGone
+		if errors.As(err, &gone) {
+			err = &netError{err: gone.Err}
 		}
-		return r.Val.(*marketSet), nil
-	case <-ctx.Done():
-		if stale != nil {
-			return stale, nil
-		}
-		return nil, c.typed(&netError{err: ctx.Err()}, "instruments-info")
+		return nil, c.typed(err, "instruments-info")
 	}
+	return set, nil
 }
 
 // fetchMarkets reads every page of instruments-info of a category and keeps the instruments
 // in status Trading (and, for linear, the perpetuals).
 func fetchMarkets(ctx context.Context, c *client, kind exchange.Kind, cat string) (*marketSet, error) {
-	set := &marketSet{at: time.Now(), byName: map[string]*market{}, byRaw: map[string]*market{}}
+	set := &marketSet{byName: map[string]*market{}, byRaw: map[string]*market{}}
 	cursor := ""
 	for page := 0; page < 20; page++ {
 		q := url.Values{"category": {cat}, "limit": {"1000"}}
@@ -176,17 +127,17 @@ func toMarket(kind exchange.Kind, cat string, in instrument) *market {
 		return nil
 	}
 	m := &market{raw: in.Symbol, category: cat, settle: in.SettleCoin,
-		maxLeverage: in.LeverageFilter.MaxLeverage.dec()}
+		maxLeverage: in.LeverageFilter.MaxLeverage.Dec()}
 	m.info = exchange.MarketInfo{
 		Symbol: in.BaseCoin + "/" + in.QuoteCoin, Base: in.BaseCoin, Quote: in.QuoteCoin, Kind: kind,
-		TickSize: in.PriceFilter.TickSize.dec(), MinQty: in.LotSizeFilter.MinOrderQty.dec(),
+		TickSize: in.PriceFilter.TickSize.Dec(), MinQty: in.LotSizeFilter.MinOrderQty.Dec(),
 	}
 	if kind == exchange.Futures {
-		m.info.StepSize = in.LotSizeFilter.QtyStep.dec()
-		m.info.MinNotional = in.LotSizeFilter.MinNotionalValue.dec()
+		m.info.StepSize = in.LotSizeFilter.QtyStep.Dec()
+		m.info.MinNotional = in.LotSizeFilter.MinNotionalValue.Dec()
 	} else {
-		m.info.StepSize = in.LotSizeFilter.BasePrecision.dec()
-		m.info.MinNotional = in.LotSizeFilter.MinOrderAmt.dec()
+		m.info.StepSize = in.LotSizeFilter.BasePrecision.Dec()
+		m.info.MinNotional = in.LotSizeFilter.MinOrderAmt.Dec()
 	}
 	if m.settle == "" {
 		m.settle = in.QuoteCoin
@@ -271,7 +222,7 @@ func (a *Account) ticker(ctx context.Context, kind exchange.Kind, m *market) (de
 	}
 	for _, t := range res.List {
 		if t.Symbol == m.raw {
-			if p := t.LastPrice.dec(); p.IsPositive() {
+			if p := t.LastPrice.Dec(); p.IsPositive() {
 				return p, nil
 			}
 		}

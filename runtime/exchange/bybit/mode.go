@@ -146,7 +146,7 @@ func (a *Account) AccountMode(ctx context.Context) (exchange.AccountMode, error)
 	out := exchange.AccountMode{Mode: modeOfEntries(list)}
 	bySymbol := map[string][]posEntry{}
 	for _, p := range list {
-		if p.Size.dec().IsPositive() {
+		if p.Size.Dec().IsPositive() {
 			out.OpenPositions++
 		}
 		bySymbol[p.Symbol] = append(bySymbol[p.Symbol], p)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // bOrder is an order of /v5/order/realtime and /v5/order/history.
@@ -229,18 +230,11 @@ func (a *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (ex
 // when it gets no answer.
 func (a *Account) createReserve() time.Duration { return a.timeout / 4 }
 
-func remaining(ctx context.Context) time.Duration {
-	if dl, ok := ctx.Deadline(); ok {
-		return time.Until(dl)
-	}
-	return time.Hour
-}
-
 func (a *Account) create(ctx context.Context, m *market, req exchange.OrderRequest, link string, body []byte) (exchange.Order, error) {
 	c := a.client(req.Kind)
 	var last error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		capacity := min(remaining(ctx)-a.createReserve(), a.timeout/2)
+	for attempt := 0; attempt < restkit.MaxAttempts; attempt++ {
+		capacity := min(restkit.Remaining(ctx)-a.createReserve(), a.timeout/2)
 		if capacity < 50*time.Millisecond {
 			break
 		}
@@ -274,7 +268,7 @@ func (a *Account) create(ctx context.Context, m *market, req exchange.OrderReque
 		if found {
 			return a.settle(ctx, m, req, o), nil
 		}
-		wait := min(baseBackoff<<attempt, maxBackoff)
+		wait := restkit.Backoff(attempt)
 		if !exchange.Sleep(ctx, wait, a.createReserve()+50*time.Millisecond) {
 			break
 		}
@@ -295,7 +289,7 @@ func (a *Account) confirm(ctx context.Context, m *market, req exchange.OrderRequ
 		if found {
 			return a.settle(ctx, m, req, o)
 		}
-		if remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
+		if restkit.Remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
 			break
 		}
 	}
@@ -337,7 +331,7 @@ func (a *Account) existing(ctx context.Context, m *market, req exchange.OrderReq
 	if req.Side == exchange.SideSell {
 		want = "Sell"
 	}
-	if o.Side != want || !o.Qty.dec().Equal(req.Amount) {
+	if o.Side != want || !o.Qty.Dec().Equal(req.Amount) {
 		return exchange.Order{}, errs.New(errs.ExchangeError, "client order ID %s is already used by another bybit order", req.ClientOrderID)
 	}
 	return a.settle(ctx, m, req, o), nil
@@ -357,11 +351,9 @@ func (a *Account) refused(ctx context.Context, m *market, req exchange.OrderRequ
 			asset = m.info.Base
 		}
 	}
-	details := map[string]any{"asset": asset}
 	var required, available *decimal.Decimal
 	if b, berr := a.balance(ctx, asset); berr == nil {
 		available = &b.Free
-		details["available"] = b.Free
 	}
 	price := req.Price
 	if !price.IsPositive() {
@@ -382,16 +374,7 @@ func (a *Account) refused(ctx context.Context, m *market, req exchange.OrderRequ
 		}
 		required = &r
 	}
-	if required != nil {
-		details["required"] = *required
-	}
-	e.Details = details
-	switch {
-	case required != nil && available != nil:
-		e.Message = fmt.Sprintf("insufficient %s balance: %s required, %s available (bybit retCode %d)", asset, required, available, codeOf(err))
-	case available != nil:
-		e.Message = fmt.Sprintf("insufficient %s balance: %s available (bybit retCode %d)", asset, available, codeOf(err))
-	}
+	restkit.Shortfall(e, asset, required, available, fmt.Sprintf("bybit retCode %d", codeOf(err)))
 	return e
 }
 
@@ -493,7 +476,7 @@ func spotFilter(o bOrder) string {
 	switch {
 	case strings.EqualFold(o.StopOrderType, "tpslOrder"):
 		return "tpslOrder"
-	case o.TriggerPrice.dec().IsPositive() || o.StopOrderType == "Stop" || o.StopOrderType == "StopOrder":
+	case o.TriggerPrice.Dec().IsPositive() || o.StopOrderType == "Stop" || o.StopOrderType == "StopOrder":
 		return "StopOrder"
 	}
 	return "Order"
@@ -554,7 +537,7 @@ func toOrder(m *market, typ exchange.OrderType, clientOrderID string, o bOrder) 
 	out := exchange.Order{
 		ID: o.OrderID, ClientOrderID: clientOrderID, Symbol: m.info.Symbol, Kind: m.info.Kind,
 		Side: side, Type: typ, Status: statusOf(o.OrderStatus),
-		Amount: o.Qty.dec(), FilledAmount: o.CumExecQty.dec(), AvgPrice: o.AvgPrice.dec(),
+		Amount: o.Qty.Dec(), FilledAmount: o.CumExecQty.Dec(), AvgPrice: o.AvgPrice.Dec(),
 		CreatedAt: created, UpdatedAt: updated,
 	}
 	out.Fee, out.FeeAsset = feeOf(m, side, o)
@@ -578,8 +561,8 @@ func toOrder(m *market, typ exchange.OrderType, clientOrderID string, o bOrder) 
 //   - Nothing charged: zero, in no asset when nothing was filled.
 func feeOf(m *market, side exchange.Side, o bOrder) (decimal.Decimal, string) {
 	if o.CumFeeDetail == nil {
-		fee := o.CumExecFee.dec()
-		if fee.IsZero() && !o.CumExecQty.dec().IsPositive() {
+		fee := o.CumExecFee.Dec()
+		if fee.IsZero() && !o.CumExecQty.Dec().IsPositive() {
 			return fee, ""
 		}
 		return fee, feeAsset(m, side)
@@ -590,27 +573,27 @@ func feeOf(m *market, side exchange.Side, o bOrder) (decimal.Decimal, string) {
 	}
 	var coins []string
 	for coin, v := range o.CumFeeDetail {
-		if !v.dec().IsZero() {
+		if !v.Dec().IsZero() {
 			coins = append(coins, coin)
 		}
 	}
 	switch len(coins) {
 	case 0:
-		if !o.CumExecQty.dec().IsPositive() {
+		if !o.CumExecQty.Dec().IsPositive() {
 			return decimal.Zero, ""
 		}
 		return decimal.Zero, quote
 	case 1:
-		return o.CumFeeDetail[coins[0]].dec(), strings.ToUpper(coins[0])
+		return o.CumFeeDetail[coins[0]].Dec(), strings.ToUpper(coins[0])
 	}
 	total := decimal.Zero
 	for _, coin := range coins {
-		v := o.CumFeeDetail[coin].dec()
+		v := o.CumFeeDetail[coin].Dec()
 		switch {
 		case strings.EqualFold(coin, quote):
 			total = total.Add(v)
 		case strings.EqualFold(coin, m.info.Base):
-			total = total.Add(v.Mul(o.AvgPrice.dec()))
+			total = total.Add(v.Mul(o.AvgPrice.Dec()))
 		}
 	}
 	return total, quote
@@ -630,12 +613,12 @@ func typeOf(o bOrder) exchange.OrderType {
 	case "TakeProfit", "PartialTakeProfit":
 		return exchange.TakeProfit
 	}
-	if trigger := o.TriggerPrice.dec(); trigger.IsPositive() {
+	if trigger := o.TriggerPrice.Dec(); trigger.IsPositive() {
 		dir := o.TriggerDirection
 		if dir == 0 {
-			ref := o.BasePrice.dec()
+			ref := o.BasePrice.Dec()
 			if !ref.IsPositive() {
-				ref = o.LastPriceOnCreated.dec()
+				ref = o.LastPriceOnCreated.Dec()
 			}
 			if !ref.IsPositive() {
 				return exchange.StopLoss

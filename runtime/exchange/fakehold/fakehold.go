@@ -1,4 +1,4 @@
-// Package fakehold is what the fake exchanges (binancefake, bybitfake) share to hold a
+// Package fakehold is what the fake exchanges (binancefake, bybitfake, okxfake) share to hold a
 // request in transit: sent by the adapter, not answered, not yet seen by the exchange. The
 // test then delivers it (it arrives at that moment and is handled: an order sent by a client
 // that has since died or given up is applied late) or loses it. A Delay fault cannot do

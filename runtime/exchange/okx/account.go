@@ -52,18 +52,18 @@ func (a *Account) balance(ctx context.Context, asset string) (exchange.Balance, 
 			if !strings.EqualFold(d.Ccy, asset) {
 				continue
 			}
-			free := d.AvailBal.dec()
+			free := d.AvailBal.Dec()
 			if d.AvailBal == "" {
-				free = d.CashBal.dec().Sub(d.FrozenBal.dec())
+				free = d.CashBal.Dec().Sub(d.FrozenBal.Dec())
 			}
-			if upl := d.Upl.dec(); upl.IsNegative() {
+			if upl := d.Upl.Dec(); upl.IsNegative() {
 				free = free.Add(upl)
 			}
 			if free.IsNegative() {
 				free = decimal.Zero
 			}
 			out.Free = free
-			if locked := d.FrozenBal.dec(); locked.IsPositive() {
+			if locked := d.FrozenBal.Dec(); locked.IsPositive() {
 				out.Locked = locked
 			}
 			return out, nil
@@ -205,7 +205,7 @@ func (a *Account) AccountMode(ctx context.Context) (exchange.AccountMode, error)
 	}
 	open := 0
 	for _, p := range positions {
-		if !p.Pos.dec().IsZero() {
+		if !p.Pos.Dec().IsZero() {
 			open++
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // aOrder is an algo order of GET /api/v5/trade/order-algo.
@@ -118,7 +119,7 @@ func (a *Account) placeAlgo(ctx context.Context, m *market, req exchange.OrderRe
 	} else if found {
 		return a.existingAlgo(ctx, m, req, sz, ao)
 	}
-	capacity := min(remaining(ctx)-a.createReserve(), a.timeout/2)
+	capacity := min(restkit.Remaining(ctx)-a.createReserve(), a.timeout/2)
 	if capacity < 50*time.Millisecond {
 		return exchange.Order{}, noTime(ctx)
 	}
@@ -162,7 +163,7 @@ func (a *Account) placeAlgo(ctx context.Context, m *market, req exchange.OrderRe
 			err = fmt.Errorf("%w; looking the order up: %w", err, lerr)
 			break
 		}
-		if i == 2 || remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 50*time.Millisecond<<i, 100*time.Millisecond) {
+		if i == 2 || restkit.Remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 50*time.Millisecond<<i, 100*time.Millisecond) {
 			break
 		}
 	}
@@ -183,7 +184,7 @@ func (a *Account) confirmAlgo(ctx context.Context, m *market, req exchange.Order
 			}
 			return algoPending(m, req, ao)
 		}
-		if remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
+		if restkit.Remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
 			break
 		}
 	}
@@ -209,7 +210,7 @@ func (a *Account) existingAlgo(ctx context.Context, m *market, req exchange.Orde
 	if sz != "" {
 		want, _ = decimal.NewFromString(sz)
 	}
-	if ao.Side != sideOf(req.Side) || !ao.Sz.dec().Equal(want) || algoType(ao) != req.Type {
+	if ao.Side != sideOf(req.Side) || !ao.Sz.Dec().Equal(want) || algoType(ao) != req.Type {
 		return exchange.Order{}, errs.New(errs.ExchangeError, "client order ID %s is already used by another okx order", req.ClientOrderID)
 	}
 	o, err := a.algoToOrder(ctx, m, req.Type, req.ClientOrderID, ao)
@@ -241,7 +242,7 @@ func (a *Account) lookupAlgo(ctx context.Context, m *market, id string) (aOrder,
 
 // algoType is a stop_loss when the order carries a stop-loss trigger, else a take_profit.
 func algoType(ao aOrder) exchange.OrderType {
-	if ao.SlTriggerPx != "" && ao.SlTriggerPx.dec().IsPositive() {
+	if ao.SlTriggerPx != "" && ao.SlTriggerPx.Dec().IsPositive() {
 		return exchange.StopLoss
 	}
 	return exchange.TakeProfit
@@ -277,7 +278,7 @@ func (a *Account) algoToOrder(ctx context.Context, m *market, typ exchange.Order
 	created, _ := strconv.ParseInt(string(ao.CTime), 10, 64)
 	updated, _ := strconv.ParseInt(string(ao.UTime), 10, 64)
 	out := exchange.Order{ID: "algo-" + ao.AlgoID, ClientOrderID: clientOrderID, Symbol: m.info.Symbol,
-		Kind: m.info.Kind, Side: side, Type: typ, Status: algoStatusOf(ao.State), Amount: m.base(ao.Sz.dec()),
+		Kind: m.info.Kind, Side: side, Type: typ, Status: algoStatusOf(ao.State), Amount: m.base(ao.Sz.Dec()),
 		FeeAsset: defaultFeeAsset(m), CreatedAt: created, UpdatedAt: updated}
 	if ao.State != "effective" {
 		return out, nil

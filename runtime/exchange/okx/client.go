@@ -13,11 +13,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // Headers of the v5 API.
@@ -36,20 +36,12 @@ const TimestampLayout = "2006-01-02T15:04:05.000Z"
 // maxBody bounds a response read (all SPOT instruments are about 1 MB).
 const maxBody = 8 << 20
 
-// maxAttempts bounds the attempts of a retryable call; backoff doubles from baseBackoff.
-const (
-	maxAttempts = 3
-	baseBackoff = 100 * time.Millisecond
-	maxBackoff  = 400 * time.Millisecond
-)
-
 // rateLimitWait is the RetryAfter of a rate-limited call: OKX counts its limits per 2
 // seconds and sends no reset header.
 const rateLimitWait = 2 * time.Second
 
-// clockOffsets is the learned server-minus-local clock offset in ms, per base URL, shared
-// by every account on that host: accounts are opened per signal, the clock is not.
-var clockOffsets sync.Map // base URL → *atomic.Int64
+// clockOffsets is the learned server-minus-local clock offset per host (see restkit.Offsets).
+var clockOffsets restkit.Offsets
 
 // client is one OKX host with one key. It signs exactly the bytes it sends.
 type client struct {
@@ -65,9 +57,8 @@ type client struct {
 }
 
 func newClient(base string, creds exchange.Credentials, demo bool, hc *http.Client, now func() time.Time, budget time.Duration) *client {
-	off, _ := clockOffsets.LoadOrStore(base, new(atomic.Int64))
 	return &client{base: base, key: creds.APIKey, secret: creds.APISecret, passphrase: creds.Passphrase, demo: demo,
-		http: hc, now: now, offset: off.(*atomic.Int64), attemptCap: budget * 6 / 10}
+		http: hc, now: now, offset: clockOffsets.For(base), attemptCap: budget * 6 / 10}
 }
 
 // request is one call: the query string (GET) or JSON body (POST) is encoded once and used
@@ -229,39 +220,33 @@ func (c *client) once(ctx context.Context, r request) (json.RawMessage, error) {
 // call runs r, decoding data into out (if not nil). A timestamp OKX refuses as expired
 // (50102) resynchronises the clock and is sent once more: OKX refused it before looking at
 // it. When retry is set, transient failures are retried with bounded exponential backoff
-// inside ctx's deadline; attemptCap (0: the client's) bounds each attempt.
+// inside ctx's deadline (restkit.Attempts); attemptCap (0: the client's) bounds each attempt.
 func (c *client) call(ctx context.Context, r request, retry bool, attemptCap time.Duration, out any) error {
 	if attemptCap <= 0 {
 		attemptCap = c.attemptCap
 	}
 	synced := false
-	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, attemptCap)
-		data, err := c.once(actx, r)
-		cancel()
-		if err == nil {
-			if out == nil || len(data) == 0 {
-				return nil
-			}
-			if err := json.Unmarshal(data, out); err != nil {
-				return &apiError{status: http.StatusBadGateway, msg: "malformed data: " + err.Error()}
-			}
-			return nil
+	p := restkit.Retry{Cap: attemptCap, Resend: func(err error) bool {
+		if codeOf(err) != 50102 || !r.private || synced {
+			return false
 		}
-		if codeOf(err) == 50102 && r.private && !synced {
-			synced = true
-			if c.syncClock(ctx) == nil {
-				attempt--
-				continue
-			}
-		}
-		if !retry || !transient(err) || attempt+1 >= maxAttempts || ctx.Err() != nil {
-			return err
-		}
-		if !exchange.Sleep(ctx, min(baseBackoff<<attempt, maxBackoff), 50*time.Millisecond) {
-			return err
-		}
+		synced = true
+		return c.syncClock(ctx) == nil
+	}}
+	if retry {
+		p.Transient = transient
 	}
+	data, err := restkit.Attempts(ctx, p, func(actx context.Context) (json.RawMessage, error) { return c.once(actx, r) })
+	if err != nil {
+		return err
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &apiError{status: http.StatusBadGateway, msg: "malformed data: " + err.Error()}
+	}
+	return nil
 }
 
 // syncClock learns OKX's clock from /api/v5/public/time.

@@ -3,15 +3,14 @@ package okx
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // Name is the exchange's name in ExchangeConnection.spec.exchange.
@@ -54,16 +53,7 @@ const DefaultModeTTL = 60 * time.Second
 var ErrOrderUnconfirmed = errors.New("okx: the order's outcome is unknown")
 
 // defaultHTTP is shared by accounts that bring no client: connections are pooled per host.
-var defaultHTTP = &http.Client{Transport: &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	DialContext:           (&net.Dialer{Timeout: DefaultTimeout, KeepAlive: 30 * time.Second}).DialContext,
-	ForceAttemptHTTP2:     true,
-	MaxIdleConns:          100,
-	MaxIdleConnsPerHost:   32,
-	IdleConnTimeout:       90 * time.Second,
-	TLSHandshakeTimeout:   DefaultTimeout,
-	ExpectContinueTimeout: time.Second,
-}}
+var defaultHTTP = restkit.PooledClient(DefaultTimeout)
 
 // Connector makes OKX accounts (trading account: spot and USDT-margined perpetual swaps).
 // The zero value is ready to use.
@@ -116,10 +106,10 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 		swapURL = spotURL
 	}
 	var err error
-	if spotURL, err = baseURL(spotURL); err != nil {
+	if spotURL, err = restkit.BaseURL(Name, spotURL); err != nil {
 		return nil, err
 	}
-	if swapURL, err = baseURL(swapURL); err != nil {
+	if swapURL, err = restkit.BaseURL(Name, swapURL); err != nil {
 		return nil, err
 	}
 	hc := c.HTTPClient
@@ -156,14 +146,6 @@ func (c Connector) Open(creds exchange.Credentials, ep exchange.Endpoints) (*Acc
 		a.swap = newClient(swapURL, creds, ep.Testnet, hc, now, timeout)
 	}
 	return a, nil
-}
-
-func baseURL(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", errs.New(errs.ExchangeDisconnected, "okx endpoint %q is not an http(s) URL", s)
-	}
-	return u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/"), nil
 }
 
 // Account is one OKX API key's trading account. It is safe for concurrent use.

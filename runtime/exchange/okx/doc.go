@@ -166,4 +166,9 @@
 // permissions and the position mode; markets.go: markets, tickers and contract sizes;
 // orders.go: placing, reading and cancelling orders; algo.go: stop-loss and take-profit
 // algo orders; errors.go: OKX's refusals as typed errors.
+//
+// What this adapter and the Bybit adapter do alike lives once in restkit: the decimal
+// strings (num), the instruments cache, the clock offsets per host, the retry loop of a
+// call, the pooled HTTP client and base URLs, and the typed errors of an unreachable host
+// and of a short balance.
 package okx

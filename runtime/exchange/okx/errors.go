@@ -1,7 +1,6 @@
 package okx
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // What a code means to sigops. The codes are OKX's v5 REST error table
@@ -180,11 +180,7 @@ func (c *client) typed(err error, what string) error {
 	}
 	var ne *netError
 	if errors.As(err, &ne) {
-		msg := "okx cannot be reached"
-		if errors.Is(err, context.DeadlineExceeded) {
-			msg = "okx did not answer in time"
-		}
-		return errs.Wrap(fmt.Errorf("%w: %w", exchange.ErrUnreachable, err), errs.ExchangeError, "%s (%s)", msg, what)
+		return restkit.Unreachable("okx", what, err)
 	}
 	var ae *apiError
 	if !errors.As(err, &ae) {

@@ -2,44 +2,22 @@ package okx
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/shopspring/decimal"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
-// num is one of OKX's decimal strings ("0.01", "" for none), kept as text until parsed
-// exactly; a bare JSON number is taken as its text too.
-type num string
-
-func (n *num) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	if s == "null" {
-		s = ""
-	}
-	*n = num(s)
-	return nil
-}
-
-// dec parses n; "" is zero.
-func (n num) dec() decimal.Decimal {
-	if n == "" {
-		return decimal.Zero
-	}
-	d, err := decimal.NewFromString(string(n))
-	if err != nil {
-		return decimal.Zero
-	}
-	return d
-}
+// num is one of OKX's decimal strings (see restkit.Num): an alias, so that its fields read
+// as the venue's own.
+type num = restkit.Num
 
 // instrument is an item of /api/v5/public/instruments (SPOT and SWAP fields).
 type instrument struct {
@@ -114,18 +92,13 @@ func (m *market) base(sz decimal.Decimal) decimal.Decimal {
 
 // marketSet is one instrument type's instruments at one moment.
 type marketSet struct {
-	at     time.Time
 	list   []exchange.MarketInfo
 	byName map[string]*market // BASE/QUOTE
 	byRaw  map[string]*market // instId
 }
 
-// The instruments cache is shared by every account on a host: they are public, and accounts
-// are opened per signal. Concurrent misses of one key make one upstream call.
-var (
-	marketCache  sync.Map // base URL + "|" + instType → *marketSet
-	marketFlight singleflight.Group
-)
+// marketCache holds the instruments of every account on a host (see restkit.Cache).
+var marketCache restkit.Cache[*marketSet] // base URL + "|" + instType → *marketSet
 
 // markets is the cached set of a kind, refreshed when older than the TTL; when a refresh
 // fails and an older set exists, the older set is used.
@@ -139,45 +112,23 @@ func (a *Account) markets(ctx context.Context, kind exchange.Kind) (*marketSet, 
 	if c.demo {
 		key += "|demo"
 	}
-	var stale *marketSet
-	if v, ok := marketCache.Load(key); ok {
-		stale = v.(*marketSet)
-		if time.Since(stale.at) < a.ttl {
-			return stale, nil
-		}
-	}
-	ch := marketFlight.DoChan(key, func() (any, error) {
-		// The shared fetch outlives one caller's cancellation, not the budget.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.timeout)
-		defer cancel()
-		set, err := fetchMarkets(fctx, c, kind, it)
-		if err != nil {
-			return nil, err
-		}
-		marketCache.Store(key, set)
-		return set, nil
+	set, err := marketCache.Get(ctx, key, a.ttl, a.timeout, func(fctx context.Context) (*marketSet, error) {
+		return fetchMarkets(fctx, c, kind, it)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			if stale != nil {
-				return stale, nil
-			}
-			return nil, c.typed(r.Err, "instruments")
+	if err != nil {
+		var gone *restkit.CallerGone
+		if errors.As(err, &gone) {
+			err = &netError{err: gone.Err}
 		}
-		return r.Val.(*marketSet), nil
-	case <-ctx.Done():
-		if stale != nil {
-			return stale, nil
-		}
-		return nil, c.typed(&netError{err: ctx.Err()}, "instruments")
+		return nil, c.typed(err, "instruments")
 	}
+	return set, nil
 }
 
 // fetchMarkets reads the instruments of a type (OKX answers them all in one page) and keeps
 // the live ones: on spot every pair, on swaps the USDT-settled linear perpetuals.
 func fetchMarkets(ctx context.Context, c *client, kind exchange.Kind, it string) (*marketSet, error) {
-	set := &marketSet{at: time.Now(), byName: map[string]*market{}, byRaw: map[string]*market{}}
+	set := &marketSet{byName: map[string]*market{}, byRaw: map[string]*market{}}
 	var list []instrument
 	q := url.Values{"instType": {it}}.Encode()
 	if err := c.call(ctx, request{method: http.MethodGet, path: "/api/v5/public/instruments", query: q}, true, 0, &list); err != nil {
@@ -203,11 +154,11 @@ func toMarket(kind exchange.Kind, in instrument) *market {
 	if in.State != "live" || in.InstID == "" {
 		return nil
 	}
-	m := &market{raw: in.InstID, instType: in.InstType, lotSz: in.LotSz.dec(), minSz: in.MinSz.dec(),
-		maxLeverage: in.Lever.dec(), ctVal: decimal.NewFromInt(1)}
+	m := &market{raw: in.InstID, instType: in.InstType, lotSz: in.LotSz.Dec(), minSz: in.MinSz.Dec(),
+		maxLeverage: in.Lever.Dec(), ctVal: decimal.NewFromInt(1)}
 	base, quote := in.BaseCcy, in.QuoteCcy
 	if kind == exchange.Futures {
-		if in.InstType != "SWAP" || in.CtType != "linear" || in.SettleCcy != "USDT" || !in.CtVal.dec().IsPositive() {
+		if in.InstType != "SWAP" || in.CtType != "linear" || in.SettleCcy != "USDT" || !in.CtVal.Dec().IsPositive() {
 			return nil
 		}
 		base, quote, _ = strings.Cut(in.Uly, "-")
@@ -220,7 +171,7 @@ func toMarket(kind exchange.Kind, in instrument) *market {
 		if in.CtValCcy != "" && in.CtValCcy != base {
 			return nil // a contract counted in another currency than the base: not a base amount
 		}
-		m.ctVal = in.CtVal.dec()
+		m.ctVal = in.CtVal.Dec()
 		m.settle = in.SettleCcy
 	} else {
 		if in.InstType != "SPOT" {
@@ -233,7 +184,7 @@ func toMarket(kind exchange.Kind, in instrument) *market {
 	}
 	m.info = exchange.MarketInfo{
 		Symbol: base + "/" + quote, Base: base, Quote: quote, Kind: kind,
-		TickSize: in.TickSz.dec(), StepSize: m.lotSz.Mul(m.ctVal), MinQty: m.minSz.Mul(m.ctVal),
+		TickSize: in.TickSz.Dec(), StepSize: m.lotSz.Mul(m.ctVal), MinQty: m.minSz.Mul(m.ctVal),
 	}
 	return m
 }
@@ -319,7 +270,7 @@ func (a *Account) ticker(ctx context.Context, m *market) (decimal.Decimal, error
 	}
 	for _, t := range res {
 		if t.InstID == m.raw {
-			if p := t.Last.dec(); p.IsPositive() {
+			if p := t.Last.Dec(); p.IsPositive() {
 				return p, nil
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/internal/venuetest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/okx"
@@ -27,20 +28,7 @@ var secrets = []string{okxfake.APIKey, okxfake.APISecret, okxfake.Passphrase, "w
 
 func noSecret(t *testing.T, err error) {
 	t.Helper()
-	if err == nil {
-		return
-	}
-	texts := []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)}
-	if e, ok := errs.As(err); ok {
-		texts = append(texts, e.Message, fmt.Sprint(e.Details))
-	}
-	for _, s := range secrets {
-		for _, txt := range texts {
-			if strings.Contains(txt, s) {
-				t.Errorf("error leaks a credential: %s", txt)
-			}
-		}
-	}
+	venuetest.NoSecret(t, err, secrets...)
 }
 
 func creds() exchange.Credentials {
@@ -70,12 +58,7 @@ func setup(t *testing.T) (*okxfake.Server, *okx.Account) {
 
 func code(t *testing.T, err error, want errs.Code) *errs.Error {
 	t.Helper()
-	noSecret(t, err)
-	e, ok := errs.As(err)
-	if !ok || e.Code != want {
-		t.Fatalf("error %v, want code %s", err, want)
-	}
-	return e
+	return venuetest.Code(t, err, want, secrets...)
 }
 
 var (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/restkit"
 )
 
 // oOrder is an order of GET /api/v5/trade/order.
@@ -235,13 +236,6 @@ func (a *Account) PlaceOrder(ctx context.Context, req exchange.OrderRequest) (ex
 // when it gets no answer.
 func (a *Account) createReserve() time.Duration { return a.timeout / 4 }
 
-func remaining(ctx context.Context) time.Duration {
-	if dl, ok := ctx.Deadline(); ok {
-		return time.Until(dl)
-	}
-	return time.Hour
-}
-
 // noTime is a placement that was not sent: the call's budget was spent before it.
 func noTime(ctx context.Context) error {
 	return errs.Wrap(fmt.Errorf("%w: %w", exchange.ErrUnreachable, context.DeadlineExceeded), errs.ExchangeError,
@@ -250,7 +244,7 @@ func noTime(ctx context.Context) error {
 
 func (a *Account) create(ctx context.Context, m *market, req exchange.OrderRequest, id, sz string, body []byte) (exchange.Order, error) {
 	c := a.client(req.Kind)
-	capacity := min(remaining(ctx)-a.createReserve(), a.timeout/2)
+	capacity := min(restkit.Remaining(ctx)-a.createReserve(), a.timeout/2)
 	if capacity < 50*time.Millisecond {
 		return exchange.Order{}, noTime(ctx)
 	}
@@ -292,7 +286,7 @@ func (a *Account) create(ctx context.Context, m *market, req exchange.OrderReque
 			err = fmt.Errorf("%w; looking the order up: %w", err, lerr)
 			break
 		}
-		if i == 2 || remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 50*time.Millisecond<<i, 100*time.Millisecond) {
+		if i == 2 || restkit.Remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 50*time.Millisecond<<i, 100*time.Millisecond) {
 			break
 		}
 	}
@@ -309,7 +303,7 @@ func (a *Account) confirm(ctx context.Context, m *market, req exchange.OrderRequ
 		if found {
 			return a.settle(ctx, m, req, id, o)
 		}
-		if remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
+		if restkit.Remaining(ctx) < 150*time.Millisecond || !exchange.Sleep(ctx, 25*time.Millisecond<<i, 0) {
 			break
 		}
 	}
@@ -340,7 +334,7 @@ func (a *Account) settle(ctx context.Context, m *market, req exchange.OrderReque
 // request's (other side or size) means the ID is taken: this request was not placed.
 func (a *Account) existing(ctx context.Context, m *market, req exchange.OrderRequest, sz string, o oOrder) (exchange.Order, error) {
 	want, _ := decimal.NewFromString(sz)
-	if o.Side != sideOf(req.Side) || !o.Sz.dec().Equal(want) {
+	if o.Side != sideOf(req.Side) || !o.Sz.Dec().Equal(want) {
 		return exchange.Order{}, errs.New(errs.ExchangeError, "client order ID %s is already used by another okx order", req.ClientOrderID)
 	}
 	return a.settle(ctx, m, req, ClOrdID(req.ClientOrderID), o), nil
@@ -360,11 +354,9 @@ func (a *Account) refused(ctx context.Context, m *market, req exchange.OrderRequ
 			asset = m.info.Base
 		}
 	}
-	details := map[string]any{"asset": asset}
 	var required, available *decimal.Decimal
 	if b, berr := a.balance(ctx, asset); berr == nil {
 		available = &b.Free
-		details["available"] = b.Free
 	}
 	price := req.Price
 	if !price.IsPositive() {
@@ -385,16 +377,7 @@ func (a *Account) refused(ctx context.Context, m *market, req exchange.OrderRequ
 		}
 		required = &r
 	}
-	if required != nil {
-		details["required"] = *required
-	}
-	e.Details = details
-	switch {
-	case required != nil && available != nil:
-		e.Message = fmt.Sprintf("insufficient %s balance: %s required, %s available (okx code %d)", asset, required, available, codeOf(err))
-	case available != nil:
-		e.Message = fmt.Sprintf("insufficient %s balance: %s available (okx code %d)", asset, available, codeOf(err))
-	}
+	restkit.Shortfall(e, asset, required, available, fmt.Sprintf("okx code %d", codeOf(err)))
 	return e
 }
 
@@ -574,13 +557,13 @@ func toOrder(m *market, typ exchange.OrderType, clientOrderID string, o oOrder) 
 	if typ == "" {
 		typ = typeOf(o.OrdType)
 	}
-	filled := m.base(o.AccFillSz.dec())
-	amount := m.base(o.Sz.dec())
+	filled := m.base(o.AccFillSz.Dec())
+	amount := m.base(o.Sz.Dec())
 	if !m.swap() && o.OrdType == "market" && o.TgtCcy == "quote_ccy" {
 		amount = filled // sz is a quote amount: the base amount is what filled
 	}
-	avg := o.AvgPx.dec()
-	fee, asset := feeOf(m, o.Fee.dec(), o.FeeCcy)
+	avg := o.AvgPx.Dec()
+	fee, asset := feeOf(m, o.Fee.Dec(), o.FeeCcy)
 	created, _ := strconv.ParseInt(string(o.CTime), 10, 64)
 	updated, _ := strconv.ParseInt(string(o.UTime), 10, 64)
 	return exchange.Order{

@@ -48,6 +48,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange/fakehold"
+	"github.com/sigops/sigops/runtime/exchange/fakekit"
 )
 
 // The key pair New registers.
@@ -103,7 +104,7 @@ type Server struct {
 	algos        []*algoOrder
 	nextID       int64
 	nextTrade    int64
-	faults       []*armed
+	faults       fakekit.Faults[Fault]
 	placed       map[string]int
 	reqs         []Request
 	routes       map[string]endpoint
@@ -376,7 +377,7 @@ func ServerError(status int) Fault {
 	case http.StatusServiceUnavailable:
 		return Fault{Status: status, Code: -1008, Msg: "Server is currently overloaded with other requests. Please try again in a few minutes."}
 	}
-	return Fault{Status: status, Body: fmt.Sprintf("<html><body><h1>%d %s</h1></body></html>", status, http.StatusText(status))}
+	return Fault{Status: status, Body: fakekit.GatewayPage(status)}
 }
 
 // Delay holds requests for d.
@@ -388,31 +389,17 @@ func Drop() Fault { return Fault{Drop: true} }
 // DropAfterApply handles the request and closes the connection without answering.
 func DropAfterApply() Fault { return Fault{DropAfterApply: true} }
 
-type armed struct {
-	f Fault
-	n int
-}
-
 // FailNext arms f for the next n requests it matches.
-func (s *Server) FailNext(n int, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, &armed{f: f, n: n})
-}
+func (s *Server) FailNext(n int, f Fault) { s.faults.Arm(f, n) }
 
 func (s *Server) takeFault(method, path string) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, a := range s.faults {
-		if (a.f.Method == "" || a.f.Method == method) && (a.f.Path == "" || a.f.Path == path) {
-			f := a.f
-			if a.n--; a.n <= 0 {
-				s.faults = append(s.faults[:i], s.faults[i+1:]...)
-			}
-			return &f
-		}
+	f, ok := s.faults.Take(func(f Fault) bool {
+		return (f.Method == "" || f.Method == method) && (f.Path == "" || f.Path == path)
+	})
+	if !ok {
+		return nil
 	}
-	return nil
+	return &f
 }
 
 // call is one request being handled.

@@ -57,6 +57,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange/fakehold"
+	"github.com/sigops/sigops/runtime/exchange/fakekit"
 )
 
 // The default key of the account New makes: it may trade spot and linear, and move no funds.
@@ -147,9 +148,9 @@ type Server struct {
 	mu        sync.Mutex
 	now       func() time.Time
 	keys      map[string]*apiKey
-	faults    []*Fault
-	calls     map[string]int
-	answered  map[int]int
+	faults    fakekit.Faults[Fault]
+	calls     fakekit.Counts[string]
+	answered  fakekit.Counts[int]
 	pageLimit int
 
 	prices    map[string]decimal.Decimal // symbol → last price
@@ -179,8 +180,6 @@ func New() *Server {
 		closing:    make(chan struct{}),
 		now:        time.Now,
 		keys:       map[string]*apiKey{APIKey: {secret: APISecret, info: TradeOnly()}},
-		calls:      map[string]int{},
-		answered:   map[int]int{},
 		prices:     map[string]decimal.Decimal{},
 		wallet:     map[string]*coin{},
 		positions:  map[posKey]*position{},
@@ -265,26 +264,17 @@ func (s *Server) SetPageLimit(n int) {
 
 // FailNext injects a fault into the next matching requests; faults queue in order.
 func (s *Server) FailNext(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f.Times <= 0 {
-		f.Times = 1
-	}
-	s.faults = append(s.faults, &f)
+	s.faults.Arm(f, f.Times)
 }
 
 // Calls is how many requests reached path.
 func (s *Server) Calls(path string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[path]
+	return s.calls.Get(path)
 }
 
 // Answered is how many answers carried retCode.
 func (s *Server) Answered(retCode int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.answered[retCode]
+	return s.answered.Get(retCode)
 }
 
 // OrdersCreated is how many orders were created with orderLinkId (never more than one).
@@ -315,18 +305,11 @@ func (s *Server) ForgetClosed() {
 
 // takeFault pops the first fault for path.
 func (s *Server) takeFault(path string) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, f := range s.faults {
-		if f.Path == "" || f.Path == path {
-			out := *f
-			if f.Times--; f.Times <= 0 {
-				s.faults = append(s.faults[:i], s.faults[i+1:]...)
-			}
-			return &out
-		}
+	f, ok := s.faults.Take(func(f Fault) bool { return f.Path == "" || f.Path == path })
+	if !ok {
+		return nil
 	}
-	return nil
+	return &f
 }
 
 // failure is an answer with a retCode other than 0.
@@ -362,9 +345,7 @@ var routes = map[string]route{
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	s.mu.Lock()
-	s.calls[path]++
-	s.mu.Unlock()
+	s.calls.Add(path)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
@@ -389,7 +370,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(f.HTTPStatus)
-		fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", f.HTTPStatus, http.StatusText(f.HTTPStatus))
+		io.WriteString(w, fakekit.GatewayPage(f.HTTPStatus))
 		return
 	}
 	rt, ok := routes[path]
@@ -525,7 +506,7 @@ func (s *Server) write(w http.ResponseWriter, status int, result any, f *failure
 	if f != nil {
 		code = f.code
 	}
-	s.answered[code]++
+	s.answered.Add(code)
 	s.mu.Unlock()
 	env := map[string]any{"retCode": 0, "retMsg": "OK", "result": result, "retExtInfo": map[string]any{}, "time": now}
 	if f != nil {

@@ -50,6 +50,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange/fakehold"
+	"github.com/sigops/sigops/runtime/exchange/fakekit"
 )
 
 // The default key of the account New makes: it may trade, and move no funds.
@@ -143,9 +144,9 @@ type Server struct {
 	mu       sync.Mutex
 	now      func() time.Time
 	keys     map[string]*apiKey
-	faults   []*Fault
-	calls    map[string]int
-	answered map[int]int
+	faults   fakekit.Faults[Fault]
+	calls    fakekit.Counts[string]
+	answered fakekit.Counts[int]
 
 	posMode   string
 	acctLv    string
@@ -168,8 +169,6 @@ func New() *Server {
 		closing:   make(chan struct{}),
 		now:       time.Now,
 		keys:      map[string]*apiKey{APIKey: {secret: APISecret, passphrase: Passphrase, info: TradeOnly()}},
-		calls:     map[string]int{},
-		answered:  map[int]int{},
 		posMode:   NetMode,
 		acctLv:    "2",
 		overrides: map[string]instrument{},
@@ -256,26 +255,17 @@ func (s *Server) Balance(ccy string) decimal.Decimal {
 
 // FailNext injects a fault into the next matching requests; faults queue in order.
 func (s *Server) FailNext(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f.Times <= 0 {
-		f.Times = 1
-	}
-	s.faults = append(s.faults, &f)
+	s.faults.Arm(f, f.Times)
 }
 
 // Calls is how many requests reached path; "POST /api/v5/trade/order" counts one method.
 func (s *Server) Calls(path string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[path]
+	return s.calls.Get(path)
 }
 
 // Answered is how many answers carried code (an answer's code, or an order's sCode).
 func (s *Server) Answered(code int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.answered[code]
+	return s.answered.Get(code)
 }
 
 // OrdersCreated is how many orders (algo orders included) were created with a clOrdId or
@@ -294,18 +284,13 @@ func (s *Server) OrderCount() int {
 }
 
 func (s *Server) takeFault(method, path string) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, f := range s.faults {
-		if (f.Path == "" || f.Path == path) && (f.Method == "" || f.Method == method) {
-			out := *f
-			if f.Times--; f.Times <= 0 {
-				s.faults = append(s.faults[:i], s.faults[i+1:]...)
-			}
-			return &out
-		}
+	f, ok := s.faults.Take(func(f Fault) bool {
+		return (f.Path == "" || f.Path == path) && (f.Method == "" || f.Method == method)
+	})
+	if !ok {
+		return nil
 	}
-	return nil
+	return &f
 }
 
 // failure is an answer with a code other than 0. item reports it as the order's sCode
@@ -382,10 +367,7 @@ var getRoutes = map[string]route{
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
-	s.mu.Lock()
-	s.calls[path]++
-	s.calls[r.Method+" "+path]++
-	s.mu.Unlock()
+	s.calls.Add(path, r.Method+" "+path)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
@@ -408,7 +390,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(f.HTTPStatus)
-		fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", f.HTTPStatus, http.StatusText(f.HTTPStatus))
+		io.WriteString(w, fakekit.GatewayPage(f.HTTPStatus))
 		return
 	}
 	rt, ok := routes[path]
@@ -581,7 +563,7 @@ func (s *Server) write(w http.ResponseWriter, result any, f *failure) {
 	if f != nil {
 		code = f.code
 	}
-	s.answered[code]++
+	s.answered.Add(code)
 	s.mu.Unlock()
 	status := http.StatusOK
 	env := map[string]any{"code": "0", "msg": "", "data": result}
