@@ -212,6 +212,8 @@ type Stack struct {
 	store    store.Options
 	// postgres is the record (history, and later accounts and the wallet).
 	postgres *stack.Postgres
+	// pgHold holds PostgreSQL's restarts (HoldPostgres).
+	pgHold pgHold
 	// storeRuns supervise the Redis servers (and Sentinels, first) and PostgreSQL, daemons every
 	// daemon's replicas (manager, executors, webhookd, authd, mcpd) in start order, and
 	// nginx the front.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -203,5 +205,77 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	if bal, perr := decimal.NewFromString(me.Balance.String()); resp.StatusCode != http.StatusOK || err != nil || perr != nil ||
 		!bal.Equal(decimal.NewFromInt(100)) {
 		t.Fatalf("the wallet after FLUSHALL: %d %v %q, want 100 USD", resp.StatusCode, err, me.Balance)
+	}
+
+	if !storetest.ClusterMode() { // the record does not depend on the Redis topology: once is enough
+		postgresOutage(t, s, fleet, rdb, runner, hc, login.Token, rec.Accepted, rec.Orders)
+	}
+}
+
+// postgresOutage holds PostgreSQL down for a minute while signals keep coming: every signal
+// is accepted and filled without it, a signed-in user keeps reading their portfolio and can
+// sign in again (accounts are read from Redis's copy; nothing is written), a registration of
+// an OAuth client, which must be recorded, answers 503 with Retry-After, and once PostgreSQL
+// is back the archive catches up with every result and order (results and orders: what was
+// archived before the outage).
+func postgresOutage(t *testing.T, s *Stack, fleet *load.Fleet, rdb redis.UniversalClient, runner *load.Runner, hc *http.Client,
+	token string, results, orders int) {
+	ctx := t.Context()
+	release, err := s.HoldPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	down := time.Now()
+	done := make(chan struct{})
+	var probes []string
+	expect := func(what string, resp *http.Response, err error, status int, retryAfter bool) {
+		if err != nil {
+			probes = append(probes, what+": "+err.Error())
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status || retryAfter && resp.Header.Get("Retry-After") == "" {
+			probes = append(probes, fmt.Sprintf("%s answered %d (Retry-After %q), want %d", what, resp.StatusCode, resp.Header.Get("Retry-After"), status))
+		}
+	}
+	go func() {
+		defer close(done)
+		time.Sleep(10 * time.Second)
+		body, _ := json.Marshal(map[string]string{"email": DemoEmail, "password": s.Password})
+		resp, err := hc.Post(s.BaseURL()+"/api/auth/login", "application/json", bytes.NewReader(body))
+		expect("a login", resp, err, http.StatusOK, false)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.BaseURL()+"/api/user/portfolio", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err = hc.Do(req)
+		expect("a signed-in user's portfolio", resp, err, http.StatusOK, false)
+		body, _ = json.Marshal(map[string]any{"client_name": "Agent", "redirect_uris": []string{"https://a.example/cb"},
+			"token_endpoint_auth_method": "none"})
+		resp, err = hc.Post(s.BaseURL()+"/api/oauth/register", "application/json", bytes.NewReader(body))
+		expect("an OAuth client registration", resp, err, http.StatusServiceUnavailable, true)
+	}()
+	res, err := runner.Run(ctx, load.Scenario{Name: "PostgreSQL down", Rate: 20, Duration: 50 * time.Second, Connections: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for _, p := range probes {
+		t.Error(p)
+	}
+	// Redis alone answers for them: PostgreSQL is still down.
+	rec, err := load.NewChecker(rdb, fleet).Reconcile(ctx, res, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PostgreSQL down %s: sent %d, accepted %d, results %v, %d orders", time.Since(down).Round(time.Second), res.Sent, rec.Accepted, rec.ResultCodes, rec.Orders)
+	if !rec.OK() || rec.Accepted != res.Sent || rec.ResultCodes["ok"] != rec.Accepted {
+		t.Fatalf("with PostgreSQL down: %d of %d accepted, results %v: %s", rec.Accepted, res.Sent, rec.ResultCodes, rec.Problems())
+	}
+	if d := time.Since(down); d < time.Minute {
+		time.Sleep(time.Minute - d)
+	}
+	release()
+	if err := load.WaitArchived(ctx, s.DatabaseURL(), fleet, results+rec.Accepted, orders+rec.Orders, 2*time.Minute); err != nil {
+		t.Fatalf("after PostgreSQL came back: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package localstack
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	"github.com/sigops/sigops/test/stack"
 )
@@ -27,6 +29,7 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 	s.postgres = pg
 	o.AppendLog = true
 	s.superviseStore("postgres", pg.Process, s.postgresLog, s.o.Backoff, func() (*stack.Process, error) {
+		s.pgHold.wait()
 		n, err := stack.StartPostgres(context.WithoutCancel(ctx), o)
 		if err != nil {
 			return nil, err
@@ -38,3 +41,53 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 
 // DatabaseURL is how the daemons reach the stack's PostgreSQL.
 func (s *Stack) DatabaseURL() string { return s.postgres.URL }
+
+// pgHold keeps the supervisor from restarting PostgreSQL while an outage is being drilled.
+type pgHold struct {
+	mu       sync.Mutex
+	released chan struct{} // nil: not held
+}
+
+func (h *pgHold) wait() {
+	h.mu.Lock()
+	c := h.released
+	h.mu.Unlock()
+	if c != nil {
+		<-c
+	}
+}
+
+// HoldPostgres kills PostgreSQL (kill -9: a crash, which it recovers from with its WAL) and
+// keeps it down until the returned release is called; its supervisor then starts it again
+// on the same port and data. The outage drill of the local stack's test.
+func (s *Stack) HoldPostgres() (release func(), err error) {
+	s.pgHold.mu.Lock()
+	if s.pgHold.released != nil {
+		s.pgHold.mu.Unlock()
+		return nil, errors.New("PostgreSQL is already held down")
+	}
+	c := make(chan struct{})
+	s.pgHold.released = c
+	s.pgHold.mu.Unlock()
+	var p *stack.Process
+	for _, r := range s.storeRuns {
+		if r.Name() == "postgres" {
+			p = r.Current()
+		}
+	}
+	if p == nil {
+		return nil, errors.New("PostgreSQL is not supervised by this stack")
+	}
+	if err := p.Kill(); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.pgHold.mu.Lock()
+			s.pgHold.released = nil
+			s.pgHold.mu.Unlock()
+			close(c)
+		})
+	}, nil
+}
