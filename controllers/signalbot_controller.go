@@ -106,7 +106,7 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 	proj := projection(bot, acct)
 	proj.Strategy = strat
 	proj.CopyFrom = cp.from
-	if err := r.Registry.Project(ctx, proj, hook.hash); err != nil {
+	if err := r.Registry.ProjectRecorded(ctx, proj, hook.hash, recordedPause(bot.Status.RuntimePause), r.now()); err != nil {
 		if errors.Is(err, registry.ErrWebhookInUse) {
 			projections.WithLabelValues("conflict").Inc()
 			return stalledOutcome("WebhookIDConflict",

@@ -253,6 +253,27 @@ type WebhookSpec struct {
 	Enabled *bool `json:"enabled,omitempty"`
 }
 
+// RuntimePauseStatus is a runtime pause as recorded in status.
+type RuntimePauseStatus struct {
+	// reason is Errors, Risk, Downgrade or Manual; empty while the bot is not paused.
+	// +kubebuilder:validation:Enum="";Errors;Risk;Downgrade;Manual
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// since is when the pause was set.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+
+	// until is when a timed pause (Risk) ends; absent for a pause that lasts until resumed.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+
+	// sequence is how many runtime pause changes (pauses and lifts) Redis had seen when
+	// this was recorded.
+	// +kubebuilder:validation:Minimum=0
+	Sequence int64 `json:"sequence"`
+}
+
 // SignalBotStatus is what the operator observed.
 type SignalBotStatus struct {
 	// availability is active, paused or disabled.
@@ -274,6 +295,14 @@ type SignalBotStatus struct {
 	// lastHandledResume echoes the last resume annotation value acted on.
 	// +optional
 	LastHandledResume string `json:"lastHandledResume,omitempty"`
+
+	// runtimePause is the record of the bot's runtime pause (Errors, Risk, Downgrade,
+	// Manual), mirrored from Redis with the count of pause changes Redis had seen. When
+	// Redis loses the pause (a flush, a lost volume, a restore from an older backup) its
+	// count falls behind this one and the pause, if still due, is written back before the
+	// bot takes another signal. Absent until the bot's first runtime pause.
+	// +optional
+	RuntimePause *RuntimePauseStatus `json:"runtimePause,omitempty"`
 
 	// strategy is what the strategy runner last evaluated and emitted (spec.strategy only).
 	// +optional

@@ -21,9 +21,16 @@ const (
 	FieldDedupeMillis   = "dedupeMillis"
 
 	// FieldPause is the runtime pause's reason (PauseErrors, PauseRisk, PauseDowngrade,
-	// PauseManual); FieldPauseUntil is when it ends in ms since epoch (0: until resumed).
+	// PauseManual); FieldPauseUntil is when it ends in ms since epoch (0: until resumed);
+	// FieldPauseSince when it was written (ms).
 	FieldPause      = "pause"
 	FieldPauseUntil = "pauseUntil"
+	FieldPauseSince = "pauseSince"
+	// FieldPauseSeq counts the runtime pause changes this hash has seen (each pause and
+	// each lift). The SignalBot's status records the count with the pause it mirrors, so a
+	// Redis whose count is behind the record has lost the latest change (pause.go,
+	// "Recorded pauses").
+	FieldPauseSeq = "pauseSeq"
 )
 
 func gateFields(b Bot) []any {

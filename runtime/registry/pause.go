@@ -47,6 +47,8 @@ type Pause struct {
 	Reason string
 	// Until is when it ends; zero means until resumed.
 	Until time.Time
+	// Since is when it was written (zero when not known: written before the field was).
+	Since time.Time
 }
 
 // untilText is Until as stored: ms since epoch, "0" for until resumed.
@@ -60,7 +62,8 @@ func (p Pause) untilText() string {
 // luaNames fills the field names, the Downgrade reason and the events channel into the
 // scripts' source, so that the scripts and the Go side cannot spell them differently.
 var luaNames = strings.NewReplacer(
-	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(),
+	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$SINCE", FieldPauseSince, "$SEQ", FieldPauseSeq,
+	"$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(),
 )
 
 // pauseLua defines set_pause(botKey, botId, reason, untilText, now), the one rule by which a
@@ -89,7 +92,8 @@ local function set_pause(botKey, botId, reason, untilText, now)
     -- an active pause that lasts at least as long stays
     if curUntil == 0 or (untilMs ~= 0 and curUntil >= untilMs) then return 0 end
   end
-  redis.call('HSET', botKey, '$PAUSE', reason, '$UNTIL', untilText)
+  redis.call('HSET', botKey, '$PAUSE', reason, '$UNTIL', untilText, '$SINCE', tostring(now))
+  redis.call('HINCRBY', botKey, '$SEQ', 1)
   redis.call('PUBLISH', '$CHANNEL', botId)
   return 1
 end
@@ -129,7 +133,8 @@ var resumeScript = redis.NewScript(luaNames.Replace(`
 local cur = redis.call('HMGET', KEYS[1], '$PAUSE', '$UNTIL')
 if not cur[1] or cur[1] == '' or cur[1] ~= ARGV[1] then return 0 end
 if (tonumber(cur[2] or '0') or 0) ~= (tonumber(ARGV[2]) or 0) then return 0 end
-redis.call('HDEL', KEYS[1], '$PAUSE', '$UNTIL')
+redis.call('HDEL', KEYS[1], '$PAUSE', '$UNTIL', '$SINCE')
+redis.call('HINCRBY', KEYS[1], '$SEQ', 1)
 redis.call('PUBLISH', '$CHANNEL', ARGV[3])
 return 1
 `))
@@ -214,4 +219,86 @@ func (r *Registry) WithPauses(ctx context.Context, bots []Bot, now time.Time) er
 		}
 	}
 	return nil
+}
+
+// Recorded pauses.
+//
+// A runtime pause lives in Redis, where the intake reads it, and the manager mirrors it
+// into the SignalBot's status with the hash's change count (FieldPauseSeq). Redis can lose
+// the pause: a FLUSHALL, a lost volume, or a restore from a backup older than the pause.
+// Then the hash's count is behind the status' (a re-created hash has none), and the
+// projection writes the recorded state back in the same step that writes the bot, so no
+// signal is admitted between the two (Project, RecordedPause). A count that is not behind
+// means Redis saw every change the status saw: a pause missing from it was lifted.
+
+// RecordedPause is the runtime pause state the SignalBot's status holds: the pause (nil:
+// none) and the change count it was read with.
+type RecordedPause struct {
+	Pause *Pause
+	Seq   int64
+}
+
+// recordedArgs are switchScript's ARGV[7..11] for r (nil: nothing recorded).
+func recordedArgs(r *RecordedPause, now time.Time) []any {
+	if r == nil || r.Seq <= 0 {
+		return []any{"", "", "", "", now.UnixMilli()}
+	}
+	if r.Pause == nil {
+		return []any{r.Seq, "", "0", "", now.UnixMilli()}
+	}
+	since := ""
+	if !r.Pause.Since.IsZero() {
+		since = strconv.FormatInt(r.Pause.Since.UnixMilli(), 10)
+	}
+	return []any{r.Seq, r.Pause.Reason, r.Pause.untilText(), since, now.UnixMilli()}
+}
+
+// restoreLua is switchScript's step that writes a recorded pause back (see "Recorded
+// pauses"): when the hash's count is behind ARGV[7], the recorded pause (ARGV[8] reason,
+// ARGV[9] until, ARGV[10] since) is written if it is still due at ARGV[11], else any pause
+// the hash holds is lifted; the count is set to the recorded one and the change published.
+var restoreLua = luaNames.Replace(`
+local restored = 0
+local rseq = tonumber(ARGV[7])
+if rseq and (tonumber(redis.call('HGET', KEYS[1], '$SEQ') or '0') or 0) < rseq then
+  local untilMs = tonumber(ARGV[9]) or 0
+  if ARGV[8] ~= '' and (untilMs == 0 or untilMs > tonumber(ARGV[11])) then
+    redis.call('HSET', KEYS[1], '$PAUSE', ARGV[8], '$UNTIL', ARGV[9])
+    if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], '$SINCE', ARGV[10]) end
+  else
+    redis.call('HDEL', KEYS[1], '$PAUSE', '$UNTIL', '$SINCE')
+  end
+  redis.call('HSET', KEYS[1], '$SEQ', rseq)
+  restored = 1
+end
+`)
+
+// ReadPauseSeq is ReadPause with the hash's change count, read together in one HMGET so
+// that the status never records a pause with the count of another. A pause whose time is
+// over is lifted first (which counts as a change) and the state read again.
+func (r *Registry) ReadPauseSeq(ctx context.Context, id string, now time.Time) (*Pause, int64, error) {
+	for {
+		v, err := r.rdb.HMGet(ctx, store.Bot(id), FieldPause, FieldPauseUntil, FieldPauseSince, FieldPauseSeq).Result()
+		if err != nil {
+			return nil, 0, err
+		}
+		seq, _ := strconv.ParseInt(asString(v[3]), 10, 64)
+		p := Pause{Reason: asString(v[0])}
+		if p.Reason == "" {
+			return nil, seq, nil
+		}
+		if ms, _ := strconv.ParseInt(asString(v[2]), 10, 64); ms > 0 {
+			p.Since = time.UnixMilli(ms)
+		}
+		ms, _ := strconv.ParseInt(asString(v[1]), 10, 64)
+		if ms == 0 {
+			return &p, seq, nil
+		}
+		if p.Until = time.UnixMilli(ms); p.Until.After(now) {
+			return &p, seq, nil
+		}
+		if _, err := r.Resume(ctx, id, p); err != nil {
+			return nil, 0, err
+		}
+	}
 }

@@ -264,3 +264,94 @@ func TestWithPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every pause and every lift counts one change, read with the pause in one step; a pause
+// records when it was written.
+func TestPauseChangesAreCounted(t *testing.T) {
+	f := newPauseFixture(t)
+	if p, seq, err := f.reg.ReadPauseSeq(f.ctx, "b", noon); err != nil || p != nil || seq != 0 {
+		t.Fatalf("fresh bot: %+v %d %v", p, seq, err)
+	}
+	f.set(registry.Pause{Reason: registry.PauseErrors}, noon, true)
+	p, seq, err := f.reg.ReadPauseSeq(f.ctx, "b", noon)
+	if err != nil || p == nil || p.Reason != registry.PauseErrors || seq != 1 || !p.Since.Equal(noon) {
+		t.Fatalf("after a pause: %+v %d %v", p, seq, err)
+	}
+	if ok, err := f.reg.Resume(f.ctx, "b", *p); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if p, seq, err = f.reg.ReadPauseSeq(f.ctx, "b", noon); err != nil || p != nil || seq != 2 {
+		t.Fatalf("after the resume: %+v %d %v", p, seq, err)
+	}
+	// A Risk pause that ends is lifted by the read, which counts it.
+	f.set(registry.Pause{Reason: registry.PauseRisk, Until: noon.Add(time.Hour)}, noon, true)
+	if p, seq, err = f.reg.ReadPauseSeq(f.ctx, "b", noon.Add(2*time.Hour)); err != nil || p != nil || seq != 4 {
+		t.Fatalf("after the Risk pause ended: %+v %d %v", p, seq, err)
+	}
+}
+
+// A projection writes back the recorded pause when Redis is behind the record (flushed, or
+// restored from before the pause), in the step that writes the bot's hash; a Redis that
+// saw every change the record saw keeps its own state.
+func TestProjectionWritesBackALostPause(t *testing.T) {
+	f := newPauseFixture(t)
+	hook := registry.HashWebhookID("99999999-9999-4999-8999-999999999999")
+	f.set(registry.Pause{Reason: registry.PauseManual}, noon, true)
+	p, seq, err := f.reg.ReadPauseSeq(f.ctx, "b", noon)
+	if err != nil || p == nil {
+		t.Fatal(p, err)
+	}
+	rec := &registry.RecordedPause{Pause: p, Seq: seq}
+
+	// Redis flushed: the re-created hash has the pause back, with the record's count.
+	if err := storetest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, rec, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.published()
+	got, gotSeq, err := f.reg.ReadPauseSeq(f.ctx, "b", noon)
+	if err != nil || got == nil || got.Reason != registry.PauseManual || gotSeq != seq || !got.Since.Equal(noon) {
+		t.Fatalf("after FLUSHALL: %+v %d %v", got, gotSeq, err)
+	}
+	// Projected again with the same record: nothing to write back.
+	if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, rec, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.quiet()
+
+	// Resumed after the record was taken: Redis is ahead, and the lift stands.
+	if ok, err := f.reg.Resume(f.ctx, "b", *got); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	f.published()
+	if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, rec, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := f.reg.ReadPauseSeq(f.ctx, "b", noon); err != nil || got != nil {
+		t.Fatalf("a resume seen by Redis was undone: %+v %v", got, err)
+	}
+
+	// Restored from a backup older than a Risk pause that is still due (the projection
+	// judges that on the wall clock): written back.
+	now := time.Now()
+	risk := &registry.RecordedPause{Pause: &registry.Pause{Reason: registry.PauseRisk, Until: now.Add(time.Hour), Since: now}, Seq: 9}
+	if err := f.rdb.HDel(f.ctx, store.Bot("b"), registry.FieldPause, registry.FieldPauseUntil).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, risk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, gotSeq, err := f.reg.ReadPauseSeq(f.ctx, "b", now); err != nil || got == nil || got.Reason != registry.PauseRisk || gotSeq != 9 {
+		t.Fatalf("after restoring an older backup: %+v %d %v", got, gotSeq, err)
+	}
+	// The record says no pause, and the older backup held one: lifted.
+	older := &registry.RecordedPause{Seq: 20}
+	if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, older, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, gotSeq, err := f.reg.ReadPauseSeq(f.ctx, "b", now); err != nil || got != nil || gotSeq != 20 {
+		t.Fatalf("a pause the record had lifted: %+v %d %v", got, gotSeq, err)
+	}
+}

@@ -70,6 +70,13 @@ func New(rdb redis.UniversalClient) *Registry { return &Registry{rdb: rdb} }
 // never finds it before its projection names that master). A crash after the switch leaves
 // the join to the next Project, which always makes it.
 func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) error {
+	return r.ProjectRecorded(ctx, bot, webhookHash, nil, time.Now())
+}
+
+// ProjectRecorded is Project that also writes back the runtime pause state the SignalBot's
+// status records (rec, nil for none) when Redis has lost it, in the step that writes the
+// bot's hash (pause.go, "Recorded pauses").
+func (r *Registry) ProjectRecorded(ctx context.Context, bot Bot, webhookHash string, rec *RecordedPause, now time.Time) error {
 	if bot.ID == "" || webhookHash == "" {
 		return fmt.Errorf("project bot: empty id or webhook hash")
 	}
@@ -111,8 +118,9 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 	}); err != nil {
 		return err
 	}
-	args := append([]any{fieldWebhook, webhookHash, fieldOwner, bot.Owner, fieldWebhookOld, fieldOwnerOld,
-		fieldConfig, data}, gateFields(bot)...)
+	args := append([]any{fieldWebhook, webhookHash, fieldOwner, bot.Owner, fieldWebhookOld, fieldOwnerOld},
+		recordedArgs(rec, now)...)
+	args = append(append(args, store.BotEvents(), bot.ID, fieldConfig, data), gateFields(bot)...)
 	replaced, err := switchScript.Run(ctx, r.rdb, []string{botKey}, args...).Slice()
 	if err != nil {
 		return err
@@ -151,9 +159,13 @@ func BotIDs(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 	return rdb.SMembers(ctx, store.AllBots()).Result()
 }
 
-// switchScript writes a bot's hash (KEYS[1]) and notes what it replaces. ARGV: the webhook
-// field and hash, the owner field and owner, the two note fields, then the other field/value
-// pairs. Returns the replaced webhook hash and owner (empty when unchanged), as noted.
+// switchScript writes a bot's hash (KEYS[1]) and notes what it replaces, and writes back a
+// runtime pause Redis lost (restoreLua, pause.go "Recorded pauses") in the same step, so
+// that no signal is admitted by a re-created hash before its pause is back. ARGV: the
+// webhook field and hash, the owner field and owner, the two note fields (1-6), the
+// recorded pause (7-11, recordedArgs), the events channel and the bot ID (12-13), then the
+// other field/value pairs. Returns the replaced webhook hash and owner (empty when
+// unchanged), as noted.
 var switchScript = redis.NewScript(`
 local prev = redis.call('HMGET', KEYS[1], ARGV[1], ARGV[3])
 local out = {'', ''}
@@ -165,7 +177,9 @@ if prev[2] and prev[2] ~= ARGV[4] then
   redis.call('HSET', KEYS[1], ARGV[6], prev[2])
   out[2] = prev[2]
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], unpack(ARGV, 7))
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], unpack(ARGV, 14))
+` + restoreLua + `
+if restored == 1 then redis.call('PUBLISH', ARGV[12], ARGV[13]) end
 return out
 `)
 
