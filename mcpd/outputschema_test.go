@@ -255,6 +255,16 @@ func TestOutputSchemasOfEveryState(t *testing.T) {
 		toolOK[any](t, f.ada, "get_bot_analytics", map[string]any{"botId": id, "includeEquity": true})
 	}
 
+	// The risk score is 1-10 on every surface (runtime/risk.Score): the schema refuses 0
+	// and 11, which the answers above never hold.
+	risk := schemasOf(t, f.ada)["get_bot_risk"]
+	answer := toolOK[map[string]any](t, f.ada, "get_bot_risk", map[string]any{"botId": "bot-paused"})
+	for _, bad := range []float64{0, 11} {
+		answer["riskScore"] = bad
+		if risk.Validate(answer) == nil {
+			t.Fatalf("get_bot_risk's schema accepts a risk score of %v", bad)
+		}
+	}
 	for _, id := range []string{"bot-paused", "bot-cross"} {
 		toolOK[any](t, f.ada, "list_positions", map[string]any{"botId": id})
 	}

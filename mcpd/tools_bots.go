@@ -49,8 +49,8 @@ var (
     "dailyLossUsed": {"type": "number", "description": "realized loss today (UTC), quote currency"},
     "consecutiveLosses": {"type": "integer"},
     "maxConsecutiveLosses": {"type": "integer", "description": "0 is no limit"},
-    "riskScore": {"type": "integer", "minimum": 0, "maximum": 100},
-    "riskLevel": {"type": "string"}}}`
+    "riskScore": {"type": "integer", "minimum": 1, "maximum": 10, "description": "1 (low) to 10 (extreme), as runtime/risk scores it"},
+    "riskLevel": {"type": "string", "enum": ["low", "moderate", "high", "extreme"]}}}`
 	analyticsOutput = `{"type": "object",
   "required": ["botId", "botName", "period", "startDate", "endDate", "metrics", "formatted", "availablePeriods"],
   "properties": {
@@ -80,7 +80,7 @@ func (s *Server) botTools() []Tool {
 			Scope: auth.ScopeRead, Handler: s.getBot},
 		{Def: mcp.NewTool("get_bot_risk",
 			mcp.WithDescription("A bot's risk metrics against its limits: exposure, today's loss, consecutive "+
-				"losses, and a 0-100 risk score with its level. The same figures as the REST risk endpoint."),
+				"losses, and a 1-10 risk score with its level. The same figures as the REST risk endpoint."),
 			mcp.WithToolAnnotation(readOnly("Get bot risk")), botID,
 			mcp.WithRawOutputSchema(json.RawMessage(riskOutput))),
 			Scope: auth.ScopeRead, Handler: s.getBotRisk},
