@@ -101,7 +101,7 @@ func run(logger *slog.Logger, c config) error {
 
 	reg := daemon.NewRegistry()
 	// Symbols: the paper catalogue plus what validated exchange connections recorded.
-	known := webhookd.NewKnownSymbols(paper.Symbols())
+	known := registry.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
 	readAPI, err := newReadAPI(rdb, c.read, trusted, known.Get, logger)
 	if err != nil {

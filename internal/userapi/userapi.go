@@ -40,7 +40,6 @@ import (
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trading"
-	"github.com/sigops/sigops/webhookd"
 )
 
 // Flags are the command-line settings of the APIs.
@@ -118,7 +117,7 @@ func Build(ctx context.Context, f Flags, rdb redis.UniversalClient, reg promethe
 	if err != nil {
 		return nil, err
 	}
-	known := webhookd.NewKnownSymbols(paper.Symbols())
+	known := registry.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
 	labMetrics := lab.NewMetrics()
 	for _, c := range labMetrics.Collectors() {
@@ -221,7 +220,7 @@ func restoreAccounts(ctx context.Context, users *auth.Users, logger *slog.Logger
 func OnRedis(rdb redis.UniversalClient) *APIs {
 	prices := marketdata.NewSimulated(marketdata.SimulatedOptions{})
 	return assemble(rdb, nil, prices, portfolio.Options{Redis: rdb, Prices: prices},
-		webhookd.NewKnownSymbols(paper.Symbols()).Get, nil, audit.Options{}, slog.Default())
+		registry.NewKnownSymbols(paper.Symbols()).Get, nil, audit.Options{}, slog.Default())
 }
 
 // assemble builds the APIs from their parts (labMetrics nil: counted nowhere).

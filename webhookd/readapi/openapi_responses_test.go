@@ -87,7 +87,7 @@ func newSurface(t *testing.T) *surface {
 	s := &surface{executor: &executorStandIn{}, routers: map[string]chi.Routes{}}
 	s.f = newServedFixture(t, func(o *webhookd.Options, rdb redis.UniversalClient) {
 		o.Intake, o.Waiter = intake.New(rdb), s.executor
-		o.Symbols = webhookd.NewKnownSymbols([]string{"BTC/USDT", "ETH/USDT"}).Get
+		o.Symbols = registry.NewKnownSymbols([]string{"BTC/USDT", "ETH/USDT"}).Get
 		o.Logger = slog.New(slog.DiscardHandler)
 	}, func(o *readapi.Options) {
 		// Each case speaks from its own address; the rate-limit case spends one.
@@ -137,7 +137,7 @@ func newSurface(t *testing.T) *surface {
 	// Nothing listens on port 1 of the loopback: every Redis call fails at once.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = down.Close() })
-	web, err := webhookd.New(webhookd.Options{Intake: intake.New(down), Waiter: s.executor, Symbols: webhookd.NewKnownSymbols([]string{"BTC/USDT"}).Get,
+	web, err := webhookd.New(webhookd.Options{Intake: intake.New(down), Waiter: s.executor, Symbols: registry.NewKnownSymbols([]string{"BTC/USDT"}).Get,
 		TrustedProxies: loopback, Logger: slog.New(slog.DiscardHandler),
 		Read: readapi.New(readapi.Options{Redis: down, Sessions: auth.NewSessions(down, nil), Users: auth.NewUsers(down, auth.UsersOptions{}),
 			Proxies: loopback, Logger: slog.New(slog.DiscardHandler)})})

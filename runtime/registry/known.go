@@ -1,4 +1,4 @@
-package webhookd
+package registry
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/signal"
 )
 
-// KnownSymbols keeps the symbol index webhookd resolves against: a fixed base list (the
-// paper catalogue) plus the symbols validated exchange connections recorded in Redis,
-// refreshed in the background so that the hot path never waits on it.
+// KnownSymbols keeps the symbol index signals are resolved against (webhookd's intake,
+// mcpd's and authd's trading through userapi): a fixed base list (the paper catalogue)
+// plus the symbols validated exchange connections recorded in Redis (AddSymbols),
+// refreshed in the background so that the hot path never waits on it. It lives beside
+// the recorded symbols so that every daemon shares it without depending on another.
 type KnownSymbols struct {
 	base    []string
 	current atomic.Pointer[signal.Symbols]
@@ -30,7 +31,7 @@ func NewKnownSymbols(base []string) *KnownSymbols {
 func (k *KnownSymbols) Get() *signal.Symbols { return k.current.Load() }
 
 // Refresh reads the recorded symbols once.
-func (k *KnownSymbols) Refresh(ctx context.Context, reg *registry.Registry) error {
+func (k *KnownSymbols) Refresh(ctx context.Context, reg *Registry) error {
 	more, err := reg.Symbols(ctx)
 	if err != nil {
 		return err
@@ -40,7 +41,7 @@ func (k *KnownSymbols) Refresh(ctx context.Context, reg *registry.Registry) erro
 }
 
 // Run refreshes every period until ctx ends; a failed refresh keeps the last index.
-func (k *KnownSymbols) Run(ctx context.Context, reg *registry.Registry, period time.Duration, log *slog.Logger) {
+func (k *KnownSymbols) Run(ctx context.Context, reg *Registry, period time.Duration, log *slog.Logger) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
