@@ -12,7 +12,6 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
-	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -171,34 +170,20 @@ type paperAccountView struct {
 	Error          *portfolio.Error    `json:"error,omitempty"`
 }
 
-// paperAccounts are the owner's paper accounts (one when id is given), by ID.
+// paperAccounts are the owner's paper accounts (one when id is given), as
+// portfolio.PaperAccounts joins them.
 func (s *Server) paperAccounts(ctx context.Context, owner, id string) ([]paperAccountView, error) {
-	states, err := s.o.PaperAccounts.ListByOwner(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	valued, err := s.o.Portfolio.Accounts(ctx, owner, portfolio.Select{Kind: portfolio.KindPaper, ID: id})
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]portfolio.Account, len(valued))
-	for _, a := range valued {
-		byID[a.ID] = a
-	}
 	now := s.o.Now()
-	var out []paperAccountView
-	for _, st := range states {
-		a, ok := byID[st.ID]
-		if !ok {
-			continue
-		}
-		v := paperAccountView{ID: st.ID, Namespace: st.Namespace, Name: st.Name, Currency: st.Currency,
+	accts, err := s.o.Portfolio.PaperAccounts(ctx, owner, id, now.Truncate(time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]paperAccountView, 0, len(accts))
+	for _, p := range accts {
+		st, a := p.State, p.Valued
+		v := paperAccountView{ID: st.ID, Namespace: st.Namespace, Name: st.Name, Currency: p.Currency,
 			InitialBalance: st.InitialBalance, FeeRate: st.FeeRate, Balances: a.Balances, Equity: a.Equity,
-			UnrealisedPnl: a.UnrealisedPnl, RealisedPnl: a.RealisedPnl, Error: a.Error,
-			NextRefillAt: st.NextRefillAt(now.Truncate(time.Millisecond)).UTC()}
-		if v.Currency == "" {
-			v.Currency = paper.Quote
-		}
+			UnrealisedPnl: a.UnrealisedPnl, RealisedPnl: a.RealisedPnl, Error: a.Error, NextRefillAt: p.NextRefillAt.UTC()}
 		if !st.LastRefillAt.IsZero() {
 			last := st.LastRefillAt.UTC()
 			v.LastRefillAt = &last

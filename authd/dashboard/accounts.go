@@ -103,16 +103,12 @@ func (d *Dashboard) handleAccountCard(w http.ResponseWriter, r *http.Request) {
 
 var errPaperAccountNotFound = errs.New(errs.NotFound, "paper account not found")
 
-// accountCards are the viewer's paper accounts (only id when it is set), by name: the paper
-// exchange's settings and refill times joined with the portfolio's valuation, as mcpd's
-// list_paper_accounts joins them.
+// accountCards are the viewer's paper accounts (only id when it is set), by name, as
+// portfolio.PaperAccounts joins them for every surface, with the viewer's bots on each.
 func (d *Dashboard) accountCards(r *http.Request, id string) ([]accountCard, error) {
 	ctx, owner := r.Context(), viewerOf(r).User.Email
-	states, err := d.accounts.ListByOwner(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	valued, err := d.o.APIs.Portfolio.Accounts(ctx, owner, portfolio.Select{Kind: portfolio.KindPaper, ID: id})
+	now := d.o.Now()
+	accts, err := d.o.APIs.Portfolio.PaperAccounts(ctx, owner, id, now)
 	if err != nil {
 		return nil, err
 	}
@@ -120,25 +116,13 @@ func (d *Dashboard) accountCards(r *http.Request, id string) ([]accountCard, err
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]paper.Account, len(states))
-	for _, st := range states {
-		byID[st.ID] = st
-	}
-	now := d.o.Now()
-	// The portfolio's order: by name, then ID.
-	cards := make([]accountCard, 0, len(valued))
-	for _, a := range valued {
-		st, ok := byID[a.ID]
-		if !ok {
-			continue
-		}
-		c := accountCard{ID: st.ID, Namespace: st.Namespace, Name: st.Name, Currency: st.Currency,
+	cards := make([]accountCard, 0, len(accts))
+	for _, p := range accts {
+		st, a := p.State, p.Valued
+		c := accountCard{ID: st.ID, Namespace: st.Namespace, Name: st.Name, Currency: p.Currency,
 			InitialBalance: st.InitialBalance, FeeRate: st.FeeRate, Balances: a.Balances, Equity: a.Equity,
 			UnrealisedPnl: a.UnrealisedPnl, RealisedPnl: a.RealisedPnl, Excluded: a.Excluded, Error: a.Error,
-			LastRefillAt: st.LastRefillAt, NextRefillAt: st.NextRefillAt(now), CSRF: viewerOf(r).CSRF}
-		if c.Currency == "" {
-			c.Currency = paper.Quote
-		}
+			LastRefillAt: st.LastRefillAt, NextRefillAt: p.NextRefillAt, CSRF: viewerOf(r).CSRF}
 		if c.NextRefillAt.After(now) {
 			c.RefillIn = waitInWords(c.NextRefillAt.Sub(now))
 		}

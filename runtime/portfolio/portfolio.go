@@ -257,6 +257,50 @@ func (s *Service) Accounts(ctx context.Context, owner string, sel Select) ([]Acc
 	return out, nil
 }
 
+// PaperAccount is a paper account as the surfaces show it (mcpd's list_paper_accounts and
+// get_paper_account, the dashboard's Paper accounts page): the paper exchange's settings
+// and refill times joined with the valuation Accounts makes of it.
+type PaperAccount struct {
+	// State is the account as the paper exchange holds it (settings, last refill).
+	State paper.Account
+	// Valued is its balances and figures, as get_portfolio shows them.
+	Valued Account
+	// Currency is the account's quote currency (paper.Quote when unset).
+	Currency string
+	// NextRefillAt is when a refill is next allowed.
+	NextRefillAt time.Time
+}
+
+// PaperAccounts are the owner's paper accounts (only id when it is set) in Accounts' order
+// (by name, then ID), each joined with its valuation: the one join every surface shows.
+func (s *Service) PaperAccounts(ctx context.Context, owner, id string, now time.Time) ([]PaperAccount, error) {
+	states, err := s.paper.ListByOwner(ctx, emails.Canonical(owner))
+	if err != nil {
+		return nil, err
+	}
+	valued, err := s.Accounts(ctx, owner, Select{Kind: KindPaper, ID: id})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]paper.Account, len(states))
+	for _, st := range states {
+		byID[st.ID] = st
+	}
+	out := make([]PaperAccount, 0, len(valued))
+	for _, a := range valued {
+		st, ok := byID[a.ID]
+		if !ok {
+			continue // deleted between the two reads
+		}
+		p := PaperAccount{State: st, Valued: a, Currency: st.Currency, NextRefillAt: st.NextRefillAt(now)}
+		if p.Currency == "" {
+			p.Currency = paper.Quote
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 type accountKey struct {
 	kind string
 	id   string
