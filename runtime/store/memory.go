@@ -137,13 +137,16 @@ func (g *MemoryGuard) measure(ctx context.Context) (MemoryReading, error) {
 		}
 		return nil
 	}
+	// The reads run before worst is returned: Go leaves the order of a return's plain
+	// operands against its calls unspecified, so they are not written in one statement.
+	var err error
 	switch c := g.rdb.(type) {
 	case *redis.ClusterClient:
-		return worst, c.ForEachMaster(ctx, each)
+		err = c.ForEachMaster(ctx, each)
 	case *redis.Client:
-		return worst, each(ctx, c)
+		err = each(ctx, c)
 	}
-	return worst, nil // another client kind: not guarded
+	return worst, err // another client kind: not guarded (nothing read)
 }
 
 func (r MemoryReading) share() float64 {

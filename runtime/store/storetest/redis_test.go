@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -37,14 +38,18 @@ func TestCluster(t *testing.T) {
 		want = append(want, k)
 	}
 	slices.Sort(want)
-	masters := 0
-	_ = ForEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
-		if n.DBSize(ctx).Val() > 0 {
-			masters++
+	// ForEachMaster calls back on every master at once: count atomically.
+	var masters atomic.Int32
+	if err := ForEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		size, err := n.DBSize(ctx).Result()
+		if size > 0 {
+			masters.Add(1)
 		}
-		return nil
-	})
-	if masters != clusterMasters {
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if masters := int(masters.Load()); masters != clusterMasters {
 		t.Errorf("keys on %d masters, want %d", masters, clusterMasters)
 	}
 	if got, err := Keys(ctx, c, "k*"); err != nil || !slices.Equal(got, want) {
