@@ -263,9 +263,9 @@ func TestConsentGrantsLessThanAsked(t *testing.T) {
 		t.Fatalf("a scope not offered: %d", resp.StatusCode)
 	}
 	v := oauth2.GenerateVerifier()
-	resp, body := b.get(cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(v)))
+	resp, _ := b.get(cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(v)))
 	_, page := b.get(resp.Header.Get("Location"))
-	resp, body = b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
+	resp, body := b.post("/oauth/consent", url.Values{"csrf_token": {field(t, csrfRe, page)}, "request": {field(t, requestRe, page)},
 		"action": {"approve"}, "scope": {"mcp:read"}})
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil || loc.Query().Get("code") == "" {

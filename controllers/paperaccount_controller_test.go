@@ -87,7 +87,7 @@ func TestPaperRefillHonoursCooldown(t *testing.T) {
 	// First refill: allowed (never refilled before).
 	rdb.HSet(ctx, key, "balance", "12.34")
 	annotateRefill(t, ns, "paper", "r1")
-	a = waitAccount(t, ns, "paper", "refilled", func(a *tradingv1.PaperAccount) error {
+	waitAccount(t, ns, "paper", "refilled", func(a *tradingv1.PaperAccount) error {
 		if a.Status.LastHandledRefill != "r1" || a.Status.Balance != "5000.5" || a.Status.LastRefillAt == nil {
 			return fmt.Errorf("status = %+v", a.Status)
 		}

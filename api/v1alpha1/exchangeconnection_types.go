@@ -144,7 +144,3 @@ type ExchangeConnectionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ExchangeConnection `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ExchangeConnection{}, &ExchangeConnectionList{})
-}

@@ -98,7 +98,3 @@ type PaperAccountList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PaperAccount `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&PaperAccount{}, &PaperAccountList{})
-}

@@ -393,7 +393,3 @@ type SignalBotList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []SignalBot `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&SignalBot{}, &SignalBotList{})
-}

@@ -117,7 +117,7 @@ func TestManualOrderOnAPaperBotExecutesOnce(t *testing.T) {
 		t.Fatalf("balance after the close %s %v, want 9998.8", acct.Balance, err)
 	}
 	// Close-all with nothing open fails in its result, in words.
-	_, page = b.get("/dashboard/trade?bot=" + bot.ID)
+	b.get("/dashboard/trade?bot=" + bot.ID)
 	resp, page = b.submit("/dashboard/trade/close-all", url.Values{"bot": {bot.ID}, "key": {"close-all-1"}})
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Failed") ||
 		!strings.Contains(page, "There is no open position to close.") || !strings.Contains(page, "(POSITION_NOT_FOUND 3002)") {

@@ -109,12 +109,11 @@ func (d *Day) UnmarshalJSON(data []byte) error {
 		return errors.New("analytics: a day is a JSON array")
 	}
 	parts := strings.Split(s[1:len(s)-1], ",")
-	decs := d.decimals()
-	if len(parts) != 3+len(decs) {
-		return fmt.Errorf("analytics: a day has %d values, want %d", len(parts), 3+len(decs))
-	}
 	var out Day
 	ptrs := out.decimalPtrs()
+	if len(parts) != 3+len(ptrs) {
+		return fmt.Errorf("analytics: a day has %d values, want %d", len(parts), 3+len(ptrs))
+	}
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
 		if i < 3 {

@@ -107,39 +107,6 @@ func TestWatcherExitSkipsThePauseRead(t *testing.T) {
 	}
 }
 
-// interferer is a go-redis hook that runs f once, right after the first pipeline that
-// starts with WATCH, i.e. between a booking's reads and its MULTI/EXEC.
-type interferer struct {
-	once sync.Once
-	f    func()
-	seen []string
-	mu   sync.Mutex
-}
-
-func (i *interferer) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (i *interferer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		i.mu.Lock()
-		i.seen = append(i.seen, cmd.Name())
-		i.mu.Unlock()
-		return next(ctx, cmd)
-	}
-}
-
-func (i *interferer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		i.mu.Lock()
-		i.seen = append(i.seen, "pipeline:"+cmds[0].Name())
-		i.mu.Unlock()
-		if cmds[0].Name() == "watch" {
-			i.once.Do(i.f)
-		}
-		return err
-	}
-}
-
 // The commit script writes only while the keys the booking was computed from hold what it
 // read: a write to one of them between the reads and the commit makes the booking read
 // again and apply the leg to what Redis then holds, keeping the other writer's change.

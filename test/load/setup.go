@@ -173,7 +173,7 @@ func Setup(ctx context.Context, c client.Client, o SetupOptions) (*Fleet, error)
 		}
 		id := string(s.Data[controllers.WebhookSecretKeyID])
 		if id == "" {
-			return fmt.Errorf("Secret %s/%s has no %s", o.Namespace, secretName, controllers.WebhookSecretKeyID)
+			return fmt.Errorf("secret %s/%s has no %s", o.Namespace, secretName, controllers.WebhookSecretKeyID)
 		}
 		f.Bots[i] = Bot{Name: b.name, ID: b.uid, AccountID: a.uid, WebhookID: id, Path: WebhookPathPrefix + id,
 			AccountName: a.name, SecretName: secretName}

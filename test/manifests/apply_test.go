@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,16 +181,3 @@ func TestServerRefusesWhatItShould(t *testing.T) {
 	}
 }
 
-// podSpec is the pod template of a Deployment or StatefulSet.
-func podSpec(t *testing.T, o *unstructured.Unstructured) corev1.PodTemplateSpec {
-	t.Helper()
-	raw, ok, err := unstructured.NestedMap(o.Object, "spec", "template")
-	if err != nil || !ok {
-		t.Fatalf("%s %s: no pod template (%v)", o.GetKind(), o.GetName(), err)
-	}
-	var tmpl corev1.PodTemplateSpec
-	if err := fromMap(raw, &tmpl); err != nil {
-		t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
-	}
-	return tmpl
-}

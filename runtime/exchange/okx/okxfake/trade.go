@@ -994,10 +994,6 @@ func (s *Server) newAlgo(r algoReq) (*algo, *failure) {
 		a.tpType = "last"
 	}
 	if r.CloseFraction != "" {
-		ordPx := r.SlOrdPx
-		if ordPx == "" {
-			ordPx = r.TpOrdPx
-		}
 		switch {
 		case r.CloseFraction != "1":
 			return nil, badParam("closeFraction")
