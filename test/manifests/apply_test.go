@@ -180,4 +180,3 @@ func TestServerRefusesWhatItShould(t *testing.T) {
 		t.Fatalf("no Pod Security warning for a pod without runAsNonRoot and seccomp; warnings: %q", warns)
 	}
 }
-
