@@ -155,16 +155,8 @@ func (x *Account) place(ctx context.Context, t *target, key string) (exchange.Or
 			// Every request got no answer, and Binance has proven that none was executed.
 			return exchange.Order{}, unreachable(lost, "order")
 		}
-		if submits == 0 && t.req.Kind == exchange.Futures {
-			// Nothing was sent yet, so a failed read is a plain refusal of this call.
-			mode, f := x.futuresMode(ctx)
-			if f != nil {
-				return exchange.Order{}, readError(f, "position mode")
-			}
-			t.mode = mode
-		}
-		if submits == 0 && t.req.Kind == exchange.Futures && !t.algo && !t.req.ReduceOnly && t.req.Leverage > 0 {
-			if err := x.ensureLeverage(ctx, t.bsym, t.req.Leverage); err != nil {
+		if submits == 0 {
+			if err := x.prepareFutures(ctx, t); err != nil {
 				return exchange.Order{}, err
 			}
 		}
@@ -205,12 +197,36 @@ func (x *Account) place(ctx context.Context, t *target, key string) (exchange.Or
 			// A definitive refusal. (If an earlier request got no answer, it was proven
 			// absent before this one was sent, so the refusal stands.)
 			inflight.Delete(key)
-			if classifyCode(f.code, f.msg) == errs.InsufficientBalance && !f.authFailed() && !f.rateLimited() {
-				return exchange.Order{}, x.insufficient(ctx, t, f)
-			}
-			return exchange.Order{}, typed(f, "order")
+			return exchange.Order{}, x.refused(ctx, t, f)
 		}
 	}
+}
+
+// refused is the error of a definitive refusal of an order: INSUFFICIENT_BALANCE with what
+// the wallet holds, or Binance's refusal typed.
+func (x *Account) refused(ctx context.Context, t *target, f *failure) error {
+	if classifyCode(f.code, f.msg) == errs.InsufficientBalance && !f.authFailed() && !f.rateLimited() {
+		return x.insufficient(ctx, t, f)
+	}
+	return typed(f, "order")
+}
+
+// prepareFutures readies a futures order before its first request: the account's position
+// mode it is built for, and an opening order's leverage. Nothing was sent yet, so a failed
+// read is a plain refusal of this call. Spot orders need neither.
+func (x *Account) prepareFutures(ctx context.Context, t *target) error {
+	if t.req.Kind != exchange.Futures {
+		return nil
+	}
+	mode, f := x.futuresMode(ctx)
+	if f != nil {
+		return readError(f, "position mode")
+	}
+	t.mode = mode
+	if !t.algo && !t.req.ReduceOnly && t.req.Leverage > 0 {
+		return x.ensureLeverage(ctx, t.bsym, t.req.Leverage)
+	}
+	return nil
 }
 
 // validate is exchange.OrderRequest.Validate after Binance's own rule: the client order ID
