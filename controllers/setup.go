@@ -55,6 +55,9 @@ type Options struct {
 	// ReprojectCheckPeriod is how often the leader checks that Redis still holds its
 	// projection marker, and projects every object again when it does not (0: 5 s).
 	ReprojectCheckPeriod time.Duration
+	// RiskRecordPeriod is how often a bot with a daily-loss or consecutive-loss rule has its
+	// risk counters recorded in its status (0: a minute).
+	RiskRecordPeriod time.Duration
 }
 
 // Setup registers every reconciler with the manager.
@@ -80,6 +83,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Now:                     o.Clock,
 		Events:                  events.out,
 		Reproject:               reproject.bots,
+		RiskRecordPeriod:        o.RiskRecordPeriod,
 		Forget: func(ctx context.Context, botID string) error {
 			return forgetTrading(ctx, o.Redis, botID)
 		},

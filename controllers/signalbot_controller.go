@@ -55,6 +55,9 @@ type SignalBotReconciler struct {
 	// Reproject, when set, wakes the reconciler for every bot after Redis lost its data
 	// (reproject.go).
 	Reproject <-chan event.GenericEvent
+	// RiskRecordPeriod is how often a bot with a loss rule has its risk counters recorded
+	// in status (signalbot_risk_record.go; 0: DefaultRiskRecordPeriod).
+	RiskRecordPeriod time.Duration
 }
 
 // +kubebuilder:rbac:groups=trading.sigops.dev,resources=signalbots,verbs=get;list;watch;update;patch
@@ -106,7 +109,7 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 	proj := projection(bot, acct)
 	proj.Strategy = strat
 	proj.CopyFrom = cp.from
-	if err := r.Registry.ProjectRecorded(ctx, proj, hook.hash, recordedPause(bot.Status.RuntimePause), r.now()); err != nil {
+	if err := r.Registry.ProjectRecorded(ctx, proj, hook.hash, recorded(bot.Status), r.now()); err != nil {
 		if errors.Is(err, registry.ErrWebhookInUse) {
 			projections.WithLabelValues("conflict").Inc()
 			return stalledOutcome("WebhookIDConflict",
@@ -123,6 +126,11 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's runtime state from Redis; retrying"),
 			ctrl.Result{}, err
 	}
+	if err := r.mirrorRiskCounters(ctx, bot); err != nil {
+		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's risk counters from Redis; retrying"),
+			ctrl.Result{}, err
+	}
+	requeue = r.riskRequeue(bot, requeue)
 	if err := r.mirrorStrategy(ctx, bot, strat); err != nil {
 		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's strategy state from Redis; retrying"),
 			ctrl.Result{}, err

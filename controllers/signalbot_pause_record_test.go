@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -20,7 +22,8 @@ import (
 // in the SignalBot's status, and the re-projection after a FLUSHALL, after a restart of
 // an empty Redis, and after a restore from a backup older than the pause writes it back,
 // so the intake refuses the bot's signals with BOT_PAUSED throughout. (A consecutive-loss
-// stop is a Risk pause like a daily-loss one.)
+// stop is a Risk pause like a daily-loss one.) The risk counters come back with them, from
+// the status' record: the daily-loss rule goes on from the amount it had reached.
 func TestRuntimePausesSurviveALostRedis(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -39,6 +42,21 @@ func TestRuntimePausesSurviveALostRedis(t *testing.T) {
 		ids[name], hooks[name] = string(b.UID), webhookID(t, ns, name)
 		pauseBot(t, ids[name], p)
 	}
+	// The daily-loss bot lost 75.25 today over four trades, the last three losing: the
+	// counters the rule goes on from.
+	lossDay := clock.Now().UTC().Format("2006-01-02")
+	lost := risk.Counters{Day: lossDay, DayPnl: decimal.RequireFromString("-75.25"), ConsecutiveLosses: 3, Trades: 4}
+	if err := rdb.HSet(ctx, store.RiskCounters(ids["risk"]), risk.CountersArgs(lost)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	annotateBot(t, ns, "risk", "example.com/poke", "0")
+	waitBot(t, ns, "risk", "risk counters recorded", func(b *tradingv1.SignalBot) error {
+		rc := b.Status.RiskCounters
+		if rc == nil || rc.Day != lossDay || rc.DayPnl != "-75.25" || rc.ConsecutiveLosses != 3 || rc.Trades != 4 {
+			return fmt.Errorf("riskCounters = %+v", rc)
+		}
+		return nil
+	})
 	for name, p := range pauses {
 		waitBot(t, ns, name, "pause recorded", func(b *tradingv1.SignalBot) error {
 			rec := b.Status.RuntimePause
@@ -65,6 +83,11 @@ func TestRuntimePausesSurviveALostRedis(t *testing.T) {
 					return fmt.Errorf("bot %s: a signal got %v, want BOT_PAUSED", name, err)
 				}
 			}
+			// The daily-loss rule goes on from the same amount and run.
+			c, err := risk.ReadCounters(ctx, rdb, ids["risk"])
+			if err != nil || !c.DailyLossUsed(clock.Now()).Equal(decimal.RequireFromString("75.25")) || c.ConsecutiveLosses != 3 || c.Trades != 4 {
+				return fmt.Errorf("risk counters %+v, %v", c, err)
+			}
 			return nil
 		})
 	}
@@ -88,6 +111,10 @@ func TestRuntimePausesSurviveALostRedis(t *testing.T) {
 		if err := rdb.HSet(ctx, store.Bot(id), registry.FieldPauseSeq, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	older := risk.Counters{Day: lossDay, DayPnl: decimal.RequireFromString("-10"), ConsecutiveLosses: 1, Trades: 2}
+	if err := rdb.HSet(ctx, store.RiskCounters(ids["risk"]), risk.CountersArgs(older)...).Err(); err != nil {
+		t.Fatal(err)
 	}
 	for name := range pauses {
 		annotateBot(t, ns, name, "example.com/poke", "1") // any reconcile re-projects

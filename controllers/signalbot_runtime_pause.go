@@ -94,11 +94,11 @@ func recordPause(bot *tradingv1.SignalBot, pause *registry.Pause, seq int64) {
 
 // recordedPause is the status' record as the projection writes it back (nil: nothing
 // recorded yet).
-func recordedPause(rec *tradingv1.RuntimePauseStatus) *registry.RecordedPause {
+func recordedPause(rec *tradingv1.RuntimePauseStatus) *registry.Recorded {
 	if rec == nil {
 		return nil
 	}
-	out := &registry.RecordedPause{Seq: rec.Sequence}
+	out := &registry.Recorded{Seq: rec.Sequence}
 	if rec.Reason != "" {
 		p := &registry.Pause{Reason: rec.Reason}
 		if rec.Since != nil {

@@ -274,6 +274,34 @@ type RuntimePauseStatus struct {
 	Sequence int64 `json:"sequence"`
 }
 
+// RiskCountersStatus is a bot's risk counters (the daily-loss and consecutive-loss rules'
+// running figures) as last mirrored from Redis. A Redis that lost them, or holds a copy
+// with fewer trades taken in, gets them back from here when the bot is projected, unless
+// PostgreSQL's record is later still.
+type RiskCountersStatus struct {
+	// day is the UTC date (YYYY-MM-DD) dayPnl belongs to.
+	// +kubebuilder:validation:MaxLength=10
+	// +optional
+	Day string `json:"day,omitempty"`
+
+	// dayPnl is the day's net realised PnL after fees, in quote currency (a decimal).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	DayPnl string `json:"dayPnl,omitempty"`
+
+	// consecutiveLosses is the run of losing trades up to the last one.
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveLosses int32 `json:"consecutiveLosses"`
+
+	// consecutiveErrors is the run of execution errors since the last success.
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveErrors int32 `json:"consecutiveErrors"`
+
+	// trades is how many realised trades the counters have taken in: their version.
+	// +kubebuilder:validation:Minimum=0
+	Trades int64 `json:"trades"`
+}
+
 // SignalBotStatus is what the operator observed.
 type SignalBotStatus struct {
 	// availability is active, paused or disabled.
@@ -303,6 +331,12 @@ type SignalBotStatus struct {
 	// bot takes another signal. Absent until the bot's first runtime pause.
 	// +optional
 	RuntimePause *RuntimePauseStatus `json:"runtimePause,omitempty"`
+
+	// riskCounters are the bot's risk counters as last mirrored from Redis (at every
+	// runtime pause, and periodically while the bot has a loss rule), which the projection
+	// writes back over a Redis that lost them. Absent until the bot's first trade is seen.
+	// +optional
+	RiskCounters *RiskCountersStatus `json:"riskCounters,omitempty"`
 
 	// strategy is what the strategy runner last evaluated and emitted (spec.strategy only).
 	// +optional

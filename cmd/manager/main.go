@@ -27,15 +27,15 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, baseURL    string
-		masterKeys                         credentials.KeyFlags
-		leaderElect                        bool
-		qps                                float64
-		burst, workers                     int
-		tombstoneTTL, paperSync, credRetry time.Duration
-		revalidate, reprojectCheck         time.Duration
-		redisOpts                          store.Options
-		logLevel                           slog.Level
+		metricsAddr, probeAddr, baseURL        string
+		masterKeys                             credentials.KeyFlags
+		leaderElect                            bool
+		qps                                    float64
+		burst, workers                         int
+		tombstoneTTL, paperSync, credRetry     time.Duration
+		revalidate, reprojectCheck, riskRecord time.Duration
+		redisOpts                              store.Options
+		logLevel                               slog.Level
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -50,6 +50,7 @@ func main() {
 	masterKeys.Bind(flag.CommandLine, "seals exchange credentials; mount a Secret. Without it no exchange connection becomes Ready")
 	flag.DurationVar(&revalidate, "exchange-revalidate-period", controllers.DefaultExchangeRevalidatePeriod, "how often an exchange connection's API key is checked with the exchange again")
 	flag.DurationVar(&reprojectCheck, "reproject-check-period", controllers.DefaultReprojectCheckPeriod, "how often the leader checks that Redis still holds its projections (a marker key) and projects every object again when it does not")
+	flag.DurationVar(&riskRecord, "risk-record-period", controllers.DefaultRiskRecordPeriod, "how often a bot with a daily-loss or consecutive-loss rule has its risk counters recorded in its status, from where a Redis that lost them gets them back (with PostgreSQL, the book record is used when later)")
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level (DEBUG, INFO, WARN, ERROR)")
 	flag.Parse()
@@ -70,6 +71,7 @@ func main() {
 			PaperSyncPeriod: paperSync, CredentialsRetryPeriod: credRetry,
 			MasterKeys: keys, Connectors: exchanges, ExchangeRevalidatePeriod: revalidate,
 			ReprojectCheckPeriod: reprojectCheck,
+			RiskRecordPeriod:     riskRecord,
 		},
 	}); err != nil {
 		logger.Error("manager stopped", "error", err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -48,6 +50,14 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], unpack(ARGV, 2))
 return 1
+`)
+	// KEYS token, the risk counters; ARGV token, then store.VersionedHashArgs: written when
+	// absent or older than the record (the projection may have written the SignalBot
+	// status' copy back first, which the record may be ahead of or behind).
+	restoreCounters = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+` + store.VersionedHashLua(2, 2) + `
+return written
 `)
 	// KEYS token, marker; ARGV token.
 	markRestored = redis.NewScript(`
@@ -152,11 +162,16 @@ func (r *Restorer) write(ctx context.Context, part int, tokenKey, token string) 
 			writes = append(writes, write{restoreHash, []string{tokenKey, store.BookDays(bot)}, append([]any{token}, fields...)})
 		}
 		if len(b.risk) > 0 {
-			args := []any{token}
-			for _, v := range b.risk {
-				args = append(args, v)
+			fields := make([]any, len(b.risk))
+			var version int64
+			for i, v := range b.risk {
+				fields[i] = v
+				if i%2 == 1 && b.risk[i-1] == risk.FieldTrades {
+					version, _ = strconv.ParseInt(v, 10, 64)
+				}
 			}
-			writes = append(writes, write{restoreHash, []string{tokenKey, store.RiskCounters(bot)}, args})
+			args := append([]any{token}, store.VersionedHashArgs(risk.FieldTrades, version, fields)...)
+			writes = append(writes, write{restoreCounters, []string{tokenKey, store.RiskCounters(bot)}, args})
 		}
 	}
 	for from := 0; from < len(writes); from += chunk {

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/sigops/sigops/runtime/archive"
 	"github.com/sigops/sigops/runtime/bookstate"
 	"github.com/sigops/sigops/runtime/database/dbtest"
+	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
@@ -214,5 +216,52 @@ func archiveAll(t *testing.T, h *harness, db *pgxpool.Pool) {
 		if ctx.Err() != nil {
 			t.Fatalf("the archive still holds %d entries", n)
 		}
+	}
+}
+
+// The daily-loss rule refuses at the same amount after Redis lost the bot's counters: a
+// loss of 21.28 of a 30 limit, Redis emptied, then a second loss of 21.28 pauses the bot
+// (42.56 ≥ 30) exactly as it would have without the loss. The counters come back from
+// PostgreSQL's book record, and without a database from the record the manager keeps in
+// the SignalBot's status (registry.Recorded, written back by the projection).
+func TestTheDailyLossRuleGoesOnAfterALostRedis(t *testing.T) {
+	for _, record := range []string{"postgres", "status"} {
+		t.Run(record, func(t *testing.T) {
+			h := newHarness(t, func(b *registry.Bot) { b.Risk.DailyLossLimit = "30" })
+			var db *pgxpool.Pool
+			if record == "postgres" {
+				db = dbtest.New(t)
+				h.ex.WithBookRecord(db)
+			}
+			h.loseOnce()
+			c, err := risk.ReadCounters(h.ctx, h.rdb, h.bot.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testkit.EqualD(t, "daily loss used before the loss", c.DailyLossUsed(h.now), "21.28")
+			if db != nil {
+				archiveAll(t, h, db)
+				lose(t, h)
+			} else {
+				rec := &registry.Recorded{}
+				c.RecordInto(rec)
+				lose(t, h)
+				if err := h.reg.ProjectRecorded(h.ctx, h.bot, "hook-"+h.bot.ID, rec, h.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if reason, _ := h.pauseFields(); reason != "" {
+				t.Fatalf("paused by the loss itself: %s", reason)
+			}
+			h.loseOnce()
+			reason, until := h.pauseFields()
+			next := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).UnixMilli()
+			if reason != registry.PauseRisk || until != strconv.FormatInt(next, 10) {
+				t.Fatalf("after the second loss: pause %q until %q, want Risk until the next UTC day", reason, until)
+			}
+			c, _ = risk.ReadCounters(h.ctx, h.rdb, h.bot.ID)
+			testkit.EqualD(t, "daily loss used", c.DailyLossUsed(h.now), "42.56")
+			h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`), errs.BotPaused)
+		})
 	}
 }

@@ -36,25 +36,28 @@ import (
 // progress record is deleted), 3 the progress TTL (s), 4 the plan this attempt made ("": it
 // follows a stored one; another plan stored meanwhile wins, and an unstored one is stored
 // with a done marker), 5-8 the expected texts of the position, the order record, the day field's name and
-// the day ("": not checked; "-": absent; "=" and the text), 9-12 those of the risk counter
-// fields, then the writes from argPos on, the book state fact at argState.
+// the day ("": not checked; "-": absent; "=" and the text), 9 on those of the risk counter
+// fields (risk.CounterFields), then the writes from argPos on, the book state fact at argState.
 //
 // Replies: {0, acked} written (acked 1: the queue entry was acknowledged too); {1} a checked key changed (nothing written); {2, done} the leg was
 // booked already; {3} the signal's result is stored (another attempt finished it); {4}
 // another attempt stored its plan first; {5} the partition's book is not in Redis (lost:
 // it is restored, then read again).
 const (
-	argPos     = 13
-	argOrder   = argPos + 4
-	argTrade   = argOrder + 3
-	argDay     = argTrade + 1
-	argRisk    = argDay + 3
-	argPause   = argRisk + 8
-	argState   = argPause + 4
-	argResult  = argState + 1
-	argAck     = argResult + 9
-	keysResult = 14
-	keysAck    = 17
+	argCounted = 9
+	// counterFields is how many fields the risk counters have.
+	counterFields = len(risk.CounterFields)
+	argPos        = argCounted + counterFields
+	argOrder      = argPos + 4
+	argTrade      = argOrder + 3
+	argDay        = argTrade + 1
+	argRisk       = argDay + 3
+	argPause      = argRisk + 2*counterFields
+	argState      = argPause + 4
+	argResult     = argState + 1
+	argAck        = argResult + 9
+	keysResult    = 14
+	keysAck       = 17
 )
 
 var commitScript = registry.PauseScript(`
@@ -70,8 +73,8 @@ if redis.call('EXISTS', KEYS[13]) == 0 then return {5} end
 if not same(redis.call('GET', KEYS[2]), ARGV[5]) then return {1} end
 if not same(redis.call('GET', KEYS[5]), ARGV[6]) then return {1} end
 if ARGV[7] ~= '' and not same(redis.call('HGET', KEYS[10], ARGV[7]), ARGV[8]) then return {1} end
-for i = 0, 3 do
-  if not same(redis.call('HGET', KEYS[11], ARGV[` + fmt.Sprint(argRisk) + ` + 2 * i]), ARGV[9 + i]) then return {1} end
+for i = 0, ` + fmt.Sprint(counterFields-1) + ` do
+  if not same(redis.call('HGET', KEYS[11], ARGV[` + fmt.Sprint(argRisk) + ` + 2 * i]), ARGV[` + fmt.Sprint(argCounted) + ` + i]) then return {1} end
 end
 if ARGV[4] ~= '' then
   local plan = redis.call('HGET', KEYS[1], '` + fieldPlan + `')

@@ -231,15 +231,23 @@ func (r *Registry) WithPauses(ctx context.Context, bots []Bot, now time.Time) er
 // signal is admitted between the two (Project, RecordedPause). A count that is not behind
 // means Redis saw every change the status saw: a pause missing from it was lifted.
 
-// RecordedPause is the runtime pause state the SignalBot's status holds: the pause (nil:
-// none) and the change count it was read with.
-type RecordedPause struct {
+// Recorded is the runtime state the SignalBot's status holds: the pause (nil: none) and the
+// change count it was read with, and the bot's risk counters (runtime/risk) as last
+// mirrored, which the projection writes back over Redis's when Redis's are missing or
+// older (store.VersionedHashLua), so a rule that paused the bot goes on from the same
+// amount.
+type Recorded struct {
 	Pause *Pause
 	Seq   int64
+	// Counters are the risk counters' field/value pairs as the risk package stores them
+	// (nil: none recorded), at version CountersVersion of the field CountersVersionField.
+	Counters             []any
+	CountersVersion      int64
+	CountersVersionField string
 }
 
 // recordedArgs are switchScript's ARGV[7..11] for r (nil: nothing recorded).
-func recordedArgs(r *RecordedPause, now time.Time) []any {
+func recordedArgs(r *Recorded, now time.Time) []any {
 	if r == nil || r.Seq <= 0 {
 		return []any{"", "", "", "", now.UnixMilli()}
 	}
@@ -251,6 +259,14 @@ func recordedArgs(r *RecordedPause, now time.Time) []any {
 		since = strconv.FormatInt(r.Pause.Since.UnixMilli(), 10)
 	}
 	return []any{r.Seq, r.Pause.Reason, r.Pause.untilText(), since, now.UnixMilli()}
+}
+
+// recordedCountersArgs are switchScript's ARGV[14..] for r's counters.
+func recordedCountersArgs(r *Recorded) []any {
+	if r == nil {
+		return store.VersionedHashArgs("", 0, nil)
+	}
+	return store.VersionedHashArgs(r.CountersVersionField, r.CountersVersion, r.Counters)
 }
 
 // restoreLua is switchScript's step that writes a recorded pause back (see "Recorded

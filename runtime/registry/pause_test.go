@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -301,7 +303,7 @@ func TestProjectionWritesBackALostPause(t *testing.T) {
 	if err != nil || p == nil {
 		t.Fatal(p, err)
 	}
-	rec := &registry.RecordedPause{Pause: p, Seq: seq}
+	rec := &registry.Recorded{Pause: p, Seq: seq}
 
 	// Redis flushed: the re-created hash has the pause back, with the record's count.
 	if err := storetest.FlushAll(f.ctx, f.rdb); err != nil {
@@ -336,7 +338,7 @@ func TestProjectionWritesBackALostPause(t *testing.T) {
 	// Restored from a backup older than a Risk pause that is still due (the projection
 	// judges that on the wall clock): written back.
 	now := time.Now()
-	risk := &registry.RecordedPause{Pause: &registry.Pause{Reason: registry.PauseRisk, Until: now.Add(time.Hour), Since: now}, Seq: 9}
+	risk := &registry.Recorded{Pause: &registry.Pause{Reason: registry.PauseRisk, Until: now.Add(time.Hour), Since: now}, Seq: 9}
 	if err := f.rdb.HDel(f.ctx, store.Bot("b"), registry.FieldPause, registry.FieldPauseUntil).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -347,11 +349,79 @@ func TestProjectionWritesBackALostPause(t *testing.T) {
 		t.Fatalf("after restoring an older backup: %+v %d %v", got, gotSeq, err)
 	}
 	// The record says no pause, and the older backup held one: lifted.
-	older := &registry.RecordedPause{Seq: 20}
+	older := &registry.Recorded{Seq: 20}
 	if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, older, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got, gotSeq, err := f.reg.ReadPauseSeq(f.ctx, "b", now); err != nil || got != nil || gotSeq != 20 {
 		t.Fatalf("a pause the record had lifted: %+v %d %v", got, gotSeq, err)
+	}
+}
+
+// The risk counters the status records are written back over a Redis that lost them or
+// holds an older copy (fewer trades taken in), never over a newer one: the daily-loss and
+// consecutive-loss rules go on from the same amounts.
+func TestProjectionWritesBackLostRiskCounters(t *testing.T) {
+	f := newPauseFixture(t)
+	hook := registry.HashWebhookID("99999999-9999-4999-8999-999999999999")
+	counters := func() risk.Counters {
+		t.Helper()
+		c, err := risk.ReadCounters(f.ctx, f.rdb, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	loss := risk.Counters{Day: "2026-11-21", DayPnl: decimal.RequireFromString("-75.25"), ConsecutiveLosses: 3, ConsecutiveErrors: 1, Trades: 7}
+	rec := &registry.Recorded{}
+	loss.RecordInto(rec)
+	project := func(rec *registry.Recorded) {
+		t.Helper()
+		if err := f.reg.ProjectRecorded(f.ctx, bot("b", "a@x.io"), hook, rec, noon); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Lost with everything else: back as recorded, to the last decimal.
+	if err := storetest.FlushAll(f.ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	project(rec)
+	if got := counters(); got.Day != loss.Day || !got.DayPnl.Equal(loss.DayPnl) || got.ConsecutiveLosses != 3 || got.Trades != 7 {
+		t.Fatalf("after FLUSHALL: %+v", got)
+	}
+	if used := counters().DailyLossUsed(noon); !used.Equal(decimal.RequireFromString("75.25")) {
+		t.Fatalf("daily loss used after FLUSHALL = %s", used)
+	}
+
+	// An older backup restored (two trades fewer, a smaller loss): the record wins.
+	older := risk.Counters{Day: "2026-11-21", DayPnl: decimal.RequireFromString("-20"), ConsecutiveLosses: 1, Trades: 5}
+	f.rdb.Del(f.ctx, store.RiskCounters("b"))
+	if err := f.rdb.HSet(f.ctx, store.RiskCounters("b"), risk.CountersArgs(older)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	project(rec)
+	if got := counters(); !got.DayPnl.Equal(loss.DayPnl) || got.Trades != 7 {
+		t.Fatalf("over an older backup: %+v", got)
+	}
+
+	// Redis went on trading after the record was taken: its counters stand.
+	newer := loss
+	newer.AfterTrade(decimal.RequireFromString("10"), noon, risk.Limits{})
+	if err := f.rdb.HSet(f.ctx, store.RiskCounters("b"), risk.CountersArgs(newer)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	project(rec)
+	if got := counters(); !got.DayPnl.Equal(decimal.RequireFromString("-65.25")) || got.ConsecutiveLosses != 0 || got.Trades != 8 {
+		t.Fatalf("a newer Redis was written over: %+v", got)
+	}
+
+	// Nothing recorded (a bot that never traded): nothing written.
+	f.rdb.Del(f.ctx, store.RiskCounters("b"))
+	empty := &registry.Recorded{}
+	risk.Counters{}.RecordInto(empty)
+	project(empty)
+	if n, _ := f.rdb.Exists(f.ctx, store.RiskCounters("b")).Result(); n != 0 {
+		t.Fatal("counters written for a bot that never traded")
 	}
 }

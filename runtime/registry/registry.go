@@ -73,10 +73,10 @@ func (r *Registry) Project(ctx context.Context, bot Bot, webhookHash string) err
 	return r.ProjectRecorded(ctx, bot, webhookHash, nil, time.Now())
 }
 
-// ProjectRecorded is Project that also writes back the runtime pause state the SignalBot's
-// status records (rec, nil for none) when Redis has lost it, in the step that writes the
-// bot's hash (pause.go, "Recorded pauses").
-func (r *Registry) ProjectRecorded(ctx context.Context, bot Bot, webhookHash string, rec *RecordedPause, now time.Time) error {
+// ProjectRecorded is Project that also writes back the runtime state the SignalBot's status
+// records (rec, nil for none) when Redis has lost it, in the step that writes the bot's
+// hash: the runtime pause (pause.go, "Recorded pauses") and the risk counters.
+func (r *Registry) ProjectRecorded(ctx context.Context, bot Bot, webhookHash string, rec *Recorded, now time.Time) error {
 	if bot.ID == "" || webhookHash == "" {
 		return fmt.Errorf("project bot: empty id or webhook hash")
 	}
@@ -120,8 +120,10 @@ func (r *Registry) ProjectRecorded(ctx context.Context, bot Bot, webhookHash str
 	}
 	args := append([]any{fieldWebhook, webhookHash, fieldOwner, bot.Owner, fieldWebhookOld, fieldOwnerOld},
 		recordedArgs(rec, now)...)
-	args = append(append(args, store.BotEvents(), bot.ID, fieldConfig, data), gateFields(bot)...)
-	replaced, err := switchScript.Run(ctx, r.rdb, []string{botKey}, args...).Slice()
+	args = append(args, store.BotEvents(), bot.ID)
+	args = append(args, recordedCountersArgs(rec)...)
+	args = append(append(args, fieldConfig, data), gateFields(bot)...)
+	replaced, err := switchScript.Run(ctx, r.rdb, []string{botKey, store.RiskCounters(bot.ID)}, args...).Slice()
 	if err != nil {
 		return err
 	}
@@ -160,12 +162,14 @@ func BotIDs(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 }
 
 // switchScript writes a bot's hash (KEYS[1]) and notes what it replaces, and writes back a
-// runtime pause Redis lost (restoreLua, pause.go "Recorded pauses") in the same step, so
-// that no signal is admitted by a re-created hash before its pause is back. ARGV: the
+// runtime pause Redis lost (restoreLua, pause.go "Recorded pauses") and risk counters Redis
+// lost or holds older (KEYS[2], store.VersionedHashLua) in the same step, so that no signal
+// is admitted by a re-created hash before its pause and its counters are back. ARGV: the
 // webhook field and hash, the owner field and owner, the two note fields (1-6), the
-// recorded pause (7-11, recordedArgs), the events channel and the bot ID (12-13), then the
-// other field/value pairs. Returns the replaced webhook hash and owner (empty when
-// unchanged), as noted.
+// recorded pause (7-11, recordedArgs), the events channel and the bot ID (12-13), the
+// recorded counters (14-16 and their n pairs, recordedCountersArgs), then the other
+// field/value pairs. Returns the replaced webhook hash and owner (empty when unchanged), as
+// noted.
 var switchScript = redis.NewScript(`
 local prev = redis.call('HMGET', KEYS[1], ARGV[1], ARGV[3])
 local out = {'', ''}
@@ -177,8 +181,8 @@ if prev[2] and prev[2] ~= ARGV[4] then
   redis.call('HSET', KEYS[1], ARGV[6], prev[2])
   out[2] = prev[2]
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], unpack(ARGV, 14))
-` + restoreLua + `
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], unpack(ARGV, 17 + tonumber(ARGV[16])))
+` + restoreLua + store.VersionedHashLua(2, 14) + `
 if restored == 1 then redis.call('PUBLISH', ARGV[12], ARGV[13]) end
 return out
 `)

@@ -60,6 +60,11 @@ type Counters struct {
 	DayPnl            decimal.Decimal
 	ConsecutiveLosses int
 	ConsecutiveErrors int
+	// Trades is how many realised trades the counters have taken in (AfterTrade): their
+	// version. Of two copies of a bot's counters (Redis's, and the record a lost Redis gets
+	// them back from: PostgreSQL's book state or the SignalBot's status) the one with more
+	// trades is the later.
+	Trades int64
 }
 
 // Fields of the risk hash.
@@ -68,6 +73,9 @@ const (
 	fieldDayPnl = "dayPnl"
 	fieldLosses = "consecutiveLosses"
 	fieldErrors = "consecutiveErrors"
+	// FieldTrades is the counters' version (Counters.Trades), named for the scripts that
+	// write a recorded copy back only over an older one.
+	FieldTrades = "trades"
 	dayLayout   = "2006-01-02"
 )
 
@@ -107,6 +115,7 @@ func parseCounters(botID string, cmd *redis.MapStringStringCmd) (Counters, error
 	}
 	out.ConsecutiveLosses, _ = strconv.Atoi(v[fieldLosses])
 	out.ConsecutiveErrors, _ = strconv.Atoi(v[fieldErrors])
+	out.Trades, _ = strconv.ParseInt(v[FieldTrades], 10, 64)
 	return out, nil
 }
 
@@ -118,13 +127,14 @@ func StageCounters(ctx context.Context, p redis.Pipeliner, botID string, c Count
 // CountersArgs are the counters as stored: field, value, ... (StageCounters, CountersLua).
 func CountersArgs(c Counters) []any {
 	return []any{fieldDay, c.Day, fieldDayPnl, c.DayPnl.String(),
-		fieldLosses, strconv.Itoa(c.ConsecutiveLosses), fieldErrors, strconv.Itoa(c.ConsecutiveErrors)}
+		fieldLosses, strconv.Itoa(c.ConsecutiveLosses), fieldErrors, strconv.Itoa(c.ConsecutiveErrors),
+		FieldTrades, strconv.FormatInt(c.Trades, 10)}
 }
 
 // CountersLua returns the Lua statement that writes the counters inside a caller's script:
-// the hash is KEYS[keyAt], CountersArgs are ARGV[argAt] to ARGV[argAt+7].
+// the hash is KEYS[keyAt], CountersArgs are ARGV[argAt] to ARGV[argAt+2×len(CounterFields)-1].
 func CountersLua(keyAt, argAt int) string {
-	return fmt.Sprintf("redis.call('HSET', KEYS[%d], unpack(ARGV, %d, %d))\n", keyAt, argAt, argAt+7)
+	return fmt.Sprintf("redis.call('HSET', KEYS[%d], unpack(ARGV, %d, %d))\n", keyAt, argAt, argAt+2*len(CounterFields)-1)
 }
 
 // ReadCountersTextLater is ReadCountersLater whose decoder also returns the stored text of
@@ -138,8 +148,18 @@ func ReadCountersTextLater(ctx context.Context, c redis.Cmdable, botID string) f
 	}
 }
 
+// RecordInto puts c into rec, the runtime state a bot's projection writes back over a Redis
+// that lost it or holds it older (registry.Recorded). Counters that have taken in no trade
+// are not recorded: there is nothing a lost Redis would miss.
+func (c Counters) RecordInto(rec *registry.Recorded) {
+	if c.Trades <= 0 {
+		return
+	}
+	rec.Counters, rec.CountersVersion, rec.CountersVersionField = CountersArgs(c), c.Trades, FieldTrades
+}
+
 // CounterFields are the fields of the counters hash, the ones CountersArgs writes.
-var CounterFields = []string{fieldDay, fieldDayPnl, fieldLosses, fieldErrors}
+var CounterFields = [...]string{fieldDay, fieldDayPnl, fieldLosses, fieldErrors, FieldTrades}
 
 // NextUTCDay is the start of the UTC day after now.
 func NextUTCDay(now time.Time) time.Time {
@@ -157,6 +177,7 @@ func (c *Counters) AfterTrade(net decimal.Decimal, now time.Time, l Limits) *reg
 		c.Day, c.DayPnl = today, decimal.Zero
 	}
 	c.DayPnl = c.DayPnl.Add(net)
+	c.Trades++
 	if !net.IsNegative() {
 		c.ConsecutiveLosses = 0
 		return nil
