@@ -3,13 +3,19 @@ package manifests
 import (
 	"encoding/json"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,8 +54,6 @@ func TestEveryComponentIsInAnOverlay(t *testing.T) {
 	}
 }
 
-var metricName = regexp.MustCompile(`\bsigops_[a-z0-9_]+`)
-
 // exportedMetrics are the sigops_* metric names registered in the repository's Go code
 // (string literals outside tests).
 func exportedMetrics(t *testing.T) map[string]bool {
@@ -83,62 +87,211 @@ func exported(names map[string]bool, name string) bool {
 	return false
 }
 
-// TestMonitoringNamesRealMetrics builds the full overlay: the PrometheusRule holds the
-// alerts docs/operations.md asks for, and every sigops_* metric an alert or the Grafana
-// dashboard queries is one the daemons export.
+// TestMonitoringNamesRealMetrics builds the full overlay and holds its monitoring to what
+// docs/deploy.md promises and the daemons export. The PrometheusRule's groups are parsed and
+// validated as promtool does (rulefmt with the PromQL parser): every alert of deploy.md's
+// "Alerts to wire" table is there with its severity. Every query of the rules and of the
+// Grafana dashboard parses as PromQL and selects only metrics a daemon exports (sigops_*) or
+// redis_exporter's (redis_*, which deploy.md says to run), and the dashboard shows each part
+// of the signal path: intake, queue depth and age, fills, dead letters, failovers and
+// exchange errors.
 func TestMonitoringNamesRealMetrics(t *testing.T) {
 	objs, err := Build(filepath.Join(root, "config", "overlays", "full"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := exportedMetrics(t)
-	var queries []string
-	var alerts []string
+	promql := parser.NewParser(parser.Options{})
+	var rules, dashboards int
 	for _, o := range objs {
-		switch o.GetKind() {
-		case "PrometheusRule":
-			groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
-			for _, g := range groups {
-				for _, r := range g.(map[string]any)["rules"].([]any) {
-					rule := r.(map[string]any)
-					alerts = append(alerts, rule["alert"].(string))
-					queries = append(queries, rule["expr"].(string))
+		switch {
+		case o.GetKind() == "PrometheusRule":
+			rules++
+			alerts := ruleAlerts(t, o, promql)
+			for name, severity := range documentedAlerts(t) {
+				switch got, ok := alerts[name]; {
+				case !ok:
+					t.Errorf("docs/deploy.md lists the alert %s, which the PrometheusRule lacks", name)
+				case got.severity != severity:
+					t.Errorf("alert %s: severity %q, docs/deploy.md says %q", name, got.severity, severity)
 				}
 			}
-		case "ConfigMap":
-			if o.GetLabels()["grafana_dashboard"] == "1" {
-				queries = append(queries, dashboardQueries(t, o)...)
+			for name, a := range alerts {
+				checkSelectors(t, "alert "+name, a.expr, names)
+			}
+		case o.GetKind() == "ConfigMap" && o.GetLabels()["grafana_dashboard"] == "1":
+			dashboards++
+			panels := dashboardPanels(t, o)
+			shown := map[string]bool{}
+			for _, p := range panels {
+				for _, q := range p.queries {
+					expr, err := promql.ParseExpr(grafanaVariables.Replace(q))
+					if err != nil {
+						t.Errorf("panel %q: %q does not parse as PromQL: %v", p.title, q, err)
+						continue
+					}
+					checkSelectors(t, "panel "+strconv.Quote(p.title), expr, names)
+					for part, shows := range signalPath {
+						if shows(expr) {
+							shown[part] = true
+						}
+					}
+				}
+			}
+			for part := range signalPath {
+				if !shown[part] {
+					t.Errorf("the dashboard has no panel for the signal path's %s", part)
+				}
 			}
 		}
 	}
-	want := []string{
-		"SigopsBotProjectionErrors", "SigopsWebhookSecretConflict", "SigopsExchangeUnreachable",
-		"SigopsMCPAuditFailures", "SigopsRetentionStale", "SigopsDeadLetters", "SigopsHandlerPanic",
-		"SigopsStrategyEvaluationErrors", "SigopsRedisMemoryHigh", "SigopsWebhookErrors",
-		"SigopsLoginsOverloaded", "SigopsArchiveLagging", "SigopsArchiveFailing", "SigopsRedisLostBooks",
-		"SigopsBookRestoreFailing",
+	if rules != 1 || dashboards != 1 {
+		t.Fatalf("config/overlays/full: %d PrometheusRules and %d dashboards, want one each", rules, dashboards)
 	}
-	for _, a := range want {
-		if !slices.Contains(alerts, a) {
-			t.Errorf("no alert %s in the PrometheusRule", a)
+}
+
+// alert is a rule of the PrometheusRule, parsed.
+type alert struct {
+	severity string
+	expr     parser.Expr
+}
+
+// ruleAlerts parses the PrometheusRule's spec as a Prometheus rule file, as `promtool check
+// rules` does (unknown fields refused, every expression and template checked), and returns
+// its alerts by name.
+func ruleAlerts(t *testing.T, rule *unstructured.Unstructured, promql parser.Parser) map[string]alert {
+	t.Helper()
+	spec, _, _ := unstructured.NestedMap(rule.Object, "spec")
+	raw, err := yaml.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := rulefmt.Parse(raw, false, model.LegacyValidation, promql, slog.New(slog.DiscardHandler))
+	for _, err := range errs {
+		t.Errorf("PrometheusRule %s: %v", rule.GetName(), err)
+	}
+	if groups == nil {
+		t.FailNow()
+	}
+	out := map[string]alert{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			if _, dup := out[r.Alert]; dup {
+				t.Errorf("alert %s is defined twice", r.Alert)
+			}
+			expr, err := promql.ParseExpr(r.Expr)
+			if err != nil {
+				continue // rulefmt reported it
+			}
+			out[r.Alert] = alert{severity: r.Labels["severity"], expr: expr}
 		}
 	}
-	for _, q := range queries {
-		for _, m := range metricName.FindAllString(q, -1) {
-			if !exported(names, m) {
-				t.Errorf("%q queries %s, which no daemon exports", q, m)
-			}
+	return out
+}
+
+// documentedAlerts reads docs/deploy.md's "Alerts to wire" table: alert name to severity.
+func documentedAlerts(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Alerts to wire\n")
+	if !ok {
+		t.Fatal(`docs/deploy.md has no section "Alerts to wire"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	out := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "Sigops") {
+			continue
+		}
+		out[strings.TrimSpace(cells[1])] = strings.TrimSpace(cells[2])
+	}
+	if len(out) < 10 {
+		t.Fatalf("docs/deploy.md's alert table lists %d alerts; the parser no longer reads it", len(out))
+	}
+	return out
+}
+
+// checkSelectors fails t for every metric expr selects that no daemon exports, and for a
+// selector without a metric name (it would match every series).
+func checkSelectors(t *testing.T, where string, expr parser.Expr, names map[string]bool) {
+	t.Helper()
+	for _, vs := range selectors(expr) {
+		switch name := vs.Name; {
+		case name == "":
+			t.Errorf("%s: selector %s names no metric", where, vs)
+		case strings.HasPrefix(name, "redis_"): // redis_exporter's, deploy.md "Alerts to wire"
+		case !exported(names, name):
+			t.Errorf("%s queries %s, which no daemon exports", where, name)
 		}
 	}
 }
 
-func dashboardQueries(t *testing.T, cm *unstructured.Unstructured) []string {
+func selectors(expr parser.Expr) []*parser.VectorSelector {
+	var out []*parser.VectorSelector
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			out = append(out, vs)
+		}
+		return nil
+	})
+	return out
+}
+
+// selects says whether expr selects metric with every label matcher in want (name=value;
+// a regexp matcher counts by its pattern).
+func selects(metric string, want ...string) func(parser.Expr) bool {
+	return func(expr parser.Expr) bool {
+		for _, vs := range selectors(expr) {
+			if vs.Name != metric {
+				continue
+			}
+			all := true
+			for _, w := range want {
+				name, value, _ := strings.Cut(w, "=")
+				all = all && slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool { return m.Name == name && m.Value == value })
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// signalPath is what docs/deploy.md says the dashboard shows, each with a query that shows it.
+var signalPath = map[string]func(parser.Expr) bool{
+	"intake rate":     selects("sigops_webhook_signals_total"),
+	"queue depth":     selects("sigops_queue_depth"),
+	"queue age":       selects("sigops_queue_wait_seconds_bucket"),
+	"fills":           selects("sigops_executor_signals_total", "outcome=success"),
+	"dead letters":    selects("sigops_queue_dead_letters_total"),
+	"failovers":       selects("sigops_queue_unconfirmed_total"),
+	"exchange errors": selects("sigops_executor_signals_total", "outcome=failure", "code=EXCHANGE_.*"),
+}
+
+// grafanaVariables stands in for the variables Grafana fills into a query.
+var grafanaVariables = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
+
+type panel struct {
+	title   string
+	queries []string
+}
+
+func dashboardPanels(t *testing.T, cm *unstructured.Unstructured) []panel {
 	t.Helper()
-	var out []string
+	var out []panel
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	for file, raw := range data {
 		var d struct {
 			Panels []struct {
+				Title   string
 				Targets []struct{ Expr string }
 			}
 		}
@@ -149,9 +302,14 @@ func dashboardQueries(t *testing.T, cm *unstructured.Unstructured) []string {
 			t.Fatalf("dashboard %s has no panels", file)
 		}
 		for _, p := range d.Panels {
-			for _, target := range p.Targets {
-				out = append(out, target.Expr)
+			if len(p.Targets) == 0 {
+				t.Errorf("dashboard %s: panel %q has no query", file, p.Title)
 			}
+			q := panel{title: p.Title}
+			for _, target := range p.Targets {
+				q.queries = append(q.queries, target.Expr)
+			}
+			out = append(out, q)
 		}
 	}
 	return out
