@@ -172,5 +172,9 @@ func run(logger *slog.Logger, c serveConfig) error {
 		}
 	}()
 	logger.Info("authd listening", "addr", c.listen, "tls", c.tlsCert != "", "issuer", c.baseURL, "kid", keys.KID())
-	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Handler()), c.tlsCert, c.tlsKey, 15*time.Second)
+	// Live while the process answers (its HTTP handlers are its work), ready while Redis
+	// answers too.
+	probes := daemon.NewProbes()
+	probes.Ready("redis", daemon.RedisReady(rdb))
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, probes), c.tlsCert, c.tlsKey, 15*time.Second)
 }

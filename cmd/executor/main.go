@@ -125,6 +125,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Venues: venues, Logger: logger})
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})
 	qopts.OnDeadLetter = exec.DeadLettered
+	probes := executorProbes(rdb, &qopts)
 	consumer := queue.NewConsumer(qrdb, qopts)
 	// Strategy bots run where their partition's lease is held.
 	sopts.Redis, sopts.Market, sopts.Owner = rdb, prices, consumer
@@ -162,7 +163,7 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	}
 	defer closeLab()
 
-	ops := opsServer(metricsAddr, rdb, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
+	ops := opsServer(metricsAddr, probes, exec.Collectors(), consumer.Collectors(), strategies.Collectors(),
 		lo.Metrics.Collectors(), compactor.Collectors(), archiver.Collectors(), books.Collectors())
 
 	logger.Info("executor starting", "instance", consumer.Name(), "marketData", marketData)
@@ -229,21 +230,26 @@ func labEngine(ctx context.Context, ro store.Options, consumer *queue.Consumer, 
 	return lab.NewEngine(*lo), lrdb.Close, nil
 }
 
-// opsServer serves /metrics with the given collectors, /healthz, and /readyz (Redis
-// answers).
-func opsServer(addr string, rdb redis.UniversalClient, collectors ...[]prometheus.Collector) *http.Server {
+// executorProbes are the executor's probes: live while the queue consumer's lease loop goes
+// round (it does through a Redis outage: its renewals fail and are retried), ready while
+// Redis answers too. It hooks the loop into qopts, for the consumer built from them.
+func executorProbes(rdb redis.UniversalClient, qopts *queue.Options) *daemon.Probes {
+	probes := daemon.NewProbes()
+	probes.Ready("redis", daemon.RedisReady(rdb))
+	// A round takes at most two renewal periods (LeaseTTL/5 each) even when Redis hangs.
+	qopts.OnRound = probes.Loop("the queue's lease loop", max(leaseLoopBound, 10*qopts.LeaseTTL)).Beat
+	return probes
+}
+
+// leaseLoopBound is the least time the lease loop may go without a round before the
+// executor counts as stuck (a variable for the test).
+var leaseLoopBound = time.Minute
+
+// opsServer serves /metrics with the given collectors, /healthz and /readyz.
+func opsServer(addr string, probes *daemon.Probes, collectors ...[]prometheus.Collector) *http.Server {
 	reg := daemon.NewRegistry()
 	for _, c := range collectors {
 		reg.MustRegister(c...)
 	}
-	probes := http.NewServeMux()
-	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := rdb.Ping(r.Context()).Err(); err != nil {
-			http.Error(w, "redis unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
 	return daemon.OpsServer(addr, reg, probes)
 }

@@ -105,7 +105,12 @@ func run(logger *slog.Logger, c config) error {
 	api := &http.Server{Addr: c.listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	logger.Info("mcpd listening", "addr", c.listen, "tls", c.tlsCert != "", "resource", o.MCPURL+mcpd.Path)
-	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Probes()), c.tlsCert, c.tlsKey, 30*time.Second)
+	// Live while send_signal's result waiter goes round (through a Redis outage too), ready
+	// while Redis answers.
+	probes := daemon.NewProbes()
+	probes.Ready("redis", daemon.RedisReady(rdb))
+	probes.Watch("the result waiter's loop", 2*time.Minute, o.Waiter.LoopRound)
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, probes), c.tlsCert, c.tlsKey, 30*time.Second)
 }
 
 // options wires the Go APIs the tools call, on rdb, with their metrics on reg; the

@@ -121,7 +121,7 @@ func run(logger *slog.Logger, c config) error {
 		ReadTimeout: 10 * time.Second, WriteTimeout: webhookd.DefaultWaitBound + c.waitBound + 5*time.Second, IdleTimeout: 2 * time.Minute}
 	logger.Info("webhookd listening", "addr", c.listen, "tls", c.tlsCert != "", "instance", c.instance)
 	// Graceful: stop taking requests, let in-flight ones get their results (bounded).
-	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, srv.Handler()), c.tlsCert, c.tlsKey, c.waitBound+5*time.Second)
+	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, waiterProbes(rdb, waiter)), c.tlsCert, c.tlsKey, c.waitBound+5*time.Second)
 }
 
 // readConfig are the read API's flags.

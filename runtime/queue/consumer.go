@@ -127,6 +127,11 @@ type Options struct {
 	// is stored); the executor counts it as an execution error of the bot there. An error is
 	// logged, not retried.
 	OnDeadLetter func(ctx context.Context, env Envelope, dl DeadLetter) error
+	// OnRound, if set, is called after every round of Run's lease loop (renewals and
+	// rebalancing, every LeaseTTL/5), whether Redis answered or not: the executor's liveness
+	// probe watches it (runtime/daemon.Probes), so a stuck loop restarts the pod and a Redis
+	// outage does not.
+	OnRound func()
 	// Logger receives the queue's logs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -263,6 +268,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	stopping := ctx.Err() != nil
 	if !stopping {
 		c.tick(bg, h, exited, false)
+		c.round()
 	}
 	for !stopping || c.heldCount() > 0 {
 		select {
@@ -272,6 +278,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 			c.stopAll()
 		case <-ticker.C:
 			c.tick(bg, h, exited, stopping)
+			c.round()
 		case l := <-exited:
 			c.finish(bg, l)
 		}
@@ -279,6 +286,12 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	c.leave(bg)
 	c.log.Info("queue consumer stopped")
 	return nil
+}
+
+func (c *Consumer) round() {
+	if c.opt.OnRound != nil {
+		c.opt.OnRound()
+	}
 }
 
 // tick renews, then rebalances (not while stopping).

@@ -44,6 +44,7 @@ type Waiter struct {
 	closed bool
 
 	resyncs atomic.Int64
+	round   atomic.Int64 // unix nanoseconds of the loop's last round
 	quit    chan struct{}
 	exited  chan struct{}
 }
@@ -78,6 +79,7 @@ func NewWaiter(ctx context.Context, rdb redis.UniversalClient, instanceID string
 		}
 	}
 	w.ps = ps
+	w.round.Store(time.Now().UnixNano())
 	go w.loop()
 	go func() {
 		select {
@@ -142,10 +144,15 @@ func (w *Waiter) Close() error {
 	return err
 }
 
+// LoopRound is the time the Waiter's loop last went round: a receive (at most waiterIdle),
+// a PING or a back-off, Redis reachable or not. A daemon's liveness probe watches it.
+func (w *Waiter) LoopRound() time.Time { return time.Unix(0, w.round.Load()) }
+
 func (w *Waiter) loop() {
 	defer close(w.exited)
 	pinged, fails := false, 0
 	for {
+		w.round.Store(time.Now().UnixNano())
 		w.mu.Lock()
 		ps, closed := w.ps, w.closed
 		w.mu.Unlock()
