@@ -27,6 +27,11 @@ type Options struct {
 	// PasswordFile holds the password (a mounted Secret); empty means none. The password
 	// never travels in a flag, so it does not show in process listings.
 	PasswordFile string
+	// SentinelPasswordFile holds the password the Sentinels ask for (their requirepass; a
+	// mounted Secret, often the same file as PasswordFile); empty means they ask for none.
+	SentinelPasswordFile string
+	// sentinelPassword is SentinelPasswordFile's content, read by Connect.
+	sentinelPassword string
 	// SentinelAddrs are Sentinels watching the master MasterName: the client asks them where
 	// the master is and follows them to the new one after a failover.
 	SentinelAddrs []string
@@ -55,6 +60,7 @@ const (
 	flagAddr          = "redis-addr"
 	flagDB            = "redis-db"
 	flagPasswordFile  = "redis-password-file"
+	flagSentinelPass  = "redis-sentinel-password-file"
 	flagSentinelAddrs = "redis-sentinel-addrs"
 	flagMasterName    = "redis-master-name"
 	flagClusterAddrs  = "redis-cluster-addrs"
@@ -67,7 +73,8 @@ const (
 func BindFlags(fs *flag.FlagSet, o *Options) {
 	fs.StringVar(&o.Addr, flagAddr, o.Addr, "host:port of a single Redis server (default "+DefaultAddr+" when neither --"+flagSentinelAddrs+" nor --"+flagClusterAddrs+" is given)")
 	fs.IntVar(&o.DB, flagDB, o.DB, "Redis database (a Redis Cluster has 0 only)")
-	fs.StringVar(&o.PasswordFile, flagPasswordFile, o.PasswordFile, "file holding the Redis password (mount a Secret)")
+	fs.StringVar(&o.PasswordFile, flagPasswordFile, o.PasswordFile, "file holding the Redis password (mount a Secret); a trailing newline is dropped")
+	fs.StringVar(&o.SentinelPasswordFile, flagSentinelPass, o.SentinelPasswordFile, "file holding the password the Sentinels ask for (their requirepass; often the same file as --"+flagPasswordFile+"); empty: they ask for none")
 	fs.Func(flagSentinelAddrs, "comma-separated host:port of Redis Sentinels; with --"+flagMasterName+", the client follows the master through failovers", func(s string) error {
 		o.SentinelAddrs = splitAddrs(s)
 		return nil
@@ -107,6 +114,9 @@ func (o Options) Args() []string {
 	if o.PasswordFile != "" {
 		add(flagPasswordFile, o.PasswordFile)
 	}
+	if o.SentinelPasswordFile != "" {
+		add(flagSentinelPass, o.SentinelPasswordFile)
+	}
 	if len(o.SentinelAddrs) > 0 {
 		add(flagSentinelAddrs, strings.Join(o.SentinelAddrs, ","))
 	}
@@ -138,6 +148,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--%s names a single server; give a Cluster's nodes with --%s only", flagAddr, flagClusterAddrs)
 	case sentinel && o.MasterName == "":
 		return fmt.Errorf("--%s needs --%s, the master the Sentinels watch", flagSentinelAddrs, flagMasterName)
+	case o.SentinelPasswordFile != "" && !sentinel:
+		return fmt.Errorf("--%s needs --%s, the Sentinels that ask for it", flagSentinelPass, flagSentinelAddrs)
 	case o.MasterName != "" && !sentinel:
 		return fmt.Errorf("--%s needs --%s, the Sentinels to ask for it", flagMasterName, flagSentinelAddrs)
 	case cluster && o.DB != 0:
@@ -186,12 +198,14 @@ func (o Options) addr() string {
 // otherwise.
 func (o Options) universal(password string, ack *ackPolicy) *redis.UniversalOptions {
 	u := &redis.UniversalOptions{
-		DB:           o.DB,
-		Password:     password,
-		PoolSize:     o.PoolSize,
-		DialTimeout:  2 * time.Second,
-		ReadTimeout:  2 * time.Second,
-		WriteTimeout: 2 * time.Second,
+		DB:       o.DB,
+		Password: password,
+		// The failover client's connections to the Sentinels (a Sentinel's requirepass).
+		SentinelPassword: o.sentinelPassword,
+		PoolSize:         o.PoolSize,
+		DialTimeout:      2 * time.Second,
+		ReadTimeout:      2 * time.Second,
+		WriteTimeout:     2 * time.Second,
 	}
 	if o.NoRetry {
 		u.MaxRetries = -1
@@ -220,6 +234,9 @@ func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
 	}
 	password, err := readPassword(o.PasswordFile)
 	if err != nil {
+		return nil, err
+	}
+	if o.sentinelPassword, err = readPassword(o.SentinelPasswordFile); err != nil {
 		return nil, err
 	}
 	ack := o.newAckPolicy()

@@ -35,6 +35,9 @@ type RedisOptions struct {
 	// (e.g. "--save", "60 10000"), for measuring another configuration against the
 	// shipped one.
 	Flags []string
+	// Password, when set, is required of every client (requirepass) and given to the
+	// master by a replica (masterauth), as config/redis runs it.
+	Password string
 }
 
 // DefaultRedisMaxMemory is the local stack's Redis cap: room for thousands of bots' queues
@@ -97,6 +100,8 @@ type Redis struct {
 	*Process
 	// Addr is host:port.
 	Addr string
+	// password is RedisOptions.Password.
+	password string
 }
 
 // StartRedis starts redis-server on 127.0.0.1 and waits until it answers PING.
@@ -127,6 +132,9 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		// snapshot as dump.rdb to its working directory, which is the caller's.
 		local = append(local, "--appendonly", "no", "--repl-diskless-load", "swapdb")
 	}
+	if o.Password != "" {
+		local = append(local, "--requirepass", o.Password, "--masterauth", o.Password)
+	}
 	args, err := withFlags(ShippedRedisFlags(), append(local, o.Flags...))
 	if err != nil {
 		return nil, err
@@ -139,7 +147,7 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{Process: p, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	r := &Redis{Process: p, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), password: o.Password}
 	c := r.Client()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -162,5 +170,7 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	}
 }
 
-// Client returns a new client of the server.
-func (r *Redis) Client() *redis.Client { return redis.NewClient(&redis.Options{Addr: r.Addr}) }
+// Client returns a new client of the server (with its password).
+func (r *Redis) Client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: r.Addr, Password: r.password})
+}

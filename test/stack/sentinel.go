@@ -33,6 +33,10 @@ type ReplicatedOptions struct {
 	// DownAfter is how long a server stays unreachable before a Sentinel deems it down;
 	// 0 is one second, so that a test's failover takes a few seconds.
 	DownAfter time.Duration
+	// Password, when set, is required by the servers (requirepass, and masterauth between
+	// them) and by the Sentinels (requirepass, and auth-pass to the servers), as
+	// config/redis runs them. It is written to PasswordFile for the daemons' flags.
+	Password string
 }
 
 // Replicated is a Sentinel-managed Redis: a primary, its replicas and the Sentinels
@@ -42,6 +46,8 @@ type Replicated struct {
 	Servers   []*Redis // the first is the primary at start
 	Sentinels []*Sentinel
 	dir       string
+	// password is ReplicatedOptions.Password; passwordFile holds it.
+	password, passwordFile string
 }
 
 // Sentinel is a running Redis Sentinel.
@@ -55,21 +61,27 @@ type Sentinel struct {
 // StartReplicated starts the primary, its replicas (each waits until it has synced) and the
 // Sentinels (each waits until it sees every replica and the other Sentinels).
 func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, err error) {
-	r = &Replicated{dir: o.Dir}
+	r = &Replicated{dir: o.Dir, password: o.Password}
 	defer func() {
 		if err != nil {
 			r.Stop()
 		}
 	}()
+	if o.Password != "" {
+		r.passwordFile = filepath.Join(o.Dir, "redis-password")
+		if err := os.WriteFile(r.passwordFile, []byte(o.Password+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
 	// A replica's first sync waits for no more replicas to join (the default waits 5 s).
-	primary, err := startServer(ctx, o.Dir, 0, "--repl-diskless-sync-delay", "0")
+	primary, err := r.startServer(ctx, 0, 0, false, "--repl-diskless-sync-delay", "0")
 	if err != nil {
 		return nil, err
 	}
 	r.Servers = append(r.Servers, primary)
 	host, port, _ := net.SplitHostPort(primary.Addr)
 	for i := 1; i <= o.Replicas; i++ {
-		rep, err := startServer(ctx, o.Dir, i, "--replicaof", host+" "+port)
+		rep, err := r.startServer(ctx, i, 0, false, "--replicaof", host+" "+port)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +89,7 @@ func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, e
 	}
 	if err := waitFor(ctx, "replicas to sync", func(c context.Context) bool {
 		for i := range o.Replicas {
-			if !strings.Contains(infoField(c, primary.Addr, "replication", fmt.Sprintf("slave%d", i)), "state=online") {
+			if !strings.Contains(r.infoField(c, primary.Addr, "replication", fmt.Sprintf("slave%d", i)), "state=online") {
 				return false
 			}
 		}
@@ -90,7 +102,7 @@ func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, e
 		downAfter = time.Second
 	}
 	for i := 0; i < o.Sentinels; i++ {
-		s, err := startSentinel(o.Dir, i, primary.Addr, o.Sentinels/2+1, downAfter)
+		s, err := startSentinel(o.Dir, i, primary.Addr, o.Sentinels/2+1, downAfter, o.Password)
 		if err != nil {
 			return nil, err
 		}
@@ -102,25 +114,22 @@ func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, e
 // startServer starts server i of a replicated set in a directory of its own, persisting as
 // config/redis ships (ShippedRedisFlags, an append-only file): a replica writes the
 // snapshot of its sync there, and a server started again in the same directory loads it
-// before it syncs with the master of the moment.
-func startServer(ctx context.Context, dir string, i int, flags ...string) (*Redis, error) {
-	return startServerOn(ctx, dir, i, 0, false, flags...)
-}
-
-// startServerOn is startServer on port (0: a free one), adding to its log file when
-// appendLog (a restart).
-func startServerOn(ctx context.Context, dir string, i, port int, appendLog bool, flags ...string) (*Redis, error) {
-	data := filepath.Join(dir, fmt.Sprintf("redis-%d", i))
+// before it syncs with the master of the moment. It listens on port (0: a free one) and
+// adds to its log file when appendLog (a restart).
+func (r *Replicated) startServer(ctx context.Context, i, port int, appendLog bool, flags ...string) (*Redis, error) {
+	data := filepath.Join(r.dir, fmt.Sprintf("redis-%d", i))
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
-	return StartRedis(ctx, RedisOptions{Port: port, LogFile: filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)), AppendLog: appendLog,
-		DataDir: data, Flags: flags})
+	return StartRedis(ctx, RedisOptions{Port: port, LogFile: filepath.Join(r.dir, fmt.Sprintf("redis-%d.log", i)), AppendLog: appendLog,
+		DataDir: data, Flags: flags, Password: r.password})
 }
 
 // startSentinel runs redis-sentinel (or redis-server --sentinel, the same program, where
-// the Debian package redis-sentinel is missing) watching master with the given quorum.
-func startSentinel(dir string, i int, master string, quorum int, downAfter time.Duration) (*Sentinel, error) {
+// the Debian package redis-sentinel is missing) watching master with the given quorum; with
+// a password it requires it of its clients (and of the other Sentinels, which use their
+// own) and gives it to the servers.
+func startSentinel(dir string, i int, master string, quorum int, downAfter time.Duration, password string) (*Sentinel, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -131,6 +140,9 @@ func startSentinel(dir string, i int, master string, quorum int, downAfter time.
 		"sentinel monitor %s %s %s %d\nsentinel down-after-milliseconds %s %d\n"+
 		"sentinel failover-timeout %s 5000\nsentinel parallel-syncs %s 1\n",
 		port, dir, SentinelMaster, host, mport, quorum, SentinelMaster, downAfter.Milliseconds(), SentinelMaster, SentinelMaster)
+	if password != "" {
+		text += fmt.Sprintf("requirepass %q\nsentinel auth-pass %s %q\n", password, SentinelMaster, password)
+	}
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
@@ -185,7 +197,7 @@ func sentinelCommand(conf string) (*exec.Cmd, error) {
 // that a failover can be agreed on at once.
 func (r *Replicated) waitSentinels(ctx context.Context, replicas, peers int) error {
 	for _, s := range r.Sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Password: r.password})
 		err := waitFor(ctx, "sentinel "+s.Addr, func(c context.Context) bool {
 			m, err := sc.Master(c, SentinelMaster).Result()
 			return err == nil && m["num-slaves"] == strconv.Itoa(replicas) && m["num-other-sentinels"] == strconv.Itoa(peers)
@@ -211,7 +223,7 @@ func (r *Replicated) SentinelAddrs() []string {
 func (r *Replicated) MasterAddr(ctx context.Context) (string, error) {
 	var last error
 	for _, s := range r.Sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Password: r.password})
 		a, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
 		_ = sc.Close()
 		if err == nil && len(a) == 2 {
@@ -232,7 +244,7 @@ func (r *Replicated) WaitFailover(ctx context.Context, old string) (string, erro
 			return false
 		}
 		addr = a
-		return infoField(c, a, "replication", "role") == "master"
+		return r.infoField(c, a, "replication", "role") == "master"
 	})
 	return addr, err
 }
@@ -270,7 +282,7 @@ func (r *Replicated) Restart(ctx context.Context, i int) error {
 		host, mport, _ := net.SplitHostPort(master)
 		flags = []string{"--replicaof", host + " " + mport}
 	}
-	s, err := startServerOn(ctx, r.dir, i, p, true, flags...)
+	s, err := r.startServer(ctx, i, p, true, flags...)
 	if err != nil {
 		return err
 	}
@@ -281,7 +293,7 @@ func (r *Replicated) Restart(ctx context.Context, i int) error {
 // WaitReplica waits until the server at addr is a replica whose link to its master is up.
 func (r *Replicated) WaitReplica(ctx context.Context, addr string) error {
 	return waitFor(ctx, addr+" to replicate", func(c context.Context) bool {
-		return infoField(c, addr, "replication", "role") == "slave" && infoField(c, addr, "replication", "master_link_status") == "up"
+		return r.infoField(c, addr, "replication", "role") == "slave" && r.infoField(c, addr, "replication", "master_link_status") == "up"
 	})
 }
 
@@ -308,8 +320,8 @@ func (r *Replicated) Stop() {
 }
 
 // infoField is one field of a server's INFO section, "" when unreadable.
-func infoField(ctx context.Context, addr, section, field string) string {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+func (r *Replicated) infoField(ctx context.Context, addr, section, field string) string {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: r.password, MaxRetries: -1})
 	defer c.Close()
 	info, err := c.InfoMap(ctx, section).Result()
 	if err != nil {
@@ -354,10 +366,22 @@ func StartReplicatedFor(t testing.TB, replicas int) *Replicated {
 	return r
 }
 
-// Connect is store.Connect through r's Sentinels with o's other options, closed when t ends.
+// PasswordFile is the file holding ReplicatedOptions.Password ("" without one), for the
+// daemons' --redis-password-file and --redis-sentinel-password-file.
+func (r *Replicated) PasswordFile() string { return r.passwordFile }
+
+// Store is how a daemon reaches r: through its Sentinels, with its password.
+func (r *Replicated) Store() store.Options {
+	return store.Options{SentinelAddrs: r.SentinelAddrs(), MasterName: SentinelMaster,
+		PasswordFile: r.passwordFile, SentinelPasswordFile: r.passwordFile}
+}
+
+// Connect is store.Connect through r's Sentinels (with its password) with o's other
+// options, closed when t ends.
 func (r *Replicated) Connect(t testing.TB, o store.Options) redis.UniversalClient {
 	t.Helper()
-	o.SentinelAddrs, o.MasterName = r.SentinelAddrs(), SentinelMaster
+	s := r.Store()
+	o.SentinelAddrs, o.MasterName, o.PasswordFile, o.SentinelPasswordFile = s.SentinelAddrs, s.MasterName, s.PasswordFile, s.SentinelPasswordFile
 	c, err := store.Connect(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -351,7 +351,8 @@ func (s *Stack) start(ctx context.Context) error {
 	case s.cluster != nil:
 		env += "REDIS_CLUSTER_ADDRS=" + strings.Join(s.RedisAddrs(), ",") + "\n"
 	case s.sentinel != nil:
-		env += "REDIS_SENTINEL_ADDRS=" + strings.Join(s.sentinel.SentinelAddrs(), ",") + "\nREDIS_MASTER_NAME=" + stack.SentinelMaster + "\n"
+		env += "REDIS_SENTINEL_ADDRS=" + strings.Join(s.sentinel.SentinelAddrs(), ",") + "\nREDIS_MASTER_NAME=" + stack.SentinelMaster +
+			"\nREDIS_PASSWORD_FILE=" + s.sentinel.PasswordFile() + "\n"
 	}
 	if err := os.WriteFile(s.env, []byte(env), 0o600); err != nil { // it holds the demo password
 		return err

@@ -2,6 +2,8 @@ package localstack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,14 +103,21 @@ const sentinelServerBackoff = 5 * time.Second
 // redis-sentinel and supervised: a restarted server asks the Sentinels for the master and
 // rejoins as its replica (or as the master, if they still name it), a restarted Sentinel
 // reads the configuration it rewrote. At each start of the stack server 0 is the primary
-// and the others resync from it.
+// and the others resync from it. Like config/redis, the servers and the Sentinels require a
+// password, new at each start, which the daemons read from a file
+// (--redis-password-file, --redis-sentinel-password-file).
 func (s *Stack) startSentinelSet(ctx context.Context) error {
-	s.printf("starting a Sentinel-managed Redis: a primary, two replicas and three Sentinels (data and logs: %s)\n", s.rel(s.sentinelDir))
-	r, err := stack.StartReplicated(ctx, stack.ReplicatedOptions{Dir: s.sentinelDir, Replicas: 2, Sentinels: 3, DownAfter: SentinelDownAfter})
+	s.printf("starting a Sentinel-managed Redis: a primary, two replicas and three Sentinels, with a password (data and logs: %s)\n", s.rel(s.sentinelDir))
+	password := make([]byte, 16)
+	if _, err := rand.Read(password); err != nil {
+		return err
+	}
+	r, err := stack.StartReplicated(ctx, stack.ReplicatedOptions{Dir: s.sentinelDir, Replicas: 2, Sentinels: 3, DownAfter: SentinelDownAfter,
+		Password: hex.EncodeToString(password)})
 	if err != nil {
 		return err
 	}
-	s.sentinel, s.store = r, store.Options{SentinelAddrs: r.SentinelAddrs(), MasterName: stack.SentinelMaster}
+	s.sentinel, s.store = r, r.Store()
 	// The Sentinels first: Stop stops them before the servers, so that no failover runs
 	// while the servers stop.
 	for i, sen := range r.Sentinels {
@@ -167,7 +176,7 @@ func (s *Stack) redisShown() string {
 		return "cluster " + strings.Join(s.cluster.Addrs(), ",")
 	case s.sentinel != nil:
 		return "Sentinel set: servers " + strings.Join(s.RedisAddrs(), ",") + " (the first is the primary at start), Sentinels " +
-			strings.Join(s.sentinel.SentinelAddrs(), ",")
+			strings.Join(s.sentinel.SentinelAddrs(), ",") + ", password in " + s.rel(s.sentinel.PasswordFile())
 	}
 	return s.redis.Addr
 }
