@@ -14,12 +14,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sigops/sigops/runtime/store"
 )
 
-// NewRegistry is a Prometheus registry with the Go runtime and process collectors.
+// NewRegistry is a Prometheus registry with the Go runtime and process collectors and the
+// Redis client's (failed replica acknowledgements, master changes: runtime/store).
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(store.Collectors()...)
 	return reg
 }
 

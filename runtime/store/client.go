@@ -49,7 +49,7 @@ type Options struct {
 	// MinReplicasAck is how many replicas must hold a queued signal (and a live order's
 	// staging, and a finished signal's writes) before it is acknowledged: a number, or "" /
 	// ReplicasAuto for one through Sentinels or when the master has replicas, and none
-	// otherwise. A Cluster waits for none.
+	// otherwise. On a Cluster each write waits on its slot's master (cluster_ack.go).
 	MinReplicasAck string
 	// ReplicaAckTimeout bounds the wait for those replicas; 0 is DefaultReplicaAckTimeout.
 	ReplicaAckTimeout time.Duration
@@ -84,7 +84,7 @@ func BindFlags(fs *flag.FlagSet, o *Options) {
 		o.ClusterAddrs = splitAddrs(s)
 		return nil
 	})
-	fs.StringVar(&o.MinReplicasAck, flagMinReplicasAck, o.MinReplicasAck, "replicas that must hold a queued signal, a live order's staging or a finished signal's writes before it is acknowledged (Redis WAIT): a number, or \""+ReplicasAuto+"\" (the default) for 1 through Sentinels or when the master has replicas, and 0 on a single server without any")
+	fs.StringVar(&o.MinReplicasAck, flagMinReplicasAck, o.MinReplicasAck, "replicas that must hold a queued signal, a live order's staging or a finished signal's writes before it is acknowledged (Redis WAIT): a number, or \""+ReplicasAuto+"\" (the default) for 1 through Sentinels or when the master has replicas, and 0 on a single server without any; on a Redis Cluster each write waits on its slot's master, auto being 1 where that master has replicas")
 	fs.DurationVar(&o.ReplicaAckTimeout, flagReplicaAckTimeout, o.ReplicaAckTimeout, "longest wait for --"+flagMinReplicasAck+" replicas; a write they miss is answered as a store failure (0: "+DefaultReplicaAckTimeout.String()+", at most "+MaxReplicaAckTimeout.String()+")")
 }
 
@@ -160,15 +160,12 @@ func (o Options) Validate() error {
 	return o.validateAck()
 }
 
-// validateAck checks the replica acknowledgement flags. A Cluster waits for no replica: WAIT
-// counts one node's replicas, and a pipeline of a Cluster client spreads over nodes.
+// validateAck checks the replica acknowledgement flags.
 func (o Options) validateAck() error {
-	n, err := parseMinReplicas(o.MinReplicasAck)
+	_, err := parseMinReplicas(o.MinReplicasAck)
 	switch {
 	case err != nil:
 		return err
-	case n > 0 && len(o.ClusterAddrs) > 0:
-		return fmt.Errorf("--%s is not supported on a Redis Cluster: leave it %q or 0", flagMinReplicasAck, ReplicasAuto)
 	case o.ReplicaAckTimeout < 0 || o.ReplicaAckTimeout > MaxReplicaAckTimeout:
 		return fmt.Errorf("--%s must be between 0 and %s", flagReplicaAckTimeout, MaxReplicaAckTimeout)
 	}
@@ -219,8 +216,8 @@ func (o Options) universal(password string, ack *ackPolicy) *redis.UniversalOpti
 	default:
 		u.Addrs = []string{o.addr()}
 	}
-	if ack != nil {
-		u.OnConnect = ack.onConnect
+	if ack != nil && len(o.ClusterAddrs) == 0 {
+		u.OnConnect = ack.onConnect // a Cluster's nodes are followed each (clusterAck.nodeClient)
 	}
 	return u
 }
@@ -240,14 +237,24 @@ func Connect(ctx context.Context, o Options) (redis.UniversalClient, error) {
 		return nil, err
 	}
 	ack := o.newAckPolicy()
-	c := redis.NewUniversalClient(o.universal(password, ack))
+	var c redis.UniversalClient
+	if len(o.ClusterAddrs) > 0 {
+		ca := newClusterAck(ack)
+		copt := o.universal(password, ack).Cluster()
+		copt.NewClient = ca.nodeClient
+		cc := redis.NewClusterClient(copt)
+		clusterAcks.Store(cc, ca)
+		c = cc
+	} else {
+		c = redis.NewUniversalClient(o.universal(password, ack))
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis %s: %w", o, err)
 	}
-	if rc, ok := c.(*redis.Client); ok && ack != nil {
+	if rc, ok := c.(*redis.Client); ok {
 		policies.Store(rc, ack)
 		rc.AddHook(masterGuard{})
 	}

@@ -56,7 +56,7 @@ func TestValidateFlagCombinations(t *testing.T) {
 		{[]string{"--redis-cluster-addrs=n:6379", "--redis-min-replicas-ack=0"}, ""},
 		{[]string{"--redis-min-replicas-ack=-1"}, "a number of replicas"},
 		{[]string{"--redis-min-replicas-ack=one"}, "a number of replicas"},
-		{[]string{"--redis-cluster-addrs=n:6379", "--redis-min-replicas-ack=1"}, "not supported on a Redis Cluster"},
+		{[]string{"--redis-cluster-addrs=n:6379", "--redis-min-replicas-ack=1"}, ""}, // each write waits on its slot's master
 		{[]string{"--redis-replica-ack-timeout=2s"}, "between 0 and 1s"},
 		{[]string{"--redis-replica-ack-timeout=-1ms"}, "between 0 and 1s"},
 	} {

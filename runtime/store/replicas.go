@@ -82,11 +82,8 @@ func parseMinReplicas(s string) (int, error) {
 	return n, nil
 }
 
-// newAckPolicy is o's policy; a Cluster client gets none (see Validate).
+// newAckPolicy is o's policy (a Cluster client's is kept per node: cluster_ack.go).
 func (o Options) newAckPolicy() *ackPolicy {
-	if len(o.ClusterAddrs) > 0 {
-		return nil
-	}
 	n, _ := parseMinReplicas(o.MinReplicasAck)
 	t := o.ReplicaAckTimeout
 	if t == 0 {
@@ -131,6 +128,8 @@ type ack struct {
 	rc      *redis.Client
 	n       int
 	timeout time.Duration
+	// topology labels a failed acknowledgement (sigops_redis_replica_ack_failures_total).
+	topology string
 }
 
 // ackOf is c's ack; none for a client Connect did not make, a Cluster client, or none
@@ -145,11 +144,22 @@ func ackOf(c any) ack {
 		return ack{}
 	}
 	p := v.(*ackPolicy)
-	return ack{rc: rc, n: p.want(), timeout: p.timeout}
+	topology := topologySingle
+	if p.sentinel {
+		topology = topologySentinel
+	}
+	return ack{rc: rc, n: p.want(), timeout: p.timeout, topology: topology}
 }
 
-// ReplicasWanted is how many replicas a write through c waits for (0: none).
-func ReplicasWanted(c any) int { return ackOf(c).n }
+// ReplicasWanted is how many replicas a write through c waits for (0: none). On a Cluster
+// it is the number for a node not known yet (under auto: one when any master reported a
+// replica).
+func ReplicasWanted(c any) int {
+	if _, ca := clusterAckOf(c); ca != nil {
+		return ca.wantAny()
+	}
+	return ackOf(c).n
+}
 
 // Pipeliner is a client that runs pipelines.
 type Pipeliner interface {
@@ -162,6 +172,9 @@ type Pipeliner interface {
 // the commands' error first, then a wrapped ErrNotReplicated when WAIT answered fewer
 // replicas than asked within the bound. Without replicas to wait for it is c.Pipelined(fn).
 func AckPipelined(ctx context.Context, c Pipeliner, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	if cc, ca := clusterAckOf(c); ca != nil {
+		return ca.pipelined(ctx, cc, fn)
+	}
 	a := ackOf(c)
 	if a.n == 0 {
 		return c.Pipelined(ctx, fn)
@@ -198,6 +211,7 @@ func (a ack) check(wait *redis.Cmd) error {
 		return fmt.Errorf("redis: wait for replicas: %w", err)
 	}
 	if got < int64(a.n) {
+		replicaAckFailures.WithLabelValues(a.topology).Inc()
 		return fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, got, a.n, a.timeout)
 	}
 	return nil
@@ -209,8 +223,30 @@ func (a ack) check(wait *redis.Cmd) error {
 // or a wrapped ErrNotReplicated.
 func AckScript(ctx context.Context, c redis.Scripter, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	a := ackOf(c)
+	if cc, ca := clusterAckOf(c); ca != nil && len(keys) > 0 {
+		var err error
+		if a, err = ca.node(ctx, cc, keys[0]); err != nil {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd
+		}
+		if a.n == 0 {
+			return s.Run(ctx, c, keys, args...) // through the Cluster client, which follows redirects
+		}
+		cmd := a.scriptOrRun(ctx, s, keys, args...)
+		ca.reloadOnMove(ctx, cc, cmd.Err())
+		return cmd
+	}
 	if a.n == 0 {
 		return s.Run(ctx, c, keys, args...)
+	}
+	return a.scriptOrRun(ctx, s, keys, args...)
+}
+
+// scriptOrRun runs s on a's client, with WAIT when a asks for replicas.
+func (a ack) scriptOrRun(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if a.n == 0 {
+		return s.Run(ctx, a.rc, keys, args...)
 	}
 	cmd := a.script(ctx, func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
@@ -244,6 +280,9 @@ func (a ack) script(ctx context.Context, eval func(redis.Pipeliner) *redis.Cmd) 
 // because a transaction's EXEC and a WAIT after it cannot share one go-redis pipeline.
 // Errors as AckPipelined.
 func AckTxPipelined(ctx context.Context, c redis.UniversalClient, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	if cc, ca := clusterAckOf(c); ca != nil {
+		return ca.txPipelined(ctx, cc, fn)
+	}
 	a := ackOf(c)
 	if a.n == 0 {
 		return c.TxPipelined(ctx, fn)

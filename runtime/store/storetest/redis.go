@@ -55,6 +55,9 @@ type Server struct {
 	Addr string
 	// ClusterAddrs are a cluster's masters; empty for a single server.
 	ClusterAddrs []string
+	// Replicas are a replicated cluster's replicas, one per master in the order of
+	// ClusterAddrs (StartReplicatedCluster); empty otherwise.
+	Replicas []string
 	// busPorts are the cluster nodes' bus ports, in the order of ClusterAddrs.
 	busPorts []int
 	procs    []*exec.Cmd
@@ -124,6 +127,106 @@ func startCluster() (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// StartReplicatedCluster is StartCluster with a replica behind each master (six
+// processes): what a production Cluster runs, so that a write can wait for its slot's
+// replica (WAIT) and a master can fail over. Replicas lists the replicas' addresses in the
+// order of their masters in ClusterAddrs.
+func StartReplicatedCluster() (s *Server, err error) {
+	for range 3 {
+		if s, err = startCluster(); err != nil {
+			continue
+		}
+		if err = s.addReplicas(); err == nil {
+			return s, nil
+		}
+		s.Stop()
+	}
+	return nil, err
+}
+
+// addReplicas starts a replica for each master, introduces it to the cluster and makes it
+// replicate its master, then waits until each master reports it connected and every node
+// knows all six.
+func (s *Server) addReplicas() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ports, err := freePorts(2 * clusterMasters)
+	if err != nil {
+		return err
+	}
+	s.busPorts = append(s.busPorts, ports[clusterMasters:]...)
+	seed := redis.NewClient(&redis.Options{Addr: s.ClusterAddrs[0]})
+	defer seed.Close()
+	for i, port := range ports[:clusterMasters] {
+		addr, err := s.launch(port, true)
+		if err != nil {
+			return err
+		}
+		s.Replicas = append(s.Replicas, addr)
+		master := redis.NewClient(&redis.Options{Addr: s.ClusterAddrs[i]})
+		id, err := master.Do(ctx, "cluster", "myid").Text()
+		_ = master.Close()
+		if err != nil {
+			return err
+		}
+		host, p, _ := net.SplitHostPort(addr)
+		if err := seed.Do(ctx, "cluster", "meet", host, p, s.busPorts[clusterMasters+i]).Err(); err != nil {
+			return fmt.Errorf("cluster meet %s: %w", addr, err)
+		}
+		replica := redis.NewClient(&redis.Options{Addr: addr})
+		err = waitFor(ctx, func() error { return replica.Do(ctx, "cluster", "replicate", id).Err() })
+		_ = replica.Close()
+		if err != nil {
+			return fmt.Errorf("cluster replicate on %s: %w", addr, err)
+		}
+	}
+	for _, a := range s.ClusterAddrs {
+		master := redis.NewClient(&redis.Options{Addr: a})
+		err := waitFor(ctx, func() error {
+			info, err := master.Info(ctx, "replication").Result()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, "state=online") {
+				return fmt.Errorf("master %s: replica not online yet", a)
+			}
+			return nil
+		})
+		_ = master.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return WaitClusterHealthy(ctx, append(append([]string{}, s.ClusterAddrs...), s.Replicas...))
+}
+
+// waitFor retries fn every 50 ms until it succeeds or ctx ends.
+func waitFor(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// KillNode kills the cluster node at addr (a master or a replica) with SIGKILL, as a
+// crash would: it neither saves nor tells the others.
+func (s *Server) KillNode(addr string) error {
+	all := append(append([]string{}, s.ClusterAddrs...), s.Replicas...)
+	for i, a := range all {
+		if a == addr && i < len(s.procs) && s.procs[i].Process != nil {
+			return s.procs[i].Process.Kill()
+		}
+	}
+	return fmt.Errorf("storetest: no node at %s", addr)
 }
 
 // launch starts one redis-server on port (a cluster node, with the next of s.busPorts, if
