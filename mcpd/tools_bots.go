@@ -59,7 +59,10 @@ var (
     "startingEquity": {"type": ["number", "null"]},
     "metrics": {"type": "object", "description": "figures of the period: trades, win rate, P&L, drawdown, Sharpe"},
     "formatted": {"type": "object", "description": "the same figures as display strings"},
-    "equityCurve": {"type": "array", "items": {"type": "object"}},
+    "equityCurve": {"type": "array", "description": "with includeEquity: the equity at the period's start, then each day's trades (a point per trade while they are kept) and the day's close; a day whose trades are no longer kept is its close alone",
+      "items": {"type": "object", "required": ["timestamp", "equity", "drawdown"],
+        "properties": {"timestamp": {"type": "integer", "description": "ms since the epoch: the trade's close or the day's end"},
+          "equity": {"type": "number"}, "drawdown": {"type": "number", "description": "below the running peak; its largest is metrics.maxDrawdown when every day is drawn per trade"}}}},
     "availablePeriods": {"type": "array", "items": {"type": "object"}}}}`
 )
 
@@ -86,12 +89,13 @@ func (s *Server) botTools() []Tool {
 			Scope: auth.ScopeRead, Handler: s.getBotRisk},
 		{Def: mcp.NewTool("get_bot_analytics",
 			mcp.WithDescription("A bot's trading analytics over a period: trades, win rate, P&L, drawdown, Sharpe "+
-				"ratio and optionally the equity curve. Give period, or startDate (and endDate) for a custom range."),
+				"ratio and optionally the equity curve (a point per trade while the trades are kept, a point per day "+
+				"before). Give period, or startDate (and endDate) for a custom range."),
 			mcp.WithToolAnnotation(readOnly("Get bot analytics")), botID,
 			mcp.WithString("period", mcp.Description("today, week, month, 7d, 30d, 90d, ytd or all (default 30d); not with startDate")),
 			mcp.WithString("startDate", mcp.Description("first UTC day of a custom range, YYYY-MM-DD")),
 			mcp.WithString("endDate", mcp.Description("last UTC day of a custom range, YYYY-MM-DD (default today); needs startDate")),
-			mcp.WithBoolean("includeEquity", mcp.Description("include the daily equity curve (default false)")),
+			mcp.WithBoolean("includeEquity", mcp.Description("include the equity curve: a point per trade while the trades are kept, a point per day before (default false)")),
 			mcp.WithRawOutputSchema(json.RawMessage(analyticsOutput))),
 			Scope: auth.ScopeRead, Handler: s.getBotAnalytics},
 	}

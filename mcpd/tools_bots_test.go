@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -21,6 +22,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/runtime/signal"
@@ -313,6 +315,67 @@ func TestGetBotAnalytics(t *testing.T) {
 		if text := toolErr(t, f.ada, "get_bot_analytics", bad); !strings.Contains(text, `"code":"INVALID_PARAMETER"`) {
 			t.Errorf("%v: %s", bad, text)
 		}
+	}
+}
+
+// The equity curve has a point per trade: three trades today, the middle one a big loss,
+// show the dip, whose drawdown is the metrics' to the last decimal, as the REST endpoint
+// and the dashboard show them (one computation, runtime/analytics).
+func TestGetBotAnalyticsCurvePerTrade(t *testing.T) {
+	f := newBotFixture(t)
+	ctx := t.Context()
+	f.project(t, "bot-dip", "ada@example.com")
+	day := analytics.DateOf(f.clk.Now())
+	var d analytics.Day
+	if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		analytics.StageStart(ctx, p, "bot-dip", testkit.D("1000"))
+		for i, net := range []string{"120.125", "-400.0625", "250.5"} {
+			tr := position.Trade{ID: fmt.Sprintf("t%d", i), BotID: "bot-dip", NetPnl: testkit.D(net),
+				ClosedAt: day.Start().Add(time.Duration(i+1) * time.Hour).UnixMilli()}
+			if err := position.StageTrade(ctx, p, tr); err != nil {
+				return err
+			}
+			// Booked as the executor does: the trade with its day.
+			d.Add(tr)
+			if err := analytics.StageDay(ctx, p, "bot-dip", day, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, text := toolResult(t, f.ada, "get_bot_analytics", map[string]any{"botId": "bot-dip", "period": "today", "includeEquity": true})
+	if res.IsError {
+		t.Fatal(text)
+	}
+	var out struct {
+		Metrics struct {
+			MaxDrawdown json.Number `json:"maxDrawdown"`
+		} `json:"metrics"`
+		EquityCurve []struct {
+			Timestamp        int64
+			Equity, Drawdown json.Number
+		} `json:"equityCurve"`
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range out.EquityCurve {
+		got = append(got, fmt.Sprintf("%s %s %s", time.UnixMilli(p.Timestamp).UTC().Format("15:04"), p.Equity, p.Drawdown))
+	}
+	now := f.clk.Now().UTC().Format("15:04")
+	if want := []string{"00:00 1000 0", "01:00 1120.125 0", "02:00 720.0625 400.0625", "03:00 970.5625 149.5625",
+		now + " 970.5625 149.5625"}; strings.Join(got, ", ") != strings.Join(want, ", ") || out.Metrics.MaxDrawdown != "400.0625" {
+		t.Fatalf("curve %v, maxDrawdown %s", got, out.Metrics.MaxDrawdown)
+	}
+	// The structured content validates against the tool's output schema (equityCurve's
+	// items included): outputschema_test checks every tool's answers the same way.
+	if res.StructuredContent == nil {
+		t.Fatal("no structured content")
 	}
 }
 

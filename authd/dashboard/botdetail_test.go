@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -379,6 +380,68 @@ func TestAnyPairBotChartsItsPair(t *testing.T) {
 	if got.Symbol != "ETH/USDT" {
 		t.Fatalf("asked pair: %s", body)
 	}
+}
+
+// Three trades, the middle one a big loss: the equity chart draws a point per trade, so
+// the dip shows, and its lowest point is the max drawdown the page reports.
+func TestBotEquityShowsTheDip(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	bot := bdProjectBot(t, u.Email, nil)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Second)
+	days := map[analytics.Date]analytics.Day{}
+	if _, err := env.RDB.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		analytics.StageStart(ctx, p, bot.ID, testkit.D("1000"))
+		for i, net := range []string{"120.125", "-400.0625", "250.5"} {
+			// Booked as the executor does: each trade with its day.
+			tr := position.Trade{ID: fmt.Sprint("t", i), BotID: bot.ID, Symbol: "BTC/USDT", NetPnl: testkit.D(net),
+				ClosedAt: now.Add(time.Duration(i-3) * time.Second).UnixMilli()}
+			if err := position.StageTrade(ctx, p, tr); err != nil {
+				return err
+			}
+			date := analytics.DateOfMS(tr.ClosedAt)
+			d := days[date]
+			d.Add(tr)
+			days[date] = d
+			if err := analytics.StageDay(ctx, p, bot.ID, date, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := b.get("/api/dashboard/bots/" + bot.ID + "/equity?period=7d")
+	var got struct {
+		Series []struct {
+			Points []struct {
+				Time  int64       `json:"time"`
+				Value json.Number `json:"value"`
+			} `json:"points"`
+		} `json:"series"`
+	}
+	bdChartJSON(t, body, &got)
+	pts := got.Series[0].Points
+	// The last four: the three trades (a second apart) and today's close.
+	var tail []string
+	for _, p := range pts[len(pts)-4:] {
+		tail = append(tail, p.Value.String())
+	}
+	if strings.Join(tail, " ") != "1120.125 720.0625 970.5625 970.5625" || pts[len(pts)-4].Time != now.Unix()-3 {
+		t.Fatalf("chart %s", body)
+	}
+	// Its lowest point is the peak less the page's max drawdown, to the last decimal.
+	_, page := b.get("/dashboard/bots/" + bot.ID + "?period=7d")
+	if !strings.Contains(page, `Max drawdown</div><div class="value num ">400.0625</div>`) {
+		t.Fatalf("page's max drawdown:\n%s", page)
+	}
+	low := testkit.D(string(pts[0].Value))
+	for _, p := range pts {
+		low = decimal.Min(low, testkit.D(string(p.Value)))
+	}
+	testkit.EqualD(t, "lowest point", low, "720.0625") // 1120.125 − 400.0625
 }
 
 func TestBotEquityAndAnalyticsPeriods(t *testing.T) {

@@ -100,8 +100,11 @@ func New(o Options) (*Dashboard, error) {
 		o.Hub = events.NewHub(o.Redis, o.Logger)
 	}
 	d := &Dashboard{o: o, bots: registry.New(o.Redis), book: position.NewBook(o.Redis),
-		analytics: analytics.New(o.Redis), accounts: paper.NewAccounts(o.Redis),
+		analytics: o.APIs.Analytics, accounts: paper.NewAccounts(o.Redis),
 		approvals: approval.New(o.Redis, o.Policies, o.Now)}
+	if d.analytics == nil {
+		d.analytics = analytics.New(o.Redis)
+	}
 	var err error
 	if d.pages, err = loadPages(); err != nil {
 		return nil, err

@@ -145,7 +145,7 @@ func options(ctx context.Context, logger *slog.Logger, c config, rdb redis.Unive
 	return mcpd.Options{Redis: rdb, BaseURL: base, MCPURL: mcpURL, Verifier: verifier,
 		Users: apis.Users, OAuth: auth.NewOAuth(rdb, auth.OAuthOptions{DB: apis.DB}),
 		Trading: apis.Trading, Audit: apis.Audit, AppPolicies: apis.AppPolicies, SessionIdle: c.sessionIdle, Lab: apis.Lab,
-		Portfolio: apis.Portfolio, Exchanges: apis.Exchanges, Candles: apis.Candles,
+		Portfolio: apis.Portfolio, Exchanges: apis.Exchanges, Candles: apis.Candles, Analytics: apis.Analytics,
 		// send_signal resolves symbols against the same index as the webhook.
 		Fleet: apis.Fleet, Intake: intake.New(rdb).WithMemoryGuard(apis.Memory), Symbols: apis.Symbols, Waiter: waiter, Previews: apis.Previews,
 		RateLimit: c.rateLimit, Logger: logger, Version: version, Registerer: reg,

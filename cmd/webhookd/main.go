@@ -16,12 +16,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/database"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
@@ -59,6 +63,8 @@ func main() {
 	flag.StringVar(&read.keyFile, "jwt-key-file", "", "file holding authd's HS256 signing key, to verify the read API's bearer tokens; without it the read API accepts dashboard session cookies only")
 	flag.StringVar(&read.prevKeyFile, "jwt-previous-key-file", "", "file holding authd's previous signing key during a rotation")
 	flag.StringVar(&read.marketData, "market-data", "simulated", "public market data for candles and valuations: simulated or binance")
+	flag.StringVar(&read.databaseURL, "database-url", os.Getenv(database.URLEnv),
+		"PostgreSQL, whose archive of trades the analytics' equity curve draws past Redis's hot window (default $"+database.URLEnv+"; empty: Redis alone)")
 	read.portfolio.Bind(flag.CommandLine)
 	store.BindFlags(flag.CommandLine, &redisOpts)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -103,7 +109,7 @@ func run(logger *slog.Logger, c config) error {
 	// Symbols: the paper catalogue plus what validated exchange connections recorded.
 	known := registry.NewKnownSymbols(paper.Symbols())
 	go known.Run(ctx, registry.New(rdb), 30*time.Second, logger)
-	readAPI, err := newReadAPI(rdb, c.read, trusted, known.Get, logger)
+	readAPI, err := newReadAPI(ctx, rdb, c.read, trusted, known.Get, logger)
 	if err != nil {
 		return err
 	}
@@ -126,12 +132,13 @@ func run(logger *slog.Logger, c config) error {
 
 // readConfig are the read API's flags.
 type readConfig struct {
-	baseURL, keyFile, prevKeyFile, marketData string
-	portfolio                                 portfolio.Flags
+	baseURL, keyFile, prevKeyFile, marketData, databaseURL string
+	portfolio                                              portfolio.Flags
 }
 
-// newReadAPI builds the read API served beside the webhook endpoint.
-func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Proxies, symbols func() *sigsignal.Symbols,
+// newReadAPI builds the read API served beside the webhook endpoint; its database pool, if
+// any, closes when ctx ends.
+func newReadAPI(ctx context.Context, rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Proxies, symbols func() *sigsignal.Symbols,
 	logger *slog.Logger) (*readapi.API, error) {
 	prices, err := marketdata.FromFlag(c.marketData)
 	if err != nil {
@@ -146,6 +153,17 @@ func newReadAPI(rdb redis.UniversalClient, c readConfig, trusted trustedproxy.Pr
 		// The --market-data source is the candles' fallback: paper trading, and any exchange
 		// that cannot be reached.
 		Candles: candles.New(candles.Options{Redis: rdb, Symbols: symbols, Fallback: prices, Logger: logger})}
+	// The equity curve draws the trades the history keeps, as mcpd's and the dashboard's
+	// (userapi): Redis's trade lists and PostgreSQL's archive. The executors migrate the
+	// schema; until it is there, the curve draws Redis's trades alone.
+	var db *pgxpool.Pool
+	if c.databaseURL != "" {
+		if db, err = database.Pool(ctx, c.databaseURL); err != nil {
+			return nil, err
+		}
+		go func() { <-ctx.Done(); db.Close() }()
+	}
+	o.Analytics = analytics.New(rdb).WithTrades(history.New(rdb, db, logger))
 	if c.keyFile != "" {
 		if c.baseURL == "" {
 			return nil, errors.New("--jwt-key-file needs --base-url: tokens are checked against its issuer and audience")

@@ -24,6 +24,7 @@ import (
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/fleet"
+	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
@@ -104,6 +105,9 @@ type APIs struct {
 	// exchange connections through Exchanges), with nothing written: dry runs and
 	// connected apps' notional caps.
 	Previews *executor.Executor
+	// Analytics are the bots' analytics, whose equity curves draw the trades the history
+	// keeps (Redis's trade lists and, with DB, PostgreSQL's archive).
+	Analytics *analytics.Analytics
 }
 
 // Build wires the APIs on rdb, with their metrics on reg (not nil); background refreshes run until ctx
@@ -233,6 +237,7 @@ func assemble(rdb redis.UniversalClient, db *pgxpool.Pool, prices marketdata.Pro
 	previews := executor.New(executor.Deps{Redis: rdb, Prices: prices, Logger: logger,
 		Venues: &executor.Paper{Redis: rdb, Prices: prices, Live: &executor.LiveVenues{Redis: rdb, Clients: clients}}})
 	return &APIs{Previews: previews, Users: users, Trading: trading.New(rdb, nil, prices),
+		Analytics: analytics.New(rdb).WithTrades(history.New(rdb, db, logger)),
 		Portfolio: portfolio.New(po), Exchanges: po.Clients, Symbols: symbols, Audit: audit.New(rdb, withDB(ao, db)),
 		AppPolicies: apppolicy.New(rdb, apppolicy.Options{DB: db}),
 		// The market data source is the candles' fallback, as in webhookd.

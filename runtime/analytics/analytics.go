@@ -1,7 +1,8 @@
 // Package analytics computes a bot's trading analytics (the read API's GET
 // /api/botsvc/bots/{botId}/analytics; mcpd and the dashboard call the same API): trade
 // counts, win rate, PnL, profit factor, drawdown, Sharpe ratio and the equity curve over a
-// period of UTC days.
+// period of UTC days. The curve has a point per trade on the days whose trades are kept
+// (curve.go), a point per day on the others.
 //
 // It owns the bot's per-day aggregates (store.BookDays): the executor's booking reads the
 // day of the trade it books and writes it back with the trade in one transaction
@@ -18,17 +19,30 @@ import (
 	"github.com/sigops/sigops/runtime/registry"
 )
 
-// Analytics computes reports from Redis.
-type Analytics struct{ rdb redis.UniversalClient }
+// Analytics computes reports from Redis, and draws their equity curves through the trades
+// a TradeReader reads.
+type Analytics struct {
+	rdb    redis.UniversalClient
+	trades TradeReader
+}
 
-// New returns Analytics on rdb.
-func New(rdb redis.UniversalClient) *Analytics { return &Analytics{rdb: rdb} }
+// New returns Analytics on rdb, whose curves read the bots' trade lists in rdb (WithTrades
+// adds PostgreSQL's archive).
+func New(rdb redis.UniversalClient) *Analytics {
+	return &Analytics{rdb: rdb, trades: listTrades{rdb}}
+}
 
-// Bot is bot's report for q (ParseQuery).
+// Bot is bot's report for q (ParseQuery). With the equity curve it also reads the
+// period's trades (at most MaxCurveTrades).
 func (a *Analytics) Bot(ctx context.Context, bot registry.Bot, q Query) (Report, error) {
 	h, err := load(ctx, a.rdb, bot.ID)
 	if err != nil {
 		return Report{}, err
+	}
+	if q.Equity {
+		if err := readCurveTrades(ctx, a.trades, bot.ID, &h, q); err != nil {
+			return Report{}, err
+		}
 	}
 	return compute(bot, h, q), nil
 }

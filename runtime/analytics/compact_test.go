@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +48,8 @@ func listed(t *testing.T, rdb redis.UniversalClient, botID string) []string {
 }
 
 // Compacting removes the trades closed before the cutoff from the list and changes no
-// figure of any report: every period is computed from the days.
+// figure of any report: every period is computed from the days. The equity curve draws
+// the days whose trades left the list a point each.
 func TestCompactKeepsEveryFigure(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
@@ -80,12 +82,30 @@ func TestCompactKeepsEveryFigure(t *testing.T) {
 	}
 	for p, want := range before {
 		got := report(t, rdb, bot, p)
+		// The curve draws the compacted days a point each (below); the rest is unchanged.
+		got.EquityCurve, want.EquityCurve = nil, nil
 		g, _ := json.Marshal(got)
 		w, _ := json.Marshal(want)
 		if string(g) != string(w) {
 			t.Errorf("period %s after compaction:\n%s\nbefore:\n%s", p, g, w)
 		}
 	}
+	// Before, a point per trade; after, the 20th and 21st (compacted) a point each, the
+	// 22nd and 24th (kept) a point per trade; every day closed at its end.
+	wantCurve := func(r analytics.Report, want ...string) {
+		t.Helper()
+		var got []string
+		for _, p := range r.EquityCurve {
+			got = append(got, time.UnixMilli(p.Timestamp).UTC().Format("02T15")+" "+p.Equity.String()+" "+p.Drawdown.String())
+		}
+		if strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Errorf("curve\n%s\nwant\n%s", strings.Join(got, ", "), strings.Join(want, ", "))
+		}
+	}
+	wantCurve(before["all"], "20T00 1000 0", "20T09 1010 0", "20T15 1006 4", "21T00 1006 4", "21T09 1013 0", "22T00 1013 0",
+		"22T09 1010.5 2.5", "23T00 1010.5 2.5", "24T00 1010.5 2.5", "24T09 1013.5 0", "24T12 1013.5 0")
+	wantCurve(report(t, rdb, bot, "all"), "20T00 1000 0", "21T00 1006 4", "22T00 1013 0",
+		"22T09 1010.5 2.5", "23T00 1010.5 2.5", "24T00 1010.5 2.5", "24T09 1013.5 0", "24T12 1013.5 0")
 	// all: 10 − 4 + 7 − 2.5 + 3 = 13.5 over 5 trades, 3 winners.
 	all := report(t, rdb, bot, "all")
 	if all.Metrics.TotalTrades != 5 || all.Metrics.WinningTrades != 3 || !all.Metrics.TotalPnL.Equal(testkit.D("13.5")) {
@@ -139,7 +159,7 @@ func TestCompactBuildsLegacyDaysFirst(t *testing.T) {
 	legacyTrades(t, rdb, bot.ID, position.Trade{ID: "a", NetPnl: testkit.D("12"), ClosedAt: day(10, 9).UnixMilli()},
 		position.Trade{ID: "b", NetPnl: testkit.D("-4"), ClosedAt: day(11, 9).UnixMilli()},
 		position.Trade{ID: "c", NetPnl: testkit.D("3"), ClosedAt: day(23, 9).UnixMilli()})
-	want, _ := json.Marshal(report(t, rdb, bot, "all"))
+	before := report(t, rdb, bot, "all")
 
 	if n, err := analytics.Compact(ctx, rdb, bot.ID, day(20, 0), 1); err != nil || n != 1 {
 		t.Fatalf("first call: %d, %v; want 1 (limit)", n, err)
@@ -150,7 +170,16 @@ func TestCompactBuildsLegacyDaysFirst(t *testing.T) {
 	if ids := listed(t, rdb, bot.ID); len(ids) != 1 || ids[0] != "c" {
 		t.Fatalf("list %v, want [c]", ids)
 	}
-	got, _ := json.Marshal(report(t, rdb, bot, "all"))
+	after := report(t, rdb, bot, "all")
+	// The 10th and 11th left the list: their points are each day's close, the trades'
+	// points gone; the 23rd's trade is still drawn.
+	if n := len(after.EquityCurve); n != len(before.EquityCurve)-2 || after.EquityCurve[1].Timestamp != day(11, 0).UnixMilli() ||
+		after.EquityCurve[n-3].Timestamp != day(23, 9).UnixMilli() {
+		t.Errorf("curve after compaction %+v", after.EquityCurve)
+	}
+	after.EquityCurve, before.EquityCurve = nil, nil
+	got, _ := json.Marshal(after)
+	want, _ := json.Marshal(before)
 	if string(got) != string(want) {
 		t.Errorf("after compaction:\n%s\nbefore:\n%s", got, want)
 	}

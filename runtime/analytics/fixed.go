@@ -23,11 +23,12 @@ type FixedTrade struct {
 func ReportOfFixed(hdr Header, trades []FixedTrade, scale int32, startingEquity *decimal.Decimal, q Query) (Report, bool) {
 	var days []dated
 	var cur fixedDay
+	var marks []mark
 	var date Date
 	ok := true
 	flush := func() {
 		if cur.trades > 0 {
-			days = append(days, dated{date: date, day: cur.day(scale)})
+			days = append(days, dated{date: date, day: cur.day(scale), marks: marks})
 		}
 	}
 	for i, t := range trades {
@@ -37,10 +38,13 @@ func ReportOfFixed(hdr Header, trades []FixedTrade, scale int32, startingEquity 
 				return Report{}, false
 			}
 			flush()
-			cur = fixedDay{}
+			cur, marks = fixedDay{}, nil
 		}
 		date = d
 		cur.add(t, &ok)
+		if q.Equity {
+			marks = append(marks, mark{at: t.ClosedAt, net: decimal.New(t.NetPnl, -scale)})
+		}
 		if !ok {
 			return Report{}, false
 		}

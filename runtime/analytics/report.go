@@ -29,7 +29,8 @@ type Report struct {
 	StartingEquity *httpapi.Number `json:"startingEquity"`
 	Metrics        Metrics         `json:"metrics"`
 	Formatted      Formatted       `json:"formatted"`
-	// EquityCurve is present only when asked for (Query.Equity).
+	// EquityCurve is present only when asked for (Query.Equity): a point per trade on the
+	// days whose trades are kept, a point per day on the others (curve.go).
 	EquityCurve      []Point  `json:"equityCurve,omitempty"`
 	AvailablePeriods []Period `json:"availablePeriods"`
 }
@@ -64,7 +65,8 @@ type Formatted struct {
 	MaxDrawdown  string `json:"maxDrawdown"`  // "-42.10 USDT (3.2%)"
 }
 
-// Point is the equity at one instant and how far it is below the running peak.
+// Point is the equity at one instant and how far it is below the running peak: a point of
+// the equity curve (curve.go says which instants it has).
 type Point struct {
 	Timestamp int64          `json:"timestamp"` // ms
 	Equity    httpapi.Number `json:"equity"`
@@ -77,6 +79,11 @@ const ProfitFactorCap = 999.99
 
 // daysPerYear annualises the daily Sharpe ratio: crypto trades every calendar day.
 const daysPerYear = 365
+
+// pointOf is the curve's point of equity at ts (ms), drawdown below the running peak.
+func pointOf(ts int64, equity, drawdown decimal.Decimal) Point {
+	return Point{Timestamp: ts, Equity: httpapi.Num(equity), Drawdown: httpapi.Num(drawdown)}
+}
 
 // minStd is the standard deviation of daily returns below which they count as constant.
 const minStd = 1e-12
@@ -123,12 +130,11 @@ func report(hdr Header, h history, q Query) Report {
 		firstTrade = h.days[0].date
 	}
 	var total Day
-	peak := equity
 	var returns []float64
 	returnsOK := known
+	var c *curve
 	if q.Equity {
-		r.EquityCurve = append(make([]Point, 0, int(q.To-q.From)+2),
-			Point{Timestamp: q.From.Start().UnixMilli(), Equity: httpapi.Num(equity), Drawdown: httpapi.Num(decimal.Zero)})
+		c = newCurve(h, q, equity)
 	}
 	for d := q.From; d <= q.To; d++ {
 		var day Day
@@ -148,11 +154,12 @@ func report(hdr Header, h history, q Query) Report {
 				returnsOK = false
 			}
 		}
-		if q.Equity {
-			peak = decimal.Max(peak, before.Add(day.High))
-			ts := min((d + 1).Start().UnixMilli(), q.Now.UnixMilli())
-			r.EquityCurve = append(r.EquityCurve, Point{Timestamp: ts, Equity: httpapi.Num(equity), Drawdown: httpapi.Num(peak.Sub(equity))})
+		if c != nil {
+			c.day(d, day, before, equity)
 		}
+	}
+	if c != nil {
+		r.EquityCurve = c.points
 	}
 	r.Metrics = metricsOf(total, atStart, known)
 	if returnsOK {

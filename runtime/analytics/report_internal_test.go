@@ -131,7 +131,8 @@ func TestOneTrade(t *testing.T) {
 	check(t, r, want{trades: 1, wins: 1, winRate: 100, pnlPct: 5, pf: ProfitFactorCap,
 		pnl: "50", avgWin: "50", avgLoss: "0", dd: "0",
 		fmtPnl: "+50.00 USDT", fmtWin: "100.0%", fmtPF: "999.99", fmtDD: "0.00 USDT (0.0%)"})
-	checkCurve(t, r.EquityCurve, []point{{at(24, 0, 0), "1000", "0"}, {reportNow, "1050", "0"}})
+	// The start, the trade, the day's close (now).
+	checkCurve(t, r.EquityCurve, []point{{at(24, 0, 0), "1000", "0"}, {at(24, 10, 0), "1050", "0"}, {reportNow, "1050", "0"}})
 }
 
 func TestAllWinners(t *testing.T) {
@@ -230,7 +231,15 @@ func TestCustomRangeAndDrawdownCurve(t *testing.T) {
 	if r.Period != "2026-11-20 to 2026-11-21" || r.StartDate != "2026-11-20" || r.EndDate != "2026-11-21" {
 		t.Errorf("period %q %s..%s", r.Period, r.StartDate, r.EndDate)
 	}
-	// The intraday peak counts: the 21st ends 150 below the 1107 it fell from.
+	// A point per trade, each day closed at its end: the 21st falls 50, then 100 more.
+	checkCurve(t, r.EquityCurve, []point{{at(20, 0, 0), "1007", "0"}, {at(20, 12, 0), "1107", "0"}, {at(21, 0, 0), "1107", "0"},
+		{at(21, 8, 0), "1057", "50"}, {at(21, 9, 0), "957", "150"}, {at(22, 0, 0), "957", "150"}})
+	// The same days without their trades (no longer kept): a point per day, and the
+	// intraday peak still counts: the 21st ends 150 below the 1107 it fell from.
+	for i := range h.days {
+		h.days[i].marks = nil
+	}
+	r = compute(testBot, h, query(t, "", "2026-11-20", "2026-11-21"))
 	checkCurve(t, r.EquityCurve, []point{{at(20, 0, 0), "1007", "0"}, {at(21, 0, 0), "1107", "0"}, {at(22, 0, 0), "957", "150"}})
 }
 
@@ -279,7 +288,8 @@ func TestUnknownStartingEquity(t *testing.T) {
 	if r.StartingEquity != nil {
 		t.Errorf("starting equity %v, want null", r.StartingEquity)
 	}
-	if n := len(r.EquityCurve); n != 8 || !r.EquityCurve[n-1].Equity.Equal(testkit.D("6")) {
+	// Seven days and their two trades after the starting point.
+	if n := len(r.EquityCurve); n != 10 || !r.EquityCurve[n-1].Equity.Equal(testkit.D("6")) {
 		t.Errorf("curve %+v", r.EquityCurve)
 	}
 }
@@ -300,8 +310,8 @@ func TestSharpeNeedsPositiveEquity(t *testing.T) {
 func TestAllTimeStartsAtTheFirstTrade(t *testing.T) {
 	h := hist("1000", tr("5", "0", time.Date(2025, 12, 31, 23, 0, 0, 0, time.UTC)), tr("5", "0", at(24, 9, 0)))
 	r := compute(testBot, h, query(t, "all", "", ""))
-	// 2025-12-31 to 2026-11-24: 329 days, plus the starting point.
-	if r.StartDate != "2025-12-31" || len(r.EquityCurve) != 330 || r.Metrics.TotalTrades != 2 || r.Period != "All time" {
+	// 2025-12-31 to 2026-11-24: 329 days and 2 trades, plus the starting point.
+	if r.StartDate != "2025-12-31" || len(r.EquityCurve) != 332 || r.Metrics.TotalTrades != 2 || r.Period != "All time" {
 		t.Errorf("all time: %s, %d points, %d trades", r.StartDate, len(r.EquityCurve), r.Metrics.TotalTrades)
 	}
 	// ytd starts on 1 January: the trade of 31 December is before it.

@@ -151,10 +151,13 @@ func Purge(ctx context.Context, rdb redis.UniversalClient, botID string) error {
 	return rdb.Del(ctx, store.BookDays(botID)).Err()
 }
 
-// dated is a day with its date.
+// dated is a day with its date and, when they are known, its trades.
 type dated struct {
 	date Date
 	day  Day
+	// marks are the day's trades in booking order, when every one of them is known (the
+	// day built from them, or read and checked by attach); nil otherwise.
+	marks []mark
 }
 
 // history is what a report is computed from: the bot's days with trades, oldest first,
@@ -255,7 +258,7 @@ func loadLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, 
 			if err != nil {
 				return history{}, err
 			}
-			h.days = append(h.days, dated{date, d})
+			h.days = append(h.days, dated{date: date, day: d})
 		}
 		return h, nil
 	}
@@ -275,6 +278,7 @@ func fromTrades(trades []position.Trade) []dated {
 			out = append(out, dated{date: date})
 		}
 		out[i].day.Add(t)
+		out[i].marks = append(out[i].marks, mark{at: t.ClosedAt, net: t.NetPnl})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].date < out[j].date })
 	return out

@@ -16,6 +16,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,6 +147,48 @@ func (r *Reader) Trades(ctx context.Context, botID string, q TradeQuery) (TradeP
 	}
 	page.Trades = items
 	return page, nil
+}
+
+// TradeResultsIn is the newest limit of the bot's trades closed in [fromMS, toMS), oldest
+// first, as an equity curve draws them (analytics.TradeReader): the trade list's
+// (position.TradeResultsIn, in booking order) and the archive's that the list no longer
+// holds, each trade once, in close order. When PostgreSQL does not answer, the list's
+// alone: the curve then draws the days it lacks one point each.
+func (r *Reader) TradeResultsIn(ctx context.Context, botID string, fromMS, toMS int64, limit int) ([]position.TradeResult, error) {
+	hot, err := position.TradeResultsIn(ctx, r.rdb, botID, fromMS, toMS, limit)
+	if err != nil || r.db == nil {
+		return hot, err
+	}
+	rows, err := r.db.Query(ctx, `SELECT id, net_pnl, closed_at FROM trades WHERE bot_id = $1 AND closed_at >= $2 AND closed_at < $3
+		ORDER BY closed_at DESC, id DESC LIMIT $4`, botID, at(fromMS), at(toMS), limit)
+	var cold []position.TradeResult
+	if err == nil {
+		cold, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (position.TradeResult, error) {
+			var t position.TradeResult
+			var closed time.Time
+			err := row.Scan(&t.ID, &t.NetPnl, &closed)
+			t.ClosedAt = closed.UnixMilli()
+			return t, err
+		})
+	}
+	if err != nil {
+		r.unavailable("trade results", err)
+		return hot, nil
+	}
+	inHot := make(map[TradeCursor]bool, len(hot))
+	for _, t := range hot {
+		inHot[TradeCursor{t.ClosedAt, t.ID}] = true
+	}
+	out := make([]position.TradeResult, 0, len(hot)+len(cold))
+	for i := len(cold) - 1; i >= 0; i-- {
+		if t := cold[i]; !inHot[TradeCursor{t.ClosedAt, t.ID}] {
+			out = append(out, t)
+		}
+	}
+	// Stable: the list's trades keep their booking order among equal close times.
+	out = append(out, hot...)
+	slices.SortStableFunc(out, func(a, b position.TradeResult) int { return cmp.Compare(a.ClosedAt, b.ClosedAt) })
+	return out[max(0, len(out)-limit):], nil
 }
 
 const tradeColumns = `id, bot_id, signal_id, position_id, symbol, kind, side, size, entry_price, exit_price, leverage,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -171,4 +172,54 @@ func TestOrdersAndResultsAcrossTheSeam(t *testing.T) {
 	if err != nil || !st.Found || st.Result.Message != "1" {
 		t.Fatalf("archived result of s01: %+v, %v", st, err)
 	}
+}
+
+// The trades an equity curve draws come from both sides of the seam, each once, oldest
+// first, the newest limit of those closed in the range; without the archive only Redis's.
+func TestTradeResultsAcrossTheSeam(t *testing.T) {
+	const n = 20
+	ctx := context.Background()
+	rdb, h := seam(t, n, 6, 13)
+	ms := func(i int) int64 { return 1_800_000_000_000 + int64(i/2)*1000 } // trade i's close
+	ids := func(rs []position.TradeResult) []string {
+		var out []string
+		for _, r := range rs {
+			if !r.NetPnl.Equal(decimal.RequireFromString(fmt.Sprintf("0.%02d", atoi(r.ID[1:])))) || r.ClosedAt != ms(atoi(r.ID[1:])) {
+				t.Fatalf("trade %+v", r)
+			}
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	span := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("t%02d", i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		from, to, limit int // trades from..to-1 by their close times
+		want            []string
+	}{
+		{0, 20, 100, span(0, 20)},
+		{2, 16, 100, span(2, 16)},
+		{0, 20, 7, span(13, 20)},
+		{0, 6, 100, span(0, 6)}, // the archive alone
+	} {
+		got, err := h.TradeResultsIn(ctx, bot, ms(c.from), ms(c.to), c.limit)
+		if err != nil || !slices.Equal(ids(got), c.want) {
+			t.Errorf("[%d, %d) limit %d: %v %v, want %v", c.from, c.to, c.limit, ids(got), err, c.want)
+		}
+	}
+	// Redis alone: the trades the list still holds.
+	got, err := history.New(rdb, nil, nil).TradeResultsIn(ctx, bot, ms(0), ms(20), 100)
+	if err != nil || !slices.Equal(ids(got), span(6, 20)) {
+		t.Fatalf("without the archive: %v %v", ids(got), err)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

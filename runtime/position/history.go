@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/store"
@@ -32,6 +34,50 @@ func AllTrades(ctx context.Context, c redis.Cmdable, botID string) ([]Trade, err
 		return nil, err
 	}
 	return DecodeTrades(botID, items)
+}
+
+// TradeResult is what an equity curve needs of a trade: when it closed and its net
+// result, with its ID to tell copies of one trade apart.
+type TradeResult struct {
+	ID       string          `json:"id"`
+	NetPnl   decimal.Decimal `json:"netPnl"`
+	ClosedAt int64           `json:"closedAt"` // ms
+}
+
+// TradeResultsIn is the newest limit of the bot's trades closed in [fromMS, toMS), oldest
+// first in booking order, among the newest MaxTrades of its list (what Book.Trades
+// answers): the list is read from its newest end back, a page at a time (the first small,
+// each next one twice as large), and no further than the first trade closed before fromMS,
+// so that a read of the last few days costs their trades, not the list. Only the fields of
+// TradeResult are decoded.
+func TradeResultsIn(ctx context.Context, c redis.Cmdable, botID string, fromMS, toMS int64, limit int) ([]TradeResult, error) {
+	key := store.BookTrades(botID)
+	var out []TradeResult // newest first
+	read, page, done := 0, 64, limit <= 0
+	for !done && read < MaxTrades {
+		n := min(page, MaxTrades-read)
+		items, err := c.LRange(ctx, key, int64(-read-n), int64(-read-1)).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i := len(items) - 1; i >= 0 && !done; i-- {
+			var t TradeResult
+			if err := json.Unmarshal([]byte(items[i]), &t); err != nil {
+				return nil, fmt.Errorf("trade of %s: corrupt: %w", botID, err)
+			}
+			switch {
+			case t.ClosedAt < fromMS:
+				done = true
+			case t.ClosedAt < toMS:
+				out = append(out, t)
+				done = len(out) == limit
+			}
+		}
+		done = done || len(items) < n
+		read, page = read+n, min(2*page, 1024)
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // Expired is the run of trades at the head of a bot's list that closed before a cutoff.

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/position"
@@ -168,5 +170,59 @@ func TestTradesIsBounded(t *testing.T) {
 	got, err := position.NewBook(rdb).Trades(ctx, "bot")
 	if err != nil || len(got) != position.MaxTrades || got[0].ID != "t3" || got[len(got)-1].ID != fmt.Sprintf("t%d", position.MaxTrades+2) {
 		t.Fatalf("%d trades from %v, %v", len(got), got[0].ID, err)
+	}
+}
+
+// TradeResultsIn is the newest limit of the trades closed in the range, oldest first in
+// list order, read back from the list's newest end no further than the range's start, and
+// among the newest MaxTrades alone.
+func TestTradeResultsIn(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	items := make([]any, 2000)
+	for i := range items {
+		items[i], _ = json.Marshal(position.Trade{ID: fmt.Sprintf("t%d", i), NetPnl: decimal.New(int64(i), -2), ClosedAt: int64(10 * i)})
+	}
+	rdb.RPush(ctx, store.BookTrades("bot"), items...)
+	ids := func(rs []position.TradeResult) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID+"="+r.NetPnl.String())
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		from, to int64
+		limit    int
+		want     string
+	}{
+		{19_950, 20_000, 100, "t1995=19.95 t1996=19.96 t1997=19.97 t1998=19.98 t1999=19.99"},
+		{100, 131, 100, "t10=0.1 t11=0.11 t12=0.12 t13=0.13"}, // the range's end is exclusive
+		{0, 20_000, 2, "t1998=19.98 t1999=19.99"},
+		{30_000, 40_000, 5, ""},
+		{100, 200, 0, ""},
+	} {
+		got, err := position.TradeResultsIn(ctx, rdb, "bot", c.from, c.to, c.limit)
+		if err != nil || ids(got) != c.want {
+			t.Errorf("[%d, %d) limit %d: %q %v, want %q", c.from, c.to, c.limit, ids(got), err, c.want)
+		}
+	}
+	// A read of the newest trades stops at the range's start: two pages (64, 128).
+	hook := &storetest.Trips{}
+	rdb.AddHook(hook)
+	if got, _ := position.TradeResultsIn(ctx, rdb, "bot", 19_000, 20_000, 1000); len(got) != 100 {
+		t.Fatalf("%d trades, want 100", len(got))
+	}
+	if trips := hook.Take(); len(trips) != 2 {
+		t.Fatalf("round trips %q, want 2", trips)
+	}
+	// Past the newest MaxTrades nothing is read.
+	more := make([]any, position.MaxTrades)
+	for i := range more {
+		more[i], _ = json.Marshal(position.Trade{ID: fmt.Sprintf("n%d", i), ClosedAt: int64(100_000 + i)})
+	}
+	rdb.RPush(ctx, store.BookTrades("bot"), more...)
+	if got, err := position.TradeResultsIn(ctx, rdb, "bot", 0, 20_000, 10); err != nil || len(got) != 0 {
+		t.Fatalf("beyond MaxTrades: %q %v", ids(got), err)
 	}
 }

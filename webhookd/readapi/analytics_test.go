@@ -171,13 +171,15 @@ func TestAnalytics(t *testing.T) {
 			d.Formatted["maxDrawdown"] != want["maxDrawdown"] {
 			t.Errorf("formatted %v, want %v", d.Formatted, want)
 		}
-		// The start of the 18th, then each day's end; today's at now.
+		// The start of the 18th, then each day's trades (the trade list keeps them) and
+		// its end; today's at now.
 		wantCurve := []struct {
 			ts                 time.Time
 			equity, drawdownOf string
 		}{
-			{nov(18, 0), "1000", "0"}, {nov(19, 0), "1000", "0"}, {nov(20, 0), "1000", "0"}, {nov(21, 0), "1100", "0"},
-			{nov(22, 0), "950", "150"}, {nov(23, 0), "980", "120"}, {nov(24, 0), "980", "120"}, {nov(24, 12), "980", "120"},
+			{nov(18, 0), "1000", "0"}, {nov(19, 0), "1000", "0"}, {nov(20, 0), "1000", "0"}, {nov(20, 12), "1100", "0"},
+			{nov(21, 0), "1100", "0"}, {nov(21, 8), "1050", "50"}, {nov(21, 9), "950", "150"}, {nov(22, 0), "950", "150"},
+			{nov(22, 12), "980", "120"}, {nov(23, 0), "980", "120"}, {nov(24, 0), "980", "120"}, {nov(24, 12), "980", "120"},
 		}
 		if len(d.EquityCurve) != len(wantCurve) {
 			t.Fatalf("equity curve %v", d.EquityCurve)
@@ -187,6 +189,22 @@ func TestAnalytics(t *testing.T) {
 			float("timestamp", p["timestamp"], float64(w.ts.UnixMilli()))
 			money("equity", p["equity"], w.equity)
 			money("drawdown", p["drawdown"], w.drawdownOf)
+		}
+	})
+	t.Run("three trades today, the middle one a big loss", func(t *testing.T) {
+		f.projectBot(t, "bot-dip", "alice@example.com", "acct-a")
+		bookTrades(t, f.rdb, "bot-dip", "1000", trade("120.125", nov(24, 1)), trade("-400.0625", nov(24, 2)), trade("250.5", nov(24, 3)))
+		r := f.get(t, analyticsPath("bot-dip", "?period=today&includeEquity=true"), f.bearer(t, alice))
+		if r.status != http.StatusOK {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		// The curve as JSON text: every figure a number with its exact decimals.
+		for _, want := range []string{`"maxDrawdown":400.0625,`, `"equityCurve":[{"timestamp":1795478400000,"equity":1000,"drawdown":0},` +
+			`{"timestamp":1795482000000,"equity":1120.125,"drawdown":0},{"timestamp":1795485600000,"equity":720.0625,"drawdown":400.0625},` +
+			`{"timestamp":1795489200000,"equity":970.5625,"drawdown":149.5625},{"timestamp":1795521600000,"equity":970.5625,"drawdown":149.5625}]`} {
+			if !strings.Contains(string(r.body), want) {
+				t.Fatalf("want %s in %s", want, r.body)
+			}
 		}
 	})
 	t.Run("defaults", func(t *testing.T) {

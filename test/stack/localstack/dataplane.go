@@ -53,7 +53,9 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 				// The read API checks authd's tokens: same signing key, issuer and audience.
 				"--base-url=" + baseURL, "--jwt-key-file=" + s.jwtKey,
 				// The portfolio opens exchange connections to read their balances.
-				"--master-key-file=" + s.masterKey}, redisArgs...))
+				"--master-key-file=" + s.masterKey,
+				// The analytics' equity curve draws the archived trades.
+				"--database-url=" + s.postgres.URL}, redisArgs...))
 		if err != nil {
 			return err
 		}
