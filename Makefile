@@ -118,6 +118,14 @@ IMAGE_REPOSITORY ?= ghcr.io/sigops
 images: ## Build the container images as tarballs in bin/images/ without a Docker engine (IMAGES=executor for one).
 	go run ./hack/images -out $(LOCALBIN)/images -repository $(IMAGE_REPOSITORY) -version $(VERSION) -revision $(REVISION) -source-date-epoch $(SOURCE_DATE_EPOCH) $(IMAGES)
 
+# The release's manifests: config/ copied with every sigops image as
+# $(IMAGE_REPOSITORY)/<name>:$(VERSION)@sha256:<digest of bin/images/<name>.tar>. It builds
+# the images of VERSION first, so the digests are those of the tarballs you push.
+RELEASE_DIR ?= $(LOCALBIN)/release/config
+.PHONY: release-manifests
+release-manifests: images ## Write config/ for a release into bin/release/config, every image pinned by tag and digest (VERSION=v1.4.0).
+	go run ./hack/release -version $(VERSION) -repository $(IMAGE_REPOSITORY) -images $(LOCALBIN)/images -config config -out $(RELEASE_DIR)
+
 .PHONY: run
 run: ## Start the whole local stack (control plane, Redis, manager, daemons, samples). Ctrl-C stops it. ARGS: -fresh starts empty, -redis=cluster|sentinel, -executors=N -webhookd=N -mcpd=N, -history-retention=10m.
 	hack/local-stack.sh $(ARGS)

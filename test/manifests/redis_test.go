@@ -56,8 +56,9 @@ func redisOptions(c corev1.Container, configMaps map[string]*corev1.ConfigMap) (
 
 // TestDaemonsReachRedis parses every daemon's Redis flags as the daemon does. In
 // config/default they name the three Sentinels of the sigops-redis StatefulSet (by the pods'
-// DNS names under its headless Service) and the master name the Sentinels monitor; with
-// external Redis they name one server and the StatefulSet is gone.
+// DNS names under its headless Service), the master name the Sentinels monitor, and the
+// password file for the servers and the Sentinels; with external Redis they name one server
+// and the StatefulSet is gone.
 func TestDaemonsReachRedis(t *testing.T) {
 	for _, b := range buildAll(t) {
 		t.Run(b.target, func(t *testing.T) {
@@ -81,6 +82,8 @@ func TestDaemonsReachRedis(t *testing.T) {
 					t.Errorf("%s: with external Redis, want --redis-addr; have %s", w.name, o)
 				case o.PasswordFile == "":
 					t.Errorf("%s: no --redis-password-file", w.name)
+				case sentinels != nil && o.SentinelPasswordFile != o.PasswordFile:
+					t.Errorf("%s: the Sentinels require the servers' password; --redis-sentinel-password-file is %q", w.name, o.SentinelPasswordFile)
 				}
 			}
 		})
@@ -88,8 +91,8 @@ func TestDaemonsReachRedis(t *testing.T) {
 }
 
 // sentinelsOf returns the Sentinel addresses of the sigops-redis StatefulSet, one per pod
-// (pod.service.namespace.svc:26379), and the master name its Sentinel script monitors; nil
-// when the build has no such StatefulSet.
+// (pod.service:26379, which the search path completes in the pods' namespace), and the
+// master name its Sentinel script monitors; nil when the build has no such StatefulSet.
 func sentinelsOf(t *testing.T, sets []*appsv1.StatefulSet, configMaps map[string]*corev1.ConfigMap) ([]string, string) {
 	t.Helper()
 	for _, s := range sets {
@@ -98,7 +101,7 @@ func sentinelsOf(t *testing.T, sets []*appsv1.StatefulSet, configMaps map[string
 		}
 		var addrs []string
 		for i := range ptrValue(s.Spec.Replicas) {
-			addrs = append(addrs, fmt.Sprintf("%s-%d.%s.%s.svc:26379", s.Name, i, s.Spec.ServiceName, s.Namespace))
+			addrs = append(addrs, fmt.Sprintf("%s-%d.%s:26379", s.Name, i, s.Spec.ServiceName))
 		}
 		scripts := configMaps["sigops-redis-scripts"]
 		if scripts == nil {

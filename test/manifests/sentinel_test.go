@@ -205,7 +205,17 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "pod 0 master of two replicas", func() error {
 		return masterWith(ctx, pods[0].port, password, 2)
 	})
-	client, err := store.Connect(ctx, store.Options{SentinelAddrs: sentinels, MasterName: "sigops", PasswordFile: passwordFile})
+	// The servers and the Sentinels require the password: a client without it is refused.
+	for _, addr := range []string{"127.0.0.1:" + strconv.Itoa(pods[0].port), sentinels[0]} {
+		bare := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		err := bare.Ping(ctx).Err()
+		_ = bare.Close()
+		if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Fatalf("%s without the password: PING %v, want NOAUTH", addr, err)
+		}
+	}
+	client, err := store.Connect(ctx, store.Options{SentinelAddrs: sentinels, MasterName: "sigops", PasswordFile: passwordFile,
+		SentinelPasswordFile: passwordFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +227,7 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 		t.Fatalf("WAIT 2: %d replicas acknowledged (%v)", n, err)
 	}
 	testkit.Eventually(t, 30*time.Second, "three Sentinels that know each other", func() error {
-		return sentinelsAgree(ctx, sentinels, pods[0].port)
+		return sentinelsAgree(ctx, sentinels, password, pods[0].port)
 	})
 
 	pods[0].kill()
@@ -261,9 +271,9 @@ func TestRedisSentinelFailsOver(t *testing.T) {
 
 // sentinelsAgree says whether every Sentinel watches the master on masterPort with the two
 // replicas and the two other Sentinels.
-func sentinelsAgree(ctx context.Context, sentinels []string, masterPort int) error {
+func sentinelsAgree(ctx context.Context, sentinels []string, password string, masterPort int) error {
 	for _, addr := range sentinels {
-		s := redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		s := redis.NewSentinelClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1})
 		m, err := s.Master(ctx, "sigops").Result()
 		_ = s.Close()
 		if err != nil {
