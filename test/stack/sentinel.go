@@ -60,14 +60,17 @@ type Sentinel struct {
 
 // StartReplicated starts the primary, its replicas (each waits until it has synced) and the
 // Sentinels (each waits until it sees every replica and the other Sentinels).
-func StartReplicated(ctx context.Context, o ReplicatedOptions) (r *Replicated, err error) {
-	r = &Replicated{dir: o.Dir, password: o.Password}
+func StartReplicated(ctx context.Context, o ReplicatedOptions) (_ *Replicated, err error) {
+	r := &Replicated{dir: o.Dir, password: o.Password}
 	defer func() {
 		if err != nil {
-			r.Stop()
+			r.Stop() // what started before the failure
 		}
 	}()
 	if o.Password != "" {
+		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+			return nil, err
+		}
 		r.passwordFile = filepath.Join(o.Dir, "redis-password")
 		if err := os.WriteFile(r.passwordFile, []byte(o.Password+"\n"), 0o600); err != nil {
 			return nil, err
