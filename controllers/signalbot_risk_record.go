@@ -24,10 +24,7 @@ const DefaultRiskRecordPeriod = time.Minute
 // stops the bot its counters are recorded exactly), and every riskRecordPeriod while the
 // bot has a loss rule (riskRequeue).
 func (r *SignalBotReconciler) mirrorRiskCounters(ctx context.Context, bot *tradingv1.SignalBot) error {
-	if r.Redis == nil {
-		return nil
-	}
-	c, err := risk.ReadCounters(ctx, r.Redis, string(bot.UID))
+	c, err := risk.ReadCounters(ctx, r.Registry.Client(), string(bot.UID))
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func main() {
 	var o localstack.Options
 	flag.BoolVar(&o.Fresh, "fresh", false, "delete the local cluster's and Redis's data (bin/local/etcd, bin/local/redis, bin/local/redis-cluster, bin/local/redis-sentinel) before starting")
 	flag.StringVar(&o.Redis, "redis", localstack.RedisSingle, "the Redis the stack runs on: "+localstack.RedisSingle+" (one server), "+
-		localstack.RedisCluster+" (a Redis Cluster of three masters) or "+localstack.RedisSentinel+" (a primary, two replicas and three Sentinels)")
+		localstack.RedisCluster+" (a Redis Cluster of three masters, a replica each) or "+localstack.RedisSentinel+" (a primary, two replicas and three Sentinels)")
 	flag.IntVar(&o.Executors, "executors", 1, "executor replicas (they share the queue partitions)")
 	flag.IntVar(&o.Webhookd, "webhookd", 1, "webhookd replicas (nginx balances them)")
 	flag.IntVar(&o.MCPD, "mcpd", 1, "mcpd replicas (nginx balances them)")

@@ -47,6 +47,10 @@ type Registry struct {
 // New returns a Registry on rdb.
 func New(rdb redis.UniversalClient) *Registry { return &Registry{rdb: rdb} }
 
+// Client is the Redis the registry projects into, where the bots' runtime state (their
+// risk counters among it) lives beside their projection.
+func (r *Registry) Client() redis.UniversalClient { return r.rdb }
+
 // Project writes bot and routes webhookHash to it. The keys involved live in different Redis
 // Cluster slots (the route in its own, the owner's and all bots' sets in theirs, the bot's
 // hash in its partition's), so it is a sequence of single-slot steps, ordered so that a

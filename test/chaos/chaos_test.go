@@ -17,15 +17,18 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	goredis "github.com/redis/go-redis/v9"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/load"
 	"github.com/sigops/sigops/test/stack"
+	"github.com/sigops/sigops/test/stack/localstack"
 )
 
 const (
@@ -51,20 +54,39 @@ const (
 // back. The figures per fault (sent, acknowledged, p99 of the answers, p99 from answer to
 // result) are logged for docs/benchmarks.md.
 func TestSignalsSurviveCrashesAndFailover(t *testing.T) {
+	runChaos(t, localstack.RedisSentinel)
+}
+
+// TestSignalsSurviveAClusterMasterFailover is the same run on a Redis Cluster of three
+// masters with a replica each (`make run ARGS='-redis=cluster …'`), whose Redis fault is a
+// kill -9 of one master: its replica takes over its slots, and every signal acknowledged
+// before is still there, because each write waited for the slot's replica (WAIT on the
+// slot's master).
+func TestSignalsSurviveAClusterMasterFailover(t *testing.T) {
+	runChaos(t, localstack.RedisCluster)
+}
+
+// runChaos runs the replicated system on redis (a localstack Redis topology), breaks it
+// while signals flow and reconciles.
+func runChaos(t *testing.T, redis string) {
 	if testing.Short() {
 		t.Skip("starts the whole system and runs it for a minute")
 	}
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	seed := seedOf(t)
 	ctx := t.Context()
-	s := startChaosStack(ctx, t)
+	s := startChaosStack(ctx, t, redis)
 	began := time.Now()
 	fleet, err := load.Setup(ctx, s.Client, load.SetupOptions{Bots: bots})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d bots Ready in %.1f s", len(fleet.Bots), time.Since(began).Seconds())
-	rdb := s.Sentinel().Connect(t, store.Options{})
+	rdb, err := store.Connect(ctx, s.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
 	checker := load.NewChecker(rdb, fleet)
 	runner, err := load.NewRunner(load.Target{BaseURL: s.BaseURL(), RootCAs: s.roots}, fleet.Paths())
 	if err != nil {
@@ -141,6 +163,9 @@ func (s *chaosStack) schedule(rng *rand.Rand) []*fault {
 		{name: "kill -9 " + ex.Name(), breakIt: killSupervised(ex)},
 		{name: "kill -9 " + hook.Name(), breakIt: killSupervised(hook)},
 		{name: "kill -9 redis primary", breakIt: s.failOver},
+	}
+	if s.Cluster() != nil {
+		faults[2] = &fault{name: "kill -9 redis cluster master", breakIt: s.failOverClusterMaster(rng)}
 	}
 	rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
 	third := runFor / 3
@@ -240,4 +265,95 @@ func waitRestarted(ctx context.Context, d *stack.Supervised, before int) error {
 		}
 	}
 	return nil
+}
+
+// failOverClusterMaster kills one of the Cluster's masters, picked by rng; it is repaired
+// once its replica serves its slots (the others have marked it failed and the cluster is
+// healthy again), and whole again once the old master, restarted by its supervisor, has
+// rejoined as the new master's replica with its link up.
+func (s *chaosStack) failOverClusterMaster(rng *rand.Rand) func(context.Context) (func(context.Context) error, func(context.Context) error, error) {
+	return func(ctx context.Context) (func(context.Context) error, func(context.Context) error, error) {
+		c := s.Cluster()
+		masters := c.Masters(ctx)
+		if len(masters) == 0 {
+			return nil, nil, fmt.Errorf("no master among %v", c.Addrs())
+		}
+		i := masters[rng.IntN(len(masters))]
+		old := c.Nodes[i].Addr
+		sup := s.Daemon(fmt.Sprintf("redis-%d", i))
+		before := sup.Restarts()
+		if err := sup.Kill(); err != nil {
+			return nil, nil, err
+		}
+		repaired := func(ctx context.Context) error {
+			return poll(ctx, func() error { return clusterWithout(ctx, c, old) })
+		}
+		restored := func(ctx context.Context) error {
+			if err := waitRestarted(ctx, sup, before); err != nil {
+				return err
+			}
+			return poll(ctx, func() error { return replicaLinked(ctx, c.Nodes[i].Addr) })
+		}
+		return repaired, restored, nil
+	}
+}
+
+// clusterWithout is nil once every other node deems the node at addr failed and reports
+// the cluster healthy: another node serves its slots.
+func clusterWithout(ctx context.Context, c *stack.RedisCluster, addr string) error {
+	for _, n := range c.Nodes {
+		if n.Addr == addr {
+			continue
+		}
+		rdb := n.Client()
+		nodes, err := rdb.ClusterNodes(ctx).Result()
+		info, ierr := rdb.ClusterInfo(ctx).Result()
+		_ = rdb.Close()
+		if err != nil || ierr != nil {
+			return fmt.Errorf("node %s: %v %v", n.Addr, err, ierr)
+		}
+		if !strings.Contains(info, "cluster_state:ok") {
+			return fmt.Errorf("node %s: cluster not healthy yet", n.Addr)
+		}
+		failed := false
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) > 2 && strings.HasPrefix(f[1], addr+"@") && strings.Contains(f[2], "fail") && !strings.Contains(f[2], "fail?") {
+				failed = true
+			}
+		}
+		if !failed {
+			return fmt.Errorf("node %s does not deem %s failed yet", n.Addr, addr)
+		}
+	}
+	return nil
+}
+
+// replicaLinked is nil once the node at addr is a replica whose link to its master is up.
+func replicaLinked(ctx context.Context, addr string) error {
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_link_status:up") {
+		return fmt.Errorf("%s is not a linked replica yet", addr)
+	}
+	return nil
+}
+
+// poll runs fn every 100 ms until it returns nil or ctx ends.
+func poll(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -30,9 +30,9 @@ type chaosStack struct {
 }
 
 // startChaosStack starts the stack through localstack.Start, the way `make run` does.
-func startChaosStack(ctx context.Context, t *testing.T) *chaosStack {
+func startChaosStack(ctx context.Context, t *testing.T, redis string) *chaosStack {
 	t.Helper()
-	s := localstack.StartForTest(ctx, t, localstack.Options{Redis: localstack.RedisSentinel,
+	s := localstack.StartForTest(ctx, t, localstack.Options{Redis: redis,
 		Executors: executors, Webhookd: webhookds, MCPD: mcpds})
 	cs := &chaosStack{Stack: s}
 	for i := range executors {

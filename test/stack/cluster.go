@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,15 +30,25 @@ type ClusterOptions struct {
 	LogDir string
 	// MaxMemory caps each node's data set; empty: DefaultRedisMaxMemory.
 	MaxMemory string
+	// ReplicaPorts, when set, start a replica for each master (as many as Ports, in the
+	// same order), as a production Cluster runs: a write then waits for its slot's replica
+	// (store's acknowledged writes) and a master that fails is replaced by its replica.
+	ReplicaPorts []int
+	// NodeTimeout is how long a node that does not answer its peers takes to be deemed
+	// failing, after which its replica takes over its slots (0: 5 s, config/redis's).
+	NodeTimeout time.Duration
 }
 
 // clusterBusOffset is how far above its client port a node's cluster bus listens.
 const clusterBusOffset = 10000
 
-// RedisCluster is a running Redis Cluster of masters on 127.0.0.1, each persisting as
-// shipped.
+// RedisCluster is a running Redis Cluster on 127.0.0.1, each node persisting as shipped:
+// its masters, then their replicas when ClusterOptions.ReplicaPorts asked for them. Which
+// node is a master changes with failovers; Masters says which are now.
 type RedisCluster struct {
 	Nodes []*Redis
+	// masters is how many of Nodes were started as masters (the rest are their replicas).
+	masters int
 	// opts are each node's start options, for StartNode.
 	opts []RedisOptions
 }
@@ -52,13 +63,20 @@ func StartRedisCluster(ctx context.Context, o ClusterOptions) (c *RedisCluster, 
 	if o.DataDir == "" {
 		return nil, errors.New("a Redis Cluster needs a data directory")
 	}
-	c = &RedisCluster{}
+	if len(o.ReplicaPorts) > 0 && len(o.ReplicaPorts) != len(o.Ports) {
+		return nil, fmt.Errorf("a replica per master: %d replica ports for %d masters", len(o.ReplicaPorts), len(o.Ports))
+	}
+	c = &RedisCluster{masters: len(o.Ports)}
+	nodeTimeout := o.NodeTimeout
+	if nodeTimeout == 0 {
+		nodeTimeout = 5 * time.Second
+	}
 	defer func() {
 		if err != nil {
 			_ = c.Stop(5 * time.Second)
 		}
 	}()
-	for _, port := range o.Ports {
+	for _, port := range append(append([]int{}, o.Ports...), o.ReplicaPorts...) {
 		for _, p := range []int{port, port + clusterBusOffset} {
 			if !PortFree(p) {
 				return nil, fmt.Errorf("port %d of the Redis Cluster is taken", p)
@@ -72,10 +90,10 @@ func StartRedisCluster(ctx context.Context, o ClusterOptions) (c *RedisCluster, 
 			DataDir: filepath.Join(o.DataDir, fmt.Sprintf("node-%d", port)),
 			Flags: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 				"--cluster-port", strconv.Itoa(port + clusterBusOffset),
-				// A node that misses its peers this long is deemed failing; with no replicas
-				// nothing fails over, so this only bounds how long a restart looks like an
-				// outage to the others.
-				"--cluster-node-timeout", "5000"}}
+				// A node that misses its peers this long is deemed failing, and its replica
+				// takes over its slots; without replicas this only bounds how long a restart
+				// looks like an outage to the others.
+				"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10)}}
 		n, err := StartRedis(ctx, ro)
 		if err != nil {
 			return nil, err
@@ -88,14 +106,43 @@ func StartRedisCluster(ctx context.Context, o ClusterOptions) (c *RedisCluster, 
 	if err != nil {
 		return nil, err
 	}
-	if formed {
-		return c, storetest.WaitClusterHealthy(ctx, c.Addrs())
+	masters := c.Addrs()[:c.masters]
+	if !formed {
+		bus := make([]int, len(o.Ports))
+		for i, p := range o.Ports {
+			bus[i] = p + clusterBusOffset
+		}
+		if err := storetest.FormCluster(ctx, masters, bus); err != nil {
+			return c, err
+		}
+	} else if err := storetest.WaitClusterHealthy(ctx, masters); err != nil && len(o.ReplicaPorts) == 0 {
+		return c, err
 	}
-	bus := make([]int, len(o.Ports))
-	for i, p := range o.Ports {
+	if len(o.ReplicaPorts) == 0 {
+		return c, nil
+	}
+	// Replicas join on the first start with them (a cluster formed earlier without them
+	// gains them too); on later starts they find the others from their nodes.conf.
+	bus := make([]int, len(o.ReplicaPorts))
+	for i, p := range o.ReplicaPorts {
 		bus[i] = p + clusterBusOffset
 	}
-	return c, storetest.FormCluster(ctx, c.Addrs(), bus)
+	return c, storetest.JoinReplicas(ctx, masters, c.Addrs()[c.masters:], bus)
+}
+
+// Masters are the indexes in Nodes of the nodes that are masters now (a failover makes a
+// replica one), as their own INFO says; a node that does not answer is left out.
+func (c *RedisCluster) Masters(ctx context.Context) []int {
+	var out []int
+	for i, n := range c.Nodes {
+		rdb := n.Client()
+		info, err := rdb.Info(ctx, "replication").Result()
+		_ = rdb.Close()
+		if err == nil && strings.Contains(info, "role:master") {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // formed reports whether the nodes were formed into a cluster on an earlier start: any of

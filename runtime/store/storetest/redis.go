@@ -13,8 +13,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,9 +149,7 @@ func StartReplicatedCluster() (s *Server, err error) {
 	return nil, err
 }
 
-// addReplicas starts a replica for each master, introduces it to the cluster and makes it
-// replicate its master, then waits until each master reports it connected and every node
-// knows all six.
+// addReplicas starts a replica for each master and joins it (JoinReplicas).
 func (s *Server) addReplicas() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -157,49 +158,78 @@ func (s *Server) addReplicas() error {
 		return err
 	}
 	s.busPorts = append(s.busPorts, ports[clusterMasters:]...)
-	seed := redis.NewClient(&redis.Options{Addr: s.ClusterAddrs[0]})
-	defer seed.Close()
-	for i, port := range ports[:clusterMasters] {
+	for _, port := range ports[:clusterMasters] {
 		addr, err := s.launch(port, true)
 		if err != nil {
 			return err
 		}
 		s.Replicas = append(s.Replicas, addr)
-		master := redis.NewClient(&redis.Options{Addr: s.ClusterAddrs[i]})
+	}
+	return JoinReplicas(ctx, s.ClusterAddrs, s.Replicas, s.busPorts[clusterMasters:])
+}
+
+// JoinReplicas makes each new node of replicas (bus ports in the same order) the replica
+// of the master at the same place in masters: it is introduced to the cluster and told to
+// replicate that master. A node that already knows others (it joined on an earlier start,
+// and may be a master since a failover) is left as it is. It returns once every node is
+// known to all and each joined replica's link to its master is up, or ctx ends.
+func JoinReplicas(ctx context.Context, masters, replicas []string, busPorts []int) error {
+	if len(replicas) != len(masters) || len(busPorts) != len(replicas) {
+		return fmt.Errorf("join %d replicas with %d bus ports to %d masters", len(replicas), len(busPorts), len(masters))
+	}
+	seed := redis.NewClient(&redis.Options{Addr: masters[0]})
+	defer seed.Close()
+	var joined []string
+	for i, addr := range replicas {
+		replica := redis.NewClient(&redis.Options{Addr: addr})
+		info, err := replica.ClusterInfo(ctx).Result()
+		if err != nil {
+			_ = replica.Close()
+			return fmt.Errorf("cluster info of %s: %w", addr, err)
+		}
+		if known, _ := strconv.Atoi(ClusterInfoField(info, "cluster_known_nodes")); known > 1 {
+			_ = replica.Close()
+			continue
+		}
+		master := redis.NewClient(&redis.Options{Addr: masters[i]})
 		id, err := master.Do(ctx, "cluster", "myid").Text()
 		_ = master.Close()
 		if err != nil {
+			_ = replica.Close()
 			return err
 		}
 		host, p, _ := net.SplitHostPort(addr)
-		if err := seed.Do(ctx, "cluster", "meet", host, p, s.busPorts[clusterMasters+i]).Err(); err != nil {
+		if err := seed.Do(ctx, "cluster", "meet", host, p, busPorts[i]).Err(); err != nil {
+			_ = replica.Close()
 			return fmt.Errorf("cluster meet %s: %w", addr, err)
 		}
-		replica := redis.NewClient(&redis.Options{Addr: addr})
+		// The replica must know the master's node ID first: retried until the meeting has
+		// told it.
 		err = waitFor(ctx, func() error { return replica.Do(ctx, "cluster", "replicate", id).Err() })
 		_ = replica.Close()
 		if err != nil {
 			return fmt.Errorf("cluster replicate on %s: %w", addr, err)
 		}
+		joined = append(joined, addr)
 	}
-	for _, a := range s.ClusterAddrs {
-		master := redis.NewClient(&redis.Options{Addr: a})
+	for _, a := range joined {
+		replica := redis.NewClient(&redis.Options{Addr: a})
 		err := waitFor(ctx, func() error {
-			info, err := master.Info(ctx, "replication").Result()
+			info, err := replica.Info(ctx, "replication").Result()
 			if err != nil {
 				return err
 			}
-			if !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, "state=online") {
-				return fmt.Errorf("master %s: replica not online yet", a)
+			if !strings.Contains(info, "master_link_status:up") {
+				return fmt.Errorf("replica %s: link to its master not up yet", a)
 			}
 			return nil
 		})
-		_ = master.Close()
+		_ = replica.Close()
 		if err != nil {
 			return err
 		}
 	}
-	return WaitClusterHealthy(ctx, append(append([]string{}, s.ClusterAddrs...), s.Replicas...))
+	return WaitClusterHealthy(ctx, append(append([]string{}, masters...), replicas...))
 }
 
 // waitFor retries fn every 50 ms until it succeeds or ctx ends.
@@ -239,7 +269,8 @@ func (s *Server) launch(port int, cluster bool) (string, error) {
 	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes"}
 	if cluster {
-		dir, err := os.MkdirTemp("", "sigops-redis-cluster-")
+		removeStaleDirs.Do(removeDeadProcessesDirs)
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", clusterDirPrefix, os.Getpid()))
 		if err != nil {
 			return "", err
 		}
@@ -249,6 +280,9 @@ func (s *Server) launch(port int, cluster bool) (string, error) {
 			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
 	}
 	cmd := exec.Command(path, args...)
+	// The server ends with the test process even when no cleanup runs (a pooled server
+	// outlives the tests; the process exits).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", err
@@ -282,6 +316,29 @@ func (s *Server) launch(port int, cluster bool) (string, error) {
 			return "", fmt.Errorf("redis-server on %s did not answer: %w", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// clusterDirPrefix names the cluster nodes' temporary directories, followed by the test
+// process's ID: a pooled cluster's directories outlive its process, and the next process
+// removes those whose process is gone.
+const clusterDirPrefix = "sigops-redis-cluster-"
+
+var removeStaleDirs sync.Once
+
+// removeDeadProcessesDirs removes the cluster directories of test processes that have
+// exited.
+func removeDeadProcessesDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), clusterDirPrefix+"*"))
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), clusterDirPrefix)
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			_ = os.RemoveAll(d)
+		}
 	}
 }
 
@@ -421,25 +478,102 @@ func (s *Server) Client() redis.UniversalClient {
 // New starts a Redis (Start) for one test and stops it when the test ends.
 func New(t testing.TB) (*Server, redis.UniversalClient) {
 	t.Helper()
-	return started(t, Start)
+	return started(t, ClusterMode(), Start)
 }
 
 // NewServer is New for a test about one server (a Sentinel's master, a migration of a
 // server's data), whatever ModeEnv says: it always starts one redis-server.
 func NewServer(t testing.TB) (*Server, redis.UniversalClient) {
 	t.Helper()
-	return started(t, StartServer)
+	return started(t, false, StartServer)
 }
 
-func started(t testing.TB, start func() (*Server, error)) (*Server, redis.UniversalClient) {
+// started takes a Redis of the kind asked (a cluster or one server) from the process's
+// pool of idle ones, or starts one, and gives it back to the pool when the test ends.
+func started(t testing.TB, cluster bool, start func() (*Server, error)) (*Server, redis.UniversalClient) {
 	t.Helper()
-	s, err := start()
+	s, err := take(cluster, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := s.Client()
-	t.Cleanup(func() { _ = c.Close(); s.Stop() })
+	t.Cleanup(func() { _ = c.Close(); s.release(cluster) })
 	return s, c
+}
+
+// Reuse across the tests of a package.
+//
+// Starting a Redis Cluster takes about a second (six processes' worth of ports, forming,
+// waiting for every node to agree), and a package whose tests each start one spent most of
+// `make test-cluster` doing it. So a test's Redis goes back to a pool of its process when
+// the test ends, and the next test of the process takes it, emptied and reset as a new one
+// would be: every key gone (FLUSHALL on every master), no script cached, the settings a
+// test may change set back (maxmemory, the eviction policy), and the test's leftover
+// client connections closed. A Redis the test broke (stopped, killed, locked with a
+// password) fails the reset and is stopped instead; tests running in parallel each get
+// their own. The servers run with the test process as their parent-death signal's
+// target, so they end with the process (Pdeathsig: Linux, which is what the tests run on).
+var pool struct {
+	sync.Mutex
+	idle map[bool][]*Server
+}
+
+// take is an idle pooled Redis of the kind, reset, or a new one from start.
+func take(cluster bool, start func() (*Server, error)) (*Server, error) {
+	for {
+		pool.Lock()
+		idle := pool.idle[cluster]
+		if len(idle) == 0 {
+			pool.Unlock()
+			return start()
+		}
+		s := idle[len(idle)-1]
+		pool.idle[cluster] = idle[:len(idle)-1]
+		pool.Unlock()
+		if err := s.reset(); err == nil {
+			return s, nil
+		}
+		s.Stop()
+	}
+}
+
+// release resets s and puts it in the pool, or stops it when it cannot be reset.
+func (s *Server) release(cluster bool) {
+	if len(s.Replicas) > 0 || s.Cluster() != cluster || s.reset() != nil {
+		s.Stop()
+		return
+	}
+	pool.Lock()
+	defer pool.Unlock()
+	if pool.idle == nil {
+		pool.idle = map[bool][]*Server{}
+	}
+	pool.idle[cluster] = append(pool.idle[cluster], s)
+}
+
+// reset makes s as a new server is: empty, no script, default settings, no client but
+// its own.
+func (s *Server) reset() error {
+	if len(s.procs) == 0 {
+		return fmt.Errorf("storetest: stopped")
+	}
+	c := s.Client()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return ForEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		_, err := n.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes")
+			p.ClientKillByFilter(ctx, "TYPE", "pubsub", "SKIPME", "yes")
+			p.FlushAll(ctx)
+			p.ScriptFlush(ctx)
+			p.ConfigSet(ctx, "maxmemory", "0")
+			p.ConfigSet(ctx, "maxmemory-policy", "noeviction")
+			p.ConfigResetStat(ctx)
+			return nil
+		})
+		return err
+	})
 }
 
 func freePort() (int, error) {

@@ -42,7 +42,7 @@ func StartForTest(ctx context.Context, t testing.TB, o Options) *Stack {
 		o.RedisPort, _ = strconv.Atoi(port)
 	}
 	if o.Redis == RedisCluster && len(o.ClusterPorts) == 0 {
-		ports, err := stack.FreeClusterPorts(clusterMasters)
+		ports, err := stack.FreeClusterPorts(clusterNodes)
 		if err != nil {
 			t.Fatal(err)
 		}

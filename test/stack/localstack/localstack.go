@@ -49,6 +49,12 @@ const (
 // one second, so that a failover can be watched (config/redis ships 5 s).
 const SentinelDownAfter = time.Second
 
+// ClusterNodeTimeout is the local Redis Cluster's node timeout: how long a master that does
+// not answer its peers takes to be deemed failing before its replica takes over. Two
+// seconds rather than config/redis's five, for the same reason as SentinelDownAfter, and
+// not one: a Cluster's failure report travels by gossip between busy processes on two cores.
+const ClusterNodeTimeout = 2 * time.Second
+
 // Defaults of Options.
 const (
 	// DefaultRedisPort is the fixed port of the one Redis server (a free one if it is taken).
@@ -57,11 +63,13 @@ const (
 	DefaultPostgresPort = 6400
 	// Database is the local stack's PostgreSQL database.
 	Database = "sigops"
-	// DefaultClusterBasePort is the first of the cluster masters' fixed ports (cluster
-	// buses 10000 above each): free ones on the first start if these are taken; a formed
-	// cluster keeps its ports, because its nodes.conf records them.
+	// DefaultClusterBasePort is the first of the cluster nodes' fixed ports (the three
+	// masters, then their three replicas; cluster buses 10000 above each): free ones on the
+	// first start if these are taken; a formed cluster keeps its ports, because its
+	// nodes.conf records them.
 	DefaultClusterBasePort = 6391
 	clusterMasters         = 3
+	clusterNodes           = 2 * clusterMasters
 	// DefaultOriginAddr and DefaultMCPOriginAddr are where nginx serves {base_url} and
 	// {mcp_url}.
 	DefaultOriginAddr    = "127.0.0.1:8443"
@@ -94,8 +102,8 @@ type Options struct {
 	Executors, Webhookd, MCPD int
 	// OriginAddr and MCPOriginAddr are nginx's {base_url} and {mcp_url} origins.
 	OriginAddr, MCPOriginAddr string
-	// RedisPort places the one server; ClusterPorts the cluster's three masters
-	// (DefaultClusterBasePort and the next two when empty).
+	// RedisPort places the one server; ClusterPorts the cluster's three masters and then
+	// their three replicas (DefaultClusterBasePort and the next five when empty).
 	RedisPort    int
 	ClusterPorts []int
 	// PostgresPort places PostgreSQL (DefaultPostgresPort when 0).
@@ -146,12 +154,12 @@ func (o *Options) defaults() error {
 		o.PostgresPort = DefaultPostgresPort
 	}
 	if len(o.ClusterPorts) == 0 {
-		for i := range clusterMasters {
+		for i := range clusterNodes {
 			o.ClusterPorts = append(o.ClusterPorts, DefaultClusterBasePort+i)
 		}
 	}
-	if len(o.ClusterPorts) != clusterMasters {
-		return fmt.Errorf("a local Redis Cluster has %d masters, not %d", clusterMasters, len(o.ClusterPorts))
+	if len(o.ClusterPorts) != clusterNodes {
+		return fmt.Errorf("a local Redis Cluster has %d nodes (three masters, a replica each), not %d", clusterNodes, len(o.ClusterPorts))
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout

@@ -40,7 +40,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		o.Redis = RedisCluster
 	}
 	s := StartForTest(ctx, t, o)
-	if got := len(s.RedisAddrs()); storetest.ClusterMode() != (got == clusterMasters) {
+	if got := len(s.RedisAddrs()); storetest.ClusterMode() != (got == clusterNodes) {
 		t.Fatalf("Redis %v for cluster mode %v", s.RedisAddrs(), storetest.ClusterMode())
 	}
 	pids := map[string]int{}

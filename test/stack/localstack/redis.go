@@ -52,7 +52,7 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	return s.migrateKeys(ctx, r)
 }
 
-// startCluster starts the three masters of RedisCluster on their fixed ports, or on free
+// startCluster starts the three masters of RedisCluster and their replicas on their fixed ports, or on free
 // ones when those are taken and no cluster was formed yet.
 func (s *Stack) startCluster(ctx context.Context) error {
 	ports := s.o.ClusterPorts
@@ -66,21 +66,25 @@ func (s *Stack) startCluster(ctx context.Context) error {
 				"when it was formed: free them, or start an empty cluster with -fresh", ports)
 		}
 		var err error
-		if ports, err = stack.FreeClusterPorts(clusterMasters); err != nil {
+		if ports, err = stack.FreeClusterPorts(clusterNodes); err != nil {
 			return err
 		}
 		s.printf("ports %v are taken; using %v for the Redis Cluster\n", s.o.ClusterPorts, ports)
 	}
-	s.printf("starting a Redis Cluster of %d masters on 127.0.0.1:%v (data: %s, logs: %s)\n", clusterMasters, ports, s.rel(s.clusterDir),
+	s.printf("starting a Redis Cluster of %d masters on 127.0.0.1:%v, a replica each on %v (data: %s, logs: %s)\n", clusterMasters,
+		ports[:clusterMasters], ports[clusterMasters:], s.rel(s.clusterDir),
 		s.rel(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[0]))))
-	c, err := stack.StartRedisCluster(ctx, stack.ClusterOptions{Ports: ports, DataDir: s.clusterDir, LogDir: s.dir})
+	c, err := stack.StartRedisCluster(ctx, stack.ClusterOptions{Ports: ports[:clusterMasters], ReplicaPorts: ports[clusterMasters:],
+		DataDir: s.clusterDir, LogDir: s.dir, NodeTimeout: ClusterNodeTimeout})
 	if err != nil {
 		return err
 	}
 	s.cluster, s.store = c, store.Options{ClusterAddrs: c.Addrs()}
 	for i, n := range c.Nodes {
 		name := fmt.Sprintf("redis-%d", i)
-		s.superviseStore(name, n.Process, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), s.o.Backoff, func() (*stack.Process, error) {
+		// Restarted after its replica has taken over (ClusterNodeTimeout and the election), as
+		// a Sentinel set's server is: it comes back as that replica's replica.
+		s.superviseStore(name, n.Process, filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", ports[i])), max(s.o.Backoff, sentinelServerBackoff), func() (*stack.Process, error) {
 			n, err := c.StartNode(context.WithoutCancel(ctx), i)
 			if err != nil {
 				return nil, err
@@ -150,7 +154,7 @@ func (s *Stack) superviseStore(name string, p *stack.Process, log string, backof
 	s.writePids()
 }
 
-// RedisAddrs are the addresses of the server, of the cluster's masters, or of the
+// RedisAddrs are the addresses of the server, of the cluster's nodes (masters first), or of the
 // Sentinel set's servers (the primary at start first).
 func (s *Stack) RedisAddrs() []string {
 	switch {
@@ -165,6 +169,9 @@ func (s *Stack) RedisAddrs() []string {
 	}
 	return []string{s.redis.Addr}
 }
+
+// Cluster is the Redis Cluster (Options.Redis RedisCluster), or nil.
+func (s *Stack) Cluster() *stack.RedisCluster { return s.cluster }
 
 // Sentinel is the Sentinel-managed Redis (Options.Redis RedisSentinel), or nil.
 func (s *Stack) Sentinel() *stack.Replicated { return s.sentinel }
