@@ -272,7 +272,7 @@ var signalPath = map[string]func(parser.Expr) bool{
 	"queue age":       selects("sigops_queue_wait_seconds_bucket"),
 	"fills":           selects("sigops_executor_signals_total", "outcome=success"),
 	"dead letters":    selects("sigops_queue_dead_letters_total"),
-	"failovers":       selects("sigops_queue_unconfirmed_total"),
+	"failovers":       selects("sigops_redis_master_changes_total"),
 	"exchange errors": selects("sigops_executor_signals_total", "outcome=failure", "code=EXCHANGE_.*"),
 }
 
