@@ -36,7 +36,8 @@ const usage = `usage:
   authd users suspend-apps  --email E                 suspend every connected app's trading (the kill switch)
   authd users lift-apps     --email E                 lift it
 Every users command takes the Redis flags of serve: --redis-addr, --redis-db,
---redis-password-file, --redis-sentinel-addrs with --redis-master-name, --redis-cluster-addrs.
+--redis-password-file, --redis-sentinel-addrs with --redis-master-name (and
+--redis-sentinel-password-file), --redis-cluster-addrs.
 Passwords are read from a file, from standard input, or typed at a terminal without echo;
 never from a flag value.
 `
