@@ -40,9 +40,10 @@ func TestWebhookdProbesWithRedisDown(t *testing.T) {
 		t.Fatalf("Redis up: /healthz %d, /readyz %d; want 200 and 200", h, r)
 	}
 	redisSrv.Stop()
-	// Past twice the loop's bound: only its rounds through the outage keep it live.
-	for range 4 {
-		time.Sleep(1500 * time.Millisecond)
+	// Past twice the loop's bound (each /readyz waits out its failing PINGs too): only the
+	// loop's rounds through the outage keep it live.
+	for start := time.Now(); time.Since(start) < 2*waiterRoundBound; {
+		time.Sleep(time.Second)
 		if h, r := get("/healthz"), get("/readyz"); h != 200 || r != 503 {
 			t.Fatalf("Redis down: /healthz %d, /readyz %d; want 200 and 503", h, r)
 		}
