@@ -79,10 +79,15 @@ lint: staticcheck ## Run staticcheck over every package, tests included.
 
 .PHONY: test
 test: deps manifests generate fmt vet lint envtest ## Run every test (unit, envtest, real Redis, end to end), the chaos test on its own, the Redis ones on a Redis Cluster too, and the fuzzers briefly.
+	@echo "[$$(date -u +%T)] make test: the main pass"
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x -e $(CHAOS_PACKAGE))
+	@echo "[$$(date -u +%T)] make test: the chaos tests"
 	$(MAKE) --no-print-directory test-chaos
+	@echo "[$$(date -u +%T)] make test: the Cluster pass"
 	$(MAKE) --no-print-directory test-cluster
+	@echo "[$$(date -u +%T)] make test: the fuzzers"
 	$(MAKE) --no-print-directory fuzz FUZZTIME=200000x
+	@echo "[$$(date -u +%T)] make test: done"
 
 # FAST_SKIPS are the packages test-fast leaves out: those that start the local control
 # plane (envtest) or the whole stack. What is left runs against one local redis-server.
