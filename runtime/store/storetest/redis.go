@@ -537,6 +537,38 @@ func take(cluster bool, start func() (*Server, error)) (*Server, error) {
 	}
 }
 
+// waitPublishesDelivered waits until every message published on a cluster node has reached
+// the other nodes. A node forwards a PUBLISH to the others over the cluster bus, and a
+// message still on its way when a test ends would reach a subscriber of the next test on
+// the same channel (a bot's events, say). The bus counts what it sent and received by
+// message type (CLUSTER INFO), so the nodes are quiet when the two sums agree.
+func waitPublishesDelivered(ctx context.Context, c redis.UniversalClient) error {
+	for {
+		var mu sync.Mutex
+		var sent, received int64
+		err := ForEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err != nil {
+				return err
+			}
+			s, _ := strconv.ParseInt(ClusterInfoField(info, "cluster_stats_messages_publish_sent"), 10, 64)
+			r, _ := strconv.ParseInt(ClusterInfoField(info, "cluster_stats_messages_publish_received"), 10, 64)
+			mu.Lock()
+			sent, received = sent+s, received+r
+			mu.Unlock()
+			return nil
+		})
+		if err != nil || sent == received {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storetest: published messages still on their way: %d sent, %d received", sent, received)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // release resets s and puts it in the pool, or stops it when it cannot be reset.
 func (s *Server) release(cluster bool) {
 	if len(s.Replicas) > 0 || s.Cluster() != cluster || s.reset() != nil {
@@ -561,6 +593,11 @@ func (s *Server) reset() error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if s.Cluster() {
+		if err := waitPublishesDelivered(ctx, c); err != nil {
+			return err
+		}
+	}
 	return ForEachNode(ctx, c, func(ctx context.Context, n *redis.Client) error {
 		_, err := n.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes")
