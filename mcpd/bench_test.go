@@ -27,6 +27,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
 	"github.com/sigops/sigops/test/stack"
@@ -288,7 +289,7 @@ func BenchmarkSendSignalAppLive(b *testing.B) {
 	// Caps in force (100 USDT an order, no day cap, so that no call is refused) and no
 	// approval: every call is sized, admitted and queued.
 	p := apppolicy.DefaultPolicy()
-	p.OrdersPerHour, p.DayNotional, p.Approve = apppolicy.MaxOrdersPerHour, decimal.Zero, false
+	p.OrdersPerHour, p.DayNotional, p.Approve = apppolicy.MaxOrdersPerHour, httpapi.Num(decimal.Zero), false
 	if err := apppolicy.NewPolicies(f.rdb, nil).Set(b.Context(), u.ID, "bench-app", p); err != nil {
 		b.Fatal(err)
 	}

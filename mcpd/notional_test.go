@@ -21,6 +21,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -160,8 +161,8 @@ func TestNotionalCapsOnLiveEntries(t *testing.T) {
 	}
 	// A lower cap set in Connected apps applies to the next call.
 	p := noApproval
-	p.DayNotional = testkit.D("0")
-	p.OrderNotional = testkit.D("50")
+	p.DayNotional = httpapi.Num(testkit.D("0"))
+	p.OrderNotional = httpapi.Num(testkit.D("50"))
 	if err := f.policies.Set(t.Context(), f.ada.ID, "agent", p); err != nil {
 		t.Fatal(err)
 	}

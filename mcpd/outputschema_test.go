@@ -19,6 +19,7 @@ import (
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
@@ -275,8 +276,8 @@ func TestOutputSchemasOfEveryState(t *testing.T) {
 	// Trades of every reason the executor books, a follower's "copy" among them.
 	for i, reason := range []string{"signal", "reversal", "stop_loss", "take_profit", "liquidation", "manual", "copy"} {
 		tr := position.Trade{ID: fmt.Sprintf("t%d", i), PositionID: "p", BotID: "bot-cross", Symbol: "ETH/BTC", Kind: exchange.Spot,
-			Side: position.Long, Size: testkit.D("1"), EntryPrice: testkit.D("0.04"), ExitPrice: testkit.D("0.05"), Leverage: 1,
-			Pnl: testkit.D("0.01"), Fees: testkit.D("0.0001"), NetPnl: testkit.D("0.0099"), Closed: true, Reason: reason,
+			Side: position.Long, Size: httpapi.Num(testkit.D("1")), EntryPrice: httpapi.Num(testkit.D("0.04")), ExitPrice: httpapi.Num(testkit.D("0.05")), Leverage: 1,
+			Pnl: httpapi.Num(testkit.D("0.01")), Fees: httpapi.Num(testkit.D("0.0001")), NetPnl: httpapi.Num(testkit.D("0.0099")), Closed: true, Reason: reason,
 			OpenedAt: at, ClosedAt: at + int64(i)}
 		if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageTrade(ctx, p, tr) }); err != nil {
 			t.Fatal(err)

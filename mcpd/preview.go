@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 )
 
@@ -125,7 +125,7 @@ func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, ar
 	case p.Kind == auth.KindOAuth:
 		call := admission(t, p, need, args)
 		if call.Live && !call.Exit {
-			call.Notional = pv.EntryNotional()
+			call.Notional = httpapi.Num(pv.EntryNotional())
 		}
 		var held *apppolicy.ApprovalNeeded
 		if err := s.o.AppPolicies.Check(ctx, call); errors.As(err, &held) {
@@ -135,7 +135,7 @@ func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, ar
 			if !ok {
 				return s.toolError(name, err), nil
 			}
-			out.Policy = policyVerdict{Code: e.Code, Message: e.Message, Details: e.Details}
+			out.Policy = policyVerdict{Code: e.Code, Message: e.Message, Details: errs.JSONDetails(e.Details)}
 		}
 	default:
 		out.Policy.AppliesTo = "the account's own token: no app policy applies"
@@ -148,22 +148,22 @@ func (s *Server) answerDryRun(ctx context.Context, t Tool, p *auth.Principal, ar
 // the handler, which queues them (queue.Envelope.Admitted).
 type admittedKey struct{}
 
-func withAdmitted(ctx context.Context, a map[string]decimal.Decimal) context.Context {
+func withAdmitted(ctx context.Context, a map[string]httpapi.Number) context.Context {
 	if a == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, admittedKey{}, a)
 }
 
-func admittedFrom(ctx context.Context) map[string]decimal.Decimal {
-	a, _ := ctx.Value(admittedKey{}).(map[string]decimal.Decimal)
+func admittedFrom(ctx context.Context) map[string]httpapi.Number {
+	a, _ := ctx.Value(admittedKey{}).(map[string]httpapi.Number)
 	return a
 }
 
 // measure is what measured found of a call: the amounts to queue, and for a live entry
 // the envelope drafted and its preview (what an approval shows and queues).
 type measure struct {
-	admitted map[string]decimal.Decimal
+	admitted map[string]httpapi.Number
 	env      queue.Envelope
 	preview  executor.Preview
 }
@@ -179,7 +179,7 @@ func (s *Server) measured(ctx context.Context, t Tool, p *auth.Principal, args m
 		if err != nil {
 			return m, err
 		}
-		call.Notional = n
+		call.Notional = httpapi.Num(n)
 	}
 	if t.RaisesSize != nil && call.Live {
 		raises, err := t.RaisesSize(ctx, p.UserID, args)
@@ -198,7 +198,7 @@ func (s *Server) measured(ctx context.Context, t Tool, p *auth.Principal, args m
 	if pv.Refusal != nil {
 		return m, pv.Refusal
 	}
-	call.Notional = pv.EntryNotional()
+	call.Notional = httpapi.Num(pv.EntryNotional())
 	m.admitted, m.env, m.preview = pv.Admitted(), env, pv
 	m.env.Admitted = m.admitted
 	return m, nil
@@ -214,7 +214,7 @@ func (s *Server) hold(ctx context.Context, t Tool, p *auth.Principal, args map[s
 		return nil, err
 	}
 	a := approval.Approval{SignalID: m.env.SignalID, UserID: p.UserID, ClientID: p.ClientID, BotID: bot.ID, BotName: bot.Name,
-		Tool: t.Def.Name, Legs: m.preview.Legs, Notional: call.Notional, Reason: held.Reason(), Envelope: m.env, Call: call,
+		Tool: t.Def.Name, Legs: m.preview.Legs, Notional: httpapi.Num(call.Notional.Decimal), Reason: held.Reason(), Envelope: m.env, Call: call,
 		CreatedAt: now.UnixMilli(), ExpiresAt: approval.ExpiryFor(now, bot.MaxSignalAgeMillis).UnixMilli()}
 	a.ClientName = p.ClientID
 	if c, err := s.o.OAuth.GetClient(ctx, p.ClientID); err == nil {

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -159,12 +159,12 @@ type paperAccountView struct {
 	Namespace      string              `json:"namespace"`
 	Name           string              `json:"name"`
 	Currency       string              `json:"currency"`
-	InitialBalance decimal.Decimal     `json:"initialBalance"`
-	FeeRate        decimal.Decimal     `json:"feeRate"`
+	InitialBalance httpapi.Number      `json:"initialBalance"`
+	FeeRate        httpapi.Number      `json:"feeRate"`
 	Balances       []portfolio.Balance `json:"balances"`
-	Equity         *decimal.Decimal    `json:"equity"`
-	UnrealisedPnl  *decimal.Decimal    `json:"unrealisedPnl"`
-	RealisedPnl    *decimal.Decimal    `json:"realisedPnl"`
+	Equity         *httpapi.Number     `json:"equity"`
+	UnrealisedPnl  *httpapi.Number     `json:"unrealisedPnl"`
+	RealisedPnl    *httpapi.Number     `json:"realisedPnl"`
 	LastRefillAt   *time.Time          `json:"lastRefillAt,omitempty"`
 	NextRefillAt   time.Time           `json:"nextRefillAt"`
 	Error          *portfolio.Error    `json:"error,omitempty"`
@@ -182,7 +182,7 @@ func (s *Server) paperAccounts(ctx context.Context, owner, id string) ([]paperAc
 	for _, p := range accts {
 		st, a := p.State, p.Valued
 		v := paperAccountView{ID: st.ID, Namespace: st.Namespace, Name: st.Name, Currency: p.Currency,
-			InitialBalance: st.InitialBalance, FeeRate: st.FeeRate, Balances: a.Balances, Equity: a.Equity,
+			InitialBalance: httpapi.Num(st.InitialBalance), FeeRate: httpapi.Num(st.FeeRate), Balances: a.Balances, Equity: a.Equity,
 			UnrealisedPnl: a.UnrealisedPnl, RealisedPnl: a.RealisedPnl, Error: a.Error, NextRefillAt: p.NextRefillAt.UTC()}
 		if !st.LastRefillAt.IsZero() {
 			last := st.LastRefillAt.UTC()

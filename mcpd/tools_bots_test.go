@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
@@ -330,7 +331,7 @@ func TestGetBotAnalyticsCurvePerTrade(t *testing.T) {
 	if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		analytics.StageStart(ctx, p, "bot-dip", testkit.D("1000"))
 		for i, net := range []string{"120.125", "-400.0625", "250.5"} {
-			tr := position.Trade{ID: fmt.Sprintf("t%d", i), BotID: "bot-dip", NetPnl: testkit.D(net),
+			tr := position.Trade{ID: fmt.Sprintf("t%d", i), BotID: "bot-dip", NetPnl: httpapi.Num(testkit.D(net)),
 				ClosedAt: day.Start().Add(time.Duration(i+1) * time.Hour).UnixMilli()}
 			if err := position.StageTrade(ctx, p, tr); err != nil {
 				return err

@@ -239,7 +239,7 @@ func sizeAbove(to, from string) bool {
 	if err != nil || f == nil || f.Percent != t.Percent {
 		return true
 	}
-	return t.Value.GreaterThan(f.Value)
+	return t.Value.GreaterThan(f.Value.Decimal)
 }
 
 // caller is the fleet caller of the request: its user and canonical e-mail.

@@ -23,6 +23,7 @@ import (
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/test/testenv"
 )
@@ -317,7 +318,7 @@ func TestUpdateDeleteRegenerate(t *testing.T) {
 	}
 	policies := apppolicy.NewPolicies(f.rdb, nil)
 	uncapped := apppolicy.DefaultPolicy()
-	uncapped.OrderNotional = decimal.Zero
+	uncapped.OrderNotional = httpapi.Num(decimal.Zero)
 	if err := policies.Set(t.Context(), f.adaUser.ID, "agent-mcp-live", uncapped); err != nil {
 		t.Fatal(err)
 	}

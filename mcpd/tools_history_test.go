@@ -12,6 +12,7 @@ import (
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/history"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -29,10 +30,10 @@ func TestHistoryToolsReadTheArchive(t *testing.T) {
 	sig := queue.SignalIDFor("bot-h", "old")
 	for i := range 3 {
 		tr := position.Trade{ID: fmt.Sprintf("t%d", i), BotID: "bot-h", Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-			Size: testkit.D("0.1"), NetPnl: testkit.D("87.9"), Closed: true, Reason: "signal", Leverage: 1, ClosedAt: int64(1000 * (i + 1))}
+			Size: httpapi.Num(testkit.D("0.1")), NetPnl: httpapi.Num(testkit.D("87.9")), Closed: true, Reason: "signal", Leverage: 1, ClosedAt: int64(1000 * (i + 1))}
 		rec := position.OrderRecord{ClientOrderID: fmt.Sprintf("c%d", i), BotID: "bot-h", SignalID: sig, Symbol: "BTC/USDT",
 			Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Status: exchange.StatusFilled,
-			Amount: testkit.D("0.1"), FilledAmount: testkit.D("0.1"), AvgPrice: testkit.D("60000.5"), CreatedAt: int64(i), UpdatedAt: int64(i)}
+			Amount: httpapi.Num(testkit.D("0.1")), FilledAmount: httpapi.Num(testkit.D("0.1")), AvgPrice: httpapi.Num(testkit.D("60000.5")), CreatedAt: int64(i), UpdatedAt: int64(i)}
 		if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if err := position.StageOrder(ctx, p, rec, true); err != nil {
 				return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/shopspring/decimal"
 	"github.com/sigops/sigops/runtime/auth"
 
 	"github.com/sigops/sigops/runtime/candles"
@@ -18,6 +17,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 const candlesOutput = `{
@@ -159,14 +159,14 @@ func (s *Server) listSymbols(ctx context.Context, req mcp.CallToolRequest) (*mcp
 
 // symbolInfo is exchange.MarketInfo as get_symbol_info answers it.
 type symbolInfo struct {
-	Symbol      string          `json:"symbol"`
-	Base        string          `json:"base"`
-	Quote       string          `json:"quote"`
-	Market      string          `json:"market"`
-	TickSize    decimal.Decimal `json:"tickSize"`
-	StepSize    decimal.Decimal `json:"stepSize"`
-	MinQty      decimal.Decimal `json:"minQty"`
-	MinNotional decimal.Decimal `json:"minNotional"`
+	Symbol      string         `json:"symbol"`
+	Base        string         `json:"base"`
+	Quote       string         `json:"quote"`
+	Market      string         `json:"market"`
+	TickSize    httpapi.Number `json:"tickSize"`
+	StepSize    httpapi.Number `json:"stepSize"`
+	MinQty      httpapi.Number `json:"minQty"`
+	MinNotional httpapi.Number `json:"minNotional"`
 }
 
 func (s *Server) getSymbolInfo(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -185,7 +185,7 @@ func (s *Server) getSymbolInfo(ctx context.Context, req mcp.CallToolRequest) (*m
 	for _, m := range markets {
 		if m.Symbol == symbol {
 			return structured(symbolInfo{Symbol: m.Symbol, Base: m.Base, Quote: m.Quote, Market: string(kind),
-				TickSize: m.TickSize, StepSize: m.StepSize, MinQty: m.MinQty, MinNotional: m.MinNotional})
+				TickSize: httpapi.Num(m.TickSize), StepSize: httpapi.Num(m.StepSize), MinQty: httpapi.Num(m.MinQty), MinNotional: httpapi.Num(m.MinNotional)})
 		}
 	}
 	return s.toolError("get_symbol_info", errs.New(errs.InvalidSymbol, "%s is not traded on %s %s", symbol, venue, kind)), nil

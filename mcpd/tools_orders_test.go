@@ -14,6 +14,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/history"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -23,7 +24,7 @@ func TestGetOrder(t *testing.T) {
 	ctx := t.Context()
 	rec := position.OrderRecord{OrderID: "x-1", ClientOrderID: "c-1", SignalID: "sig-1", BotID: "bot-o", Leg: "entry",
 		Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Status: exchange.StatusFilled,
-		Amount: testkit.D("0.1"), FilledAmount: testkit.D("0.1"), AvgPrice: testkit.D("60000.5"), Fee: testkit.D("6.00005"),
+		Amount: httpapi.Num(testkit.D("0.1")), FilledAmount: httpapi.Num(testkit.D("0.1")), AvgPrice: httpapi.Num(testkit.D("60000.5")), Fee: httpapi.Num(testkit.D("6.00005")),
 		FeeAsset: "USDT", CreatedAt: 1, UpdatedAt: 2}
 	if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageOrder(ctx, p, rec, true) }); err != nil {
 		t.Fatal(err)
@@ -58,9 +59,9 @@ func TestListTrades(t *testing.T) {
 	// Three trades closed at 3000, 1000, 2000 ms: listed 1000, 2000, 3000.
 	for i, at := range []int64{3000, 1000, 2000} {
 		tr := position.Trade{ID: fmt.Sprintf("t%d", i), PositionID: "p", BotID: "bot-t", Symbol: "BTC/USDT", Kind: exchange.Spot,
-			Side: position.Long, Size: testkit.D("0.1"), EntryPrice: testkit.D("60000"), ExitPrice: testkit.D("61000"), Leverage: 1,
+			Side: position.Long, Size: httpapi.Num(testkit.D("0.1")), EntryPrice: httpapi.Num(testkit.D("60000")), ExitPrice: httpapi.Num(testkit.D("61000")), Leverage: 1,
 			// (61000 - 60000) × 0.1 = 100 gross; fees 6 + 6.1 = 12.1; net 87.9.
-			Pnl: testkit.D("100"), Fees: testkit.D("12.1"), NetPnl: testkit.D("87.9"), Closed: true, Reason: "signal",
+			Pnl: httpapi.Num(testkit.D("100")), Fees: httpapi.Num(testkit.D("12.1")), NetPnl: httpapi.Num(testkit.D("87.9")), Closed: true, Reason: "signal",
 			OpenedAt: 500, ClosedAt: at}
 		if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageTrade(ctx, p, tr) }); err != nil {
 			t.Fatal(err)
@@ -130,8 +131,8 @@ func stageOrders(t *testing.T, f *botFixture, bot string, orders map[string]exch
 	for i, cid := range order {
 		rec := position.OrderRecord{OrderID: "x-" + cid, ClientOrderID: cid, SignalID: "sig-" + cid, BotID: bot, Leg: "entry",
 			Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Limit, Status: orders[cid],
-			Amount: testkit.D("0.1"), Price: testkit.D("59000.25"), FilledAmount: testkit.D("0"), AvgPrice: testkit.D("0"),
-			Fee: testkit.D("0"), CreatedAt: int64(1000 + i), UpdatedAt: int64(1000 + i)}
+			Amount: httpapi.Num(testkit.D("0.1")), Price: httpapi.Num(testkit.D("59000.25")), FilledAmount: httpapi.Num(testkit.D("0")), AvgPrice: httpapi.Num(testkit.D("0")),
+			Fee: httpapi.Num(testkit.D("0")), CreatedAt: int64(1000 + i), UpdatedAt: int64(1000 + i)}
 		if _, err := f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return position.StageOrder(ctx, p, rec, true) }); err != nil {
 			t.Fatal(err)
 		}

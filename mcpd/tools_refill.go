@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 const refillOutput = `{
@@ -27,13 +27,13 @@ const refillOutput = `{
 
 // refillAnswer is refill_paper_account's answer.
 type refillAnswer struct {
-	AccountID      string          `json:"accountId"`
-	Balance        decimal.Decimal `json:"balance"`
-	Equity         decimal.Decimal `json:"equity"`
-	InitialBalance decimal.Decimal `json:"initialBalance"`
-	Currency       string          `json:"currency"`
-	LastRefillAt   time.Time       `json:"lastRefillAt"`
-	NextRefillAt   time.Time       `json:"nextRefillAt"`
+	AccountID      string         `json:"accountId"`
+	Balance        httpapi.Number `json:"balance"`
+	Equity         httpapi.Number `json:"equity"`
+	InitialBalance httpapi.Number `json:"initialBalance"`
+	Currency       string         `json:"currency"`
+	LastRefillAt   time.Time      `json:"lastRefillAt"`
+	NextRefillAt   time.Time      `json:"nextRefillAt"`
 }
 
 // refillTools is refill_paper_account.
@@ -75,6 +75,6 @@ func (s *Server) refill(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	case err != nil:
 		return s.toolError(name, err), nil
 	}
-	return structured(refillAnswer{AccountID: id, Balance: st.Balance, Equity: st.Equity, InitialBalance: st.InitialBalance,
+	return structured(refillAnswer{AccountID: id, Balance: httpapi.Num(st.Balance), Equity: httpapi.Num(st.Equity), InitialBalance: httpapi.Num(st.InitialBalance),
 		Currency: st.Currency, LastRefillAt: st.LastRefillAt.UTC(), NextRefillAt: st.LastRefillAt.Add(paper.RefillCooldown).UTC()})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sigops/sigops/mcpd"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
@@ -97,7 +98,7 @@ func TestSendSignal(t *testing.T) {
 	}
 	// Once the first has executed, the same key answers its result, still without a second order.
 	fill := &result.Order{Success: true, OrderID: "p-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
-		Amount: testkit.D("0.01"), FilledAmount: testkit.D("0.01"), AvgPrice: testkit.D("61000"), Fee: testkit.D("0.61"), Timestamp: now}
+		Amount: httpapi.Num(testkit.D("0.01")), FilledAmount: httpapi.Num(testkit.D("0.01")), AvgPrice: httpapi.Num(testkit.D("61000")), Fee: httpapi.Num(testkit.D("0.61")), Timestamp: now}
 	if err := queue.PublishResult(t.Context(), f.rdb, envs[0], result.Result{Success: true, Message: "Order filled", Order: fill, Timestamp: now}); err != nil {
 		t.Fatal(err)
 	}

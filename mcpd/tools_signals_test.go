@@ -8,6 +8,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
 )
@@ -24,7 +25,7 @@ func TestGetSignal(t *testing.T) {
 	}
 	publish("sig-ok", "bot-s", result.Result{Success: true, Message: "Order placed", Timestamp: 42,
 		Order: &result.Order{Success: true, OrderID: "x-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
-			Amount: testkit.D("0.1"), FilledAmount: testkit.D("0.1"), AvgPrice: testkit.D("60000"), Fee: testkit.D("6"), Timestamp: 41}})
+			Amount: httpapi.Num(testkit.D("0.1")), FilledAmount: httpapi.Num(testkit.D("0.1")), AvgPrice: httpapi.Num(testkit.D("60000")), Fee: httpapi.Num(testkit.D("6")), Timestamp: 41}})
 	publish("sig-fail", "bot-s", result.Result{Code: errs.InsufficientBalance, Error: "insufficient balance", Timestamp: 43})
 	publish("sig-bob", "bot-x", result.Result{Success: true, Timestamp: 44})
 
@@ -74,7 +75,7 @@ func TestListSignals(t *testing.T) {
 	publish(queue.Envelope{SignalID: "sig-1", BotID: "bot-s", Source: queue.SourceWebhook, Signal: json.RawMessage(`{"action":"buy"}`),
 		ReceivedAt: 1000}, result.Result{Success: true, Message: "Order placed", Timestamp: 1040,
 		Order: &result.Order{Success: true, OrderID: "x-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
-			Amount: testkit.D("0.1"), FilledAmount: testkit.D("0.1"), AvgPrice: testkit.D("60000.5"), Fee: testkit.D("6.00005"), Timestamp: 1039}})
+			Amount: httpapi.Num(testkit.D("0.1")), FilledAmount: httpapi.Num(testkit.D("0.1")), AvgPrice: httpapi.Num(testkit.D("60000.5")), Fee: httpapi.Num(testkit.D("6.00005")), Timestamp: 1039}})
 	publish(queue.Envelope{SignalID: "sig-2", BotID: "bot-s", Source: queue.SourceManual, Signal: json.RawMessage(`{"type":"close"}`),
 		ReceivedAt: 2000}, result.Result{Code: errs.PositionNotFound, Error: "no open position", Timestamp: 2250})
 	publish(queue.Envelope{SignalID: "sig-3", BotID: "bot-s", Source: queue.SourceWebhook, Signal: json.RawMessage(`{"action":"sell"}`),

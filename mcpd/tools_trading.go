@@ -13,6 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -208,12 +209,14 @@ func (s *Server) orderRequest(ctx context.Context, args map[string]any) (registr
 	for _, d := range []struct {
 		name string
 		code errs.Code
-		to   **decimal.Decimal
+		to   **httpapi.Number
 	}{{"amount", errs.InvalidAmount, &r.Amount}, {"price", errs.InvalidPrice, &r.Price},
 		{"stopLoss", errs.InvalidPrice, &r.StopLoss}, {"takeProfit", errs.InvalidPrice, &r.TakeProfit}} {
-		if *d.to, err = decimalArg(args, d.name, d.code); err != nil {
+		v, err := decimalArg(args, d.name, d.code)
+		if err != nil {
 			return registry.Bot{}, r, err
 		}
+		*d.to = httpapi.NumOrNil(v)
 	}
 	key, _ := args["idempotencyKey"].(string)
 	if v, ok := args["idempotencyKey"]; ok && v != nil && (key == "" || len(key) > 255) {
@@ -260,11 +263,11 @@ func (s *Server) protect(name string, typ exchange.OrderType) func(context.Conte
 			return s.toolError(name, err), nil
 		}
 		all := decimal.NewFromInt(100)
-		r := order.Request{Type: typ, Symbol: req.GetString("symbol", ""), ClosePercent: &all}
+		r := order.Request{Type: typ, Symbol: req.GetString("symbol", ""), ClosePercent: httpapi.NumOrNil(&all)}
 		if typ == exchange.StopLoss {
-			r.StopPrice = price
+			r.StopPrice = httpapi.NumOrNil(price)
 		} else {
-			r.TakeProfitPrice = price
+			r.TakeProfitPrice = httpapi.NumOrNil(price)
 		}
 		id, err := s.o.Trading.PlaceManual(ctx, bot.ID, r)
 		return s.answerTrade(ctx, name, id, false, err)
@@ -301,7 +304,7 @@ func (s *Server) draftClose(ctx context.Context, args map[string]any) (queue.Env
 	if sym == "" {
 		return queue.Envelope{}, errs.New(errs.InvalidSymbol, "symbol required; close_all_positions closes every position")
 	}
-	return s.o.Trading.Draft(ctx, bot.ID, order.Request{Type: order.Close, Symbol: sym, ClosePercent: percent})
+	return s.o.Trading.Draft(ctx, bot.ID, order.Request{Type: order.Close, Symbol: sym, ClosePercent: httpapi.NumOrNil(percent)})
 }
 
 func (s *Server) closeAll(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

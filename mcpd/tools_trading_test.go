@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -441,7 +442,7 @@ func TestGenerateStrategyTool(t *testing.T) {
 		t.Fatalf("committed by the charge: %s %v", got, err)
 	}
 	capped := apppolicy.DefaultPolicy()
-	capped.DayNotional = testkit.D("2")
+	capped.DayNotional = httpapi.Num(testkit.D("2"))
 	if err := ps.Set(t.Context(), f.ada.ID, "agent", capped); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -141,8 +142,8 @@ const hookPath = "/api/webhooks/trade/" + hookID
 func filled(en queue.Envelope) *result.Result {
 	return &result.Result{SignalID: en.SignalID, BotID: en.BotID, Success: true, Message: "Order filled", Timestamp: 1_800_000_000_000,
 		Order: &result.Order{Success: true, OrderID: "o-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
-			Amount: decimal.RequireFromString("0.01538"), FilledAmount: decimal.RequireFromString("0.01538"),
-			AvgPrice: decimal.RequireFromString("65000"), Fee: decimal.RequireFromString("0.9997"), Timestamp: 1_800_000_000_000}}
+			Amount: httpapi.Num(decimal.RequireFromString("0.01538")), FilledAmount: httpapi.Num(decimal.RequireFromString("0.01538")),
+			AvgPrice: httpapi.Num(decimal.RequireFromString("65000")), Fee: httpapi.Num(decimal.RequireFromString("0.9997")), Timestamp: 1_800_000_000_000}}
 }
 
 func TestSuccessWaitsForTheOrder(t *testing.T) {

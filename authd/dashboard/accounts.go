@@ -14,6 +14,7 @@ import (
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -49,7 +50,7 @@ type accountCard struct {
 	InitialBalance, FeeRate       decimal.Decimal
 	Balances                      []portfolio.Balance
 	// Equity, UnrealisedPnl and RealisedPnl are nil when Error is set.
-	Equity, UnrealisedPnl, RealisedPnl *decimal.Decimal
+	Equity, UnrealisedPnl, RealisedPnl *httpapi.Number
 	Excluded                           []string
 	Error                              *portfolio.Error
 	LastRefillAt                       time.Time

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -26,12 +26,12 @@ func heldOrder(t *testing.T, u string, bot registry.Bot, amount string) approval
 	now := time.Now()
 	held := queue.Envelope{SignalID: queue.SignalIDFor(bot.ID, "m-"+uuid.NewString()), BotID: bot.ID, Priority: queue.PriorityStrategyEntry,
 		Source: queue.SourceManual, Signal: json.RawMessage(`{"type":"market","side":"buy","symbol":"BTC/USDT","amount":` + amount + `}`),
-		Admitted: map[string]decimal.Decimal{"": testkit.D(amount)}}
+		Admitted: map[string]httpapi.Number{"": httpapi.Num(testkit.D(amount))}}
 	a := approval.Approval{SignalID: held.SignalID, UserID: u, ClientID: "agent", ClientName: "Desk agent", BotID: bot.ID, BotName: bot.Name,
-		Tool: "place_order", Notional: testkit.D(amount).Mul(testkit.D("50000")), Reason: "the app's policy asks the user to approve every live entry",
-		Legs: []executor.PreviewLeg{{Op: "open", Symbol: "BTC/USDT", Side: "buy", Type: "market", Amount: testkit.D(amount),
-			ReferencePrice: testkit.D("50000"), Notional: testkit.D(amount).Mul(testkit.D("50000")), Fee: testkit.D("0.1"), Margin: testkit.D("100")}},
-		Envelope: held, Call: apppolicy.Call{UserID: u, ClientID: "agent", BotID: bot.ID, Live: true, Order: true, Notional: testkit.D("100")},
+		Tool: "place_order", Notional: httpapi.Num(testkit.D(amount).Mul(testkit.D("50000"))), Reason: "the app's policy asks the user to approve every live entry",
+		Legs: []executor.PreviewLeg{{Op: "open", Symbol: "BTC/USDT", Side: "buy", Type: "market", Amount: httpapi.Num(testkit.D(amount)),
+			ReferencePrice: httpapi.Num(testkit.D("50000")), Notional: httpapi.Num(testkit.D(amount).Mul(testkit.D("50000"))), Fee: httpapi.Num(testkit.D("0.1")), Margin: httpapi.Num(testkit.D("100"))}},
+		Envelope: held, Call: apppolicy.Call{UserID: u, ClientID: "agent", BotID: bot.ID, Live: true, Order: true, Notional: httpapi.Num(testkit.D("100"))},
 		CreatedAt: now.UnixMilli(), ExpiresAt: now.Add(approval.DefaultTTL).UnixMilli()}
 	a, err := approval.New(env.RDB, apppolicy.NewPolicies(env.RDB, nil), nil).Create(context.Background(), a, "")
 	if err != nil {

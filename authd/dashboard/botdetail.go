@@ -167,10 +167,10 @@ func (d *Dashboard) buildBotDetail(r *http.Request, bot registry.Bot) botDetail 
 	} else {
 		data.Risk = &m
 		data.RiskClass = riskClass(m.RiskLevel)
-		data.RiskExposure = fractionPercent(m.CurrentExposure)
+		data.RiskExposure = fractionPercent(m.CurrentExposure.Decimal)
 		data.RiskMaxExposure = "none"
 		if bot.Risk.MaxExposure != "" {
-			data.RiskMaxExposure = fractionPercent(m.MaxExposureAllowed)
+			data.RiskMaxExposure = fractionPercent(m.MaxExposureAllowed.Decimal)
 		}
 	}
 	data.Signals = d.signalPageOf(r, bot)

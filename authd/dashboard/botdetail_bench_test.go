@@ -35,7 +35,7 @@ func benchCandles() ([]ChartCandle, []position.OrderRecord) {
 			side = exchange.SideSell
 		}
 		orders[i] = position.OrderRecord{Symbol: "BTC/USDT", Side: side, Status: exchange.StatusFilled,
-			FilledAmount: decimal.RequireFromString("0.125"), AvgPrice: decimal.RequireFromString("60123.5"), UpdatedAt: at}
+			FilledAmount: httpapi.Num(decimal.RequireFromString("0.125")), AvgPrice: httpapi.Num(decimal.RequireFromString("60123.5")), UpdatedAt: at}
 	}
 	return cs, orders
 }
@@ -62,9 +62,9 @@ func BenchmarkBotDetailRender(b *testing.B) {
 		Availability: "active", WebhookEnabled: true, Account: registry.Account{Kind: registry.AccountPaper}}
 	sl, tp := decimal.NewFromInt(57000), decimal.NewFromInt(66000)
 	data := botDetail{Bot: bot, Venue: "Paper", Pair: "BTC/USDT",
-		Positions: []position.View{{Symbol: "BTC/USDT", Side: position.Long, Size: decimal.RequireFromString("0.5"),
-			EntryPrice: decimal.NewFromInt(60000), CurrentPrice: decimal.NewFromInt(61000), Pnl: decimal.NewFromInt(500),
-			Leverage: 1, StopLoss: &sl, TakeProfit: &tp}},
+		Positions: []position.View{{Symbol: "BTC/USDT", Side: position.Long, Size: httpapi.Num(decimal.RequireFromString("0.5")),
+			EntryPrice: httpapi.Num(decimal.NewFromInt(60000)), CurrentPrice: httpapi.Num(decimal.NewFromInt(61000)), Pnl: httpapi.Num(decimal.NewFromInt(500)),
+			Leverage: 1, StopLoss: httpapi.NumPtr(sl), TakeProfit: httpapi.NumPtr(tp)}},
 		Risk: &risk.BotMetrics{RiskScore: 2, RiskLevel: risk.LevelLow}, RiskClass: "active", RiskExposure: "50 %", RiskMaxExposure: "none",
 		Webhook: webhookPanel{BotID: bot.ID, Message: tradingViewMessage()}}
 	for i := range 13 {

@@ -31,6 +31,7 @@ import (
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -87,18 +88,18 @@ func TestBotDetailShowsTheOwnersFigures(t *testing.T) {
 	// An open long of 0.5 BTC bought for 30000 USDT: entry 30000 / 0.5 = 60000, with its
 	// stop-loss at 57000 and take-profit at 66000.
 	pos := position.Position{ID: "pos-1", BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-		Size: testkit.D("0.5"), Cost: testkit.D("30000"), Margin: testkit.D("30000"), Leverage: 1,
-		StopLoss:   &position.Exit{Price: testkit.D("57000"), ClosePercent: testkit.D("100")},
-		TakeProfit: &position.Exit{Price: testkit.D("66000"), ClosePercent: testkit.D("100")},
+		Size: httpapi.Num(testkit.D("0.5")), Cost: httpapi.Num(testkit.D("30000")), Margin: httpapi.Num(testkit.D("30000")), Leverage: 1,
+		StopLoss:   &position.Exit{Price: httpapi.Num(testkit.D("57000")), ClosePercent: httpapi.Num(testkit.D("100"))},
+		TakeProfit: &position.Exit{Price: httpapi.Num(testkit.D("66000")), ClosePercent: httpapi.Num(testkit.D("100"))},
 		DCALevel:   1, CreatedAt: day(1), UpdatedAt: day(1)}
 	// Two closed trades in the last 30 days: +150.5 and -40.25 net.
 	win := position.Trade{ID: "t1", PositionID: "p0", BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-		Size: testkit.D("0.1"), EntryPrice: testkit.D("58000"), ExitPrice: testkit.D("59510"), Leverage: 1,
-		Pnl: testkit.D("151"), Fees: testkit.D("0.5"), NetPnl: testkit.D("150.5"), Closed: true, Reason: "signal",
+		Size: httpapi.Num(testkit.D("0.1")), EntryPrice: httpapi.Num(testkit.D("58000")), ExitPrice: httpapi.Num(testkit.D("59510")), Leverage: 1,
+		Pnl: httpapi.Num(testkit.D("151")), Fees: httpapi.Num(testkit.D("0.5")), NetPnl: httpapi.Num(testkit.D("150.5")), Closed: true, Reason: "signal",
 		OpenedAt: day(3), ClosedAt: day(2)}
 	loss := position.Trade{ID: "t2", PositionID: "p1", BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-		Size: testkit.D("0.1"), EntryPrice: testkit.D("60000"), ExitPrice: testkit.D("59600"), Leverage: 1,
-		Pnl: testkit.D("-40"), Fees: testkit.D("0.25"), NetPnl: testkit.D("-40.25"), Closed: true, Reason: "stop_loss",
+		Size: httpapi.Num(testkit.D("0.1")), EntryPrice: httpapi.Num(testkit.D("60000")), ExitPrice: httpapi.Num(testkit.D("59600")), Leverage: 1,
+		Pnl: httpapi.Num(testkit.D("-40")), Fees: httpapi.Num(testkit.D("0.25")), NetPnl: httpapi.Num(testkit.D("-40.25")), Closed: true, Reason: "stop_loss",
 		OpenedAt: day(2), ClosedAt: day(1)}
 	if _, err := env.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if err := position.StagePosition(ctx, p, bot.ID, "BTC/USDT", &pos); err != nil {
@@ -115,7 +116,7 @@ func TestBotDetailShowsTheOwnersFigures(t *testing.T) {
 	recv := now.Add(-time.Minute).UnixMilli()
 	bdPublish(t, bot.ID, "sig-ok-"+bot.ID[:8], queue.SourceWebhook, `{"action":"buy"}`, recv, result.Result{Success: true,
 		Message: "Order placed", Timestamp: recv + 37, Order: &result.Order{Success: true, OrderID: "o1", Status: "filled",
-			Symbol: "BTC/USDT", Side: "buy", Type: "market", Amount: testkit.D("0.5"), FilledAmount: testkit.D("0.5"), AvgPrice: testkit.D("60000")}})
+			Symbol: "BTC/USDT", Side: "buy", Type: "market", Amount: httpapi.Num(testkit.D("0.5")), FilledAmount: httpapi.Num(testkit.D("0.5")), AvgPrice: httpapi.Num(testkit.D("60000"))}})
 	bdPublish(t, bot.ID, "sig-ko-"+bot.ID[:8], queue.SourceManual, `{"type":"market"}`, recv+1000, result.Result{Success: false,
 		Code: errs.InsufficientBalance, Error: "needs 100 USDT, has 5", Timestamp: recv + 1000 + 1250})
 
@@ -258,20 +259,20 @@ func TestBotChartData(t *testing.T) {
 	buyAt, sellAt := series.Candles[n-10].Time, series.Candles[n-5].Time
 	orders := []position.OrderRecord{
 		{ClientOrderID: "c-early", BotID: bot.ID, Symbol: "BTC/USDT", Side: exchange.SideBuy, Type: exchange.Market, Status: exchange.StatusFilled,
-			Amount: testkit.D("1"), FilledAmount: testkit.D("1"), AvgPrice: testkit.D("1"), CreatedAt: (series.Candles[0].Time - 7200) * 1000, UpdatedAt: (series.Candles[0].Time - 7200) * 1000},
+			Amount: httpapi.Num(testkit.D("1")), FilledAmount: httpapi.Num(testkit.D("1")), AvgPrice: httpapi.Num(testkit.D("1")), CreatedAt: (series.Candles[0].Time - 7200) * 1000, UpdatedAt: (series.Candles[0].Time - 7200) * 1000},
 		{ClientOrderID: "c-buy", BotID: bot.ID, Symbol: "BTC/USDT", Side: exchange.SideBuy, Type: exchange.Market, Status: exchange.StatusFilled,
-			Amount: testkit.D("0.5"), FilledAmount: testkit.D("0.5"), AvgPrice: testkit.D("60000"), CreatedAt: buyAt*1000 + 1000, UpdatedAt: buyAt*1000 + 1234},
+			Amount: httpapi.Num(testkit.D("0.5")), FilledAmount: httpapi.Num(testkit.D("0.5")), AvgPrice: httpapi.Num(testkit.D("60000")), CreatedAt: buyAt*1000 + 1000, UpdatedAt: buyAt*1000 + 1234},
 		{ClientOrderID: "c-eth", BotID: bot.ID, Symbol: "ETH/USDT", Side: exchange.SideBuy, Type: exchange.Market, Status: exchange.StatusFilled,
-			Amount: testkit.D("2"), FilledAmount: testkit.D("2"), AvgPrice: testkit.D("3000"), CreatedAt: buyAt * 1000, UpdatedAt: buyAt * 1000},
+			Amount: httpapi.Num(testkit.D("2")), FilledAmount: httpapi.Num(testkit.D("2")), AvgPrice: httpapi.Num(testkit.D("3000")), CreatedAt: buyAt * 1000, UpdatedAt: buyAt * 1000},
 		{ClientOrderID: "c-rejected", BotID: bot.ID, Symbol: "BTC/USDT", Side: exchange.SideSell, Type: exchange.Market, Status: exchange.StatusRejected,
-			Amount: testkit.D("0.5"), CreatedAt: buyAt * 1000, UpdatedAt: buyAt * 1000},
+			Amount: httpapi.Num(testkit.D("0.5")), CreatedAt: buyAt * 1000, UpdatedAt: buyAt * 1000},
 		{ClientOrderID: "c-sell", BotID: bot.ID, Symbol: "BTC/USDT", Side: exchange.SideSell, Type: exchange.Market, Status: exchange.StatusPartiallyFilled,
-			Amount: testkit.D("0.5"), FilledAmount: testkit.D("0.25"), AvgPrice: testkit.D("61000.5"), CreatedAt: sellAt * 1000, UpdatedAt: sellAt*1000 + 3599_000},
+			Amount: httpapi.Num(testkit.D("0.5")), FilledAmount: httpapi.Num(testkit.D("0.25")), AvgPrice: httpapi.Num(testkit.D("61000.5")), CreatedAt: sellAt * 1000, UpdatedAt: sellAt*1000 + 3599_000},
 	}
 	pos := position.Position{ID: "pos-c", BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-		Size: testkit.D("0.25"), Cost: testkit.D("15000"), Margin: testkit.D("15000"), Leverage: 1,
-		StopLoss:   &position.Exit{Price: testkit.D("57000.25"), ClosePercent: testkit.D("100")},
-		TakeProfit: &position.Exit{Price: testkit.D("66000.75"), ClosePercent: testkit.D("100")}, DCALevel: 1}
+		Size: httpapi.Num(testkit.D("0.25")), Cost: httpapi.Num(testkit.D("15000")), Margin: httpapi.Num(testkit.D("15000")), Leverage: 1,
+		StopLoss:   &position.Exit{Price: httpapi.Num(testkit.D("57000.25")), ClosePercent: httpapi.Num(testkit.D("100"))},
+		TakeProfit: &position.Exit{Price: httpapi.Num(testkit.D("66000.75")), ClosePercent: httpapi.Num(testkit.D("100"))}, DCALevel: 1}
 	if _, err := env.RDB.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, o := range orders { // oldest first: the list is newest first
 			if err := position.StageOrder(ctx, p, o, true); err != nil {
@@ -347,7 +348,7 @@ func TestAnyPairBotChartsItsPair(t *testing.T) {
 		t.Fatal("no pair picker")
 	}
 	o := position.OrderRecord{ClientOrderID: "c1", BotID: bot.ID, Symbol: "ETH/USDT", Side: exchange.SideBuy, Type: exchange.Market,
-		Status: exchange.StatusFilled, Amount: testkit.D("1"), FilledAmount: testkit.D("1"), AvgPrice: testkit.D("3000"),
+		Status: exchange.StatusFilled, Amount: httpapi.Num(testkit.D("1")), FilledAmount: httpapi.Num(testkit.D("1")), AvgPrice: httpapi.Num(testkit.D("3000")),
 		CreatedAt: time.Now().UnixMilli(), UpdatedAt: time.Now().UnixMilli()}
 	if _, err := env.RDB.Pipelined(ctx, func(p redis.Pipeliner) error { return position.StageOrder(ctx, p, o, true) }); err != nil {
 		t.Fatal(err)
@@ -360,7 +361,7 @@ func TestAnyPairBotChartsItsPair(t *testing.T) {
 	}
 	// An open position's pair comes before the latest order's.
 	pos := position.Position{ID: "pos-a", BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-		Size: testkit.D("1"), Cost: testkit.D("60000"), Margin: testkit.D("60000"), Leverage: 1, DCALevel: 1}
+		Size: httpapi.Num(testkit.D("1")), Cost: httpapi.Num(testkit.D("60000")), Margin: httpapi.Num(testkit.D("60000")), Leverage: 1, DCALevel: 1}
 	if _, err := env.RDB.Pipelined(ctx, func(p redis.Pipeliner) error { return position.StagePosition(ctx, p, bot.ID, "BTC/USDT", &pos) }); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestBotEquityShowsTheDip(t *testing.T) {
 		analytics.StageStart(ctx, p, bot.ID, testkit.D("1000"))
 		for i, net := range []string{"120.125", "-400.0625", "250.5"} {
 			// Booked as the executor does: each trade with its day.
-			tr := position.Trade{ID: fmt.Sprint("t", i), BotID: bot.ID, Symbol: "BTC/USDT", NetPnl: testkit.D(net),
+			tr := position.Trade{ID: fmt.Sprint("t", i), BotID: bot.ID, Symbol: "BTC/USDT", NetPnl: httpapi.Num(testkit.D(net)),
 				ClosedAt: now.Add(time.Duration(i-3) * time.Second).UnixMilli()}
 			if err := position.StageTrade(ctx, p, tr); err != nil {
 				return err
@@ -453,8 +454,8 @@ func TestBotEquityAndAnalyticsPeriods(t *testing.T) {
 	now := time.Now()
 	for i, net := range []string{"10", "-4", "2.5"} {
 		tr := position.Trade{ID: fmt.Sprint("t", i), BotID: bot.ID, Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long,
-			Size: testkit.D("1"), EntryPrice: testkit.D("100"), ExitPrice: testkit.D("100"), Leverage: 1, Pnl: testkit.D(net),
-			NetPnl: testkit.D(net), Closed: true, Reason: "signal",
+			Size: httpapi.Num(testkit.D("1")), EntryPrice: httpapi.Num(testkit.D("100")), ExitPrice: httpapi.Num(testkit.D("100")), Leverage: 1, Pnl: httpapi.Num(testkit.D(net)),
+			NetPnl: httpapi.Num(testkit.D(net)), Closed: true, Reason: "signal",
 			OpenedAt: now.Add(-time.Duration(5-i) * 24 * time.Hour).UnixMilli(), ClosedAt: now.Add(-time.Duration(4-i) * 24 * time.Hour).UnixMilli()}
 		if _, err := env.RDB.Pipelined(ctx, func(p redis.Pipeliner) error { return position.StageTrade(ctx, p, tr) }); err != nil {
 			t.Fatal(err)

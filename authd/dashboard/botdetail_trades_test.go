@@ -16,6 +16,7 @@ import (
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/history"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -33,9 +34,9 @@ func TestTradesPageAndCSVExportCoverTheArchive(t *testing.T) {
 	stage := func(from, to int) {
 		for i := from; i < to; i++ {
 			tr := position.Trade{ID: fmt.Sprintf("tr-%d", i), PositionID: "p", BotID: bot.ID, SignalID: fmt.Sprintf("s-%d", i),
-				Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long, Size: testkit.D("0.00012345"),
-				EntryPrice: testkit.D("65000.01"), ExitPrice: testkit.D("64900"), Leverage: 1, Pnl: testkit.D("-0.012346234"),
-				Fees: testkit.D("0.016"), NetPnl: testkit.D("-0.028346234"), Closed: true, Reason: "signal",
+				Symbol: "BTC/USDT", Kind: exchange.Spot, Side: position.Long, Size: httpapi.Num(testkit.D("0.00012345")),
+				EntryPrice: httpapi.Num(testkit.D("65000.01")), ExitPrice: httpapi.Num(testkit.D("64900")), Leverage: 1, Pnl: httpapi.Num(testkit.D("-0.012346234")),
+				Fees: httpapi.Num(testkit.D("0.016")), NetPnl: httpapi.Num(testkit.D("-0.028346234")), Closed: true, Reason: "signal",
 				OpenedAt: 1_790_000_000_000, ClosedAt: 1_790_000_000_000 + int64(i)*60_000}
 			if i == 1 {
 				tr.Reason = "=HYPERLINK(\"x\")" // a text cell a spreadsheet must not run

@@ -185,10 +185,10 @@ func exitLines(symbol string, open []position.Position) []ChartLine {
 			continue
 		}
 		if p.StopLoss != nil {
-			out = append(out, ChartLine{Price: httpapi.Num(p.StopLoss.Price), Title: "Stop-loss", Color: colorDown})
+			out = append(out, ChartLine{Price: httpapi.Num(p.StopLoss.Price.Decimal), Title: "Stop-loss", Color: colorDown})
 		}
 		if p.TakeProfit != nil {
-			out = append(out, ChartLine{Price: httpapi.Num(p.TakeProfit.Price), Title: "Take-profit", Color: colorUp})
+			out = append(out, ChartLine{Price: httpapi.Num(p.TakeProfit.Price.Decimal), Title: "Take-profit", Color: colorUp})
 		}
 	}
 	return out

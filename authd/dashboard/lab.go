@@ -286,12 +286,16 @@ func fleetCaller(r *http.Request) fleet.Caller {
 
 // The Strategy Lab's template functions, beside the shared ones (render.go).
 func init() {
-	funcs["usd"] = usd
-	funcs["signedUSD"] = func(v decimal.Decimal) string {
-		if v.IsPositive() {
-			return "+" + usd(v)
+	funcs["usd"] = func(v any) (string, error) {
+		d, err := decOf(v)
+		return usd(d), err
+	}
+	funcs["signedUSD"] = func(v any) (string, error) {
+		d, err := decOf(v)
+		if d.IsPositive() {
+			return "+" + usd(d), err
 		}
-		return usd(v)
+		return usd(d), err
 	}
 	funcs["ledgerKind"] = ledgerKind
 }

@@ -105,8 +105,8 @@ type overviewPosition struct {
 func positionRow(p portfolio.Position, botName, account string) overviewPosition {
 	row := overviewPosition{BotID: p.BotID, BotName: cmp.Or(botName, p.BotID), Account: account, Symbol: p.Symbol,
 		Side: string(p.Side), Size: p.Size.String(), Entry: p.EntryPrice.String(), Mark: "no price", StopLoss: "none",
-		TakeProfit: "none", PnL: signed(2, p.Pnl) + " (" + signed(2, p.PnlPercent) + " %)", PnLExact: p.Pnl.String(),
-		PnLClass: pnlClass(p.Pnl)}
+		TakeProfit: "none", PnL: signed(2, p.Pnl.Decimal) + " (" + signed(2, p.PnlPercent.Decimal) + " %)", PnLExact: p.Pnl.String(),
+		PnLClass: pnlClass(p.Pnl.Decimal)}
 	if p.Leverage > 1 {
 		row.Side += " " + strconv.Itoa(p.Leverage) + "×"
 	}
@@ -185,8 +185,8 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 	if parts&partPnL != 0 {
 		t := out.Portfolio.Totals
 		out.Today = combined.Today
-		out.Total = t.RealisedPnl.Add(t.UnrealisedPnl)
-		out.Curve = combined.Curve(t.Equity)
+		out.Total = t.RealisedPnl.Add(t.UnrealisedPnl.Decimal)
+		out.Curve = combined.Curve(t.Equity.Decimal)
 		out.Chart = chartOf(out.Curve.Points)
 	}
 	return out, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
@@ -60,14 +61,14 @@ func seedMany(tb testing.TB, rdb redis.UniversalClient, owner string, bots, posi
 		}
 		var trades []position.Trade
 		for j := range 10 {
-			trades = append(trades, position.Trade{ID: fmt.Sprint(j), Symbol: symbols[0], NetPnl: testkit.D("1.25"),
+			trades = append(trades, position.Trade{ID: fmt.Sprint(j), Symbol: symbols[0], NetPnl: httpapi.Num(testkit.D("1.25")),
 				ClosedAt: now.Add(-time.Duration(j) * 24 * time.Hour).UnixMilli()})
 		}
 		s.trades(id, trades...)
 		for j := range 3 {
 			s.signal(id, fmt.Sprintf("sig-%s-%d", id, j), "buy", now.Add(-time.Duration(j)*time.Second),
 				result.Result{Success: true, Order: &result.Order{Success: true, Status: "filled", Symbol: symbols[0], Side: "buy",
-					FilledAmount: testkit.D("1.5"), AvgPrice: testkit.D("10")}})
+					FilledAmount: httpapi.Num(testkit.D("1.5")), AvgPrice: httpapi.Num(testkit.D("10"))}})
 		}
 	}
 }

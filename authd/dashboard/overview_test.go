@@ -18,6 +18,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
@@ -132,15 +133,15 @@ func seedOverviewUser(t *testing.T, f *fixture, alphaName string) ovUser {
 	day := 24 * time.Hour
 	long := position.Open("p-a-"+u.ID, o.alpha.ID, "BTC/USDT", exchange.Spot, position.Long, 1,
 		position.Fill{Amount: testkit.D("0.5"), Price: testkit.D("60000"), At: now.UnixMilli()}, "s-a")
-	long.StopLoss = &position.Exit{Price: testkit.D("58000"), ClosePercent: testkit.D("100")}
+	long.StopLoss = &position.Exit{Price: httpapi.Num(testkit.D("58000")), ClosePercent: httpapi.Num(testkit.D("100"))}
 	s.position(long)
 	short := position.Open("p-b-"+u.ID, o.beta.ID, "ETH/USDT", exchange.Futures, position.Short, 5,
 		position.Fill{Amount: testkit.D("2"), Price: testkit.D("3000"), At: now.UnixMilli()}, "s-b")
 	s.position(short)
 	s.trades(o.alpha.ID,
-		position.Trade{ID: "t1", Symbol: "BTC/USDT", NetPnl: testkit.D("-50.25"), ClosedAt: now.Add(-3 * day).UnixMilli()},
-		position.Trade{ID: "t2", Symbol: "BTC/USDT", NetPnl: testkit.D("150.25"), ClosedAt: now.UnixMilli()})
-	s.trades(o.beta.ID, position.Trade{ID: "t3", Symbol: "ETH/USDT", NetPnl: testkit.D("100"), ClosedAt: now.Add(-2 * day).UnixMilli()})
+		position.Trade{ID: "t1", Symbol: "BTC/USDT", NetPnl: httpapi.Num(testkit.D("-50.25")), ClosedAt: now.Add(-3 * day).UnixMilli()},
+		position.Trade{ID: "t2", Symbol: "BTC/USDT", NetPnl: httpapi.Num(testkit.D("150.25")), ClosedAt: now.UnixMilli()})
+	s.trades(o.beta.ID, position.Trade{ID: "t3", Symbol: "ETH/USDT", NetPnl: httpapi.Num(testkit.D("100")), ClosedAt: now.Add(-2 * day).UnixMilli()})
 	pinnedPrices(t, f, map[string]string{"spot BTC/USDT": "62000", "futures ETH/USDT": "3100"})
 	return o
 }
@@ -233,7 +234,7 @@ func TestOverviewBotsPauseResumeAndActivity(t *testing.T) {
 	s := &seeder{t: t, rdb: env.RDB, owner: o.u.Email}
 	now := time.Now()
 	s.signal(o.alpha.ID, "sig-old-"+o.u.ID, "buy", now.Add(-time.Minute), result.Result{Success: true,
-		Order: &result.Order{Success: true, Status: "filled", Symbol: "BTC/USDT", Side: "buy", FilledAmount: testkit.D("0.5"), AvgPrice: testkit.D("60000")}})
+		Order: &result.Order{Success: true, Status: "filled", Symbol: "BTC/USDT", Side: "buy", FilledAmount: httpapi.Num(testkit.D("0.5")), AvgPrice: httpapi.Num(testkit.D("60000"))}})
 	s.signal(o.beta.ID, "sig-new-"+o.u.ID, "sell", now, result.Result{Code: "BOT_PAUSED", Error: "bot paused"})
 	b := f.loggedIn(o.u)
 	_, page := b.get("/dashboard")

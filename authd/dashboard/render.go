@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 //go:embed templates/*.html
@@ -154,15 +155,37 @@ func redirect(w http.ResponseWriter, r *http.Request, to string) {
 // funcs are the templates' formatting helpers. Money and quantities stay decimals to the
 // last digit; only the display rounds where a function says so.
 var funcs = template.FuncMap{
-	"dec":     func(v decimal.Decimal) string { return v.String() },
-	"fixed":   func(places int32, v decimal.Decimal) string { return v.StringFixed(places) },
-	"signed":  signed,
-	"pnl":     pnlClass,
+	"dec":     func(v any) (string, error) { d, err := decOf(v); return d.String(), err },
+	"fixed":   func(places int32, v any) (string, error) { d, err := decOf(v); return d.StringFixed(places), err },
+	"signed":  func(places int32, v any) (string, error) { d, err := decOf(v); return signed(places, d), err },
+	"pnl":     func(v any) (string, error) { d, err := decOf(v); return pnlClass(d), err },
 	"time":    fmtTime,
 	"ms":      func(ms int64) string { return fmtTime(time.UnixMilli(ms)) },
 	"ago":     ago,
 	"upper":   strings.ToUpper,
-	"percent": func(v decimal.Decimal) string { return v.StringFixed(2) + " %" },
+	"percent": func(v any) (string, error) { d, err := decOf(v); return d.StringFixed(2) + " %", err },
+}
+
+// decOf is the decimal a template passes: a decimal, or an httpapi.Number (the figures the
+// APIs return as JSON numbers), either by value or by pointer (nil: 0).
+func decOf(v any) (decimal.Decimal, error) {
+	switch d := v.(type) {
+	case decimal.Decimal:
+		return d, nil
+	case httpapi.Number:
+		return d.Decimal, nil
+	case *decimal.Decimal:
+		if d != nil {
+			return *d, nil
+		}
+	case *httpapi.Number:
+		if d != nil {
+			return d.Decimal, nil
+		}
+	default:
+		return decimal.Zero, fmt.Errorf("not a decimal: %T", v)
+	}
+	return decimal.Zero, nil
 }
 
 // signed shows a PnL with its sign, fixed to places.

@@ -14,6 +14,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -237,14 +238,17 @@ func (d *Dashboard) handleTradeOrder(w http.ResponseWriter, r *http.Request) {
 		if req.Symbol == "" {
 			req.Symbol = bot.Symbol
 		}
-		var err error
-		if req.Amount, err = formDecimal(f.Amount, "amount", errs.InvalidAmount); err != nil {
+		amount, err := formDecimal(f.Amount, "amount", errs.InvalidAmount)
+		if err != nil {
 			return req, err
 		}
+		req.Amount = httpapi.NumOrNil(amount)
 		if req.Type == exchange.Limit {
-			req.Price, err = formDecimal(f.Price, "price", errs.InvalidPrice)
+			price, err := formDecimal(f.Price, "price", errs.InvalidPrice)
+			req.Price = httpapi.NumOrNil(price)
+			return req, err
 		}
-		return req, err
+		return req, nil
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -21,13 +22,13 @@ func at(days int, hour int) int64 {
 func combinedFixture(t *testing.T) *analytics.Analytics {
 	_, rdb := storetest.New(t)
 	legacyTrades(t, rdb, "bot-a",
-		position.Trade{ID: "a1", NetPnl: testkit.D("10"), ClosedAt: at(3, 9)},
-		position.Trade{ID: "a2", NetPnl: testkit.D("-30"), ClosedAt: at(3, 10)},
-		position.Trade{ID: "a3", NetPnl: testkit.D("5"), ClosedAt: at(0, 8)})
+		position.Trade{ID: "a1", NetPnl: httpapi.Num(testkit.D("10")), ClosedAt: at(3, 9)},
+		position.Trade{ID: "a2", NetPnl: httpapi.Num(testkit.D("-30")), ClosedAt: at(3, 10)},
+		position.Trade{ID: "a3", NetPnl: httpapi.Num(testkit.D("5")), ClosedAt: at(0, 8)})
 	if _, err := analytics.Rebuild(context.Background(), rdb, "bot-a", false); err != nil {
 		t.Fatal(err)
 	}
-	legacyTrades(t, rdb, "bot-b", position.Trade{ID: "b1", NetPnl: testkit.D("20"), ClosedAt: at(1, 15)})
+	legacyTrades(t, rdb, "bot-b", position.Trade{ID: "b1", NetPnl: httpapi.Num(testkit.D("20")), ClosedAt: at(1, 15)})
 	return analytics.New(rdb)
 }
 

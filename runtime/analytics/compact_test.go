@@ -12,6 +12,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
@@ -122,7 +123,7 @@ func TestCompactKeepsEveryFigure(t *testing.T) {
 	if n, err := analytics.Compact(ctx, rdb, bot.ID, day(22, 0), 100); err != nil || n != 0 {
 		t.Fatalf("second compaction %d, %v", n, err)
 	}
-	bookTrade(t, rdb, bot.ID, position.Trade{ID: "f", NetPnl: testkit.D("1.5"), Fees: testkit.D("0.5"), ClosedAt: day(24, 10).UnixMilli()})
+	bookTrade(t, rdb, bot.ID, position.Trade{ID: "f", NetPnl: httpapi.Num(testkit.D("1.5")), Fees: httpapi.Num(testkit.D("0.5")), ClosedAt: day(24, 10).UnixMilli()})
 	// 13.5 + 1.5 = 15 over 6 trades.
 	if all := report(t, rdb, bot, "all"); all.Metrics.TotalTrades != 6 || !all.Metrics.TotalPnL.Equal(testkit.D("15")) {
 		t.Errorf("all after a later booking: %+v", all.Metrics)
@@ -135,7 +136,7 @@ func TestCompactKeepsEveryFigure(t *testing.T) {
 	// A trade listed without its day (an old executor) makes the days incomplete: a report
 	// still reads the days (the list lacks a, b and c), and the days are never rebuilt from
 	// the compacted list.
-	legacyTrades(t, rdb, bot.ID, position.Trade{ID: "g", NetPnl: testkit.D("100"), ClosedAt: day(24, 11).UnixMilli()})
+	legacyTrades(t, rdb, bot.ID, position.Trade{ID: "g", NetPnl: httpapi.Num(testkit.D("100")), ClosedAt: day(24, 11).UnixMilli()})
 	if all := report(t, rdb, bot, "all"); all.Metrics.TotalTrades != 6 || !all.Metrics.TotalPnL.Equal(testkit.D("15")) {
 		t.Errorf("all with an uncounted trade after compaction: %+v", all.Metrics)
 	}
@@ -156,9 +157,9 @@ func TestCompactBuildsLegacyDaysFirst(t *testing.T) {
 	_, rdb := storetest.New(t)
 	ctx := context.Background()
 	bot := registry.Bot{ID: "bot-old", Name: "old", Symbol: "ETH/USDT"}
-	legacyTrades(t, rdb, bot.ID, position.Trade{ID: "a", NetPnl: testkit.D("12"), ClosedAt: day(10, 9).UnixMilli()},
-		position.Trade{ID: "b", NetPnl: testkit.D("-4"), ClosedAt: day(11, 9).UnixMilli()},
-		position.Trade{ID: "c", NetPnl: testkit.D("3"), ClosedAt: day(23, 9).UnixMilli()})
+	legacyTrades(t, rdb, bot.ID, position.Trade{ID: "a", NetPnl: httpapi.Num(testkit.D("12")), ClosedAt: day(10, 9).UnixMilli()},
+		position.Trade{ID: "b", NetPnl: httpapi.Num(testkit.D("-4")), ClosedAt: day(11, 9).UnixMilli()},
+		position.Trade{ID: "c", NetPnl: httpapi.Num(testkit.D("3")), ClosedAt: day(23, 9).UnixMilli()})
 	before := report(t, rdb, bot, "all")
 
 	if n, err := analytics.Compact(ctx, rdb, bot.ID, day(20, 0), 1); err != nil || n != 1 {

@@ -96,7 +96,7 @@ func (h *history) attach(trades []position.TradeResult) {
 	byDate := map[Date][]mark{}
 	for _, t := range trades {
 		d := DateOfMS(t.ClosedAt)
-		byDate[d] = append(byDate[d], mark{at: t.ClosedAt, net: t.NetPnl})
+		byDate[d] = append(byDate[d], mark{at: t.ClosedAt, net: t.NetPnl.Decimal})
 	}
 	for i := range h.days {
 		d := &h.days[i]

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -67,7 +68,7 @@ func TestCurveDrawdownIsTheMetrics(t *testing.T) {
 		for range rng.IntN(60) {
 			ms += rng.Int64N(msPerDay)
 			net := decimal.New(rng.Int64N(20_000)-10_000, -int32(rng.IntN(5)))
-			trades = append(trades, position.Trade{NetPnl: net, ClosedAt: min(ms, reportNow.UnixMilli())})
+			trades = append(trades, position.Trade{NetPnl: httpapi.Num(net), ClosedAt: min(ms, reportNow.UnixMilli())})
 		}
 		for _, period := range []string{"all", "7d", "30d", "today"} {
 			r := compute(testBot, hist("5000", trades...), query(t, period, "", ""))
@@ -90,7 +91,7 @@ func TestAttachChecksTheDay(t *testing.T) {
 	results := func(ts ...position.Trade) []position.TradeResult {
 		out := make([]position.TradeResult, len(ts))
 		for i, t := range ts {
-			out[i] = position.TradeResult{NetPnl: t.NetPnl, ClosedAt: t.ClosedAt}
+			out[i] = position.TradeResult{NetPnl: httpapi.Num(t.NetPnl.Decimal), ClosedAt: t.ClosedAt}
 		}
 		return out
 	}
@@ -102,7 +103,7 @@ func TestAttachChecksTheDay(t *testing.T) {
 		{"every trade", results(list...), true, true},
 		{"the 23rd trimmed in part", results(list[1:]...), false, true},
 		{"the 23rd in another order", results(list[1], list[0], list[2], list[3]), false, true},
-		{"a trade of the 23rd changed", append(results(list[:2]...), position.TradeResult{NetPnl: testkit.D("5.01"), ClosedAt: list[2].ClosedAt}, results(list[3])[0]), false, true},
+		{"a trade of the 23rd changed", append(results(list[:2]...), position.TradeResult{NetPnl: httpapi.Num(testkit.D("5.01")), ClosedAt: list[2].ClosedAt}, results(list[3])[0]), false, true},
 		{"nothing", nil, false, false},
 	} {
 		h := hist("1000", list...)

@@ -159,12 +159,12 @@ func (d *Day) Add(t position.Trade) { *d = d.Then(dayOf(t)) }
 
 // dayOf is the day of the one trade t.
 func dayOf(t position.Trade) Day {
-	d := Day{Trades: 1, Fees: t.Fees, Path: Step(t.NetPnl)}
+	d := Day{Trades: 1, Fees: t.Fees.Decimal, Path: Step(t.NetPnl.Decimal)}
 	switch t.NetPnl.Sign() {
 	case 1:
-		d.Wins, d.GrossProfit = 1, t.NetPnl
+		d.Wins, d.GrossProfit = 1, t.NetPnl.Decimal
 	case -1:
-		d.Losses, d.GrossLoss = 1, t.NetPnl
+		d.Losses, d.GrossLoss = 1, t.NetPnl.Decimal
 	}
 	return d
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -61,7 +62,7 @@ func TestPathMonoidMatchesANaiveScan(t *testing.T) {
 			size := 1 + rng.IntN(6)
 			var d analytics.Day
 			for _, x := range results[i:min(n, i+size)] {
-				d.Add(position.Trade{NetPnl: x})
+				d.Add(position.Trade{NetPnl: httpapi.Num(x)})
 			}
 			days = append(days, d)
 			i += size
@@ -87,7 +88,7 @@ func TestPathMonoidMatchesANaiveScan(t *testing.T) {
 func TestDayAdd(t *testing.T) {
 	var d analytics.Day
 	for _, tr := range []struct{ net, fees string }{{"12.5", "0.5"}, {"0", "0.2"}, {"-20", "1"}, {"-2.5", "0.1"}, {"4", "0.3"}} {
-		d.Add(position.Trade{NetPnl: testkit.D(tr.net), Fees: testkit.D(tr.fees)})
+		d.Add(position.Trade{NetPnl: httpapi.Num(testkit.D(tr.net)), Fees: httpapi.Num(testkit.D(tr.fees))})
 	}
 	// 5 trades: wins 12.5 and 4, losses −20 and −2.5, one break-even.
 	if d.Trades != 5 || d.Wins != 2 || d.Losses != 2 {

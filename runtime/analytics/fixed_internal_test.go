@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -34,7 +35,7 @@ func TestReportOfFixedIsReportOf(t *testing.T) {
 			}
 			fee := r.Int64N(10_000)
 			fixed[i] = FixedTrade{ClosedAt: at, NetPnl: net, Fees: fee}
-			trades[i] = position.Trade{ClosedAt: at, NetPnl: decimal.New(net, -scale), Fees: decimal.New(fee, -scale)}
+			trades[i] = position.Trade{ClosedAt: at, NetPnl: httpapi.Num(decimal.New(net, -scale)), Fees: httpapi.Num(decimal.New(fee, -scale))}
 		}
 		start := decimal.New(r.Int64N(100_000_000), -scale)
 		got, ok := ReportOfFixed(Header{Symbol: "BTC/USDT"}, fixed, scale, &start, q)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -25,7 +26,7 @@ func TestDayLuaMatchesStage(t *testing.T) {
 	const bot = "bot-1"
 	date := analytics.DateOf(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	var day analytics.Day
-	day.Add(position.Trade{BotID: bot, NetPnl: testkit.D("-1.3"), Fees: testkit.D("1.3"), ClosedAt: 1})
+	day.Add(position.Trade{BotID: bot, NetPnl: httpapi.Num(testkit.D("-1.3")), Fees: httpapi.Num(testkit.D("1.3")), ClosedAt: 1})
 	start := testkit.D("10000")
 	for _, tc := range []struct {
 		name  string

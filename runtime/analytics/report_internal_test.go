@@ -7,6 +7,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -25,7 +26,7 @@ func at(day, hour, minute int) time.Time {
 func tr(net, fees string, t time.Time) position.Trade {
 	n := testkit.D(net)
 	f := testkit.D(fees)
-	return position.Trade{NetPnl: n, Fees: f, Pnl: n.Add(f), ClosedAt: t.UnixMilli()}
+	return position.Trade{NetPnl: httpapi.Num(n), Fees: httpapi.Num(f), Pnl: httpapi.Num(n.Add(f)), ClosedAt: t.UnixMilli()}
 }
 
 // hist is the history of trades with starting equity start ("": unknown).

@@ -278,7 +278,7 @@ func fromTrades(trades []position.Trade) []dated {
 			out = append(out, dated{date: date})
 		}
 		out[i].day.Add(t)
-		out[i].marks = append(out[i].marks, mark{at: t.ClosedAt, net: t.NetPnl})
+		out[i].marks = append(out[i].marks, mark{at: t.ClosedAt, net: t.NetPnl.Decimal})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].date < out[j].date })
 	return out

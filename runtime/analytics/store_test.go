@@ -14,6 +14,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
@@ -62,7 +63,7 @@ func bookTrade(t testing.TB, rdb redis.UniversalClient, botID string, tr positio
 }
 
 func netTrade(net string, closed time.Time) position.Trade {
-	return position.Trade{NetPnl: testkit.D(net), Fees: testkit.D("0.5"), ClosedAt: closed.UnixMilli()}
+	return position.Trade{NetPnl: httpapi.Num(testkit.D(net)), Fees: httpapi.Num(testkit.D("0.5")), ClosedAt: closed.UnixMilli()}
 }
 
 func reportJSON(t *testing.T, a *analytics.Analytics, bot registry.Bot) string {
@@ -200,7 +201,7 @@ func seed100k(b *testing.B, rdb redis.UniversalClient, botID string) {
 	for i := range trades {
 		day := i * days / trades
 		tr := position.Trade{ID: fmt.Sprintf("t%d", i), BotID: botID, Symbol: "BTC/USDT",
-			NetPnl: decimal.New(int64(rng.IntN(20001)-9900), -2), Fees: decimal.New(int64(rng.IntN(500)), -3),
+			NetPnl: httpapi.Num(decimal.New(int64(rng.IntN(20001)-9900), -2)), Fees: httpapi.Num(decimal.New(int64(rng.IntN(500)), -3)),
 			ClosedAt: (first + analytics.Date(day)).Start().UnixMilli() + int64(i%86_400_000)}
 		byDay[day].Add(tr)
 		data, _ := json.Marshal(tr)

@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/registry"
 )
 
@@ -31,7 +32,7 @@ func FromForm(ctx context.Context, form url.Values, reg *registry.Registry, owne
 	for _, f := range []struct {
 		field, name string
 		to          *decimal.Decimal
-	}{{"order_notional", "orderNotional", &p.OrderNotional}, {"day_notional", "dayNotional", &p.DayNotional}} {
+	}{{"order_notional", "orderNotional", &p.OrderNotional.Decimal}, {"day_notional", "dayNotional", &p.DayNotional.Decimal}} {
 		v, ok := form[f.field]
 		if !ok {
 			continue // a form without the field (an older page): the default
@@ -50,14 +51,14 @@ func FromForm(ctx context.Context, form url.Values, reg *registry.Registry, owne
 	}
 	switch form.Get("approval") {
 	case "all":
-		p.Approve, p.ApproveAbove = true, decimal.Zero
+		p.Approve, p.ApproveAbove = true, httpapi.Num(decimal.Zero)
 	case "above":
 		d, err := decimal.NewFromString(strings.TrimSpace(form.Get("approve_above")))
 		if err != nil || !d.IsPositive() {
 			return p, errs.New(errs.InvalidParameter, "the approval threshold must be an amount in USDT above 0, like 50").
 				WithDetails(map[string]any{"parameter": "approveAbove"})
 		}
-		p.Approve, p.ApproveAbove = true, d
+		p.Approve, p.ApproveAbove = true, httpapi.Num(d)
 	case "none":
 		p.Approve = false
 	}
@@ -104,8 +105,8 @@ func (p Policy) Words(names map[string]string) []string {
 	words := []string{"Bots: " + bots, "Trades on: " + venue,
 		"At most " + strconv.Itoa(p.OrdersPerHour) + " orders an hour (closing is never refused)"}
 	if p.Live {
-		words = append(words, "Real money in one order (or one Strategy Lab charge): "+capWords(p.OrderNotional)+
-			"; in one UTC day: "+capWords(p.DayNotional)+" (closing is never refused)", "Your approval: "+p.approvalWords())
+		words = append(words, "Real money in one order (or one Strategy Lab charge): "+capWords(p.OrderNotional.Decimal)+
+			"; in one UTC day: "+capWords(p.DayNotional.Decimal)+" (closing is never refused)", "Your approval: "+p.approvalWords())
 	}
 	return words
 }
@@ -141,10 +142,10 @@ func capWords(d decimal.Decimal) string {
 }
 
 // OrderCap and DayCap are the caps as the forms show them: blank for no cap.
-func (p Policy) OrderCap() string { return capField(p.OrderNotional) }
+func (p Policy) OrderCap() string { return capField(p.OrderNotional.Decimal) }
 
 // DayCap: see OrderCap.
-func (p Policy) DayCap() string { return capField(p.DayNotional) }
+func (p Policy) DayCap() string { return capField(p.DayNotional.Decimal) }
 
 func capField(d decimal.Decimal) string {
 	if d.IsZero() {

@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -65,19 +66,19 @@ type Policy struct {
 	// OrderNotional and DayNotional cap, in USDT, what the app commits of the user's real
 	// money: one order's notional (amount × reference price) or wallet charge, and the sum
 	// of them in a UTC day. Zero: no cap. Exits are never refused by them and add nothing.
-	OrderNotional decimal.Decimal `json:"orderNotional"`
-	DayNotional   decimal.Decimal `json:"dayNotional"`
+	OrderNotional httpapi.Number `json:"orderNotional"`
+	DayNotional   httpapi.Number `json:"dayNotional"`
 	// Approve makes the app's live entries whose notional is above ApproveAbove (zero:
 	// every one) wait for the user's approval (runtime/approval) before anything is queued.
-	Approve      bool            `json:"approve"`
-	ApproveAbove decimal.Decimal `json:"approveAbove"`
+	Approve      bool           `json:"approve"`
+	ApproveAbove httpapi.Number `json:"approveAbove"`
 }
 
 // DefaultPolicy is the policy of an app the person set none for: every bot, the venue its
 // scope allows (the consent to mcp:live is the choice of live), DefaultOrdersPerHour, the
 // default notional caps, and every live entry waiting for the user's approval.
 func DefaultPolicy() Policy {
-	return Policy{Live: true, OrdersPerHour: DefaultOrdersPerHour, OrderNotional: DefaultOrderNotional, DayNotional: DefaultDayNotional,
+	return Policy{Live: true, OrdersPerHour: DefaultOrdersPerHour, OrderNotional: httpapi.Num(DefaultOrderNotional), DayNotional: httpapi.Num(DefaultDayNotional),
 		Approve: true}
 }
 
@@ -87,7 +88,7 @@ func (p Policy) Validate() error {
 		return errs.New(errs.InvalidParameter, "orders per hour must be a whole number from 1 to %d", MaxOrdersPerHour).
 			WithDetails(map[string]any{"parameter": "ordersPerHour"})
 	}
-	for name, v := range map[string]decimal.Decimal{"orderNotional": p.OrderNotional, "dayNotional": p.DayNotional, "approveAbove": p.ApproveAbove} {
+	for name, v := range map[string]decimal.Decimal{"orderNotional": p.OrderNotional.Decimal, "dayNotional": p.DayNotional.Decimal, "approveAbove": p.ApproveAbove.Decimal} {
 		if v.IsNegative() || v.GreaterThan(MaxNotional) || v.Exponent() < -notionalPlaces && !v.Equal(v.Truncate(notionalPlaces)) {
 			return errs.New(errs.InvalidParameter, "%s must be from 0 (no limit) to %s USDT, to at most %d decimals", name, MaxNotional, notionalPlaces).
 				WithDetails(map[string]any{"parameter": name})
@@ -176,16 +177,16 @@ func policyOf(m map[string]string) Policy {
 		p.OrdersPerHour = n
 	}
 	if v, ok := fromUnits(m["orderNotional"]); ok {
-		p.OrderNotional = v
+		p.OrderNotional = httpapi.Num(v)
 	}
 	if v, ok := fromUnits(m["dayNotional"]); ok {
-		p.DayNotional = v
+		p.DayNotional = httpapi.Num(v)
 	}
 	if v, ok := m["approve"]; ok {
 		p.Approve = v == "1"
 	}
 	if v, ok := fromUnits(m["approveAbove"]); ok {
-		p.ApproveAbove = v
+		p.ApproveAbove = httpapi.Num(v)
 	}
 	return p
 }
@@ -227,7 +228,7 @@ type Call struct {
 	// Notional is, in USDT, what the call commits of the user's real money: the notional of
 	// a live entry's sized order (at its reference price), or a wallet charge. Zero for
 	// anything else; an exit's is not counted.
-	Notional decimal.Decimal
+	Notional httpapi.Number
 	// RaisesSize: the call raises the size or leverage of a live bot's entries, or creates
 	// a bot on an exchange account (refused under a per-order cap: the bot's own entries
 	// are sized later, where the app's cap cannot hold them).
@@ -317,7 +318,7 @@ func (ps *Policies) admit(ctx context.Context, c Call, dry bool) error {
 		store.UserAppNotional(c.UserID, c.ClientID, now.Format("20060102"))}
 	notional := "0"
 	if c.Notional.IsPositive() {
-		notional = units(c.Notional)
+		notional = units(c.Notional.Decimal)
 	}
 	args := []any{c.BotID, flag(c.CreatesBot), flag(c.Live), flag(c.Order), flag(c.Exit),
 		DefaultOrdersPerHour, max(next.Sub(now).Milliseconds(), 1), notional, max(tomorrow.Sub(now).Milliseconds(), 1),
@@ -357,7 +358,7 @@ func refusalOf(c Call, res []string, next, tomorrow time.Time) error {
 		return unavailable(errors.New("apppolicy: Redis lost the user's copy again while it was put back"))
 	case "approval":
 		above, _ := fromUnits(res[2])
-		return &ApprovalNeeded{Above: above, Notional: c.Notional}
+		return &ApprovalNeeded{Above: above, Notional: c.Notional.Decimal}
 	case LimitKillSwitch:
 		return Refusal(sinceOf(res[1]))
 	case LimitBots:

@@ -9,6 +9,7 @@ import (
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -105,7 +106,7 @@ func TestNotionalCapsAtTheBoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 	entry := func(n string) apppolicy.Call {
-		return apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: true, Order: true, Notional: testkit.D(n)}
+		return apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: true, Order: true, Notional: httpapi.Num(testkit.D(n))}
 	}
 	// Per order: 100 exactly passes (dry), one unit more is refused.
 	if err := ps.Check(ctx, entry("100")); err != nil {
@@ -167,7 +168,7 @@ func TestNotionalCapsAtTheBoundary(t *testing.T) {
 		t.Fatalf("the next day: %v", err)
 	}
 	// A policy may lift a cap (0) and refuses a negative or over-precise one.
-	p.DayNotional = testkit.D("0")
+	p.DayNotional = httpapi.Num(testkit.D("0"))
 	if err := ps.Set(ctx, "u1", "c1", p); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestNotionalCapsAtTheBoundary(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"-1", "0.000000001", "10000000.1"} {
-		p.OrderNotional = testkit.D(bad)
+		p.OrderNotional = httpapi.Num(testkit.D(bad))
 		if err := ps.Set(ctx, "u1", "c1", p); err == nil {
 			t.Fatalf("order cap %s stored", bad)
 		}
@@ -191,12 +192,12 @@ func TestApprovalThreshold(t *testing.T) {
 	ps := apppolicy.NewPolicies(rdb, testkit.NewClock(time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)).Now)
 	ctx := t.Context()
 	p := apppolicy.DefaultPolicy()
-	p.ApproveAbove = testkit.D("50")
+	p.ApproveAbove = httpapi.Num(testkit.D("50"))
 	if err := ps.Set(ctx, "u1", "c1", p); err != nil {
 		t.Fatal(err)
 	}
 	call := func(n string, live bool) apppolicy.Call {
-		return apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: live, Order: true, Notional: testkit.D(n)}
+		return apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "b1", Live: live, Order: true, Notional: httpapi.Num(testkit.D(n))}
 	}
 	if err := ps.Admit(ctx, call("50", true)); err != nil {
 		t.Fatalf("50 at a threshold of 50: %v", err)

@@ -239,6 +239,6 @@ func (ps *Policies) Adopt(ctx context.Context, userID string, clientIDs []string
 // fieldsOf is p as its Redis hash holds it (field, value, ...), without the version.
 func fieldsOf(p Policy) []any {
 	return []any{"live", flag(p.Live), "bots", botList(p.Bots), "ordersPerHour", strconv.Itoa(p.OrdersPerHour),
-		"orderNotional", units(p.OrderNotional), "dayNotional", units(p.DayNotional), "approve", flag(p.Approve),
-		"approveAbove", units(p.ApproveAbove)}
+		"orderNotional", units(p.OrderNotional.Decimal), "dayNotional", units(p.DayNotional.Decimal), "approve", flag(p.Approve),
+		"approveAbove", units(p.ApproveAbove.Decimal)}
 }

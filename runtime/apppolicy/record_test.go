@@ -12,6 +12,7 @@ import (
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -52,8 +53,8 @@ func TestGuardrailsSurviveALostRedis(t *testing.T) {
 	clk := testkit.NewClock(time.Date(2026, 12, 6, 9, 30, 0, 0, time.UTC))
 	ps := apppolicy.New(rdb, apppolicy.Options{Now: clk.Now, DB: dbtest.New(t)})
 	ctx := t.Context()
-	policy := apppolicy.Policy{Bots: []string{"b1"}, OrdersPerHour: 1, OrderNotional: decimal.RequireFromString("25.5"),
-		DayNotional: decimal.RequireFromString("100"), Approve: true, ApproveAbove: decimal.RequireFromString("10")}
+	policy := apppolicy.Policy{Bots: []string{"b1"}, OrdersPerHour: 1, OrderNotional: httpapi.Num(decimal.RequireFromString("25.5")),
+		DayNotional: httpapi.Num(decimal.RequireFromString("100")), Approve: true, ApproveAbove: httpapi.Num(decimal.RequireFromString("10"))}
 	if err := ps.Set(ctx, "u1", "c1", policy); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestGuardrailsSurviveALostRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := ps.Get(ctx, "u1", "c1")
-	if err != nil || strings.Join(got.Words(nil), "|") != strings.Join(policy.Words(nil), "|") || !got.OrderNotional.Equal(policy.OrderNotional) {
+	if err != nil || strings.Join(got.Words(nil), "|") != strings.Join(policy.Words(nil), "|") || !got.OrderNotional.Equal(policy.OrderNotional.Decimal) {
 		t.Fatalf("policy after FLUSHALL: %+v %v, want %+v", got, err, policy)
 	}
 	// The policy is in force: another bot, live trading and a second order are refused.

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -60,7 +60,7 @@ type Approval struct {
 	// Legs are the orders it would place, sized and priced when it was asked for.
 	Legs []executor.PreviewLeg `json:"legs"`
 	// Notional is what its entries commit, in the quote currency (USDT).
-	Notional decimal.Decimal `json:"notional"`
+	Notional httpapi.Number `json:"notional"`
 	// Reason is the policy rule that asked for the approval, in words.
 	Reason string `json:"reason"`
 	// Envelope is what is queued on approval (its entry amounts pinned: Admitted).

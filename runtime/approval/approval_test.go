@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
@@ -26,10 +25,10 @@ func TestApproveConcurrently(t *testing.T) {
 	ctx := t.Context()
 	env := queue.Envelope{SignalID: queue.SignalIDFor("bot-1", "m-00000000-0000-4000-8000-000000000001"), BotID: "bot-1",
 		Priority: queue.PriorityStrategyEntry, Source: queue.SourceManual, Signal: json.RawMessage(`{"type":"market","side":"buy","symbol":"BTC/USDT","amount":0.002}`),
-		Admitted: map[string]decimal.Decimal{"": testkit.D("0.002")}}
+		Admitted: map[string]httpapi.Number{"": httpapi.Num(testkit.D("0.002"))}}
 	a, err := s.Create(ctx, approval.Approval{SignalID: env.SignalID, UserID: "u1", ClientID: "c1", BotID: "bot-1", Tool: "place_order",
-		Notional: testkit.D("100"), Envelope: env, Call: apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "bot-1", Live: true,
-			Order: true, Notional: testkit.D("100")}, CreatedAt: clk.Now().UnixMilli(), ExpiresAt: clk.Now().Add(time.Minute).UnixMilli()}, "k1")
+		Notional: httpapi.Num(testkit.D("100")), Envelope: env, Call: apppolicy.Call{UserID: "u1", ClientID: "c1", BotID: "bot-1", Live: true,
+			Order: true, Notional: httpapi.Num(testkit.D("100"))}, CreatedAt: clk.Now().UnixMilli(), ExpiresAt: clk.Now().Add(time.Minute).UnixMilli()}, "k1")
 	if err != nil || a.State != approval.AwaitingApproval {
 		t.Fatalf("create: %+v %v", a, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -34,14 +35,14 @@ func facts(t *testing.T, rdb redis.UniversalClient, from, n int) {
 		sig := queue.SignalIDFor(bot, fmt.Sprintf("sig-%d", i))
 		rec := position.OrderRecord{ClientOrderID: fmt.Sprintf("cid-%d", i), SignalID: sig, BotID: bot, Leg: "entry",
 			Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Market, Status: exchange.StatusPending,
-			Amount: d("0.00012345"), CreatedAt: 1_800_000_000_000 + int64(i), UpdatedAt: 1_800_000_000_000 + int64(i)}
+			Amount: httpapi.Num(d("0.00012345")), CreatedAt: 1_800_000_000_000 + int64(i), UpdatedAt: 1_800_000_000_000 + int64(i)}
 		filled := rec
 		filled.Status, filled.OrderID, filled.FilledAmount, filled.AvgPrice, filled.Fee, filled.FeeAsset =
-			exchange.StatusFilled, fmt.Sprint(9000+i), rec.Amount, d("65000.01"), d("0.00000012"), "BTC"
+			exchange.StatusFilled, fmt.Sprint(9000+i), rec.Amount, httpapi.Num(d("65000.01")), httpapi.Num(d("0.00000012")), "BTC"
 		filled.UpdatedAt += 5
 		tr := position.Trade{ID: fmt.Sprintf("trade-%d", i), PositionID: "p", BotID: bot, SignalID: sig, Symbol: "BTC/USDT",
-			Kind: exchange.Spot, Side: position.Long, Size: d("0.00012345"), EntryPrice: d("65000.01"), ExitPrice: d("65100.99"),
-			Leverage: 1, Pnl: d("0.0124660"), Fees: d("0.0160000001"), NetPnl: d("-0.0035340001"), Closed: true, Reason: "signal",
+			Kind: exchange.Spot, Side: position.Long, Size: httpapi.Num(d("0.00012345")), EntryPrice: httpapi.Num(d("65000.01")), ExitPrice: httpapi.Num(d("65100.99")),
+			Leverage: 1, Pnl: httpapi.Num(d("0.0124660")), Fees: httpapi.Num(d("0.0160000001")), NetPnl: httpapi.Num(d("-0.0035340001")), Closed: true, Reason: "signal",
 			OpenedAt: 1_800_000_000_000, ClosedAt: 1_800_000_000_000 + int64(i)}
 		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if err := position.StageOrder(ctx, p, rec, true); err != nil {

@@ -42,7 +42,7 @@ const upsertOrder = `INSERT INTO orders (bot_id, client_order_id, order_id, sign
 
 func queueOrder(b *pgx.Batch, r position.OrderRecord) {
 	b.Queue(upsertOrder, r.BotID, r.ClientOrderID, r.OrderID, r.SignalID, r.Leg, r.Symbol, string(r.Kind), string(r.Side),
-		string(r.Type), string(r.Status), r.Amount, nullable(r.Price), r.FilledAmount, r.AvgPrice, r.Fee, r.FeeAsset,
+		string(r.Type), string(r.Status), r.Amount, nullable(r.Price.Decimal), r.FilledAmount, r.AvgPrice, r.Fee, r.FeeAsset,
 		r.ReduceOnly, r.Leverage, r.Code, r.Error, at(r.CreatedAt), at(r.UpdatedAt))
 }
 

@@ -53,7 +53,7 @@ type Config struct {
 // Defaults.
 var (
 	DefaultInitialBalance = decimal.NewFromInt(10000)
-	DefaultPositionSize   = signal.Amount{Value: decimal.NewFromInt(10), Percent: true}
+	DefaultPositionSize   = signal.Amount{Value: httpapi.Num(decimal.NewFromInt(10)), Percent: true}
 )
 
 // Trade reasons beyond runtime/position's (signal, reversal, stop_loss, take_profit,
@@ -224,8 +224,8 @@ func (e *engine) result() (Result, error) {
 		Final:   e.balance,
 	}
 	for i, t := range e.trades {
-		r.Trades[i] = Trade{Side: string(t.Side), EntryTime: t.OpenedAt, ExitTime: t.ClosedAt, EntryPrice: t.EntryPrice,
-			ExitPrice: t.ExitPrice, Amount: t.Size, Fees: t.Fees, NetPnl: t.NetPnl, Reason: t.Reason}
+		r.Trades[i] = Trade{Side: string(t.Side), EntryTime: t.OpenedAt, ExitTime: t.ClosedAt, EntryPrice: t.EntryPrice.Decimal,
+			ExitPrice: t.ExitPrice.Decimal, Amount: t.Size.Decimal, Fees: t.Fees.Decimal, NetPnl: t.NetPnl.Decimal, Reason: t.Reason}
 	}
 	return r, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/backtest/candlegen"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -51,7 +52,7 @@ func config(f strategy.Family) backtest.Config {
 
 func TestDeterministicAcrossRunsAndGOMAXPROCS(t *testing.T) {
 	s := series(t, exchange.Futures, 100000)
-	sl := signal.Amount{Value: decimal.NewFromInt(2), Percent: true}
+	sl := signal.Amount{Value: httpapi.Num(decimal.NewFromInt(2)), Percent: true}
 	for _, f := range strategy.Families() {
 		cfg := config(f)
 		cfg.Leverage = 3

@@ -240,10 +240,10 @@ func (e *engine) openDecimal(side position.Side, t, at int64) (sl, tp, liq int64
 	e.balance = e.balance.Sub(required)
 	p := position.Open("", "", m.Symbol, e.kind, side, e.c.lev, position.Fill{Amount: amount, Price: price, Fee: fee, At: at}, "")
 	if a := e.c.StopLoss; a != nil {
-		p.SetExit(true, a.Value, a.Percent, hundred, m)
+		p.SetExit(true, a.Value.Decimal, a.Percent, hundred, m)
 	}
 	if a := e.c.TakeProfit; a != nil {
-		p.SetExit(false, a.Value, a.Percent, hundred, m)
+		p.SetExit(false, a.Value.Decimal, a.Percent, hundred, m)
 	}
 	e.pos = &p
 	tick := m.TickSize
@@ -281,10 +281,10 @@ func (e *engine) close(t, at int64, reason string) {
 	p := e.pos
 	price := e.s.price(t)
 	fee := position.Fee(p.Size.Mul(price), e.c.FeeRate)
-	st, tr, _ := p.Reduce(position.Fill{Amount: p.Size, Price: price, Fee: fee, At: at}, "", "", reason)
+	st, tr, _ := p.Reduce(position.Fill{Amount: p.Size.Decimal, Price: price, Fee: fee, At: at}, "", "", reason)
 	e.balance = e.balance.Add(st.Credit)
 	e.trades = append(e.trades, tr)
-	e.equity = e.equity.Add(tr.NetPnl)
+	e.equity = e.equity.Add(tr.NetPnl.Decimal)
 	e.peak = decimal.Max(e.peak, e.equity)
 	e.point(at)
 	e.pos = nil

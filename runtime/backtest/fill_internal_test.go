@@ -11,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -209,8 +210,8 @@ func TestLimitEntryAtABetterOpen(t *testing.T) {
 }
 
 func TestStopLossAndTakeProfitPathOrder(t *testing.T) {
-	sl := signal.Amount{Value: decimal.NewFromInt(2), Percent: true}
-	tp := signal.Amount{Value: decimal.NewFromInt(4), Percent: true}
+	sl := signal.Amount{Value: httpapi.Num(decimal.NewFromInt(2)), Percent: true}
+	tp := signal.Amount{Value: httpapi.Num(decimal.NewFromInt(4)), Percent: true}
 	cfg := baseConfig()
 	cfg.StopLoss, cfg.TakeProfit = &sl, &tp
 	quiet := []marketdata.Candle{bar(0, "100", "100", "100", "100"), bar(1, "100", "100.5", "99.5", "100")}
@@ -316,13 +317,13 @@ func TestMinimumAmountRefusal(t *testing.T) {
 	}
 	// 6 % of 100 is 6 USDT: 0.06 BTC at 100, above the minimum: an entry.
 	cfg.InitialBalance = decimal.NewFromInt(100)
-	cfg.PositionSize = signal.Amount{Value: decimal.NewFromInt(6), Percent: true}
+	cfg.PositionSize = signal.Amount{Value: httpapi.Num(decimal.NewFromInt(6)), Percent: true}
 	r, _ = runScript(t, spotBTC(), cfg, cs, map[int]strategy.Signal{0: strategy.EnterLong})
 	if len(r.Trades) != 1 {
 		t.Fatalf("6%% of 100: %d trades", len(r.Trades))
 	}
 	// A fixed 1 BTC at 100 costs 100.1 with its fee, more than the balance of 100: refused.
-	cfg.PositionSize = signal.Amount{Value: decimal.NewFromInt(1)}
+	cfg.PositionSize = signal.Amount{Value: httpapi.Num(decimal.NewFromInt(1))}
 	r, _ = runScript(t, spotBTC(), cfg, cs, map[int]strategy.Signal{0: strategy.EnterLong})
 	if len(r.Trades) != 0 {
 		t.Fatalf("unaffordable fixed size: %d trades", len(r.Trades))
@@ -441,12 +442,14 @@ func TestConfigChecks(t *testing.T) {
 	}
 	neg := decimal.NewFromInt(-1)
 	cases := map[string]func(*Config){
-		"symbol":     func(c *Config) { c.Strategy.Symbol = "ETH/USDT" },
-		"timeframe":  func(c *Config) { c.Strategy.Timeframe = "5m" },
-		"balance":    func(c *Config) { c.InitialBalance = neg },
-		"leverage":   func(c *Config) { c.Leverage = 3 },
-		"fee":        func(c *Config) { c.FeeRate = neg },
-		"stop-loss":  func(c *Config) { c.StopLoss = &signal.Amount{Value: decimal.NewFromInt(100), Percent: true} },
+		"symbol":    func(c *Config) { c.Strategy.Symbol = "ETH/USDT" },
+		"timeframe": func(c *Config) { c.Strategy.Timeframe = "5m" },
+		"balance":   func(c *Config) { c.InitialBalance = neg },
+		"leverage":  func(c *Config) { c.Leverage = 3 },
+		"fee":       func(c *Config) { c.FeeRate = neg },
+		"stop-loss": func(c *Config) {
+			c.StopLoss = &signal.Amount{Value: httpapi.Num(decimal.NewFromInt(100)), Percent: true}
+		},
 		"offset":     func(c *Config) { c.LimitOffset = &neg },
 		"parameters": func(c *Config) { c.Strategy.Params.FastPeriod = 0 },
 	}

@@ -148,11 +148,11 @@ func newLedger(s *Series, c config) *ledger {
 	l.equity, l.peak = l.balance, l.balance
 	if c.PositionSize.Percent {
 		l.pct = true
-		if l.dN, l.size, ok = decimalsOf(c.PositionSize.Value, 14); !ok {
+		if l.dN, l.size, ok = decimalsOf(c.PositionSize.Value.Decimal, 14); !ok {
 			return nil
 		}
 	} else {
-		k := m.RoundAmount(c.PositionSize.Value).Shift(int32(l.dS))
+		k := m.RoundAmount(c.PositionSize.Value.Decimal).Shift(int32(l.dS))
 		if !k.IsInteger() || k.GreaterThan(decimal.NewFromInt(math.MaxInt64)) {
 			return nil
 		}
@@ -171,14 +171,14 @@ func newLedger(s *Series, c config) *ledger {
 		r.set, r.percent = true, a.Percent
 		if a.Percent {
 			// PriceFromPercent divides by 100 at 16 places: exact up to 14 places.
-			dP, p, ok := decimalsOf(a.Value, 14)
+			dP, p, ok := decimalsOf(a.Value.Decimal, 14)
 			if !ok {
 				return nil
 			}
 			r.pct, r.base = p, int64(pow10[dP+2])
 			continue
 		}
-		level := m.RoundPrice(a.Value).Div(m.TickSize)
+		level := m.RoundPrice(a.Value.Decimal).Div(m.TickSize)
 		ticks := a.Value.Shift(int32(l.dT))
 		if level.GreaterThan(maxTicks) || ticks.GreaterThan(maxTicks) {
 			return nil
@@ -533,7 +533,7 @@ func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, 
 	if !ok {
 		trades := make([]position.Trade, len(r.Trades))
 		for i, t := range r.Trades {
-			trades[i] = position.Trade{ClosedAt: t.ExitTime, NetPnl: t.NetPnl, Fees: t.Fees}
+			trades[i] = position.Trade{ClosedAt: t.ExitTime, NetPnl: httpapi.Num(t.NetPnl), Fees: httpapi.Num(t.Fees)}
 		}
 		rep = analytics.ReportOf(hdr, trades, &start, q)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/backtest/candlegen"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -107,13 +108,13 @@ func randomCase(t *testing.T, seed uint64) (*Series, Config) {
 	switch r.IntN(4) {
 	case 0:
 	case 1:
-		cfg.PositionSize = signal.Amount{Value: d("100"), Percent: true}
+		cfg.PositionSize = signal.Amount{Value: httpapi.Num(d("100")), Percent: true}
 	case 2:
-		cfg.PositionSize = signal.Amount{Value: d(pick(r, "12.5", "3", "50", "0.37", "99.999", "33.3333333333")), Percent: true}
+		cfg.PositionSize = signal.Amount{Value: httpapi.Num(d(pick(r, "12.5", "3", "50", "0.37", "99.999", "33.3333333333"))), Percent: true}
 	case 3:
-		cfg.PositionSize = signal.Amount{Value: s.price(s.close[0]).Shift(-3).Mul(d(pick(r, "0.0001", "0.01", "0.5"))).Round(6)}
+		cfg.PositionSize = signal.Amount{Value: httpapi.Num(s.price(s.close[0]).Shift(-3).Mul(d(pick(r, "0.0001", "0.01", "0.5"))).Round(6))}
 		if !cfg.PositionSize.Value.IsPositive() {
-			cfg.PositionSize.Value = d("1")
+			cfg.PositionSize.Value = httpapi.Num(d("1"))
 		}
 	}
 	if kind == exchange.Futures {
@@ -124,7 +125,7 @@ func randomCase(t *testing.T, seed uint64) (*Series, Config) {
 		case 0:
 			return nil
 		case 1, 2:
-			return &signal.Amount{Value: d(pick(r, "0.5", "1", "2", "0.137", "7.25", "3.33333")), Percent: true}
+			return &signal.Amount{Value: httpapi.Num(d(pick(r, "0.5", "1", "2", "0.137", "7.25", "3.33333"))), Percent: true}
 		}
 		// An absolute price near the first close: most entries are refused by the side
 		// check or trigger at once.
@@ -132,7 +133,7 @@ func randomCase(t *testing.T, seed uint64) (*Series, Config) {
 		if !stopLoss {
 			f = d("1.03")
 		}
-		return &signal.Amount{Value: s.price(s.close[0]).Mul(f).Round(3)}
+		return &signal.Amount{Value: httpapi.Num(s.price(s.close[0]).Mul(f).Round(3))}
 	}
 	cfg.StopLoss, cfg.TakeProfit = exit(true), exit(false)
 	cfg.FeeRate = d(pick(r, "0", "0.001", "0.0004", "0.00075", "0.000123", "0.002"))
@@ -236,7 +237,7 @@ func TestLedgerRefuses(t *testing.T) {
 	big := baseConfig()
 	big.InitialBalance = d("1000000000") // 10^9 × 10^10 > 2^63
 	sl := baseConfig()
-	sl.StopLoss = &signal.Amount{Value: d("1.000000000000001"), Percent: true}
+	sl.StopLoss = &signal.Amount{Value: httpapi.Num(d("1.000000000000001")), Percent: true}
 	for name, l := range map[string]*ledger{"tick 0.5": mk(odd, baseConfig()), "tick 1e-9": mk(fine, baseConfig()),
 		"balance 1e9": mk(futBTC(), big), "stop-loss 15 places": mk(futBTC(), sl)} {
 		if l != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 )
 
@@ -24,9 +25,9 @@ type TickerRequest struct {
 
 // Ticker is a symbol's last price as read at AsOf.
 type Ticker struct {
-	Symbol string          `json:"symbol"`
-	Market string          `json:"market"`
-	Price  decimal.Decimal `json:"price"`
+	Symbol string         `json:"symbol"`
+	Market string         `json:"market"`
+	Price  httpapi.Number `json:"price"`
 	// AsOf is when the price was read, ms since epoch.
 	AsOf int64 `json:"asOf"`
 	// UsingFallback: the public source answered (paper trading, or an exchange that could
@@ -66,7 +67,7 @@ func (s *Service) Ticker(ctx context.Context, r TickerRequest) (Ticker, error) {
 		px, err := price(src.upstream)
 		switch {
 		case err == nil:
-			t.Price, t.AsOf = px, s.o.Now().UnixMilli()
+			t.Price, t.AsOf = httpapi.Num(px), s.o.Now().UnixMilli()
 			return t, nil
 		case errors.Is(err, marketdata.ErrUnknownSymbol):
 			return Ticker{}, errs.New(errs.InvalidSymbol, "%s is not traded on %s %s", symbol, src.exchange, kind)
@@ -83,6 +84,6 @@ func (s *Service) Ticker(ctx context.Context, r TickerRequest) (Ticker, error) {
 	if err != nil {
 		return Ticker{}, errs.Wrap(err, errs.ExchangeError, "price unavailable")
 	}
-	t.Price, t.AsOf, t.UsingFallback = px, s.o.Now().UnixMilli(), true
+	t.Price, t.AsOf, t.UsingFallback = httpapi.Num(px), s.o.Now().UnixMilli(), true
 	return t, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 )
 
@@ -19,8 +20,8 @@ func TestTicker(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Ticker(ctx, candles.TickerRequest{Symbol: "ethusdt.p", ExchangeID: "bybit", Market: "futures"})
-	want := candles.Ticker{Symbol: "ETH/USDT", Market: "futures", Price: venue, AsOf: start.UnixMilli()}
-	if err != nil || !got.Price.Equal(want.Price) || got.Symbol != want.Symbol || got.Market != want.Market ||
+	want := candles.Ticker{Symbol: "ETH/USDT", Market: "futures", Price: httpapi.Num(venue), AsOf: start.UnixMilli()}
+	if err != nil || !got.Price.Equal(want.Price.Decimal) || got.Symbol != want.Symbol || got.Market != want.Market ||
 		got.AsOf != want.AsOf || got.UsingFallback {
 		t.Fatalf("bybit: %+v, %v; want %+v", got, err, want)
 	}

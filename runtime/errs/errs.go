@@ -4,11 +4,15 @@
 package errs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // Code is an error code of the spec's Errors section.
@@ -198,6 +202,37 @@ func (e *Error) WithDetails(kv map[string]any) *Error {
 	return e
 }
 
+// JSONDetails is details as the wire carries them: a decimal value (shopspring/decimal, by
+// value or by pointer) becomes a json.Number with the decimal's exact text, so that an
+// amount (required, available, minQty, ...) is a JSON number to its last digit, as the
+// spec's numbers are; every other value is kept. details itself is left as it is (nil stays
+// nil), so that Go callers still read the decimals.
+func JSONDetails(details map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range details {
+		var n json.Number
+		switch d := v.(type) {
+		case decimal.Decimal:
+			n = json.Number(d.String())
+		case *decimal.Decimal:
+			if d == nil {
+				continue
+			}
+			n = json.Number(d.String())
+		default:
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(details)
+		}
+		out[k] = n
+	}
+	if out == nil {
+		return details
+	}
+	return out
+}
+
 // CodeOf is the code carried by err, or INTERNAL_ERROR for an untyped error: an error
 // nobody classified is our fault, not the client's.
 func CodeOf(err error) Code {
@@ -227,5 +262,5 @@ type Object struct {
 
 // Object is e as an error object.
 func (e *Error) Object() Object {
-	return Object{Code: e.Code, NumericCode: e.Code.Numeric(), Message: e.Message, Details: e.Details}
+	return Object{Code: e.Code, NumericCode: e.Code.Numeric(), Message: e.Message, Details: JSONDetails(e.Details)}
 }

@@ -1,11 +1,14 @@
 package errs_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
 )
@@ -80,5 +83,28 @@ func TestCodeTravelsThroughWrapping(t *testing.T) {
 	e := errs.New(errs.InsufficientBalance, "not enough USDT").WithDetails(map[string]any{"required": "10", "available": "5"})
 	if e.Details["required"] != "10" || e.Error() != "INSUFFICIENT_BALANCE: not enough USDT" {
 		t.Fatalf("error = %q %v", e.Error(), e.Details)
+	}
+}
+
+// Decimals in details are JSON numbers with their exact text on the wire (the object MCP
+// and the APIs write), while Go callers keep reading the decimals.
+func TestJSONDetails(t *testing.T) {
+	required := decimal.RequireFromString("1234.567890123456789")
+	e := errs.New(errs.InsufficientBalance, "short").WithDetails(map[string]any{
+		"required": required, "available": &required, "none": (*decimal.Decimal)(nil), "asset": "USDT", "n": 3})
+	b, err := json.Marshal(e.Object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"code":"INSUFFICIENT_BALANCE","numericCode":3001,"message":"short","details":` +
+		`{"asset":"USDT","available":1234.567890123456789,"n":3,"none":null,"required":1234.567890123456789}}`
+	if string(b) != want {
+		t.Fatalf("%s\nwant %s", b, want)
+	}
+	if _, ok := e.Details["required"].(decimal.Decimal); !ok {
+		t.Fatalf("details changed: %#v", e.Details)
+	}
+	if errs.JSONDetails(nil) != nil {
+		t.Fatal("nil details are not nil")
 	}
 }

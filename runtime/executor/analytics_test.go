@@ -101,7 +101,7 @@ func TestBookingKeepsTheDays(t *testing.T) {
 	net := testkit.D("0")
 	wins := 0
 	for _, tr := range h.trades() {
-		net = net.Add(tr.NetPnl)
+		net = net.Add(tr.NetPnl.Decimal)
 		if tr.NetPnl.IsPositive() {
 			wins++
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
@@ -129,7 +130,7 @@ func (w *bookWrites) applyOrder(in bookIn, stored *position.OrderRecord) error {
 		// sized its request anew from the balance the fill left: the record shows the order
 		// as it was placed.
 		if in.order.Amount.IsPositive() {
-			rec.Amount = in.order.Amount
+			rec.Amount = httpapi.Num(in.order.Amount)
 		}
 	}
 	if _, err := rec.ApplyExchange(*in.order, in.now.UnixMilli()); err != nil {
@@ -221,7 +222,7 @@ func (w *bookWrites) reduce(in bookIn, st bookState, f position.Fill) error {
 	if closed {
 		w.pos = nil
 	}
-	if w.pause = w.counters.AfterTrade(t.NetPnl, in.now, in.limits); w.pause != nil {
+	if w.pause = w.counters.AfterTrade(t.NetPnl.Decimal, in.now, in.limits); w.pause != nil {
 		w.done.Halt = fmt.Sprintf("bot paused (Risk) until %s: loss limit reached", w.pause.Until.UTC().Format(time.RFC3339))
 	}
 	return nil
@@ -245,9 +246,9 @@ func (w *bookWrites) protect(in bookIn) error {
 // setExits applies a leg's stop-loss and take-profit to a position.
 func setExits(p *position.Position, l leg, m exchange.MarketInfo) {
 	if a := l.StopLoss; a != nil {
-		p.SetExit(true, a.Value, a.Percent, l.ClosePercent, m)
+		p.SetExit(true, a.Value.Decimal, a.Percent, l.ClosePercent.Decimal, m)
 	}
 	if a := l.TakeProfit; a != nil {
-		p.SetExit(false, a.Value, a.Percent, l.ClosePercent, m)
+		p.SetExit(false, a.Value.Decimal, a.Percent, l.ClosePercent.Decimal, m)
 	}
 }

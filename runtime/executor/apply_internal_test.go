@@ -10,6 +10,7 @@ import (
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
@@ -33,8 +34,8 @@ func fill(cid string, side exchange.Side, amount, price, fee, feeAsset string) *
 // held is an open position as the book stores it.
 func held(kind exchange.Kind, side position.Side, lev int, size, cost, margin, fees string) *position.Position {
 	return &position.Position{ID: "pos-held", BotID: "bot", Symbol: btc.Symbol, Kind: kind, Side: side,
-		Size: testkit.D(size), Cost: testkit.D(cost), Margin: testkit.D(margin), Leverage: lev,
-		EntryFees: testkit.D(fees), DCALevel: 1, OpenedBy: "sig-0", CreatedAt: 1, UpdatedAt: 1}
+		Size: httpapi.Num(testkit.D(size)), Cost: httpapi.Num(testkit.D(cost)), Margin: httpapi.Num(testkit.D(margin)), Leverage: lev,
+		EntryFees: httpapi.Num(testkit.D(fees)), DCALevel: 1, OpenedBy: "sig-0", CreatedAt: 1, UpdatedAt: 1}
 }
 
 // wantPos is the position after a step; stop and take are exit prices, "" for none.
@@ -78,8 +79,8 @@ type applyStep struct {
 
 func TestApplyLeg(t *testing.T) {
 	lossLimit := risk.Limits{DailyLossLimit: testkit.D("100")}
-	pct := func(v string) *signal.Amount { return &signal.Amount{Value: testkit.D(v), Percent: true} }
-	abs := func(v string) *signal.Amount { return &signal.Amount{Value: testkit.D(v)} }
+	pct := func(v string) *signal.Amount { return &signal.Amount{Value: httpapi.Num(testkit.D(v)), Percent: true} }
+	abs := func(v string) *signal.Amount { return &signal.Amount{Value: httpapi.Num(testkit.D(v))} }
 	for _, tc := range []struct {
 		name     string
 		kind     exchange.Kind
@@ -149,8 +150,8 @@ func TestApplyLeg(t *testing.T) {
 		pos: func() *position.Position {
 			// 0.04 at an average 61500 (cost 2460), 10x: margin 246
 			p := held(exchange.Futures, position.Long, 10, "0.04", "2460", "246", "2.46")
-			p.StopLoss = &position.Exit{Price: testkit.D("60000"), ClosePercent: testkit.D("100")}
-			p.TakeProfit = &position.Exit{Price: testkit.D("63000"), ClosePercent: testkit.D("25")}
+			p.StopLoss = &position.Exit{Price: httpapi.Num(testkit.D("60000")), ClosePercent: httpapi.Num(testkit.D("100"))}
+			p.TakeProfit = &position.Exit{Price: httpapi.Num(testkit.D("63000")), ClosePercent: httpapi.Num(testkit.D("25"))}
 			return p
 		}(),
 		steps: []applyStep{{
@@ -197,7 +198,7 @@ func TestApplyLeg(t *testing.T) {
 		pos: func() *position.Position {
 			p := held(exchange.Futures, position.Long, 10, "0.01", "600", "60", "0.6")
 			// 2 % below the entry of 60000
-			p.StopLoss = &position.Exit{Price: testkit.D("58800"), Percent: testkit.D("2"), ClosePercent: testkit.D("100")}
+			p.StopLoss = &position.Exit{Price: httpapi.Num(testkit.D("58800")), Percent: httpapi.Num(testkit.D("2")), ClosePercent: httpapi.Num(testkit.D("100"))}
 			return p
 		}(),
 		steps: []applyStep{{
@@ -284,7 +285,7 @@ func TestApplyLeg(t *testing.T) {
 		pos: held(exchange.Futures, position.Long, 10, "0.1", "6000", "600", "6"),
 		steps: []applyStep{{
 			leg: leg{Op: opProtect, Symbol: btc.Symbol, Side: position.Long, PositionID: "pos-held",
-				StopLoss: abs("57000.009"), ClosePercent: testkit.D("50")},
+				StopLoss: abs("57000.009"), ClosePercent: httpapi.Num(testkit.D("50"))},
 			// rounded down to the tick of 0.01
 			msg:    "stop-loss of the long BTC/USDT position set at 57000 (closes 50%)",
 			pos:    &wantPos{side: position.Long, size: "0.1", cost: "6000", margin: "600", fees: "6", entry: "60000", leverage: 10, dca: 1, stop: "57000"},
@@ -344,7 +345,7 @@ func checkWrites(t *testing.T, step int, s applyStep, w bookWrites) {
 		case got != nil && want == "":
 			t.Errorf("step %d: %s at %s, want none", step, what, got.Price)
 		case got != nil:
-			eq(what, got.Price, want)
+			eq(what, got.Price.Decimal, want)
 		}
 	}
 	if w.done.Message != s.msg {
@@ -362,10 +363,10 @@ func checkWrites(t *testing.T, step int, s applyStep, w bookWrites) {
 		if p.Side != want.side || p.Leverage != want.leverage || p.DCALevel != want.dca {
 			t.Errorf("step %d: %s ×%d level %d, want %s ×%d level %d", step, p.Side, p.Leverage, p.DCALevel, want.side, want.leverage, want.dca)
 		}
-		eq("size", p.Size, want.size)
-		eq("cost", p.Cost, want.cost)
-		eq("margin", p.Margin, want.margin)
-		eq("entry fees", p.EntryFees, want.fees)
+		eq("size", p.Size.Decimal, want.size)
+		eq("cost", p.Cost.Decimal, want.cost)
+		eq("margin", p.Margin.Decimal, want.margin)
+		eq("entry fees", p.EntryFees.Decimal, want.fees)
 		eq("entry price", p.EntryPrice(), want.entry)
 		exit("stop-loss", p.StopLoss, want.stop)
 		exit("take-profit", p.TakeProfit, want.take)
@@ -373,12 +374,12 @@ func checkWrites(t *testing.T, step int, s applyStep, w bookWrites) {
 	if tr, want := w.trade, s.trade; (tr == nil) != (want == nil) {
 		t.Errorf("step %d: trade %+v, want %+v", step, tr, want)
 	} else if tr != nil {
-		eq("trade size", tr.Size, want.size)
-		eq("trade entry", tr.EntryPrice, want.entry)
-		eq("trade exit", tr.ExitPrice, want.exit)
-		eq("trade pnl", tr.Pnl, want.pnl)
-		eq("trade fees", tr.Fees, want.fees)
-		eq("trade net", tr.NetPnl, want.net)
+		eq("trade size", tr.Size.Decimal, want.size)
+		eq("trade entry", tr.EntryPrice.Decimal, want.entry)
+		eq("trade exit", tr.ExitPrice.Decimal, want.exit)
+		eq("trade pnl", tr.Pnl.Decimal, want.pnl)
+		eq("trade fees", tr.Fees.Decimal, want.fees)
+		eq("trade net", tr.NetPnl.Decimal, want.net)
 		if tr.Closed != want.closed || tr.Reason != s.leg.Reason || tr.ID != s.order.ClientOrderID {
 			t.Errorf("step %d: trade %+v", step, *tr)
 		}

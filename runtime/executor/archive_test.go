@@ -40,7 +40,7 @@ func TestTheArchiveHoldsWhatTheExecutorCommitted(t *testing.T) {
 	trades := h.trades()
 	wantNet := decimal.Zero
 	for _, tr := range trades {
-		wantNet = wantNet.Add(tr.NetPnl)
+		wantNet = wantNet.Add(tr.NetPnl.Decimal)
 	}
 	var rows, results int
 	var net decimal.Decimal

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
@@ -34,8 +35,8 @@ type legDone struct {
 // resultOrder is an exchange's order as a signal's result shows it.
 func resultOrder(o exchange.Order) *result.Order {
 	return &result.Order{Success: true, OrderID: o.ID, Status: string(o.Status), Symbol: o.Symbol,
-		Side: string(o.Side), Type: string(o.Type), Amount: o.Amount, FilledAmount: o.FilledAmount,
-		AvgPrice: o.AvgPrice, Fee: o.Fee, Timestamp: o.UpdatedAt}
+		Side: string(o.Side), Type: string(o.Type), Amount: httpapi.Num(o.Amount), FilledAmount: httpapi.Num(o.FilledAmount),
+		AvgPrice: httpapi.Num(o.AvgPrice), Fee: httpapi.Num(o.Fee), Timestamp: o.UpdatedAt}
 }
 
 // bookLeg books one leg: the order record's status, the position, the trade and its day's

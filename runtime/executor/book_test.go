@@ -36,7 +36,7 @@ func TestLastBookingStoresTheResult(t *testing.T) {
 		t.Fatalf("result key %s has no partition tag", store.SignalResult(env.SignalID))
 	}
 	res := h.ok(h.run(env))
-	testkit.EqualD(t, "sold", res.Order.FilledAmount, "0.01")
+	testkit.EqualD(t, "sold", res.Order.FilledAmount.Decimal, "0.01")
 	if n := h.rdb.Exists(h.ctx, store.SignalProgress(env.BotID, env.SignalID)).Val(); n != 0 {
 		t.Fatal("a progress record was left")
 	}
@@ -92,12 +92,12 @@ func TestPaperFillFoundWhenTheRetryCannotSize(t *testing.T) {
 	executor.SetAfterPlace(h.ex, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "70000") // a new order would fill here
 	res := h.ok(h.run(env))
-	testkit.EqualD(t, "fill price", res.Order.AvgPrice, "65000")
+	testkit.EqualD(t, "fill price", res.Order.AvgPrice.Decimal, "65000")
 	// 100 % of the free balance at 65000 with the 0.1 % fee: before / (65000 × 1.001),
 	// rounded down to the 0.00001 step; the position holds what was bought.
 	amount := before.Div(testkit.D("65065")).RoundFloor(5)
-	testkit.EqualD(t, "position", h.position("BTC/USDT").Size, amount.String())
-	testkit.EqualD(t, "order amount", res.Order.Amount, amount.String())
+	testkit.EqualD(t, "position", (h.position("BTC/USDT").Size).Decimal, amount.String())
+	testkit.EqualD(t, "order amount", res.Order.Amount.Decimal, amount.String())
 	// The balance lost the cost and the fee once: amount × 65000 × 1.001.
 	testkit.EqualD(t, "balance", h.balance(), before.Sub(amount.Mul(testkit.D("65065"))).String())
 	if n := h.exchangeOrders(); n != 3 {
@@ -125,8 +125,8 @@ func TestPaperFillBookedPastMaxSignalAge(t *testing.T) {
 	executor.SetAfterPlace(h.ex, nil)
 	h.now = h.now.Add(2 * time.Minute)
 	res := h.ok(h.run(env))
-	testkit.EqualD(t, "position", h.position("BTC/USDT").Size, "0.002")
-	testkit.EqualD(t, "filled", res.Order.FilledAmount, "0.002")
+	testkit.EqualD(t, "position", (h.position("BTC/USDT").Size).Decimal, "0.002")
+	testkit.EqualD(t, "filled", res.Order.FilledAmount.Decimal, "0.002")
 	if n := h.exchangeOrders(); n != 3 {
 		t.Fatalf("%d exchange orders, want 3", n)
 	}

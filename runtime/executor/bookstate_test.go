@@ -19,6 +19,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
@@ -26,15 +27,16 @@ import (
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
-// bookSnapshot is what a user reads of a bot's book: its analytics over every day, its
+// bookSnapshot is what a user reads of a bot's book: its analytics over every day (the
+// equity curve drawing the trades Redis and the archive db keep, as the daemons do), its
 // open positions and its risk counters, as JSON.
-func bookSnapshot(t *testing.T, h *harness) string {
+func bookSnapshot(t *testing.T, h *harness, db *pgxpool.Pool) string {
 	t.Helper()
 	q, err := analytics.ParseQuery("all", "", "", "true", h.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := analytics.New(h.rdb).Bot(h.ctx, h.bot, q)
+	rep, err := analytics.New(h.rdb).WithTrades(history.New(h.rdb, db, nil)).Bot(h.ctx, h.bot, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 	if len(h.trades()) != 2 || h.position("BTC/USDT") == nil {
 		t.Fatalf("setup: %d trades, position %v", len(h.trades()), h.position("BTC/USDT"))
 	}
-	before := bookSnapshot(t, h)
+	before := bookSnapshot(t, h, db)
 	prev := *h.position("BTC/USDT")
 	archiveAll(t, h, db)
 
@@ -109,7 +111,7 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 		t.Fatalf("restore metrics: partitions %v, bots %v, paper accounts %v", testutil.ToFloat64(c[0]),
 			testutil.ToFloat64(c[1]), testutil.ToFloat64(c[2]))
 	}
-	if after := bookSnapshot(t, h); after != before {
+	if after := bookSnapshot(t, h, db); after != before {
 		t.Fatalf("after FLUSHALL and the restore:\n%s\nbefore:\n%s", after, before)
 	}
 
@@ -118,7 +120,7 @@ func TestALostRedisGetsTheBookBack(t *testing.T) {
 	h.px.set(exchange.Spot, "BTC/USDT", "64000")
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","dca":true,"dcaLevel":2}`))
 	got := h.position("BTC/USDT")
-	if got == nil || got.ID != prev.ID || got.DCALevel != prev.DCALevel+1 || !got.Size.GreaterThan(prev.Size) ||
+	if got == nil || got.ID != prev.ID || got.DCALevel != prev.DCALevel+1 || !got.Size.GreaterThan(prev.Size.Decimal) ||
 		got.StopLoss == nil {
 		t.Fatalf("the signal after FLUSHALL did not book on the restored position: %+v, was %+v", got, prev)
 	}

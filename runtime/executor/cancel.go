@@ -10,6 +10,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -79,7 +80,7 @@ func (e *Executor) cancelOrder(ctx context.Context, j *job, req order.Request) (
 	return result.Result{SignalID: j.env.SignalID, BotID: j.bot.ID, Success: true, Message: msg,
 		Timestamp: e.now().UnixMilli(), Order: &result.Order{Success: true, OrderID: rec.OrderID,
 			Status: string(rec.Status), Symbol: rec.Symbol, Side: string(rec.Side), Type: string(rec.Type),
-			Amount: rec.Amount, FilledAmount: rec.FilledAmount, AvgPrice: rec.AvgPrice, Fee: rec.Fee,
+			Amount: httpapi.Num(rec.Amount.Decimal), FilledAmount: httpapi.Num(rec.FilledAmount.Decimal), AvgPrice: httpapi.Num(rec.AvgPrice.Decimal), Fee: httpapi.Num(rec.Fee.Decimal),
 			Timestamp: rec.UpdatedAt}}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/binance"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -51,7 +52,7 @@ func TestManualCancelOnTheExchange(t *testing.T) {
 
 	// A buy limit at 60,000 under a 65,000 market rests open.
 	h.ok(h.run(h.manual("m-limit", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT",
-		Amount: testkit.DP("0.01"), Price: testkit.DP("60000")})))
+		Amount: httpapi.NumOrNil(testkit.DP("0.01")), Price: httpapi.NumOrNil(testkit.DP("60000"))})))
 	cid := order.ClientOrderID("m-limit", "")
 	if rec := h.order(cid); rec.Status != exchange.StatusOpen || !rec.Price.Equal(testkit.D("60000")) {
 		t.Fatalf("limit order record %+v, want open at 60000", rec)
@@ -80,7 +81,7 @@ func TestManualCancelOnTheExchange(t *testing.T) {
 	}
 	// A market order fills at once: refused as filled.
 	h.ok(h.run(h.manual("m-market", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT",
-		Amount: testkit.DP("0.01")})))
+		Amount: httpapi.NumOrNil(testkit.DP("0.01"))})))
 	filled := h.fails(h.run(h.manual("m-cancel-3", order.Request{Type: order.Cancel,
 		ClientOrderID: order.ClientOrderID("m-market", "")})), errs.InvalidAction)
 	if !strings.Contains(filled.Error, "is filled") {
@@ -97,7 +98,7 @@ func TestManualCancelPaper(t *testing.T) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	h.ok(h.run(h.manual("m-limit", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT",
-		Amount: testkit.DP("0.01"), Price: testkit.DP("60000")})))
+		Amount: httpapi.NumOrNil(testkit.DP("0.01")), Price: httpapi.NumOrNil(testkit.DP("60000"))})))
 	res := h.fails(h.run(h.manual("m-cancel", order.Request{Type: order.Cancel,
 		ClientOrderID: order.ClientOrderID("m-limit", "")})), errs.InvalidAction)
 	if !strings.Contains(res.Error, "is filled") {

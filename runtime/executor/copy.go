@@ -12,6 +12,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -58,14 +59,14 @@ type CopyRequest struct {
 	Symbol string        `json:"symbol"`
 	Side   position.Side `json:"side"` // the side of the position opened, added to or reduced
 	// Amount and Price are the master's filled amount (base currency) and average price.
-	Amount decimal.Decimal `json:"amount"`
-	Price  decimal.Decimal `json:"price"`
+	Amount httpapi.Number `json:"amount"`
+	Price  httpapi.Number `json:"price"`
 	// MasterEquity is the master's equity (risk.Equity) the entry was sized from, before the
 	// fill (open and add only).
-	MasterEquity *decimal.Decimal `json:"masterEquity,omitempty"`
+	MasterEquity *httpapi.Number `json:"masterEquity,omitempty"`
 	// PositionBefore is the master's position size before a reduce: the reduced fraction
 	// is Amount / PositionBefore, and a reduce of the whole position closes the follower's.
-	PositionBefore decimal.Decimal `json:"positionBefore,omitzero"`
+	PositionBefore httpapi.Number `json:"positionBefore,omitzero"`
 	// Leverage is the master position's leverage (futures).
 	Leverage int `json:"leverage,omitempty"`
 	// Reason is the master's trade reason of a reduce (signal, reversal, stop_loss, ...).
@@ -94,9 +95,9 @@ func copyName(masterSignalID, leg, followerID string) string {
 // copyShare sizes a follower's entry: MasterAmount × the follower's equity / MasterEquity ×
 // Ratio, rounded down to the step.
 type copyShare struct {
-	MasterAmount decimal.Decimal `json:"masterAmount"`
-	MasterEquity decimal.Decimal `json:"masterEquity"`
-	Ratio        decimal.Decimal `json:"ratio"`
+	MasterAmount httpapi.Number `json:"masterAmount"`
+	MasterEquity httpapi.Number `json:"masterEquity"`
+	Ratio        httpapi.Number `json:"ratio"`
 }
 
 // amount is the follower's amount before rounding.
@@ -104,36 +105,36 @@ func (c copyShare) amount(equity decimal.Decimal) (decimal.Decimal, error) {
 	if !c.MasterEquity.IsPositive() {
 		return decimal.Zero, errs.New(errs.InvalidAmount, "the master's equity %s leaves nothing to size the copy by", c.MasterEquity)
 	}
-	return c.MasterAmount.Mul(equity).Mul(c.Ratio).Div(c.MasterEquity), nil
+	return c.MasterAmount.Mul(equity).Mul(c.Ratio.Decimal).Div(c.MasterEquity.Decimal), nil
 }
 
 // exitShare sizes a follower's reduce: Num / Den of its position (the master's reduced
 // amount over its position before), computed as held × Num / Den so that equal positions
 // reduce by equal amounts.
 type exitShare struct {
-	Num decimal.Decimal `json:"num"`
-	Den decimal.Decimal `json:"den"`
+	Num httpapi.Number `json:"num"`
+	Den httpapi.Number `json:"den"`
 }
 
 // size is the part of held to close (nil: all of it).
 func (s exitShare) size(held decimal.Decimal) *signal.Amount {
-	if !s.Den.IsPositive() || s.Num.GreaterThanOrEqual(s.Den) {
+	if !s.Den.IsPositive() || s.Num.GreaterThanOrEqual(s.Den.Decimal) {
 		return nil
 	}
-	return &signal.Amount{Value: held.Mul(s.Num).Div(s.Den)}
+	return &signal.Amount{Value: httpapi.Num(held.Mul(s.Num.Decimal).Div(s.Den.Decimal))}
 }
 
 // copyOf is what a booked leg's copies need, for applyLeg to keep in the leg's outcome
 // (so that a redelivered signal fans out from the booked facts). in.equity is the master's
 // equity the entry was sized from; before is the position before a reduce.
 func copyOf(in bookIn, f position.Fill, before *position.Position) *CopyRequest {
-	c := &CopyRequest{Leg: in.leg.Name, Op: in.leg.Op, Symbol: in.leg.Symbol, Side: in.leg.Side, Amount: in.order.FilledAmount,
-		Price: f.Price, Leverage: in.req.Leverage}
+	c := &CopyRequest{Leg: in.leg.Name, Op: in.leg.Op, Symbol: in.leg.Symbol, Side: in.leg.Side, Amount: httpapi.Num(in.order.FilledAmount),
+		Price: httpapi.Num(f.Price), Leverage: in.req.Leverage}
 	switch in.leg.Op {
 	case opOpen, opAdd:
-		c.MasterEquity = in.equity
+		c.MasterEquity = httpapi.NumOrNil(in.equity)
 	case opReduce:
-		c.Amount, c.Reason = f.Amount, in.leg.Reason
+		c.Amount, c.Reason = httpapi.Num(f.Amount), in.leg.Reason
 		if before != nil {
 			c.PositionBefore = before.Size
 		}
@@ -242,7 +243,7 @@ func (e *Executor) planCopy(ctx context.Context, j *job, c CopyRequest) (plan, e
 	}
 	l := leg{Name: "copy", Symbol: sym, Side: c.Side, Type: exchange.Market,
 		Leverage: order.Leverage(j.kind, c.Leverage, j.bot.Leverage),
-		Share:    &copyShare{MasterAmount: c.Amount, MasterEquity: *c.MasterEquity, Ratio: ratio}}
+		Share:    &copyShare{MasterAmount: c.Amount, MasterEquity: *c.MasterEquity, Ratio: httpapi.Num(ratio)}}
 	switch {
 	case pos != nil && pos.Side == c.Side:
 		l.Op, l.Leverage = opAdd, pos.Leverage

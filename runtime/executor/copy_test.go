@@ -133,18 +133,18 @@ func TestCopyEntryPartialCloseAndStopLoss(t *testing.T) {
 		req.Side != position.Long || req.Leverage != 4 || req.MasterEquity == nil {
 		t.Fatalf("copy request = %+v", req)
 	}
-	testkit.EqualD(t, "master equity", *req.MasterEquity, "10000")
+	testkit.EqualD(t, "master equity", (*req.MasterEquity).Decimal, "10000")
 	// The follower: 0.4 × 2,500 / 10,000 × 0.5 = 0.05 BTC at 50,000 ×4: margin 2,500 / 4 =
 	// 625, fee 2,500 × 0.001 = 2.5 → 2,500 − 627.5 = 1,872.5.
 	h.ok(res)
-	testkit.EqualD(t, "follower amount", res.Order.FilledAmount, "0.05")
-	testkit.EqualD(t, "follower fee", res.Order.Fee, "2.5")
+	testkit.EqualD(t, "follower amount", res.Order.FilledAmount.Decimal, "0.05")
+	testkit.EqualD(t, "follower fee", res.Order.Fee.Decimal, "2.5")
 	testkit.EqualD(t, "follower balance", h.balanceOf("acct-bot-f"), "1872.5")
 	p := h.positionOf("bot-f", "BTC/USDT")
 	if p == nil || p.Side != position.Long || p.Leverage != 4 {
 		t.Fatalf("follower position = %+v", p)
 	}
-	testkit.EqualD(t, "follower size", p.Size, "0.05")
+	testkit.EqualD(t, "follower size", p.Size.Decimal, "0.05")
 	if st := h.copyState("bot-f"); st.Last == nil || st.Last.Outcome != registry.CopyOutcomeSuccess || st.Last.SignalID != env.SignalID || st.Error != nil {
 		t.Fatalf("copy state = %+v", st)
 	}
@@ -159,9 +159,9 @@ func TestCopyEntryPartialCloseAndStopLoss(t *testing.T) {
 		t.Fatalf("reduce copy priority %d", env.Priority)
 	}
 	h.ok(res)
-	testkit.EqualD(t, "partial close amount", res.Order.FilledAmount, "0.025")
+	testkit.EqualD(t, "partial close amount", res.Order.FilledAmount.Decimal, "0.025")
 	testkit.EqualD(t, "follower balance after the partial close", h.balanceOf("acct-bot-f"), "2233.7")
-	testkit.EqualD(t, "follower rest", h.positionOf("bot-f", "BTC/USDT").Size, "0.025")
+	testkit.EqualD(t, "follower rest", (h.positionOf("bot-f", "BTC/USDT").Size).Decimal, "0.025")
 
 	// The master's stop-loss (2 % under 50,000: 49,000) fires at 48,000; the watcher's exit
 	// closes the master's 0.2 in full, and so the follower's 0.025: margin back 312.5, PnL
@@ -187,7 +187,7 @@ func TestCopyEntryPartialCloseAndStopLoss(t *testing.T) {
 		t.Fatalf("stop-loss copy = %+v, %v", exit, err)
 	}
 	h.ok(res)
-	testkit.EqualD(t, "stop-loss copy amount", res.Order.FilledAmount, "0.025")
+	testkit.EqualD(t, "stop-loss copy amount", res.Order.FilledAmount.Decimal, "0.025")
 	if h.positionOf("bot-f", "BTC/USDT") != nil {
 		t.Fatal("follower position still open")
 	}
@@ -213,7 +213,7 @@ func TestCopyFailuresRecordedOnTheFollowerOnly(t *testing.T) {
 
 	// 0.1 BTC short at 50,000 ×4: margin 1,250, fee 5 → 8,745.
 	master := h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT","size":"0.1"}`))
-	testkit.EqualD(t, "master fill", master.Order.FilledAmount, "0.1")
+	testkit.EqualD(t, "master fill", master.Order.FilledAmount.Decimal, "0.1")
 	testkit.EqualD(t, "master balance", h.balance(), "8745")
 
 	for _, tc := range []struct {
@@ -360,7 +360,7 @@ func TestCopyFanOutExactlyOnceAfterAnExecutorDies(t *testing.T) {
 		}
 	}
 	// Follower 2 (equity 5,000) copies 0.02 × 5,000 / 10,000 = 0.01 BTC.
-	testkit.EqualD(t, "follower 2 amount", h.ok(h.run(seen[f2][0])).Order.FilledAmount, "0.01")
+	testkit.EqualD(t, "follower 2 amount", (h.ok(h.run(seen[f2][0])).Order.FilledAmount).Decimal, "0.01")
 }
 
 // Copy IDs are placed in the follower's partition and deterministic: the same master

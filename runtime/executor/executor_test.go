@@ -27,16 +27,16 @@ func TestSpotBuyAndSellToTheDecimal(t *testing.T) {
 	if o == nil || o.Status != "filled" || o.Symbol != "BTC/USDT" || o.Side != "buy" || o.Type != "market" || !o.Success {
 		t.Fatalf("order = %+v", o)
 	}
-	testkit.EqualD(t, "amount", o.Amount, "0.01538")
-	testkit.EqualD(t, "filled", o.FilledAmount, "0.01538")
-	testkit.EqualD(t, "avgPrice", o.AvgPrice, "65000")
-	testkit.EqualD(t, "fee", o.Fee, "0.9997")
+	testkit.EqualD(t, "amount", o.Amount.Decimal, "0.01538")
+	testkit.EqualD(t, "filled", o.FilledAmount.Decimal, "0.01538")
+	testkit.EqualD(t, "avgPrice", o.AvgPrice.Decimal, "65000")
+	testkit.EqualD(t, "fee", o.Fee.Decimal, "0.9997")
 	testkit.EqualD(t, "balance", h.balance(), "8999.3003")
 	p := h.position("BTC/USDT")
 	if p == nil || p.Side != position.Long || p.DCALevel != 1 {
 		t.Fatalf("position = %+v", p)
 	}
-	testkit.EqualD(t, "size", p.Size, "0.01538")
+	testkit.EqualD(t, "size", p.Size.Decimal, "0.01538")
 	testkit.EqualD(t, "entry", p.EntryPrice(), "65000")
 	// Decimals go out as JSON numbers.
 	data, _ := json.Marshal(res)
@@ -48,7 +48,7 @@ func TestSpotBuyAndSellToTheDecimal(t *testing.T) {
 	// balance 10013.36522; realised net 15.38 − 0.9997 − 1.01508 = 13.36522.
 	h.px.set(exchange.Spot, "BTC/USDT", "66000")
 	res = h.ok(h.send(`{"action":"sell","symbol":"BTC/USDT"}`))
-	testkit.EqualD(t, "sell fee", res.Order.Fee, "1.01508")
+	testkit.EqualD(t, "sell fee", res.Order.Fee.Decimal, "1.01508")
 	testkit.EqualD(t, "balance after sell", h.balance(), "10013.36522")
 	if h.position("BTC/USDT") != nil {
 		t.Fatal("position still open")
@@ -57,9 +57,9 @@ func TestSpotBuyAndSellToTheDecimal(t *testing.T) {
 	if len(tr) != 1 || !tr[0].Closed || tr[0].Reason != "signal" {
 		t.Fatalf("trades = %+v", tr)
 	}
-	testkit.EqualD(t, "trade pnl", tr[0].Pnl, "15.38")
-	testkit.EqualD(t, "trade fees", tr[0].Fees, "2.01478")
-	testkit.EqualD(t, "trade net", tr[0].NetPnl, "13.36522")
+	testkit.EqualD(t, "trade pnl", tr[0].Pnl.Decimal, "15.38")
+	testkit.EqualD(t, "trade fees", tr[0].Fees.Decimal, "2.01478")
+	testkit.EqualD(t, "trade net", tr[0].NetPnl.Decimal, "13.36522")
 	orders, _ := position.NewBook(h.rdb).Orders(h.ctx, h.bot.ID, 0)
 	if len(orders) != 2 || orders[0].Status != exchange.StatusFilled || orders[0].Side != exchange.SideSell {
 		t.Fatalf("orders = %+v", orders)
@@ -71,7 +71,7 @@ func TestSpotDOGEStepAndMinimums(t *testing.T) {
 	h.px.set(exchange.Spot, "DOGE/USDT", "0.12345")
 	// floor(1000 / 0.12345 = 8100.44…) = 8100 DOGE (step 1), notional 999.945.
 	res := h.ok(h.send(`{"action":"buy"}`))
-	testkit.EqualD(t, "amount", res.Order.Amount, "8100")
+	testkit.EqualD(t, "amount", res.Order.Amount.Decimal, "8100")
 	testkit.EqualD(t, "balance", h.balance(), "8999.055055") // 10000 − 999.945 − 0.999945
 	// 30 DOGE = 3.7035 USDT is below the 5 USDT minimum.
 	h.ok(h.send(`{"action":"sell"}`))
@@ -105,7 +105,7 @@ func TestFuturesLongThenReversal(t *testing.T) {
 	h.ok(h.send(`{"action":"long","symbol":"BTCUSDT.P"}`))
 	testkit.EqualD(t, "balance", h.balance(), "8990.0404")
 	p := h.position("BTC/USDT")
-	testkit.EqualD(t, "margin", p.Margin, "999.96")
+	testkit.EqualD(t, "margin", p.Margin.Decimal, "999.96")
 	if p.Leverage != 10 || !p.Liquidation().IsPositive() {
 		t.Fatalf("position = %+v", p)
 	}
@@ -118,19 +118,19 @@ func TestFuturesLongThenReversal(t *testing.T) {
 	if !strings.Contains(res.Message, "closed long") || !strings.Contains(res.Message, "opened short") {
 		t.Fatalf("message = %q", res.Message)
 	}
-	testkit.EqualD(t, "reversal order amount", res.Order.Amount, "0.15354")
+	testkit.EqualD(t, "reversal order amount", res.Order.Amount.Decimal, "0.15354")
 	testkit.EqualD(t, "balance", h.balance(), "9110.18932")
 	p = h.position("BTC/USDT")
 	if p == nil || p.Side != position.Short {
 		t.Fatalf("position = %+v", p)
 	}
-	testkit.EqualD(t, "short size", p.Size, "0.15354")
-	testkit.EqualD(t, "short margin", p.Margin, "1013.364")
+	testkit.EqualD(t, "short size", p.Size.Decimal, "0.15354")
+	testkit.EqualD(t, "short margin", p.Margin.Decimal, "1013.364")
 	tr := h.trades()
 	if len(tr) != 1 || tr[0].Reason != "reversal" {
 		t.Fatalf("trades = %+v", tr)
 	}
-	testkit.EqualD(t, "reversal net", tr[0].NetPnl, "133.68696") // 153.84 − 9.9996 − 10.15344
+	testkit.EqualD(t, "reversal net", tr[0].NetPnl.Decimal, "133.68696") // 153.84 − 9.9996 − 10.15344
 	if h.exchangeOrders() != 3 {
 		t.Fatalf("%d exchange orders, want 3", h.exchangeOrders())
 	}
@@ -193,9 +193,9 @@ func TestDCA(t *testing.T) {
 			t.Fatalf("message = %q", res.Message)
 		}
 		p = h.position("BTC/USDT")
-		testkit.EqualD(t, "size", p.Size, "0.02")
+		testkit.EqualD(t, "size", p.Size.Decimal, "0.02")
 		testkit.EqualD(t, "entry", p.EntryPrice(), "61000")
-		testkit.EqualD(t, "entry fees", p.EntryFees, "1.22")
+		testkit.EqualD(t, "entry fees", p.EntryFees.Decimal, "1.22")
 		if p.DCALevel != 2 {
 			t.Fatalf("level = %d", p.DCALevel)
 		}
@@ -210,10 +210,10 @@ func TestDCA(t *testing.T) {
 		h := newHarness(t, dca)
 		h.px.set(exchange.Spot, "BTC/USDT", "60000")
 		h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"stopLoss":"5%"}`))
-		testkit.EqualD(t, "stop", h.position("BTC/USDT").StopLoss.Price, "57000")
+		testkit.EqualD(t, "stop", (h.position("BTC/USDT").StopLoss.Price).Decimal, "57000")
 		h.px.set(exchange.Spot, "BTC/USDT", "62000")
 		h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01","dca":true,"dcaLevel":2}`))
-		testkit.EqualD(t, "stop after level 2", h.position("BTC/USDT").StopLoss.Price, "57950") // 61000 × 0.95
+		testkit.EqualD(t, "stop after level 2", (h.position("BTC/USDT").StopLoss.Price).Decimal, "57950") // 61000 × 0.95
 	})
 }
 
@@ -229,8 +229,8 @@ func TestCloses(t *testing.T) {
 	h.fails(h.send(`{"action":"close_long","symbol":"ETHUSDT"}`), errs.PositionNotFound)
 	// Close half with a size, then the rest.
 	res := h.ok(h.send(`{"action":"exit_short","symbol":"ETHUSDT","size":"50%"}`))
-	testkit.EqualD(t, "half", res.Order.Amount, "0.5")
-	testkit.EqualD(t, "left", h.position("ETH/USDT").Size, "0.5")
+	testkit.EqualD(t, "half", res.Order.Amount.Decimal, "0.5")
+	testkit.EqualD(t, "left", (h.position("ETH/USDT").Size).Decimal, "0.5")
 	h.ok(h.send(`{"action":"close_short","symbol":"ETHUSDT"}`))
 	if h.position("ETH/USDT") != nil {
 		t.Fatal("short still open")
@@ -259,7 +259,7 @@ func TestSpotSellWithNothingHeld(t *testing.T) {
 	// Partial sells reduce the holding.
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`))
 	h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT","size":"0.004"}`))
-	testkit.EqualD(t, "left", h.position("BTC/USDT").Size, "0.006")
+	testkit.EqualD(t, "left", (h.position("BTC/USDT").Size).Decimal, "0.006")
 	h.ok(h.send(`{"action":"sell","symbol":"BTCUSDT","size":"5"}`)) // capped at the holding
 	if h.position("BTC/USDT") != nil {
 		t.Fatal("holding left")
@@ -360,13 +360,13 @@ func TestDeathBetweenFillAndBookingRecordsOnce(t *testing.T) {
 	if h.exchangeOrders() != 3 {
 		t.Fatalf("%d exchange orders after the retry", h.exchangeOrders())
 	}
-	testkit.EqualD(t, "fill price", res.Order.AvgPrice, "66000")
+	testkit.EqualD(t, "fill price", res.Order.AvgPrice.Decimal, "66000")
 	testkit.EqualD(t, "balance", h.balance(), "9110.18932")
 	p := h.position("BTC/USDT")
 	if p.Side != position.Short {
 		t.Fatalf("position = %+v", p)
 	}
-	testkit.EqualD(t, "short size", p.Size, "0.15354")
+	testkit.EqualD(t, "short size", p.Size.Decimal, "0.15354")
 	if tr := h.trades(); len(tr) != 1 {
 		t.Fatalf("%d trades", len(tr))
 	}
@@ -396,8 +396,8 @@ func TestExitPricesOnEntry(t *testing.T) {
 	h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"66000"}`), errs.InvalidPrice)
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT"}`))
 	p := h.position("BTC/USDT")
-	testkit.EqualD(t, "stop (bot default 2%)", p.StopLoss.Price, "63700")
-	testkit.EqualD(t, "take (bot default)", p.TakeProfit.Price, "70000")
+	testkit.EqualD(t, "stop (bot default 2%)", p.StopLoss.Price.Decimal, "63700")
+	testkit.EqualD(t, "take (bot default)", p.TakeProfit.Price.Decimal, "70000")
 	w, _ := position.Watched(h.ctx, h.rdb)
 	if len(w) != 1 || w[0].PositionID != p.ID {
 		t.Fatalf("watch = %+v", w)
@@ -417,7 +417,7 @@ func TestQueuedEnvelopeDecodes(t *testing.T) {
 	if res.Order.Type != "limit" {
 		t.Fatalf("order = %+v", res.Order)
 	}
-	testkit.EqualD(t, "limit price rounded to the tick", res.Order.AvgPrice, "64000")
+	testkit.EqualD(t, "limit price rounded to the tick", res.Order.AvgPrice.Decimal, "64000")
 }
 
 func readStream(t testing.TB, h *harness, p queue.Priority) []queue.Envelope {

@@ -37,7 +37,7 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 		}
 		if ok {
 			h.ok(res)
-			testkit.EqualD(t, "fill price", res.Order.AvgPrice, "65000")
+			testkit.EqualD(t, "fill price", res.Order.AvgPrice.Decimal, "65000")
 		}
 		return ok
 	})
@@ -45,5 +45,5 @@ func TestKilledExecutorSignalFinishedByAnotherWithOneOrder(t *testing.T) {
 		t.Fatalf("%d exchange orders, want 1", n)
 	}
 	testkit.EqualD(t, "balance", h.balance(), "8999.3003")
-	testkit.EqualD(t, "position size", h.position("BTC/USDT").Size, "0.01538")
+	testkit.EqualD(t, "position size", (h.position("BTC/USDT").Size).Decimal, "0.01538")
 }

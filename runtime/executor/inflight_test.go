@@ -324,18 +324,18 @@ func booked(t *testing.T, h *harness, v venue, env queue.Envelope, cid string) {
 	if n := v.orders(cid); n != 1 {
 		t.Fatalf("%d orders on the exchange with client order ID %s, want 1", n, cid)
 	}
-	testkit.EqualD(t, "filled", res.Order.FilledAmount, "0.01")
+	testkit.EqualD(t, "filled", res.Order.FilledAmount.Decimal, "0.01")
 	testkit.EqualD(t, "exchange holding", v.holding(), v.size)
 	pos := h.position("BTC/USDT")
 	if pos == nil {
 		t.Fatal("no position booked")
 	}
-	testkit.EqualD(t, "position size", pos.Size, v.size)
+	testkit.EqualD(t, "position size", pos.Size.Decimal, v.size)
 	rec, err := position.ReadOrder(h.ctx, h.rdb, h.bot.ID, cid)
 	if err != nil || rec == nil || rec.Status != exchange.StatusFilled {
 		t.Fatalf("order record %+v, %v", rec, err)
 	}
-	testkit.EqualD(t, "booked fill", rec.FilledAmount, "0.01")
+	testkit.EqualD(t, "booked fill", rec.FilledAmount.Decimal, "0.01")
 	if tr := h.trades(); len(tr) != 0 {
 		t.Fatalf("an entry booked trades: %+v", tr)
 	}

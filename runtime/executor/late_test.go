@@ -46,7 +46,7 @@ func TestALateEntryFindsItsResultInTheArchive(t *testing.T) {
 	if again.Timestamp != first.Timestamp || again.Message != first.Message {
 		t.Fatalf("the late entry's result %+v, want the first one %+v", again, first)
 	}
-	if !h.balance().Equal(balance) || !h.position("BTC/USDT").Size.Equal(size) {
+	if !h.balance().Equal(balance) || !h.position("BTC/USDT").Size.Equal(size.Decimal) {
 		t.Fatalf("the late entry filled again: balance %s (was %s), size %s (was %s)", h.balance(), balance,
 			h.position("BTC/USDT").Size, size)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/risk"
@@ -97,7 +98,7 @@ func (e *Executor) runUnstaged(ctx context.Context, j *job, l leg) (legDone, err
 			req = exchange.OrderRequest{ClientOrderID: cid, Symbol: o.Symbol, Kind: o.Kind, Side: o.Side,
 				Type: o.Type, Amount: o.Amount, Leverage: e.placedLeverage(ctx, j, l)}
 			if l.Price != nil {
-				req.Price = *l.Price
+				req.Price = (*l.Price).Decimal
 			}
 			req.ReduceOnly = l.Op == opReduce && j.kind == exchange.Futures
 			return e.bookLeg(ctx, j, l, &req, &o)
@@ -209,7 +210,7 @@ func (e *Executor) buildRequest(ctx context.Context, j *job, l leg, cid string) 
 	}
 	req := exchange.OrderRequest{ClientOrderID: cid, Symbol: l.Symbol, Kind: j.kind, Type: l.Type}
 	if l.Type == exchange.Limit && l.Price != nil {
-		req.Price = *l.Price
+		req.Price = (*l.Price).Decimal
 	}
 	switch l.Op {
 	case opOpen, opAdd:
@@ -265,7 +266,7 @@ func (e *Executor) sizeEntry(ctx context.Context, j *job, l leg, m exchange.Mark
 		if err != nil {
 			return err
 		}
-		size = &signal.Amount{Value: v}
+		size = &signal.Amount{Value: httpapi.Num(v)}
 	}
 	amount, err := order.EntryAmount(order.Entry{Market: m, Size: *size, Price: price,
 		Available: bal.Free, FeeRate: j.acct.FeeRate, Leverage: lev})
@@ -298,9 +299,9 @@ func (e *Executor) sizeExit(ctx context.Context, j *job, l leg, m exchange.Marke
 	}
 	size := l.Size
 	if l.Exit != nil {
-		size = l.Exit.size(pos.Size)
+		size = l.Exit.size(pos.Size.Decimal)
 	}
-	amount, err := order.ExitAmount(m, size, pos.Size)
+	amount, err := order.ExitAmount(m, size, pos.Size.Decimal)
 	if err != nil {
 		return err
 	}

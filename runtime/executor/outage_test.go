@@ -73,7 +73,7 @@ func TestSignalsFillWhilePostgreSQLIsDown(t *testing.T) {
 	trades := h.trades()
 	want := decimal.Zero
 	for _, tr := range trades {
-		want = want.Add(tr.NetPnl)
+		want = want.Add(tr.NetPnl.Decimal)
 	}
 	if len(trades) != signals/2 {
 		t.Fatalf("the book holds %d trades, want %d", len(trades), signals/2)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -44,14 +45,14 @@ type leg struct {
 	Symbol string             `json:"symbol"`
 	Side   position.Side      `json:"side"` // the side of the position opened, added to or reduced
 	Type   exchange.OrderType `json:"type"`
-	Price  *decimal.Decimal   `json:"price,omitempty"` // limit price, rounded to the tick
+	Price  *httpapi.Number    `json:"price,omitempty"` // limit price, rounded to the tick
 	// Size: entries "N%" of the balance or a base amount; reduces the part to close (nil: all).
 	Size       *signal.Amount `json:"size,omitempty"`
 	Leverage   int            `json:"leverage,omitempty"`
 	StopLoss   *signal.Amount `json:"stopLoss,omitempty"`
 	TakeProfit *signal.Amount `json:"takeProfit,omitempty"`
 	// ClosePercent of a protect leg (stop_loss / take_profit orders).
-	ClosePercent decimal.Decimal `json:"closePercent,omitzero"`
+	ClosePercent httpapi.Number `json:"closePercent,omitzero"`
 	// DCALevel is set on DCA entries (1 opens, 2+ adds).
 	DCALevel int `json:"dcaLevel,omitempty"`
 	// Reason is the trade reason of a reduce: signal, reversal, manual, stop_loss, ...
@@ -124,9 +125,9 @@ func (e *Executor) resolve(j *job, raw string) (string, error) {
 }
 
 // refPrice is the price an entry is expected to fill at: the limit price or the market.
-func (e *Executor) refPrice(ctx context.Context, j *job, m exchange.MarketInfo, limit *decimal.Decimal) (decimal.Decimal, error) {
+func (e *Executor) refPrice(ctx context.Context, j *job, m exchange.MarketInfo, limit *httpapi.Number) (decimal.Decimal, error) {
 	if limit != nil {
-		return *limit, nil
+		return limit.Decimal, nil
 	}
 	return j.acct.Exchange.Ticker(ctx, j.kind, m.Symbol)
 }
@@ -202,7 +203,7 @@ func (e *Executor) entryOf(j *job, sig signal.Signal) (entry, error) {
 		}
 	}
 	if sig.Price != nil {
-		lp, err := order.LimitPrice(en.market, *sig.Price)
+		lp, err := order.LimitPrice(en.market, (*sig.Price).Decimal)
 		if err != nil {
 			return entry{}, err
 		}
@@ -220,7 +221,7 @@ func spotSell(en entry, pos *position.Position, size *signal.Amount) (plan, erro
 	if pos == nil {
 		return plan{}, errs.New(errs.PositionNotFound, "no %s holding to sell (spot has no shorts)", en.symbol)
 	}
-	return plan{Legs: []leg{{Op: opReduce, Symbol: en.symbol, Side: position.Long, Type: en.typ, Price: en.price,
+	return plan{Legs: []leg{{Op: opReduce, Symbol: en.symbol, Side: position.Long, Type: en.typ, Price: httpapi.NumOrNil(en.price),
 		Size: size, Reason: reasonSignal}}}, nil
 }
 
@@ -237,7 +238,7 @@ func entryLeg(j *job, sig signal.Signal, en entry) (leg, error) {
 			return leg{}, errs.New(errs.InvalidAmount, "no size: the signal has none and the bot has no positionSize")
 		}
 	}
-	l := leg{Symbol: en.symbol, Side: en.side, Type: en.typ, Price: en.price, Size: size,
+	l := leg{Symbol: en.symbol, Side: en.side, Type: en.typ, Price: httpapi.NumOrNil(en.price), Size: size,
 		Leverage: order.Leverage(j.kind, sig.Leverage, j.bot.Leverage), StopLoss: sig.StopLoss, TakeProfit: sig.TakeProfit}
 	if en.dca {
 		l.DCALevel = en.level
@@ -340,11 +341,11 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 		l := leg{Name: "close:" + sym, Op: opReduce, Symbol: sym, Side: p.Side, Type: exchange.Market,
 			Size: sig.Size, Reason: reason, PositionID: posID, ClearExit: clear}
 		if sig.Price != nil {
-			lp, err := order.LimitPrice(j.markets[sym], *sig.Price)
+			lp, err := order.LimitPrice(j.markets[sym], (*sig.Price).Decimal)
 			if err != nil {
 				return plan{}, err
 			}
-			l.Type, l.Price = exchange.Limit, &lp
+			l.Type, l.Price = exchange.Limit, httpapi.NumOrNil(&lp)
 		}
 		legs = append(legs, l)
 	}
@@ -415,7 +416,7 @@ func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request,
 	if !stop {
 		trigger = req.TakeProfitPrice
 	}
-	price, err := order.LimitPrice(j.markets[sym], *trigger)
+	price, err := order.LimitPrice(j.markets[sym], (*trigger).Decimal)
 	if err != nil {
 		return leg{}, err
 	}
@@ -424,7 +425,7 @@ func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request,
 		return leg{}, err
 	}
 	l := leg{Op: opProtect, Symbol: sym, Side: pos.Side, ClosePercent: *req.ClosePercent, PositionID: pos.ID}
-	a := &signal.Amount{Value: price}
+	a := &signal.Amount{Value: httpapi.Num(price)}
 	if stop {
 		l.StopLoss = a
 	} else {
@@ -456,11 +457,11 @@ func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, s
 		return leg{}, errs.New(errs.InvalidAmount, "an order that reduces the %s %s position needs an amount; close_position closes a percentage", pos.Side, sym)
 	}
 	if req.Type == exchange.Limit {
-		lp, err := order.LimitPrice(m, *req.Price)
+		lp, err := order.LimitPrice(m, (*req.Price).Decimal)
 		if err != nil {
 			return leg{}, err
 		}
-		l.Price = &lp
+		l.Price = httpapi.NumOrNil(&lp)
 	}
 	if (req.StopLoss != nil || req.TakeProfit != nil) && pos != nil {
 		return leg{}, errs.New(errs.InvalidAction,

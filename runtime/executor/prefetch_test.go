@@ -33,7 +33,7 @@ func TestReadAheadFollowsChangesBetweenSignals(t *testing.T) {
 	// "N%" entry is sized from the balance as it is now.
 	h.rdb.HSet(h.ctx, store.PaperAccount("acct-1"), "balance", "5000")
 	res := h.ok(h.send(`{"action":"buy","symbol":"ETHUSDT"}`)) // 10 % of 5000 at 3000
-	testkit.EqualD(t, "ETH amount", res.Order.Amount, "0.1666")
+	testkit.EqualD(t, "ETH amount", res.Order.Amount.Decimal, "0.1666")
 
 	// Another symbol than the hinted one, then a close of everything (both open).
 	res = h.ok(h.send(`{"action":"close"}`))
@@ -189,11 +189,11 @@ func TestAttemptFollowsAPlanStoredFirst(t *testing.T) {
 		other.HSet(context.Background(), store.SignalProgress(env.BotID, env.SignalID), "plan", stored)
 	}})
 	res := h.ok(h.run(env))
-	testkit.EqualD(t, "amount (the order placed)", res.Order.Amount, "0.001")
+	testkit.EqualD(t, "amount (the order placed)", res.Order.Amount.Decimal, "0.001")
 	if n := h.exchangeOrders(); n != 3 {
 		t.Fatalf("%d exchange orders, want 3", n)
 	}
-	testkit.EqualD(t, "position", h.position("BTC/USDT").Size, "0.001")
+	testkit.EqualD(t, "position", (h.position("BTC/USDT").Size).Decimal, "0.001")
 	if n := h.rdb.Exists(h.ctx, store.SignalProgress(env.BotID, env.SignalID)).Val(); n != 0 {
 		t.Fatal("the progress record outlived the stored result")
 	}

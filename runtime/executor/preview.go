@@ -7,6 +7,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 )
@@ -37,18 +38,18 @@ type PreviewLeg struct {
 	Side   exchange.Side      `json:"side,omitempty"`
 	Type   exchange.OrderType `json:"type,omitempty"`
 	// Amount is the base amount, rounded to the market's step as it would be sent.
-	Amount decimal.Decimal `json:"amount"`
+	Amount httpapi.Number `json:"amount"`
 	// ReferencePrice is the limit price, or the market price now (a market order fills
 	// near it); a protect leg's trigger price.
-	ReferencePrice decimal.Decimal `json:"referencePrice"`
+	ReferencePrice httpapi.Number `json:"referencePrice"`
 	// Notional is Amount × ReferencePrice in the quote currency.
-	Notional decimal.Decimal `json:"notional"`
+	Notional httpapi.Number `json:"notional"`
 	// Fee is the account's fee rate on Notional; Margin what an entry takes from the free
 	// balance (the notional on spot, notional / leverage on futures; zero for a reduce).
-	Fee        decimal.Decimal `json:"fee"`
-	Margin     decimal.Decimal `json:"margin"`
-	Leverage   int             `json:"leverage,omitempty"`
-	ReduceOnly bool            `json:"reduceOnly,omitempty"`
+	Fee        httpapi.Number `json:"fee"`
+	Margin     httpapi.Number `json:"margin"`
+	Leverage   int            `json:"leverage,omitempty"`
+	ReduceOnly bool           `json:"reduceOnly,omitempty"`
 }
 
 // Entry reports whether the leg opens or adds to a position (what notional limits count).
@@ -81,7 +82,7 @@ func (p Preview) EntryNotional() decimal.Decimal {
 	sum := decimal.Zero
 	for _, l := range p.Legs {
 		if l.Entry() {
-			sum = sum.Add(l.Notional)
+			sum = sum.Add(l.Notional.Decimal)
 		}
 	}
 	return sum
@@ -89,14 +90,14 @@ func (p Preview) EntryNotional() decimal.Decimal {
 
 // Admitted is the preview's entry amounts by leg name, for Envelope.Admitted: queued with
 // the signal, they make the executor place the amounts previewed.
-func (p Preview) Admitted() map[string]decimal.Decimal {
-	var out map[string]decimal.Decimal
+func (p Preview) Admitted() map[string]httpapi.Number {
+	var out map[string]httpapi.Number
 	for _, l := range p.Legs {
 		if l.Entry() {
 			if out == nil {
-				out = map[string]decimal.Decimal{}
+				out = map[string]httpapi.Number{}
 			}
-			out[l.name] = l.Amount
+			out[l.name] = httpapi.Num(l.Amount.Decimal)
 		}
 	}
 	return out
@@ -157,7 +158,7 @@ func (e *Executor) previewLeg(ctx context.Context, j *job, l leg) (PreviewLeg, e
 			pl.Type, a = exchange.StopLoss, l.StopLoss
 		}
 		if a != nil {
-			pl.ReferencePrice = a.Value
+			pl.ReferencePrice = httpapi.Num(a.Value.Decimal)
 		}
 		return pl, nil
 	}
@@ -170,11 +171,11 @@ func (e *Executor) previewLeg(ctx context.Context, j *job, l leg) (PreviewLeg, e
 	if err != nil {
 		return pl, err
 	}
-	pl.Side, pl.Amount, pl.Leverage, pl.ReduceOnly, pl.ReferencePrice = req.Side, req.Amount, req.Leverage, req.ReduceOnly, price
-	pl.Notional = req.Amount.Mul(price)
-	pl.Fee = position.Fee(pl.Notional, j.acct.FeeRate)
+	pl.Side, pl.Amount, pl.Leverage, pl.ReduceOnly, pl.ReferencePrice = req.Side, httpapi.Num(req.Amount), req.Leverage, req.ReduceOnly, httpapi.Num(price)
+	pl.Notional = httpapi.Num(req.Amount.Mul(price))
+	pl.Fee = httpapi.Num(position.Fee(pl.Notional.Decimal, j.acct.FeeRate))
 	if pl.Entry() {
-		pl.Margin = position.InitialMargin(pl.Notional, max(req.Leverage, 1))
+		pl.Margin = httpapi.Num(position.InitialMargin(pl.Notional.Decimal, max(req.Leverage, 1)))
 	}
 	return pl, nil
 }

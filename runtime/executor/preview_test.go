@@ -61,7 +61,7 @@ func TestPreviewIsTheOrderTheExecutorPlaces(t *testing.T) {
 	env := h.envelope(`{"action":"buy","symbol":"BTCUSDT"}`)
 	env.Admitted = pv.Admitted()
 	h.ok(h.run(env))
-	if p := h.position("BTC/USDT"); p == nil || !p.Size.Equal(l.Amount) {
+	if p := h.position("BTC/USDT"); p == nil || !p.Size.Equal(l.Amount.Decimal) {
 		t.Fatalf("position %+v, want %s", p, l.Amount)
 	}
 }

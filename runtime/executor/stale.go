@@ -9,6 +9,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
@@ -54,7 +55,7 @@ func (e *Executor) expire(ctx context.Context, j *job, l leg, done []string) (re
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if l.Price != nil {
-		rec.Price = *l.Price
+		rec.Price = httpapi.Num((*l.Price).Decimal)
 	}
 	// A retry after a crash here finds the record and does not list the order twice.
 	prev, err := position.ReadOrder(ctx, e.rdb, j.bot.ID, rec.ClientOrderID)

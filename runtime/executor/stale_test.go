@@ -81,7 +81,7 @@ func TestStaleAddAndReversal(t *testing.T) {
 	if !strings.Contains(res.Error, "DCA add") {
 		t.Errorf("message %q", res.Error)
 	}
-	testkit.EqualD(t, "size after an expired add", h.position("BTC/USDT").Size, before.String())
+	testkit.EqualD(t, "size after an expired add", (h.position("BTC/USDT").Size).Decimal, before.String())
 
 	res = h.fails(h.run(aged(h.envelope(`{"action":"short","symbol":"BTCUSDT"}`), h, 11*time.Second)), errs.SignalExpired)
 	if !strings.Contains(res.Error, "closed long") {

@@ -16,6 +16,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -148,14 +149,14 @@ func Crossed(it position.WatchItem, price decimal.Decimal) (trigger string, leve
 		adverse, favourable = above, below
 	}
 	full := decimal.NewFromInt(100)
-	if it.Liquidate.IsPositive() && adverse(it.Liquidate) {
-		return TriggerLiquidation, it.Liquidate, full
+	if it.Liquidate.IsPositive() && adverse(it.Liquidate.Decimal) {
+		return TriggerLiquidation, it.Liquidate.Decimal, full
 	}
-	if e := it.StopLoss; e != nil && adverse(e.Price) {
-		return TriggerStopLoss, e.Price, e.ClosePercent
+	if e := it.StopLoss; e != nil && adverse(e.Price.Decimal) {
+		return TriggerStopLoss, e.Price.Decimal, e.ClosePercent.Decimal
 	}
-	if e := it.TakeProfit; e != nil && favourable(e.Price) {
-		return TriggerTakeProfit, e.Price, e.ClosePercent
+	if e := it.TakeProfit; e != nil && favourable(e.Price.Decimal) {
+		return TriggerTakeProfit, e.Price.Decimal, e.ClosePercent.Decimal
 	}
 	return "", decimal.Zero, decimal.Zero
 }
@@ -245,7 +246,7 @@ func (w *Watcher) fire(ctx context.Context, it position.WatchItem, trigger strin
 	}
 	sig := signal.Signal{Action: action, Symbol: it.Symbol, Comment: watcherTag + ":" + trigger + ":" + it.PositionID}
 	if closePct.IsPositive() && closePct.LessThan(decimal.NewFromInt(100)) {
-		sig.Size = &signal.Amount{Value: closePct, Percent: true}
+		sig.Size = &signal.Amount{Value: httpapi.Num(closePct), Percent: true}
 	}
 	data, err := json.Marshal(sig)
 	if err != nil {

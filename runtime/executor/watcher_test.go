@@ -11,6 +11,7 @@ import (
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -23,7 +24,7 @@ func TestWatcherEnqueuesOneStopLossExit(t *testing.T) {
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	h.ok(h.send(`{"action":"buy","symbol":"BTCUSDT","stopLoss":"2%","takeProfit":"70000"}`))
 	pos := h.position("BTC/USDT")
-	testkit.EqualD(t, "stop", pos.StopLoss.Price, "63700")
+	testkit.EqualD(t, "stop", pos.StopLoss.Price.Decimal, "63700")
 	w := h.ex.NewWatcher(executor.WatcherDeps{Redis: h.rdb, Prices: h.px, Logger: h.quiet})
 
 	h.px.set(exchange.Spot, "BTC/USDT", "63701")
@@ -59,7 +60,7 @@ func TestWatcherEnqueuesOneStopLossExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := h.ok(h.run(env))
-	testkit.EqualD(t, "exit price", res.Order.AvgPrice, "63000")
+	testkit.EqualD(t, "exit price", res.Order.AvgPrice.Decimal, "63000")
 	if h.position("BTC/USDT") != nil {
 		t.Fatal("position still open")
 	}
@@ -90,14 +91,14 @@ func TestWatcherPartialTakeProfitAndLiquidation(t *testing.T) {
 	}
 	h.ok(h.run(readStream(t, h, queue.PriorityStrategyExit)[0]))
 	p := h.position("ETH/USDT")
-	testkit.EqualD(t, "half left", p.Size, "0.5")
+	testkit.EqualD(t, "half left", p.Size.Decimal, "0.5")
 	if p.TakeProfit != nil {
 		t.Fatal("fired take-profit kept")
 	}
 	// liquidation: (cost 1500 + margin 75) / (0.5 × 1.005) = 3134.32835820…
 	liq := p.Liquidation()
 	testkit.EqualD(t, "liquidation", liq, "3134.32835820")
-	trig, level, _ := executor.Crossed(position.WatchItem{Side: position.Short, Liquidate: liq}, decimal.RequireFromString("3135"))
+	trig, level, _ := executor.Crossed(position.WatchItem{Side: position.Short, Liquidate: httpapi.Num(liq)}, decimal.RequireFromString("3135"))
 	if trig != executor.TriggerLiquidation || !level.Equal(liq) {
 		t.Fatalf("crossed = %s %s", trig, level)
 	}

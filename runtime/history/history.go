@@ -32,6 +32,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -255,7 +256,7 @@ func scanOrder(row pgx.CollectableRow) (position.OrderRecord, error) {
 		&created, &updated)
 	o.Kind, o.Side, o.Type, o.Status = exchange.Kind(kind), exchange.Side(side), exchange.OrderType(typ), exchange.OrderStatus(status)
 	if price != nil {
-		o.Price = *price
+		o.Price = httpapi.Num(*price)
 	}
 	o.CreatedAt, o.UpdatedAt = created.UnixMilli(), updated.UnixMilli()
 	return o, err

@@ -14,6 +14,7 @@ import (
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/history"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/result"
@@ -36,14 +37,14 @@ func seam(t *testing.T, n, cold, archived int) (redis.UniversalClient, *history.
 			sig := queue.SignalIDFor(bot, fmt.Sprintf("s%02d", i))
 			rec := position.OrderRecord{ClientOrderID: fmt.Sprintf("c%02d", i), SignalID: sig, BotID: bot, Leg: "entry",
 				Symbol: "BTC/USDT", Kind: exchange.Spot, Side: exchange.SideBuy, Type: exchange.Limit, Status: exchange.StatusFilled,
-				Amount: decimal.RequireFromString("0.001"), Price: decimal.RequireFromString("65000.5"),
+				Amount: httpapi.Num(decimal.RequireFromString("0.001")), Price: httpapi.Num(decimal.RequireFromString("65000.5")),
 				CreatedAt: 1_800_000_000_000 + int64(i)*1000, UpdatedAt: 1_800_000_000_000 + int64(i)*1000 + 5}
 			if i%3 == 0 {
 				rec.Status = exchange.StatusCancelled
 			}
 			// Two trades close in the same millisecond: the ID orders them.
 			tr := position.Trade{ID: fmt.Sprintf("t%02d", i), BotID: bot, SignalID: sig, Symbol: "BTC/USDT", Kind: exchange.Spot,
-				Side: position.Long, Size: decimal.RequireFromString("0.001"), NetPnl: decimal.New(int64(i), -2), Closed: true,
+				Side: position.Long, Size: httpapi.Num(decimal.RequireFromString("0.001")), NetPnl: httpapi.Num(decimal.New(int64(i), -2)), Closed: true,
 				ClosedAt: 1_800_000_000_000 + int64(i/2)*1000}
 			if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				if err := position.StageOrder(ctx, p, rec, true); err != nil {

@@ -69,6 +69,6 @@ func WriteError(w http.ResponseWriter, err *errs.Error, signalID string, now tim
 	if (err.Code == errs.RateLimited || err.Code == errs.ServiceUnavailable) && err.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64((err.RetryAfter+time.Second-1)/time.Second), 10))
 	}
-	WriteJSON(w, err.Code.HTTPStatus(), Failure{Error: err.Message, Code: err.Code, Details: err.Details,
+	WriteJSON(w, err.Code.HTTPStatus(), Failure{Error: err.Message, Code: err.Code, Details: errs.JSONDetails(err.Details),
 		SignalID: signalID, Timestamp: now.UnixMilli()})
 }

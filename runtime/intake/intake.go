@@ -29,9 +29,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
@@ -68,7 +68,7 @@ type Request struct {
 	// for the bot found then; the ID of the last call is the one queued.
 	Listen func(signalID string)
 	// Admitted are entry amounts a connected app's policy admitted (queue.Envelope.Admitted).
-	Admitted map[string]decimal.Decimal
+	Admitted map[string]httpapi.Number
 }
 
 // Admission is an accepted signal.

@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/backtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -441,8 +442,7 @@ func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, 
 		return failed(i, sets[i], err, candles), nil
 	}
 	m := res.Report.Metrics
-	final := res.Final
-	return Experiment{Index: i, Params: sets[i], Candles: candles, Trades: len(res.Trades), Metrics: &m, FinalEquity: &final,
+	return Experiment{Index: i, Params: sets[i], Candles: candles, Trades: len(res.Trades), Metrics: &m, FinalEquity: httpapi.NumPtr(res.Final),
 		equity: curveOf(res.Equity)}, nil
 }
 

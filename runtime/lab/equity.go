@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -20,8 +19,8 @@ const MaxEquityPoints = 500
 // the realised equity. The drawdown of analytics.Point is left out: the curve is stored for
 // charts only, and every experiment's maximum drawdown is in its metrics.
 type EquityPoint struct {
-	Time   int64           `json:"t"`
-	Equity decimal.Decimal `json:"e"`
+	Time   int64          `json:"t"`
+	Equity httpapi.Number `json:"e"`
 }
 
 // curveOf is the stored form of a backtest's equity curve, thinned to MaxEquityPoints.
@@ -29,7 +28,7 @@ func curveOf(curve []analytics.Point) []EquityPoint {
 	kept := Thin(curve, MaxEquityPoints)
 	out := make([]EquityPoint, len(kept))
 	for i, p := range kept {
-		out[i] = EquityPoint{Time: p.Timestamp, Equity: p.Equity.Decimal}
+		out[i] = EquityPoint{Time: p.Timestamp, Equity: httpapi.Num(p.Equity.Decimal)}
 	}
 	return out
 }

@@ -66,7 +66,7 @@ func TestEquityCurvesOfAFinishedJob(t *testing.T) {
 			t.Fatalf("experiment %d: %d points", x.Index, len(curve))
 		}
 		// The default initial balance is 10,000.
-		if !curve[0].Equity.Equal(d("10000")) || !curve[len(curve)-1].Equity.Equal(*x.FinalEquity) || curve[0].Time >= curve[len(curve)-1].Time {
+		if !curve[0].Equity.Equal(d("10000")) || !curve[len(curve)-1].Equity.Equal((*x.FinalEquity).Decimal) || curve[0].Time >= curve[len(curve)-1].Time {
 			t.Fatalf("experiment %d: from %v to %v, final equity %v", x.Index, curve[0].Equity, curve[len(curve)-1].Equity, x.FinalEquity)
 		}
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/wallet"
 )
@@ -103,11 +104,11 @@ type Caller struct {
 // Estimate is what a job would cost, answered instead of queueing one when the cost is not
 // acknowledged.
 type Estimate struct {
-	Experiments  int             `json:"experiments"`
-	UnitCostUsd  decimal.Decimal `json:"unitCostUsd"`
-	TotalCostUsd decimal.Decimal `json:"totalCostUsd"`
-	BalanceUsd   decimal.Decimal `json:"balanceUsd"`
-	Sufficient   bool            `json:"sufficient"`
+	Experiments  int            `json:"experiments"`
+	UnitCostUsd  httpapi.Number `json:"unitCostUsd"`
+	TotalCostUsd httpapi.Number `json:"totalCostUsd"`
+	BalanceUsd   httpapi.Number `json:"balanceUsd"`
+	Sufficient   bool           `json:"sufficient"`
 	// Proceed is the request to send to run the job: this one, with acknowledgeCost true
 	// and the seed chosen for it.
 	Proceed Request `json:"proceed"`
@@ -131,15 +132,15 @@ const (
 
 // Job is one job as its owner sees it.
 type Job struct {
-	ID          string          `json:"id"`
-	State       string          `json:"state"`
-	Request     Request         `json:"request"`
-	Experiments int             `json:"experiments"`
-	Completed   int             `json:"completed"`
-	CostUsd     decimal.Decimal `json:"costUsd"`
-	RefundedUsd decimal.Decimal `json:"refundedUsd"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	FinishedAt  *time.Time      `json:"finishedAt,omitempty"`
+	ID          string         `json:"id"`
+	State       string         `json:"state"`
+	Request     Request        `json:"request"`
+	Experiments int            `json:"experiments"`
+	Completed   int            `json:"completed"`
+	CostUsd     httpapi.Number `json:"costUsd"`
+	RefundedUsd httpapi.Number `json:"refundedUsd"`
+	CreatedAt   time.Time      `json:"createdAt"`
+	FinishedAt  *time.Time     `json:"finishedAt,omitempty"`
 	// Result is the ranked result once the job is done (or failed).
 	Result *Result `json:"result,omitempty"`
 }
@@ -206,12 +207,12 @@ func (l *Lab) Generate(ctx context.Context, c Caller, r Request) (Outcome, error
 		}
 		proceed := r
 		proceed.AcknowledgeCost = true
-		return Outcome{Estimate: &Estimate{Experiments: r.Experiments, UnitCostUsd: UnitCostUsd, TotalCostUsd: cost,
-			BalanceUsd: bal, Sufficient: bal.GreaterThanOrEqual(cost), Proceed: proceed,
+		return Outcome{Estimate: &Estimate{Experiments: r.Experiments, UnitCostUsd: httpapi.Num(UnitCostUsd), TotalCostUsd: httpapi.Num(cost),
+			BalanceUsd: httpapi.Num(bal), Sufficient: bal.GreaterThanOrEqual(cost), Proceed: proceed,
 			Message: "nothing was charged or queued: send the request again with acknowledgeCost true to run it"}}, nil
 	}
-	job := Job{ID: uuid.NewString(), State: StateQueued, Request: r, Experiments: r.Experiments, CostUsd: cost,
-		RefundedUsd: decimal.Zero, CreatedAt: l.o.Now().UTC().Truncate(time.Millisecond)}
+	job := Job{ID: uuid.NewString(), State: StateQueued, Request: r, Experiments: r.Experiments, CostUsd: httpapi.Num(cost),
+		RefundedUsd: httpapi.Num(decimal.Zero), CreatedAt: l.o.Now().UTC().Truncate(time.Millisecond)}
 	reqJSON, err := json.Marshal(r)
 	if err != nil {
 		return Outcome{}, err
@@ -285,10 +286,10 @@ func decodeJob(id string, m map[string]string) (Job, error) {
 	}
 	j.Experiments = j.Request.Experiments
 	var err error
-	if j.CostUsd, err = decimal.NewFromString(m[fCost]); err != nil {
+	if j.CostUsd.Decimal, err = decimal.NewFromString(m[fCost]); err != nil {
 		return Job{}, errors.New("lab: job " + id + ": corrupt cost")
 	}
-	if j.RefundedUsd, err = decimal.NewFromString(m[fRefunded]); err != nil {
+	if j.RefundedUsd.Decimal, err = decimal.NewFromString(m[fRefunded]); err != nil {
 		return Job{}, errors.New("lab: job " + id + ": corrupt refund")
 	}
 	ms, _ := strconv.ParseInt(m[fCreated], 10, 64)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -82,7 +83,7 @@ func (e *Engine) relay(ctx context.Context) (int, error) {
 		var p pending
 		var cost decimal.Decimal
 		err := row.Scan(&p.user, &p.job.ID, &p.req, &cost, &p.job.CreatedAt)
-		p.job.CostUsd = cost
+		p.job.CostUsd = httpapi.Num(cost)
 		return p, err
 	})
 	if err != nil {

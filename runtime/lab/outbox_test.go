@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/strategy"
 	"github.com/sigops/sigops/runtime/wallet"
 )
@@ -22,7 +23,7 @@ func TestAChargedJobIsNeverLost(t *testing.T) {
 	ctx := t.Context()
 	c := f.user(t, "pro@example.com", auth.TierPro, "10")
 	r := request(strategy.EMACrossover, 4, 600, 11)
-	job := Job{ID: uuid.NewString(), State: StateQueued, Request: r, Experiments: 4, CostUsd: d("2"),
+	job := Job{ID: uuid.NewString(), State: StateQueued, Request: r, Experiments: 4, CostUsd: httpapi.Num(d("2")),
 		CreatedAt: now.Add(-time.Minute)}
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -45,7 +46,7 @@ func TestAChargedJobIsNeverLost(t *testing.T) {
 	if err := f.db.QueryRow(ctx, `SELECT dispatched FROM lab_jobs WHERE id = $1`, job.ID).Scan(&dispatched); err != nil || !dispatched {
 		t.Fatalf("dispatched %v %v", dispatched, err)
 	}
-	want := d("8").Add(j.RefundedUsd) // 10 - 2, plus what failed
+	want := d("8").Add(j.RefundedUsd.Decimal) // 10 - 2, plus what failed
 	if b, _ := f.wallets.Balance(ctx, c.UserID); !b.Equal(want) {
 		t.Fatalf("balance %v, want %v", b, want)
 	}

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/shopspring/decimal"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/strategy"
 )
 
@@ -31,7 +31,7 @@ type Experiment struct {
 	Eligible    bool               `json:"eligible"`
 	Trades      int                `json:"trades"`
 	Metrics     *analytics.Metrics `json:"metrics,omitempty"`
-	FinalEquity *decimal.Decimal   `json:"finalEquity,omitempty"`
+	FinalEquity *httpapi.Number    `json:"finalEquity,omitempty"`
 	// Error says why the experiment could not run (its cost is refunded).
 	Error *ExperimentError `json:"error,omitempty"`
 	// equity is the thinned equity curve (curveOf), stored apart from the outcome (Equity).

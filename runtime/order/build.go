@@ -7,6 +7,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/signal"
 )
@@ -26,7 +27,7 @@ func ParseAmount(s string) (*signal.Amount, error) {
 	if err != nil || !d.IsPositive() || (a.Percent && d.GreaterThan(hundred)) {
 		return nil, errs.New(errs.InvalidAmount, "bot amount %q is not a positive amount or percentage", s)
 	}
-	a.Value = d
+	a.Value = httpapi.Num(d)
 	return &a, nil
 }
 
@@ -80,7 +81,7 @@ func EntryAmount(e Entry) (decimal.Decimal, error) {
 	m := e.Market
 	var amount decimal.Decimal
 	if e.Size.Percent {
-		budget := e.Available.Mul(e.Size.Value).Div(hundred).Mul(decimal.NewFromInt(int64(lev)))
+		budget := e.Available.Mul(e.Size.Value.Decimal).Div(hundred).Mul(decimal.NewFromInt(int64(lev)))
 		amount = m.RoundAmount(budget.Div(e.Price))
 		if cost := required(amount, e.Price, e.FeeRate, lev); cost.GreaterThan(e.Available) && amount.IsPositive() {
 			one := decimal.NewFromInt(1)
@@ -91,7 +92,7 @@ func EntryAmount(e Entry) (decimal.Decimal, error) {
 			}
 		}
 	} else {
-		amount = m.RoundAmount(e.Size.Value)
+		amount = m.RoundAmount(e.Size.Value.Decimal)
 	}
 	return amount, CheckMinimums(m, amount, e.Price)
 }
@@ -125,9 +126,9 @@ func ExitAmount(m exchange.MarketInfo, size *signal.Amount, held decimal.Decimal
 	case size == nil, size.Percent && size.Value.GreaterThanOrEqual(hundred):
 		amount = held
 	case size.Percent:
-		amount = m.RoundAmount(held.Mul(size.Value).Div(hundred))
+		amount = m.RoundAmount(held.Mul(size.Value.Decimal).Div(hundred))
 	default:
-		amount = decimal.Min(m.RoundAmount(size.Value), held)
+		amount = decimal.Min(m.RoundAmount(size.Value.Decimal), held)
 	}
 	if !amount.IsPositive() {
 		return decimal.Zero, errs.New(errs.InvalidAmount, "amount to close rounds to 0 at the step %s", m.StepSize).

@@ -9,6 +9,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/signal"
@@ -24,8 +25,8 @@ func market(t *testing.T, kind exchange.Kind, symbol string) exchange.MarketInfo
 }
 
 func TestEntryAmount(t *testing.T) {
-	pct := func(v string) signal.Amount { return signal.Amount{Value: testkit.D(v), Percent: true} }
-	fixed := func(v string) signal.Amount { return signal.Amount{Value: testkit.D(v)} }
+	pct := func(v string) signal.Amount { return signal.Amount{Value: httpapi.Num(testkit.D(v)), Percent: true} }
+	fixed := func(v string) signal.Amount { return signal.Amount{Value: httpapi.Num(testkit.D(v))} }
 	cases := []struct {
 		name      string
 		kind      exchange.Kind
@@ -82,11 +83,11 @@ func TestExitAmount(t *testing.T) {
 		want string
 	}{
 		{nil, "0.01538"},
-		{&signal.Amount{Value: testkit.D("100"), Percent: true}, "0.01538"},
-		{&signal.Amount{Value: testkit.D("50"), Percent: true}, "0.00769"},
-		{&signal.Amount{Value: testkit.D("33"), Percent: true}, "0.00507"}, // 0.0050754 floored
-		{&signal.Amount{Value: testkit.D("1")}, "0.01538"},                 // capped at the holding
-		{&signal.Amount{Value: testkit.D("0.010009")}, "0.01"},
+		{&signal.Amount{Value: httpapi.Num(testkit.D("100")), Percent: true}, "0.01538"},
+		{&signal.Amount{Value: httpapi.Num(testkit.D("50")), Percent: true}, "0.00769"},
+		{&signal.Amount{Value: httpapi.Num(testkit.D("33")), Percent: true}, "0.00507"}, // 0.0050754 floored
+		{&signal.Amount{Value: httpapi.Num(testkit.D("1"))}, "0.01538"},                 // capped at the holding
+		{&signal.Amount{Value: httpapi.Num(testkit.D("0.010009"))}, "0.01"},
 	}
 	for _, c := range cases {
 		got, err := order.ExitAmount(m, c.size, held)
@@ -94,7 +95,7 @@ func TestExitAmount(t *testing.T) {
 			t.Errorf("ExitAmount(%v) = %s, %v; want %s", c.size, got, err, c.want)
 		}
 	}
-	if _, err := order.ExitAmount(m, &signal.Amount{Value: testkit.D("0.01"), Percent: true}, held); errs.CodeOf(err) != errs.InvalidAmount {
+	if _, err := order.ExitAmount(m, &signal.Amount{Value: httpapi.Num(testkit.D("0.01")), Percent: true}, held); errs.CodeOf(err) != errs.InvalidAmount {
 		t.Errorf("tiny percentage: %v", err)
 	}
 }
@@ -105,33 +106,33 @@ func TestRequestValidate(t *testing.T) {
 		req  order.Request
 		code errs.Code
 	}{
-		{"market", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("0.01")}, ""},
-		{"limit", order.Request{Type: exchange.Limit, Side: exchange.SideSell, Symbol: "BTC/USDT", Amount: testkit.DP("0.01"), Price: testkit.DP("70000")}, ""},
-		{"stop_loss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("60000"), ClosePercent: testkit.DP("100")}, ""},
-		{"take_profit", order.Request{Type: exchange.TakeProfit, Symbol: "ETH/USDT", TakeProfitPrice: testkit.DP("4000"), ClosePercent: testkit.DP("50")}, ""},
-		{"symbol without slash", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTCUSDT", Amount: testkit.DP("1")}, errs.InvalidSymbol},
-		{"lower-case symbol", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "btc/usdt", Amount: testkit.DP("1")}, errs.InvalidSymbol},
+		{"market", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.01"))}, ""},
+		{"limit", order.Request{Type: exchange.Limit, Side: exchange.SideSell, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.01")), Price: httpapi.NumOrNil(testkit.DP("70000"))}, ""},
+		{"stop_loss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: httpapi.NumOrNil(testkit.DP("60000")), ClosePercent: httpapi.NumOrNil(testkit.DP("100"))}, ""},
+		{"take_profit", order.Request{Type: exchange.TakeProfit, Symbol: "ETH/USDT", TakeProfitPrice: httpapi.NumOrNil(testkit.DP("4000")), ClosePercent: httpapi.NumOrNil(testkit.DP("50"))}, ""},
+		{"symbol without slash", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTCUSDT", Amount: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidSymbol},
+		{"lower-case symbol", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "btc/usdt", Amount: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidSymbol},
 		{"no amount: the bot's size", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT"}, ""},
-		{"zero amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("0")}, errs.InvalidAmount},
-		{"limit without price", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidPrice},
-		{"market with price", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"), Price: testkit.DP("1")}, errs.InvalidPrice},
-		{"stop without price", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", ClosePercent: testkit.DP("100")}, errs.InvalidPrice},
-		{"take profit negative", order.Request{Type: exchange.TakeProfit, Symbol: "BTC/USDT", TakeProfitPrice: testkit.DP("-1"), ClosePercent: testkit.DP("100")}, errs.InvalidPrice},
-		{"closePercent over 100", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1"), ClosePercent: testkit.DP("101")}, errs.InvalidAmount},
-		{"closePercent missing", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1")}, errs.InvalidAmount},
-		{"bad side", order.Request{Type: exchange.Market, Side: "hold", Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidAction},
-		{"bad type", order.Request{Type: "iceberg", Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1")}, errs.InvalidAction},
-		{"entry with exits", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"),
-			StopLoss: testkit.DP("60000"), TakeProfit: testkit.DP("70000")}, ""},
-		{"entry with zero stop", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"),
-			Price: testkit.DP("65000"), StopLoss: testkit.DP("0")}, errs.InvalidPrice},
+		{"zero amount", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("0"))}, errs.InvalidAmount},
+		{"limit without price", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidPrice},
+		{"market with price", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1")), Price: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidPrice},
+		{"stop without price", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", ClosePercent: httpapi.NumOrNil(testkit.DP("100"))}, errs.InvalidPrice},
+		{"take profit negative", order.Request{Type: exchange.TakeProfit, Symbol: "BTC/USDT", TakeProfitPrice: httpapi.NumOrNil(testkit.DP("-1")), ClosePercent: httpapi.NumOrNil(testkit.DP("100"))}, errs.InvalidPrice},
+		{"closePercent over 100", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: httpapi.NumOrNil(testkit.DP("1")), ClosePercent: httpapi.NumOrNil(testkit.DP("101"))}, errs.InvalidAmount},
+		{"closePercent missing", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidAmount},
+		{"bad side", order.Request{Type: exchange.Market, Side: "hold", Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidAction},
+		{"bad type", order.Request{Type: "iceberg", Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidAction},
+		{"entry with exits", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1")),
+			StopLoss: httpapi.NumOrNil(testkit.DP("60000")), TakeProfit: httpapi.NumOrNil(testkit.DP("70000"))}, ""},
+		{"entry with zero stop", order.Request{Type: exchange.Limit, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1")),
+			Price: httpapi.NumOrNil(testkit.DP("65000")), StopLoss: httpapi.NumOrNil(testkit.DP("0"))}, errs.InvalidPrice},
 		{"entry with negative take profit", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT",
-			Amount: testkit.DP("1"), TakeProfit: testkit.DP("-1")}, errs.InvalidPrice},
-		{"stop_loss with stopLoss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: testkit.DP("1"),
-			ClosePercent: testkit.DP("100"), StopLoss: testkit.DP("1")}, errs.InvalidAction},
-		{"entry naming an order", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: testkit.DP("1"),
+			Amount: httpapi.NumOrNil(testkit.DP("1")), TakeProfit: httpapi.NumOrNil(testkit.DP("-1"))}, errs.InvalidPrice},
+		{"stop_loss with stopLoss", order.Request{Type: exchange.StopLoss, Symbol: "BTC/USDT", StopPrice: httpapi.NumOrNil(testkit.DP("1")),
+			ClosePercent: httpapi.NumOrNil(testkit.DP("100")), StopLoss: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidAction},
+		{"entry naming an order", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(testkit.DP("1")),
 			ClientOrderID: "sg-1"}, errs.InvalidAction},
-		{"close with exits", order.Request{Type: order.Close, Symbol: "BTC/USDT", StopLoss: testkit.DP("1")}, errs.InvalidAction},
+		{"close with exits", order.Request{Type: order.Close, Symbol: "BTC/USDT", StopLoss: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidAction},
 		{"cancel", order.Request{Type: order.Cancel, ClientOrderID: "sg-0123"}, ""},
 		{"cancel without order", order.Request{Type: order.Cancel}, errs.InvalidParameter},
 		{"cancel with symbol", order.Request{Type: order.Cancel, ClientOrderID: "sg-0123", Symbol: "BTC/USDT"}, errs.InvalidAction},
@@ -174,7 +175,7 @@ func TestClientOrderID(t *testing.T) {
 }
 
 func TestCheckExit(t *testing.T) {
-	abs := func(v string) *signal.Amount { return &signal.Amount{Value: testkit.D(v)} }
+	abs := func(v string) *signal.Amount { return &signal.Amount{Value: httpapi.Num(testkit.D(v))} }
 	ref := testkit.D("100")
 	cases := []struct {
 		side     position.Side
@@ -189,7 +190,7 @@ func TestCheckExit(t *testing.T) {
 		{position.Short, abs("105"), true, true},
 		{position.Short, abs("95"), true, false},
 		{position.Short, abs("95"), false, true},
-		{position.Short, &signal.Amount{Value: testkit.D("5"), Percent: true}, true, true},
+		{position.Short, &signal.Amount{Value: httpapi.Num(testkit.D("5")), Percent: true}, true, true},
 		{position.Long, nil, true, true},
 	}
 	for _, c := range cases {

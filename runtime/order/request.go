@@ -12,6 +12,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 var hundred = decimal.NewFromInt(100)
@@ -37,13 +38,13 @@ type Request struct {
 	Type            exchange.OrderType `json:"type"`
 	Side            exchange.Side      `json:"side,omitempty"`
 	Symbol          string             `json:"symbol"`
-	Amount          *decimal.Decimal   `json:"amount,omitempty"`
-	Price           *decimal.Decimal   `json:"price,omitempty"`
-	StopPrice       *decimal.Decimal   `json:"stopPrice,omitempty"`
-	TakeProfitPrice *decimal.Decimal   `json:"takeProfitPrice,omitempty"`
-	ClosePercent    *decimal.Decimal   `json:"closePercent,omitempty"`
-	StopLoss        *decimal.Decimal   `json:"stopLoss,omitempty"`
-	TakeProfit      *decimal.Decimal   `json:"takeProfit,omitempty"`
+	Amount          *httpapi.Number    `json:"amount,omitempty"`
+	Price           *httpapi.Number    `json:"price,omitempty"`
+	StopPrice       *httpapi.Number    `json:"stopPrice,omitempty"`
+	TakeProfitPrice *httpapi.Number    `json:"takeProfitPrice,omitempty"`
+	ClosePercent    *httpapi.Number    `json:"closePercent,omitempty"`
+	StopLoss        *httpapi.Number    `json:"stopLoss,omitempty"`
+	TakeProfit      *httpapi.Number    `json:"takeProfit,omitempty"`
 	ClientOrderID   string             `json:"clientOrderId,omitempty"`
 }
 
@@ -64,7 +65,7 @@ func (r Request) Validate() error {
 	if err := validSymbol(r.Symbol); err != nil {
 		return err
 	}
-	positive := func(d *decimal.Decimal) bool { return d != nil && d.IsPositive() }
+	positive := func(d *httpapi.Number) bool { return d != nil && d.IsPositive() }
 	switch r.Type {
 	case exchange.Market, exchange.Limit:
 		if r.Side != exchange.SideBuy && r.Side != exchange.SideSell {

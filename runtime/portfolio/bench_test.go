@@ -10,6 +10,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -45,7 +46,7 @@ func BenchmarkOf(b *testing.B) {
 			if _, err := rdb.TxPipelined(ctx, func(tx redis.Pipeliner) error {
 				for j := range 20 {
 					if err := position.StageTrade(ctx, tx, position.Trade{ID: fmt.Sprint(j), BotID: bot, Symbol: "BTC/USDT",
-						NetPnl: decimal.RequireFromString("1.25")}); err != nil {
+						NetPnl: httpapi.Num(decimal.RequireFromString("1.25"))}); err != nil {
 						return err
 					}
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // walletAsset is one balance to read.
@@ -161,7 +162,7 @@ func (s *Service) fetch(ctx context.Context, live exchange.Live, need needs) sna
 				}
 				return
 			}
-			snap.balances[wa] = Balance{Asset: wa.asset, Wallet: wa.wallet, Free: b.Free, Locked: b.Locked}
+			snap.balances[wa] = Balance{Asset: wa.asset, Wallet: wa.wallet, Free: httpapi.Num(b.Free), Locked: httpapi.Num(b.Locked)}
 		})
 	}
 	for _, pk := range need.prices {

@@ -31,6 +31,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -84,9 +85,9 @@ type Account struct {
 	Balances  []Balance  `json:"balances"`
 	Positions []Position `json:"positions"`
 	// Equity, UnrealisedPnl and RealisedPnl are null when Error is set.
-	Equity        *decimal.Decimal `json:"equity"`
-	UnrealisedPnl *decimal.Decimal `json:"unrealisedPnl"`
-	RealisedPnl   *decimal.Decimal `json:"realisedPnl"`
+	Equity        *httpapi.Number `json:"equity"`
+	UnrealisedPnl *httpapi.Number `json:"unrealisedPnl"`
+	RealisedPnl   *httpapi.Number `json:"realisedPnl"`
 	// Excluded names the assets left out of the figures because no USDT price was found
 	// for them (a balance without an ASSET/USDT market, a position or trade quoted in
 	// another currency). Empty when nothing was left out.
@@ -98,12 +99,12 @@ type Account struct {
 
 // Balance is one asset of an account's wallet.
 type Balance struct {
-	Asset  string          `json:"asset"`
-	Wallet string          `json:"wallet"`
-	Free   decimal.Decimal `json:"free"`
+	Asset  string         `json:"asset"`
+	Wallet string         `json:"wallet"`
+	Free   httpapi.Number `json:"free"`
 	// Locked is held by open orders or used as margin.
-	Locked decimal.Decimal `json:"locked"`
-	Total  decimal.Decimal `json:"total"`
+	Locked httpapi.Number `json:"locked"`
+	Total  httpapi.Number `json:"total"`
 }
 
 // Position is an open position of one of the user's bots: the spec's Position valued now
@@ -121,10 +122,10 @@ type Error struct {
 
 // Totals are the sums over the accounts read without an error, in USDT.
 type Totals struct {
-	Currency      string          `json:"currency"`
-	Equity        decimal.Decimal `json:"equity"`
-	UnrealisedPnl decimal.Decimal `json:"unrealisedPnl"`
-	RealisedPnl   decimal.Decimal `json:"realisedPnl"`
+	Currency      string         `json:"currency"`
+	Equity        httpapi.Number `json:"equity"`
+	UnrealisedPnl httpapi.Number `json:"unrealisedPnl"`
+	RealisedPnl   httpapi.Number `json:"realisedPnl"`
 	// Complete is false when an account has an error or excluded assets: the totals then
 	// leave something out.
 	Complete bool `json:"complete"`
@@ -370,9 +371,9 @@ func (s *Service) paperAccount(ctx context.Context, a paper.Account, books []bot
 	}
 	quote := cmp.Or(a.Currency, paper.Quote)
 	v := newValuation()
-	v.balance(Balance{Asset: quote, Wallet: WalletUnified, Free: a.Balance, Locked: a.Margin})
+	v.balance(Balance{Asset: quote, Wallet: WalletUnified, Free: httpapi.Num(a.Balance), Locked: httpapi.Num(a.Margin)})
 	for _, base := range slices.Sorted(maps.Keys(h.Spot)) {
-		v.balance(Balance{Asset: base, Wallet: WalletUnified, Free: h.Spot[base]})
+		v.balance(Balance{Asset: base, Wallet: WalletUnified, Free: httpapi.Num(h.Spot[base])})
 	}
 	price := func(kind exchange.Kind, symbol string) (decimal.Decimal, error) {
 		if s.o.Prices == nil {
@@ -481,9 +482,9 @@ func totals(accts []Account) Totals {
 		if len(a.Excluded) > 0 {
 			t.Complete = false
 		}
-		t.Equity = t.Equity.Add(*a.Equity)
-		t.UnrealisedPnl = t.UnrealisedPnl.Add(*a.UnrealisedPnl)
-		t.RealisedPnl = t.RealisedPnl.Add(*a.RealisedPnl)
+		t.Equity = httpapi.Num(t.Equity.Add((*a.Equity).Decimal))
+		t.UnrealisedPnl = httpapi.Num(t.UnrealisedPnl.Add((*a.UnrealisedPnl).Decimal))
+		t.RealisedPnl = httpapi.Num(t.RealisedPnl.Add((*a.RealisedPnl).Decimal))
 	}
 	return t
 }

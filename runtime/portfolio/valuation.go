@@ -8,6 +8,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // valuation adds up one account's figures in USDT.
@@ -22,7 +23,7 @@ func newValuation() *valuation { return &valuation{excluded: map[string]bool{}} 
 
 // balance lists a wallet's asset; Total is Free + Locked.
 func (v *valuation) balance(b Balance) {
-	b.Total = b.Free.Add(b.Locked)
+	b.Total = httpapi.Num(b.Free.Add(b.Locked.Decimal))
 	v.balances = append(v.balances, b)
 }
 
@@ -32,7 +33,7 @@ func (v *valuation) balance(b Balance) {
 func (v *valuation) value(price func(asset string) (decimal.Decimal, error)) error {
 	for _, b := range v.balances {
 		if b.Asset == Currency {
-			v.equity = v.equity.Add(b.Total)
+			v.equity = v.equity.Add(b.Total.Decimal)
 			continue
 		}
 		if b.Total.IsZero() {
@@ -77,7 +78,7 @@ func (v *valuation) bots(books []botBook, price func(kind exchange.Kind, symbol 
 			if _, q := exchange.SymbolAssets(p.Symbol); q != Currency {
 				v.excluded[q] = true
 			} else {
-				v.unrealised = v.unrealised.Add(view.Pnl)
+				v.unrealised = v.unrealised.Add(view.Pnl.Decimal)
 			}
 		}
 		if _, q := exchange.SymbolAssets(b.bot.Symbol); b.bot.Symbol != "" && q != Currency {
@@ -100,7 +101,7 @@ func (v *valuation) finish(a Account) Account {
 	if a.Positions == nil {
 		a.Positions = []Position{}
 	}
-	a.Equity, a.UnrealisedPnl, a.RealisedPnl = &v.equity, &v.unrealised, &v.realised
+	a.Equity, a.UnrealisedPnl, a.RealisedPnl = httpapi.NumPtr(v.equity), httpapi.NumPtr(v.unrealised), httpapi.NumPtr(v.realised)
 	a.Excluded = slices.Sorted(maps.Keys(v.excluded))
 	if len(a.Excluded) == 0 {
 		a.Excluded = nil

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -420,14 +420,14 @@ func StageTrade(ctx context.Context, p redis.Pipeliner, t Trade) error {
 
 // WatchItem is a position the price watcher checks.
 type WatchItem struct {
-	BotID      string          `json:"botId"`
-	Symbol     string          `json:"symbol"`
-	Kind       exchange.Kind   `json:"kind"`
-	PositionID string          `json:"positionId"`
-	Side       Side            `json:"side"`
-	StopLoss   *Exit           `json:"stopLoss,omitempty"`
-	TakeProfit *Exit           `json:"takeProfit,omitempty"`
-	Liquidate  decimal.Decimal `json:"liquidationPrice,omitzero"`
+	BotID      string         `json:"botId"`
+	Symbol     string         `json:"symbol"`
+	Kind       exchange.Kind  `json:"kind"`
+	PositionID string         `json:"positionId"`
+	Side       Side           `json:"side"`
+	StopLoss   *Exit          `json:"stopLoss,omitempty"`
+	TakeProfit *Exit          `json:"takeProfit,omitempty"`
+	Liquidate  httpapi.Number `json:"liquidationPrice,omitzero"`
 }
 
 func watchField(botID, symbol string) string { return botID + "|" + symbol }
@@ -437,7 +437,7 @@ func watchKey(botID string) string { return store.Watch(store.PartitionOf(botID)
 
 func watchItemOf(p Position) (WatchItem, bool) {
 	w := WatchItem{BotID: p.BotID, Symbol: p.Symbol, Kind: p.Kind, PositionID: p.ID, Side: p.Side,
-		StopLoss: p.StopLoss, TakeProfit: p.TakeProfit, Liquidate: p.Liquidation()}
+		StopLoss: p.StopLoss, TakeProfit: p.TakeProfit, Liquidate: httpapi.Num(p.Liquidation())}
 	return w, w.StopLoss != nil || w.TakeProfit != nil || w.Liquidate.IsPositive()
 }
 

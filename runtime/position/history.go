@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -39,9 +39,9 @@ func AllTrades(ctx context.Context, c redis.Cmdable, botID string) ([]Trade, err
 // TradeResult is what an equity curve needs of a trade: when it closed and its net
 // result, with its ID to tell copies of one trade apart.
 type TradeResult struct {
-	ID       string          `json:"id"`
-	NetPnl   decimal.Decimal `json:"netPnl"`
-	ClosedAt int64           `json:"closedAt"` // ms
+	ID       string         `json:"id"`
+	NetPnl   httpapi.Number `json:"netPnl"`
+	ClosedAt int64          `json:"closedAt"` // ms
 }
 
 // TradeResultsIn is the newest limit of the bot's trades closed in [fromMS, toMS), oldest

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -181,7 +182,7 @@ func TestTradeResultsIn(t *testing.T) {
 	ctx := context.Background()
 	items := make([]any, 2000)
 	for i := range items {
-		items[i], _ = json.Marshal(position.Trade{ID: fmt.Sprintf("t%d", i), NetPnl: decimal.New(int64(i), -2), ClosedAt: int64(10 * i)})
+		items[i], _ = json.Marshal(position.Trade{ID: fmt.Sprintf("t%d", i), NetPnl: httpapi.Num(decimal.New(int64(i), -2)), ClosedAt: int64(10 * i)})
 	}
 	rdb.RPush(ctx, store.BookTrades("bot"), items...)
 	ids := func(rs []position.TradeResult) string {

@@ -43,7 +43,7 @@ func TestListMany(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	one, err := position.NewBook(rdb).List(ctx, "bot-1")
-	if err != nil || len(one) != 2 || one[0].ID != got[0][0].ID || !one[1].Size.Equal(got[0][1].Size) {
+	if err != nil || len(one) != 2 || one[0].ID != got[0][0].ID || !one[1].Size.Equal((got[0][1].Size).Decimal) {
 		t.Fatalf("List %+v, %v", one, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -26,7 +27,7 @@ func TestPositionAndTradeLuaMatchStage(t *testing.T) {
 		position.Fill{Amount: testkit.D("0.01"), Price: testkit.D("65000"), Fee: testkit.D("0.65"), At: 1}, "sig-1")
 	watched := open.Clone()
 	watched.SetExit(true, testkit.D("2"), true, testkit.D("100"), exchange.MarketInfo{Symbol: sym, TickSize: testkit.D("0.1")})
-	trade := position.Trade{BotID: bot, Symbol: sym, Side: position.Long, Size: testkit.D("0.01"), NetPnl: testkit.D("-1.3")}
+	trade := position.Trade{BotID: bot, Symbol: sym, Side: position.Long, Size: httpapi.Num(testkit.D("0.01")), NetPnl: httpapi.Num(testkit.D("-1.3"))}
 	for _, tc := range []struct {
 		name  string
 		pos   *position.Position

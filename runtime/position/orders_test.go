@@ -13,6 +13,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -21,7 +22,7 @@ import (
 func pendingRecord(bot, cid string) position.OrderRecord {
 	return position.OrderRecord{ClientOrderID: cid, SignalID: "sig-1", BotID: bot, Leg: "close:BTC/USDT",
 		Symbol: "BTC/USDT", Kind: exchange.Futures, Side: exchange.SideSell, Type: exchange.Limit,
-		Status: exchange.StatusPending, Amount: testkit.D("0.015"), Price: testkit.D("65000.5"),
+		Status: exchange.StatusPending, Amount: httpapi.Num(testkit.D("0.015")), Price: httpapi.Num(testkit.D("65000.5")),
 		ReduceOnly: true, Leverage: 3, CreatedAt: 1_795_000_000_000, UpdatedAt: 1_795_000_000_000}
 }
 

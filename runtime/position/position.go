@@ -9,17 +9,18 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // Exit is a stop-loss or take-profit on a position.
 type Exit struct {
 	// Price triggers the exit.
-	Price decimal.Decimal `json:"price"`
+	Price httpapi.Number `json:"price"`
 	// Percent, when positive, is the distance from the average entry the price was set
 	// from; the price follows the entry when a DCA level re-averages it.
-	Percent decimal.Decimal `json:"percent,omitzero"`
+	Percent httpapi.Number `json:"percent,omitzero"`
 	// ClosePercent is the part of the position the exit closes (100 = all).
-	ClosePercent decimal.Decimal `json:"closePercent"`
+	ClosePercent httpapi.Number `json:"closePercent"`
 }
 
 // Position is one open position of a bot on a symbol.
@@ -30,17 +31,17 @@ type Position struct {
 	Kind   exchange.Kind `json:"kind"`
 	Side   Side          `json:"side"`
 	// Size is the base amount held.
-	Size decimal.Decimal `json:"size"`
+	Size httpapi.Number `json:"size"`
 	// Cost is the sum of the entry notionals (size × price of each entry fill): the
 	// average entry price is Cost / Size.
-	Cost decimal.Decimal `json:"cost"`
+	Cost httpapi.Number `json:"cost"`
 	// Margin is the used margin: the reserved initial margin on futures, the cost on spot.
-	Margin   decimal.Decimal `json:"margin"`
-	Leverage int             `json:"leverage"`
+	Margin   httpapi.Number `json:"margin"`
+	Leverage int            `json:"leverage"`
 	// EntryFees are the entry fees not yet attributed to a trade.
-	EntryFees  decimal.Decimal `json:"entryFees"`
-	StopLoss   *Exit           `json:"stopLoss,omitempty"`
-	TakeProfit *Exit           `json:"takeProfit,omitempty"`
+	EntryFees  httpapi.Number `json:"entryFees"`
+	StopLoss   *Exit          `json:"stopLoss,omitempty"`
+	TakeProfit *Exit          `json:"takeProfit,omitempty"`
 	// DCALevel is the last DCA level applied (1 for the initial entry).
 	DCALevel int `json:"dcaLevel"`
 	// OpenedBy is the signal that opened the position.
@@ -74,8 +75,8 @@ func Open(id, botID, symbol string, kind exchange.Kind, side Side, leverage int,
 	}
 	return Position{
 		ID: id, BotID: botID, Symbol: symbol, Kind: kind, Side: side,
-		Size: f.Amount, Cost: f.Notional(), Margin: InitialMargin(f.Notional(), leverage),
-		Leverage: leverage, EntryFees: f.Fee, DCALevel: 1, OpenedBy: signalID,
+		Size: httpapi.Num(f.Amount), Cost: httpapi.Num(f.Notional()), Margin: httpapi.Num(InitialMargin(f.Notional(), leverage)),
+		Leverage: leverage, EntryFees: httpapi.Num(f.Fee), DCALevel: 1, OpenedBy: signalID,
 		CreatedAt: f.At, UpdatedAt: f.At,
 	}
 }
@@ -83,28 +84,28 @@ func Open(id, botID, symbol string, kind exchange.Kind, side Side, leverage int,
 // Add applies an entry fill in the position's direction: the entry price re-averages by
 // size (Cost / Size).
 func (p *Position) Add(f Fill) {
-	p.Size = p.Size.Add(f.Amount)
-	p.Cost = p.Cost.Add(f.Notional())
-	p.Margin = p.Margin.Add(InitialMargin(f.Notional(), p.Leverage))
-	p.EntryFees = p.EntryFees.Add(f.Fee)
+	p.Size = httpapi.Num(p.Size.Add(f.Amount))
+	p.Cost = httpapi.Num(p.Cost.Add(f.Notional()))
+	p.Margin = httpapi.Num(p.Margin.Add(InitialMargin(f.Notional(), p.Leverage)))
+	p.EntryFees = httpapi.Num(p.EntryFees.Add(f.Fee))
 	p.UpdatedAt = f.At
 }
 
 // Reduce applies an exit fill of f.Amount (at most Size) and returns the settlement and
 // the realised trade; closed is true when nothing is left.
 func (p *Position) Reduce(f Fill, tradeID, signalID, reason string) (Settlement, Trade, bool) {
-	qty := decimal.Min(f.Amount, p.Size)
-	s := Settle(p.Kind, p.Side, p.Size, p.Cost, p.Margin, p.EntryFees, qty, f.Price, f.Fee)
+	qty := decimal.Min(f.Amount, p.Size.Decimal)
+	s := Settle(p.Kind, p.Side, p.Size.Decimal, p.Cost.Decimal, p.Margin.Decimal, p.EntryFees.Decimal, qty, f.Price, f.Fee)
 	t := Trade{
 		ID: tradeID, PositionID: p.ID, BotID: p.BotID, SignalID: signalID, Symbol: p.Symbol,
-		Kind: p.Kind, Side: p.Side, Size: qty, EntryPrice: avg(s.CostShare, qty), ExitPrice: f.Price,
-		Leverage: p.Leverage, Pnl: s.Gross, Fees: s.Fees(), NetPnl: s.Net(), Reason: reason,
+		Kind: p.Kind, Side: p.Side, Size: httpapi.Num(qty), EntryPrice: httpapi.Num(avg(s.CostShare, qty)), ExitPrice: httpapi.Num(f.Price),
+		Leverage: p.Leverage, Pnl: httpapi.Num(s.Gross), Fees: httpapi.Num(s.Fees()), NetPnl: httpapi.Num(s.Net()), Reason: reason,
 		OpenedAt: p.CreatedAt, ClosedAt: f.At,
 	}
-	p.Size = p.Size.Sub(qty)
-	p.Cost = p.Cost.Sub(s.CostShare)
-	p.Margin = p.Margin.Sub(s.MarginShare)
-	p.EntryFees = p.EntryFees.Sub(s.FeeShare)
+	p.Size = httpapi.Num(p.Size.Sub(qty))
+	p.Cost = httpapi.Num(p.Cost.Sub(s.CostShare))
+	p.Margin = httpapi.Num(p.Margin.Sub(s.MarginShare))
+	p.EntryFees = httpapi.Num(p.EntryFees.Sub(s.FeeShare))
 	p.UpdatedAt = f.At
 	closed := !p.Size.IsPositive()
 	t.Closed = closed
@@ -126,7 +127,7 @@ func (p Position) Clone() Position {
 }
 
 // EntryPrice is the size-weighted average entry price.
-func (p Position) EntryPrice() decimal.Decimal { return avg(p.Cost, p.Size) }
+func (p Position) EntryPrice() decimal.Decimal { return avg(p.Cost.Decimal, p.Size.Decimal) }
 
 func avg(cost, size decimal.Decimal) decimal.Decimal {
 	if !size.IsPositive() {
@@ -140,14 +141,14 @@ func (p Position) Liquidation() decimal.Decimal {
 	if p.Kind != exchange.Futures {
 		return decimal.Zero
 	}
-	return LiquidationPrice(p.Side, p.Size, p.Cost, p.Margin, MaintenanceMarginRate)
+	return LiquidationPrice(p.Side, p.Size.Decimal, p.Cost.Decimal, p.Margin.Decimal, MaintenanceMarginRate)
 }
 
 // Unrealised is the PnL at price, before exit fees.
 func (p Position) Unrealised(price decimal.Decimal) decimal.Decimal {
 	v := p.Size.Mul(price)
 	if p.Side == Long {
-		return v.Sub(p.Cost)
+		return v.Sub(p.Cost.Decimal)
 	}
 	return p.Cost.Sub(v)
 }
@@ -155,15 +156,15 @@ func (p Position) Unrealised(price decimal.Decimal) decimal.Decimal {
 // SetExit sets the stop-loss (stopLoss true) or take-profit from an absolute price or a
 // percentage from the average entry, rounded down to the market's tick.
 func (p *Position) SetExit(stopLoss bool, value decimal.Decimal, percent bool, closePercent decimal.Decimal, m exchange.MarketInfo) {
-	e := &Exit{ClosePercent: closePercent}
+	e := &Exit{ClosePercent: httpapi.Num(closePercent)}
 	if !e.ClosePercent.IsPositive() {
-		e.ClosePercent = hundred
+		e.ClosePercent = httpapi.Num(hundred)
 	}
 	if percent {
-		e.Percent = value
-		e.Price = m.RoundPrice(PriceFromPercent(p.EntryPrice(), value, p.Side, stopLoss))
+		e.Percent = httpapi.Num(value)
+		e.Price = httpapi.Num(m.RoundPrice(PriceFromPercent(p.EntryPrice(), value, p.Side, stopLoss)))
 	} else {
-		e.Price = m.RoundPrice(value)
+		e.Price = httpapi.Num(m.RoundPrice(value))
 	}
 	if stopLoss {
 		p.StopLoss = e
@@ -175,75 +176,74 @@ func (p *Position) SetExit(stopLoss bool, value decimal.Decimal, percent bool, c
 // Reprice moves percentage exits to the current average entry (after a DCA level).
 func (p *Position) Reprice(m exchange.MarketInfo) {
 	if e := p.StopLoss; e != nil && e.Percent.IsPositive() {
-		e.Price = m.RoundPrice(PriceFromPercent(p.EntryPrice(), e.Percent, p.Side, true))
+		e.Price = httpapi.Num(m.RoundPrice(PriceFromPercent(p.EntryPrice(), e.Percent.Decimal, p.Side, true)))
 	}
 	if e := p.TakeProfit; e != nil && e.Percent.IsPositive() {
-		e.Price = m.RoundPrice(PriceFromPercent(p.EntryPrice(), e.Percent, p.Side, false))
+		e.Price = httpapi.Num(m.RoundPrice(PriceFromPercent(p.EntryPrice(), e.Percent.Decimal, p.Side, false)))
 	}
 }
 
 // View is the spec's Position.
 type View struct {
-	ID               string           `json:"id"`
-	Symbol           string           `json:"symbol"`
-	Side             Side             `json:"side"`
-	Size             decimal.Decimal  `json:"size"`
-	EntryPrice       decimal.Decimal  `json:"entryPrice"`
-	CurrentPrice     decimal.Decimal  `json:"currentPrice"`
-	Pnl              decimal.Decimal  `json:"pnl"`
-	PnlPercent       decimal.Decimal  `json:"pnlPercent"`
-	Leverage         int              `json:"leverage"`
-	Margin           decimal.Decimal  `json:"margin"`
-	LiquidationPrice *decimal.Decimal `json:"liquidationPrice,omitempty"`
-	StopLoss         *decimal.Decimal `json:"stopLoss,omitempty"`
-	TakeProfit       *decimal.Decimal `json:"takeProfit,omitempty"`
-	CreatedAt        string           `json:"createdAt"`
+	ID               string          `json:"id"`
+	Symbol           string          `json:"symbol"`
+	Side             Side            `json:"side"`
+	Size             httpapi.Number  `json:"size"`
+	EntryPrice       httpapi.Number  `json:"entryPrice"`
+	CurrentPrice     httpapi.Number  `json:"currentPrice"`
+	Pnl              httpapi.Number  `json:"pnl"`
+	PnlPercent       httpapi.Number  `json:"pnlPercent"`
+	Leverage         int             `json:"leverage"`
+	Margin           httpapi.Number  `json:"margin"`
+	LiquidationPrice *httpapi.Number `json:"liquidationPrice,omitempty"`
+	StopLoss         *httpapi.Number `json:"stopLoss,omitempty"`
+	TakeProfit       *httpapi.Number `json:"takeProfit,omitempty"`
+	CreatedAt        string          `json:"createdAt"`
 }
 
 // View renders the position at a current price. pnl is unrealised before exit fees;
 // pnlPercent is pnl over the used margin (ROE), two decimals.
 func (p Position) View(current decimal.Decimal) View {
 	v := View{
-		ID: p.ID, Symbol: p.Symbol, Side: p.Side, Size: p.Size, EntryPrice: p.EntryPrice(),
-		CurrentPrice: current, Leverage: p.Leverage, Margin: p.Margin,
+		ID: p.ID, Symbol: p.Symbol, Side: p.Side, Size: httpapi.Num(p.Size.Decimal), EntryPrice: httpapi.Num(p.EntryPrice()),
+		CurrentPrice: httpapi.Num(current), Leverage: p.Leverage, Margin: httpapi.Num(p.Margin.Decimal),
 		CreatedAt: time.UnixMilli(p.CreatedAt).UTC().Format(time.RFC3339Nano),
 	}
 	if current.IsPositive() {
-		v.Pnl = p.Unrealised(current)
+		v.Pnl = httpapi.Num(p.Unrealised(current))
 		if p.Margin.IsPositive() {
-			v.PnlPercent = v.Pnl.Mul(hundred).Div(p.Margin).Round(2)
+			v.PnlPercent = httpapi.Num(v.Pnl.Mul(hundred).Div(p.Margin.Decimal).Round(2))
 		}
 	}
 	if p.Kind == exchange.Futures {
-		l := p.Liquidation()
-		v.LiquidationPrice = &l
+		v.LiquidationPrice = httpapi.NumPtr(p.Liquidation())
 	}
 	if p.StopLoss != nil {
-		v.StopLoss = &p.StopLoss.Price
+		v.StopLoss = httpapi.NumPtr(p.StopLoss.Price.Decimal)
 	}
 	if p.TakeProfit != nil {
-		v.TakeProfit = &p.TakeProfit.Price
+		v.TakeProfit = httpapi.NumPtr(p.TakeProfit.Price.Decimal)
 	}
 	return v
 }
 
 // Trade is one realisation: a reduce or close of a position, with its realised PnL.
 type Trade struct {
-	ID         string          `json:"id"`
-	PositionID string          `json:"positionId"`
-	BotID      string          `json:"botId"`
-	SignalID   string          `json:"signalId"`
-	Symbol     string          `json:"symbol"`
-	Kind       exchange.Kind   `json:"kind"`
-	Side       Side            `json:"side"`
-	Size       decimal.Decimal `json:"size"`
-	EntryPrice decimal.Decimal `json:"entryPrice"`
-	ExitPrice  decimal.Decimal `json:"exitPrice"`
-	Leverage   int             `json:"leverage"`
+	ID         string         `json:"id"`
+	PositionID string         `json:"positionId"`
+	BotID      string         `json:"botId"`
+	SignalID   string         `json:"signalId"`
+	Symbol     string         `json:"symbol"`
+	Kind       exchange.Kind  `json:"kind"`
+	Side       Side           `json:"side"`
+	Size       httpapi.Number `json:"size"`
+	EntryPrice httpapi.Number `json:"entryPrice"`
+	ExitPrice  httpapi.Number `json:"exitPrice"`
+	Leverage   int            `json:"leverage"`
 	// Pnl is the gross price PnL; Fees the entry-fee share plus the exit fee; NetPnl = Pnl − Fees.
-	Pnl    decimal.Decimal `json:"pnl"`
-	Fees   decimal.Decimal `json:"fees"`
-	NetPnl decimal.Decimal `json:"netPnl"`
+	Pnl    httpapi.Number `json:"pnl"`
+	Fees   httpapi.Number `json:"fees"`
+	NetPnl httpapi.Number `json:"netPnl"`
 	// Closed is true when this realisation closed the position.
 	Closed bool `json:"closed"`
 	// Reason is signal, reversal, stop_loss, take_profit, liquidation or manual.
@@ -264,11 +264,11 @@ type OrderRecord struct {
 	Side          exchange.Side        `json:"side"`
 	Type          exchange.OrderType   `json:"type"`
 	Status        exchange.OrderStatus `json:"status"`
-	Amount        decimal.Decimal      `json:"amount"`
-	Price         decimal.Decimal      `json:"price,omitzero"`
-	FilledAmount  decimal.Decimal      `json:"filledAmount"`
-	AvgPrice      decimal.Decimal      `json:"avgPrice"`
-	Fee           decimal.Decimal      `json:"fee"`
+	Amount        httpapi.Number       `json:"amount"`
+	Price         httpapi.Number       `json:"price,omitzero"`
+	FilledAmount  httpapi.Number       `json:"filledAmount"`
+	AvgPrice      httpapi.Number       `json:"avgPrice"`
+	Fee           httpapi.Number       `json:"fee"`
 	FeeAsset      string               `json:"feeAsset,omitempty"`
 	ReduceOnly    bool                 `json:"reduceOnly,omitempty"`
 	Leverage      int                  `json:"leverage,omitempty"`
@@ -285,7 +285,7 @@ func PendingOrder(req exchange.OrderRequest, signalID, botID, leg string, at int
 	return OrderRecord{
 		ClientOrderID: req.ClientOrderID, SignalID: signalID, BotID: botID, Leg: leg,
 		Symbol: req.Symbol, Kind: req.Kind, Side: req.Side, Type: req.Type, Status: exchange.StatusPending,
-		Amount: req.Amount, Price: req.Price, ReduceOnly: req.ReduceOnly, Leverage: req.Leverage,
+		Amount: httpapi.Num(req.Amount), Price: httpapi.Num(req.Price), ReduceOnly: req.ReduceOnly, Leverage: req.Leverage,
 		CreatedAt: at, UpdatedAt: at,
 	}
 }
@@ -310,6 +310,6 @@ func (r *OrderRecord) ApplyExchange(o exchange.Order, at int64) (bool, error) {
 	if err != nil || !changed {
 		return changed, err
 	}
-	r.OrderID, r.FilledAmount, r.AvgPrice, r.Fee, r.FeeAsset = o.ID, o.FilledAmount, o.AvgPrice, o.Fee, o.FeeAsset
+	r.OrderID, r.FilledAmount, r.AvgPrice, r.Fee, r.FeeAsset = o.ID, httpapi.Num(o.FilledAmount), httpapi.Num(o.AvgPrice), httpapi.Num(o.Fee), o.FeeAsset
 	return true, nil
 }

@@ -10,8 +10,7 @@ package queue
 import (
 	"encoding/json"
 
-	"github.com/shopspring/decimal"
-
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -55,7 +54,7 @@ type Envelope struct {
 	// that a connected app's policy admitted, or its user approved, when the signal was
 	// queued: the executor places these amounts instead of sizing the entries again, so
 	// that the order placed is the one the limits were checked against.
-	Admitted map[string]decimal.Decimal `json:"admitted,omitempty"`
+	Admitted map[string]httpapi.Number `json:"admitted,omitempty"`
 }
 
 // Sources of signals.

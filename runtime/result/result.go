@@ -1,12 +1,12 @@
 // Package result is the outcome of one signal as the executor stores it under the signalId
 // and as webhookd, the API and MCP return it: the spec's Order result, or a failure with its
-// code. Numbers are decimals, written as JSON numbers so clients read them as numbers.
+// code. Money and amounts are httpapi.Number: decimals written as JSON numbers with their
+// exact text, as the spec's numbers are.
 package result
 
 import (
-	"github.com/shopspring/decimal"
-
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // Result is what happened to a signal.
@@ -35,17 +35,17 @@ type Stored struct {
 
 // Order is the spec's Order result.
 type Order struct {
-	Success      bool            `json:"success"`
-	OrderID      string          `json:"orderId"`
-	Status       string          `json:"status"`
-	Symbol       string          `json:"symbol"`
-	Side         string          `json:"side"`
-	Type         string          `json:"type"`
-	Amount       decimal.Decimal `json:"amount"`
-	FilledAmount decimal.Decimal `json:"filledAmount"`
-	AvgPrice     decimal.Decimal `json:"avgPrice"`
-	Fee          decimal.Decimal `json:"fee"`
-	Timestamp    int64           `json:"timestamp"`
+	Success      bool           `json:"success"`
+	OrderID      string         `json:"orderId"`
+	Status       string         `json:"status"`
+	Symbol       string         `json:"symbol"`
+	Side         string         `json:"side"`
+	Type         string         `json:"type"`
+	Amount       httpapi.Number `json:"amount"`
+	FilledAmount httpapi.Number `json:"filledAmount"`
+	AvgPrice     httpapi.Number `json:"avgPrice"`
+	Fee          httpapi.Number `json:"fee"`
+	Timestamp    int64          `json:"timestamp"`
 }
 
 // Failure builds a failed result from a typed error; untyped errors become INTERNAL_ERROR
@@ -53,14 +53,9 @@ type Order struct {
 func Failure(signalID, botID string, err error, now int64) Result {
 	r := Result{SignalID: signalID, BotID: botID, Code: errs.CodeOf(err), Timestamp: now}
 	if e, ok := errs.As(err); ok {
-		r.Error, r.Details = e.Message, e.Details
+		r.Error, r.Details = e.Message, errs.JSONDetails(e.Details)
 	} else {
 		r.Error = "internal error"
 	}
 	return r
-}
-
-func init() {
-	// Decimals marshal as JSON numbers (1.5), not strings ("1.5"): the spec's types are numbers.
-	decimal.MarshalJSONWithoutQuotes = true
 }

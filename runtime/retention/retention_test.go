@@ -12,6 +12,7 @@ import (
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/retention"
@@ -27,7 +28,7 @@ func (o owned) Owned() []int { return o }
 func book(t *testing.T, rdb redis.UniversalClient, botID, id string, at time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	tr := position.Trade{ID: id, BotID: botID, NetPnl: testkit.D("1.25"), ClosedAt: at.UnixMilli()}
+	tr := position.Trade{ID: id, BotID: botID, NetPnl: httpapi.Num(testkit.D("1.25")), ClosedAt: at.UnixMilli()}
 	date := analytics.DateOfMS(tr.ClosedAt)
 	d, err := analytics.ReadDayLater(ctx, rdb, botID, date)()
 	if err != nil {

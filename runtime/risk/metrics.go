@@ -5,19 +5,21 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // BotMetrics is the spec's Bot risk metrics.
 type BotMetrics struct {
-	BotID                string          `json:"botId"`
-	CurrentExposure      decimal.Decimal `json:"currentExposure"`
-	MaxExposureAllowed   decimal.Decimal `json:"maxExposureAllowed"`
-	DailyLossLimit       decimal.Decimal `json:"dailyLossLimit"`
-	DailyLossUsed        decimal.Decimal `json:"dailyLossUsed"`
-	ConsecutiveLosses    int             `json:"consecutiveLosses"`
-	MaxConsecutiveLosses int             `json:"maxConsecutiveLosses"`
-	RiskScore            int             `json:"riskScore"`
-	RiskLevel            string          `json:"riskLevel"`
+	BotID                string         `json:"botId"`
+	CurrentExposure      httpapi.Number `json:"currentExposure"`
+	MaxExposureAllowed   httpapi.Number `json:"maxExposureAllowed"`
+	DailyLossLimit       httpapi.Number `json:"dailyLossLimit"`
+	DailyLossUsed        httpapi.Number `json:"dailyLossUsed"`
+	ConsecutiveLosses    int            `json:"consecutiveLosses"`
+	MaxConsecutiveLosses int            `json:"maxConsecutiveLosses"`
+	RiskScore            int            `json:"riskScore"`
+	RiskLevel            string         `json:"riskLevel"`
 }
 
 // Risk levels (decision 9).
@@ -45,16 +47,16 @@ const defaultLossRun = 10
 // paused) scores at least 8 (extreme), and all three at their limits scores 10.
 func Metrics(botID string, l Limits, c Counters, exposure decimal.Decimal, now time.Time) BotMetrics {
 	m := BotMetrics{
-		BotID: botID, CurrentExposure: exposure.Round(6), MaxExposureAllowed: l.MaxExposure,
-		DailyLossLimit: l.DailyLossLimit, DailyLossUsed: c.DailyLossUsed(now),
+		BotID: botID, CurrentExposure: httpapi.Num(exposure.Round(6)), MaxExposureAllowed: httpapi.Num(l.MaxExposure),
+		DailyLossLimit: httpapi.Num(l.DailyLossLimit), DailyLossUsed: httpapi.Num(c.DailyLossUsed(now)),
 		ConsecutiveLosses: c.ConsecutiveLosses, MaxConsecutiveLosses: l.MaxConsecutiveLosses,
 	}
 	if !m.MaxExposureAllowed.IsPositive() {
-		m.MaxExposureAllowed = decimal.NewFromInt(1)
+		m.MaxExposureAllowed = httpapi.Num(decimal.NewFromInt(1))
 	}
-	ratios := []float64{ratio(exposure, m.MaxExposureAllowed), 0, 0}
+	ratios := []float64{ratio(exposure, m.MaxExposureAllowed.Decimal), 0, 0}
 	if l.DailyLossLimit.IsPositive() {
-		ratios[1] = ratio(m.DailyLossUsed, l.DailyLossLimit)
+		ratios[1] = ratio(m.DailyLossUsed.Decimal, l.DailyLossLimit)
 	}
 	run := l.MaxConsecutiveLosses
 	if run <= 0 {

@@ -246,7 +246,7 @@ func CheckExposure(l Limits, used, add, available decimal.Decimal) error {
 func Equity(free decimal.Decimal, open []position.Position) (equity, used decimal.Decimal) {
 	used = decimal.Zero
 	for _, p := range open {
-		used = used.Add(p.Margin)
+		used = used.Add(p.Margin.Decimal)
 	}
 	return free.Add(used), used
 }

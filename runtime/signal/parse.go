@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // MaxLeverage is the highest leverage a signal may ask for (Binance's USDⓈ-M maximum).
@@ -62,9 +63,11 @@ func Parse(body []byte) (Signal, error) {
 	if len(s.Symbol) > 64 {
 		return Signal{}, errs.New(errs.InvalidSymbol, "symbol is too long")
 	}
-	if s.Price, err = priceField("price", w.Price); err != nil {
+	price, err := priceField("price", w.Price)
+	if err != nil {
 		return Signal{}, err
 	}
+	s.Price = httpapi.NumOrNil(price)
 	if s.Size, err = amountField("size", w.Size, errs.InvalidAmount, true); err != nil {
 		return Signal{}, err
 	}
@@ -205,7 +208,7 @@ func amountField(name string, raw json.RawMessage, code errs.Code, isSize bool) 
 			return nil, errs.New(code, "%s percentage out of range", name)
 		}
 	}
-	a.Value = d
+	a.Value = httpapi.Num(d)
 	return &a, nil
 }
 

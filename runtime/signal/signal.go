@@ -4,7 +4,7 @@
 package signal
 
 import (
-	"github.com/shopspring/decimal"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // Action is a normalised action.
@@ -39,7 +39,7 @@ type Signal struct {
 	// Symbol is as sent (trimmed); Resolve turns it into BASE/QUOTE with a market list.
 	Symbol string `json:"symbol,omitempty"`
 	// Price is the limit price; nil means a market order.
-	Price *decimal.Decimal `json:"price,omitempty"`
+	Price *httpapi.Number `json:"price,omitempty"`
 	// Size is the order size; nil means the bot's positionSize.
 	Size *Amount `json:"size,omitempty"`
 	// Leverage is 0 when absent (the bot's leverage applies); ignored on spot.
@@ -55,8 +55,8 @@ type Signal struct {
 
 // Amount is a value that is either absolute or a percentage ("10%").
 type Amount struct {
-	Value   decimal.Decimal `json:"value"`
-	Percent bool            `json:"percent,omitempty"`
+	Value   httpapi.Number `json:"value"`
+	Percent bool           `json:"percent,omitempty"`
 }
 
 // String writes the amount as a user wrote it: "10%" or "0.5".

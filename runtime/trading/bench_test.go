@@ -6,6 +6,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 )
 
@@ -13,7 +14,7 @@ import (
 // the enqueue script (a new key each time).
 func BenchmarkPlaceManualOnce(b *testing.B) {
 	ctx, _, api, _ := setup(b)
-	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5"))}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if _, err := api.PlaceManualOnce(ctx, "bot-1", "user-a", "k-"+strconv.Itoa(i), buy); err != nil {
@@ -25,7 +26,7 @@ func BenchmarkPlaceManualOnce(b *testing.B) {
 // BenchmarkPlaceManualOnceRepeat is a repeat of a key: one read, nothing queued.
 func BenchmarkPlaceManualOnceRepeat(b *testing.B) {
 	ctx, _, api, _ := setup(b)
-	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5"))}
 	if _, err := api.PlaceManualOnce(ctx, "bot-1", "user-a", "k", buy); err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/history"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -116,7 +117,7 @@ func (a *API) PlaceManualOnce(ctx context.Context, botID, userID, key string, re
 // PlaceAdmitted is PlaceManual (key "") or PlaceManualOnce (userID's key) of an order
 // whose entry amounts a connected app's policy admitted (queue.Envelope.Admitted; nil:
 // the executor sizes the order itself).
-func (a *API) PlaceAdmitted(ctx context.Context, botID, userID, key string, req order.Request, admitted map[string]decimal.Decimal) (Placed, error) {
+func (a *API) PlaceAdmitted(ctx context.Context, botID, userID, key string, req order.Request, admitted map[string]httpapi.Number) (Placed, error) {
 	// An exit or a cancel is never refused for memory: it frees the user's money, and
 	// what it writes is bounded by the positions already open.
 	if !req.IsExit() {
@@ -232,7 +233,7 @@ func (a *API) Close(ctx context.Context, botID, symbol string, percent *decimal.
 	if symbol == "" {
 		return "", errs.New(errs.InvalidSymbol, "symbol required; CloseAll closes every position")
 	}
-	return a.PlaceManual(ctx, botID, order.Request{Type: order.Close, Symbol: symbol, ClosePercent: percent})
+	return a.PlaceManual(ctx, botID, order.Request{Type: order.Close, Symbol: symbol, ClosePercent: httpapi.NumOrNil(percent)})
 }
 
 // CloseAll queues a manual close of every position the bot holds, one leg per symbol, at

@@ -20,6 +20,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/history"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -76,7 +77,7 @@ func drain(t *testing.T, ctx context.Context, rdb redis.UniversalClient, ex *exe
 
 func TestManualOrders(t *testing.T) {
 	ctx, rdb, api, ex := setup(t)
-	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5"))}
 	id, err := api.PlaceManual(ctx, "bot-1", buy)
 	if err != nil {
 		t.Fatal(err)
@@ -99,10 +100,10 @@ func TestManualOrders(t *testing.T) {
 
 	// A stop-loss and a reducing sell go at priority 1.
 	if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.StopLoss, Symbol: "ETH/USDT",
-		StopPrice: testkit.DP("2700"), ClosePercent: testkit.DP("100")}); err != nil {
+		StopPrice: httpapi.NumOrNil(testkit.DP("2700")), ClosePercent: httpapi.NumOrNil(testkit.DP("100"))}); err != nil {
 		t.Fatal(err)
 	}
-	sell := order.Request{Type: exchange.Market, Side: exchange.SideSell, Symbol: "ETH/USDT", Amount: testkit.DP("0.2")}
+	sell := order.Request{Type: exchange.Market, Side: exchange.SideSell, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.2"))}
 	sellID, err := api.PlaceManual(ctx, "bot-1", sell)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestManualOrders(t *testing.T) {
 
 func TestPlaceManualRefusals(t *testing.T) {
 	ctx, rdb, api, _ := setup(t)
-	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5"))}
 	cases := []struct {
 		name  string
 		bot   string
@@ -148,8 +149,8 @@ func TestPlaceManualRefusals(t *testing.T) {
 		setup func()
 		code  errs.Code
 	}{
-		{"invalid amount", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("-1")}, nil, errs.InvalidAmount},
-		{"invalid symbol", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETHUSDT", Amount: testkit.DP("1")}, nil, errs.InvalidSymbol},
+		{"invalid amount", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("-1"))}, nil, errs.InvalidAmount},
+		{"invalid symbol", "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETHUSDT", Amount: httpapi.NumOrNil(testkit.DP("1"))}, nil, errs.InvalidSymbol},
 		{"unknown bot", "bot-x", ok, nil, errs.BotDeleted},
 		{"runtime pause", "bot-1", ok, func() {
 			_, _ = registry.New(rdb).Pause(ctx, "bot-1", registry.Pause{Reason: registry.PauseErrors}, api.Now())
@@ -172,7 +173,7 @@ func TestPlaceManualRefusals(t *testing.T) {
 // the connection), any other cause BOT_DISABLED. Nothing is queued either way.
 func TestPlaceManualDisabledBot(t *testing.T) {
 	ctx, rdb, api, _ := setup(t)
-	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	ok := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5"))}
 	reg := registry.New(rdb)
 	bot, err := reg.Get(ctx, "bot-1")
 	if err != nil {
@@ -213,7 +214,7 @@ func TestManualCloseAndCloseAll(t *testing.T) {
 	ctx, rdb, api, ex := setup(t)
 	for _, sym := range []string{"ETH/USDT", "BTC/USDT"} {
 		if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy,
-			Symbol: sym, Amount: testkit.DP("0.5")}); err != nil {
+			Symbol: sym, Amount: httpapi.NumOrNil(testkit.DP("0.5"))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,7 +226,7 @@ func TestManualCloseAndCloseAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := api.PlaceManual(ctx, "bot-1", order.Request{Type: exchange.Market, Side: exchange.SideBuy,
-		Symbol: "ETH/USDT", Amount: testkit.DP("0.1")}); errs.CodeOf(err) != errs.BotPaused {
+		Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.1"))}); errs.CodeOf(err) != errs.BotPaused {
 		t.Fatalf("entry on a paused bot: %v", err)
 	}
 	partID, err := api.Close(ctx, "bot-1", "ETH/USDT", testkit.DP("40"))
@@ -292,9 +293,9 @@ func TestManualCloseValidation(t *testing.T) {
 		code errs.Code
 	}{
 		{"side on a close", order.Request{Type: order.Close, Symbol: "ETH/USDT", Side: exchange.SideSell}, errs.InvalidAction},
-		{"amount on a close", order.Request{Type: order.Close, Amount: testkit.DP("1")}, errs.InvalidAction},
-		{"zero percent", order.Request{Type: order.Close, ClosePercent: testkit.DP("0")}, errs.InvalidAmount},
-		{"over 100 percent", order.Request{Type: order.Close, ClosePercent: testkit.DP("100.5")}, errs.InvalidAmount},
+		{"amount on a close", order.Request{Type: order.Close, Amount: httpapi.NumOrNil(testkit.DP("1"))}, errs.InvalidAction},
+		{"zero percent", order.Request{Type: order.Close, ClosePercent: httpapi.NumOrNil(testkit.DP("0"))}, errs.InvalidAmount},
+		{"over 100 percent", order.Request{Type: order.Close, ClosePercent: httpapi.NumOrNil(testkit.DP("100.5"))}, errs.InvalidAmount},
 		{"bad symbol", order.Request{Type: order.Close, Symbol: "ethusdt"}, errs.InvalidSymbol},
 	} {
 		if _, err := api.PlaceManual(ctx, "bot-1", c.req); errs.CodeOf(err) != c.code {
@@ -322,8 +323,8 @@ func streamLen(t *testing.T, ctx context.Context, rdb redis.UniversalClient, p q
 func TestPlaceManualOnce(t *testing.T) {
 	ctx, rdb, api, ex := setup(t)
 	other := trading.New(rdb, nil, nil) // a second replica
-	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5"),
-		StopLoss: testkit.DP("2700")}
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5")),
+		StopLoss: httpapi.NumOrNil(testkit.DP("2700"))}
 	answers := make(chan trading.Placed, 2)
 	failures := make(chan error, 2)
 	for _, a := range []*trading.API{api, other} {
@@ -371,7 +372,7 @@ func TestPlaceManualOnce(t *testing.T) {
 
 	// Another amount under the same key: refused, naming the first order; nothing queued.
 	more := buy
-	more.Amount = testkit.DP("0.6")
+	more.Amount = httpapi.NumOrNil(testkit.DP("0.6"))
 	_, err = api.PlaceManualOnce(ctx, "bot-1", "user-a", "key-1", more)
 	e, ok := errs.As(err)
 	if !ok || e.Code != errs.InvalidParameter || e.Details["signalId"] != first || e.Details["parameter"] != "idempotencyKey" {
@@ -460,7 +461,7 @@ func TestResultsReadLegacyResults(t *testing.T) {
 // (SERVICE_UNAVAILABLE, Retry-After), as a webhook signal is; an exit still goes through.
 func TestManualOrdersAtTheMemoryWatermark(t *testing.T) {
 	ctx, rdb, api, ex := setup(t)
-	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: testkit.DP("0.5")}
+	buy := order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "ETH/USDT", Amount: httpapi.NumOrNil(testkit.DP("0.5"))}
 	if _, err := api.PlaceManual(ctx, "bot-1", buy); err != nil {
 		t.Fatal(err)
 	}

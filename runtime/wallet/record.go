@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 )
 
 // record is PostgreSQL's wallets and ledger: the wallet's record when the service has a
@@ -104,7 +105,7 @@ func (r record) apply(ctx context.Context, userID string, c Change, at time.Time
 		if next.IsNegative() {
 			return overdraft(s.balance, c.Amount)
 		}
-		e = Entry{Kind: c.Kind, Amount: delta, Balance: next, JobID: c.JobID, Time: at}
+		e = Entry{Kind: c.Kind, Amount: httpapi.Num(delta), Balance: httpapi.Num(next), JobID: c.JobID, Time: at}
 		if !delta.IsZero() {
 			var id int64
 			if err := tx.QueryRow(ctx, insertEntry, userID, string(c.Kind), delta, next, c.JobID, at).Scan(&id); err != nil {

@@ -43,7 +43,7 @@ func TestTheRecordSurvivesALostRedis(t *testing.T) {
 		t.Fatalf("ledger after FLUSHALL: %v %v", after, err)
 	}
 	for i := range before {
-		if after[i].ID != before[i].ID || !after[i].Balance.Equal(before[i].Balance) || !after[i].Time.Equal(before[i].Time) {
+		if after[i].ID != before[i].ID || !after[i].Balance.Equal(before[i].Balance.Decimal) || !after[i].Time.Equal(before[i].Time) {
 			t.Errorf("entry %d: %+v, was %+v", i, after[i], before[i])
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -54,9 +55,9 @@ type Entry struct {
 	Kind Kind   `json:"kind"`
 	// Amount is the change: positive for an opening balance, a top-up or a refund, negative
 	// for a debit.
-	Amount decimal.Decimal `json:"amount"`
+	Amount httpapi.Number `json:"amount"`
 	// Balance is the balance after this entry.
-	Balance decimal.Decimal `json:"balance"`
+	Balance httpapi.Number `json:"balance"`
 	// JobID is the Strategy Lab job a debit or refund belongs to; empty otherwise.
 	JobID string    `json:"jobId,omitempty"`
 	Time  time.Time `json:"time"`
@@ -223,9 +224,9 @@ func (w *Wallets) Credit(ctx context.Context, userID string, amount decimal.Deci
 	}
 	e, err := w.Apply(ctx, userID, Change{Kind: TopUp, Amount: amount}, nil)
 	if errors.As(err, new(*StageError)) {
-		return e.Balance, nil // committed; only the cache missed it, and its TTL bounds that
+		return e.Balance.Decimal, nil // committed; only the cache missed it, and its TTL bounds that
 	}
-	return e.Balance, err
+	return e.Balance.Decimal, err
 }
 
 // Change is one movement: Amount is positive; Kind says its direction (Debit takes it away,
@@ -336,7 +337,7 @@ func (w *Wallets) Apply(ctx context.Context, userID string, c Change, with *With
 			return nil
 		})
 		if err == nil {
-			out = Entry{Kind: c.Kind, Amount: delta, Balance: next, JobID: c.JobID, Time: now}
+			out = Entry{Kind: c.Kind, Amount: httpapi.Num(delta), Balance: httpapi.Num(next), JobID: c.JobID, Time: now}
 		}
 		return err
 	}, with.Watch...)
@@ -434,6 +435,6 @@ func decodeEntry(m redis.XMessage) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	return Entry{ID: m.ID, Kind: Kind(str(fKind)), Amount: amount, Balance: bal, JobID: str(fJob),
+	return Entry{ID: m.ID, Kind: Kind(str(fKind)), Amount: httpapi.Num(amount), Balance: httpapi.Num(bal), JobID: str(fJob),
 		Time: time.UnixMilli(ms).UTC()}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
@@ -121,7 +122,7 @@ func TestApprovalInTheBrowser(t *testing.T) {
 		if pos == nil {
 			return decimal.Zero
 		}
-		return pos.Size
+		return pos.Size.Decimal
 	}
 	if got := size(); !got.Equal(want) {
 		t.Fatalf("after the approval the bot holds %s BTC, want %s", got, want)
@@ -183,7 +184,7 @@ func heldOrder(t *testing.T, u auth.User, botID, botName string, amount string, 
 	t.Helper()
 	ctx := context.Background()
 	amt := decimal.RequireFromString(amount)
-	draft, err := apis.Trading.Draft(ctx, botID, order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: &amt})
+	draft, err := apis.Trading.Draft(ctx, botID, order.Request{Type: exchange.Market, Side: exchange.SideBuy, Symbol: "BTC/USDT", Amount: httpapi.NumOrNil(&amt)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +197,10 @@ func heldOrder(t *testing.T, u auth.User, botID, botName string, amount string, 
 	}
 	draft.Admitted = pv.Admitted()
 	now := time.Now()
-	call := apppolicy.Call{UserID: u.ID, ClientID: "desk-agent", BotID: botID, Live: true, Order: true, Notional: pv.EntryNotional()}
+	call := apppolicy.Call{UserID: u.ID, ClientID: "desk-agent", BotID: botID, Live: true, Order: true, Notional: httpapi.Num(pv.EntryNotional())}
 	a, err := approval.New(env.RDB, apppolicy.NewPolicies(env.RDB, nil), nil).Create(ctx, approval.Approval{
 		SignalID: draft.SignalID, UserID: u.ID, ClientID: "desk-agent", ClientName: "Desk agent", BotID: botID, BotName: botName,
-		Tool: "place_order", Legs: pv.Legs, Notional: pv.EntryNotional(), Reason: "the app's policy asks the user to approve every live entry",
+		Tool: "place_order", Legs: pv.Legs, Notional: httpapi.Num(pv.EntryNotional()), Reason: "the app's policy asks the user to approve every live entry",
 		Envelope: draft, Call: call, CreatedAt: now.UnixMilli(), ExpiresAt: now.Add(expires).UnixMilli()}, "")
 	if err != nil {
 		t.Fatal(err)

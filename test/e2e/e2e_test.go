@@ -317,7 +317,7 @@ func TestSpotBuyDCAAndCloseToTheDecimal(t *testing.T) {
 	if err != nil || len(pos) != 1 {
 		t.Fatalf("positions = %+v, %v", pos, err)
 	}
-	mustEqual(t, "position size", pos[0].Size, "0.02538")
+	mustEqual(t, "position size", pos[0].Size.Decimal, "0.02538")
 	if got := pos[0].EntryPrice.StringFixed(6); got != "64605.988968" {
 		t.Fatalf("entry price = %s", pos[0].EntryPrice)
 	}
@@ -347,9 +347,9 @@ func TestSpotBuyDCAAndCloseToTheDecimal(t *testing.T) {
 	if err != nil || len(trades) != 1 {
 		t.Fatalf("trades = %+v, %v", trades, err)
 	}
-	mustEqual(t, "gross pnl", trades[0].Pnl, "35.38")
-	mustEqual(t, "fees", trades[0].Fees, "3.31478")
-	mustEqual(t, "net pnl", trades[0].NetPnl, "32.06522")
+	mustEqual(t, "gross pnl", trades[0].Pnl.Decimal, "35.38")
+	mustEqual(t, "fees", trades[0].Fees.Decimal, "3.31478")
+	mustEqual(t, "net pnl", trades[0].NetPnl.Decimal, "32.06522")
 	if pos, _ := api.Positions(ctx, botID); len(pos) != 0 {
 		t.Fatalf("position still open: %+v", pos)
 	}
@@ -407,7 +407,7 @@ func TestStopLossTriggersOnPriceCross(t *testing.T) {
 	if len(pos) != 1 || pos[0].StopLoss == nil {
 		t.Fatalf("position = %+v", pos)
 	}
-	mustEqual(t, "stop-loss price", *pos[0].StopLoss, "147") // 2 % below 150 for a long
+	mustEqual(t, "stop-loss price", (*pos[0].StopLoss).Decimal, "147") // 2 % below 150 for a long
 	pin(t, "SOL/USDT", "146.5")
 	eventually(t, "stop-loss exit", func() error {
 		page, err := api.Trades(ctx, botID, history.TradeQuery{Limit: 10})

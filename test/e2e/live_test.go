@@ -99,7 +99,7 @@ func TestLiveBotOrderReachesTheExchange(t *testing.T) {
 		t.Fatalf("positions = %+v, %v", pos, err)
 	}
 	// The fee (0.1 %) was taken in BTC: the holding is 0.00999 BTC.
-	mustEqual(t, "position size", pos[0].Size, "0.00999")
+	mustEqual(t, "position size", pos[0].Size.Decimal, "0.00999")
 
 	// A key that can withdraw is refused, and the bot answers EXCHANGE_DISCONNECTED.
 	fake.SetPermissions(binancefake.Restrictions{EnableReading: true, EnableSpotAndMarginTrading: true, EnableWithdrawals: true})

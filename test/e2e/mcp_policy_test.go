@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -440,7 +441,7 @@ func TestMCPAppPoliciesEndToEnd(t *testing.T) {
 		// 500 USDT were spent above, and the day cap is checked before approval is asked
 		// for, so this day allows 1,000.
 		held := apppolicy.DefaultPolicy()
-		held.DayNotional = testkit.D("1000")
+		held.DayNotional = httpapi.Num(testkit.D("1000"))
 		if err := policies.Set(ctx, w.u.ID, liveApp.cfg.ClientID, held); err != nil {
 			t.Fatal(err)
 		}

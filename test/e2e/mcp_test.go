@@ -623,12 +623,12 @@ func TestMCPPipelineFiguresMatchReadAPI(t *testing.T) {
 		t.Fatalf("list_positions = %+v", ps)
 	}
 	p := ps.Positions[0]
-	mustEqual(t, "size", p.Size, "0.02")
-	mustEqual(t, "entry", p.EntryPrice, "60000")
-	mustEqual(t, "current", p.CurrentPrice, "60500")
-	mustEqual(t, "pnl", p.Pnl, "10")
-	mustEqual(t, "pnlPercent", p.PnlPercent, "0.83")
-	mustEqual(t, "margin", p.Margin, "1200")
+	mustEqual(t, "size", p.Size.Decimal, "0.02")
+	mustEqual(t, "entry", p.EntryPrice.Decimal, "60000")
+	mustEqual(t, "current", p.CurrentPrice.Decimal, "60500")
+	mustEqual(t, "pnl", p.Pnl.Decimal, "10")
+	mustEqual(t, "pnlPercent", p.PnlPercent.Decimal, "0.83")
+	mustEqual(t, "margin", p.Margin.Decimal, "1200")
 	if p.Side != "long" || p.Symbol != "BTC/USDT" || p.Leverage != 1 {
 		t.Fatalf("position = %+v", p)
 	}
@@ -639,9 +639,9 @@ func TestMCPPipelineFiguresMatchReadAPI(t *testing.T) {
 		t.Fatalf("portfolio: %d %+v", st, pf)
 	}
 	rp := pf.Accounts[0].Positions[0]
-	for name, pair := range map[string][2]decimal.Decimal{"size": {rp.Size, p.Size}, "entry": {rp.EntryPrice, p.EntryPrice},
-		"current": {rp.CurrentPrice, p.CurrentPrice}, "pnl": {rp.Pnl, p.Pnl}, "pnlPercent": {rp.PnlPercent, p.PnlPercent},
-		"margin": {rp.Margin, p.Margin}} {
+	for name, pair := range map[string][2]decimal.Decimal{"size": {rp.Size.Decimal, p.Size.Decimal}, "entry": {rp.EntryPrice.Decimal, p.EntryPrice.Decimal},
+		"current": {rp.CurrentPrice.Decimal, p.CurrentPrice.Decimal}, "pnl": {rp.Pnl.Decimal, p.Pnl.Decimal}, "pnlPercent": {rp.PnlPercent.Decimal, p.PnlPercent.Decimal},
+		"margin": {rp.Margin.Decimal, p.Margin.Decimal}} {
 		if !pair[0].Equal(pair[1]) {
 			t.Errorf("%s: REST %s, MCP %s", name, pair[0], pair[1])
 		}
@@ -652,10 +652,10 @@ func TestMCPPipelineFiguresMatchReadAPI(t *testing.T) {
 	// = 0.192023; 1 + floor(9 × 0.192023 = 1.728) = 2, low.
 	var rm risk.BotMetrics
 	call(t, c, "get_bot_risk", map[string]any{"botId": botID}, &rm)
-	mustEqual(t, "currentExposure", rm.CurrentExposure, "0.120014")
-	mustEqual(t, "maxExposureAllowed", rm.MaxExposureAllowed, "0.5")
-	mustEqual(t, "dailyLossLimit", rm.DailyLossLimit, "100")
-	mustEqual(t, "dailyLossUsed", rm.DailyLossUsed, "0")
+	mustEqual(t, "currentExposure", rm.CurrentExposure.Decimal, "0.120014")
+	mustEqual(t, "maxExposureAllowed", rm.MaxExposureAllowed.Decimal, "0.5")
+	mustEqual(t, "dailyLossLimit", rm.DailyLossLimit.Decimal, "100")
+	mustEqual(t, "dailyLossUsed", rm.DailyLossUsed.Decimal, "0")
 	if rm.BotID != botID || rm.ConsecutiveLosses != 0 || rm.MaxConsecutiveLosses != 5 || rm.RiskScore != 2 || rm.RiskLevel != "low" {
 		t.Fatalf("get_bot_risk = %+v", rm)
 	}

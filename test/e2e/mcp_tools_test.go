@@ -25,6 +25,7 @@ import (
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/portfolio"
@@ -227,7 +228,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	// the agent trade live with no notional caps and no approvals, as Connected apps can,
 	// so that the live bot it creates and the order it places are served, not held.
 	uncapped := apppolicy.DefaultPolicy()
-	uncapped.OrderNotional, uncapped.DayNotional, uncapped.Approve = decimal.Zero, decimal.Zero, false
+	uncapped.OrderNotional, uncapped.DayNotional, uncapped.Approve = httpapi.Num(decimal.Zero), httpapi.Num(decimal.Zero), false
 	if err := apppolicy.NewPolicies(rdb, mcpClock.Now).Set(ctx, u.ID, live.cfg.ClientID, uncapped); err != nil {
 		t.Fatal(err)
 	}
@@ -424,9 +425,9 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if !sent.Success || sent.Order == nil {
 		t.Fatalf("send_signal = %+v", sent)
 	}
-	mustEqual(t, "filled", sent.Order.FilledAmount, "0.02")
-	mustEqual(t, "avgPrice", sent.Order.AvgPrice, "60000")
-	mustEqual(t, "fee", sent.Order.Fee, "1.2")
+	mustEqual(t, "filled", sent.Order.FilledAmount.Decimal, "0.02")
+	mustEqual(t, "avgPrice", sent.Order.AvgPrice.Decimal, "60000")
+	mustEqual(t, "fee", sent.Order.Fee.Decimal, "1.2")
 	d.ok(c, "send_signal", buy, &again)
 	if again.SignalID != sent.SignalID || !again.Success {
 		t.Fatalf("the same idempotencyKey answered signal %s, first %s", again.SignalID, sent.SignalID)
@@ -450,11 +451,11 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	var p position.View
 	d.ok(c, "get_position", map[string]any{"botId": botID, "symbol": "BTC/USDT"}, &p)
 	for _, v := range []position.View{ps.Positions[0], p} {
-		mustEqual(t, "size", v.Size, "0.02")
-		mustEqual(t, "entry", v.EntryPrice, "60000")
-		mustEqual(t, "current", v.CurrentPrice, "61000")
-		mustEqual(t, "pnl", v.Pnl, "20")
-		mustEqual(t, "pnlPercent", v.PnlPercent, "1.67")
+		mustEqual(t, "size", v.Size.Decimal, "0.02")
+		mustEqual(t, "entry", v.EntryPrice.Decimal, "60000")
+		mustEqual(t, "current", v.CurrentPrice.Decimal, "61000")
+		mustEqual(t, "pnl", v.Pnl.Decimal, "20")
+		mustEqual(t, "pnlPercent", v.PnlPercent.Decimal, "1.67")
 	}
 	d.sameAsMissing(c, "list_positions", "botId", otherBot, nil)
 	d.refused(c, "get_position", map[string]any{"botId": botID, "symbol": "ETH/USDT"}, "POSITION_NOT_FOUND")
@@ -468,12 +469,12 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		t.Fatalf("list_orders after two sends with one key = %+v", orders)
 	}
 	first := orders.Orders[0]
-	mustEqual(t, "order avgPrice", first.AvgPrice, "60000")
-	mustEqual(t, "order fee", first.Fee, "1.2")
+	mustEqual(t, "order avgPrice", first.AvgPrice.Decimal, "60000")
+	mustEqual(t, "order fee", first.Fee.Decimal, "1.2")
 	d.refused(c, "list_orders", map[string]any{"botId": botID, "status": "bogus"}, "INVALID_PARAMETER")
 	var got position.OrderRecord
 	d.ok(c, "get_order", map[string]any{"botId": botID, "clientOrderId": first.ClientOrderID}, &got)
-	mustEqual(t, "get_order filled", got.FilledAmount, "0.02")
+	mustEqual(t, "get_order filled", got.FilledAmount.Decimal, "0.02")
 	d.refused(c, "get_order", map[string]any{"botId": botID, "clientOrderId": "no-such-order"}, "NOT_FOUND")
 	// Another user's order, by their bot and its real client order ID: missing.
 	d.sameAsMissing(c, "get_order", "botId", otherBot, map[string]any{"clientOrderId": order.ClientOrderID(otherSignal.Body.SignalID, "")})
@@ -512,7 +513,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	}
 	place := map[string]any{"botId": botID, "side": "buy", "type": "market", "amount": 0.01, "idempotencyKey": "day-place-1"}
 	d.ok(c, "place_order", place, &placed)
-	mustEqual(t, "place fee", placed.Result.Order.Fee, "0.61")
+	mustEqual(t, "place fee", placed.Result.Order.Fee.Decimal, "0.61")
 	d.ok(c, "place_order", place, &placedAgain)
 	if !placedAgain.Repeat || placedAgain.SignalID != placed.SignalID {
 		t.Fatalf("place_order with the same key = %+v, first %+v", placedAgain, placed)
@@ -528,9 +529,9 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if p.StopLoss == nil || p.TakeProfit == nil {
 		t.Fatalf("exits not set: %+v", p)
 	}
-	mustEqual(t, "stopLoss", *p.StopLoss, "55000")
-	mustEqual(t, "takeProfit", *p.TakeProfit, "70000")
-	mustEqual(t, "size after place_order", p.Size, "0.03")
+	mustEqual(t, "stopLoss", (*p.StopLoss).Decimal, "55000")
+	mustEqual(t, "takeProfit", (*p.TakeProfit).Decimal, "70000")
+	mustEqual(t, "size after place_order", p.Size.Decimal, "0.03")
 	d.refused(c, "set_stop_loss", map[string]any{"botId": botID, "symbol": "BTC/USDT", "price": 65000}, "INVALID_PRICE")
 	d.refused(c, "set_take_profit", map[string]any{"botId": botID, "symbol": "BTC/USDT", "price": 50000}, "INVALID_PRICE")
 
@@ -555,9 +556,9 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		t.Fatalf("list_trades = %+v", trades)
 	}
 	for i, want := range [][3]string{{"10", "1.82", "8.18"}, {"25", "1.835", "23.165"}} {
-		mustEqual(t, fmt.Sprint("trade ", i, " pnl"), trades.Trades[i].Pnl, want[0])
-		mustEqual(t, fmt.Sprint("trade ", i, " fees"), trades.Trades[i].Fees, want[1])
-		mustEqual(t, fmt.Sprint("trade ", i, " net"), trades.Trades[i].NetPnl, want[2])
+		mustEqual(t, fmt.Sprint("trade ", i, " pnl"), trades.Trades[i].Pnl.Decimal, want[0])
+		mustEqual(t, fmt.Sprint("trade ", i, " fees"), trades.Trades[i].Fees.Decimal, want[1])
+		mustEqual(t, fmt.Sprint("trade ", i, " net"), trades.Trades[i].NetPnl.Decimal, want[2])
 	}
 	d.refused(c, "list_trades", map[string]any{"botId": otherBot}, "NOT_FOUND")
 
@@ -588,7 +589,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if len(acct.Balances) != 1 {
 		t.Fatalf("get_paper_account = %+v", acct)
 	}
-	mustEqual(t, "paper USDT", acct.Balances[0].Total, "10031.345")
+	mustEqual(t, "paper USDT", acct.Balances[0].Total.Decimal, "10031.345")
 	d.sameAsMissing(c, "get_paper_account", "accountId", otherAccount, nil)
 	var bal struct {
 		Accounts []struct {
@@ -600,15 +601,15 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if len(bal.Accounts) != 1 || bal.Accounts[0].ID != accountID || len(bal.Accounts[0].Balances) != 1 {
 		t.Fatalf("get_balances = %+v", bal)
 	}
-	mustEqual(t, "get_balances USDT", bal.Accounts[0].Balances[0].Free, "10031.345")
+	mustEqual(t, "get_balances USDT", (bal.Accounts[0].Balances[0].Free).Decimal, "10031.345")
 	d.refused(c, "get_balances", map[string]any{"accountId": accountID, "botId": botID}, "INVALID_PARAMETER")
 	var pf portfolio.Portfolio
 	d.ok(c, "get_portfolio", nil, &pf)
 	if len(pf.Accounts) != 1 || pf.Accounts[0].ID != accountID || len(pf.Accounts[0].Positions) != 0 {
 		t.Fatalf("get_portfolio = %+v", pf)
 	}
-	mustEqual(t, "portfolio equity", pf.Totals.Equity, "10031.345")
-	mustEqual(t, "portfolio realised", pf.Totals.RealisedPnl, "31.345")
+	mustEqual(t, "portfolio equity", pf.Totals.Equity.Decimal, "10031.345")
+	mustEqual(t, "portfolio realised", pf.Totals.RealisedPnl.Decimal, "31.345")
 	d.scopeRefused(readTok.tok.AccessToken, "refill_paper_account", map[string]any{"accountId": accountID}, auth.ScopePaper)
 	var refill struct {
 		Balance decimal.Decimal `json:"balance"`
@@ -622,7 +623,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 		NextRefillAt time.Time           `json:"nextRefillAt"`
 	}
 	d.ok(c, "get_paper_account", map[string]any{"accountId": accountID}, &refilled)
-	mustEqual(t, "balance after the refill", refilled.Balances[0].Total, "10000")
+	mustEqual(t, "balance after the refill", refilled.Balances[0].Total.Decimal, "10000")
 	mustEqual(t, "realised P&L after the refill", refilled.RealisedPnl, "31.345")
 	if !refilled.NextRefillAt.Equal(refilled.LastRefillAt.Add(24 * time.Hour)) {
 		t.Fatalf("refill times %+v", refilled)
@@ -685,7 +686,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	var rm risk.BotMetrics
 	d.ok(c, "get_bot_risk", map[string]any{"botId": botID}, &rm)
 	// Nothing open and no loss: every ratio 0, the lowest score.
-	mustEqual(t, "exposure", rm.CurrentExposure, "0")
+	mustEqual(t, "exposure", rm.CurrentExposure.Decimal, "0")
 	if rm.BotID != botID || rm.RiskScore != 1 || rm.RiskLevel != "low" {
 		t.Fatalf("get_bot_risk = %+v", rm)
 	}
@@ -778,7 +779,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if usdt < 0 {
 		t.Fatalf("no USDT on the connection: %+v", bal)
 	}
-	mustEqual(t, "exchange USDT", bal.Accounts[0].Balances[usdt].Total, "10000")
+	mustEqual(t, "exchange USDT", (bal.Accounts[0].Balances[usdt].Total).Decimal, "10000")
 	d.ok(c, "delete_bot", map[string]any{"botId": liveBot.ID, "confirm": true}, nil)
 
 	// The Strategy Lab: the estimate is free and needs mcp:read; the job needs mcp:live and
@@ -788,7 +789,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if est.Estimate == nil || est.Job != nil {
 		t.Fatalf("estimate = %+v", est)
 	}
-	mustEqual(t, "estimate", est.Estimate.TotalCostUsd, "1")
+	mustEqual(t, "estimate", est.Estimate.TotalCostUsd.Decimal, "1")
 	d.refused(c, "generate_strategy", strategyArgs(2, true), "INSUFFICIENT_BALANCE")
 	if _, err := users.Wallets.Credit(ctx, u.ID, decimal.RequireFromString("1.5")); err != nil {
 		t.Fatal(err)
@@ -799,7 +800,7 @@ func TestMCPAgentDayCallsEveryTool(t *testing.T) {
 	if job.Job == nil {
 		t.Fatalf("generate_strategy = %+v", job)
 	}
-	mustEqual(t, "job cost", job.Job.CostUsd, "1")
+	mustEqual(t, "job cost", job.Job.CostUsd.Decimal, "1")
 	// The wallet: 1.50 credited − 1.00 charged = 0.50.
 	var wallet struct {
 		Balance decimal.Decimal `json:"strategyLabBalanceUsd"`

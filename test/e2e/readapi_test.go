@@ -120,10 +120,10 @@ func TestReadAPIFiguresByHand(t *testing.T) {
 	if st := read(t, "/api/botsvc/bots/"+botID+"/risk", token, &rm); st != 200 {
 		t.Fatalf("risk: status %d", st)
 	}
-	mustEqual(t, "currentExposure", rm.CurrentExposure, "0.119984")
-	mustEqual(t, "maxExposureAllowed", rm.MaxExposureAllowed, "0.5")
-	mustEqual(t, "dailyLossLimit", rm.DailyLossLimit, "100")
-	mustEqual(t, "dailyLossUsed", rm.DailyLossUsed, "0")
+	mustEqual(t, "currentExposure", rm.CurrentExposure.Decimal, "0.119984")
+	mustEqual(t, "maxExposureAllowed", rm.MaxExposureAllowed.Decimal, "0.5")
+	mustEqual(t, "dailyLossLimit", rm.DailyLossLimit.Decimal, "100")
+	mustEqual(t, "dailyLossUsed", rm.DailyLossUsed.Decimal, "0")
 	if rm.BotID != botID || rm.ConsecutiveLosses != 1 || rm.MaxConsecutiveLosses != 5 || rm.RiskScore != 2 || rm.RiskLevel != "low" {
 		t.Fatalf("risk = %+v", rm)
 	}
@@ -142,31 +142,31 @@ func TestReadAPIFiguresByHand(t *testing.T) {
 	if a.Kind != "paper" || a.Error != nil || a.Equity == nil || a.UnrealisedPnl == nil || a.RealisedPnl == nil {
 		t.Fatalf("account = %+v", a)
 	}
-	mustEqual(t, "equity", *a.Equity, "10011.375")
-	mustEqual(t, "unrealised", *a.UnrealisedPnl, "10")
-	mustEqual(t, "realised", *a.RealisedPnl, "2.575")
+	mustEqual(t, "equity", (*a.Equity).Decimal, "10011.375")
+	mustEqual(t, "unrealised", (*a.UnrealisedPnl).Decimal, "10")
+	mustEqual(t, "realised", (*a.RealisedPnl).Decimal, "2.575")
 	usdt := false
 	for _, b := range a.Balances {
 		if b.Asset == "USDT" {
 			usdt = true
-			mustEqual(t, "USDT free", b.Free, "8801.375")
+			mustEqual(t, "USDT free", b.Free.Decimal, "8801.375")
 		}
 	}
 	if !usdt || len(a.Positions) != 1 {
 		t.Fatalf("balances %+v, positions %+v", a.Balances, a.Positions)
 	}
 	p := a.Positions[0]
-	mustEqual(t, "position size", p.Size, "0.02")
-	mustEqual(t, "entry", p.EntryPrice, "60000")
-	mustEqual(t, "current", p.CurrentPrice, "60500")
-	mustEqual(t, "pnl", p.Pnl, "10")
-	mustEqual(t, "pnlPercent", p.PnlPercent, "0.83") // 10 / 1,200 margin = 0.8333 %
-	mustEqual(t, "margin", p.Margin, "1200")
+	mustEqual(t, "position size", p.Size.Decimal, "0.02")
+	mustEqual(t, "entry", p.EntryPrice.Decimal, "60000")
+	mustEqual(t, "current", p.CurrentPrice.Decimal, "60500")
+	mustEqual(t, "pnl", p.Pnl.Decimal, "10")
+	mustEqual(t, "pnlPercent", p.PnlPercent.Decimal, "0.83") // 10 / 1,200 margin = 0.8333 %
+	mustEqual(t, "margin", p.Margin.Decimal, "1200")
 	if p.BotID != botID || p.Side != "long" || p.Symbol != "BTC/USDT" || p.CreatedAt == "" {
 		t.Fatalf("position = %+v", p)
 	}
-	mustEqual(t, "total equity", pf.Totals.Equity, "10011.375")
-	mustEqual(t, "total realised", pf.Totals.RealisedPnl, "2.575")
+	mustEqual(t, "total equity", pf.Totals.Equity.Decimal, "10011.375")
+	mustEqual(t, "total realised", pf.Totals.RealisedPnl.Decimal, "2.575")
 	if !pf.Totals.Complete {
 		t.Fatalf("totals = %+v", pf.Totals)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 )
 
@@ -47,7 +48,7 @@ func bookTrades(t *testing.T, rdb redis.UniversalClient, botID, start string, tr
 }
 
 func trade(net string, closed time.Time) position.Trade {
-	return position.Trade{NetPnl: testkit.D(net), Fees: testkit.D("1"), ClosedAt: closed.UnixMilli()}
+	return position.Trade{NetPnl: httpapi.Num(testkit.D(net)), Fees: httpapi.Num(testkit.D("1")), ClosedAt: closed.UnixMilli()}
 }
 
 func nov(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, time.UTC) }

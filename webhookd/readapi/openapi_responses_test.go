@@ -24,6 +24,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/registry"
@@ -315,7 +316,7 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 		d := decimal.RequireFromString
 		return &result.Result{SignalID: id, BotID: "bot-active", Success: true, Message: "Order filled", Timestamp: 1_800_000_000_000,
 			Order: &result.Order{Success: true, OrderID: "o-1", Status: "filled", Symbol: "BTC/USDT", Side: "buy", Type: "market",
-				Amount: d("0.01538"), FilledAmount: d("0.01538"), AvgPrice: d("65000"), Fee: d("0.9997"), Timestamp: 1_800_000_000_000}}
+				Amount: httpapi.Num(d("0.01538")), FilledAmount: httpapi.Num(d("0.01538")), AvgPrice: httpapi.Num(d("65000")), Fee: httpapi.Num(d("0.9997")), Timestamp: 1_800_000_000_000}}
 	}
 	failed := func(err *errs.Error) func(string) *result.Result {
 		return func(id string) *result.Result {

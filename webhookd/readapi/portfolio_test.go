@@ -16,6 +16,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/binance/binancefake"
 	"github.com/sigops/sigops/runtime/exchange/connectors"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/portfolio"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -100,8 +101,8 @@ func newPortfolioFixture(t *testing.T, withKeys bool) *portfolioFixture {
 		Side: exchange.SideBuy, Type: exchange.Limit, Price: testkit.D("60000"), Amount: testkit.D("0.1")})
 	spot := position.Open("pos-spot", "bot-spot", "BTC/USDT", exchange.Spot, position.Long, 1,
 		position.Fill{Amount: testkit.D("0.1"), Price: testkit.D("60000"), Fee: testkit.D("6"), At: opened}, "sig-1")
-	spot.StopLoss = &position.Exit{Price: testkit.D("55000"), ClosePercent: testkit.D("100")}
-	book(t, f.rdb, spot, position.Trade{ID: "t-1", BotID: "bot-spot", Symbol: "BTC/USDT", Kind: exchange.Spot, NetPnl: testkit.D("12.5")})
+	spot.StopLoss = &position.Exit{Price: httpapi.Num(testkit.D("55000")), ClosePercent: httpapi.Num(testkit.D("100"))}
+	book(t, f.rdb, spot, position.Trade{ID: "t-1", BotID: "bot-spot", Symbol: "BTC/USDT", Kind: exchange.Spot, NetPnl: httpapi.Num(testkit.D("12.5"))})
 	f.projectOn(t, "bot-spot", "alice@example.com", registry.AccountPaper, "pa-1")
 
 	// pa-2: 5,000 USDT. Bot bot-fut shorts 1 ETH at 3,000 with leverage 5: margin 600,
@@ -112,7 +113,7 @@ func newPortfolioFixture(t *testing.T, withKeys bool) *portfolioFixture {
 		Side: exchange.SideSell, Type: exchange.Limit, Price: testkit.D("3000"), Amount: testkit.D("1"), Leverage: 5})
 	short := position.Open("pos-fut", "bot-fut", "ETH/USDT", exchange.Futures, position.Short, 5,
 		position.Fill{Amount: testkit.D("1"), Price: testkit.D("3000"), Fee: testkit.D("3"), At: opened}, "sig-2")
-	short.TakeProfit = &position.Exit{Price: testkit.D("2500"), ClosePercent: testkit.D("100")}
+	short.TakeProfit = &position.Exit{Price: httpapi.Num(testkit.D("2500")), ClosePercent: httpapi.Num(testkit.D("100"))}
 	book(t, f.rdb, short)
 	f.projectOn(t, "bot-fut", "alice@example.com", registry.AccountPaper, "pa-2")
 
@@ -133,7 +134,7 @@ func newPortfolioFixture(t *testing.T, withKeys bool) *portfolioFixture {
 	}
 	book(t, f.rdb, position.Open("pos-live", "bot-live", "BTC/USDT", exchange.Spot, position.Long, 1,
 		position.Fill{Amount: testkit.D("0.05"), Price: testkit.D("64000"), At: opened}, "sig-3"),
-		position.Trade{ID: "t-2", BotID: "bot-live", Symbol: "BTC/USDT", Kind: exchange.Spot, NetPnl: testkit.D("-7.25")})
+		position.Trade{ID: "t-2", BotID: "bot-live", Symbol: "BTC/USDT", Kind: exchange.Spot, NetPnl: httpapi.Num(testkit.D("-7.25"))})
 	f.projectOn(t, "bot-live", "alice@example.com", registry.AccountExchange, "xc-1")
 
 	// Bob's account, also listed in alice's index as a change of owner in progress would

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -159,11 +160,11 @@ func (x *Exchange) FuturesPosition(ctx context.Context, symbol string) (*Futures
 
 // FuturesPosition is a one-way futures position at the paper exchange.
 type FuturesPosition struct {
-	Side     position.Side   `json:"side"`
-	Size     decimal.Decimal `json:"size"`
-	Cost     decimal.Decimal `json:"cost"`
-	Margin   decimal.Decimal `json:"margin"`
-	Leverage int             `json:"leverage"`
+	Side     position.Side  `json:"side"`
+	Size     httpapi.Number `json:"size"`
+	Cost     httpapi.Number `json:"cost"`
+	Margin   httpapi.Number `json:"margin"`
+	Leverage int            `json:"leverage"`
 }
 
 // SetLeverage checks the value; the paper exchange takes leverage with each opening order.
@@ -481,13 +482,13 @@ func (st *fillState) futures(m exchange.MarketInfo, req exchange.OrderRequest, o
 		if p.Side == side {
 			return "", errs.New(errs.ExchangeError, "a reduce-only %s would increase the %s position", req.Side, p.Side)
 		}
-		if o.Amount.GreaterThan(p.Size) {
+		if o.Amount.GreaterThan(p.Size.Decimal) {
 			return "", errs.New(errs.InvalidAmount, "amount %s exceeds the %s position of %s (one-way mode: close before opening the other side)", o.Amount, p.Side, p.Size)
 		}
-		s := position.Settle(exchange.Futures, p.Side, p.Size, p.Cost, p.Margin, decimal.Zero, o.Amount, o.AvgPrice, o.Fee)
+		s := position.Settle(exchange.Futures, p.Side, p.Size.Decimal, p.Cost.Decimal, p.Margin.Decimal, decimal.Zero, o.Amount, o.AvgPrice, o.Fee)
 		st.balance = st.balance.Add(s.Credit)
 		st.margin = st.margin.Sub(s.MarginShare)
-		p.Size, p.Cost, p.Margin = p.Size.Sub(o.Amount), p.Cost.Sub(s.CostShare), p.Margin.Sub(s.MarginShare)
+		p.Size, p.Cost, p.Margin = httpapi.Num(p.Size.Sub(o.Amount)), httpapi.Num(p.Cost.Sub(s.CostShare)), httpapi.Num(p.Margin.Sub(s.MarginShare))
 		if !p.Size.IsPositive() {
 			return "", nil
 		}
@@ -507,7 +508,7 @@ func (st *fillState) futures(m exchange.MarketInfo, req exchange.OrderRequest, o
 	}
 	st.balance = st.balance.Sub(required)
 	st.margin = st.margin.Add(margin)
-	p.Size, p.Cost, p.Margin = p.Size.Add(o.Amount), p.Cost.Add(notional), p.Margin.Add(margin)
+	p.Size, p.Cost, p.Margin = httpapi.Num(p.Size.Add(o.Amount)), httpapi.Num(p.Cost.Add(notional)), httpapi.Num(p.Margin.Add(margin))
 	b, err := json.Marshal(p)
 	return string(b), err
 }

@@ -118,9 +118,9 @@ func TestSharedAccountFillsConcurrently(t *testing.T) {
 	}
 	for _, f := range h.Futures {
 		// 2 × 0.1 ETH: size 0.2, cost 600, margin 120.
-		testkit.EqualD(t, f.Scope+" size", f.Size, "0.2")
-		testkit.EqualD(t, f.Scope+" cost", f.Cost, "600")
-		testkit.EqualD(t, f.Scope+" margin", f.Margin, "120")
+		testkit.EqualD(t, f.Scope+" size", f.Size.Decimal, "0.2")
+		testkit.EqualD(t, f.Scope+" cost", f.Cost.Decimal, "600")
+		testkit.EqualD(t, f.Scope+" margin", f.Margin.Decimal, "120")
 	}
 	keys, err := storetest.Keys(ctx, rdb, store.PaperOrder("acct", "*"))
 	if err != nil || len(keys) != fills {
