@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/store/storetest"
 	"github.com/sigops/sigops/test/load"
 	"github.com/sigops/sigops/test/stack"
 	"github.com/sigops/sigops/test/stack/localstack"
@@ -286,13 +287,13 @@ func (s *chaosStack) failOverClusterMaster(rng *rand.Rand) func(context.Context)
 			return nil, nil, err
 		}
 		repaired := func(ctx context.Context) error {
-			return poll(ctx, func() error { return clusterWithout(ctx, c, old) })
+			return storetest.WaitFor(ctx, func() error { return clusterWithout(ctx, c, old) })
 		}
 		restored := func(ctx context.Context) error {
 			if err := waitRestarted(ctx, sup, before); err != nil {
 				return err
 			}
-			return poll(ctx, func() error { return replicaLinked(ctx, c.Nodes[i].Addr) })
+			return storetest.WaitFor(ctx, func() error { return replicaLinked(ctx, c.Nodes[i].Addr) })
 		}
 		return repaired, restored, nil
 	}
@@ -341,19 +342,4 @@ func replicaLinked(ctx context.Context, addr string) error {
 		return fmt.Errorf("%s is not a linked replica yet", addr)
 	}
 	return nil
-}
-
-// poll runs fn every 100 ms until it returns nil or ctx ends.
-func poll(ctx context.Context, fn func() error) error {
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

@@ -205,7 +205,7 @@ func JoinReplicas(ctx context.Context, masters, replicas []string, busPorts []in
 		}
 		// The replica must know the master's node ID first: retried until the meeting has
 		// told it.
-		err = waitFor(ctx, func() error { return replica.Do(ctx, "cluster", "replicate", id).Err() })
+		err = WaitFor(ctx, func() error { return replica.Do(ctx, "cluster", "replicate", id).Err() })
 		_ = replica.Close()
 		if err != nil {
 			return fmt.Errorf("cluster replicate on %s: %w", addr, err)
@@ -214,7 +214,7 @@ func JoinReplicas(ctx context.Context, masters, replicas []string, busPorts []in
 	}
 	for _, a := range joined {
 		replica := redis.NewClient(&redis.Options{Addr: a})
-		err := waitFor(ctx, func() error {
+		err := WaitFor(ctx, func() error {
 			info, err := replica.Info(ctx, "replication").Result()
 			if err != nil {
 				return err
@@ -232,8 +232,9 @@ func JoinReplicas(ctx context.Context, masters, replicas []string, busPorts []in
 	return WaitClusterHealthy(ctx, append(append([]string{}, masters...), replicas...))
 }
 
-// waitFor retries fn every 50 ms until it succeeds or ctx ends.
-func waitFor(ctx context.Context, fn func() error) error {
+// WaitFor retries fn every 50 ms until it succeeds, or returns its last error once ctx
+// ends.
+func WaitFor(ctx context.Context, fn func() error) error {
 	for {
 		err := fn()
 		if err == nil {
@@ -241,7 +242,7 @@ func waitFor(ctx context.Context, fn func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
