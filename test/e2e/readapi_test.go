@@ -221,13 +221,20 @@ func TestReadAPIFiguresByHand(t *testing.T) {
 	if f := an.Formatted; f.TotalPnL != "+2.58 USDT" || f.WinRate != "50.0%" || f.ProfitFactor != "1.41" || f.MaxDrawdown != "-6.22 USDT (0.1%)" {
 		t.Fatalf("formatted = %+v", f)
 	}
-	// The curve: the start, then today so far (10,002.575, 6.215 below the peak).
-	if n := len(an.EquityCurve); n != 2 {
+	// The curve: the start, a point per trade (the win to 10,008.79, the loss back to
+	// 10,002.575, 6.215 below that peak), then today so far.
+	if n := len(an.EquityCurve); n != 4 {
 		t.Fatalf("equity curve = %+v", an.EquityCurve)
 	}
 	mustEqual(t, "curve start", an.EquityCurve[0].Equity, "10000")
-	mustEqual(t, "curve now", an.EquityCurve[1].Equity, "10002.575")
-	mustEqual(t, "curve drawdown", an.EquityCurve[1].Drawdown, "6.215")
+	mustEqual(t, "curve after the win", an.EquityCurve[1].Equity, "10008.79")
+	mustEqual(t, "curve after the loss", an.EquityCurve[2].Equity, "10002.575")
+	mustEqual(t, "curve drawdown after the loss", an.EquityCurve[2].Drawdown, "6.215")
+	mustEqual(t, "curve now", an.EquityCurve[3].Equity, "10002.575")
+	mustEqual(t, "curve drawdown", an.EquityCurve[3].Drawdown, "6.215")
+	if c := an.EquityCurve; !(c[0].Timestamp < c[1].Timestamp && c[1].Timestamp <= c[2].Timestamp && c[2].Timestamp <= c[3].Timestamp) {
+		t.Fatalf("equity curve out of order: %+v", c)
+	}
 
 	// Another user sees neither the bot nor the account; no token is 401.
 	other := bearerOf(t, "trader@example.com")

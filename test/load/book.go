@@ -4,27 +4,32 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/history"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 )
 
 // BookSnapshot is what the fleet's owners read of their bots' books, as JSON: each bot's
-// analytics over all time (every past day's figures and the equity curve), its open
-// positions, and its paper account's balance and holdings. Two snapshots are equal when
-// nothing a user reads changed.
-func (f *Fleet) BookSnapshot(ctx context.Context, rdb redis.UniversalClient, now time.Time) (string, error) {
+// analytics over all time (every past day's figures and the equity curve, whose per-trade
+// points the read API takes from Redis's trade lists and db's archive, as here; db nil:
+// Redis alone), its open positions, and its paper account's balance and holdings. Two
+// snapshots are equal when nothing a user reads changed.
+func (f *Fleet) BookSnapshot(ctx context.Context, rdb redis.UniversalClient, db *pgxpool.Pool, now time.Time) (string, error) {
 	q, err := analytics.ParseQuery("all", "", "", "true", now)
 	if err != nil {
 		return "", err
 	}
-	reg, book, accounts, an := registry.New(rdb), position.NewBook(rdb), paper.NewAccounts(rdb), analytics.New(rdb)
+	an := analytics.New(rdb).WithTrades(history.New(rdb, db, slog.New(slog.DiscardHandler)))
+	reg, book, accounts := registry.New(rdb), position.NewBook(rdb), paper.NewAccounts(rdb)
 	out := make([]map[string]any, 0, len(f.Bots))
 	for _, b := range f.Bots {
 		bot, err := reg.Get(ctx, b.ID)

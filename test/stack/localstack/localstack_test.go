@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -151,8 +152,13 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	if err := fleet.WaitCopied(ctx, rdb, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	db, err := pgxpool.New(ctx, s.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	at := time.Now()
-	before, err := fleet.BookSnapshot(ctx, rdb, at)
+	before, err := fleet.BookSnapshot(ctx, rdb, db, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +171,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	var after string
 	lost := time.Now()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		after, err = fleet.BookSnapshot(ctx, rdb, at)
+		after, err = fleet.BookSnapshot(ctx, rdb, db, at)
 		if err == nil && after == before {
 			t.Logf("the fleet's books read the same %s after FLUSHALL", time.Since(lost).Round(time.Millisecond))
 			break
