@@ -128,6 +128,45 @@ func BenchmarkGetBotRiskConcurrent(b *testing.B) {
 		})
 	})
 
+	// The server alone: the same JSON-RPC body posted by the reference's raw net/http loop,
+	// each worker with its own token and an initialized session (Mcp-Session-Id), the answer
+	// decoded into a map as the reference's is. mcp-go's client (its request building and
+	// typed decoding) is not counted against mcpd here.
+	b.Run("mcpd-raw", func(b *testing.B) {
+		type session struct{ token, id string }
+		sessions := make([]session, benchSessions)
+		hc := ts.Client()
+		for i := range sessions {
+			tok, _ := f.oauthToken(b, u, fmt.Sprintf("raw-%d", i), auth.ScopeRead, testResource)
+			res, _ := testkit.PostMCP(b, hc, ts.URL+mcpd.Path, tok.Token,
+				`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+mcp.ProtocolVersion20250618+
+					`","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+			sessions[i] = session{tok.Token, res.Header.Get("Mcp-Session-Id")}
+			if res.StatusCode != http.StatusOK || sessions[i].id == "" {
+				b.Fatalf("initialize: %s, session %q", res.Status, sessions[i].id)
+			}
+		}
+		drive(b, func(ctx context.Context, worker int) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+mcpd.Path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
+			req.Header.Set("Authorization", "Bearer "+sessions[worker].token)
+			req.Header.Set("Mcp-Session-Id", sessions[worker].id)
+			res, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			var out map[string]any
+			err = json.NewDecoder(res.Body).Decode(&out)
+			res.Body.Close()
+			if err == nil && (res.StatusCode != http.StatusOK || out["result"] == nil) {
+				err = fmt.Errorf("get_bot_risk: %s %v", res.Status, out)
+			}
+			return err
+		})
+	})
+
 	b.Run("reference", func(b *testing.B) {
 		r := chi.NewRouter()
 		r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
