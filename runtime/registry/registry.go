@@ -42,6 +42,10 @@ const maxTxRetries = 10
 // Registry reads and writes bots in Redis.
 type Registry struct {
 	rdb redis.UniversalClient
+	// decoded keeps the last decoded projection of each bot Get read, so a reader that
+	// reads the same bot on every request (mcpd's tools, the read API) decodes its JSON
+	// once per change of the projection, not once per request.
+	decoded Decoded
 }
 
 // New returns a Registry on rdb.
@@ -336,7 +340,7 @@ func WebhookHashOf(ctx context.Context, c redis.HashCmdable, id string) (string,
 
 // Get reads one projected bot.
 func (r *Registry) Get(ctx context.Context, id string) (Bot, error) {
-	return GetLater(ctx, r.rdb, id)()
+	return r.decoded.GetLater(ctx, r.rdb, id)()
 }
 
 // GetLater queues Get's read on c (a pipeline) and returns the decoder to call once the

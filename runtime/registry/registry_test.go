@@ -16,6 +16,7 @@ import (
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
+	"github.com/sigops/sigops/runtime/strategy"
 )
 
 func bot(id, owner string) registry.Bot {
@@ -256,5 +257,35 @@ func TestInterruptedProjectionIsSafeAndRepaired(t *testing.T) {
 	}
 	if c := admit(h2); c != errs.BotDeleted {
 		t.Fatalf("after the removal: %s", c)
+	}
+}
+
+// Get decodes a bot's projection once per change: a read after a re-projection returns the
+// new projection, never the remembered one, and a caller that changes what Get returned
+// (its strategy included) does not change what the next Get returns.
+func TestGetIsNeverStalerThanTheProjection(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	reg := registry.New(rdb)
+	b := bot("b1", "a@x.io")
+	b.Strategy = &strategy.Spec{Family: strategy.EMACrossover, Timeframe: "1m", Symbol: "BTC/USDT"}
+	if err := reg.Project(ctx, b, "hook-b1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := reg.Get(ctx, "b1")
+	if err != nil || got.PositionSize != "10%" || got.Strategy == nil {
+		t.Fatalf("first read: %+v, %v", got, err)
+	}
+	got.PositionSize, got.Strategy.Family = "99%", strategy.RSIReversion
+	again, err := reg.Get(ctx, "b1")
+	if err != nil || again.PositionSize != "10%" || again.Strategy.Family != strategy.EMACrossover {
+		t.Fatalf("a caller's change reached the next read: %+v, %v", again, err)
+	}
+	b.PositionSize = "25%"
+	if err := reg.Project(ctx, b, "hook-b1"); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := reg.Get(ctx, "b1"); err != nil || after.PositionSize != "25%" {
+		t.Fatalf("after the re-projection: %+v, %v", after, err)
 	}
 }
