@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/strategy"
 )
 
 // SignalBotReconciler keeps a SignalBot's webhook Secret and its Redis projection in step
@@ -109,35 +110,12 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 	proj := projection(bot, acct)
 	proj.Strategy = strat
 	proj.CopyFrom = cp.from
-	if err := r.Registry.ProjectRecorded(ctx, proj, hook.hash, recorded(bot.Status), r.now()); err != nil {
-		if errors.Is(err, registry.ErrWebhookInUse) {
-			projections.WithLabelValues("conflict").Inc()
-			return stalledOutcome("WebhookIDConflict",
-					"the webhook ID in Secret "+hook.secretName+" already belongs to another bot; delete the Secret or set the regenerate annotation to get a new ID"),
-				ctrl.Result{}, nil
-		}
-		projections.WithLabelValues("error").Inc()
-		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot write the bot to Redis; retrying"),
-			ctrl.Result{}, fmt.Errorf("project bot: %w", err)
+	if failed, err := r.writeProjection(ctx, bot, proj, hook); failed != nil {
+		return *failed, ctrl.Result{}, err
 	}
-	projections.WithLabelValues("ok").Inc()
-	requeue, err := r.mirrorRuntimePause(ctx, bot)
-	if err != nil {
-		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's runtime state from Redis; retrying"),
-			ctrl.Result{}, err
-	}
-	if err := r.mirrorRiskCounters(ctx, bot); err != nil {
-		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's risk counters from Redis; retrying"),
-			ctrl.Result{}, err
-	}
-	requeue = r.riskRequeue(bot, requeue)
-	if err := r.mirrorStrategy(ctx, bot, strat); err != nil {
-		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's strategy state from Redis; retrying"),
-			ctrl.Result{}, err
-	}
-	if err := r.mirrorCopy(ctx, bot, cp); err != nil {
-		return retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's runtime state from Redis; retrying"),
-			ctrl.Result{}, err
+	requeue, failed, err := r.mirrorRuntime(ctx, bot, strat, cp)
+	if failed != nil {
+		return *failed, ctrl.Result{}, err
 	}
 	if hook.regenerated != "" {
 		regenerations.Inc()
@@ -145,23 +123,74 @@ func (r *SignalBotReconciler) reconcileKind(ctx context.Context, bot *tradingv1.
 		r.Recorder.Eventf(bot, nil, corev1.EventTypeNormal, "WebhookRegenerated", "Regenerate",
 			"new webhook ID issued; the previous URL no longer works")
 	}
+	o, res := settled(bot, acct, cp, requeue)
+	return o, res, nil
+}
 
+// writeProjection writes the bot's projection into Redis with the runtime state its status
+// records (written back where Redis lost it). It returns the outcome to report when the
+// write failed (nil when it succeeded) and the error to retry on.
+func (r *SignalBotReconciler) writeProjection(ctx context.Context, bot *tradingv1.SignalBot, proj registry.Bot, hook webhookState) (*outcome, error) {
+	err := r.Registry.ProjectRecorded(ctx, proj, hook.hash, recorded(bot.Status), r.now())
+	switch {
+	case err == nil:
+		projections.WithLabelValues("ok").Inc()
+		return nil, nil
+	case errors.Is(err, registry.ErrWebhookInUse):
+		projections.WithLabelValues("conflict").Inc()
+		o := stalledOutcome("WebhookIDConflict",
+			"the webhook ID in Secret "+hook.secretName+" already belongs to another bot; delete the Secret or set the regenerate annotation to get a new ID")
+		return &o, nil
+	}
+	projections.WithLabelValues("error").Inc()
+	o := retryingOutcome(reasonRuntimeStoreUnavailable, "cannot write the bot to Redis; retrying")
+	return &o, fmt.Errorf("project bot: %w", err)
+}
+
+// mirrorRuntime records in status what the runtime holds for the bot (its runtime pause,
+// risk counters, strategy state and copy state) and returns when to look again. On a
+// Redis failure it returns the outcome to report and the error to retry on.
+func (r *SignalBotReconciler) mirrorRuntime(ctx context.Context, bot *tradingv1.SignalBot, strat *strategy.Spec, cp copyCheck) (time.Duration, *outcome, error) {
+	unavailable := func(what string, err error) (time.Duration, *outcome, error) {
+		o := retryingOutcome(reasonRuntimeStoreUnavailable, "cannot read the bot's "+what+" from Redis; retrying")
+		return 0, &o, err
+	}
+	requeue, err := r.mirrorRuntimePause(ctx, bot)
+	if err != nil {
+		return unavailable("runtime state", err)
+	}
+	if err := r.mirrorRiskCounters(ctx, bot); err != nil {
+		return unavailable("risk counters", err)
+	}
+	if err := r.mirrorStrategy(ctx, bot, strat); err != nil {
+		return unavailable("strategy state", err)
+	}
+	if err := r.mirrorCopy(ctx, bot, cp); err != nil {
+		return unavailable("runtime state", err)
+	}
+	return r.riskRequeue(bot, requeue), nil, nil
+}
+
+// settled is the outcome of a bot whose projection and status are written: waiting for
+// its account or its master, paused, or active, and when to look again.
+func settled(bot *tradingv1.SignalBot, acct accountCheck, cp copyCheck, requeue time.Duration) (outcome, ctrl.Result) {
 	if !acct.ready {
 		if after, ok := tierRecheck(acct.reason); ok {
-			return waitingOutcome(acct.reason, acct.message), ctrl.Result{RequeueAfter: after}, nil
+			return waitingOutcome(acct.reason, acct.message), ctrl.Result{RequeueAfter: after}
 		}
-		return waitingOutcome(acct.reason, acct.message), ctrl.Result{}, nil
+		return waitingOutcome(acct.reason, acct.message), ctrl.Result{}
 	}
+	again := ctrl.Result{RequeueAfter: requeue}
 	if cp.reason != "" {
 		if cp.stalled {
-			return stalledOutcome(cp.reason, cp.message), ctrl.Result{RequeueAfter: requeue}, nil
+			return stalledOutcome(cp.reason, cp.message), again
 		}
-		return waitingOutcome(cp.reason, cp.message), ctrl.Result{RequeueAfter: requeue}, nil
+		return waitingOutcome(cp.reason, cp.message), again
 	}
 	if bot.Status.Availability == tradingv1.AvailabilityPaused {
-		return readyOutcome("Paused", "paused: "+string(bot.Status.PausedReason)), ctrl.Result{RequeueAfter: requeue}, nil
+		return readyOutcome("Paused", "paused: "+string(bot.Status.PausedReason)), again
 	}
-	return readyOutcome("Active", "taking signals"), ctrl.Result{RequeueAfter: requeue}, nil
+	return readyOutcome("Active", "taking signals"), again
 }
 
 // availability decides active, paused or disabled from the spec and the account.
