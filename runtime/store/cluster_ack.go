@@ -235,12 +235,7 @@ func (c *clusterAck) pipelined(ctx context.Context, cc *redis.ClusterClient, fn 
 	}
 	if !waits {
 		// No replica to wait for: through the Cluster client, which follows redirects.
-		return cc.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, cmd := range cmds {
-				_ = p.Process(ctx, cmd)
-			}
-			return nil
-		})
+		return cc.Pipelined(ctx, replay(ctx, cmds))
 	}
 	groups[0].cmds = append(groups[0].cmds, keyless...)
 	errs := make([]error, len(groups))
@@ -249,7 +244,7 @@ func (c *clusterAck) pipelined(ctx context.Context, cc *redis.ClusterClient, fn 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = g.a.run(ctx, g.cmds)
+			_, errs[i] = g.a.pipelined(ctx, replay(ctx, g.cmds))
 		}()
 	}
 	wg.Wait()
@@ -262,22 +257,15 @@ func (c *clusterAck) pipelined(ctx context.Context, cc *redis.ClusterClient, fn 
 	return cmds, nil
 }
 
-// run sends cmds as one pipeline on a's node, WAIT after them when a asks for replicas.
-func (a ack) run(ctx context.Context, cmds []redis.Cmder) error {
-	var wait *redis.Cmd
-	_, err := a.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
+// replay queues cmds, already built, on a pipeline: what a pipeline of fn's commands
+// becomes once they are sorted by node.
+func replay(ctx context.Context, cmds []redis.Cmder) func(redis.Pipeliner) error {
+	return func(p redis.Pipeliner) error {
 		for _, cmd := range cmds {
 			_ = p.Process(ctx, cmd)
 		}
-		if a.n > 0 {
-			wait = a.wait(ctx, p)
-		}
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	return a.check(wait)
 }
 
 // reloadOnMove has the Cluster client read the slot map again after a node answered that
@@ -311,27 +299,9 @@ func (c *clusterAck) txPipelined(ctx context.Context, cc *redis.ClusterClient, f
 		}
 	}
 	if a.rc == nil || a.n == 0 {
-		return cc.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for _, cmd := range cmds {
-				_ = p.Process(ctx, cmd)
-			}
-			return nil
-		})
+		return cc.TxPipelined(ctx, replay(ctx, cmds))
 	}
-	conn := a.rc.Conn()
-	defer conn.Close()
-	out, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, cmd := range cmds {
-			_ = p.Process(ctx, cmd)
-		}
-		return nil
-	})
-	if err != nil {
-		c.reloadOnMove(ctx, cc, err)
-		return out, err
-	}
-	if a.n == 0 {
-		return out, nil
-	}
-	return out, a.check(a.wait(ctx, conn))
+	out, err := a.txPipelined(ctx, replay(ctx, cmds))
+	c.reloadOnMove(ctx, cc, err)
+	return out, err
 }

@@ -179,12 +179,20 @@ func AckPipelined(ctx context.Context, c Pipeliner, fn func(redis.Pipeliner) err
 	if a.n == 0 {
 		return c.Pipelined(ctx, fn)
 	}
+	return a.pipelined(ctx, fn)
+}
+
+// pipelined runs fn's commands in one pipeline on a's client with WAIT at its end when a
+// asks for replicas, and checks the WAIT's answer.
+func (a ack) pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	var wait *redis.Cmd
 	cmds, err := a.rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if err := fn(p); err != nil {
 			return err
 		}
-		wait = a.wait(ctx, p)
+		if a.n > 0 {
+			wait = a.wait(ctx, p)
+		}
 		return nil
 	})
 	if err != nil {
@@ -233,21 +241,19 @@ func AckScript(ctx context.Context, c redis.Scripter, s *redis.Script, keys []st
 		if a.n == 0 {
 			return s.Run(ctx, c, keys, args...) // through the Cluster client, which follows redirects
 		}
-		cmd := a.scriptOrRun(ctx, s, keys, args...)
+		cmd := a.scriptAcked(ctx, s, keys, args...)
 		ca.reloadOnMove(ctx, cc, cmd.Err())
 		return cmd
 	}
 	if a.n == 0 {
 		return s.Run(ctx, c, keys, args...)
 	}
-	return a.scriptOrRun(ctx, s, keys, args...)
+	return a.scriptAcked(ctx, s, keys, args...)
 }
 
-// scriptOrRun runs s on a's client, with WAIT when a asks for replicas.
-func (a ack) scriptOrRun(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	if a.n == 0 {
-		return s.Run(ctx, a.rc, keys, args...)
-	}
+// scriptAcked runs s on a's client with WAIT after it (EVALSHA, and EVAL when the server
+// lacks the script).
+func (a ack) scriptAcked(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := a.script(ctx, func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		cmd = a.script(ctx, func(p redis.Pipeliner) *redis.Cmd { return s.Eval(ctx, p, keys, args...) })
@@ -287,10 +293,16 @@ func AckTxPipelined(ctx context.Context, c redis.UniversalClient, fn func(redis.
 	if a.n == 0 {
 		return c.TxPipelined(ctx, fn)
 	}
+	return a.txPipelined(ctx, fn)
+}
+
+// txPipelined runs fn's commands as a transaction on one connection of a's client and
+// then, when a asks for replicas, WAIT on that connection.
+func (a ack) txPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	conn := a.rc.Conn()
 	defer conn.Close()
 	cmds, err := conn.TxPipelined(ctx, fn)
-	if err != nil {
+	if err != nil || a.n == 0 {
 		return cmds, err
 	}
 	return cmds, a.check(a.wait(ctx, conn))
