@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -271,11 +272,21 @@ func TestExchangeConnectionValidated(t *testing.T) {
 		t.Fatalf("endpoints = %+v", last.ep)
 	}
 
-	// The projection: everything the executor needs, the credentials only sealed.
+	// The projection: everything the executor needs, the credentials only sealed. It is
+	// compared with the connection's status as it reads at the same moment: a validation
+	// after the one waited for above (another reconcile) moves both.
 	p := waitXconn(t, string(c.UID), func(p credentials.Connection) error {
 		if !p.Ready || p.Sealed == "" {
 			return fmt.Errorf("not ready: %+v", p.Reason)
 		}
+		var cur tradingv1.ExchangeConnection
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "bn"}, &cur); err != nil {
+			return err
+		}
+		if cur.Status.LastValidatedAt == nil || p.ValidatedAt != cur.Status.LastValidatedAt.UnixMilli() {
+			return fmt.Errorf("projection validated at %d, status at %v", p.ValidatedAt, cur.Status.LastValidatedAt)
+		}
+		c = &cur
 		return nil
 	})
 	if p.Exchange != "binance" || p.Owner != "trader@x.io" || !p.Testnet || p.SpotEndpoint != "http://127.0.0.1:18080" ||
