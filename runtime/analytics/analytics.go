@@ -53,9 +53,5 @@ func (a *Analytics) Realised(ctx context.Context, botID string) (decimal.Decimal
 	if err != nil {
 		return decimal.Zero, err
 	}
-	sum := decimal.Zero
-	for _, d := range h.days {
-		sum = sum.Add(d.day.Net())
-	}
-	return sum, nil
+	return History{h}.Realised(), nil
 }

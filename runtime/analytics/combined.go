@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/httpapi"
@@ -25,6 +26,34 @@ type Combined struct {
 	now   int64 // ms
 }
 
+// History is one bot's realised history as its per-day aggregates hold it. A caller that
+// computes several figures from the same bots (a page with the portfolio's realised PnL
+// and the combined equity curve) reads and decodes it once (HistoryLater) and hands it to
+// each: Realised and Combine.
+type History struct{ h history }
+
+// HistoryLater queues the reads of the bot's history on c (a pipeline, which may carry the
+// caller's other per-bot reads in the same round trip) and returns the decoder to call
+// once it has run. Outside a MULTI a booking may land between the history's two reads; the
+// counts then differ and its days are built from the trade list on rdb (one more round
+// trip, for that bot): slower, never wrong.
+func HistoryLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, botID string) func() (History, error) {
+	read := loadLater(ctx, c, rdb, botID)
+	return func() (History, error) {
+		h, err := read()
+		return History{h}, err
+	}
+}
+
+// Realised is the net PnL of every trade of the bot.
+func (h History) Realised() decimal.Decimal {
+	sum := decimal.Zero
+	for _, d := range h.h.days {
+		sum = sum.Add(d.day.Net())
+	}
+	return sum
+}
+
 // Combined reads the histories of botIDs in one pipelined round trip and sums their days
 // over q's days (q.AllFrom: from the first trade of any of them).
 func (a *Analytics) Combined(ctx context.Context, botIDs []string, q Query) (Combined, error) {
@@ -32,7 +61,7 @@ func (a *Analytics) Combined(ctx context.Context, botIDs []string, q Query) (Com
 	if err != nil {
 		return Combined{}, err
 	}
-	return combine(hs, q), nil
+	return Combine(hs, q), nil
 }
 
 // RealisedOf is Realised of each of botIDs, in that order, read in one pipelined round trip.
@@ -43,22 +72,19 @@ func (a *Analytics) RealisedOf(ctx context.Context, botIDs []string) ([]decimal.
 	}
 	out := make([]decimal.Decimal, len(hs))
 	for i, h := range hs {
-		sum := decimal.Zero
-		for _, d := range h.days {
-			sum = sum.Add(d.day.Net())
-		}
-		out[i] = sum
+		out[i] = h.Realised()
 	}
 	return out, nil
 }
 
-// combine sums the histories' days over q's days.
-func combine(hs []history, q Query) Combined {
+// Combine sums the histories' days over q's days (q.AllFrom: from the first trade of any
+// of them): the realised history of several bots together.
+func Combine(hs []History, q Query) Combined {
 	today := DateOf(q.Now)
 	if q.AllFrom {
 		for _, h := range hs {
-			if len(h.days) > 0 {
-				q.From = min(q.From, h.days[0].date)
+			if len(h.h.days) > 0 {
+				q.From = min(q.From, h.h.days[0].date)
 			}
 		}
 	}
@@ -68,7 +94,7 @@ func combine(hs []history, q Query) Combined {
 		c.nets[i] = decimal.Zero
 	}
 	for _, h := range hs {
-		for _, d := range h.days {
+		for _, d := range h.h.days {
 			net := d.day.Net()
 			c.Realised = c.Realised.Add(net)
 			c.Trades += d.day.Trades

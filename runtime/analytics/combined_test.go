@@ -2,8 +2,11 @@ package analytics_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/internal/testkit"
 	"github.com/sigops/sigops/runtime/analytics"
@@ -19,7 +22,7 @@ func at(days int, hour int) int64 {
 // combinedFixture: bot A trades +10 then −30 three days ago and +5 today; bot B +20
 // yesterday. A's days are booked with the trades (Rebuild); B's are left to the fallback
 // that reads the trade list, so both paths feed the sum.
-func combinedFixture(t *testing.T) *analytics.Analytics {
+func combinedFixture(t *testing.T) (*analytics.Analytics, redis.UniversalClient) {
 	_, rdb := storetest.New(t)
 	legacyTrades(t, rdb, "bot-a",
 		position.Trade{ID: "a1", NetPnl: httpapi.Num(testkit.D("10")), ClosedAt: at(3, 9)},
@@ -29,11 +32,11 @@ func combinedFixture(t *testing.T) *analytics.Analytics {
 		t.Fatal(err)
 	}
 	legacyTrades(t, rdb, "bot-b", position.Trade{ID: "b1", NetPnl: httpapi.Num(testkit.D("20")), ClosedAt: at(1, 15)})
-	return analytics.New(rdb)
+	return analytics.New(rdb), rdb
 }
 
 func TestCombinedCurve(t *testing.T) {
-	a := combinedFixture(t)
+	a, _ := combinedFixture(t)
 	ctx := context.Background()
 	q, err := analytics.ParseQuery(analytics.Period7d, "", "", "true", storeNow)
 	if err != nil {
@@ -82,7 +85,7 @@ func TestCombinedCurve(t *testing.T) {
 }
 
 func TestCombinedCurrentDrawdownAndAll(t *testing.T) {
-	a := combinedFixture(t)
+	a, _ := combinedFixture(t)
 	ctx := context.Background()
 	q, err := analytics.ParseQuery(analytics.PeriodAll, "", "", "true", storeNow)
 	if err != nil {
@@ -123,7 +126,7 @@ func TestCombinedCurrentDrawdownAndAll(t *testing.T) {
 }
 
 func TestRealisedOf(t *testing.T) {
-	a := combinedFixture(t)
+	a, _ := combinedFixture(t)
 	got, err := a.RealisedOf(context.Background(), []string{"bot-b", "bot-missing", "bot-a"})
 	if err != nil {
 		t.Fatal(err)
@@ -137,5 +140,59 @@ func TestRealisedOf(t *testing.T) {
 	one, _ := a.Realised(context.Background(), "bot-a")
 	if !one.Equal(got[2]) {
 		t.Fatalf("Realised %s, RealisedOf %s", one, got[2])
+	}
+}
+
+// Histories read once in a caller's pipeline give the figures Combined and RealisedOf read
+// for themselves: the portfolio's realised PnL and the overview's curve sum the same days.
+func TestHistoriesReadOnceGiveTheSameFigures(t *testing.T) {
+	a, rdb := combinedFixture(t)
+	ctx := context.Background()
+	ids := []string{"bot-a", "bot-b", "bot-missing"}
+	q, err := analytics.ParseQuery(analytics.PeriodAll, "", "", "true", storeNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := &storetest.Trips{}
+	rdb.AddHook(trips)
+	reads := make([]func() (analytics.History, error), len(ids))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			reads[i] = analytics.HistoryLater(ctx, p, rdb, id)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hs := make([]analytics.History, len(ids))
+	for i, read := range reads {
+		if hs[i], err = read(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One pipeline, and bot B's trade list (its days were never kept).
+	if n := len(trips.Take()); n != 2 {
+		t.Fatalf("%d round trips, want 2", n)
+	}
+	realised, err := a.RealisedOf(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs {
+		if !h.Realised().Equal(realised[i]) {
+			t.Fatalf("%s: realised %s, RealisedOf %s", ids[i], h.Realised(), realised[i])
+		}
+	}
+	want, err := a.Combined(ctx, ids, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := analytics.Combine(hs, q)
+	gc, wc := got.Curve(testkit.D("1000")), want.Curve(testkit.D("1000"))
+	gj, _ := json.Marshal(gc.Points)
+	wj, _ := json.Marshal(wc.Points)
+	if string(gj) != string(wj) || !got.Realised.Equal(want.Realised) || !got.Today.Equal(want.Today) || got.Trades != want.Trades ||
+		!gc.MaxDrawdown.Equal(wc.MaxDrawdown) {
+		t.Fatalf("shared read %+v %s, own read %+v %s", got, gj, want, wj)
 	}
 }

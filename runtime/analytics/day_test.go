@@ -1,8 +1,11 @@
 package analytics_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -126,6 +129,61 @@ func TestDates(t *testing.T) {
 	for _, bad := range []string{"2026-11-31", "2026-1-24", "24.11.2026", "", "2026-11-24T00:00:00Z"} {
 		if _, ok := analytics.ParseDate(bad); ok {
 			t.Errorf("ParseDate(%q) accepted", bad)
+		}
+	}
+}
+
+// ParseDate accepts exactly the names time.Parse accepts with DateLayout, as the same day:
+// every month and day number around the valid ones, in leap and common years and at the
+// ends of the four-digit years, and malformed names.
+func TestParseDateIsTimeParse(t *testing.T) {
+	var names []string
+	for _, y := range []string{"0000", "0001", "0004", "0100", "1900", "1969", "1970", "2000", "2023", "2024", "2026", "2100", "9999"} {
+		for m := range 14 {
+			for d := range 33 {
+				names = append(names, fmt.Sprintf("%s-%02d-%02d", y, m, d))
+			}
+		}
+	}
+	names = append(names, "", "2026-11-2", "2026-11-240", "2026/11/24", "2026-1a-24", "+026-11-24", "-026-11-24",
+		"2026-+1-24", "2026-11-+4", "2026-11- 4", " 2026-11-24", "2026-11-24 ", "２026-11-24", "start", "trades", "dropped", "cutoff")
+	for _, s := range names {
+		got, ok := analytics.ParseDate(s)
+		tm, err := time.Parse(analytics.DateLayout, s)
+		if ok != (err == nil) {
+			t.Fatalf("ParseDate(%q) ok %v, time.Parse error %v", s, ok, err)
+		}
+		if ok && got != analytics.DateOf(tm) {
+			t.Fatalf("ParseDate(%q) = %d, time.Parse %d", s, got, analytics.DateOf(tm))
+		}
+	}
+}
+
+// A day reads back from its stored text exactly, and a text that is not a day's fails.
+func TestDayText(t *testing.T) {
+	d := analytics.Day{Trades: 3, Wins: 2, Losses: 1, GrossProfit: testkit.D("20.5"), GrossLoss: testkit.D("-7.25"),
+		Fees: testkit.D("0.125"), Path: analytics.Path{Sum: testkit.D("13.25"), High: testkit.D("20.5"), Low: testkit.D("-1"),
+			DD: testkit.D("7.25"), Peak: testkit.D("20.5")}}
+	data, err := d.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back analytics.Day
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := back.MarshalJSON()
+	if string(again) != string(data) || back.Trades != 3 || !back.Net().Equal(testkit.D("13.25")) {
+		t.Fatalf("%s read back as %s", data, again)
+	}
+	// Spaces around the values are allowed, as a JSON array has them.
+	if err := back.UnmarshalJSON([]byte("[ 1, 1, 0, 2, 0, 0, 2, 2, 0, 0, 0 ]")); err != nil || !back.Net().Equal(testkit.D("2")) {
+		t.Fatalf("spaced day: %+v, %v", back, err)
+	}
+	for _, bad := range []string{"", "[]", "{}", "[1,1,0,2,0,0,2,2,0,0]", "[1,1,0,2,0,0,2,2,0,0,0,0]", "[1.5,1,0,2,0,0,2,2,0,0,0]",
+		"[1,1,0,x,0,0,2,2,0,0,0]", "[1,1,0,2,0,0,2,2,0,0,]", "1,1,0,2,0,0,2,2,0,0,0"} {
+		if err := back.UnmarshalJSON([]byte(bad)); err == nil {
+			t.Errorf("%q read as a day", bad)
 		}
 	}
 }

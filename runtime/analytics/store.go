@@ -183,20 +183,18 @@ func load(ctx context.Context, rdb redis.UniversalClient, botID string) (history
 }
 
 // loadMany reads the histories of botIDs, in that order, in one pipelined round trip (on a
-// Cluster, one per node, side by side). Outside a MULTI a booking may land between a bot's
-// two reads; the counts then differ and that bot's days are built from its trade list, as
-// for days that were never kept: slower, never wrong.
-func loadMany(ctx context.Context, rdb redis.UniversalClient, botIDs []string) ([]history, error) {
-	reads := make([]func() (history, error), len(botIDs))
+// Cluster, one per node, side by side), as HistoryLater reads each.
+func loadMany(ctx context.Context, rdb redis.UniversalClient, botIDs []string) ([]History, error) {
+	reads := make([]func() (History, error), len(botIDs))
 	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range botIDs {
-			reads[i] = loadLater(ctx, p, rdb, id)
+			reads[i] = HistoryLater(ctx, p, rdb, id)
 		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	out := make([]history, len(botIDs))
+	out := make([]History, len(botIDs))
 	for i, read := range reads {
 		h, err := read()
 		if err != nil {
