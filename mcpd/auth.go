@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/httpapi"
@@ -13,14 +15,25 @@ import (
 
 // authenticate admits a request with a live bearer token: a user's full-access bearer JWT,
 // or an OAuth access token whose audience is this MCP resource (a token for the API is not
-// one for MCP, RFC 8707). The shared verifier applies revocation and password changes.
-// Refusals: 401 with the RFC 6750/9728 challenge naming the metadata document (no token, or
-// one that is invalid, expired, revoked, from before a password change, from the deprecated
-// token endpoint, or of an account that is gone); 403 TIER_NOT_ALLOWED when the account's
-// tier lacks allowMcpServer; 503 when Redis cannot be read (never admitted on a guess).
+// one for MCP, RFC 8707). Refusals: 401 with the RFC 6750/9728 challenge naming the
+// metadata document (no token, or one that is invalid, expired, revoked, from before a
+// password change, from the deprecated token endpoint, or of an account that is gone); 403
+// TIER_NOT_ALLOWED when the account's tier lacks allowMcpServer; 429 RATE_LIMITED past the
+// rate limit; 503 when Redis cannot be read (never admitted on a guess).
+//
+// Everything a request needs from Redis before its tool runs is one round trip: the
+// token's live state with the account's tier and email (never cached, so a revocation on
+// any replica refuses the next call), the rate limit, and the session the request names
+// (which the session manager then takes from the request instead of reading it again).
+// A token's signature is checked once per token (auth.Verifier.Parse).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.o.Verifier.VerifyRequest(r)
+		raw, ok := auth.BearerToken(r)
+		if !ok {
+			s.refuse(w, auth.ErrNoToken)
+			return
+		}
+		p, err := s.o.Verifier.Parse(raw)
 		if err == nil && p.Kind == auth.KindOAuth && !slices.Contains(p.Audience, s.resource) {
 			err = auth.ErrInvalidToken
 		}
@@ -28,7 +41,16 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.refuse(w, err)
 			return
 		}
-		id, err := s.identity(r.Context(), p.UserID)
+		ctx := r.Context()
+		pipe := s.o.Redis.Pipeline()
+		live := s.o.Verifier.Stage(ctx, pipe, p)
+		wait := s.limiter.stage(ctx, pipe, s.o.Redis, p)
+		session := s.sessions.prefetch(ctx, pipe, r.Header.Get(server.HeaderKeySessionID))
+		_, _ = pipe.Exec(ctx) // each read's error is its own
+		id, err := live.Identity()
+		if err == nil && s.o.Tier != nil {
+			id.Tier, err = s.o.Tier(ctx, p.UserID)
+		}
 		if err != nil {
 			s.refuse(w, err)
 			return
@@ -39,8 +61,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				tier.Name), "", s.o.Now())
 			return
 		}
-		ctx := context.WithValue(auth.WithPrincipal(r.Context(), p), identityKey{}, requestIdentity{userID: p.UserID, Identity: id})
-		next.ServeHTTP(w, r.WithContext(ctx))
+		if d, err := wait(); err != nil {
+			s.o.Logger.Warn("mcpd rate limit unavailable", "err", err)
+		} else if d > 0 {
+			s.metrics.requests.WithLabelValues("rate_limited").Inc()
+			httpapi.WriteError(w, &errs.Error{Code: errs.RateLimited, Message: "too many requests", RetryAfter: d}, "", s.o.Now())
+			return
+		}
+		ctx = context.WithValue(auth.WithPrincipal(ctx, p), identityKey{}, requestIdentity{userID: p.UserID, Identity: id})
+		next.ServeHTTP(w, r.WithContext(session(ctx)))
 	})
 }
 
@@ -52,17 +81,6 @@ type identityKey struct{}
 type requestIdentity struct {
 	userID string
 	auth.Identity
-}
-
-// identity reads the tier and email of userID in one round trip; Options.Tier, when set,
-// decides the tier.
-func (s *Server) identity(ctx context.Context, userID string) (auth.Identity, error) {
-	id, err := s.o.Users.IdentityOf(ctx, userID)
-	if err != nil || s.o.Tier == nil {
-		return id, err
-	}
-	id.Tier, err = s.o.Tier(ctx, userID)
-	return id, err
 }
 
 // refuse answers a failed authentication.

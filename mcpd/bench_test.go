@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,7 @@ import (
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/stack"
 )
 
@@ -167,30 +169,52 @@ func BenchmarkGetBotRiskConcurrent(b *testing.B) {
 		})
 	})
 
-	b.Run("reference", func(b *testing.B) {
-		r := chi.NewRouter()
-		r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`))
+	b.Run("reference", func(b *testing.B) { benchReference(b, body, nil) })
+	// The least a server that keeps its state in Redis does per call: the bare handler with
+	// one Lua call (reading the bot's projection) on the same Redis.
+	read := redis.NewScript(`return redis.call('HGET', KEYS[1], 'config')`)
+	b.Run("reference-lua", func(b *testing.B) {
+		benchReference(b, body, func(ctx context.Context) error {
+			return read.Run(ctx, rdb, []string{store.Bot("bot-r")}).Err()
 		})
-		ref := httptest.NewTLSServer(r)
-		defer ref.Close()
-		hc := ref.Client()
-		hc.Transport.(*http.Transport).MaxIdleConnsPerHost = benchSessions
-		drive(b, func(ctx context.Context, _ int) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ref.URL+"/mcp", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			res, err := hc.Do(req)
-			if err != nil {
-				return err
+	})
+}
+
+// benchReference drives a bare chi handler that reads the body, calls work (when not nil)
+// and writes a small JSON-RPC answer, over TLS with the same client as mcpd-raw.
+func benchReference(b *testing.B, body string, work func(context.Context) error) {
+	r := chi.NewRouter()
+	r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if work != nil {
+			if err := work(r.Context()); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
 			}
-			var out map[string]any
-			err = json.NewDecoder(res.Body).Decode(&out)
-			res.Body.Close()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`))
+	})
+	ref := httptest.NewTLSServer(r)
+	ref.Config.ErrorLog = log.New(io.Discard, "", 0)
+	defer ref.Close()
+	hc := ref.Client()
+	hc.Transport.(*http.Transport).MaxIdleConnsPerHost = benchSessions
+	drive(b, func(ctx context.Context, _ int) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ref.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := hc.Do(req)
+		if err != nil {
 			return err
-		})
+		}
+		var out map[string]any
+		err = json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if err == nil && res.StatusCode != http.StatusOK {
+			err = fmt.Errorf("reference: %s", res.Status)
+		}
+		return err
 	})
 }
 

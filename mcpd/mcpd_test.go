@@ -390,6 +390,85 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A limit whose script Redis has forgotten (a restarted or flushed server) still counts:
+// the request runs the script again by itself.
+func TestRateLimitAfterScriptFlush(t *testing.T) {
+	f := newFixture(t)
+	ts := f.serve(t, func(o *mcpd.Options) { o.RateLimit = 2 })
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	tok, _ := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
+	for i := range 2 {
+		if err := f.rdb.ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if res, body := post(t, ts, tok.Token, pingBody); res.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, res.StatusCode, body)
+		}
+	}
+	if err := f.rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res, body := post(t, ts, tok.Token, pingBody); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("3rd request: %d %s", res.StatusCode, body)
+	}
+}
+
+// mcpd asks Redis whether a token is live on every request, whatever the verifier's cache
+// time: a revocation made anywhere refuses the very next call on every replica, with the
+// clock standing still (a cached answer would still admit it).
+func TestRevocationRefusesTheNextCallOnEveryReplica(t *testing.T) {
+	f := newFixture(t)
+	cached := func(o *mcpd.Options) {
+		v, err := auth.NewVerifier(auth.VerifierOptions{Redis: f.rdb, Keys: f.keys, Issuer: testBase,
+			Audiences: []string{testResource, testAPI}, CacheTTL: auth.MaxCacheTTL, Now: f.clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Verifier = v
+	}
+	a, b := f.serve(t, cached), f.serve(t, cached)
+	u := f.user(t, "ada@example.com", auth.TierPro)
+	status := func(ts *httptest.Server, token string) int {
+		t.Helper()
+		res, _ := post(t, ts, token, pingBody)
+		return res.StatusCode
+	}
+
+	sibling, _ := f.oauthToken(t, u, "client-2", auth.ScopeRead, testResource)
+	tok, authID := f.oauthToken(t, u, "client-1", auth.ScopeRead, testResource)
+	for _, ts := range []*httptest.Server{a, b} {
+		if got := status(ts, tok.Token); got != http.StatusOK {
+			t.Fatalf("before revocation: %d", got)
+		}
+	}
+	if err := f.oauth.RevokeAccessToken(t.Context(), tok.JTI, tok.ExpiresAt); err != nil {
+		t.Fatal(err)
+	}
+	for i, ts := range []*httptest.Server{a, b} {
+		if got := status(ts, tok.Token); got != http.StatusUnauthorized {
+			t.Fatalf("replica %d after the token's revocation: %d", i, got)
+		}
+	}
+	// The same for a whole authorization, and a password change, with another client's token.
+	if got := status(a, sibling.Token); got != http.StatusOK {
+		t.Fatalf("sibling: %d", got)
+	}
+	if err := f.oauth.RevokeAuthorization(t.Context(), u.ID, authID); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(b, tok.Token); got != http.StatusUnauthorized {
+		t.Fatalf("after the authorization's revocation: %d", got)
+	}
+	if err := f.users.SetPassword(t.Context(), u.ID, "another horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	for i, ts := range []*httptest.Server{a, b} {
+		if got := status(ts, sibling.Token); got != http.StatusUnauthorized {
+			t.Fatalf("replica %d after a password change: %d", i, got)
+		}
+	}
+}
+
 func TestSessionsAcrossReplicasAndUsers(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.serve(t), f.serve(t)
@@ -508,14 +587,14 @@ func TestRedisUnavailable(t *testing.T) {
 	f := newFixture(t)
 	u := f.user(t, "ada@example.com", auth.TierPro)
 	tok := f.bearer(t, u)
-	// A verifier whose Redis refuses connections: the token's state cannot be read.
+	// A Redis that refuses connections: the token's state cannot be read.
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = dead.Close() })
 	v, err := auth.NewVerifier(auth.VerifierOptions{Redis: dead, Keys: f.keys, Issuer: testBase, Audiences: []string{testAPI}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := f.serve(t, func(o *mcpd.Options) { o.Verifier = v })
+	ts := f.serve(t, func(o *mcpd.Options) { o.Verifier, o.Redis = v, dead })
 	res, body := post(t, ts, tok.Token, pingBody)
 	if res.StatusCode != http.StatusServiceUnavailable || decode(t, body)["code"] != "INTERNAL_ERROR" {
 		t.Fatalf("%d %s", res.StatusCode, body)

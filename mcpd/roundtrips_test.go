@@ -56,14 +56,13 @@ func TestGetBotRiskRoundTrips(t *testing.T) {
 	trips.Take()
 	toolOK[map[string]any](t, c, "get_bot_risk", map[string]any{"botId": "bot-r"})
 	got := trips.Take()
-	// Four: the caller's tier and email (HMGET), the rate limit (script), the bot
-	// (HGETALL), and its risk counters with its open symbols (HGETALL and SMEMBERS in one
-	// pipeline; open positions would add one pipeline of their reads). The token's Redis
-	// facts come from the verifier's cache; protocol 2026-07-28 has no session to check.
-	// Reading the whole account for the owner check (Users.Get: the user hash and the
-	// wallet) would add two.
-	if len(got) > 4 || !slices.Contains(got, "hmget") {
-		t.Fatalf("%d round trips: %s", len(got), strings.Join(got, " | "))
+	// Two: the token's live state with the caller's tier and email, the rate limit and the
+	// session (one pipeline, nothing cached: protocol 2026-07-28 names no session here), then
+	// the bot with its risk counters and open symbols (a second pipeline; open positions or
+	// a paper account would add one more).
+	want := []string{"hmget hmget exists evalsha", "hget hgetall smembers"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("round trips: %s, want %s", strings.Join(got, " | "), strings.Join(want, " | "))
 	}
 }
 

@@ -17,12 +17,13 @@ import (
 // below it, and the body is read whole before mcp-go sees it.
 const MaxBodyBytes = 1 << 20
 
-// rpcCall is the part of a JSON-RPC message the scope check reads. Params and arguments
-// stay raw: a message whose arguments are not an object still names its tool, whose
-// static scope then applies (an unparseable part must never read as "no tool").
+// rpcCall is the part of a JSON-RPC message the scope check reads, decoded in one pass.
+// Arguments stay raw: a message whose arguments are not an object still names its tool,
+// whose static scope then applies (an unparseable part must never read as "no tool"). A
+// message whose params cannot be read at all calls no tool: mcp-go refuses it.
 type rpcCall struct {
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	Method string    `json:"method"`
+	Params rpcParams `json:"params"`
 }
 
 // rpcParams are a tools/call's params.
@@ -99,10 +100,7 @@ func (s *Server) neededScope(ctx context.Context, userID string, body []byte) (s
 		if c.Method != "tools/call" {
 			continue
 		}
-		var params rpcParams
-		if json.Unmarshal(c.Params, &params) != nil {
-			continue // mcp-go refuses params it cannot read: no tool runs
-		}
+		params := c.Params
 		t, ok := s.tools.Get(params.Name)
 		if !ok {
 			continue

@@ -144,6 +144,7 @@ type Server struct {
 	mcp         *server.MCPServer
 	http        *server.StreamableHTTPServer
 	limiter     *limiter
+	sessions    *sessions
 	status      *statusCache
 	metrics     *metrics
 	// conns reads the caller's exchange connections.
@@ -158,7 +159,7 @@ func New(o Options) (*Server, error) {
 	o = o.withDefaults()
 	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
 		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
-		limiter: newLimiter(o.Redis, o.RateLimit), status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
+		limiter: newLimiter(o.RateLimit), sessions: &sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}, status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
 		conns: credentials.NewConnections(o.Redis)}
 	if o.Registerer != nil {
 		if err := s.metrics.register(o.Registerer); err != nil {
@@ -179,7 +180,7 @@ func New(o Options) (*Server, error) {
 	// any request (decision "MCP server" 1). DNS rebinding protection is off: the server
 	// is hosted behind TLS and every request carries a bearer token a browser cannot add.
 	s.http = server.NewStreamableHTTPServer(s.mcp,
-		server.WithSessionIdManagerResolver(&sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}),
+		server.WithSessionIdManagerResolver(s.sessions),
 		server.WithDisableStreaming(true), server.WithDisableLocalhostProtection(true))
 	return s, nil
 }
@@ -250,7 +251,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get(MetadataPath, s.handleMetadata)
 	r.Get(MetadataResourcePath, s.handleMetadata)
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate, s.limit, s.checkScope)
+		r.Use(s.authenticate, s.checkScope)
 		r.Handle(Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.metrics.requests.WithLabelValues("served").Inc()
 			if r.Method == http.MethodDelete && s.endSession(w, r) {

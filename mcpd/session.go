@@ -84,9 +84,15 @@ func (m *userSessions) Validate(id string) (bool, error) {
 	if m.userID == "" {
 		return false, errSession
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, sessionTimeout)
-	defer cancel()
-	owner, err := m.s.rdb.GetEx(ctx, store.MCPSession(id), m.s.idle).Result()
+	var owner string
+	var err error
+	if pre, ok := m.ctx.Value(prefetchedKey{}).(prefetched); ok && pre.id == id {
+		owner, err = pre.cmd.Result()
+	} else {
+		ctx, cancel := context.WithTimeout(m.ctx, sessionTimeout)
+		defer cancel()
+		owner, err = m.s.rdb.GetEx(ctx, store.MCPSession(id), m.s.idle).Result()
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		m.s.logger.Error("mcpd: session not read", "err", err)
 	}
@@ -94,6 +100,27 @@ func (m *userSessions) Validate(id string) (bool, error) {
 		return false, errSession
 	}
 	return false, nil
+}
+
+// prefetched is the session a request names, read (and its idle time started again) in
+// the round trip that checked the request's token, for Validate to use.
+type prefetched struct {
+	id  string
+	cmd *redis.StringCmd
+}
+
+type prefetchedKey struct{}
+
+// prefetch queues on pipe the read of session id (none when id is empty) and returns what
+// puts its result in a request's context once the pipeline has run.
+func (s *sessions) prefetch(ctx context.Context, pipe redis.Pipeliner, id string) func(context.Context) context.Context {
+	if id == "" {
+		return func(ctx context.Context) context.Context { return ctx }
+	}
+	cmd := pipe.GetEx(ctx, store.MCPSession(id), s.idle)
+	return func(ctx context.Context) context.Context {
+		return context.WithValue(ctx, prefetchedKey{}, prefetched{id: id, cmd: cmd})
+	}
 }
 
 // Terminate is mcp-go's end of a session outside a DELETE (its shutdown sweep, which

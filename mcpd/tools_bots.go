@@ -164,11 +164,15 @@ func (s *Server) getBot(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 }
 
 func (s *Server) getBotRisk(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	bot, err := s.ownedBot(ctx, req)
+	id, err := botIDArg(req)
 	if err != nil {
 		return s.toolError("get_bot_risk", err), nil
 	}
-	m, err := s.o.Trading.RiskMetricsOf(ctx, bot)
+	owner, err := s.owner(ctx)
+	if err != nil {
+		return s.toolError("get_bot_risk", err), nil
+	}
+	m, err := s.o.Trading.OwnedRiskMetrics(ctx, s.o.Bots, id, owner)
 	if err != nil {
 		return s.toolError("get_bot_risk", err), nil
 	}

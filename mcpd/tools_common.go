@@ -112,13 +112,14 @@ func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
 }
 
 // structured is a tool's answer v as structured content and, for clients that read text
-// only, the same JSON as text.
+// only, the same JSON as text. v is encoded once: the structured content is those bytes
+// (a json.RawMessage the response's encoder copies), not v encoded a second time.
 func structured(v any) (*mcp.CallToolResult, error) {
 	text, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return mcp.NewToolResultStructured(v, string(text)), nil
+	return mcp.NewToolResultStructured(json.RawMessage(text), string(text)), nil
 }
 
 // owner is the email (canonical form) of the user the request speaks for.

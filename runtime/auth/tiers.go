@@ -89,6 +89,12 @@ func (u *Users) IdentityOf(ctx context.Context, id string) (Identity, error) {
 	}
 	email, _ := v[0].(string)
 	slug, _ := v[1].(string)
+	return identityOf(email, slug)
+}
+
+// identityOf is the identity of an account's stored email and tier slug; ErrNotFound when
+// either is missing (no such account).
+func identityOf(email, slug string) (Identity, error) {
 	if email == "" || slug == "" {
 		return Identity{}, ErrNotFound
 	}

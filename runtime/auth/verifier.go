@@ -97,6 +97,7 @@ type Verifier struct {
 	o      VerifierOptions
 	parser *jwt.Parser
 	cache  *factCache
+	tokens *tokenCache
 }
 
 // NewVerifier returns a verifier.
@@ -122,7 +123,7 @@ func NewVerifier(o VerifierOptions) (*Verifier, error) {
 		jwt.WithTimeFunc(o.Now),
 		jwt.WithStrictDecoding(),
 	)
-	return &Verifier{o: o, parser: p, cache: newFactCache(o.CacheEntries)}, nil
+	return &Verifier{o: o, parser: p, cache: newFactCache(o.CacheEntries), tokens: newTokenCache(o.CacheEntries)}, nil
 }
 
 // VerifyRequest verifies the Authorization: Bearer token of r. A token anywhere else (query,
@@ -148,8 +149,44 @@ func BearerToken(r *http.Request) (string, bool) {
 
 // Verify checks a raw token and returns its principal.
 func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
+	p, err := v.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	now := v.o.Now()
+	if f, ok := v.cache.get(p.JTI, now); ok {
+		if !f.live {
+			return nil, invalid(f.reason)
+		}
+		return p, nil
+	}
+	pipe := v.o.Redis.Pipeline()
+	read := v.stageFacts(ctx, pipe, p, now, false)
+	_, _ = pipe.Exec(ctx) // each read's error is its own
+	f, _, err := read()
+	if err != nil {
+		return nil, err
+	}
+	v.cache.put(p.JTI, f, now.Add(v.o.CacheTTL))
+	if !f.live {
+		return nil, invalid(f.reason)
+	}
+	return p, nil
+}
+
+// Parse checks everything about a raw token that needs no Redis: its signature, algorithm,
+// typ, issuer, audience, times and claims. A token that passed is remembered (by its whole
+// text, so only that exact token hits) until it expires, and its next Parse costs a map
+// read instead of base64, JSON and HMAC work. The keyring cannot change while the process
+// runs, so a remembered signature stays good; whether the token is still live is Redis's
+// to say, on every call (Stage) or within CacheTTL (Verify).
+func (v *Verifier) Parse(raw string) (*Principal, error) {
 	if raw == "" || len(raw) > maxTokenLen {
 		return nil, invalid("size")
+	}
+	now := v.o.Now()
+	if p, ok := v.tokens.get(raw, now); ok {
+		return p, nil
 	}
 	var c Claims
 	t, err := v.parser.ParseWithClaims(raw, &c, v.o.Keys.keyFunc)
@@ -164,22 +201,40 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := v.o.Now()
-	if f, ok := v.cache.get(p.JTI, now); ok {
-		if !f.live {
-			return nil, invalid(f.reason)
-		}
-		return p, nil
-	}
-	f, err := v.fetch(ctx, p, now)
+	v.tokens.put(raw, p, now)
+	cp := *p
+	return &cp, nil
+}
+
+// Staged is a token's live state and its user's identity, queued on a caller's pipeline by
+// Stage and read once the pipeline has run.
+type Staged struct {
+	read func() (facts, []any, error)
+}
+
+// Stage queues on pipe the reads that say whether p (from Parse) is still live: its user's
+// password generation, and its bearer record or its authorization and revocation, with the
+// user's email and tier beside them. Nothing is cached: a revocation or a password change
+// made on any replica refuses the very next call. A daemon that checks a token on every
+// request this way pays no round trip of its own for it (mcpd folds it into the pipeline
+// that also counts the rate limit and reads the session).
+func (v *Verifier) Stage(ctx context.Context, pipe redis.Pipeliner, p *Principal) *Staged {
+	return &Staged{read: v.stageFacts(ctx, pipe, p, v.o.Now(), true)}
+}
+
+// Identity is nil when the token is live, with its user's tier and email; ErrInvalidToken
+// when it is not (or its account is gone), ErrUnavailable when Redis could not say.
+func (s *Staged) Identity() (Identity, error) {
+	f, user, err := s.read()
 	if err != nil {
-		return nil, err
+		return Identity{}, err
 	}
-	v.cache.put(p.JTI, f, now.Add(v.o.CacheTTL))
 	if !f.live {
-		return nil, invalid(f.reason)
+		return Identity{}, invalid(f.reason)
 	}
-	return p, nil
+	email, _ := user[1].(string)
+	slug, _ := user[2].(string)
+	return identityOf(email, slug)
 }
 
 func jwtReason(err error) string {
@@ -231,57 +286,82 @@ type facts struct {
 	reason string
 }
 
-// fetch reads the token's live state from Redis in one round trip.
-func (v *Verifier) fetch(ctx context.Context, p *Principal, now time.Time) (facts, error) {
-	pipe := v.o.Redis.Pipeline()
-	gen := pipe.HGet(ctx, store.User(p.UserID), fUserGen)
+// stageFacts queues on pipe the reads of the token's live state (and its user's email and
+// tier) and returns their reader. everyCall is set when nothing caches the answer, so that
+// the bearer record's idle window is slid at most once a second instead of on every call.
+func (v *Verifier) stageFacts(ctx context.Context, pipe redis.Pipeliner, p *Principal, now time.Time, everyCall bool) func() (facts, []any, error) {
+	user := pipe.HMGet(ctx, store.User(p.UserID), fUserGen, fUserEmail, fUserTier)
 	var bearer *redis.BoolCmd
+	var bearerKnown *redis.IntCmd
 	var auth *redis.SliceCmd
 	var revoked *redis.IntCmd
 	if p.Kind == KindAPI {
-		// Sliding idle window: the record exists while the token is live, and each
-		// (uncached) successful use pushes its end APITokenIdle ahead.
-		bearer = pipe.Expire(ctx, store.Bearer(p.JTI), APITokenIdle)
+		// Sliding idle window: the record exists while the token is live, and a use pushes
+		// its end APITokenIdle ahead (read on every call, at most once a second per token:
+		// a write on every call would reach every replica for nothing).
+		if !everyCall || v.cache.touchDue("bearer:"+p.JTI, now, time.Second) {
+			bearer = pipe.Expire(ctx, store.Bearer(p.JTI), APITokenIdle)
+		} else {
+			bearerKnown = pipe.Exists(ctx, store.Bearer(p.JTI))
+		}
 	} else {
 		auth = pipe.HMGet(ctx, store.OAuthAuthorization(p.AuthorizationID), fAuthUser, fAuthRevokedAt)
 		revoked = pipe.Exists(ctx, store.OAuthRevokedToken(p.JTI))
-		if v.cache.touchDue(p.AuthorizationID, now) {
+		if v.cache.touchDue(p.AuthorizationID, now, touchEvery) {
 			pipe.Eval(ctx, touchScript, []string{store.OAuthAuthorization(p.AuthorizationID)}, now.UnixMilli())
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return facts{}, ErrUnavailable
-	}
-	g, err := gen.Result()
-	if errors.Is(err, redis.Nil) {
-		return facts{reason: "no user"}, nil
-	}
-	if err != nil {
-		return facts{}, ErrUnavailable
-	}
-	if n, _ := strconv.ParseInt(g, 10, 64); n != p.Generation {
-		return facts{reason: "password changed"}, nil
-	}
-	if bearer != nil {
-		if !bearer.Val() {
-			return facts{reason: "bearer expired or revoked"}, nil
+	return func() (facts, []any, error) {
+		u, err := user.Result()
+		if err != nil || len(u) != 3 {
+			return facts{}, nil, ErrUnavailable
 		}
-		return facts{live: true}, nil
+		g, _ := u[0].(string)
+		if g == "" {
+			return facts{reason: "no user"}, u, nil
+		}
+		if n, _ := strconv.ParseInt(g, 10, 64); n != p.Generation {
+			return facts{reason: "password changed"}, u, nil
+		}
+		switch {
+		case bearer != nil:
+			ok, err := bearer.Result()
+			if err != nil {
+				return facts{}, nil, ErrUnavailable
+			}
+			if !ok {
+				return facts{reason: "bearer expired or revoked"}, u, nil
+			}
+			return facts{live: true}, u, nil
+		case bearerKnown != nil:
+			n, err := bearerKnown.Result()
+			if err != nil {
+				return facts{}, nil, ErrUnavailable
+			}
+			if n == 0 {
+				return facts{reason: "bearer expired or revoked"}, u, nil
+			}
+			return facts{live: true}, u, nil
+		}
+		a, err := auth.Result()
+		if err != nil || len(a) != 2 {
+			return facts{}, nil, ErrUnavailable
+		}
+		if uid, _ := a[0].(string); uid != p.UserID {
+			return facts{reason: "no authorization"}, u, nil
+		}
+		if r, _ := a[1].(string); r != "" {
+			return facts{reason: "authorization revoked"}, u, nil
+		}
+		n, err := revoked.Result()
+		if err != nil {
+			return facts{}, nil, ErrUnavailable
+		}
+		if n != 0 {
+			return facts{reason: "token revoked"}, u, nil
+		}
+		return facts{live: true}, u, nil
 	}
-	a := auth.Val()
-	if len(a) != 2 {
-		return facts{}, ErrUnavailable
-	}
-	if uid, _ := a[0].(string); uid != p.UserID {
-		return facts{reason: "no authorization"}, nil
-	}
-	if r, _ := a[1].(string); r != "" {
-		return facts{reason: "authorization revoked"}, nil
-	}
-	if revoked.Val() != 0 {
-		return facts{reason: "token revoked"}, nil
-	}
-	return facts{live: true}, nil
 }
 
 // touchScript stamps an authorization's last use (Connected Apps) if it still exists.
@@ -356,18 +436,18 @@ func (c *factCache) put(jti string, f facts, deadline time.Time) {
 	s.entries[jti] = cacheEntry{f: f, deadline: deadline}
 }
 
-// touchDue reports (and records) whether the authorization's last-used stamp is due.
-func (c *factCache) touchDue(sid string, now time.Time) bool {
-	s := c.shard(sid)
+// touchDue reports (and records) whether a write for key is due, every at most.
+func (c *factCache) touchDue(key string, now time.Time, every time.Duration) bool {
+	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.touched[sid]; ok && now.Sub(t) < touchEvery {
+	if t, ok := s.touched[key]; ok && now.Sub(t) < every {
 		return false
 	}
 	if len(s.touched) >= c.max {
 		clear(s.touched)
 	}
-	s.touched[sid] = now
+	s.touched[key] = now
 	return true
 }
 

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -212,4 +214,69 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := NewKeyring([]byte("too short"), nil); err == nil {
 		t.Fatal("short key accepted")
 	}
+}
+
+// A token Parse has checked once is remembered by its whole text: what differs from it by
+// a byte is checked afresh (a forged signature, claims changed under the same signature),
+// and the remembered token itself is refused once it expires.
+func TestParseRemembersOnlyTheExactTokenUntilItExpires(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	u := f.user(t, "max@example.com", TierPro)
+	_, _, at := f.authorize(t, u, ScopeRead)
+	p, err := f.verifier.Parse(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UserID = "someone-else" // a caller's change of its copy reaches nobody else
+	again, err := f.verifier.Parse(at)
+	if err != nil || again.UserID != u.ID || again.Scope != ScopeRead {
+		t.Fatalf("second parse: %+v %v", again, err)
+	}
+
+	parts := strings.Split(at, ".")
+	sig := []byte(parts[2])
+	sig[len(sig)/2] ^= 1
+	forged := parts[0] + "." + parts[1] + "." + string(sig)
+	claims := base64Claims(t, parts[1], func(m map[string]any) { m["scope"] = ScopeLive })
+	for name, tok := range map[string]string{"signature changed": forged,
+		"scope raised under the same signature": parts[0] + "." + claims + "." + parts[2]} {
+		if _, err := f.verifier.Parse(tok); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+
+	// Stage reads the token's live state with the user's identity in the caller's pipeline.
+	pipe := f.rdb.Pipeline()
+	st := f.verifier.Stage(ctx, pipe, again)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := st.Identity(); err != nil || id.Email != "max@example.com" || id.Tier.Name != "Pro" {
+		t.Fatalf("staged: %+v %v", id, err)
+	}
+
+	f.clk.Advance(AccessTokenLifetime)
+	if _, err := f.verifier.Parse(at); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("expired token: %v", err)
+	}
+}
+
+// base64Claims is a JWT's claims segment changed by fn.
+func base64Claims(t *testing.T, seg string, fn func(map[string]any)) string {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	fn(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(out)
 }

@@ -22,6 +22,12 @@ type Getter interface {
 // owner's (owner: an email, compared in canonical form).
 func Owned(ctx context.Context, g Getter, id, owner string) (Bot, error) {
 	bot, err := g.Get(ctx, id)
+	return OwnedRead(bot, err, owner)
+}
+
+// OwnedRead is Owned's answer for a bot already read (with its read's error), for a caller
+// that read it in a pipeline with other things.
+func OwnedRead(bot Bot, err error, owner string) (Bot, error) {
 	if errors.Is(err, ErrNotFound) {
 		return Bot{}, ErrBotNotFound
 	}

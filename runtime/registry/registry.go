@@ -343,6 +343,12 @@ func (r *Registry) Get(ctx context.Context, id string) (Bot, error) {
 	return r.decoded.GetLater(ctx, r.rdb, id)()
 }
 
+// GetLater is Get queued on c (a pipeline): the decoder to call once the pipeline has run
+// decodes through the registry's cache as Get does.
+func (r *Registry) GetLater(ctx context.Context, c redis.Cmdable, id string) func() (Bot, error) {
+	return r.decoded.GetLater(ctx, c, id)
+}
+
 // GetLater queues Get's read on c (a pipeline) and returns the decoder to call once the
 // pipeline has run, so that the read can share a round trip with others.
 func GetLater(ctx context.Context, c redis.Cmdable, id string) func() (Bot, error) {

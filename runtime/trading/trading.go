@@ -387,27 +387,60 @@ func (a *API) RiskMetrics(ctx context.Context, botID string) (risk.BotMetrics, e
 // RiskMetricsOf is RiskMetrics of a bot the caller has read already (the read API checks
 // ownership on it, so the figures are of that same read).
 func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetrics, error) {
-	botID := bot.ID
+	// The counters, the open symbols and the paper account in one round trip, the
+	// positions in a second.
+	pipe := a.rdb.Pipeline()
+	r := a.stageRisk(ctx, pipe, bot.ID)
+	readAccount := stageAccount(ctx, pipe, bot)
+	_, _ = pipe.Exec(ctx) // each read's error is its own
+	return a.riskOf(ctx, bot, r, readAccount)
+}
+
+// OwnedRiskMetrics is RiskMetricsOf owner's bot id, read in the same round trip as its
+// counters and open symbols (mcpd's get_bot_risk: one round trip for a bot with nothing
+// open and no paper account, a second for the account and the open positions).
+// registry.ErrBotNotFound: no such bot, or another owner's.
+func (a *API) OwnedRiskMetrics(ctx context.Context, bots *registry.Registry, id, owner string) (risk.BotMetrics, error) {
+	pipe := a.rdb.Pipeline()
+	readBot := bots.GetLater(ctx, pipe, id)
+	r := a.stageRisk(ctx, pipe, id)
+	_, _ = pipe.Exec(ctx) // each read's error is its own
+	bot, err := readBot()
+	if bot, err = registry.OwnedRead(bot, err, owner); err != nil {
+		return risk.BotMetrics{}, err
+	}
+	return a.riskOf(ctx, bot, r, stageAccount(ctx, a.rdb, bot))
+}
+
+// stagedRisk are a bot's risk reads queued on a pipeline.
+type stagedRisk struct {
+	counters func() (risk.Counters, error)
+	open     func(context.Context, redis.Cmdable) ([]position.Position, error)
+}
+
+func (a *API) stageRisk(ctx context.Context, pipe redis.Pipeliner, botID string) stagedRisk {
+	return stagedRisk{counters: risk.ReadCountersLater(ctx, pipe, botID), open: position.ListLater(ctx, pipe, botID)}
+}
+
+// stageAccount queues the read of bot's paper account; nil for a bot on an exchange.
+func stageAccount(ctx context.Context, c redis.Cmdable, bot registry.Bot) func() (paper.State, error) {
+	if bot.Account.Kind != registry.AccountPaper || bot.Account.ID == "" {
+		return nil
+	}
+	return paper.ReadAccountLater(ctx, c, bot.Account.ID)
+}
+
+// riskOf computes bot's metrics from its staged reads, once their pipeline has run.
+func (a *API) riskOf(ctx context.Context, bot registry.Bot, r stagedRisk, readAccount func() (paper.State, error)) (risk.BotMetrics, error) {
 	limits, err := risk.LimitsOf(bot.Risk)
 	if err != nil {
 		return risk.BotMetrics{}, errs.Wrap(err, errs.InternalError, "the bot's risk settings are invalid")
 	}
-	// The counters, the open symbols and the paper account in one round trip, the
-	// positions in a second.
-	pipe := a.rdb.Pipeline()
-	readCounters := risk.ReadCountersLater(ctx, pipe, botID)
-	readOpen := position.ListLater(ctx, pipe, botID)
-	var readAccount func() (paper.State, error)
-	if bot.Account.Kind == registry.AccountPaper && bot.Account.ID != "" {
-		readAccount = paper.ReadAccountLater(ctx, pipe, bot.Account.ID)
-	}
-	// Each read's error is its own.
-	_, _ = pipe.Exec(ctx)
-	counters, err := readCounters()
+	counters, err := r.counters()
 	if err != nil {
 		return risk.BotMetrics{}, err
 	}
-	open, err := readOpen(ctx, a.rdb)
+	open, err := r.open(ctx, a.rdb)
 	if err != nil {
 		return risk.BotMetrics{}, err
 	}
@@ -422,5 +455,5 @@ func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetr
 		}
 	}
 	equity, used := risk.Equity(free, open)
-	return risk.Metrics(botID, limits, counters, risk.Exposure(used, equity), a.Now()), nil
+	return risk.Metrics(bot.ID, limits, counters, risk.Exposure(used, equity), a.Now()), nil
 }
