@@ -23,9 +23,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
@@ -156,9 +156,9 @@ type Service struct {
 	paper *paper.Accounts
 	conns *credentials.Connections
 	reg   *registry.Registry
-	// analytics sums the bots' realised PnL from its per-day aggregates, without reading
-	// every trade.
-	analytics *analytics.Analytics
+	// decoded keeps the bots' projections as last decoded: a page shown again and again
+	// decodes a bot's projection once per change of it.
+	decoded registry.Decoded
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -177,17 +177,7 @@ func New(o Options) *Service {
 		o.Now = time.Now
 	}
 	return &Service{o: o, paper: paper.NewAccounts(o.Redis), conns: credentials.NewConnections(o.Redis),
-		reg: registry.New(o.Redis), analytics: analytics.New(o.Redis),
-		cache: map[string]snapshot{}}
-}
-
-// botBook is one of the owner's bots with its open positions and its realised net PnL.
-type botBook struct {
-	bot       registry.Bot
-	positions []position.Position
-	// realised is the net PnL of all the bot's trades, from runtime/analytics (the figure
-	// the bot's analytics report as totalPnL over "all"), in the quote of its trades.
-	realised decimal.Decimal
+		reg: registry.New(o.Redis), cache: map[string]snapshot{}}
 }
 
 // Of is the portfolio of the owner (an e-mail, compared canonically). An account that
@@ -197,7 +187,26 @@ func (s *Service) Of(ctx context.Context, owner string) (Portfolio, error) {
 	if err != nil {
 		return Portfolio{}, err
 	}
-	return Portfolio{Accounts: accts, Totals: totals(accts), AsOf: s.o.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}, nil
+	return s.portfolio(accts), nil
+}
+
+// OfBooks is Of computed from the owner's books as the caller read them (ReadBooks), for a
+// page that shows more of the same bots than the portfolio does: every figure of the page
+// then comes from one read of the bots.
+func (s *Service) OfBooks(ctx context.Context, books Books) (Portfolio, error) {
+	accts, conns, err := s.list(ctx, books.owner, Select{})
+	if err != nil {
+		return Portfolio{}, err
+	}
+	out, err := s.value(ctx, accts, conns, books)
+	if err != nil {
+		return Portfolio{}, err
+	}
+	return s.portfolio(out), nil
+}
+
+func (s *Service) portfolio(accts []Account) Portfolio {
+	return Portfolio{Accounts: accts, Totals: totals(accts), AsOf: s.o.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")}
 }
 
 // Select narrows Accounts to some of the owner's accounts; the zero Select is all of them.
@@ -213,34 +222,59 @@ type Select struct {
 // that is not picked is not asked. An ID the owner does not own picks nothing.
 func (s *Service) Accounts(ctx context.Context, owner string, sel Select) ([]Account, error) {
 	owner = emails.Canonical(owner)
-	var accts []paper.Account
-	var conns []credentials.Connection
-	var err error
-	if sel.Kind != KindExchange {
-		if accts, err = s.paper.ListByOwner(ctx, owner); err != nil {
-			return nil, err
-		}
-		accts = slices.DeleteFunc(accts, func(a paper.Account) bool { return sel.ID != "" && a.ID != sel.ID })
-	}
-	if sel.Kind != KindPaper {
-		if conns, err = s.conns.ListByOwner(ctx, owner); err != nil {
-			return nil, err
-		}
-		conns = slices.DeleteFunc(conns, func(c credentials.Connection) bool { return sel.ID != "" && c.UID != sel.ID })
+	accts, conns, err := s.list(ctx, owner, sel)
+	if err != nil {
+		return nil, err
 	}
 	if len(accts)+len(conns) == 0 {
 		return []Account{}, nil
 	}
-	books, err := s.books(ctx, owner)
+	books, err := s.ReadBooks(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
+	return s.value(ctx, accts, conns, books)
+}
+
+// list reads the owner's (canonical) paper accounts and exchange connections sel picks,
+// the two side by side.
+func (s *Service) list(ctx context.Context, owner string, sel Select) ([]paper.Account, []credentials.Connection, error) {
+	var accts []paper.Account
+	var conns []credentials.Connection
+	g, gctx := errgroup.WithContext(ctx)
+	if sel.Kind != KindExchange {
+		g.Go(func() error {
+			var err error
+			accts, err = s.paper.ListByOwner(gctx, owner)
+			accts = slices.DeleteFunc(accts, func(a paper.Account) bool { return sel.ID != "" && a.ID != sel.ID })
+			return err
+		})
+	}
+	if sel.Kind != KindPaper {
+		g.Go(func() error {
+			var err error
+			conns, err = s.conns.ListByOwner(gctx, owner)
+			conns = slices.DeleteFunc(conns, func(c credentials.Connection) bool { return sel.ID != "" && c.UID != sel.ID })
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return accts, conns, nil
+}
+
+// value reads and values the accounts with the bots' books (paper accounts by name, then
+// exchange connections by name).
+func (s *Service) value(ctx context.Context, accts []paper.Account, conns []credentials.Connection, books Books) ([]Account, error) {
+	byAccount := books.byAccount()
 	out := make([]Account, len(accts)+len(conns))
 	slices.SortFunc(accts, func(a, b paper.Account) int {
 		return cmp.Or(strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name), strings.Compare(a.ID, b.ID))
 	})
+	var err error
 	for i, a := range accts {
-		if out[i], err = s.paperAccount(ctx, a, books[accountKey{registry.AccountPaper, a.ID}]); err != nil {
+		if out[i], err = s.paperAccount(ctx, a, byAccount[accountKey{registry.AccountPaper, a.ID}]); err != nil {
 			return nil, err
 		}
 	}
@@ -251,7 +285,7 @@ func (s *Service) Accounts(ctx context.Context, owner string, sel Select) ([]Acc
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		wg.Go(func() {
-			out[len(accts)+i] = s.exchangeAccount(ctx, c, books[accountKey{registry.AccountExchange, c.UID}])
+			out[len(accts)+i] = s.exchangeAccount(ctx, c, byAccount[accountKey{registry.AccountExchange, c.UID}])
 		})
 	}
 	wg.Wait()
@@ -305,60 +339,6 @@ func (s *Service) PaperAccounts(ctx context.Context, owner, id string, now time.
 type accountKey struct {
 	kind string
 	id   string
-}
-
-// books reads the owner's bots with their open positions and realised PnL, by account.
-func (s *Service) books(ctx context.Context, owner string) (map[accountKey][]botBook, error) {
-	ids, err := s.reg.OwnerBots(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(ids)
-	reads := make([]func() (registry.Bot, error), len(ids))
-	if _, err := s.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			reads[i] = registry.GetLater(ctx, p, id)
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	var found []botBook
-	for _, read := range reads {
-		bot, err := read()
-		if errors.Is(err, registry.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if emails.Same(bot.Owner, owner) && bot.Account.ID != "" {
-			found = append(found, botBook{bot: bot})
-		}
-	}
-	// Every bot's positions and realised PnL in three pipelined round trips, whatever the
-	// number of bots (on a Cluster, each pipeline is sent to the nodes side by side).
-	ids = make([]string, len(found))
-	for i, b := range found {
-		ids[i] = b.bot.ID
-	}
-	positions, err := position.ListMany(ctx, s.o.Redis, ids)
-	if err != nil {
-		return nil, err
-	}
-	realised, err := s.analytics.RealisedOf(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	for i := range found {
-		found[i].positions, found[i].realised = positions[i], realised[i]
-	}
-	out := map[accountKey][]botBook{}
-	for _, b := range found {
-		k := accountKey{b.bot.Account.Kind, b.bot.Account.ID}
-		out[k] = append(out[k], b)
-	}
-	return out, nil
 }
 
 // paperAccount reads a paper account: balances and holdings from the paper exchange's
