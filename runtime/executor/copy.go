@@ -208,12 +208,12 @@ func (e *Executor) fanOut(ctx context.Context, j *job, d legDone) error {
 // planCopy plans a follower's copy of a master fill: an entry opens, adds to the position
 // open on its side, or reverses the one open on the other side (when the follower reverses);
 // a reduce closes the same fraction of the follower's position on the symbol and side.
-func (e *Executor) planCopy(ctx context.Context, j *job, c CopyRequest) (plan, error) {
-	sym, err := e.resolve(j, c.Symbol)
+func (d *decideIn) planCopy(c CopyRequest) (plan, error) {
+	sym, err := d.resolve(c.Symbol)
 	if err != nil {
 		return plan{}, err
 	}
-	pos, err := e.position(ctx, j, sym)
+	pos, err := d.position(sym)
 	if err != nil {
 		return plan{}, err
 	}
@@ -228,13 +228,13 @@ func (e *Executor) planCopy(ctx context.Context, j *job, c CopyRequest) (plan, e
 	if c.Op != opOpen && c.Op != opAdd {
 		return plan{}, errs.New(errs.InvalidAction, "unknown copy operation %q", c.Op)
 	}
-	if j.kind == exchange.Spot && c.Side == position.Short {
+	if d.kind == exchange.Spot && c.Side == position.Short {
 		return plan{}, errs.New(errs.InvalidAction, "the master opened a short: a spot bot cannot short")
 	}
-	if f := j.bot.CopyFrom; f == nil || f.MasterID != c.MasterBotID {
+	if f := d.bot.CopyFrom; f == nil || f.MasterID != c.MasterBotID {
 		return plan{}, errs.New(errs.InvalidAction, "the bot no longer copies bot %s", c.MasterBotID)
 	}
-	ratio, err := decimal.NewFromString(j.bot.CopyFrom.Ratio)
+	ratio, err := decimal.NewFromString(d.bot.CopyFrom.Ratio)
 	if err != nil || !ratio.IsPositive() {
 		ratio = decimal.NewFromInt(1)
 	}
@@ -242,24 +242,24 @@ func (e *Executor) planCopy(ctx context.Context, j *job, c CopyRequest) (plan, e
 		return plan{}, errs.New(errs.InvalidAmount, "the master's equity is unknown: the entry cannot be sized")
 	}
 	l := leg{Name: "copy", Symbol: sym, Side: c.Side, Type: exchange.Market,
-		Leverage: order.Leverage(j.kind, c.Leverage, j.bot.Leverage),
+		Leverage: order.Leverage(d.kind, c.Leverage, d.bot.Leverage),
 		Share:    &copyShare{MasterAmount: c.Amount, MasterEquity: *c.MasterEquity, Ratio: httpapi.Num(ratio)}}
 	switch {
 	case pos != nil && pos.Side == c.Side:
 		l.Op, l.Leverage = opAdd, pos.Leverage
 		return plan{Legs: []leg{l}}, nil
 	case pos != nil:
-		if !j.bot.Reversals {
+		if !d.bot.Reversals {
 			return plan{}, errs.New(errs.InvalidAction, "a %s %s position is open and the bot does not reverse: close it first", pos.Side, sym)
 		}
 		l.Op = opOpen
-		if err := defaultExits(j, &l); err != nil {
+		if err := defaultExits(d.bot, &l); err != nil {
 			return plan{}, err
 		}
 		return plan{Legs: []leg{{Name: "reverse", Op: opReduce, Symbol: sym, Side: pos.Side, Type: exchange.Market, Reason: "reversal"}, l}}, nil
 	}
 	l.Op = opOpen
-	if err := defaultExits(j, &l); err != nil {
+	if err := defaultExits(d.bot, &l); err != nil {
 		return plan{}, err
 	}
 	return plan{Legs: []leg{l}}, nil

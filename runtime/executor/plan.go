@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/sigops/sigops/runtime/order"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
+	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/signal"
 )
 
@@ -67,45 +67,47 @@ type leg struct {
 	Exit *exitShare `json:"exit,omitempty"`
 }
 
-func (e *Executor) plan(ctx context.Context, j *job) (plan, error) {
-	if j.env.Source == queue.SourceManual {
+// decide plans the signal of d (decide.go): its legs, a business refusal (a coded error),
+// or the *missing value it needs read first.
+func decide(d *decideIn) (plan, error) {
+	if d.env.Source == queue.SourceManual {
 		var req order.Request
-		if err := json.Unmarshal(j.env.Signal, &req); err != nil {
+		if err := json.Unmarshal(d.env.Signal, &req); err != nil {
 			return plan{}, errs.New(errs.InvalidJSON, "malformed order request")
 		}
-		return e.planManual(ctx, j, req)
+		return d.planManual(req)
 	}
-	if j.env.Source == queue.SourceCopy {
+	if d.env.Source == queue.SourceCopy {
 		var req CopyRequest
-		if err := json.Unmarshal(j.env.Signal, &req); err != nil {
+		if err := json.Unmarshal(d.env.Signal, &req); err != nil {
 			return plan{}, errs.New(errs.InvalidJSON, "malformed copy request")
 		}
-		return e.planCopy(ctx, j, req)
+		return d.planCopy(req)
 	}
 	var sig signal.Signal
-	if j.sig != nil {
-		sig = *j.sig
-	} else if err := json.Unmarshal(j.env.Signal, &sig); err != nil {
+	if d.sig != nil {
+		sig = *d.sig
+	} else if err := json.Unmarshal(d.env.Signal, &sig); err != nil {
 		return plan{}, errs.New(errs.InvalidJSON, "malformed signal")
 	}
 	if sig.Action.IsEntry() {
-		return e.planEntry(ctx, j, sig)
+		return d.planEntry(sig)
 	}
 	switch sig.Action {
 	case signal.Close, signal.CloseLong, signal.CloseShort:
-		return e.planClose(ctx, j, sig)
+		return d.planClose(sig)
 	}
 	return plan{}, errs.New(errs.InvalidAction, "unknown action %q", sig.Action)
 }
 
 // resolve turns a symbol as sent into the market's BASE/QUOTE; a bot with a fixed pair
 // trades only that pair.
-func (e *Executor) resolve(j *job, raw string) (string, error) {
+func (d *decideIn) resolve(raw string) (string, error) {
 	fixed := ""
-	if j.bot.Symbol != "" {
+	if d.bot.Symbol != "" {
 		var err error
-		if fixed, err = j.symbols.Resolve(j.bot.Symbol); err != nil {
-			return "", errs.New(errs.InvalidSymbol, "the bot's pair %s is not traded on its exchange", j.bot.Symbol)
+		if fixed, err = d.symbols.Resolve(d.bot.Symbol); err != nil {
+			return "", errs.New(errs.InvalidSymbol, "the bot's pair %s is not traded on its exchange", d.bot.Symbol)
 		}
 	}
 	if raw == "" {
@@ -114,7 +116,7 @@ func (e *Executor) resolve(j *job, raw string) (string, error) {
 		}
 		return fixed, nil
 	}
-	sym, err := j.symbols.Resolve(raw)
+	sym, err := d.symbols.Resolve(raw)
 	if err != nil {
 		return "", err
 	}
@@ -122,14 +124,6 @@ func (e *Executor) resolve(j *job, raw string) (string, error) {
 		return "", errs.New(errs.InvalidSymbol, "the bot trades %s only", fixed)
 	}
 	return sym, nil
-}
-
-// refPrice is the price an entry is expected to fill at: the limit price or the market.
-func (e *Executor) refPrice(ctx context.Context, j *job, m exchange.MarketInfo, limit *httpapi.Number) (decimal.Decimal, error) {
-	if limit != nil {
-		return limit.Decimal, nil
-	}
-	return j.acct.Exchange.Ticker(ctx, j.kind, m.Symbol)
 }
 
 // entry is what an entry signal asks for, checked against the bot's settings before the
@@ -148,23 +142,23 @@ type entry struct {
 // planEntry plans a buy, sell, long or short: on spot a sell reduces the holding; otherwise
 // the entry opens a position, adds a DCA level to the one open on its side, or reverses the
 // one open on the other side (close, then open).
-func (e *Executor) planEntry(ctx context.Context, j *job, sig signal.Signal) (plan, error) {
-	en, err := e.entryOf(j, sig)
+func (d *decideIn) planEntry(sig signal.Signal) (plan, error) {
+	en, err := d.entryOf(sig)
 	if err != nil {
 		return plan{}, err
 	}
-	pos, err := e.position(ctx, j, en.symbol)
+	pos, err := d.position(en.symbol)
 	if err != nil {
 		return plan{}, err
 	}
-	if j.kind == exchange.Spot && en.side == position.Short {
+	if d.kind == exchange.Spot && en.side == position.Short {
 		return spotSell(en, pos, sig.Size)
 	}
-	l, err := entryLeg(j, sig, en)
+	l, err := d.entryLeg(sig, en)
 	if err != nil {
 		return plan{}, err
 	}
-	legs, err := entryLegs(j, en, l, pos)
+	legs, err := d.entryLegs(en, l, pos)
 	if err != nil {
 		return plan{}, err
 	}
@@ -172,11 +166,11 @@ func (e *Executor) planEntry(ctx context.Context, j *job, sig signal.Signal) (pl
 	if last.Op == opOpen {
 		// A new position (a reversal's too) takes the bot's default exits where the signal
 		// gives none.
-		if err := defaultExits(j, last); err != nil {
+		if err := defaultExits(d.bot, last); err != nil {
 			return plan{}, err
 		}
 	}
-	if err := e.checkExits(ctx, j, en.market, *last); err != nil {
+	if err := d.checkExits(en.market, *last); err != nil {
 		return plan{}, err
 	}
 	return plan{Legs: legs}, nil
@@ -184,22 +178,22 @@ func (e *Executor) planEntry(ctx context.Context, j *job, sig signal.Signal) (pl
 
 // entryOf reads an entry signal: its market, side, DCA level (refused when the bot does not
 // DCA or has fewer levels) and order type.
-func (e *Executor) entryOf(j *job, sig signal.Signal) (entry, error) {
-	sym, err := e.resolve(j, sig.Symbol)
+func (d *decideIn) entryOf(sig signal.Signal) (entry, error) {
+	sym, err := d.resolve(sig.Symbol)
 	if err != nil {
 		return entry{}, err
 	}
-	en := entry{symbol: sym, market: j.markets[sym], side: position.Long, level: max(sig.DCALevel, 1), typ: exchange.Market}
+	en := entry{symbol: sym, market: d.markets[sym], side: position.Long, level: max(sig.DCALevel, 1), typ: exchange.Market}
 	if sig.Action == signal.Sell {
 		en.side = position.Short
 	}
 	en.dca = sig.DCA || en.level >= 2
 	if en.dca {
-		if !j.bot.DCA.Enabled {
+		if !d.bot.DCA.Enabled {
 			return entry{}, errs.New(errs.DCADisabled, "DCA is not enabled for this bot")
 		}
-		if en.level > int(j.bot.DCA.MaxLevels) {
-			return entry{}, errs.New(errs.DCAMaxLevels, "dcaLevel %d is above the bot's maximum of %d levels", en.level, j.bot.DCA.MaxLevels)
+		if en.level > int(d.bot.DCA.MaxLevels) {
+			return entry{}, errs.New(errs.DCAMaxLevels, "dcaLevel %d is above the bot's maximum of %d levels", en.level, d.bot.DCA.MaxLevels)
 		}
 	}
 	if sig.Price != nil {
@@ -227,11 +221,11 @@ func spotSell(en entry, pos *position.Position, size *signal.Amount) (plan, erro
 
 // entryLeg is the entry's order leg, before the book decides its op: its size (the bot's
 // positionSize when the signal has none), leverage and exits.
-func entryLeg(j *job, sig signal.Signal, en entry) (leg, error) {
+func (d *decideIn) entryLeg(sig signal.Signal, en entry) (leg, error) {
 	size := sig.Size
 	if size == nil {
 		var err error
-		if size, err = order.ParseAmount(j.bot.PositionSize); err != nil {
+		if size, err = order.ParseAmount(d.bot.PositionSize); err != nil {
 			return leg{}, err
 		}
 		if size == nil {
@@ -239,7 +233,7 @@ func entryLeg(j *job, sig signal.Signal, en entry) (leg, error) {
 		}
 	}
 	l := leg{Symbol: en.symbol, Side: en.side, Type: en.typ, Price: httpapi.NumOrNil(en.price), Size: size,
-		Leverage: order.Leverage(j.kind, sig.Leverage, j.bot.Leverage), StopLoss: sig.StopLoss, TakeProfit: sig.TakeProfit}
+		Leverage: order.Leverage(d.kind, sig.Leverage, d.bot.Leverage), StopLoss: sig.StopLoss, TakeProfit: sig.TakeProfit}
 	if en.dca {
 		l.DCALevel = en.level
 	}
@@ -249,7 +243,7 @@ func entryLeg(j *job, sig signal.Signal, en entry) (leg, error) {
 // entryLegs places the entry on the book: a DCA add to the position open on its side (the
 // next level only), a reversal of the one open on the other side (when the bot reverses),
 // or a new position.
-func entryLegs(j *job, en entry, l leg, pos *position.Position) ([]leg, error) {
+func (d *decideIn) entryLegs(en entry, l leg, pos *position.Position) ([]leg, error) {
 	switch {
 	case pos != nil && pos.Side == en.side:
 		if !en.dca {
@@ -267,7 +261,7 @@ func entryLegs(j *job, en entry, l leg, pos *position.Position) ([]leg, error) {
 		if en.dca && en.level >= 2 {
 			return nil, errs.New(errs.DCANoPosition, "no %s %s position to add to", en.side, en.symbol)
 		}
-		if !j.bot.Reversals {
+		if !d.bot.Reversals {
 			return nil, errs.New(errs.InvalidAction, "a %s %s position is open and the bot does not reverse: close it first", pos.Side, en.symbol)
 		}
 		l.Op = opOpen
@@ -283,11 +277,11 @@ func entryLegs(j *job, en entry, l leg, pos *position.Position) ([]leg, error) {
 
 // checkExits refuses absolute exits on the wrong side of the expected entry before anything
 // trades.
-func (e *Executor) checkExits(ctx context.Context, j *job, m exchange.MarketInfo, l leg) error {
+func (d *decideIn) checkExits(m exchange.MarketInfo, l leg) error {
 	if (l.StopLoss == nil || l.StopLoss.Percent) && (l.TakeProfit == nil || l.TakeProfit.Percent) {
 		return nil
 	}
-	ref, err := e.refPrice(ctx, j, m, l.Price)
+	ref, err := d.refPrice(m, l.Price)
 	if err != nil {
 		return err
 	}
@@ -297,16 +291,16 @@ func (e *Executor) checkExits(ctx context.Context, j *job, m exchange.MarketInfo
 	return order.CheckExit(l.Side, l.TakeProfit, ref, false)
 }
 
-func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (plan, error) {
+func (d *decideIn) planClose(sig signal.Signal) (plan, error) {
 	var symbols []string
-	if sig.Symbol != "" || j.bot.Symbol != "" {
-		sym, err := e.resolve(j, sig.Symbol)
+	if sig.Symbol != "" || d.bot.Symbol != "" {
+		sym, err := d.resolve(sig.Symbol)
 		if err != nil {
 			return plan{}, err
 		}
 		symbols = []string{sym}
 	} else {
-		open, err := e.openPositions(ctx, j)
+		open, err := d.openPositions()
 		if err != nil {
 			return plan{}, err
 		}
@@ -316,10 +310,10 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 	}
 	want := map[signal.Action]position.Side{signal.CloseLong: position.Long, signal.CloseShort: position.Short}[sig.Action]
 	reason, posID, clear := reasonSignal, "", ""
-	if j.env.Source == queue.SourceManual {
+	if d.env.Source == queue.SourceManual {
 		reason = reasonManual
 	}
-	if j.env.Source == queue.SourceWatcher {
+	if d.env.Source == queue.SourceWatcher {
 		// watcher:<trigger>:<positionId>
 		parts := strings.SplitN(sig.Comment, ":", 3)
 		if len(parts) == 3 && parts[0] == watcherTag {
@@ -331,7 +325,7 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 	}
 	var legs []leg
 	for _, sym := range symbols {
-		p, err := e.position(ctx, j, sym)
+		p, err := d.position(sym)
 		if err != nil {
 			return plan{}, err
 		}
@@ -341,7 +335,7 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 		l := leg{Name: "close:" + sym, Op: opReduce, Symbol: sym, Side: p.Side, Type: exchange.Market,
 			Size: sig.Size, Reason: reason, PositionID: posID, ClearExit: clear}
 		if sig.Price != nil {
-			lp, err := order.LimitPrice(j.markets[sym], (*sig.Price).Decimal)
+			lp, err := order.LimitPrice(d.markets[sym], (*sig.Price).Decimal)
 			if err != nil {
 				return plan{}, err
 			}
@@ -367,27 +361,27 @@ func (e *Executor) planClose(ctx context.Context, j *job, sig signal.Signal) (pl
 // opposite to the open position reduce it (never past zero: a manual order does not
 // reverse), in its direction add to it, and otherwise open one; stop_loss and take_profit
 // set the position's exit.
-func (e *Executor) planManual(ctx context.Context, j *job, req order.Request) (plan, error) {
+func (d *decideIn) planManual(req order.Request) (plan, error) {
 	if err := req.Validate(); err != nil {
 		return plan{}, err
 	}
 	if req.Type == order.Close {
-		return e.planClose(ctx, j, manualClose(req))
+		return d.planClose(manualClose(req))
 	}
-	sym, err := e.resolve(j, req.Symbol)
+	sym, err := d.resolve(req.Symbol)
 	if err != nil {
 		return plan{}, err
 	}
-	pos, err := e.position(ctx, j, sym)
+	pos, err := d.position(sym)
 	if err != nil {
 		return plan{}, err
 	}
 	var l leg
 	switch req.Type {
 	case exchange.StopLoss, exchange.TakeProfit:
-		l, err = e.manualProtect(ctx, j, req, sym, pos)
+		l, err = d.manualProtect(req, sym, pos)
 	default:
-		l, err = e.manualOrder(ctx, j, req, sym, pos)
+		l, err = d.manualOrder(req, sym, pos)
 	}
 	if err != nil {
 		return plan{}, err
@@ -407,7 +401,7 @@ func manualClose(req order.Request) signal.Signal {
 
 // manualProtect is the leg of a stop_loss or take_profit request: the open position's exit
 // at the trigger rounded to the tick, on the protecting side of the market price.
-func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request, sym string, pos *position.Position) (leg, error) {
+func (d *decideIn) manualProtect(req order.Request, sym string, pos *position.Position) (leg, error) {
 	if pos == nil {
 		return leg{}, errs.New(errs.PositionNotFound, "no open %s position to protect", sym)
 	}
@@ -416,11 +410,11 @@ func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request,
 	if !stop {
 		trigger = req.TakeProfitPrice
 	}
-	price, err := order.LimitPrice(j.markets[sym], (*trigger).Decimal)
+	price, err := order.LimitPrice(d.markets[sym], (*trigger).Decimal)
 	if err != nil {
 		return leg{}, err
 	}
-	now, err := j.acct.Exchange.Ticker(ctx, j.kind, sym)
+	now, err := d.ticker(sym)
 	if err != nil {
 		return leg{}, err
 	}
@@ -436,15 +430,15 @@ func (e *Executor) manualProtect(ctx context.Context, j *job, req order.Request,
 
 // manualOrder is the leg of a market or limit request: it reduces a position open on the
 // other side, adds to one on its side, or opens one.
-func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, sym string, pos *position.Position) (leg, error) {
-	m := j.markets[sym]
+func (d *decideIn) manualOrder(req order.Request, sym string, pos *position.Position) (leg, error) {
+	m := d.markets[sym]
 	side := position.SideOf(req.Side)
-	l := leg{Symbol: sym, Side: side, Type: req.Type, Leverage: order.Leverage(j.kind, 0, j.bot.Leverage), Reason: reasonManual}
+	l := leg{Symbol: sym, Side: side, Type: req.Type, Leverage: order.Leverage(d.kind, 0, d.bot.Leverage), Reason: reasonManual}
 	if req.Amount != nil {
 		l.Size = &signal.Amount{Value: *req.Amount}
 	} else if pos == nil || pos.Side == side {
 		// An entry without an amount is sized as the bot sizes a signal's.
-		size, err := order.ParseAmount(j.bot.PositionSize)
+		size, err := order.ParseAmount(d.bot.PositionSize)
 		if err != nil {
 			return leg{}, err
 		}
@@ -471,7 +465,7 @@ func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, s
 	switch {
 	case pos != nil && pos.Side != side:
 		l.Op, l.Side = opReduce, pos.Side
-	case j.kind == exchange.Spot && side == position.Short:
+	case d.kind == exchange.Spot && side == position.Short:
 		return leg{}, errs.New(errs.PositionNotFound, "no %s holding to sell (spot has no shorts)", sym)
 	case pos != nil:
 		l.Op, l.Leverage = opAdd, pos.Leverage
@@ -483,10 +477,10 @@ func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, s
 		if req.TakeProfit != nil {
 			l.TakeProfit = &signal.Amount{Value: *req.TakeProfit}
 		}
-		if err := defaultExits(j, &l); err != nil {
+		if err := defaultExits(d.bot, &l); err != nil {
 			return leg{}, err
 		}
-		if err := e.checkExits(ctx, j, m, l); err != nil {
+		if err := d.checkExits(m, l); err != nil {
 			return leg{}, err
 		}
 	}
@@ -494,15 +488,15 @@ func (e *Executor) manualOrder(ctx context.Context, j *job, req order.Request, s
 }
 
 // defaultExits fills a new position's missing stop-loss and take-profit from the bot.
-func defaultExits(j *job, l *leg) error {
+func defaultExits(bot registry.Bot, l *leg) error {
 	var err error
 	if l.StopLoss == nil {
-		if l.StopLoss, err = order.ParseAmount(j.bot.StopLoss); err != nil {
+		if l.StopLoss, err = order.ParseAmount(bot.StopLoss); err != nil {
 			return err
 		}
 	}
 	if l.TakeProfit == nil {
-		l.TakeProfit, err = order.ParseAmount(j.bot.TakeProfit)
+		l.TakeProfit, err = order.ParseAmount(bot.TakeProfit)
 	}
 	return err
 }

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
@@ -246,55 +248,61 @@ func (e *Executor) position(ctx context.Context, j *job, symbol string) (*positi
 // records read in one pipeline, from the snapshot while there is one.
 func (e *Executor) openPositions(ctx context.Context, j *job) ([]position.Position, error) {
 	s := j.snap
-	var members []string
-	if s != nil && s.listed {
-		members = s.members
-	} else {
-		var err error
-		if members, err = e.rdb.SMembers(ctx, store.BookPositions(j.bot.ID)).Result(); err != nil {
-			return nil, err
+	if s == nil {
+		s = &snapshot{positions: map[string]*position.Position{}}
+	}
+	if err := e.listOpen(ctx, j.bot.ID, s); err != nil {
+		return nil, err
+	}
+	return (&decideIn{book: s}).openPositions()
+}
+
+// listOpen reads into s the bot's open-position symbols (unless listed already) and every
+// one of their positions it does not hold yet, in one pipeline.
+func (e *Executor) listOpen(ctx context.Context, botID string, s *snapshot) error {
+	if !s.listed {
+		members, err := e.rdb.SMembers(ctx, store.BookPositions(botID)).Result()
+		if err != nil {
+			return err
 		}
-		if s != nil {
-			s.members, s.listed = members, true
+		s.members, s.listed = members, true
+	}
+	var missing []string
+	for _, sym := range s.members {
+		if _, ok := s.positions[sym]; !ok {
+			missing = append(missing, sym)
 		}
 	}
-	members = slices.Sorted(slices.Values(members))
-	reads := make([]func() (*position.Position, error), len(members))
-	var missing []int
-	for i, sym := range members {
-		if s != nil {
-			if p, ok := s.positions[sym]; ok {
-				reads[i] = func() (*position.Position, error) { return p, nil }
-				continue
-			}
-		}
-		missing = append(missing, i)
+	if len(missing) == 0 {
+		return nil
 	}
-	if len(missing) > 0 {
-		_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range missing {
-				reads[i] = position.ReadLater(ctx, p, j.bot.ID, members[i])
-			}
-			return nil
-		})
-		if tripFailed(err) {
-			return nil, err
+	reads := make([]func() (*position.Position, error), len(missing))
+	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sym := range missing {
+			reads[i] = position.ReadLater(ctx, p, botID, sym)
 		}
+		return nil
+	})
+	if tripFailed(err) {
+		return err
 	}
-	out := make([]position.Position, 0, len(members))
-	for i, sym := range members {
+	for i, sym := range missing {
 		p, err := reads[i]()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if s != nil {
-			s.positions[sym] = p
-		}
-		if p != nil {
-			out = append(out, *p)
-		}
+		s.positions[sym] = p
 	}
-	return out, nil
+	return nil
+}
+
+// refPrice is the price an entry is expected to fill at: the limit price or the market
+// (sizing and previews; decide has its own, from the prices in hand).
+func (e *Executor) refPrice(ctx context.Context, j *job, m exchange.MarketInfo, limit *httpapi.Number) (decimal.Decimal, error) {
+	if limit != nil {
+		return limit.Decimal, nil
+	}
+	return j.acct.Exchange.Ticker(ctx, j.kind, m.Symbol)
 }
 
 // quoteBalance is the account's balance of asset (Exchange.Balance), from the snapshot
