@@ -53,5 +53,5 @@ func (a *Analytics) Realised(ctx context.Context, botID string) (decimal.Decimal
 	if err != nil {
 		return decimal.Zero, err
 	}
-	return History{h}.Realised(), nil
+	return historyOf(h.days).Realised(), nil
 }

@@ -26,30 +26,60 @@ type Combined struct {
 	now   int64 // ms
 }
 
-// History is one bot's realised history as its per-day aggregates hold it. A caller that
-// computes several figures from the same bots (a page with the portfolio's realised PnL
-// and the combined equity curve) reads and decodes it once (HistoryLater) and hands it to
-// each: Realised and Combine.
-type History struct{ h history }
+// History is one bot's realised history as its per-day aggregates hold it: each day's
+// trade count and net result, oldest first. A caller that computes several figures from
+// the same bots (a page with the portfolio's realised PnL and the combined equity curve)
+// reads and decodes it once (HistoryLater) and hands it to each: Realised and Combine.
+type History struct{ days []netDay }
+
+// netDay is a day of a History.
+type netDay struct {
+	date   Date
+	trades int
+	net    decimal.Decimal
+}
 
 // HistoryLater queues the reads of the bot's history on c (a pipeline, which may carry the
 // caller's other per-bot reads in the same round trip) and returns the decoder to call
-// once it has run. Outside a MULTI a booking may land between the history's two reads; the
-// counts then differ and its days are built from the trade list on rdb (one more round
-// trip, for that bot): slower, never wrong.
+// once it has run. It decodes of each day only what Realised and Combine sum, its trade
+// count and net result: a user's page decodes every day of every bot. Outside a MULTI a
+// booking may land between the history's two reads; the counts then differ and its days
+// are built from the trade list on rdb (one more round trip, for that bot): slower, never
+// wrong.
 func HistoryLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, botID string) func() (History, error) {
-	read := loadLater(ctx, c, rdb, botID)
+	read := readDaysLater(ctx, c, rdb, botID)
 	return func() (History, error) {
-		h, err := read()
-		return History{h}, err
+		st, err := read()
+		if err != nil {
+			return History{}, err
+		}
+		if st.listed {
+			return historyOf(fromTrades(st.trades)), nil
+		}
+		h := History{days: make([]netDay, 0, len(st.fields))}
+		err = st.each(func(date Date, field, text string) error {
+			trades, net, err := decodeNet(botID, field, text)
+			h.days = append(h.days, netDay{date: date, trades: trades, net: net})
+			return err
+		})
+		return h, err
 	}
+}
+
+// historyOf is the History of full days.
+func historyOf(days []dated) History {
+	h := History{days: make([]netDay, len(days))}
+	for i, d := range days {
+		h.days[i] = netDay{date: d.date, trades: d.day.Trades, net: d.day.Net()}
+	}
+	return h
 }
 
 // Realised is the net PnL of every trade of the bot.
 func (h History) Realised() decimal.Decimal {
 	sum := decimal.Zero
-	for _, d := range h.h.days {
-		sum = sum.Add(d.day.Net())
+	for _, d := range h.days {
+		sum = sum.Add(d.net)
 	}
 	return sum
 }
@@ -83,8 +113,8 @@ func Combine(hs []History, q Query) Combined {
 	today := DateOf(q.Now)
 	if q.AllFrom {
 		for _, h := range hs {
-			if len(h.h.days) > 0 {
-				q.From = min(q.From, h.h.days[0].date)
+			if len(h.days) > 0 {
+				q.From = min(q.From, h.days[0].date)
 			}
 		}
 	}
@@ -94,10 +124,10 @@ func Combine(hs []History, q Query) Combined {
 		c.nets[i] = decimal.Zero
 	}
 	for _, h := range hs {
-		for _, d := range h.h.days {
-			net := d.day.Net()
+		for _, d := range h.days {
+			net := d.net
 			c.Realised = c.Realised.Add(net)
-			c.Trades += d.day.Trades
+			c.Trades += d.trades
 			if d.date == today {
 				c.Today = c.Today.Add(net)
 			}

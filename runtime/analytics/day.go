@@ -122,11 +122,10 @@ func parseDay(s string) (Day, error) {
 	s = s[1 : len(s)-1]
 	var out Day
 	ptrs := out.decimalPtrs()
-	want := 3 + len(ptrs)
-	if n := strings.Count(s, ",") + 1; n != want {
-		return Day{}, fmt.Errorf("analytics: a day has %d values, want %d", n, want)
+	if n := strings.Count(s, ",") + 1; n != dayValues {
+		return Day{}, fmt.Errorf("analytics: a day has %d values, want %d", n, dayValues)
 	}
-	for i := range want {
+	for i := range dayValues {
 		p, rest, _ := strings.Cut(s, ",")
 		s = rest
 		p = strings.TrimSpace(p)
@@ -145,6 +144,35 @@ func parseDay(s string) (Day, error) {
 		*ptrs[i-3] = v
 	}
 	return out, nil
+}
+
+// dayValues is the number of values of a day's text.
+const dayValues = 11
+
+// parseDayNet reads of a day's text its trade count and net result (values 0 and 6), what
+// summing days needs: one decimal of the eight.
+func parseDayNet(s string) (trades int, net decimal.Decimal, err error) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return 0, decimal.Zero, errors.New("analytics: a day is a JSON array")
+	}
+	s = s[1 : len(s)-1]
+	if n := strings.Count(s, ",") + 1; n != dayValues {
+		return 0, decimal.Zero, fmt.Errorf("analytics: a day has %d values, want %d", n, dayValues)
+	}
+	for i := 0; i <= 6; i++ {
+		p, rest, _ := strings.Cut(s, ",")
+		s = rest
+		switch i {
+		case 0:
+			trades, err = strconv.Atoi(strings.TrimSpace(p))
+		case 6:
+			net, err = decimal.NewFromString(strings.TrimSpace(p))
+		}
+		if err != nil {
+			return 0, decimal.Zero, fmt.Errorf("analytics: day value %d: %w", i, err)
+		}
+	}
+	return trades, net, nil
 }
 
 func (d Day) decimals() [8]decimal.Decimal {

@@ -66,12 +66,22 @@ func ReadDayTextLater(ctx context.Context, c redis.Cmdable, botID string, date D
 }
 
 func decodeDay(botID, field, s string) (Day, error) {
-	var d Day
-	// Straight to the day's own decoder: json.Unmarshal would scan the text once more first.
-	if err := d.UnmarshalJSON([]byte(s)); err != nil {
+	// Straight to the day's own parser: json.Unmarshal would scan the text once more first.
+	d, err := parseDay(s)
+	if err != nil {
 		return Day{}, fmt.Errorf("day %s of bot %s: corrupt: %w", field, botID, err)
 	}
 	return d, nil
+}
+
+// decodeNet is decodeDay for a caller that sums the days' trade counts and net results
+// alone (History): only those two values, with the array's shape, are read and checked.
+func decodeNet(botID, field, s string) (int, decimal.Decimal, error) {
+	trades, net, err := parseDayNet(s)
+	if err != nil {
+		return 0, decimal.Zero, fmt.Errorf("day %s of bot %s: corrupt: %w", field, botID, err)
+	}
+	return trades, net, nil
 }
 
 // StageDay writes the bot's day date after one more trade (the booking's transaction):
@@ -209,17 +219,54 @@ func loadMany(ctx context.Context, rdb redis.UniversalClient, botIDs []string) (
 // hash and the trade list's length) and returns the function that decodes them once it has
 // run, reading the trade list on rdb when the days count fewer trades than it holds.
 func loadLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, botID string) func() (history, error) {
-	all := c.HGetAll(ctx, store.BookDays(botID))
-	n := c.LLen(ctx, store.BookTrades(botID))
+	read := readDaysLater(ctx, c, rdb, botID)
 	return func() (history, error) {
-		fields, err := all.Result()
+		st, err := read()
 		if err != nil {
 			return history{}, err
 		}
-		if err := n.Err(); err != nil {
-			return history{}, err
+		if st.listed {
+			return history{days: fromTrades(st.trades)}, nil
 		}
-		h := history{days: make([]dated, 0, len(fields))}
+		h := history{days: make([]dated, 0, len(st.fields))}
+		if s, ok := st.fields[fieldStart]; ok && s != "" {
+			v, err := decimal.NewFromString(s)
+			if err != nil {
+				return history{}, fmt.Errorf("starting equity of bot %s: corrupt: %w", botID, err)
+			}
+			h.start = &v
+		}
+		err = st.each(func(date Date, field, text string) error {
+			d, err := decodeDay(botID, field, text)
+			h.days = append(h.days, dated{date: date, day: d})
+			return err
+		})
+		return h, err
+	}
+}
+
+// storedDays is one read of a bot's days: the days hash's fields, or, when the days count
+// fewer trades than the trade list holds (listed), the trade list instead.
+type storedDays struct {
+	fields map[string]string
+	listed bool
+	trades []position.Trade
+}
+
+// readDaysLater queues the reads of the bot's days on c (the days hash and the trade
+// list's length) and returns the function that, once c has run, returns them, having read
+// the trade list on rdb when the days count fewer trades than it holds.
+func readDaysLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, botID string) func() (storedDays, error) {
+	all := c.HGetAll(ctx, store.BookDays(botID))
+	n := c.LLen(ctx, store.BookTrades(botID))
+	return func() (storedDays, error) {
+		fields, err := all.Result()
+		if err != nil {
+			return storedDays{}, err
+		}
+		if err := n.Err(); err != nil {
+			return storedDays{}, err
+		}
 		counted, _ := strconv.ParseInt(fields[fieldTrades], 10, 64)
 		// A compacted bot's days are complete by construction (Compact trims only complete
 		// days), and its list lacks the trades before the cutoff: the days are read whatever the
@@ -228,38 +275,30 @@ func loadLater(ctx context.Context, c redis.Cmdable, rdb redis.UniversalClient, 
 			// The trades booked before the days were kept are not in them, so a starting
 			// equity recorded since is not the one before the first trade.
 			trades, err := position.AllTrades(ctx, rdb, botID)
-			if err != nil {
-				return history{}, err
-			}
-			h.days = fromTrades(trades)
-			return h, nil
+			return storedDays{listed: true, trades: trades}, err
 		}
-		if s, ok := fields[fieldStart]; ok && s != "" {
-			v, err := decimal.NewFromString(s)
-			if err != nil {
-				return history{}, fmt.Errorf("starting equity of bot %s: corrupt: %w", botID, err)
-			}
-			h.start = &v
-		}
-		// YYYY-MM-DD sorts as the dates do; the names are sorted rather than the days (large).
-		names := make([]string, 0, len(fields))
-		for f := range fields {
-			names = append(names, f)
-		}
-		sort.Strings(names)
-		for _, f := range names {
-			date, ok := ParseDate(f)
-			if !ok {
-				continue
-			}
-			d, err := decodeDay(botID, f, fields[f])
-			if err != nil {
-				return history{}, err
-			}
-			h.days = append(h.days, dated{date: date, day: d})
-		}
-		return h, nil
+		return storedDays{fields: fields}, nil
 	}
+}
+
+// each calls day with every day's date, field name and text, oldest first.
+func (st storedDays) each(day func(date Date, field, text string) error) error {
+	// YYYY-MM-DD sorts as the dates do; the names are sorted rather than the days.
+	names := make([]string, 0, len(st.fields))
+	for f := range st.fields {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		date, ok := ParseDate(f)
+		if !ok {
+			continue
+		}
+		if err := day(date, f, st.fields[f]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fromTrades aggregates trades (oldest first) into their days (the UTC day of ClosedAt),
