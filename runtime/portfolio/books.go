@@ -26,7 +26,7 @@ type Books struct {
 	// owner is canonical.
 	owner string
 	// bots are every projected bot of the owner, by ID.
-	bots []botBook
+	bots []*botBook
 }
 
 // botBook is one of the owner's bots with its open positions and realised history.
@@ -61,8 +61,8 @@ func (b Books) Combined(q analytics.Query) analytics.Combined {
 }
 
 // byAccount are the books of the bots on an account, by account.
-func (b Books) byAccount() map[accountKey][]botBook {
-	out := map[accountKey][]botBook{}
+func (b Books) byAccount() map[accountKey][]*botBook {
+	out := map[accountKey][]*botBook{}
 	for _, bb := range b.bots {
 		if bb.bot.Account.ID != "" {
 			k := accountKey{bb.bot.Account.Kind, bb.bot.Account.ID}
@@ -101,7 +101,7 @@ func (s *Service) ReadBooks(ctx context.Context, owner string) (Books, error) {
 			return Books{}, err
 		}
 		if ok {
-			out.bots = append(out.bots, b)
+			out.bots = append(out.bots, &b)
 			symbols = append(symbols, r.symbols)
 		}
 	}
@@ -148,7 +148,7 @@ func (r bookReads) decode(owner string) (botBook, bool, error) {
 // readPositions reads the open positions of the books' bots on an account (symbols: each
 // one's open symbols, as listed) in one pipelined round trip, each bot's by symbol. A
 // position closed since its symbol was listed is left out.
-func (s *Service) readPositions(ctx context.Context, books []botBook, symbols []*redis.StringSliceCmd) error {
+func (s *Service) readPositions(ctx context.Context, books []*botBook, symbols []*redis.StringSliceCmd) error {
 	gets := make([][]*redis.StringCmd, len(books))
 	// Each read's error is its own (a missing key is a position closed meanwhile).
 	_, _ = s.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {

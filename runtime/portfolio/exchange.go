@@ -42,7 +42,7 @@ type needs struct {
 // the ticker of every open position and the ASSET/USDT spot ticker of every other asset.
 // Where the adapter keeps spot and futures wallets apart (ForKind, Binance) both are read;
 // otherwise one unified wallet.
-func needsOf(c credentials.Connection, live exchange.Live, books []botBook) needs {
+func needsOf(c credentials.Connection, live exchange.Live, books []*botBook) needs {
 	n := needs{views: map[string]exchange.Exchange{}}
 	bases := map[string]bool{}
 	prices := map[priceKey]bool{}

@@ -343,7 +343,7 @@ type accountKey struct {
 
 // paperAccount reads a paper account: balances and holdings from the paper exchange's
 // state, valued at the market data's prices.
-func (s *Service) paperAccount(ctx context.Context, a paper.Account, books []botBook) (Account, error) {
+func (s *Service) paperAccount(ctx context.Context, a paper.Account, books []*botBook) (Account, error) {
 	out := Account{ID: a.ID, Name: a.Namespace + "/" + a.Name, Kind: KindPaper}
 	h, err := s.paper.Holdings(ctx, a.ID)
 	if err != nil {
@@ -391,7 +391,7 @@ func heldPosition(f paper.HeldFutures) position.Position {
 
 // exchangeAccount reads an exchange connection: balances and prices from the exchange
 // (cached for CacheTTL, bounded by CallTimeout), futures PnL from the bots' positions.
-func (s *Service) exchangeAccount(ctx context.Context, c credentials.Connection, books []botBook) Account {
+func (s *Service) exchangeAccount(ctx context.Context, c credentials.Connection, books []*botBook) Account {
 	out := Account{ID: c.UID, Name: c.Namespace + "/" + c.Name, Kind: KindExchange, Exchange: c.Exchange}
 	if !c.Ready || c.Sealed == "" {
 		return failed(out, errs.New(errs.ExchangeDisconnected, "exchange connection is not ready (%s)", c.Reason))

@@ -66,7 +66,13 @@ func (v *valuation) futures(symbol string, pnl decimal.Decimal) {
 // fees) and adds their unrealised PnL, and the bots' realised net PnL, each when quoted in
 // USDT. A bot's realised PnL is in the quote of the symbol it trades: a bot fixed on a
 // symbol quoted in another currency has its realised PnL left out and the currency named.
-func (v *valuation) bots(books []botBook, price func(kind exchange.Kind, symbol string) (decimal.Decimal, error)) error {
+func (v *valuation) bots(books []*botBook, price func(kind exchange.Kind, symbol string) (decimal.Decimal, error)) error {
+	n := 0
+	for _, b := range books {
+		n += len(b.positions)
+	}
+	// Sized once: a position's view is large, and a user may hold hundreds.
+	v.positions = slices.Grow(v.positions, n)
 	for _, b := range books {
 		for _, p := range b.positions {
 			px, err := price(p.Kind, p.Symbol)
