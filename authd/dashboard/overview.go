@@ -208,46 +208,67 @@ func overviewPeriodOf(r *http.Request) (string, []analytics.Period) {
 	return period, offered
 }
 
-// readOverview reads into out the portfolio, the owner's bots and (per parts) their
-// recent activity, at once, and returns the bots' combined history over q.
+// readOverview reads into out the owner's bots and (per parts) the portfolio and their
+// recent activity, and returns the bots' combined history over q. The portfolio's parts
+// read the owner's books once (portfolio.ReadBooks: the bots, their positions and their
+// day aggregates in three round trips); the bot list, the portfolio and the equity curve
+// are all computed from that read, and the pauses, the portfolio's accounts and the
+// activity are then read side by side.
 func (d *Dashboard) readOverview(ctx context.Context, owner string, now time.Time, q analytics.Query,
 	parts overviewParts, out *overviewData) (analytics.Combined, error) {
-	var combined analytics.Combined
+	if parts&(partPnL|partPositions) == 0 {
+		return analytics.Combined{}, d.readBotsAndActivity(ctx, owner, now, parts, out)
+	}
+	books, err := d.o.APIs.Portfolio.ReadBooks(ctx, owner)
+	if err != nil {
+		return analytics.Combined{}, err
+	}
+	out.Bots = books.Bots()
 	g, gctx := errgroup.WithContext(ctx)
-	if parts&(partPnL|partPositions) != 0 {
+	g.Go(func() error {
+		var err error
+		out.Portfolio, err = d.o.APIs.Portfolio.OfBooks(gctx, books)
+		return err
+	})
+	if parts&partBots != 0 {
+		g.Go(func() error { return d.bots.WithPauses(gctx, out.Bots, now) })
+	}
+	if parts&partActivity != 0 {
 		g.Go(func() error {
 			var err error
-			out.Portfolio, err = d.o.APIs.Portfolio.Of(gctx, owner)
+			out.Activity, err = d.activity(gctx, botIDs(out.Bots))
 			return err
 		})
 	}
-	g.Go(func() error {
-		var err error
-		if out.Bots, err = d.ownBots(gctx, owner, now); err != nil {
-			return err
-		}
-		ids := make([]string, len(out.Bots))
-		for i, b := range out.Bots {
-			ids[i] = b.ID
-		}
-		h, hctx := errgroup.WithContext(gctx)
-		if parts&partPnL != 0 {
-			h.Go(func() error {
-				var err error
-				combined, err = d.analytics.Combined(hctx, ids, q)
-				return err
-			})
-		}
-		if parts&partActivity != 0 {
-			h.Go(func() error {
-				var err error
-				out.Activity, err = d.activity(hctx, ids)
-				return err
-			})
-		}
-		return h.Wait()
-	})
-	return combined, g.Wait()
+	if err := g.Wait(); err != nil {
+		return analytics.Combined{}, err
+	}
+	sortBots(out.Bots)
+	if parts&partPnL == 0 {
+		return analytics.Combined{}, nil
+	}
+	return books.Combined(q), nil
+}
+
+// readBotsAndActivity reads into out the owner's bots and, per parts, their activity: the
+// live fragments that show neither the portfolio nor the curve.
+func (d *Dashboard) readBotsAndActivity(ctx context.Context, owner string, now time.Time, parts overviewParts, out *overviewData) error {
+	var err error
+	if out.Bots, err = d.ownBots(ctx, owner, now); err != nil {
+		return err
+	}
+	if parts&partActivity != 0 {
+		out.Activity, err = d.activity(ctx, botIDs(out.Bots))
+	}
+	return err
+}
+
+func botIDs(bots []registry.Bot) []string {
+	ids := make([]string, len(bots))
+	for i, b := range bots {
+		ids[i] = b.ID
+	}
+	return ids
 }
 
 // listPositions fills Issues, OpenPositions and Positions from the portfolio: the
@@ -295,11 +316,16 @@ func (d *Dashboard) ownBots(ctx context.Context, owner string, now time.Time) ([
 	if err := d.bots.WithPauses(ctx, bots, now); err != nil {
 		return nil, err
 	}
+	sortBots(bots)
+	return bots, nil
+}
+
+// sortBots orders bots by name (then namespace and ID), as the page lists them.
+func sortBots(bots []registry.Bot) {
 	slices.SortFunc(bots, func(a, b registry.Bot) int {
 		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Namespace, b.Namespace),
 			strings.Compare(a.ID, b.ID))
 	})
-	return bots, nil
 }
 
 // activity is the newest signals of the bots with their stored results: two round trips.
