@@ -3,6 +3,7 @@ package dashboard
 import (
 	"cmp"
 	"context"
+	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
@@ -78,10 +79,13 @@ type overviewData struct {
 	Curve        analytics.Curve
 	Chart        curveChart
 	// Positions are the OverviewPositions open positions with the largest unrealised PnL
-	// either way, of OpenPositions.
+	// either way, of OpenPositions; PositionRows are their table rows.
 	Positions     []overviewPosition
+	PositionRows  template.HTML
 	OpenPositions int
-	Activity      []overviewActivity
+	// BotRows are the rows of the bots table (Bots with their pause and resume forms).
+	BotRows  template.HTML
+	Activity []overviewActivity
 }
 
 // Empty reports a viewer without bots: the page says what to do first.
@@ -182,6 +186,10 @@ func (d *Dashboard) overview(r *http.Request, parts overviewParts) (overviewData
 		out.Activity[i].BotName = names[out.Activity[i].BotID]
 	}
 	out.listPositions(names)
+	out.PositionRows = positionRows(out.Positions)
+	if parts&partBots != 0 {
+		out.BotRows = botRows(out.Bots, viewerOf(r).CSRF)
+	}
 	if parts&partPnL != 0 {
 		t := out.Portfolio.Totals
 		out.Today = combined.Today

@@ -261,6 +261,17 @@ func TestOverviewEscapesUserText(t *testing.T) {
 	_, page := f.loggedIn(o.u).get("/dashboard")
 	assertInert(t, page, xssScript)
 	assertInert(t, page, xssAttr)
+	// In the rows the overview writes itself: the position's bot, the bots' names and
+	// their forms' labels.
+	script, attr := html.EscapeString(xssScript), html.EscapeString(xssAttr)
+	mustContain(t, page,
+		`<td><a href="/dashboard/bots/`+o.alpha.ID+`">`+script+"</a></td>\n<td>BTC/USDT</td>",
+		`<td><a href="/dashboard/bots/`+o.alpha.ID+`">`+script+`</a> <span class="muted">`,
+		`aria-label="Pause `+script+`">Pause</button>`, `aria-label="Pause `+attr+`">Pause</button>`)
+	for _, name := range []string{"positions", "bots"} {
+		_, frag := f.loggedIn(o.u).get("/dashboard/fragments/overview/" + name)
+		assertInert(t, frag, xssScript)
+	}
 }
 
 func TestOverviewEmptyState(t *testing.T) {
