@@ -125,6 +125,8 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	exec := executor.New(executor.Deps{Redis: rdb, Prices: prices, Venues: venues, Logger: logger})
 	watcher := exec.NewWatcher(executor.WatcherDeps{Redis: rdb, Prices: prices, Interval: watchInterval, Logger: logger})
 	qopts.OnDeadLetter = exec.DeadLettered
+	// Signals a partition starts together send their Redis commands together.
+	qopts.Gate = exec.Gate()
 	probes := executorProbes(rdb, &qopts)
 	consumer := queue.NewConsumer(qrdb, qopts)
 	// Strategy bots run where their partition's lease is held.

@@ -114,7 +114,7 @@ func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRea
 		keys = append(keys, ack.Stream)
 		args = append(args, ack.AckArgs()...)
 	}
-	reply, err := commitScript.Run(ctx, e.rdb, keys, args...).Slice()
+	reply, err := e.co.Script(ctx, commitScript, keys, args...).Slice()
 	if err != nil {
 		return legDone{}, false, err
 	}

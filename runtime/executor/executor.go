@@ -66,6 +66,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// CoalesceWait is the longest a signal's Redis step waits for the other running
+	// signals' (store.Coalescer; 0: store.DefaultCoalesceWait).
+	CoalesceWait time.Duration
 }
 
 // Executor executes signals; Handle is its queue.Handler.
@@ -98,7 +101,10 @@ type Executor struct {
 	decoded      registry.Decoded
 	// paper is the default paper venue when it trades on Redis: its accounts are read in
 	// the first pipeline too (see prefetch.go).
-	paper      *Paper
+	paper *Paper
+	// co sends the first pipeline, the paper fill and the commit of concurrent signals
+	// together (store.Coalescer); Gate gives it to the queue consumer.
+	co         *store.Coalescer
 	hints      hints
 	catalogues catalogues
 }
@@ -121,11 +127,19 @@ func New(d Deps) *Executor {
 	e.book = position.NewBook(d.Redis)
 	e.restorer = bookstate.NewRestorer(d.Redis, nil)
 	e.pipelineBots = d.Bots == nil
+	e.co = store.NewCoalescer(d.Redis, d.CoalesceWait)
 	if p, ok := e.venues.(*Paper); ok && sameClient(p.Redis, d.Redis) {
 		e.paper = p
+		if p.Coalescer == nil {
+			p.Coalescer = e.co
+		}
 	}
 	return e
 }
+
+// Gate is what the queue consumer tells how many signals it runs at once, so that their
+// Redis commands go out together (queue.Options.Gate).
+func (e *Executor) Gate() *store.Coalescer { return e.co }
 
 // WithBookRecord restores a partition that Redis lost from db, PostgreSQL's copy of the
 // book state (runtime/bookstate), and records the paper accounts' changes there too;

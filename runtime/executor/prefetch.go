@@ -94,7 +94,7 @@ func (e *Executor) begin(ctx context.Context, env queue.Envelope, now time.Time)
 		}
 	}
 	h := e.hints.get(env.BotID)
-	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err := e.co.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pre.result = queue.GetResultLater(ctx, p, env.SignalID)
 		if e.pipelineBots {
 			pre.bot = e.decoded.GetLater(ctx, p, env.BotID)
@@ -138,14 +138,19 @@ func (e *Executor) getBot(ctx context.Context, pre *prefetch, id string) (regist
 	return e.bots.Get(ctx, id)
 }
 
-// open opens the bot's account from the read ahead when it was the right one.
+// open opens the bot's account from the read ahead when it was the right one. An exchange
+// account's calls are away from the coalescer (a paper account's fills go through it).
 func (e *Executor) open(ctx context.Context, pre *prefetch, bot registry.Bot) (Account, error) {
 	if pre.account != nil {
 		if a, err := pre.account(bot); a.ok {
 			return a.acct, err
 		}
 	}
-	return e.venues.Open(ctx, bot)
+	a, err := e.venues.Open(ctx, bot)
+	if err == nil && a.Venue != "paper" && a.Exchange != nil {
+		a.Exchange = awayExchange{x: a.Exchange, co: e.co}
+	}
+	return a, err
 }
 
 // snapshotOf starts the attempt's snapshot with the quote balance read with the account

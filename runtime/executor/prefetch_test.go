@@ -148,19 +148,31 @@ func (r *planRacer) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (r *planRacer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if cmd.Name() == "evalsha" && len(args) > 3 && strings.HasPrefix(fmt.Sprint(args[3]), "sigops:sig:") {
-			r.once.Do(r.f)
-			if r.count != nil {
-				*r.count++
-			}
-		}
+		r.seen(cmd)
 		return next(ctx, cmd)
 	}
 }
 
+// ProcessPipelineHook: the commit goes out in a pipeline when it is coalesced with others
+// (store.Coalescer), alone or not.
 func (r *planRacer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			r.seen(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// seen runs f before the first commit script call (its third key is a signal's progress).
+func (r *planRacer) seen(cmd redis.Cmder) {
+	args := cmd.Args()
+	if cmd.Name() == "evalsha" && len(args) > 3 && strings.HasPrefix(fmt.Sprint(args[3]), "sigops:sig:") {
+		r.once.Do(r.f)
+		if r.count != nil {
+			*r.count++
+		}
+	}
 }
 
 // When another attempt of the signal stored its plan before this attempt's booking, this

@@ -15,6 +15,7 @@ import (
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/signal"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // Account is the exchange account a bot trades on, opened for one signal.
@@ -48,6 +49,9 @@ type Paper struct {
 	// Records, when set, records the accounts' changes in PostgreSQL and restores an
 	// account Redis lost before its next fill (paper.WithRecord).
 	Records *paper.Records
+	// Coalescer, when set, sends the paper fills' scripts with the executor's other
+	// commands of the same moment (the executor sets its own when it shares the client).
+	Coalescer *store.Coalescer
 }
 
 // Open implements Venues.
@@ -81,7 +85,7 @@ func (v *Paper) openPaper(bot registry.Bot, st paper.State, ahead *paper.Ahead, 
 		return Account{}, errs.New(errs.BotDisabled, "paper account %q does not belong to the bot's owner", bot.Account.Name)
 	}
 	return Account{
-		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices, paper.WithAhead(ahead), v.recorded()),
+		Exchange: paper.NewExchange(v.Redis, bot.Account.ID, bot.ID, v.Prices, paper.WithAhead(ahead), v.recorded(), paper.WithCoalescer(v.Coalescer)),
 		FeeRate:  st.FeeRate, Venue: "paper",
 		// The same two fields the paper exchange's Balance(Quote) reads.
 		quote: &exchange.Balance{Asset: paper.Quote, Free: st.Balance, Locked: st.Margin},

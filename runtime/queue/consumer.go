@@ -132,8 +132,19 @@ type Options struct {
 	// probe watches it (runtime/daemon.Probes), so a stuck loop restarts the pod and a Redis
 	// outage does not.
 	OnRound func()
+	// Gate, if set, is told how many signals run at once: a partition's signals started
+	// together enter it together, before any of them runs, and each leaves when its
+	// Handler returns. The executor's Gate (store.Coalescer) then sends their Redis
+	// commands as one pipeline per step.
+	Gate Gate
 	// Logger receives the queue's logs; default slog.Default().
 	Logger *slog.Logger
+}
+
+// Gate counts running signals (store.Coalescer is one).
+type Gate interface {
+	// Enter counts n more running signals and returns what each calls once when done.
+	Enter(n int) (leave func())
 }
 
 // Consumer is one executor instance's side of the queue: it holds leases on its share of the

@@ -17,6 +17,8 @@ type item struct {
 	// masters is store.MasterChanges before the entry was read: when it has moved since,
 	// the master now serving may not have the entry (see worker.stillQueued).
 	masters uint64
+	// leave tells Options.Gate the entry's signal is done (set when it starts).
+	leave func()
 }
 
 // lane is one bot's entries in a partition: at most one runs; the others wait behind it,
@@ -136,38 +138,46 @@ func (ls *lanes) heldIn(i int) int {
 	return n
 }
 
-// add queues an entry behind its bot's earlier ones and starts what can start.
-func (ls *lanes) add(it item) {
+// add queues entries, each behind its bot's earlier ones, and starts what can start: the
+// entries of one read start together.
+func (ls *lanes) add(its ...item) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.held[heldKey{it.i, it.msg.ID}] = struct{}{}
-	ln := ls.byBot[it.env.BotID]
-	if ln == nil {
-		ln = &lane{bot: it.env.BotID}
-		ls.byBot[it.env.BotID] = ln
-	}
-	ln.insert(it)
-	if !ln.running && !ln.ready {
-		ln.ready = true
-		ls.ready = append(ls.ready, ln)
+	for _, it := range its {
+		ls.held[heldKey{it.i, it.msg.ID}] = struct{}{}
+		ln := ls.byBot[it.env.BotID]
+		if ln == nil {
+			ln = &lane{bot: it.env.BotID}
+			ls.byBot[it.env.BotID] = ln
+		}
+		ln.insert(it)
+		if !ln.running && !ln.ready {
+			ln.ready = true
+			ls.ready = append(ls.ready, ln)
+		}
 	}
 	ls.schedule()
 }
 
 // schedule starts ready lanes while slots are free. Called with mu held. Nothing new starts
 // once the worker is done (lease lost, or asked to stop): what waits stays pending in the
-// streams for the partition's next owner.
+// streams for the partition's next owner. Every entry is taken (and has entered the Gate)
+// before the first one starts, so that the Gate knows them all from the start.
 func (ls *lanes) schedule() {
+	var starts []work
 	for {
 		ln, it, ok := ls.take()
 		if !ok {
-			return
+			break
 		}
+		starts = append(starts, work{ln, it})
+	}
+	for _, w := range starts {
 		select {
-		case ls.idle <- work{ln, it}: // a parked goroutine takes it
+		case ls.idle <- w: // a parked goroutine takes it
 		default:
 			ls.wg.Add(1)
-			go ls.run(ln, it)
+			go ls.run(w.ln, w.it)
 		}
 	}
 }
@@ -192,6 +202,10 @@ func (ls *lanes) take() (*lane, item, bool) {
 		}
 		ln.running = true
 		ls.running++
+		it.leave = func() {}
+		if g := ls.w.c.opt.Gate; g != nil {
+			it.leave = g.Enter(1)
+		}
 		return ln, it, true
 	}
 	return nil, item{}, false
@@ -205,6 +219,7 @@ func (ls *lanes) run(ln *lane, it item) {
 	defer ls.wg.Done()
 	for {
 		ls.w.execute(it)
+		it.leave()
 		ls.mu.Lock()
 		delete(ls.held, heldKey{it.i, it.msg.ID})
 		ls.running--

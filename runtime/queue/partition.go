@@ -310,6 +310,7 @@ func readsPending(cursors []string) bool {
 // moved where it belongs.
 func (w *worker) route(got [numPriorities][]redis.XMessage) {
 	c := w.c
+	var its []item
 	for i, msgs := range got {
 		for _, msg := range msgs {
 			if w.lanes.holds(i, msg.ID) {
@@ -326,9 +327,10 @@ func (w *worker) route(got [numPriorities][]redis.XMessage) {
 				w.move(i, msg, env)
 				continue
 			}
-			w.lanes.add(item{i: i, msg: msg, env: env, masters: w.readAt})
+			its = append(its, item{i: i, msg: msg, env: env, masters: w.readAt})
 		}
 	}
+	w.lanes.add(its...)
 }
 
 // move re-queues an entry a producer put in the wrong partition. Executing it here could run

@@ -57,6 +57,8 @@ type Exchange struct {
 	// records is the account's record in PostgreSQL (WithRecord); nil when it is not
 	// recorded there.
 	records *Records
+	// co sends the fills' scripts with other signals' commands (WithCoalescer); nil: alone.
+	co *store.Coalescer
 	// Now is the clock (tests pin it).
 	Now func() time.Time
 }

@@ -128,6 +128,12 @@ func WithRecord(r *Records) Option {
 	return func(x *Exchange) { x.records = r }
 }
 
+// WithCoalescer sends the exchange's fills through c, in one round trip with the other
+// signals' commands of the same moment (store.Coalescer); a nil one is ignored.
+func WithCoalescer(c *store.Coalescer) Option {
+	return func(x *Exchange) { x.co = c }
+}
+
 // ReadAheadLater queues on c (a pipeline) the account's hash, as ReadAccountLater does,
 // plus, for fills of the bot scope, its holdings fields of symbols (spot and futures alike, the bot's kind
 // being unknown yet) and the orders under clientOrderIDs. The returned function, called
@@ -308,7 +314,13 @@ func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillIn
 		args = append(args, f.in.acct[0], f.in.acct[1], f.in.acct[2], f.in.acct[3], f.in.prev,
 			f.write.st.balance.String(), f.write.st.margin.String(), f.write.pos, data, flag(x.records != nil))
 	}
-	v, err := fillScript.Run(ctx, x.rdb, keys, args...).StringSlice()
+	run := fillScript.Run
+	if x.co != nil {
+		run = func(ctx context.Context, _ redis.Scripter, keys []string, args ...any) *redis.Cmd {
+			return x.co.Script(ctx, fillScript, keys, args...)
+		}
+	}
+	v, err := run(ctx, x.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return fillInput{}, false, err
 	}
