@@ -49,12 +49,19 @@ func ReadLater(ctx context.Context, c redis.Cmdable, botID, symbol string) func(
 func ReadTextLater(ctx context.Context, c redis.Cmdable, botID, symbol string) func() (*Position, *string, error) {
 	cmd := c.Get(ctx, store.BookPosition(botID, symbol))
 	return func() (*Position, *string, error) {
-		var p Position
-		ok, err := decode(cmd, &p)
-		if err != nil || !ok {
+		text, err := cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil, nil
+		}
+		if err != nil {
 			return nil, nil, err
 		}
-		text := cmd.Val()
+		// Every signal reads its position: decoded without reflection (DecodePosition,
+		// the same value json.Unmarshal makes of it).
+		p, err := DecodePosition(text)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: corrupt: %w", cmd.Args()[1], err)
+		}
 		return &p, &text, nil
 	}
 }
