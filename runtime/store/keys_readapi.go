@@ -33,14 +33,14 @@ func CandlesLock(source, kind, symbol, timeframe string) string {
 
 // Keys of the hosted MCP server (mcpd).
 //
-//	rate:sigops:ratelimit:mcp:<subject>   string  GCRA state of one OAuth client of a user, or of
-//	                                              a user's bearer JWTs (go-redis/redis_rate adds
-//	                                              its "rate:" prefix); its own slot
-//	sigops:mcp:session:<id>               string  the user ID a streamable HTTP session belongs
-//	                                              to; idle expiry; its own slot
+//	sigops:ratelimit:mcp:<subject>   string  GCRA state (theoretical arrival time, µs) of one
+//	                                         OAuth client of a user, or of a user's bearer
+//	                                         JWTs (mcpd/limit.go); its own slot
+//	sigops:mcp:session:<id>          string  the user ID a streamable HTTP session belongs
+//	                                         to; idle expiry; its own slot
 
 // MCPSession binds an MCP session ID to the user whose token started it.
 func MCPSession(id string) string { return prefix + "mcp:session:" + id }
 
-// MCPRateLimit is mcpd's rate limit key of subject, as given to go-redis/redis_rate.
+// MCPRateLimit is mcpd's rate limit key of subject (its GCRA script's, mcpd/limit.go).
 func MCPRateLimit(subject string) string { return prefix + "ratelimit:mcp:" + subject }
