@@ -47,6 +47,12 @@ type Scenario struct {
 	// connection's next request right after its last answer (closed loop).
 	Rate     float64
 	Duration time.Duration
+	// MaxSignals, when positive, ends a full-speed run once that many requests are sent,
+	// before Duration if the host is fast: every signal a step sends stays in Redis for the
+	// rest of the run (results, records), and a sequence of steps must fit under the
+	// stack's memory refusal whatever the host's speed. The rate is still the answers over
+	// the time they took.
+	MaxSignals int
 	// Connections is how many keep-alive connections (and senders) are used.
 	Connections int
 	// Wait makes webhookd wait for the execution result (false adds ?wait=false).
@@ -64,7 +70,11 @@ func (s Scenario) String() string {
 	if s.Rate > 0 {
 		rate = strconv.FormatFloat(s.Rate, 'f', -1, 64) + "/s"
 	}
-	return fmt.Sprintf("%s: wait=%t, %s, %d connections, %s", s.Name, s.Wait, rate, s.Connections, s.Duration)
+	bound := ""
+	if s.MaxSignals > 0 && s.Rate == 0 {
+		bound = fmt.Sprintf(" (at most %d signals)", s.MaxSignals)
+	}
+	return fmt.Sprintf("%s: wait=%t, %s, %d connections, %s%s", s.Name, s.Wait, rate, s.Connections, s.Duration, bound)
 }
 
 // Result is what one scenario measured.
@@ -426,11 +436,12 @@ func (r *Runner) Run(ctx context.Context, s Scenario) (*Result, error) {
 		res.MaxBehind = r.runFixed(ctx, hc, s, query, start, workers, &wg)
 	} else {
 		deadline := start.Add(s.Duration)
+		var n atomic.Int64
 		for _, w := range workers {
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					sent := time.Now()
-					if !sent.Before(deadline) {
+					if !sent.Before(deadline) || (s.MaxSignals > 0 && n.Add(1) > int64(s.MaxSignals)) {
 						return
 					}
 					r.send(ctx, hc, s, query, r.request(sent), w)

@@ -142,6 +142,28 @@ func TestRunnerFullSpeedNoWait(t *testing.T) {
 	}
 }
 
+// A full-speed run bounded by count sends exactly that many, and its rate is the answers
+// over the time they took.
+func TestRunnerFullSpeedStopsAtMaxSignals(t *testing.T) {
+	f := &fakeHook{bodies: map[string][]string{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := NewRunner(Target{BaseURL: srv.URL}, []string{"/hook/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), Scenario{Name: "t", Duration: time.Minute, Connections: 4, MaxSignals: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent != 25 || len(res.Accepted) != 25 {
+		t.Fatalf("sent %d, accepted %d, want 25", res.Sent, len(res.Accepted))
+	}
+	if res.Elapsed >= time.Minute || res.Throughput() <= 0 {
+		t.Fatalf("elapsed %s, throughput %.0f/s", res.Elapsed, res.Throughput())
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	r := &Result{}
 	for i := 1; i <= 100; i++ {
