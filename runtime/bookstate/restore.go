@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/exchange/paper"
@@ -79,6 +80,11 @@ type Restorer struct {
 	mu      sync.Mutex
 	waiting map[string]bool
 	m       *metrics
+	// once joins this process's concurrent restores of one partition into one: the
+	// signals of a partition's bots that find it lost at the same moment (a read of many
+	// bots' entries runs them together) would otherwise each take the restore's token
+	// from the one before, and could all lose it three times over.
+	once singleflight.Group
 }
 
 // NewRestorer returns a Restorer on rdb from db (nil: none).
@@ -89,11 +95,15 @@ func NewRestorer(rdb redis.UniversalClient, db *pgxpool.Pool) *Restorer {
 // Partition restores partition part unless its marker is present, and returns how many
 // bots it restored. Safe to run from several executors at once.
 func (r *Restorer) Partition(ctx context.Context, part int) (int, error) {
-	n, err := r.partition(ctx, part)
+	v, err, _ := r.once.Do(strconv.Itoa(part), func() (any, error) {
+		// Not the first caller's context: its end must not fail the others' restore.
+		return r.partition(context.WithoutCancel(ctx), part)
+	})
 	if err != nil {
 		r.m.failures.Inc()
+		return 0, err
 	}
-	return n, err
+	return v.(int), nil
 }
 
 func (r *Restorer) partition(ctx context.Context, part int) (int, error) {

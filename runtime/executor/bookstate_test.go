@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,5 +266,32 @@ func TestTheDailyLossRuleGoesOnAfterALostRedis(t *testing.T) {
 			testkit.EqualD(t, "daily loss used", c.DailyLossUsed(h.now), "42.56")
 			h.fails(h.send(`{"action":"buy","symbol":"BTCUSDT","size":"0.01"}`), errs.BotPaused)
 		})
+	}
+}
+
+// The signals of many bots of one partition that find it lost at the same moment (a read of
+// their entries runs them together) restore it once between them: none loses the restore
+// to another.
+func TestConcurrentRestoresOfAPartitionAllSucceed(t *testing.T) {
+	h := newHarness(t, nil)
+	part := store.PartitionOf(h.bot.ID)
+	r := h.ex.BookRestorer()
+	errs := make(chan error, 24)
+	var wg sync.WaitGroup
+	for range 24 {
+		wg.Go(func() {
+			_, err := r.Partition(h.ctx, part)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := h.rdb.Exists(h.ctx, store.BookRestored(part)).Result(); err != nil || n != 1 {
+		t.Fatalf("partition not marked restored: %d %v", n, err)
 	}
 }
