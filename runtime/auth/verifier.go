@@ -3,11 +3,9 @@ package auth
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -96,8 +94,12 @@ type VerifierOptions struct {
 type Verifier struct {
 	o      VerifierOptions
 	parser *jwt.Parser
-	cache  *factCache
-	tokens *tokenCache
+	// cache holds tokens' Redis facts by jti for CacheTTL (Verify); tokens the principals
+	// of verified tokens by their whole text until they expire (Parse); stamped the last
+	// write of each sliding stamp (touchDue).
+	cache   *deadlineCache[facts]
+	tokens  *deadlineCache[*Principal]
+	stamped *deadlineCache[struct{}]
 }
 
 // NewVerifier returns a verifier.
@@ -123,7 +125,8 @@ func NewVerifier(o VerifierOptions) (*Verifier, error) {
 		jwt.WithTimeFunc(o.Now),
 		jwt.WithStrictDecoding(),
 	)
-	return &Verifier{o: o, parser: p, cache: newFactCache(o.CacheEntries), tokens: newTokenCache(o.CacheEntries)}, nil
+	return &Verifier{o: o, parser: p, cache: newDeadlineCache[facts](o.CacheEntries),
+		tokens: newDeadlineCache[*Principal](o.CacheEntries), stamped: newDeadlineCache[struct{}](o.CacheEntries)}, nil
 }
 
 // VerifyRequest verifies the Authorization: Bearer token of r. A token anywhere else (query,
@@ -167,7 +170,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.cache.put(p.JTI, f, now.Add(v.o.CacheTTL))
+	v.cache.put(p.JTI, f, now.Add(v.o.CacheTTL), now)
 	if !f.live {
 		return nil, invalid(f.reason)
 	}
@@ -186,7 +189,8 @@ func (v *Verifier) Parse(raw string) (*Principal, error) {
 	}
 	now := v.o.Now()
 	if p, ok := v.tokens.get(raw, now); ok {
-		return p, nil
+		cp := *p // a caller's change of its principal stays out of the cache
+		return &cp, nil
 	}
 	var c Claims
 	t, err := v.parser.ParseWithClaims(raw, &c, v.o.Keys.keyFunc)
@@ -201,7 +205,7 @@ func (v *Verifier) Parse(raw string) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.tokens.put(raw, p, now)
+	v.tokens.put(raw, p, p.ExpiresAt, now)
 	cp := *p
 	return &cp, nil
 }
@@ -291,23 +295,23 @@ type facts struct {
 // the bearer record's idle window is slid at most once a second instead of on every call.
 func (v *Verifier) stageFacts(ctx context.Context, pipe redis.Pipeliner, p *Principal, now time.Time, everyCall bool) func() (facts, []any, error) {
 	user := pipe.HMGet(ctx, store.User(p.UserID), fUserGen, fUserEmail, fUserTier)
-	var bearer *redis.BoolCmd
-	var bearerKnown *redis.IntCmd
+	var bearer func() (bool, error) // the bearer record exists
 	var auth *redis.SliceCmd
 	var revoked *redis.IntCmd
 	if p.Kind == KindAPI {
 		// Sliding idle window: the record exists while the token is live, and a use pushes
 		// its end APITokenIdle ahead (read on every call, at most once a second per token:
 		// a write on every call would reach every replica for nothing).
-		if !everyCall || v.cache.touchDue("bearer:"+p.JTI, now, time.Second) {
-			bearer = pipe.Expire(ctx, store.Bearer(p.JTI), APITokenIdle)
+		if !everyCall || v.touchDue("bearer:"+p.JTI, now, time.Second) {
+			bearer = pipe.Expire(ctx, store.Bearer(p.JTI), APITokenIdle).Result
 		} else {
-			bearerKnown = pipe.Exists(ctx, store.Bearer(p.JTI))
+			exists := pipe.Exists(ctx, store.Bearer(p.JTI))
+			bearer = func() (bool, error) { n, err := exists.Result(); return n == 1, err }
 		}
 	} else {
 		auth = pipe.HMGet(ctx, store.OAuthAuthorization(p.AuthorizationID), fAuthUser, fAuthRevokedAt)
 		revoked = pipe.Exists(ctx, store.OAuthRevokedToken(p.JTI))
-		if v.cache.touchDue(p.AuthorizationID, now, touchEvery) {
+		if v.touchDue(p.AuthorizationID, now, touchEvery) {
 			pipe.Eval(ctx, touchScript, []string{store.OAuthAuthorization(p.AuthorizationID)}, now.UnixMilli())
 		}
 	}
@@ -323,22 +327,12 @@ func (v *Verifier) stageFacts(ctx context.Context, pipe redis.Pipeliner, p *Prin
 		if n, _ := strconv.ParseInt(g, 10, 64); n != p.Generation {
 			return facts{reason: "password changed"}, u, nil
 		}
-		switch {
-		case bearer != nil:
-			ok, err := bearer.Result()
+		if bearer != nil {
+			ok, err := bearer()
 			if err != nil {
 				return facts{}, nil, ErrUnavailable
 			}
 			if !ok {
-				return facts{reason: "bearer expired or revoked"}, u, nil
-			}
-			return facts{live: true}, u, nil
-		case bearerKnown != nil:
-			n, err := bearerKnown.Result()
-			if err != nil {
-				return facts{}, nil, ErrUnavailable
-			}
-			if n == 0 {
 				return facts{reason: "bearer expired or revoked"}, u, nil
 			}
 			return facts{live: true}, u, nil
@@ -374,90 +368,9 @@ func (v *Verifier) Purge() { v.cache.purge() }
 // touchEvery is how often a verifier stamps an authorization's last-used time.
 const touchEvery = time.Minute
 
-// factCache is a sharded map from jti to facts with a deadline, bounded in size.
-type factCache struct {
-	seed   maphash.Seed
-	max    int
-	shards [cacheShards]cacheShard
-}
-
-const cacheShards = 32
-
-type cacheShard struct {
-	mu      sync.RWMutex
-	entries map[string]cacheEntry
-	touched map[string]time.Time
-}
-
-type cacheEntry struct {
-	f        facts
-	deadline time.Time
-}
-
-func newFactCache(max int) *factCache {
-	c := &factCache{seed: maphash.MakeSeed(), max: max/cacheShards + 1}
-	for i := range c.shards {
-		c.shards[i].entries = map[string]cacheEntry{}
-		c.shards[i].touched = map[string]time.Time{}
-	}
-	return c
-}
-
-func (c *factCache) shard(k string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, k)%uint64(len(c.shards))]
-}
-
-func (c *factCache) get(jti string, now time.Time) (facts, bool) {
-	s := c.shard(jti)
-	s.mu.RLock()
-	e, ok := s.entries[jti]
-	s.mu.RUnlock()
-	if !ok || !now.Before(e.deadline) {
-		return facts{}, false
-	}
-	return e.f, true
-}
-
-func (c *factCache) put(jti string, f facts, deadline time.Time) {
-	s := c.shard(jti)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.entries) >= c.max {
-		now := deadline.Add(-MaxCacheTTL)
-		for k, e := range s.entries {
-			if !now.Before(e.deadline) {
-				delete(s.entries, k)
-			}
-		}
-		if len(s.entries) >= c.max {
-			clear(s.entries)
-		}
-	}
-	s.entries[jti] = cacheEntry{f: f, deadline: deadline}
-}
-
 // touchDue reports (and records) whether a write for key is due, every at most.
-func (c *factCache) touchDue(key string, now time.Time, every time.Duration) bool {
-	s := c.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.touched[key]; ok && now.Sub(t) < every {
-		return false
-	}
-	if len(s.touched) >= c.max {
-		clear(s.touched)
-	}
-	s.touched[key] = now
-	return true
-}
-
-func (c *factCache) purge() {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		clear(s.entries)
-		s.mu.Unlock()
-	}
+func (v *Verifier) touchDue(key string, now time.Time, every time.Duration) bool {
+	return v.stamped.claim(key, struct{}{}, now.Add(every), now)
 }
 
 type principalKey struct{}
