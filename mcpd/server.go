@@ -63,8 +63,8 @@ type Options struct {
 	Verifier *auth.Verifier
 	Users    *auth.Users
 	OAuth    *auth.OAuth
-	// Tier reads a user's tier for the allowMcpServer check (nil: the tier Users.IdentityOf
-	// reads with the email, once per request).
+	// Tier reads a user's tier for the allowMcpServer check (nil: the tier read with the
+	// token's live state and the email, once per request, auth.Verifier.Stage).
 	Tier func(ctx context.Context, userID string) (auth.Tier, error)
 	// RateLimit is the number of requests a minute per OAuth client of a user, or per user
 	// for bearer JWTs (0: DefaultRateLimit).

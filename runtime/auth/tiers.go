@@ -80,18 +80,6 @@ type Identity struct {
 	Tier  Tier
 }
 
-// IdentityOf reads the tier and email of the account id in one round trip, without the
-// rest of it (mcpd reads it once per request). ErrNotFound: no such account.
-func (u *Users) IdentityOf(ctx context.Context, id string) (Identity, error) {
-	v, err := u.rdb.HMGet(ctx, store.User(id), fUserEmail, fUserTier).Result()
-	if err != nil {
-		return Identity{}, err
-	}
-	email, _ := v[0].(string)
-	slug, _ := v[1].(string)
-	return identityOf(email, slug)
-}
-
 // identityOf is the identity of an account's stored email and tier slug; ErrNotFound when
 // either is missing (no such account).
 func identityOf(email, slug string) (Identity, error) {

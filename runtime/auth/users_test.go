@@ -51,18 +51,36 @@ func TestUsersCreateAndEmailUniqueness(t *testing.T) {
 	}
 }
 
-func TestIdentityOf(t *testing.T) {
+// The identity Stage reads with a token's live state: the email in canonical form and the
+// tier; an account that is gone refuses the token.
+func TestStagedIdentity(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	u, err := f.users.Create(ctx, NewUser{Name: "Ada", Email: "Ada@Example.COM", Password: "correct horse battery", Tier: "team"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := f.users.IdentityOf(ctx, u.ID)
-	if err != nil || id.Email != "ada@example.com" || id.Tier.Slug != TierTeam || !id.Tier.Capabilities.AllowMcpServer {
-		t.Fatalf("IdentityOf = %+v, %v", id, err)
+	api, err := f.issuer.IssueAPIToken(ctx, u)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := f.users.IdentityOf(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+	p, err := f.verifier.Parse(api.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged := func(p *Principal) (Identity, error) {
+		pipe := f.rdb.Pipeline()
+		st := f.verifier.Stage(ctx, pipe, p)
+		_, _ = pipe.Exec(ctx)
+		return st.Identity()
+	}
+	id, err := staged(p)
+	if err != nil || id.Email != "ada@example.com" || id.Tier.Slug != TierTeam || !id.Tier.Capabilities.AllowMcpServer {
+		t.Fatalf("staged identity = %+v, %v", id, err)
+	}
+	gone := *p
+	gone.UserID = "nobody"
+	if _, err := staged(&gone); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("missing account: %v", err)
 	}
 }
