@@ -149,23 +149,11 @@ func BenchmarkGetBotRiskConcurrent(b *testing.B) {
 			}
 		}
 		drive(b, func(ctx context.Context, worker int) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+mcpd.Path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
-			req.Header.Set("Authorization", "Bearer "+sessions[worker].token)
-			req.Header.Set("Mcp-Session-Id", sessions[worker].id)
-			res, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			var out map[string]any
-			err = json.NewDecoder(res.Body).Decode(&out)
-			res.Body.Close()
-			if err == nil && (res.StatusCode != http.StatusOK || out["result"] == nil) {
-				err = fmt.Errorf("get_bot_risk: %s %v", res.Status, out)
-			}
-			return err
+			return postRaw(ctx, hc, ts.URL+mcpd.Path, body, func(h http.Header) {
+				h.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
+				h.Set("Authorization", "Bearer "+sessions[worker].token)
+				h.Set("Mcp-Session-Id", sessions[worker].id)
+			})
 		})
 	})
 
@@ -201,21 +189,29 @@ func benchReference(b *testing.B, body string, work func(context.Context) error)
 	hc := ref.Client()
 	hc.Transport.(*http.Transport).MaxIdleConnsPerHost = benchSessions
 	drive(b, func(ctx context.Context, _ int) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ref.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		res, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		var out map[string]any
-		err = json.NewDecoder(res.Body).Decode(&out)
-		res.Body.Close()
-		if err == nil && res.StatusCode != http.StatusOK {
-			err = fmt.Errorf("reference: %s", res.Status)
-		}
-		return err
+		return postRaw(ctx, hc, ref.URL+"/mcp", body, func(http.Header) {})
 	})
+}
+
+// postRaw is one call of the raw HTTP loop that drives both mcpd and the references: body
+// posted as JSON-RPC with the headers set, the answer decoded into a map; an error unless it
+// is 200 with a result.
+func postRaw(ctx context.Context, hc *http.Client, url, body string, headers func(http.Header)) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	headers(req.Header)
+	res, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	var out map[string]any
+	err = json.NewDecoder(res.Body).Decode(&out)
+	res.Body.Close()
+	if err == nil && (res.StatusCode != http.StatusOK || out["result"] == nil) {
+		err = fmt.Errorf("%s: %s %v", url, res.Status, out)
+	}
+	return err
 }
 
 // benchSessions is the number of concurrent MCP sessions of BenchmarkGetBotRiskConcurrent.

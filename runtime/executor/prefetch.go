@@ -272,18 +272,18 @@ func (e *Executor) listOpen(ctx context.Context, botID string, s *snapshot) erro
 		}
 		s.members, s.listed = members, true
 	}
-	var missing []string
+	var unread []string
 	for _, sym := range s.members {
 		if _, ok := s.positions[sym]; !ok {
-			missing = append(missing, sym)
+			unread = append(unread, sym)
 		}
 	}
-	if len(missing) == 0 {
+	if len(unread) == 0 {
 		return nil
 	}
-	reads := make([]func() (*position.Position, error), len(missing))
+	reads := make([]func() (*position.Position, error), len(unread))
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, sym := range missing {
+		for i, sym := range unread {
 			reads[i] = position.ReadLater(ctx, p, botID, sym)
 		}
 		return nil
@@ -291,7 +291,7 @@ func (e *Executor) listOpen(ctx context.Context, botID string, s *snapshot) erro
 	if tripFailed(err) {
 		return err
 	}
-	for i, sym := range missing {
+	for i, sym := range unread {
 		p, err := reads[i]()
 		if err != nil {
 			return err

@@ -59,32 +59,33 @@ func NewCoalescer(rdb redis.UniversalClient, maxWait time.Duration) *Coalescer {
 // Enter counts n callers as running, and returns what each calls once when it is done. A
 // caller that queues commands without Enter is sent with whatever is queued, at once.
 func (c *Coalescer) Enter(n int) (leave func()) {
-	c.mu.Lock()
-	c.running += n
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		c.running--
-		b := c.due()
-		c.mu.Unlock()
-		c.send(b)
-	}
+	c.add(n)
+	return c.stop
 }
 
 // Away tells c that a running caller waits on something other than Redis (an exchange's
-// HTTP API, a price feed): the others do not wait for it meanwhile. back, called when the
-// wait is over, counts it as running again.
+// HTTP API): the others do not wait for it meanwhile. back, called when the wait is over,
+// counts it as running again.
 func (c *Coalescer) Away() (back func()) {
+	c.stop()
+	return func() { c.add(1) }
+}
+
+// add counts n more running callers.
+func (c *Coalescer) add(n int) {
+	c.mu.Lock()
+	c.running += n
+	c.mu.Unlock()
+}
+
+// stop counts one running caller less, and sends the batch being filled when everyone
+// left running now waits on it.
+func (c *Coalescer) stop() {
 	c.mu.Lock()
 	c.running--
 	b := c.due()
 	c.mu.Unlock()
 	c.send(b)
-	return func() {
-		c.mu.Lock()
-		c.running++
-		c.mu.Unlock()
-	}
 }
 
 // Pipelined queues fn's commands on the batch and waits until it has been sent. The error

@@ -398,7 +398,8 @@ func (a *API) RiskMetricsOf(ctx context.Context, bot registry.Bot) (risk.BotMetr
 
 // OwnedRiskMetrics is RiskMetricsOf owner's bot id, read in the same round trip as its
 // counters and open symbols (mcpd's get_bot_risk: one round trip for a bot with nothing
-// open and no paper account, a second for the account and the open positions).
+// open and no paper account; the paper account and the open positions, which depend on
+// what that read found, take one more each).
 // registry.ErrBotNotFound: no such bot, or another owner's.
 func (a *API) OwnedRiskMetrics(ctx context.Context, bots *registry.Registry, id, owner string) (risk.BotMetrics, error) {
 	pipe := a.rdb.Pipeline()
