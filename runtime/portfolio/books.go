@@ -3,9 +3,7 @@ package portfolio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shopspring/decimal"
@@ -149,21 +147,8 @@ func (r bookReads) decode(owner string) (botBook, bool, error) {
 // one's open symbols, as listed) in one pipelined round trip, each bot's by symbol. A
 // position closed since its symbol was listed is left out.
 func (s *Service) readPositions(ctx context.Context, books []*botBook, symbols []*redis.StringSliceCmd) error {
-	gets := make([][]*redis.StringCmd, len(books))
-	// Each read's error is its own (a missing key is a position closed meanwhile).
-	_, _ = s.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, b := range books {
-			if b.bot.Account.ID == "" {
-				continue
-			}
-			syms := symbols[i].Val()
-			sort.Strings(syms)
-			for _, sym := range syms {
-				gets[i] = append(gets[i], p.Get(ctx, store.BookPosition(b.bot.ID, sym)))
-			}
-		}
-		return nil
-	})
+	ids := make([]string, len(books))
+	syms := make([][]string, len(books))
 	for i, b := range books {
 		if b.bot.Account.ID == "" {
 			continue
@@ -171,20 +156,15 @@ func (s *Service) readPositions(ctx context.Context, books []*botBook, symbols [
 		if err := symbols[i].Err(); err != nil {
 			return err
 		}
-		books[i].positions = make([]position.Position, 0, len(gets[i]))
-		for _, get := range gets[i] {
-			text, err := get.Result()
-			if errors.Is(err, redis.Nil) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			p, err := position.DecodePosition(text)
-			if err != nil {
-				return fmt.Errorf("%s: corrupt: %w", get.Args()[1], err)
-			}
-			books[i].positions = append(books[i].positions, p)
+		ids[i], syms[i] = b.bot.ID, symbols[i].Val()
+	}
+	positions, err := position.ReadMany(ctx, s.o.Redis, ids, syms)
+	if err != nil {
+		return err
+	}
+	for i, b := range books {
+		if b.bot.Account.ID != "" {
+			b.positions = positions[i]
 		}
 	}
 	return nil

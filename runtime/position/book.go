@@ -136,13 +136,23 @@ func ListMany(ctx context.Context, rdb redis.UniversalClient, botIDs []string) (
 	}); err != nil {
 		return nil, err
 	}
+	symbols := make([][]string, len(botIDs))
+	for i := range botIDs {
+		symbols[i] = syms[i].Val()
+	}
+	return ReadMany(ctx, rdb, botIDs, symbols)
+}
+
+// ReadMany is the positions of each of botIDs on its symbols (symbols[i], as the bot's set
+// of open symbols listed them), sorted by symbol, in one pipelined round trip; a position
+// closed since its symbol was listed is left out.
+func ReadMany(ctx context.Context, rdb redis.Cmdable, botIDs []string, symbols [][]string) ([][]Position, error) {
 	reads := make([][]func() (*Position, error), len(botIDs))
 	// Each read's error is its own (a missing key is a position closed meanwhile).
 	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range botIDs {
-			symbols := syms[i].Val()
-			sort.Strings(symbols)
-			for _, s := range symbols {
+			syms := slices.Sorted(slices.Values(symbols[i]))
+			for _, s := range syms {
 				reads[i] = append(reads[i], ReadLater(ctx, p, id, s))
 			}
 		}
