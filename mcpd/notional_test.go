@@ -205,7 +205,17 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		}
 		return s
 	}
-	changed := storetest.Changed
+	// A rate-limit key that leaves between two snapshots has expired (its count ran out):
+	// no call removes one, so its leaving is not a change a call made.
+	changed := func(a, b map[string]string) []string {
+		var out []string
+		for _, k := range storetest.Changed(a, b) {
+			if _, still := b[k]; still || !strings.HasPrefix(k, "sigops:ratelimit:") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
 	s0 := snap()
 	toolOK[map[string]any](t, f.read, "list_bots", nil)
 	s1 := snap()

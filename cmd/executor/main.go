@@ -152,10 +152,13 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	}
 	position.SetOrderTTL(compactor.Retention())
 	if db != nil {
-		// Results and paper orders live in Redis as long as the hot window too: the archive
-		// keeps them after, and a late entry looks them up there (executor late.go).
+		// Results live in Redis as long as the hot window too: the archive keeps them after,
+		// and a late entry looks them up there (executor late.go). A paper order is the
+		// venue's copy of a fill the book and PostgreSQL also hold; Redis keeps it only as
+		// long as a retry of its signal can need it (paper.MinOrderTTL), and an older entry
+		// asks PostgreSQL before it places anything under the same client order ID.
 		queue.SetResultTTL(compactor.Retention())
-		paper.SetOrderTTL(compactor.Retention())
+		paper.SetOrderTTL(paper.MinOrderTTL)
 	}
 	// The Strategy Lab's wallet and job outbox are in the same database.
 	lo.DB = db

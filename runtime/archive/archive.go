@@ -361,14 +361,14 @@ func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
 	v, _ := msg.Values["v"].(string)
 	switch kind {
 	case store.ArchiveTrade:
-		var t position.Trade
-		if err := json.Unmarshal([]byte(v), &t); err != nil {
+		t, err := position.DecodeTrade(v)
+		if err != nil {
 			return "", err
 		}
 		queueTrade(b, t)
 	case store.ArchiveOrder:
-		var r position.OrderRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
+		r, err := position.DecodeOrder(v)
+		if err != nil {
 			return "", err
 		}
 		queueOrder(b, r)

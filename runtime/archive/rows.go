@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -56,12 +55,10 @@ const upsertResult = `INSERT INTO signal_results (signal_id, bot_id, success, co
 // queueResult writes r (its JSON raw, as stored) with its signal index entry (member, ""
 // when the signal has no bot) and when the intake accepted it (receivedMs, ms).
 func queueResult(b *pgx.Batch, r result.Result, raw, member, receivedMs string) error {
-	var entry struct {
-		Source string `json:"source"`
-		Action string `json:"action"`
-	}
+	var entry result.Entry
 	if member != "" {
-		if err := json.Unmarshal([]byte(member), &entry); err != nil {
+		var err error
+		if entry, err = result.DecodeEntry(member, 0); err != nil {
 			return err
 		}
 	}

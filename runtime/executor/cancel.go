@@ -99,12 +99,12 @@ func (e *Executor) bookCancel(ctx context.Context, botID, cid string, o exchange
 	key := store.BookOrder(botID, cid)
 	var out position.OrderRecord
 	txf := func(tx *redis.Tx) error {
-		data, err := tx.Get(ctx, key).Bytes()
+		data, err := tx.Get(ctx, key).Result()
 		if err != nil {
 			return err
 		}
-		var rec position.OrderRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
+		rec, err := position.DecodeOrder(data)
+		if err != nil {
 			return err
 		}
 		changed, err := rec.ApplyExchange(o, e.now().UnixMilli())

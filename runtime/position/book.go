@@ -66,21 +66,6 @@ func ReadTextLater(ctx context.Context, c redis.Cmdable, botID, symbol string) f
 	}
 }
 
-// decode reads a JSON string value; false when the key does not exist.
-func decode(cmd *redis.StringCmd, v any) (bool, error) {
-	data, err := cmd.Bytes()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("%s: corrupt: %w", cmd.Args()[1], err)
-	}
-	return true, nil
-}
-
 // List is every open position of the bot, by symbol: the symbols, then every position in
 // one pipeline (two round trips whatever the number of positions).
 func (b *Book) List(ctx context.Context, botID string) ([]Position, error) {
@@ -198,12 +183,17 @@ func ReadOrderLater(ctx context.Context, c redis.Cmdable, botID, clientOrderID s
 func ReadOrderTextLater(ctx context.Context, c redis.Cmdable, botID, clientOrderID string) func() (*OrderRecord, *string, error) {
 	cmd := c.Get(ctx, store.BookOrder(botID, clientOrderID))
 	return func() (*OrderRecord, *string, error) {
-		var r OrderRecord
-		ok, err := decode(cmd, &r)
-		if err != nil || !ok {
+		text, err := cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil, nil
+		}
+		if err != nil {
 			return nil, nil, err
 		}
-		text := cmd.Val()
+		r, err := DecodeOrder(text)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: corrupt: %w", cmd.Args()[1], err)
+		}
 		return &r, &text, nil
 	}
 }
@@ -317,8 +307,8 @@ func (b *Book) Trades(ctx context.Context, botID string) ([]Trade, error) {
 func DecodeTrades(botID string, items []string) ([]Trade, error) {
 	out := make([]Trade, 0, len(items))
 	for _, it := range items {
-		var t Trade
-		if err := json.Unmarshal([]byte(it), &t); err != nil {
+		t, err := DecodeTrade(it)
+		if err != nil {
 			return nil, fmt.Errorf("trade of %s: corrupt: %w", botID, err)
 		}
 		out = append(out, t)
@@ -409,11 +399,11 @@ func NewTradeWrite(botID string, t *Trade) (Write, error) {
 	if t == nil {
 		return w, nil
 	}
-	data, err := json.Marshal(t)
+	text, err := EncodeTrade(*t)
 	if err != nil {
 		return Write{}, err
 	}
-	w.Args[0] = string(data)
+	w.Args[0] = text
 	return w, nil
 }
 

@@ -2,7 +2,6 @@ package position
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -61,8 +60,8 @@ func TradeResultsIn(ctx context.Context, c redis.Cmdable, botID string, fromMS, 
 			return nil, err
 		}
 		for i := len(items) - 1; i >= 0 && !done; i-- {
-			var t TradeResult
-			if err := json.Unmarshal([]byte(items[i]), &t); err != nil {
+			t, err := decodeTradeResult(items[i])
+			if err != nil {
 				return nil, fmt.Errorf("trade of %s: corrupt: %w", botID, err)
 			}
 			switch {
@@ -103,8 +102,8 @@ func ExpiredTrades(ctx context.Context, c redis.Cmdable, botID string, cutoffMS 
 			return Expired{}, err
 		}
 		for _, it := range items {
-			var t Trade
-			if err := json.Unmarshal([]byte(it), &t); err != nil {
+			t, err := DecodeTrade(it)
+			if err != nil {
 				return Expired{}, fmt.Errorf("trade of %s: corrupt: %w", botID, err)
 			}
 			if t.ClosedAt >= cutoffMS {
@@ -144,7 +143,7 @@ const orderTailScan = 200
 // never dropped. ARGV[2..] are the tail's IDs, oldest first, and
 // KEYS[2..] their records. It stops at the first ID that is not the list's tail any more
 // or whose record is kept, and returns how many it dropped.
-var compactOrdersScript = redis.NewScript(`
+var compactOrdersScript = redis.NewScript(orderStateLua + `
 local finished = {` + finishedStatuses() + `}
 local cutoff = tonumber(ARGV[1])
 local n = 0
@@ -152,8 +151,8 @@ for i = 2, #ARGV do
   if redis.call('LINDEX', KEYS[1], -1) ~= ARGV[i] then break end
   local rec = redis.call('GET', KEYS[i])
   if rec then
-    local ok, r = pcall(cjson.decode, rec)
-    if not ok or type(r) ~= 'table' or type(r.updatedAt) ~= 'number' or r.updatedAt >= cutoff or not finished[r.status] then break end
+    local status, updated = orderState(rec)
+    if not updated or updated >= cutoff or not finished[status] then break end
     redis.call('DEL', KEYS[i])
   end
   redis.call('RPOP', KEYS[1])

@@ -117,6 +117,21 @@ func TestCompactOrders(t *testing.T) {
 	if rdb.Exists(ctx, store.BookOrders("long")).Val() != 0 {
 		t.Error("the emptied list remains")
 	}
+	// Records stored as JSON (before the compact form) are compacted by the same rule: an
+	// old finished one goes, a newer one stops the walk.
+	for i, at := range []int64{cutoff - 2, cutoff + 1} {
+		rec := pendingRecord("json", fmt.Sprintf("j%d", i))
+		rec.Status, rec.CreatedAt, rec.UpdatedAt = exchange.StatusFilled, at, at
+		data, _ := json.Marshal(rec)
+		rdb.Set(ctx, store.BookOrder("json", rec.ClientOrderID), data, 0)
+		rdb.LPush(ctx, store.BookOrders("json"), rec.ClientOrderID)
+	}
+	if n, err := position.CompactOrders(ctx, rdb, "json", cutoff); err != nil || n != 1 {
+		t.Fatalf("JSON records: compacted %d, %v; want 1", n, err)
+	}
+	if rdb.Exists(ctx, store.BookOrder("json", "j0")).Val() != 0 || rdb.Exists(ctx, store.BookOrder("json", "j1")).Val() != 1 {
+		t.Error("JSON records: j0 should be deleted, j1 kept")
+	}
 }
 
 func pushTrades(t *testing.T, rdb redis.UniversalClient, bot string, closed ...int64) {

@@ -2,7 +2,6 @@ package position
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -65,14 +64,14 @@ end
 
 // OrderWrite is one write of an order record, as the Lua of OrderLua takes it: Keys are the
 // record, the bot's order list and its partition's archive stream (every version of a
-// record is archived), Args the record's JSON, the client order ID to list ("" when listed
+// record is archived), Args the record as stored (EncodeOrder), the client order ID to list ("" when listed
 // already) and the record's TTL in seconds (RecordTTL).
 type OrderWrite = Write
 
 // NewOrderWrite encodes the write of rec; isNew (a record not stored before) also lists it
 // at the head of the bot's orders.
 func NewOrderWrite(rec OrderRecord, isNew bool) (OrderWrite, error) {
-	data, err := json.Marshal(rec)
+	data, err := EncodeOrder(rec)
 	if err != nil {
 		return OrderWrite{}, err
 	}

@@ -21,7 +21,7 @@ func TestResultLuaMatchesPublishResult(t *testing.T) {
 	env := queue.Envelope{SignalID: queue.NewSignalID("bot-1"), BotID: "bot-1", Source: queue.SourceWebhook,
 		Signal: []byte(`{"action":"buy"}`), ReceivedAt: 1700000000000, ReplyTo: store.ReplyChannel("w1")}
 	res := result.Result{Success: true, Message: "opened", Timestamp: 1700000000100}
-	keys := []string{store.SignalResult(env.SignalID), store.BotSignals(env.BotID)}
+	keys := []string{store.SignalResult(env.SignalID), store.BotRecent(env.BotID)}
 	sub := rdb.Subscribe(ctx, env.ReplyTo)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {

@@ -65,10 +65,7 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		// archived: the script appends to the archive only the result it stored.
 		storeNXScript.Eval(ctx, p, []string{w.Keys[0], w.Keys[2]}, w.Args[0], w.Args[1], w.Args[2], w.Args[3])
 		if w.Args[2] != "" {
-			idx := w.Keys[1]
-			p.ZAdd(ctx, idx, redis.Z{Score: float64(env.ReceivedAt), Member: w.Args[2]})
-			p.ZRemRangeByRank(ctx, idx, 0, -MaxBotSignals-1)
-			p.Expire(ctx, idx, ResultTTL())
+			indexScript.Eval(ctx, p, []string{w.Keys[1]}, w.Args[2], w.Args[1])
 		}
 		if env.ReplyTo != "" {
 			p.Publish(ctx, env.ReplyTo, w.Args[6])
@@ -92,6 +89,27 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 en
 ` + store.ArchiveLua(2, store.ArchiveResult, 1, "'s'", "ARGV[3]", "'at'", "ARGV[4]") + `return 1
 `)
 
+// indexLua pushes ARGV[at] (an index entry) at the head of the bot's index KEYS[key] unless
+// one of its newest indexScan entries is the same, caps the list at MaxBotSignals and sets
+// its life to ARGV[ttl] seconds. A result published again (a waiter that missed it, a
+// second attempt that found it stored) finds its entry among the newest, since a bot's
+// signals finish in order; a reader drops any copy further down (recentLater).
+func indexLua(key, at, ttl int) string {
+	return fmt.Sprintf(`if not redis.call('LPOS', KEYS[%[1]d], ARGV[%[2]d], 'MAXLEN', %[3]d) then
+  redis.call('LPUSH', KEYS[%[1]d], ARGV[%[2]d])
+  redis.call('LTRIM', KEYS[%[1]d], 0, %[4]d)
+end
+redis.call('EXPIRE', KEYS[%[1]d], ARGV[%[5]d])
+`, key, at, indexScan, MaxBotSignals-1, ttl)
+}
+
+// indexScan is how many of the newest index entries a push compares its entry with.
+const indexScan = 16
+
+// indexScript is indexLua alone: PublishResult's index write, in the bot's slot, which is
+// not the result's when the signal ID is not in its bot's partition.
+var indexScript = redis.NewScript(indexLua(1, 1, 2) + "return 1\n")
+
 // ResultWrite is the publication of one result as data: the keys and arguments ResultLua
 // takes, and from which PublishResult sends the same writes, so that the result's JSON, its
 // TTL, the index entry, its archive entry and both announcements have one owner, this file.
@@ -99,9 +117,9 @@ type ResultWrite struct {
 	// Keys are the result, the bot's signal index (store.BotSignals; the result's key
 	// again when the envelope names no bot) and the archive stream of the result's slot.
 	Keys []string
-	// Args are the result JSON, ResultTTL() (s), the index member ("" when no bot), its score,
-	// MaxBotSignals, the reply channel and message ("" when nobody waits), the events
-	// channel and message ("" when no bot).
+	// Args are the result JSON, ResultTTL() (s), the index entry ("" when no bot), the time
+	// the intake accepted the signal (ms), MaxBotSignals, the reply channel and message (""
+	// when nobody waits), the events channel and message ("" when no bot).
 	Args []any
 }
 
@@ -131,11 +149,7 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 		w.Args[6] = encodeReply(env.SignalID, data)
 	}
 	if env.BotID != "" {
-		member, err := json.Marshal(signalEntryOf(env))
-		if err != nil {
-			return ResultWrite{}, fmt.Errorf("queue: encode signal entry %s: %w", env.SignalID, err)
-		}
-		w.Keys[1], w.Args[2] = store.BotSignals(env.BotID), string(member)
+		w.Keys[1], w.Args[2] = store.BotRecent(env.BotID), signalEntryOf(env).Encode()
 		w.Args[8] = string(events.ResultPayload(env.BotID, env.SignalID, res.Success))
 	}
 	return w, nil
@@ -146,15 +160,12 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 // Args from ARGV[argAt] on. Every key must be in the script's slot, which they are when the
 // signal ID is in its bot's partition (SignalIDFor). The statements return nothing.
 func ResultLua(keyAt, argAt int) string {
-	return fmt.Sprintf("redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d])\n", keyAt, argAt, argAt+1) + store.ArchiveLua(keyAt+2, store.ArchiveResult, argAt,
-		"'s'", fmt.Sprintf("ARGV[%d]", argAt+2), "'at'", fmt.Sprintf("ARGV[%d]", argAt+3)) + fmt.Sprintf(`if ARGV[%[3]d+2] ~= '' then
-  redis.call('ZADD', KEYS[%[2]d], ARGV[%[3]d+3], ARGV[%[3]d+2])
-  redis.call('ZREMRANGEBYRANK', KEYS[%[2]d], 0, -tonumber(ARGV[%[3]d+4])-1)
-  redis.call('EXPIRE', KEYS[%[2]d], ARGV[%[3]d+1])
-end
-if ARGV[%[3]d+5] ~= '' then redis.call('PUBLISH', ARGV[%[3]d+5], ARGV[%[3]d+6]) end
-if ARGV[%[3]d+8] ~= '' then redis.call('PUBLISH', ARGV[%[3]d+7], ARGV[%[3]d+8]) end
-`, keyAt, keyAt+1, argAt)
+	return fmt.Sprintf("redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d])\n", keyAt, argAt, argAt+1) +
+		store.ArchiveLua(keyAt+2, store.ArchiveResult, argAt, "'s'", fmt.Sprintf("ARGV[%d]", argAt+2), "'at'", fmt.Sprintf("ARGV[%d]", argAt+3)) +
+		fmt.Sprintf("if ARGV[%d] ~= '' then\n", argAt+2) + indexLua(keyAt+1, argAt+2, argAt+1) + "end\n" +
+		fmt.Sprintf(`if ARGV[%[1]d] ~= '' then redis.call('PUBLISH', ARGV[%[1]d], ARGV[%[2]d]) end
+if ARGV[%[4]d] ~= '' then redis.call('PUBLISH', ARGV[%[3]d], ARGV[%[4]d]) end
+`, argAt+5, argAt+6, argAt+7, argAt+8)
 }
 
 // MaxBotSignals is how many signals a bot's index (store.BotSignals) keeps: the newest by
@@ -162,32 +173,17 @@ if ARGV[%[3]d+8] ~= '' then redis.call('PUBLISH', ARGV[%[3]d+7], ARGV[%[3]d+8]) 
 const MaxBotSignals = 1000
 
 // SignalEntry is one signal of a bot's index: what the result does not say.
-type SignalEntry struct {
-	SignalID string `json:"signalId"`
-	// Source is webhook, manual, strategy, copy or watcher.
-	Source string `json:"source"`
-	// Action is the signal's action (buy, sell, close, ...), or a manual order's type.
-	Action string `json:"action,omitempty"`
-	// ReceivedAt is when the intake accepted the signal, ms since epoch.
-	ReceivedAt int64 `json:"receivedAt"`
-}
+type SignalEntry = result.Entry
 
-// signalMember is an index entry as the sorted set's member; the score is ReceivedAt.
-type signalMember struct {
-	SignalID string `json:"id"`
-	Source   string `json:"source"`
-	Action   string `json:"action,omitempty"`
-}
-
-// signalEntryOf is env's index member. Its JSON is the same for every publication of one
+// signalEntryOf is env's index entry. It is the same for every publication of one
 // envelope, so a re-published result adds no second entry.
-func signalEntryOf(env Envelope) signalMember {
+func signalEntryOf(env Envelope) SignalEntry {
 	var body struct {
 		Action string `json:"action"`
 		Type   string `json:"type"`
 	}
 	_ = json.Unmarshal(env.Signal, &body) // an undecodable signal has no action to show
-	return signalMember{SignalID: env.SignalID, Source: env.Source, Action: cmp.Or(body.Action, body.Type)}
+	return SignalEntry{SignalID: env.SignalID, Source: env.Source, Action: cmp.Or(body.Action, body.Type), ReceivedAt: env.ReceivedAt}
 }
 
 // RecentSignals is the bot's index, newest first (ties by signal ID), at most
@@ -240,22 +236,47 @@ func NewestSignals(ctx context.Context, rdb redis.UniversalClient, botIDs []stri
 }
 
 // recentLater queues the read of the bot's newest stop+1 index entries (-1: all) on c (a
-// pipeline) and returns the decoder to call once it has run.
+// pipeline) and returns the decoder to call once it has run. It reads the list
+// (store.BotRecent) and the sorted set the index was before it (store.BotSignals, until
+// that expires), and answers their entries newest first by the time the intake accepted
+// them (ties by signal ID), each signal once. The list is in the order the results were
+// stored, which is a bot's signal order; the sort puts right the rare entry stored out of
+// it (a result published from outside the executor), and drops a copy the push did not
+// see.
 func recentLater(ctx context.Context, c redis.Cmdable, botID string, stop int64) func() ([]SignalEntry, error) {
-	cmd := c.ZRevRangeWithScores(ctx, store.BotSignals(botID), 0, stop)
+	list := c.LRange(ctx, store.BotRecent(botID), 0, stop)
+	old := c.ZRevRangeWithScores(ctx, store.BotSignals(botID), 0, stop)
 	return func() ([]SignalEntry, error) {
-		zs, err := cmd.Result()
+		items, err := list.Result()
 		if err != nil {
 			return nil, fmt.Errorf("queue: read signals of %s: %w", botID, err)
 		}
-		out := make([]SignalEntry, 0, len(zs))
-		for _, z := range zs {
-			var m signalMember
-			raw, _ := z.Member.(string)
-			if err := json.Unmarshal([]byte(raw), &m); err != nil {
-				return nil, fmt.Errorf("queue: signal index of %s: corrupt entry: %w", botID, err)
+		zs, err := old.Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: read signals of %s: %w", botID, err)
+		}
+		out := make([]SignalEntry, 0, len(items)+len(zs))
+		for _, it := range items {
+			e, err := result.DecodeEntry(it, 0)
+			if err != nil {
+				return nil, fmt.Errorf("queue: signal index of %s: %w", botID, err)
 			}
-			out = append(out, SignalEntry{SignalID: m.SignalID, Source: m.Source, Action: m.Action, ReceivedAt: int64(z.Score)})
+			out = append(out, e)
+		}
+		for _, z := range zs {
+			raw, _ := z.Member.(string)
+			e, err := result.DecodeEntry(raw, int64(z.Score))
+			if err != nil {
+				return nil, fmt.Errorf("queue: signal index of %s: %w", botID, err)
+			}
+			out = append(out, e)
+		}
+		slices.SortStableFunc(out, func(a, b SignalEntry) int {
+			return cmp.Or(cmp.Compare(b.ReceivedAt, a.ReceivedAt), strings.Compare(b.SignalID, a.SignalID))
+		})
+		out = slices.CompactFunc(out, func(a, b SignalEntry) bool { return a.SignalID == b.SignalID })
+		if stop >= 0 && int64(len(out)) > stop+1 {
+			out = out[:stop+1]
 		}
 		return out, nil
 	}

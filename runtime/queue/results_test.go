@@ -45,7 +45,7 @@ func TestPublishResultIndexesTheBotsSignals(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("index %+v, want %+v", got, want)
 	}
-	if ttl := rdb.TTL(ctx, store.BotSignals("bot-i")).Val(); (queue.ResultTTL() - ttl).Abs() > time.Minute {
+	if ttl := rdb.TTL(ctx, store.BotRecent("bot-i")).Val(); (queue.ResultTTL() - ttl).Abs() > time.Minute {
 		t.Fatalf("index TTL %s, want %s", ttl, queue.ResultTTL())
 	}
 	// Past MaxBotSignals the oldest leave: of 3 + 1,000 signals, the first three.
@@ -203,5 +203,39 @@ func TestPublishResultKeepsTheFirstResult(t *testing.T) {
 	}
 	if ttl := rdb.TTL(ctx, store.SignalResult(env.SignalID)).Val(); ttl <= 0 || ttl > queue.ResultTTL() {
 		t.Fatalf("result TTL %v, want (0, %v]", ttl, queue.ResultTTL())
+	}
+}
+
+// The index written before the list (a sorted set of JSON members scored by the time) is
+// read beside it until it expires: its entries and the list's come out together, newest
+// first, a signal in both once.
+func TestRecentSignalsReadsTheSortedSetBeforeTheList(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	old := store.BotSignals("bot-u")
+	rdb.ZAdd(ctx, old, redis.Z{Score: 1000, Member: `{"id":"s-1","source":"webhook","action":"buy"}`},
+		redis.Z{Score: 2000, Member: `{"id":"s-2","source":"manual","action":"close"}`})
+	for _, env := range []queue.Envelope{
+		{SignalID: "s-2", BotID: "bot-u", Source: queue.SourceManual, Signal: []byte(`{"type":"close"}`), ReceivedAt: 2000},
+		{SignalID: "s-3", BotID: "bot-u", Source: queue.SourceWebhook, Signal: []byte(`{"action":"sell"}`), ReceivedAt: 3000},
+	} {
+		if err := queue.PublishResult(ctx, rdb, env, result.Result{Success: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := queue.RecentSignals(ctx, rdb, "bot-u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queue.SignalEntry{
+		{SignalID: "s-3", Source: "webhook", Action: "sell", ReceivedAt: 3000},
+		{SignalID: "s-2", Source: "manual", Action: "close", ReceivedAt: 2000},
+		{SignalID: "s-1", Source: "webhook", Action: "buy", ReceivedAt: 1000},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("index %+v, want %+v", got, want)
+	}
+	if n := rdb.LLen(ctx, store.BotRecent("bot-u")).Val(); n != 2 {
+		t.Fatalf("the list holds %d entries, want 2 (the sorted set is never written)", n)
 	}
 }

@@ -67,9 +67,13 @@ func SignalOfResult(key string) (string, bool) {
 // a bot ID (PartitionOf), so that a reader needs nothing but the ID.
 func SignalPartition(signalID string) int { return PartitionOf(signalID) }
 
-// BotSignals is the index of one bot's recent signals (sorted set: an entry per signal whose
-// result is stored, scored by the time the intake accepted it), in the bot's partition
-// slot; runtime/queue writes it with each result, capped and expiring with the results.
+// BotRecent is the index of one bot's recent signals (list, newest first: an entry per
+// signal whose result is stored, runtime/result's Entry), in the bot's partition slot;
+// runtime/queue writes it with each result, capped and expiring with the results.
+func BotRecent(botID string) string { return Bot(botID) + ":recent" }
+
+// BotSignals is the index as it was before BotRecent (a sorted set scored by the time the
+// intake accepted each signal): read beside BotRecent until it expires, never written.
 func BotSignals(botID string) string { return Bot(botID) + ":signals" }
 
 // ReplyChannel is the pub/sub channel on which one webhookd instance hears the results of the

@@ -337,7 +337,7 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 			return fmt.Errorf("read orders: %w", err)
 		}
 		for i, cmd := range cmds {
-			data, err := cmd.Bytes()
+			data, err := cmd.Result()
 			if errors.Is(err, redis.Nil) {
 				if info, ok := archivedListed[part[i].cid]; ok {
 					c.orderSig[part[i].cid] = info // left Redis, listed still
@@ -347,16 +347,12 @@ func (c *Checker) checkOrders(ctx context.Context, ids []string, rec *Reconcilia
 			if err != nil {
 				return err
 			}
-			var o struct {
-				SignalID  string `json:"signalId"`
-				CreatedAt int64  `json:"createdAt"`
-				Status    string `json:"status"`
-			}
-			if err := json.Unmarshal(data, &o); err != nil {
+			o, err := position.DecodeOrder(data)
+			if err != nil {
 				return fmt.Errorf("order %s: %w", part[i].cid, err)
 			}
 			// Read once the signal's result is stored, the record is final.
-			c.orderSig[part[i].cid] = orderInfo{signal: o.SignalID, created: o.CreatedAt, filled: o.Status == string(exchange.StatusFilled)}
+			c.orderSig[part[i].cid] = orderInfo{signal: o.SignalID, created: o.CreatedAt, filled: o.Status == exchange.StatusFilled}
 		}
 	}
 

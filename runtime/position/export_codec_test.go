@@ -1,0 +1,4 @@
+package position
+
+// DecodeTradeResult exposes decodeTradeResult to the tests.
+var DecodeTradeResult = decodeTradeResult
