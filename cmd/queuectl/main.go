@@ -128,13 +128,17 @@ func migrateKeys(ctx context.Context, rdb redis.UniversalClient, out io.Writer, 
 	}
 	report, err := keymigration.Run(ctx, rdb, *dry)
 	if errors.Is(err, keymigration.ErrCluster) {
-		// A Cluster holds the tagged names already; only the wallets' move and the paper
-		// orders' drain apply.
+		// A Cluster holds the tagged names already; only the wallets' move, the paper
+		// orders' drain and the order records' names apply.
 		var f keymigration.Family
 		f, err = keymigration.Wallets(ctx, rdb, *dry)
 		report = keymigration.Report{f}
 		if err == nil {
 			f, err = keymigration.PaperOrders(ctx, rdb, *dry)
+			report = append(report, f)
+		}
+		if err == nil {
+			f, err = keymigration.BookOrderNames(ctx, rdb, *dry)
 			report = append(report, f)
 		}
 	}

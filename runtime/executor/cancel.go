@@ -107,6 +107,9 @@ func (e *Executor) bookCancel(ctx context.Context, botID, cid string, o exchange
 		if err != nil {
 			return err
 		}
+		if rec.BotID != botID {
+			return redis.Nil // the key names the partition, not the bot (store.BookOrder)
+		}
 		changed, err := rec.ApplyExchange(o, e.now().UnixMilli())
 		out = rec
 		if err != nil || !changed {

@@ -40,7 +40,8 @@ import (
 // fields (risk.CounterFields), then the writes from argPos on, the book state fact at argState.
 //
 // Replies: {0, acked} written (acked 1: the queue entry was acknowledged too); {1} a checked key changed (nothing written); {2, done} the leg was
-// booked already; {3} the signal's result is stored (another attempt finished it); {4}
+// booked already; {3} the signal's result is stored, under its key or in the order record
+// (another attempt finished it); {4}
 // another attempt stored its plan first; {5} the partition's book is not in Redis (lost:
 // it is restored, then read again).
 const (
@@ -55,18 +56,22 @@ const (
 	argPause      = argRisk + 2*counterFields
 	argState      = argPause + 4
 	argResult     = argState + 1
-	argAck        = argResult + 9
+	argAck        = argResult + queue.ResultArgs
 	keysResult    = 14
 	keysAck       = 17
 )
 
-var commitScript = registry.PauseScript(`
+var commitScript = registry.PauseScript(position.OrderStateLua + `
 local function same(v, want)
   if want == '' then return true end
   if v then return want == '=' .. v end
   return want == '-'
 end
-if #KEYS >= 14 and redis.call('EXISTS', KEYS[14]) == 1 then return {3} end
+if #KEYS >= 14 then
+  if redis.call('EXISTS', KEYS[14]) == 1 then return {3} end
+  local rec = redis.call('GET', KEYS[5])
+  if rec and select(3, orderState(rec)) then return {3} end
+end
 local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then return {2, done} end
 if redis.call('EXISTS', KEYS[13]) == 0 then return {5} end
@@ -105,7 +110,7 @@ return {0, acked}
 // it wrote into the job's view, and when it stored the signal's result, marks the job
 // published.
 func (e *Executor) commitBook(ctx context.Context, j *job, in bookIn, st bookRead, w bookWrites) (legDone, bool, error) {
-	keys, args, fin, err := e.commitArgs(j, in, st, w)
+	keys, args, fin, err := e.commitArgs(j, in, st, &w)
 	if err != nil {
 		return legDone{}, false, err
 	}
@@ -175,11 +180,22 @@ func ackedWith(ctx context.Context, j *job, fin *finalResult) *queue.Delivery {
 var errFinished = errors.New("the signal's result is stored by another attempt")
 
 // commitArgs are commitScript's keys and arguments for a booking; fin is the signal's
-// result when this commit stores it.
-func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]string, []any, *finalResult, error) {
+// result when this commit stores it. When the leg's order record holds that result
+// (keepInRecord), w.rec is the record with it, as the commit writes it.
+func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w *bookWrites) ([]string, []any, *finalResult, error) {
 	posW, err := position.NewPositionWrite(in.botID, in.leg.Symbol, w.pos)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	fin, err := e.finish(j, in, *w)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if fin != nil {
+		if rec := keepInRecord(in, w.rec, fin); rec != nil {
+			w.rec = rec
+			fin.write.KeepInRecord()
+		}
 	}
 	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID), store.ArchiveOf(in.botID)},
 		Args: []any{"", "", ""}}
@@ -200,7 +216,7 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 	keys = append(keys, recW.Keys...)
 	keys = append(keys, tradeW.Keys...)
 	keys = append(keys, dayKey, store.RiskCounters(in.botID), store.Bot(in.botID), store.BookRestored(store.PartitionOf(in.botID)))
-	args := make([]any, 0, argResult+9)
+	args := make([]any, 0, argResult+queue.ResultArgs)
 	args = append(args, prefixDone+in.leg.Name, "", int64(ProgressTTL/time.Second), "", want(st.posText), "", "", "")
 	if in.order != nil {
 		args[5] = want(st.recText)
@@ -224,10 +240,6 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w bookWrites) ([]s
 		return nil, nil, nil, err
 	}
 	args = append(args, state)
-	fin, err := e.finish(j, in, w)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	if fin != nil {
 		keys = append(keys, fin.write.Keys...)
 		args = append(args, fin.write.Args...)
@@ -283,6 +295,40 @@ func (e *Executor) finish(j *job, in bookIn, w bookWrites) (*finalResult, error)
 		return nil, err
 	}
 	return &finalResult{res: res, write: rw}, nil
+}
+
+// keepInRecord is rec holding the signal's result fin (position.Outcome), when the record
+// can hold it instead of a key of the result's own; nil when it cannot. It can when rec is
+// the order of the signal's main leg (its key is then found from the signal ID alone,
+// store.BookOrderIn), finished (a record that changes no more, so the result read from it
+// stays the one stored), lives at least as long as a result, and the result read back from
+// the record as stored is exactly fin's, field for field (a message or a field that would
+// not survive the record's form keeps its own key). This saves the result's key, about half
+// of what a filled signal leaves in Redis.
+func keepInRecord(in bookIn, rec *position.OrderRecord, fin *finalResult) *position.OrderRecord {
+	res := fin.res
+	if rec == nil || in.leg.Name != "" || !rec.Status.Terminal() || !res.Success || res.Order == nil ||
+		position.RecordTTL() < queue.ResultTTL() {
+		return nil
+	}
+	kept := *rec
+	kept.Outcome = &position.Outcome{Message: res.Message, At: res.Timestamp, OrderAt: res.Order.Timestamp}
+	text, err := position.EncodeOrder(kept)
+	if err != nil {
+		return nil
+	}
+	back, err := position.DecodeOrder(text)
+	if err != nil {
+		return nil
+	}
+	got, ok := back.KeptResult()
+	if !ok {
+		return nil
+	}
+	if a, err := json.Marshal(got); err != nil || string(a) != string(fin.write.Args[0].([]byte)) {
+		return nil
+	}
+	return &kept
 }
 
 // foldsResult says whether the signal's result is stored by its last booking. It is not

@@ -9,6 +9,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/executor"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
@@ -27,8 +28,9 @@ func TestALateEntryFindsItsResultInTheArchive(t *testing.T) {
 	balance, size := h.balance(), h.position("BTC/USDT").Size
 	archiveAll(t, h, db)
 
-	// The result's Redis copy expires; the entry comes back a day and an hour later.
-	if err := h.rdb.Del(h.ctx, store.SignalResult(env.SignalID)).Err(); err != nil {
+	// The result's Redis copy expires (the order record that holds it, and a key of its
+	// own had it one); the entry comes back a day and an hour later.
+	if err := h.rdb.Del(h.ctx, store.SignalResult(env.SignalID), store.BookOrder(h.bot.ID, position.ClientOrderID(env.SignalID, ""))).Err(); err != nil {
 		t.Fatal(err)
 	}
 	h.now = h.now.Add(queue.ResultTTL() + time.Hour)

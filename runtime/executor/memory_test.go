@@ -11,8 +11,11 @@ import (
 	"github.com/sigops/sigops/runtime/archive"
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
+	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/retention"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/storetest"
 )
 
@@ -58,14 +61,42 @@ func drainArchive(t testing.TB, h *harness, a *archive.Archiver) {
 // perSignal is the memory of each key family per signal over n signals, after warm-up
 // signals that create the keys every signal shares (the bot's lists and hashes).
 type perSignal struct {
-	bytes  map[string]float64
-	ttl    map[string]time.Duration
-	total  float64
-	signal int
+	bytes map[string]float64
+	ttl   map[string]time.Duration
+	// total is every family's bytes (MEMORY USAGE); hot those kept for the hot window, that
+	// is all but the families that live no longer than a retry can need them (the paper
+	// exchange's orders, paper.MinOrderTTL); used is Redis's used_memory grown per signal,
+	// which counts what MEMORY USAGE leaves out (the keyspace's hash table and expiry
+	// entries, the allocator's rounding).
+	total, hot, used float64
+	// usedHot is used_memory grown per signal once the paper exchange's copies have left.
+	usedHot float64
+	signal  int
 }
 
+// usedMemory is Redis's used_memory.
+func usedMemory(t testing.TB, h *harness) int64 {
+	t.Helper()
+	n, err := storetest.UsedMemory(h.ctx, h.rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// measurePerSignal runs warm, then n signals with the lives the executor sets with
+// PostgreSQL and the default hot window (cmd/executor): order records and results for 24
+// hours, paper orders for paper.MinOrderTTL.
 func measurePerSignal(t testing.TB, h *harness, warm, n int) perSignal {
 	t.Helper()
+	position.SetOrderTTL(retention.DefaultHot)
+	queue.SetResultTTL(retention.DefaultHot)
+	paper.SetOrderTTL(paper.MinOrderTTL)
+	defer func() {
+		position.SetOrderTTL(position.OrderTTL)
+		queue.SetResultTTL(queue.DefaultResultTTL)
+		paper.SetOrderTTL(paper.DefaultOrderTTL)
+	}()
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
 	arch := archiverOf(t, h)
 	signalsEach(t, h, warm)
@@ -74,18 +105,34 @@ func measurePerSignal(t testing.TB, h *harness, warm, n int) perSignal {
 	if err != nil {
 		t.Fatal(err)
 	}
+	usedBefore := usedMemory(t, h)
 	signalsEach(t, h, n)
 	drainArchive(t, h, arch)
 	after, err := storetest.Usage(h.ctx, h.rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := perSignal{bytes: map[string]float64{}, ttl: map[string]time.Duration{}, signal: n}
+	usedAll := usedMemory(t, h)
+	// The paper exchange's copies leave after paper.MinOrderTTL; what is left then is what
+	// the hot window keeps.
+	short, err := storetest.Keys(h.ctx, h.rdb, store.PaperOrder("*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range short {
+		h.rdb.Del(h.ctx, k)
+	}
+	usedHot := usedMemory(t, h)
+	out := perSignal{bytes: map[string]float64{}, ttl: map[string]time.Duration{}, signal: n,
+		used: float64(usedAll-usedBefore) / float64(n), usedHot: float64(usedHot-usedBefore) / float64(n)}
 	for f, u := range after {
 		d := float64(u.Bytes-before[f].Bytes) / float64(n)
 		if d != 0 {
 			out.bytes[f], out.ttl[f] = d, u.MaxTTL
 			out.total += d
+			if u.MaxTTL <= 0 || u.MaxTTL > paper.MinOrderTTL {
+				out.hot += d
+			}
 		}
 	}
 	return out
@@ -102,11 +149,14 @@ func (p perSignal) table() string {
 	for _, f := range fams {
 		ttl := "none"
 		if p.ttl[f] > 0 {
-			ttl = p.ttl[f].Round(time.Hour).String()
+			ttl = p.ttl[f].Round(time.Minute).String()
 		}
 		fmt.Fprintf(&b, "| `%s` | %.0f | %s |\n", f, p.bytes[f], ttl)
 	}
 	fmt.Fprintf(&b, "| total | %.0f | |\n", p.total)
+	fmt.Fprintf(&b, "| kept for the hot window | %.0f | |\n", p.hot)
+	fmt.Fprintf(&b, "| used_memory grown | %.0f | |\n", p.used)
+	fmt.Fprintf(&b, "| used_memory grown, once the paper copies left | %.0f | |\n", p.usedHot)
 	return b.String()
 }
 
@@ -123,17 +173,22 @@ func TestMemoryPerSignal(t *testing.T) {
 	t.Logf("memory per signal over %d signals:\n%s", p.signal, p.table())
 }
 
-// BenchmarkMemoryPerSignal reports the Redis bytes each executed signal leaves (B/signal),
-// beside the bare reference of one 64-byte string value under a 40-byte key (ref-B/key).
+// BenchmarkMemoryPerSignal reports the Redis bytes each executed signal leaves for the hot
+// window (B/signal), in all (all-B/signal, the paper exchange's ten-minute copy included)
+// and as used_memory grew (used-B/signal), beside the bare reference of one 64-byte string
+// value under a 40-byte key (ref-B/key).
 func BenchmarkMemoryPerSignal(b *testing.B) {
 	h := newHarness(b, nil)
 	n := max(b.N, 100)
 	p := measurePerSignal(b, h, 20, n)
 	h.rdb.Set(h.ctx, "sigops:ref:0123456789012345678901234567", strings.Repeat("x", 64), 0)
 	ref := h.rdb.MemoryUsage(h.ctx, "sigops:ref:0123456789012345678901234567", 0).Val()
-	b.ReportMetric(p.total, "B/signal")
+	b.ReportMetric(p.hot, "B/signal")
+	b.ReportMetric(p.total, "all-B/signal")
+	b.ReportMetric(p.used, "used-B/signal")
+	b.ReportMetric(p.usedHot, "used-hot-B/signal")
 	b.ReportMetric(float64(ref), "ref-B/key")
-	b.ReportMetric(p.total/float64(ref), "x-ref")
+	b.ReportMetric(p.hot/float64(ref), "x-ref")
 	b.Logf("%d signals:\n%s", n, p.table())
 }
 

@@ -4,8 +4,6 @@
 package order
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -13,6 +11,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/position"
 )
 
 var hundred = decimal.NewFromInt(100)
@@ -158,15 +157,6 @@ func validSymbol(sym string) error {
 	return nil
 }
 
-// ClientOrderID is the client order ID of one leg of a signal: "sg-" and 32 hex digits of
-// SHA-256, 35 characters (Binance and Bybit take 36). The main leg ("") hashes the signal
-// ID alone; other legs (a reversal's close, one close per symbol) hash "signalId#leg".
-// A retried signal derives the same IDs, so an exchange never receives a second order.
-func ClientOrderID(signalID, leg string) string {
-	in := signalID
-	if leg != "" {
-		in += "#" + leg
-	}
-	sum := sha256.Sum256([]byte(in))
-	return "sg-" + hex.EncodeToString(sum[:])[:32]
-}
+// ClientOrderID is the client order ID of one leg of a signal (position.ClientOrderID, where
+// the book, which derives it again to store its records without it, keeps the rule).
+func ClientOrderID(signalID, leg string) string { return position.ClientOrderID(signalID, leg) }

@@ -194,6 +194,11 @@ func ReadOrderTextLater(ctx context.Context, c redis.Cmdable, botID, clientOrder
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: corrupt: %w", cmd.Args()[1], err)
 		}
+		// The key names the partition, not the bot (store.BookOrder): another bot's record
+		// is none of this one's.
+		if r.BotID != botID {
+			return nil, nil, nil
+		}
 		return &r, &text, nil
 	}
 }

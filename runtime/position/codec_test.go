@@ -57,6 +57,13 @@ func TestOrderRecordRoundTrips(t *testing.T) {
 		if i%7 == 0 {
 			rec.Error = "refused \x1f {\"x\": 1}\n"
 		}
+		switch i % 3 {
+		case 0:
+			rec.Outcome = &position.Outcome{Message: "closed long 0.5 BTC/USDT at 65000, net PnL -1.9994", At: r.Int64N(2e12), OrderAt: r.Int64N(2e12)}
+		case 1:
+			// A client order ID derived from the signal ID and leg is left out of the form.
+			rec.ClientOrderID = position.ClientOrderID(rec.SignalID, rec.Leg)
+		}
 		text, err := position.EncodeOrder(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -71,6 +78,14 @@ func TestOrderRecordRoundTrips(t *testing.T) {
 		want, _ := json.Marshal(rec)
 		if read, _ := json.Marshal(got); string(read) != string(want) {
 			t.Fatalf("stored as %q\nread  %s\nwrote %s", text, read, want)
+		}
+		// The outcome lives in the compact form only (JSON never holds it).
+		if strings.HasPrefix(text, "{") {
+			if got.Outcome != nil {
+				t.Fatalf("a JSON record read with an outcome: %q", text)
+			}
+		} else if (rec.Outcome == nil) != (got.Outcome == nil) || rec.Outcome != nil && *rec.Outcome != *got.Outcome {
+			t.Fatalf("stored as %q: outcome %+v, wrote %+v", text, got.Outcome, rec.Outcome)
 		}
 	}
 	if compact < 4000 {
@@ -145,5 +160,30 @@ func TestTradeRoundTrips(t *testing.T) {
 	old, _ := json.Marshal(position.Trade{ID: "t1", NetPnl: num("-1.9994"), ClosedAt: 5})
 	if got, err := position.DecodeTrade(string(old)); err != nil || got.ID != "t1" || got.NetPnl.String() != "-1.9994" {
 		t.Fatalf("a JSON trade: %+v, %v", got, err)
+	}
+}
+
+// A record holding its signal's result answers that result: its order fields as the
+// result's order, the outcome's message and times; a record without one answers none.
+func TestKeptResult(t *testing.T) {
+	rec := position.OrderRecord{OrderID: "P1", SignalID: "s-1", BotID: "bot-1", Symbol: "BTC/USDT", Kind: exchange.Spot,
+		Side: exchange.SideSell, Type: exchange.Market, Status: exchange.StatusFilled, Amount: num("0.5"),
+		FilledAmount: num("0.5"), AvgPrice: num("65000"), Fee: num("32.5"), UpdatedAt: 1000, CreatedAt: 1000}
+	if _, ok := rec.KeptResult(); ok {
+		t.Fatal("a record without an outcome answered a result")
+	}
+	rec.Outcome = &position.Outcome{Message: "closed long 0.5 BTC/USDT at 65000", At: 1002, OrderAt: 999}
+	text, _ := position.EncodeOrder(rec)
+	back, err := position.DecodeOrder(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := back.KeptResult()
+	got, _ := json.Marshal(res)
+	want := `{"signalId":"s-1","botId":"bot-1","success":true,"message":"closed long 0.5 BTC/USDT at 65000",` +
+		`"order":{"success":true,"orderId":"P1","status":"filled","symbol":"BTC/USDT","side":"sell","type":"market",` +
+		`"amount":0.5,"filledAmount":0.5,"avgPrice":65000,"fee":32.5,"timestamp":999},"timestamp":1002}`
+	if !ok || string(got) != want {
+		t.Fatalf("kept result %s\nwant %s", got, want)
 	}
 }

@@ -143,7 +143,7 @@ const orderTailScan = 200
 // never dropped. ARGV[2..] are the tail's IDs, oldest first, and
 // KEYS[2..] their records. It stops at the first ID that is not the list's tail any more
 // or whose record is kept, and returns how many it dropped.
-var compactOrdersScript = redis.NewScript(orderStateLua + `
+var compactOrdersScript = redis.NewScript(OrderStateLua + `
 local finished = {` + finishedStatuses() + `}
 local cutoff = tonumber(ARGV[1])
 local n = 0

@@ -57,6 +57,19 @@ func ID(signalID, leg string) string {
 	return "pos-" + hex.EncodeToString(sum[:])[:24]
 }
 
+// ClientOrderID is the client order ID of one leg of a signal: "sg-" and 32 hex digits of
+// SHA-256, 35 characters (Binance and Bybit take 36). The main leg ("") hashes the signal
+// ID alone; other legs (a reversal's close, one close per symbol) hash "signalId#leg".
+// A retried signal derives the same IDs, so an exchange never receives a second order.
+func ClientOrderID(signalID, leg string) string {
+	in := signalID
+	if leg != "" {
+		in += "#" + leg
+	}
+	sum := sha256.Sum256([]byte(in))
+	return "sg-" + hex.EncodeToString(sum[:])[:32]
+}
+
 // Fill is one executed order as the book needs it.
 type Fill struct {
 	Amount decimal.Decimal
@@ -277,6 +290,17 @@ type OrderRecord struct {
 	Error     string `json:"error,omitempty"`
 	CreatedAt int64  `json:"createdAt"`
 	UpdatedAt int64  `json:"updatedAt"`
+	// Outcome is the result of the signal whose only order this is, when the record holds
+	// it instead of a result key of its own (KeptResult); not part of the order's JSON.
+	Outcome *Outcome `json:"-"`
+}
+
+// Outcome is what a signal's result says beyond its order's record: its message, when it
+// was decided, and the order's time as the result shows it (ms).
+type Outcome struct {
+	Message string
+	At      int64
+	OrderAt int64
 }
 
 // PendingOrder is the record of an order request about to be sent: pending, at ms, until

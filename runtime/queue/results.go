@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/events"
+	"github.com/sigops/sigops/runtime/order"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -119,9 +121,18 @@ type ResultWrite struct {
 	Keys []string
 	// Args are the result JSON, ResultTTL() (s), the index entry ("" when no bot), the time
 	// the intake accepted the signal (ms), MaxBotSignals, the reply channel and message (""
-	// when nobody waits), the events channel and message ("" when no bot).
+	// when nobody waits), the events channel and message ("" when no bot), and "1" when the
+	// result is stored under its key ("": its order record holds it, KeepInRecord).
 	Args []any
 }
+
+// ResultArgs is the number of a ResultWrite's Args.
+const ResultArgs = 10
+
+// KeepInRecord makes w leave the result out of its own key: the signal's only order record,
+// written in the same script, holds it (position.Outcome), and GetResult reads it there.
+// Everything else (archive, index, announcements) is written as before.
+func (w *ResultWrite) KeepInRecord() { w.Args[9] = "" }
 
 // NewResultWrite checks res against env (the same signal; a missing signal or bot ID is
 // filled in from env) and encodes its publication.
@@ -144,7 +155,7 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 		return ResultWrite{}, fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
 	}
 	w := ResultWrite{Keys: []string{store.SignalResult(env.SignalID), store.SignalResult(env.SignalID), store.Archive(store.SignalPartition(env.SignalID))},
-		Args: []any{data, int64(ResultTTL() / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), ""}}
+		Args: []any{data, int64(ResultTTL() / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), "", "1"}}
 	if env.ReplyTo != "" {
 		w.Args[6] = encodeReply(env.SignalID, data)
 	}
@@ -160,7 +171,7 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 // Args from ARGV[argAt] on. Every key must be in the script's slot, which they are when the
 // signal ID is in its bot's partition (SignalIDFor). The statements return nothing.
 func ResultLua(keyAt, argAt int) string {
-	return fmt.Sprintf("redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d])\n", keyAt, argAt, argAt+1) +
+	return fmt.Sprintf("if ARGV[%d] ~= '' then redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d]) end\n", argAt+9, keyAt, argAt, argAt+1) +
 		store.ArchiveLua(keyAt+2, store.ArchiveResult, argAt, "'s'", fmt.Sprintf("ARGV[%d]", argAt+2), "'at'", fmt.Sprintf("ARGV[%d]", argAt+3)) +
 		fmt.Sprintf("if ARGV[%d] ~= '' then\n", argAt+2) + indexLua(keyAt+1, argAt+2, argAt+1) + "end\n" +
 		fmt.Sprintf(`if ARGV[%[1]d] ~= '' then redis.call('PUBLISH', ARGV[%[1]d], ARGV[%[2]d]) end
@@ -295,19 +306,22 @@ func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) 
 
 // GetResultLater queues GetResult's read on c (a pipeline) and returns the decoder to call
 // once the pipeline has run, so that the read can share a round trip with others. It reads
-// the result key (store.SignalResult) and the key a result had before results joined the
-// partition slot (store.LegacySignalResult), and answers the first when it is there: a
-// signal finished by an older version is still answered while its result lasts
-// (ResultTTL()). The two keys are in different slots: two GETs, never an MGET.
+// the result key (store.SignalResult), the key a result had before results joined the
+// partition slot (store.LegacySignalResult), and the order record of the signal's main leg
+// in the signal's partition (store.BookOrderIn), which holds the result of a signal whose
+// only order it is (ResultWrite.KeepInRecord); it answers the first that has the result: a
+// signal finished by an older version is still answered while its result lasts. The keys
+// are in different slots: separate GETs, never an MGET.
 func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Stored, error) {
 	cmd, legacy := c.Get(ctx, store.SignalResult(signalID)), c.Get(ctx, store.LegacySignalResult(signalID))
+	rec := c.Get(ctx, store.BookOrderIn(store.SignalPartition(signalID), order.ClientOrderID(signalID, "")))
 	return func() (result.Stored, error) {
 		data, err := cmd.Bytes()
 		if errors.Is(err, redis.Nil) {
 			data, err = legacy.Bytes()
 		}
 		if errors.Is(err, redis.Nil) {
-			return result.Stored{}, nil
+			return keptResult(rec, signalID)
 		}
 		if err != nil {
 			return result.Stored{}, fmt.Errorf("queue: read result %s: %w", signalID, err)
@@ -318,6 +332,26 @@ func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func(
 		}
 		return result.Stored{Result: res, Found: true}, nil
 	}
+}
+
+// keptResult is the result the order record read by cmd holds for signalID, if any.
+func keptResult(cmd *redis.StringCmd, signalID string) (result.Stored, error) {
+	text, err := cmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return result.Stored{}, nil
+	}
+	if err != nil {
+		return result.Stored{}, fmt.Errorf("queue: read result %s: %w", signalID, err)
+	}
+	rec, err := position.DecodeOrder(text)
+	if err != nil {
+		return result.Stored{}, fmt.Errorf("queue: result %s: corrupt order record: %w", signalID, err)
+	}
+	res, ok := rec.KeptResult()
+	if !ok || res.SignalID != signalID {
+		return result.Stored{}, nil
+	}
+	return result.Stored{Result: res, Found: true}, nil
 }
 
 // Idempotent wraps h for exactly-once effect under at-least-once delivery: a signal whose

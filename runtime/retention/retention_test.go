@@ -2,7 +2,6 @@ package retention_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -96,8 +95,7 @@ func TestPartitions(t *testing.T) {
 			t.Errorf("%s: %d orders listed, want %d", id, n, want)
 		}
 	}
-	var first position.Trade
-	_ = json.Unmarshal([]byte(rdb.LIndex(ctx, store.BookTrades(mine), 0).Val()), &first)
+	first, _ := position.DecodeTrade(rdb.LIndex(ctx, store.BookTrades(mine), 0).Val())
 	if first.ID != "t2" {
 		t.Errorf("first trade kept %q, want t2", first.ID)
 	}

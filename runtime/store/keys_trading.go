@@ -19,7 +19,8 @@ package store
 //	sigops:paper:accounts:{N}               set    paper account IDs of partition N (the archiver's sweep)
 //	sigops:book:{N}:<bot>:pos:<symbol>      string one open position of a bot (JSON)
 //	sigops:book:{N}:<bot>:positions         set    symbols with an open position of a bot
-//	sigops:book:{N}:<bot>:order:<clientId>  string one order of a bot (JSON)
+//	sigops:book:{N}:order:<clientId>        string one order of a bot (position's compact form), with the
+//	                                               result of a signal whose only order it is
 //	sigops:book:{N}:<bot>:orders            list   client order IDs of a bot, newest first
 //	sigops:book:{N}:<bot>:trades            list   realised trades of a bot (JSON), oldest first
 //	sigops:book:{N}:<bot>:days              hash   a bot's trades aggregated per UTC day (runtime/analytics): field
@@ -77,7 +78,26 @@ func BookPosition(botID, symbol string) string { return bookKey(botID, ":pos:", 
 func BookPositions(botID string) string { return bookKey(botID, ":positions", "") }
 
 // BookOrder is one order of a bot, by client order ID.
-func BookOrder(botID, clientOrderID string) string { return bookKey(botID, ":order:", clientOrderID) }
+//
+// The key names the partition and the client order ID, not the bot: a client order ID is
+// unique (derived from a signal ID, runtime/order), and a signal's result can then be found
+// in its order record from the signal ID alone (BookOrderIn), which lets a single-order
+// signal's record hold its result instead of a key of its own (runtime/queue). The record
+// names its bot, which every reader checks.
+func BookOrder(botID, clientOrderID string) string {
+	return BookOrderIn(PartitionOf(botID), clientOrderID)
+}
+
+// BookOrderIn is the order record of clientOrderID in partition p (see BookOrder).
+func BookOrderIn(p int, clientOrderID string) string {
+	return prefix + "book:" + partitionTag(p) + ":order:" + clientOrderID
+}
+
+// LegacyBookOrder is where a bot's order record was before BookOrder left the bot out of
+// the name: read only by the key migration (runtime/store/keymigration, BookOrderNames).
+func LegacyBookOrder(botID, clientOrderID string) string {
+	return bookKey(botID, ":order:", clientOrderID)
+}
 
 // BookOrders lists a bot's client order IDs, newest first.
 func BookOrders(botID string) string { return bookKey(botID, ":orders", "") }

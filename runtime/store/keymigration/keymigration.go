@@ -11,8 +11,10 @@
 // index and the dead-letter stream are split by partition. Last, a bot whose trades were
 // booked before the per-day aggregates existed gets them built from its trade list
 // (runtime/analytics), and every account's Strategy Lab balance moves from its user hash
-// into its wallet (runtime/wallet; Wallets, which also runs alone on a Cluster), and every
-// paper account's orders hash is drained into per-order keys (PaperOrders, likewise).
+// into its wallet (runtime/wallet; Wallets, which also runs alone on a Cluster), every
+// paper account's orders hash is drained into per-order keys (PaperOrders, likewise), and
+// every order record named with its bot takes the name without it (BookOrderNames,
+// likewise).
 // Running it again does nothing more: a key already carrying its tag is not of the old
 // layout, aggregates that count every trade are left alone, a moved balance leaves no
 // field and a drained orders hash is gone.
@@ -106,6 +108,9 @@ func Run(ctx context.Context, c redis.UniversalClient, dry bool) (Report, error)
 		return report, err
 	}
 	if err := add(PaperOrders(ctx, rdb, dry)); err != nil {
+		return report, err
+	}
+	if err := add(BookOrderNames(ctx, rdb, dry)); err != nil {
 		return report, err
 	}
 	if err := add(m.tradeDays(ctx)); err != nil {

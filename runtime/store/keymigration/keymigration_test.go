@@ -121,6 +121,8 @@ func TestMigrateKeys(t *testing.T) {
 		// acct-1's orders hash, renamed, then drained: its one order (created at 0 ms) has
 		// expired long ago and is dropped.
 		"paper orders": {Kept: 1},
+		// The untagged layout's order records take the newest names at once ("books").
+		"order record names": {},
 		// bot-1's trade list, renamed, then aggregated into its days
 		"trade days": {Moved: 1},
 	}
@@ -327,6 +329,44 @@ func TestMigratePaperOrders(t *testing.T) {
 		t.Errorf("an order key the new version wrote was overwritten: %q", v)
 	}
 	if again, err := keymigration.PaperOrders(ctx, rdb, false); err != nil || again.Moved != 0 || again.Kept != 0 {
+		t.Fatalf("second run: %+v %v", again, err)
+	}
+}
+
+// Order records named with their bot take the name without it, their TTL kept; one the new
+// version wrote already is not overwritten (the old copy stays, to expire); other keys of
+// the book are left alone; a second run moves nothing.
+func TestMigrateBookOrderNames(t *testing.T) {
+	_, rdb := storetest.New(t)
+	ctx := context.Background()
+	rdb.Set(ctx, store.LegacyBookOrder("bot-1", "sg-a"), "a", time.Hour)
+	rdb.Set(ctx, store.LegacyBookOrder("bot-2", "sg-b"), "b", 0)
+	rdb.Set(ctx, store.LegacyBookOrder("bot-1", "sg-c"), "old c", 0)
+	rdb.Set(ctx, store.BookOrder("bot-1", "sg-c"), "new c", 0)
+	rdb.LPush(ctx, store.BookOrders("bot-1"), "sg-a")
+	rdb.Set(ctx, store.BookPosition("bot-1", "BTC/USDT"), "p", 0)
+	dry, err := keymigration.BookOrderNames(ctx, rdb, true)
+	if err != nil || dry.Moved != 2 || dry.Kept != 1 || rdb.Exists(ctx, store.BookOrder("bot-1", "sg-a")).Val() != 0 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	f, err := keymigration.BookOrderNames(ctx, rdb, false)
+	if err != nil || f.Moved != 2 || f.Kept != 1 {
+		t.Fatalf("run: %+v %v", f, err)
+	}
+	for key, want := range map[string]string{store.BookOrder("bot-1", "sg-a"): "a", store.BookOrder("bot-2", "sg-b"): "b",
+		store.BookOrder("bot-1", "sg-c"): "new c", store.LegacyBookOrder("bot-1", "sg-c"): "old c",
+		store.BookPosition("bot-1", "BTC/USDT"): "p"} {
+		if v := rdb.Get(ctx, key).Val(); v != want {
+			t.Errorf("%s = %q, want %q", key, v, want)
+		}
+	}
+	if ttl := rdb.TTL(ctx, store.BookOrder("bot-1", "sg-a")).Val(); ttl < 59*time.Minute {
+		t.Errorf("moved record's TTL %v, want about an hour", ttl)
+	}
+	if rdb.Exists(ctx, store.LegacyBookOrder("bot-1", "sg-a")).Val() != 0 || rdb.LLen(ctx, store.BookOrders("bot-1")).Val() != 1 {
+		t.Error("the old name is left, or the order list changed")
+	}
+	if again, err := keymigration.BookOrderNames(ctx, rdb, false); err != nil || again.Moved != 0 || again.Kept != 1 {
 		t.Fatalf("second run: %+v %v", again, err)
 	}
 }
