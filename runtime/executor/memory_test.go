@@ -234,9 +234,9 @@ func TestMemoryFlat(t *testing.T) {
 	// The retention applies from day 9 on (the cutoff is a day start, so a day's trades
 	// leave on the ninth run after them). From then on each day ends within 0.5 % of the one
 	// before, and the last within 1 % of day 10, leaving aside the families bounded by their
-	// owners elsewhere. What one day adds is about 40 signals × 3 kB = 120 kB, of which the
-	// trades are 20 × 380 B = 7.6 kB: trades never removed would break both bounds (1.3 % a
-	// day on about 600 kB). The days hash grows by one field (about 100 B) a day.
+	// owners elsewhere. What one day adds is about 40 signals × 1 kB = 40 kB, of which the
+	// trades are 20 × 210 B = 4.2 kB: trades never removed would break both bounds (1.35 % a
+	// day on about 310 kB). The days hash grows by one field (about 100 B) a day.
 	excl := func(d int) int64 {
 		n := sums[d][""]
 		for f := range unboundedElsewhere {
