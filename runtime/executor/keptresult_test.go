@@ -13,7 +13,8 @@ import (
 
 // A filled signal whose only order is its main leg's leaves its result in that order record,
 // not under a key of its own; GetResult reads it there, byte for byte the result a waiter
-// heard; a redelivery re-publishes it and books nothing. A failure keeps its own key.
+// heard; a redelivery re-publishes it, books nothing and stores no second copy. A failure
+// keeps its own key.
 func TestResultKeptInTheOrderRecord(t *testing.T) {
 	h := newHarness(t, nil)
 	h.px.set(exchange.Spot, "BTC/USDT", "65000")
@@ -56,6 +57,10 @@ func TestResultKeptInTheOrderRecord(t *testing.T) {
 		}
 		if _, v, _ := strings.Cut(again.Payload, "\n"); v != heard || len(h.trades()) != trades {
 			t.Fatalf("%s redelivered: heard %s, %d trades (were %d)", body, v, len(h.trades()), trades)
+		}
+		// Announced again, not stored again: the record still holds the only copy.
+		if n := h.rdb.Exists(h.ctx, store.SignalResult(env.SignalID)).Val(); n != 0 {
+			t.Fatalf("%s redelivered: the result was stored under its own key too", body)
 		}
 		sub.Close()
 	}

@@ -65,7 +65,7 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 		// worked) may plan from a book the first attempt already changed and reach another
 		// outcome; it must not replace the one already stored and answered, nor be
 		// archived: the script appends to the archive only the result it stored.
-		storeNXScript.Eval(ctx, p, []string{w.Keys[0], w.Keys[2]}, w.Args[0], w.Args[1], w.Args[2], w.Args[3])
+		storeNXScript.Eval(ctx, p, []string{w.Keys[0], w.Keys[2], keptRecord(env.SignalID)}, w.Args[0], w.Args[1], w.Args[2], w.Args[3])
 		if w.Args[2] != "" {
 			indexScript.Eval(ctx, p, []string{w.Keys[1]}, w.Args[2], w.Args[1])
 		}
@@ -83,13 +83,22 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 	return nil
 }
 
-// storeNXScript stores a result (KEYS[1], ARGV[1] for ARGV[2] s) unless one is stored, and
-// then only appends it to the archive stream of its slot (KEYS[2]) with its index entry
-// (ARGV[3], "" when no bot) and when the intake accepted it (ARGV[4]).
-var storeNXScript = redis.NewScript(`
+// storeNXScript stores a result (KEYS[1], ARGV[1] for ARGV[2] s) unless one is stored,
+// under its key or in the order record of the signal's main leg (KEYS[3], keptRecord: the
+// same slot), and then only appends it to the archive stream of its slot (KEYS[2]) with
+// its index entry (ARGV[3], "" when no bot) and when the intake accepted it (ARGV[4]).
+var storeNXScript = redis.NewScript(position.OrderStateLua + `
+local rec = redis.call('GET', KEYS[3])
+if rec and select(3, orderState(rec)) then return 0 end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 end
 ` + store.ArchiveLua(2, store.ArchiveResult, 1, "'s'", "ARGV[3]", "'at'", "ARGV[4]") + `return 1
 `)
+
+// keptRecord is the order record that may hold signalID's result (ResultWrite.KeepInRecord):
+// its main leg's, in the signal's partition.
+func keptRecord(signalID string) string {
+	return store.BookOrderIn(store.SignalPartition(signalID), order.ClientOrderID(signalID, ""))
+}
 
 // indexLua pushes ARGV[at] (an index entry) at the head of the bot's index KEYS[key] unless
 // one of its newest indexScan entries is the same, caps the list at MaxBotSignals and sets
@@ -314,7 +323,7 @@ func GetResult(ctx context.Context, rdb redis.UniversalClient, signalID string) 
 // are in different slots: separate GETs, never an MGET.
 func GetResultLater(ctx context.Context, c redis.Cmdable, signalID string) func() (result.Stored, error) {
 	cmd, legacy := c.Get(ctx, store.SignalResult(signalID)), c.Get(ctx, store.LegacySignalResult(signalID))
-	rec := c.Get(ctx, store.BookOrderIn(store.SignalPartition(signalID), order.ClientOrderID(signalID, "")))
+	rec := c.Get(ctx, keptRecord(signalID))
 	return func() (result.Stored, error) {
 		data, err := cmd.Bytes()
 		if errors.Is(err, redis.Nil) {
