@@ -1,0 +1,135 @@
+// Package telegram sends sigops's messages through the platform's Telegram bot: a message to
+// a chat, silently or not, within Telegram's published send limits (about one message a
+// second to one chat, thirty a second in all: https://core.telegram.org/bots/faq, "My bot
+// is hitting limits"), and a 429 answered with the wait Telegram names (retry_after). The
+// Bot API calls are github.com/go-telegram/bot's; the Bot API's address is an option, so
+// that tests and the local stack use the stand-in of telegramfake. Linking chats, updates
+// and approval buttons are not built yet (docs/notifications.md).
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"golang.org/x/time/rate"
+)
+
+// DefaultAPIURL is Telegram's Bot API.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// Send limits (Telegram's FAQ): per chat and for the whole bot.
+const (
+	PerChat = 1  // messages a second to one chat
+	PerBot  = 30 // messages a second in all
+)
+
+// Options configure a Client.
+type Options struct {
+	// Token is the bot's token (a Secret's); it is never logged nor put in an error.
+	Token string
+	// APIURL is the Bot API's address (DefaultAPIURL when "").
+	APIURL string
+	// HTTPClient makes the calls (a client with a 10-second timeout when nil).
+	HTTPClient *http.Client
+}
+
+// Client sends messages. It is safe for concurrent use.
+type Client struct {
+	b      *bot.Bot
+	global *rate.Limiter
+	mu     sync.Mutex
+	chats  map[int64]*rate.Limiter
+	// until is when a 429's wait ends: no message goes before.
+	until time.Time
+}
+
+// New is a Client of o's bot. It makes no call.
+func New(o Options) (*Client, error) {
+	if o.Token == "" {
+		return nil, errors.New("telegram: no bot token")
+	}
+	if o.APIURL == "" {
+		o.APIURL = DefaultAPIURL
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	b, err := bot.New(o.Token, bot.WithServerURL(o.APIURL), bot.WithSkipGetMe(), bot.WithHTTPClient(0, hc))
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return &Client{b: b, global: rate.NewLimiter(PerBot, PerBot), chats: map[int64]*rate.Limiter{}}, nil
+}
+
+// RetryAfter is Telegram's 429: nothing more may be sent to it before Wait has passed.
+type RetryAfter struct{ Wait time.Duration }
+
+func (e *RetryAfter) Error() string {
+	return fmt.Sprintf("telegram: too many requests, retry after %s", e.Wait)
+}
+
+// Send sends text to chat, without a sound when silent, and returns the message's ID. It
+// first waits for the chat's and the bot's limits (or ctx's end). A 429 is a *RetryAfter,
+// and the bot then sends nothing to anyone until its wait has passed.
+func (c *Client) Send(ctx context.Context, chat int64, text string, silent bool) (int, error) {
+	if err := c.wait(ctx, chat); err != nil {
+		return 0, err
+	}
+	m, err := c.b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, DisableNotification: silent})
+	if err != nil {
+		var tooMany *bot.TooManyRequestsError
+		if errors.As(err, &tooMany) {
+			wait := time.Duration(tooMany.RetryAfter) * time.Second
+			c.mu.Lock()
+			if end := time.Now().Add(wait); end.After(c.until) {
+				c.until = end
+			}
+			c.mu.Unlock()
+			return 0, &RetryAfter{Wait: wait}
+		}
+		return 0, fmt.Errorf("telegram: send: %w", err)
+	}
+	return m.ID, nil
+}
+
+// wait takes a token of the chat's limiter and of the bot's.
+func (c *Client) wait(ctx context.Context, chat int64) error {
+	c.mu.Lock()
+	l, ok := c.chats[chat]
+	if !ok {
+		l = rate.NewLimiter(PerChat, 1)
+		c.chats[chat] = l
+	}
+	until := c.until
+	c.mu.Unlock()
+	if d := time.Until(until); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	if err := l.Wait(ctx); err != nil {
+		return turnErr(ctx)
+	}
+	if err := c.global.Wait(ctx); err != nil {
+		return turnErr(ctx)
+	}
+	return nil
+}
+
+// turnErr is why a limiter did not wait: ctx ended, or would end before the turn came.
+func turnErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("telegram: the turn to send comes after the deadline: %w", context.DeadlineExceeded)
+}
