@@ -30,6 +30,7 @@ import (
 	"github.com/sigops/sigops/runtime/candles"
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/expiring"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/lab"
@@ -145,8 +146,9 @@ type Server struct {
 	http        *server.StreamableHTTPServer
 	limiter     *limiter
 	sessions    *sessions
-	status      *statusCache
-	metrics     *metrics
+	// status keeps each token's Authentication status (check_auth) for statusTTL.
+	status  *expiring.Cache[auth.Status]
+	metrics *metrics
 	// conns reads the caller's exchange connections.
 	conns *credentials.Connections
 }
@@ -159,7 +161,7 @@ func New(o Options) (*Server, error) {
 	o = o.withDefaults()
 	s := &Server{o: o, resource: o.MCPURL + Path, apiAudience: o.BaseURL + "/api",
 		metadataURL: o.MCPURL + MetadataPath, tools: NewRegistry(),
-		limiter: newLimiter(o.RateLimit), sessions: &sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}, status: newStatusCache(statusTTL, o.Now), metrics: newMetrics(),
+		limiter: newLimiter(o.RateLimit), sessions: &sessions{rdb: o.Redis, idle: o.SessionIdle, logger: o.Logger}, status: expiring.New[auth.Status](statusCacheMax), metrics: newMetrics(),
 		conns: credentials.NewConnections(o.Redis)}
 	if o.Registerer != nil {
 		if err := s.metrics.register(o.Registerer); err != nil {

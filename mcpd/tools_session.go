@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -105,14 +104,15 @@ func (s *Server) checkAuth(ctx context.Context, _ mcp.CallToolRequest) (*mcp.Cal
 	if !ok {
 		return nil, errors.New("mcpd: no principal in the request context")
 	}
-	st, ok := s.status.get(p.JTI)
+	now := s.o.Now()
+	st, ok := s.status.Get(p.JTI, now)
 	if !ok {
 		var err error
 		if st, err = auth.StatusOf(ctx, s.o.Users, s.o.OAuth, p); err != nil {
 			s.o.Logger.Error("check_auth", "err", err)
 			return mcp.NewToolResultError("the account could not be read; try again"), nil
 		}
-		s.status.put(p.JTI, st)
+		s.status.Put(p.JTI, st, now.Add(statusTTL), now)
 	} else {
 		// The wallet is money that generate_strategy charges between two calls: it is read
 		// on every call, the rest of the status is reused.
@@ -130,49 +130,5 @@ func (s *Server) checkAuth(ctx context.Context, _ mcp.CallToolRequest) (*mcp.Cal
 	return mcp.NewToolResultStructured(st, string(text)), nil
 }
 
-// statusCache keeps Authentication statuses per token ID for a fixed time, bounded in size.
-type statusCache struct {
-	mu  sync.Mutex
-	ttl time.Duration
-	now func() time.Time
-	m   map[string]statusEntry
-}
-
-type statusEntry struct {
-	st       auth.Status
-	deadline time.Time
-}
-
-// statusCacheMax bounds the cache; past it, expired entries go, then all.
+// statusCacheMax bounds the statuses mcpd keeps per token ID (Server.status).
 const statusCacheMax = 10_000
-
-func newStatusCache(ttl time.Duration, now func() time.Time) *statusCache {
-	return &statusCache{ttl: ttl, now: now, m: map[string]statusEntry{}}
-}
-
-func (c *statusCache) get(jti string) (auth.Status, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[jti]
-	if !ok || !c.now().Before(e.deadline) {
-		return auth.Status{}, false
-	}
-	return e.st, true
-}
-
-func (c *statusCache) put(jti string, st auth.Status) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if len(c.m) >= statusCacheMax {
-		for k, e := range c.m {
-			if !now.Before(e.deadline) {
-				delete(c.m, k)
-			}
-		}
-		if len(c.m) >= statusCacheMax {
-			clear(c.m)
-		}
-	}
-	c.m[jti] = statusEntry{st: st, deadline: now.Add(c.ttl)}
-}

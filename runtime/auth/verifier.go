@@ -11,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/expiring"
 	"github.com/sigops/sigops/runtime/store"
 )
 
@@ -97,9 +98,9 @@ type Verifier struct {
 	// cache holds tokens' Redis facts by jti for CacheTTL (Verify); tokens the principals
 	// of verified tokens by their whole text until they expire (Parse); stamped the last
 	// write of each sliding stamp (touchDue).
-	cache   *deadlineCache[facts]
-	tokens  *deadlineCache[*Principal]
-	stamped *deadlineCache[struct{}]
+	cache   *expiring.Cache[facts]
+	tokens  *expiring.Cache[*Principal]
+	stamped *expiring.Cache[struct{}]
 }
 
 // NewVerifier returns a verifier.
@@ -125,8 +126,8 @@ func NewVerifier(o VerifierOptions) (*Verifier, error) {
 		jwt.WithTimeFunc(o.Now),
 		jwt.WithStrictDecoding(),
 	)
-	return &Verifier{o: o, parser: p, cache: newDeadlineCache[facts](o.CacheEntries),
-		tokens: newDeadlineCache[*Principal](o.CacheEntries), stamped: newDeadlineCache[struct{}](o.CacheEntries)}, nil
+	return &Verifier{o: o, parser: p, cache: expiring.New[facts](o.CacheEntries),
+		tokens: expiring.New[*Principal](o.CacheEntries), stamped: expiring.New[struct{}](o.CacheEntries)}, nil
 }
 
 // VerifyRequest verifies the Authorization: Bearer token of r. A token anywhere else (query,
@@ -157,7 +158,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 		return nil, err
 	}
 	now := v.o.Now()
-	if f, ok := v.cache.get(p.JTI, now); ok {
+	if f, ok := v.cache.Get(p.JTI, now); ok {
 		if !f.live {
 			return nil, invalid(f.reason)
 		}
@@ -170,7 +171,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.cache.put(p.JTI, f, now.Add(v.o.CacheTTL), now)
+	v.cache.Put(p.JTI, f, now.Add(v.o.CacheTTL), now)
 	if !f.live {
 		return nil, invalid(f.reason)
 	}
@@ -188,7 +189,7 @@ func (v *Verifier) Parse(raw string) (*Principal, error) {
 		return nil, invalid("size")
 	}
 	now := v.o.Now()
-	if p, ok := v.tokens.get(raw, now); ok {
+	if p, ok := v.tokens.Get(raw, now); ok {
 		cp := *p // a caller's change of its principal stays out of the cache
 		return &cp, nil
 	}
@@ -205,7 +206,7 @@ func (v *Verifier) Parse(raw string) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.tokens.put(raw, p, p.ExpiresAt, now)
+	v.tokens.Put(raw, p, p.ExpiresAt, now)
 	cp := *p
 	return &cp, nil
 }
@@ -363,14 +364,14 @@ const touchScript = `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET
 
 // Purge drops every cached fact, so a revocation made by this process applies to its own
 // next verification at once (other replicas follow within CacheTTL).
-func (v *Verifier) Purge() { v.cache.purge() }
+func (v *Verifier) Purge() { v.cache.Purge() }
 
 // touchEvery is how often a verifier stamps an authorization's last-used time.
 const touchEvery = time.Minute
 
 // touchDue reports (and records) whether a write for key is due, every at most.
 func (v *Verifier) touchDue(key string, now time.Time, every time.Duration) bool {
-	return v.stamped.claim(key, struct{}{}, now.Add(every), now)
+	return v.stamped.Claim(key, struct{}{}, now.Add(every), now)
 }
 
 type principalKey struct{}
