@@ -99,17 +99,14 @@ func (e *Executor) bookCancel(ctx context.Context, botID, cid string, o exchange
 	key := store.BookOrder(botID, cid)
 	var out position.OrderRecord
 	txf := func(tx *redis.Tx) error {
-		data, err := tx.Get(ctx, key).Result()
+		r, err := position.ReadOrder(ctx, tx, botID, cid)
 		if err != nil {
 			return err
 		}
-		rec, err := position.DecodeOrder(data)
-		if err != nil {
-			return err
+		if r == nil {
+			return redis.Nil
 		}
-		if rec.BotID != botID {
-			return redis.Nil // the key names the partition, not the bot (store.BookOrder)
-		}
+		rec := *r
 		changed, err := rec.ApplyExchange(o, e.now().UnixMilli())
 		out = rec
 		if err != nil || !changed {

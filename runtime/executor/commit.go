@@ -191,18 +191,24 @@ func (e *Executor) commitArgs(j *job, in bookIn, st bookRead, w *bookWrites) ([]
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	var recW position.OrderWrite
+	kept := false
 	if fin != nil {
-		if rec := keepInRecord(in, w.rec, fin); rec != nil {
+		var rec *position.OrderRecord
+		if rec, recW, kept = keepInRecord(in, w.rec, w.newRec, fin); kept {
 			w.rec = rec
 			fin.write.KeepInRecord()
 		}
 	}
-	recW := position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID), store.ArchiveOf(in.botID)},
-		Args: []any{"", "", ""}}
-	if w.rec != nil {
+	switch {
+	case kept:
+	case w.rec != nil:
 		if recW, err = position.NewOrderWrite(*w.rec, w.newRec); err != nil {
 			return nil, nil, nil, err
 		}
+	default:
+		recW = position.OrderWrite{Keys: []string{store.BookOrder(in.botID, in.cid()), store.BookOrders(in.botID), store.ArchiveOf(in.botID)},
+			Args: []any{"", "", ""}}
 	}
 	tradeW, err := position.NewTradeWrite(in.botID, w.trade)
 	if err != nil {
@@ -297,38 +303,39 @@ func (e *Executor) finish(j *job, in bookIn, w bookWrites) (*finalResult, error)
 	return &finalResult{res: res, write: rw}, nil
 }
 
-// keepInRecord is rec holding the signal's result fin (position.Outcome), when the record
-// can hold it instead of a key of the result's own; nil when it cannot. It can when rec is
-// the order of the signal's main leg (its key is then found from the signal ID alone,
-// store.BookOrderIn), finished (a record that changes no more, so the result read from it
-// stays the one stored), lives at least as long as a result, and the result read back from
-// the record as stored is exactly fin's, field for field (a message or a field that would
-// not survive the record's form keeps its own key). This saves the result's key, about half
-// of what a filled signal leaves in Redis.
-func keepInRecord(in bookIn, rec *position.OrderRecord, fin *finalResult) *position.OrderRecord {
+// keepInRecord is rec holding the signal's result fin (position.Outcome) and its write
+// (isNew: the record is listed too), when the record can hold the result instead of a key of
+// the result's own; false when it cannot. It can when rec is the order of the signal's main
+// leg (its key is then found from the signal ID alone, store.BookOrderIn), finished (a
+// record that changes no more, so the result read from it stays the one stored), lives at
+// least as long as a result, and the result read back from the record as written is exactly
+// fin's, field for field (a message or a field that would not survive the record's form
+// keeps its own key). This saves the result's key, about half of what a filled signal leaves
+// in Redis.
+func keepInRecord(in bookIn, rec *position.OrderRecord, isNew bool, fin *finalResult) (*position.OrderRecord, position.OrderWrite, bool) {
 	res := fin.res
 	if rec == nil || in.leg.Name != "" || !rec.Status.Terminal() || !res.Success || res.Order == nil ||
 		position.RecordTTL() < queue.ResultTTL() {
-		return nil
+		return nil, position.OrderWrite{}, false
 	}
 	kept := *rec
 	kept.Outcome = &position.Outcome{Message: res.Message, At: res.Timestamp, OrderAt: res.Order.Timestamp}
-	text, err := position.EncodeOrder(kept)
+	w, err := position.NewOrderWrite(kept, isNew)
 	if err != nil {
-		return nil
+		return nil, position.OrderWrite{}, false
 	}
-	back, err := position.DecodeOrder(text)
+	back, err := position.DecodeOrder(w.Args[0].(string))
 	if err != nil {
-		return nil
+		return nil, position.OrderWrite{}, false
 	}
 	got, ok := back.KeptResult()
 	if !ok {
-		return nil
+		return nil, position.OrderWrite{}, false
 	}
 	if a, err := json.Marshal(got); err != nil || string(a) != string(fin.write.Args[0].([]byte)) {
-		return nil
+		return nil, position.OrderWrite{}, false
 	}
-	return &kept
+	return &kept, w, true
 }
 
 // foldsResult says whether the signal's result is stored by its last booking. It is not

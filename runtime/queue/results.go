@@ -70,10 +70,10 @@ func PublishResult(ctx context.Context, rdb redis.UniversalClient, env Envelope,
 			indexScript.Eval(ctx, p, []string{w.Keys[1]}, w.Args[2], w.Args[1])
 		}
 		if env.ReplyTo != "" {
-			p.Publish(ctx, env.ReplyTo, w.Args[6])
+			p.Publish(ctx, env.ReplyTo, w.Args[5])
 		}
-		if w.Args[8] != "" {
-			p.Publish(ctx, store.ResultEvents(), w.Args[8])
+		if w.Args[7] != "" {
+			p.Publish(ctx, store.ResultEvents(), w.Args[7])
 		}
 		return nil
 	})
@@ -129,19 +129,19 @@ type ResultWrite struct {
 	// again when the envelope names no bot) and the archive stream of the result's slot.
 	Keys []string
 	// Args are the result JSON, ResultTTL() (s), the index entry ("" when no bot), the time
-	// the intake accepted the signal (ms), MaxBotSignals, the reply channel and message (""
-	// when nobody waits), the events channel and message ("" when no bot), and "1" when the
-	// result is stored under its key ("": its order record holds it, KeepInRecord).
+	// the intake accepted the signal (ms), the reply channel and message ("" when nobody
+	// waits), the events channel and message ("" when no bot), and "1" when the result is
+	// stored under its key ("": its order record holds it, KeepInRecord).
 	Args []any
 }
 
 // ResultArgs is the number of a ResultWrite's Args.
-const ResultArgs = 10
+const ResultArgs = 9
 
 // KeepInRecord makes w leave the result out of its own key: the signal's only order record,
 // written in the same script, holds it (position.Outcome), and GetResult reads it there.
 // Everything else (archive, index, announcements) is written as before.
-func (w *ResultWrite) KeepInRecord() { w.Args[9] = "" }
+func (w *ResultWrite) KeepInRecord() { w.Args[8] = "" }
 
 // NewResultWrite checks res against env (the same signal; a missing signal or bot ID is
 // filled in from env) and encodes its publication.
@@ -164,13 +164,13 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 		return ResultWrite{}, fmt.Errorf("queue: encode result %s: %w", env.SignalID, err)
 	}
 	w := ResultWrite{Keys: []string{store.SignalResult(env.SignalID), store.SignalResult(env.SignalID), store.Archive(store.SignalPartition(env.SignalID))},
-		Args: []any{data, int64(ResultTTL() / time.Second), "", env.ReceivedAt, MaxBotSignals, env.ReplyTo, "", store.ResultEvents(), "", "1"}}
+		Args: []any{data, int64(ResultTTL() / time.Second), "", env.ReceivedAt, env.ReplyTo, "", store.ResultEvents(), "", "1"}}
 	if env.ReplyTo != "" {
-		w.Args[6] = encodeReply(env.SignalID, data)
+		w.Args[5] = encodeReply(env.SignalID, data)
 	}
 	if env.BotID != "" {
 		w.Keys[1], w.Args[2] = store.BotRecent(env.BotID), signalEntryOf(env).Encode()
-		w.Args[8] = string(events.ResultPayload(env.BotID, env.SignalID, res.Success))
+		w.Args[7] = string(events.ResultPayload(env.BotID, env.SignalID, res.Success))
 	}
 	return w, nil
 }
@@ -180,12 +180,12 @@ func NewResultWrite(env Envelope, res result.Result) (ResultWrite, error) {
 // Args from ARGV[argAt] on. Every key must be in the script's slot, which they are when the
 // signal ID is in its bot's partition (SignalIDFor). The statements return nothing.
 func ResultLua(keyAt, argAt int) string {
-	return fmt.Sprintf("if ARGV[%d] ~= '' then redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d]) end\n", argAt+9, keyAt, argAt, argAt+1) +
+	return fmt.Sprintf("if ARGV[%d] ~= '' then redis.call('SET', KEYS[%d], ARGV[%d], 'EX', ARGV[%d]) end\n", argAt+8, keyAt, argAt, argAt+1) +
 		store.ArchiveLua(keyAt+2, store.ArchiveResult, argAt, "'s'", fmt.Sprintf("ARGV[%d]", argAt+2), "'at'", fmt.Sprintf("ARGV[%d]", argAt+3)) +
 		fmt.Sprintf("if ARGV[%d] ~= '' then\n", argAt+2) + indexLua(keyAt+1, argAt+2, argAt+1) + "end\n" +
 		fmt.Sprintf(`if ARGV[%[1]d] ~= '' then redis.call('PUBLISH', ARGV[%[1]d], ARGV[%[2]d]) end
 if ARGV[%[4]d] ~= '' then redis.call('PUBLISH', ARGV[%[3]d], ARGV[%[4]d]) end
-`, argAt+5, argAt+6, argAt+7, argAt+8)
+`, argAt+4, argAt+5, argAt+6, argAt+7)
 }
 
 // MaxBotSignals is how many signals a bot's index (store.BotSignals) keeps: the newest by
