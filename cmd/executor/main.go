@@ -143,22 +143,11 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	}
 	books := exec.BookRestorer()
 	restoreBooks := func(ctx context.Context) error { return books.Run(ctx, consumer.Owned, 0, logger) }
-	// History is compacted where its partition's lease is held; finished order records live
-	// as long. With the archive, Redis keeps only the hot window of what PostgreSQL holds.
+	// History is compacted where its partition's lease is held.
 	hopts.Redis, hopts.Owner, hopts.Archive = rdb, consumer, progress
-	compactor, err := retention.New(hopts)
+	compactor, err := historyOf(hopts, db != nil)
 	if err != nil {
 		return err
-	}
-	position.SetOrderTTL(compactor.Retention())
-	if db != nil {
-		// Results live in Redis as long as the hot window too: the archive keeps them after,
-		// and a late entry looks them up there (executor late.go). A paper order is the
-		// venue's copy of a fill the book and PostgreSQL also hold; Redis keeps it only as
-		// long as a retry of its signal can need it (paper.MinOrderTTL), and an older entry
-		// asks PostgreSQL before it places anything under the same client order ID.
-		queue.SetResultTTL(compactor.Retention())
-		paper.SetOrderTTL(paper.MinOrderTTL)
 	}
 	// The Strategy Lab's wallet and job outbox are in the same database.
 	lo.DB = db
@@ -176,6 +165,26 @@ func run(logger *slog.Logger, metricsAddr, marketData, databaseURL string, qopts
 	// (graceful shutdown).
 	return runAll(ctx, ops, func(ctx context.Context) error { return consumer.Run(ctx, exec.Handle) },
 		watcher.Run, strategies.Run, engine.Run, compactor.Run, archiver.Run, restoreBooks)
+}
+
+// historyOf is the history compactor of hopts, and sets the lives in Redis that follow from
+// its retention: finished order records live as long. With the archive (archived), Redis
+// keeps only the hot window of what PostgreSQL holds: results live the hot window too (the
+// archive keeps them after, and a late entry looks them up there, executor late.go); a
+// paper order, the venue's copy of a fill the book and PostgreSQL also hold, lives only as
+// long as a retry of its signal can need it (paper.MinOrderTTL), and an older entry asks
+// PostgreSQL before it places anything under the same client order ID.
+func historyOf(hopts retention.Options, archived bool) (*retention.Compactor, error) {
+	compactor, err := retention.New(hopts)
+	if err != nil {
+		return nil, err
+	}
+	position.SetOrderTTL(compactor.Retention())
+	if archived {
+		queue.SetResultTTL(compactor.Retention())
+		paper.SetOrderTTL(paper.MinOrderTTL)
+	}
+	return compactor, nil
 }
 
 // runAll runs every loop and the ops server until ctx ends or one of them fails, then shuts
