@@ -22,6 +22,7 @@ import (
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
 )
@@ -137,7 +138,24 @@ func (s *Store) Create(ctx context.Context, a Approval, idempotencyKey string) (
 		return s.Get(ctx, a.UserID, id)
 	}
 	s.announce(ctx, a.UserID)
+	s.tell(ctx, a, notify.ApprovalRequested, "")
 	return a, nil
+}
+
+// tell hands the user's notification of a (asked for, or decided as state) to notifyd.
+// A failure is not the caller's: the approval stands, and the dashboard shows it.
+func (s *Store) tell(ctx context.Context, a Approval, kind notify.Kind, state string) {
+	e := notify.Event{ID: "approval:" + a.SignalID + ":" + string(kind), Kind: kind, At: s.now(),
+		User: a.UserID, BotID: a.BotID, Bot: a.BotName, App: a.ClientName, Reason: state,
+		Expires: time.UnixMilli(a.ExpiresAt)}
+	if state != "" {
+		e.ID += ":" + state
+	}
+	if len(a.Legs) > 0 {
+		l := a.Legs[0]
+		e.Symbol, e.Side, e.Amount, e.Price = l.Symbol, string(l.Side), l.Amount, l.ReferencePrice
+	}
+	_ = notify.Tell(context.WithoutCancel(ctx), s.rdb, e)
 }
 
 // Get is user's approval of signalID, its state as of now (an approval waiting past its
@@ -268,6 +286,7 @@ func (s *Store) Approve(ctx context.Context, userID, signalID string) (Approval,
 				return a, serr
 			}
 			s.announce(ctx, userID)
+			s.tell(ctx, a, notify.ApprovalDecided, Refused)
 			return a, perr
 		}
 		if err := s.rdb.HSet(ctx, key, "admitted", "1").Err(); err != nil {
@@ -297,6 +316,9 @@ func (s *Store) decide(ctx context.Context, userID, signalID, state string) erro
 	}
 	switch res[0] {
 	case AwaitingApproval:
+		if a, err := s.Get(ctx, userID, signalID); err == nil {
+			s.tell(ctx, a, notify.ApprovalDecided, state)
+		}
 		return nil
 	case "":
 		return errs.New(errs.NotFound, "no approval for signal %s", signalID)

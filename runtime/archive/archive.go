@@ -402,6 +402,8 @@ func queueRow(b *pgx.Batch, msg redis.XMessage) (string, error) {
 			return "", errors.New("a deleted paper account without its ID")
 		}
 		paper.QueueForget(b, v)
+	case store.ArchivePause, store.ArchiveResume, store.ArchiveUserFact:
+		// facts to tell a user (notifyd reads them); the record keeps no row of them
 	case store.ArchiveAudit:
 		var e audit.Archived
 		if err := json.Unmarshal([]byte(v), &e); err != nil {

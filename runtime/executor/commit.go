@@ -90,7 +90,7 @@ end
 if ARGV[` + fmt.Sprint(argOrder) + `] ~= '' then
 ` + position.OrderLua(5, argOrder) + `end
 ` + position.TradeLua(8, argTrade) + analytics.DayLua(10, argDay) + risk.CountersLua(11, argRisk) +
-	registry.PauseLua(12, argPause) + store.ArchiveLua(9, store.ArchiveState, argState) + `
+	registry.PauseLua(12, 9, argPause) + store.ArchiveLua(9, store.ArchiveState, argState) + `
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   redis.call('EXPIRE', KEYS[1], ARGV[3])

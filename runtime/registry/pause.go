@@ -20,9 +20,11 @@ import (
 // the projection when the bot is deleted. This file is the only writer of those fields; the
 // intake script and everything else read them through ReadPause or the documented fields.
 //
-// Every call touches one bot's hash only (one Redis Cluster slot). Every change is published
-// on store.BotEvents() with the bot ID, so that the manager mirrors it into the SignalBot's
-// status within moments.
+// Every call touches one bot's hash and its partition's archive stream only (one Redis
+// Cluster slot). Every change is published on store.BotEvents() with the bot ID, so that the
+// manager mirrors it into the SignalBot's status within moments, and appended to the
+// archive stream (store.ArchivePause, store.ArchiveResume) in the same step, so that
+// notifyd tells the owner exactly once per change (runtime/notify).
 
 // Pause reasons. A pause of the spec (suspend) lives in the projection's Availability and
 // PausedReason instead; PauseManual is the runtime pause a user asks for through mcpd or the
@@ -63,11 +65,12 @@ func (p Pause) untilText() string {
 // scripts' source, so that the scripts and the Go side cannot spell them differently.
 var luaNames = strings.NewReplacer(
 	"$PAUSE", FieldPause, "$UNTIL", FieldPauseUntil, "$SINCE", FieldPauseSince, "$SEQ", FieldPauseSeq,
-	"$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(),
+	"$DOWNGRADE", PauseDowngrade, "$CHANNEL", store.BotEvents(), "$KPAUSE", store.ArchivePause,
+	"$KRESUME", store.ArchiveResume,
 )
 
-// pauseLua defines set_pause(botKey, botId, reason, untilText, now), the one rule by which a
-// pause is written; PauseScript lets a caller's script use it inside its own atomic step.
+// pauseLua defines set_pause(botKey, archiveKey, botId, reason, untilText, now), the one
+// rule by which a pause is written (and told: pause_fact appends it to the archive stream); PauseScript lets a caller's script use it inside its own atomic step.
 //
 //   - Nothing is written for a bot whose hash is gone, so a late pause never re-creates the
 //     hash of a deleted bot.
@@ -79,8 +82,8 @@ var luaNames = strings.NewReplacer(
 //     shortened by one ending sooner. An ended pause counts as none.
 //
 // It returns 1 when it wrote (and published) the pause, 0 when it left things as they were.
-var pauseLua = luaNames.Replace(`
-local function set_pause(botKey, botId, reason, untilText, now)
+var pauseLua = luaNames.Replace(pauseFactLua + `
+local function set_pause(botKey, archiveKey, botId, reason, untilText, now)
   if redis.call('EXISTS', botKey) == 0 then return 0 end
   local cur = redis.call('HMGET', botKey, '$PAUSE', '$UNTIL')
   local curReason = cur[1] or ''
@@ -95,21 +98,34 @@ local function set_pause(botKey, botId, reason, untilText, now)
   redis.call('HSET', botKey, '$PAUSE', reason, '$UNTIL', untilText, '$SINCE', tostring(now))
   redis.call('HINCRBY', botKey, '$SEQ', 1)
   redis.call('PUBLISH', '$CHANNEL', botId)
+  pause_fact(archiveKey, '$KPAUSE', botId, reason, untilText, now)
   return 1
 end
 `)
 
+// pauseFactLua defines pause_fact, the archive entry of a pause or a resume: field b the bot,
+// v the fact ({"r": reason, "u": until ms or "0", "at": ms}). The archiver keeps no row of
+// it; notifyd reads it (runtime/notify PauseFact).
+const pauseFactLua = `
+local function pause_fact(archiveKey, kind, botId, reason, untilText, now)
+  redis.call('XADD', archiveKey, '*', 'k', kind, 'b', botId,
+    'v', cjson.encode({r = reason, u = untilText, at = tostring(now)}))
+end
+`
+
 // PauseScript is a script whose body may call set_pause (see pauseLua), for a caller that
 // must write a pause in the same atomic step as its own keys (runtime/risk counts an
-// execution error and pauses at the fifth). The bot's hash must be one of its KEYS.
+// execution error and pauses at the fifth). The bot's hash and its partition's archive
+// stream must be among its KEYS.
 func PauseScript(body string) *redis.Script { return redis.NewScript(pauseLua + body) }
 
 // PauseLua returns the Lua statement of a PauseScript body that writes, by the rule of
-// set_pause, the pause PauseArgs encodes: the bot's hash is KEYS[keyAt], the arguments are
-// ARGV[argAt] to ARGV[argAt+3]. An empty reason writes nothing.
-func PauseLua(keyAt, argAt int) string {
-	return fmt.Sprintf("if ARGV[%[2]d] ~= '' then set_pause(KEYS[%[1]d], ARGV[%[2]d+3], ARGV[%[2]d], ARGV[%[2]d+1], tonumber(ARGV[%[2]d+2])) end\n",
-		keyAt, argAt)
+// set_pause, the pause PauseArgs encodes: the bot's hash is KEYS[keyAt], its partition's
+// archive stream KEYS[archiveAt], the arguments are ARGV[argAt] to ARGV[argAt+3]. An empty
+// reason writes nothing.
+func PauseLua(keyAt, archiveAt, argAt int) string {
+	return fmt.Sprintf("if ARGV[%[2]d] ~= '' then set_pause(KEYS[%[1]d], KEYS[%[3]d], ARGV[%[2]d+3], ARGV[%[2]d], ARGV[%[2]d+1], tonumber(ARGV[%[2]d+2])) end\n",
+		keyAt, argAt, archiveAt)
 }
 
 // PauseArgs encodes pause p (nil: none) of bot id at now for PauseLua: reason, until (ms,
@@ -121,41 +137,46 @@ func PauseArgs(id string, p *Pause, now time.Time) []any {
 	return []any{p.Reason, p.untilText(), now.UnixMilli(), id}
 }
 
-// setPauseScript: KEYS[1] the bot's hash; ARGV as PauseArgs.
+// setPauseScript: KEYS[1] the bot's hash, KEYS[2] its archive stream; ARGV as PauseArgs.
 var setPauseScript = PauseScript(`
-return set_pause(KEYS[1], ARGV[4], ARGV[1], ARGV[2], tonumber(ARGV[3]))
+return set_pause(KEYS[1], KEYS[2], ARGV[4], ARGV[1], ARGV[2], tonumber(ARGV[3]))
 `)
 
 // resumeScript lifts the pause only while it is the one the caller means (same reason and
 // end), so that a pause written meanwhile (a Downgrade over an Errors pause being resumed)
-// stays. KEYS[1] the bot's hash; ARGV reason, until (ms, "0"), bot ID.
-var resumeScript = redis.NewScript(luaNames.Replace(`
+// stays. KEYS[1] the bot's hash, KEYS[2] its archive stream; ARGV reason, until (ms, "0"),
+// bot ID, now (ms).
+var resumeScript = redis.NewScript(luaNames.Replace(pauseFactLua + `
 local cur = redis.call('HMGET', KEYS[1], '$PAUSE', '$UNTIL')
 if not cur[1] or cur[1] == '' or cur[1] ~= ARGV[1] then return 0 end
 if (tonumber(cur[2] or '0') or 0) ~= (tonumber(ARGV[2]) or 0) then return 0 end
 redis.call('HDEL', KEYS[1], '$PAUSE', '$UNTIL', '$SINCE')
 redis.call('HINCRBY', KEYS[1], '$SEQ', 1)
 redis.call('PUBLISH', '$CHANNEL', ARGV[3])
+pause_fact(KEYS[2], '$KRESUME', ARGV[3], ARGV[1], ARGV[2], tonumber(ARGV[4]))
 return 1
 `))
 
 // Pause writes a runtime pause of bot id by the rule of pauseLua; it reports whether it was
 // written.
 func (r *Registry) Pause(ctx context.Context, id string, p Pause, now time.Time) (bool, error) {
-	n, err := setPauseScript.Run(ctx, r.rdb, []string{store.Bot(id)}, PauseArgs(id, &p, now)...).Int()
+	n, err := setPauseScript.Run(ctx, r.rdb, pauseKeys(id), PauseArgs(id, &p, now)...).Int()
 	return n == 1, err
 }
+
+// pauseKeys are the keys of a pause or resume of bot id: its hash and its archive stream.
+func pauseKeys(id string) []string { return []string{store.Bot(id), store.ArchiveOf(id)} }
 
 // StagePause adds Registry.Pause to a transaction (the executor's booking), so that the
 // pause is written with the trade that triggered it or not at all.
 func StagePause(ctx context.Context, tx redis.Pipeliner, id string, p Pause, now time.Time) {
-	setPauseScript.Eval(ctx, tx, []string{store.Bot(id)}, PauseArgs(id, &p, now)...)
+	setPauseScript.Eval(ctx, tx, pauseKeys(id), PauseArgs(id, &p, now)...)
 }
 
 // Resume lifts bot id's runtime pause if it is still p (same reason and end) and reports
 // whether it did; a different pause, written since p was read, stays.
 func (r *Registry) Resume(ctx context.Context, id string, p Pause) (bool, error) {
-	n, err := resumeScript.Run(ctx, r.rdb, []string{store.Bot(id)}, p.Reason, p.untilText(), id).Int()
+	n, err := resumeScript.Run(ctx, r.rdb, pauseKeys(id), p.Reason, p.untilText(), id, time.Now().UnixMilli()).Int()
 	return n == 1, err
 }
 

@@ -193,19 +193,19 @@ func (c *Counters) AfterTrade(net decimal.Decimal, now time.Time, l Limits) *reg
 
 // errorScript counts and pauses in one step, so that no crash can reset the count without
 // the pause. KEYS[1] the risk counters, KEYS[2] the bot's hash; ARGV the maximum, now (ms),
-// the bot ID, the pause reason.
+// the bot ID, the pause reason; KEYS[3] the bot's archive stream.
 var errorScript = registry.PauseScript(`
 local n = redis.call('HINCRBY', KEYS[1], '` + fieldErrors + `', 1)
 if n < tonumber(ARGV[1]) then return {n, 0} end
 redis.call('HSET', KEYS[1], '` + fieldErrors + `', 0)
-return {n, set_pause(KEYS[2], ARGV[3], ARGV[4], '0', tonumber(ARGV[2]))}
+return {n, set_pause(KEYS[2], KEYS[3], ARGV[3], ARGV[4], '0', tonumber(ARGV[2]))}
 `)
 
 // RecordError counts an execution error; the MaxConsecutiveErrors-th in a row pauses the
 // bot with reason Errors until resumed and restarts the count (so a resumed bot gets
 // MaxConsecutiveErrors more tries). It returns the pause when one was written.
 func RecordError(ctx context.Context, rdb redis.Scripter, botID string, now time.Time) (*registry.Pause, error) {
-	v, err := errorScript.Run(ctx, rdb, []string{store.RiskCounters(botID), store.Bot(botID)},
+	v, err := errorScript.Run(ctx, rdb, []string{store.RiskCounters(botID), store.Bot(botID), store.ArchiveOf(botID)},
 		MaxConsecutiveErrors, now.UnixMilli(), botID, registry.PauseErrors).Int64Slice()
 	if err != nil {
 		return nil, err

@@ -45,6 +45,17 @@ const (
 	ArchivePaperGone = "paper-gone"
 )
 
+// Kinds of archive entry that are facts to tell a user and make no row (notifyd reads
+// them, the archiver passes over them): a bot's runtime pause written or lifted (field b
+// the bot, v {"r","u","at"}: runtime/registry), and a user's fact (field u the user ID,
+// v the notify.Event's JSON) appended to the archive stream of the user's partition:
+// an approval requested or decided, an exchange connection turned invalid.
+const (
+	ArchivePause    = "pause"
+	ArchiveResume   = "resume"
+	ArchiveUserFact = "tell"
+)
+
 // BookRestored marks partition p's book state (positions, per-day analytics, risk
 // counters) as present in Redis: restored from PostgreSQL after a loss, or nothing to
 // restore. Its absence makes the executor restore the partition before it decides or
