@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
 	"golang.org/x/time/rate"
 )
 
@@ -36,6 +37,11 @@ type Options struct {
 	APIURL string
 	// HTTPClient makes the calls (a client with a 10-second timeout when nil).
 	HTTPClient *http.Client
+	// OnUpdate, when set, is handed each update Poll receives (a message to the bot, a
+	// button pressed).
+	OnUpdate func(ctx context.Context, u *models.Update)
+	// PollTimeout is how long one getUpdates call waits for an update (30 s when zero).
+	PollTimeout time.Duration
 }
 
 // Client sends messages. It is safe for concurrent use.
@@ -56,11 +62,21 @@ func New(o Options) (*Client, error) {
 	if o.APIURL == "" {
 		o.APIURL = DefaultAPIURL
 	}
+	poll := o.PollTimeout
+	if poll <= 0 {
+		poll = 30 * time.Second
+	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
+		// a long poll holds its call for poll; a send answers within seconds
+		hc = &http.Client{Timeout: poll + 10*time.Second}
 	}
-	b, err := bot.New(o.Token, bot.WithServerURL(o.APIURL), bot.WithSkipGetMe(), bot.WithHTTPClient(0, hc))
+	opts := []bot.Option{bot.WithServerURL(o.APIURL), bot.WithSkipGetMe(), bot.WithHTTPClient(poll, hc)}
+	if o.OnUpdate != nil {
+		h := o.OnUpdate
+		opts = append(opts, bot.WithDefaultHandler(func(ctx context.Context, _ *bot.Bot, u *models.Update) { h(ctx, u) }))
+	}
+	b, err := bot.New(o.Token, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
@@ -96,6 +112,13 @@ func (c *Client) Send(ctx context.Context, chat int64, text string, silent bool)
 		return 0, fmt.Errorf("telegram: send: %w", err)
 	}
 	return m.ID, nil
+}
+
+// Poll receives updates by long polling (getUpdates) and hands each to OnUpdate, until ctx
+// ends: for a stack with no public address for Telegram's webhook (the local stack).
+func (c *Client) Poll(ctx context.Context) error {
+	c.b.Start(ctx)
+	return nil
 }
 
 // wait takes a token of the chat's limiter and of the bot's.
