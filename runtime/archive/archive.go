@@ -274,13 +274,22 @@ func (a *Archiver) plan(parts []int, msgs [][]redis.XMessage) (copyPlan, error) 
 	return c, nil
 }
 
-// trim records the committed positions and trims each stream up to its own. A failure
-// leaves entries that the next step skips (they are before the position) and trims.
+// trim records the committed positions and trims each stream up to its own, or up to
+// notifyd's when notifyd is reading and behind (notifyHold). A failure leaves entries that
+// the next step skips (they are before the position) and trims.
 func (a *Archiver) trim(ctx context.Context, last map[int]entryID, paperLast map[string]entryID) error {
+	hold, err := a.notifyHold(ctx, last)
+	if err != nil {
+		return err
+	}
 	if _, err := a.o.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for part, id := range last {
 			a.done[part] = id
-			p.XTrimMinID(ctx, store.Archive(part), id.next().String())
+			upTo := id.next()
+			if h, ok := hold[store.Archive(part)]; ok && h.next().before(upTo) {
+				upTo = h.next()
+			}
+			p.XTrimMinID(ctx, store.Archive(part), upTo.String())
 		}
 		for acct, id := range paperLast {
 			a.paperDone[acct] = id
@@ -335,13 +344,22 @@ func (a *Archiver) loadProgress(ctx context.Context, parts []int) error {
 
 // readProgress reads PostgreSQL's positions of streams (one absent has copied nothing yet).
 func readProgress(ctx context.Context, db *pgxpool.Pool, streams []string) (map[string]entryID, error) {
-	out := map[string]entryID{}
 	if len(streams) == 0 {
-		return out, nil
+		return map[string]entryID{}, nil
 	}
-	rows, err := db.Query(ctx, `SELECT stream, last_ms, last_seq FROM archive_progress WHERE stream = ANY($1)`, streams)
+	out, err := positions(ctx, db, `SELECT stream, last_ms, last_seq FROM archive_progress WHERE stream = ANY($1)`, streams)
 	if err != nil {
 		return nil, fmt.Errorf("archive: read the position: %w", err)
+	}
+	return out, nil
+}
+
+// positions runs sql, which selects a stream and an entry ID's two numbers per row.
+func positions(ctx context.Context, db *pgxpool.Pool, sql string, args ...any) (map[string]entryID, error) {
+	out := map[string]entryID{}
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -435,6 +453,29 @@ func (id entryID) String() string {
 
 // next is the smallest ID after id: XTRIM MINID keeps it and everything after.
 func (id entryID) next() entryID { return entryID{id.ms, id.seq + 1} }
+
+func (id entryID) before(o entryID) bool { return id.ms < o.ms || id.ms == o.ms && id.seq < o.seq }
+
+// NotifyFresh is how recently notifyd must have saved its position for the archiver to keep
+// what it has not read: a notifyd stopped for longer no longer holds the streams, so that
+// Redis never keeps more than this much history for it.
+const NotifyFresh = 10 * time.Minute
+
+// notifyHold is notifyd's position in the streams of last, where notifyd has saved one
+// within NotifyFresh (runtime/notify/outbox keeps them in notify_progress): the archive
+// stream carries the facts notifyd tells users, so it is trimmed no further.
+func (a *Archiver) notifyHold(ctx context.Context, last map[int]entryID) (map[string]entryID, error) {
+	streams := make([]string, 0, len(last))
+	for part := range last {
+		streams = append(streams, store.Archive(part))
+	}
+	out, err := positions(ctx, a.o.DB, `SELECT stream, last_ms, last_seq FROM notify_progress
+		WHERE stream = ANY($1) AND updated_at > $2`, streams, a.o.Now().Add(-NotifyFresh))
+	if err != nil {
+		return nil, fmt.Errorf("archive: read notifyd's position: %w", err)
+	}
+	return out, nil
+}
 
 // Keeper writes facts straight to PostgreSQL, as the archiver would, for the retention
 // compactor: a fact leaves Redis only after this write, whether or not its archive entry

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -229,5 +230,40 @@ func TestOnlyTheStoredResultIsArchived(t *testing.T) {
 	var success bool
 	if err := db.QueryRow(ctx, "SELECT success FROM signal_results WHERE signal_id = $1", sig).Scan(&success); err != nil || !success {
 		t.Fatalf("archived result success=%v (%v), want the first", success, err)
+	}
+}
+
+// While notifyd reads, the archiver trims a stream no further than notifyd's position, so
+// that every fact reaches a user; a notifyd silent for longer than NotifyFresh holds
+// nothing back.
+func TestTrimKeepsWhatNotifydHasNotRead(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := storetest.New(t)
+	db := dbtest.New(t)
+	facts(t, rdb, 0, 5)
+	first, err := rdb.XRangeN(ctx, store.ArchiveOf(bot), "-", "+", 3).Result()
+	if err != nil || len(first) != 3 {
+		t.Fatal(first, err)
+	}
+	ms, seq, _ := store.SplitStreamID(first[2].ID)
+	now := time.Now()
+	if _, err := db.Exec(ctx, `INSERT INTO notify_progress (stream, last_ms, last_seq, updated_at) VALUES ($1, $2, $3, $4)`,
+		store.ArchiveOf(bot), ms, seq, now); err != nil {
+		t.Fatal(err)
+	}
+	a := archive.New(archive.Options{Redis: rdb, DB: db, Now: func() time.Time { return now }})
+	if _, _, err := a.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := streamLen(t, rdb); n != 20-3 {
+		t.Fatalf("stream keeps %d entries, want the 17 notifyd has not read", n)
+	}
+	facts(t, rdb, 5, 1)
+	now = now.Add(archive.NotifyFresh + time.Second)
+	if _, _, err := a.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := streamLen(t, rdb); n != 0 {
+		t.Fatalf("stream keeps %d entries for a notifyd silent for %s", n, archive.NotifyFresh)
 	}
 }

@@ -54,7 +54,7 @@ func (c *Channels) Send(ctx context.Context, user, channel string, m notify.Mess
 
 func (c *Channels) telegram(ctx context.Context, user string, m notify.Message) (string, error) {
 	if c.Telegram == nil {
-		return "", errors.New("Telegram is not configured")
+		return "", errors.New("no Telegram bot is configured")
 	}
 	chat, ok, err := c.Settings.Chat(ctx, user)
 	if err != nil {

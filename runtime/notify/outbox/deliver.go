@@ -181,12 +181,10 @@ func (d *Deliverer) send(ctx context.Context, g group, now time.Time, out *Outco
 			next = wait.Until
 		}
 	}
-	var expired, retry []Row
+	var expired []Row
 	for _, r := range g.rows {
 		if now.Sub(r.Created) >= MaxAge {
 			expired = append(expired, r)
-		} else {
-			retry = append(retry, r)
 		}
 	}
 	out.Dropped = append(out.Dropped, expired...)

@@ -187,9 +187,9 @@ func TestLinkedUserHearsEachFactOnce(t *testing.T) {
 	pause(t, s.rdb)
 	refuse(t, s.rdb, 1)
 	fill(t, s.rdb, 1, true)
-	got := s.waitMessages(t, 4) // the link's reply, then the three
+	s.waitMessages(t, 4) // the link's reply, then the three
 	time.Sleep(500 * time.Millisecond)
-	got = s.messages()
+	got := s.messages()
 	if len(got) != 4 {
 		t.Fatalf("want 4 messages, got %d: %q", len(got), got)
 	}
@@ -229,9 +229,9 @@ func TestOutageGathersAndRestartRepeatsNothing(t *testing.T) {
 	s.stop()
 	s.tg.SetDown(false)
 	s.start(t)
-	got := s.waitMessages(t, 2)
+	s.waitMessages(t, 2)
 	time.Sleep(3 * time.Second) // past the burst window: nothing more may come
-	got = s.messages()
+	got := s.messages()
 	if len(got) != 2 {
 		t.Fatalf("want the link's reply and one gathered message, got %d: %q", len(got), got)
 	}
