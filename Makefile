@@ -24,7 +24,7 @@ CLUSTER_PACKAGES ?= ./runtime/analytics ./runtime/apppolicy ./runtime/approval .
 	./runtime/portfolio ./runtime/position ./runtime/queue ./runtime/registry ./runtime/risk \
 	./runtime/store/... ./runtime/strategyrun ./runtime/trading ./runtime/wallet ./mcpd \
 	./test/stack/localstack
-BINARIES := manager webhookd executor authd mcpd queuectl backtest sigops-mcp
+BINARIES := manager webhookd executor authd mcpd notifyd queuectl backtest sigops-mcp
 
 # Bash with pipefail so that a failing step in a pipe fails the target.
 SHELL := /usr/bin/env bash -o pipefail

@@ -1,0 +1,152 @@
+// Command notifyd tells users what their bots did: it reads the facts the runtime appends
+// to its streams, queues each for the user's channels in PostgreSQL and delivers them to
+// Telegram and outbound webhooks (runtime/notify/service). It also receives the Telegram
+// bot's updates (linking and unlinking chats) by long polling.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/database"
+	"github.com/sigops/sigops/runtime/egress"
+	"github.com/sigops/sigops/runtime/notify/channels"
+	"github.com/sigops/sigops/runtime/notify/chatbot"
+	"github.com/sigops/sigops/runtime/notify/outbox"
+	"github.com/sigops/sigops/runtime/notify/route"
+	"github.com/sigops/sigops/runtime/notify/service"
+	"github.com/sigops/sigops/runtime/notify/settings"
+	"github.com/sigops/sigops/runtime/registry"
+	"github.com/sigops/sigops/runtime/store"
+	"github.com/sigops/sigops/runtime/telegram"
+)
+
+type config struct {
+	databaseURL, metricsAddr, tokenFile, telegramURL string
+	loopbackHTTP                                     bool
+	redis                                            store.Options
+}
+
+func main() {
+	var c config
+	var logLevel slog.Level
+	flag.StringVar(&c.databaseURL, "database-url", os.Getenv(database.URLEnv), "PostgreSQL, where preferences, chats, destinations and the delivery queue live (default $"+database.URLEnv+"; required)")
+	flag.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz")
+	flag.StringVar(&c.tokenFile, "telegram-token-file", "", "file holding the Telegram bot's token (a Secret's key); empty: Telegram is off")
+	flag.StringVar(&c.telegramURL, "telegram-api-url", telegram.DefaultAPIURL, "the Telegram Bot API's address (a local stand-in for tests and the local stack)")
+	flag.BoolVar(&c.loopbackHTTP, "webhook-loopback-http", false, "allow plain-HTTP webhook destinations on 127.0.0.1 and ::1 (the local stack only; never in production)")
+	store.BindFlags(flag.CommandLine, &c.redis)
+	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
+	flag.Parse()
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	if err := run(logger, c); err != nil {
+		logger.Error("notifyd stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger, c config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.databaseURL == "" {
+		return errors.New("give --database-url: notifyd keeps its queue in PostgreSQL")
+	}
+	rdb, err := store.Connect(ctx, c.redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	db, err := database.Pool(ctx, c.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := database.MigrateWhenUp(ctx, db, logger); err != nil {
+		return err
+	}
+	set := &settings.Store{DB: db}
+	users := auth.NewUsers(rdb, auth.UsersOptions{DB: db})
+	tg, err := telegramOf(c, set, users, logger)
+	if err != nil {
+		return err
+	}
+	ch := &channels.Channels{Settings: set, Telegram: tg, Egress: egress.New(egress.Options{LoopbackHTTP: c.loopbackHTTP})}
+	svc := service.New(service.Options{Redis: rdb, DB: db, Logger: logger,
+		Router:    &route.Router{Settings: set, Owner: ownerOf(rdb, users)},
+		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: pollOf(tg)})
+	reg := daemon.NewRegistry()
+	reg.MustRegister(svc.Collectors()...)
+	probes := daemon.NewProbes()
+	probes.Ready("redis", daemon.RedisReady(rdb))
+	probes.Ready("postgres", func(ctx context.Context) error { return db.Ping(ctx) })
+	ops := daemon.OpsServer(c.metricsAddr, reg, probes)
+	go func() {
+		if err := ops.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("ops server", "err", err)
+		}
+	}()
+	defer ops.Close()
+	logger.Info("notifyd started", "telegram", tg != nil, "telegramApi", c.telegramURL)
+	return svc.Run(ctx)
+}
+
+// telegramOf is the Telegram client, its updates answered by the chat bot; nil without a
+// token.
+func telegramOf(c config, set *settings.Store, users *auth.Users, logger *slog.Logger) (*telegram.Client, error) {
+	if c.tokenFile == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(c.tokenFile)
+	if err != nil {
+		return nil, errors.New("read the Telegram token file: " + err.Error())
+	}
+	var tg *telegram.Client
+	cb := &chatbot.Bot{Settings: set, Linked: users.SetTelegramLinked, Logger: logger,
+		Reply: func(ctx context.Context, chat int64, text string) error {
+			_, err := tg.Send(ctx, chat, text, false)
+			return err
+		}}
+	tg, err = telegram.New(telegram.Options{Token: strings.TrimSpace(string(raw)), APIURL: c.telegramURL, OnUpdate: cb.Handle})
+	return tg, err
+}
+
+func pollOf(tg *telegram.Client) func(context.Context) error {
+	if tg == nil {
+		return nil
+	}
+	return tg.Poll
+}
+
+// ownerOf finds a bot's user and name: the bot's owner email, then that account.
+func ownerOf(rdb redis.UniversalClient, users *auth.Users) route.Owner {
+	reg := registry.New(rdb)
+	return func(ctx context.Context, id string) (string, string, bool, error) {
+		b, err := reg.Get(ctx, id)
+		if errors.Is(err, registry.ErrNotFound) {
+			return "", "", false, nil
+		}
+		if err != nil {
+			return "", "", false, err
+		}
+		u, err := users.ByEmail(ctx, b.Owner)
+		if errors.Is(err, auth.ErrNotFound) {
+			return "", "", false, nil // no account for the owner: no one to tell
+		}
+		if err != nil {
+			return "", "", false, err
+		}
+		return u.ID, b.Name, true, nil
+	}
+}
+
