@@ -149,4 +149,3 @@ func ownerOf(rdb redis.UniversalClient, users *auth.Users) route.Owner {
 		return u.ID, b.Name, true, nil
 	}
 }
-
