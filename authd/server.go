@@ -61,6 +61,9 @@ type Options struct {
 	APIs *userapi.APIs
 	// Hub delivers the dashboard's live events (nil: one on Redis; Run runs it).
 	Hub *events.Hub
+	// Notifications, when set, serve /api/user/notifications/* and the dashboard's
+	// Notifications tab (they need PostgreSQL).
+	Notifications *Notifications
 	// Version is the server card's version.
 	Version string
 	// Ready reports whether the server can take traffic (Redis reachable).
@@ -235,6 +238,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/api/auth/logout", s.handleAPILogout)
 		r.Get("/api/user/me", s.handleMe)
 		r.Get("/api/user/audit", s.handleAudit)
+		s.notifyRoutes(r)
 
 		r.Get("/login", s.handleLoginPage)
 		r.Post("/login", s.handleLoginForm)

@@ -18,6 +18,8 @@ import (
 	"github.com/sigops/sigops/internal/userapi"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
+	"github.com/sigops/sigops/runtime/egress"
+	"github.com/sigops/sigops/runtime/notify/settings"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trustedproxy"
 )
@@ -69,7 +71,8 @@ func main() {
 type serveConfig struct {
 	listen, metricsAddr, tlsCert, tlsKey, proxies string
 	baseURL, mcpURL, keyFile, prevKeyFile         string
-	allowLocalhost                                bool
+	allowLocalhost, webhookLoopback               bool
+	telegramBot                                   string
 	hashConcurrency, hashQueue                    int
 	registerPer48, registerGlobal                 int
 	redis                                         store.Options
@@ -95,6 +98,8 @@ func serve(args []string) error {
 	fs.IntVar(&c.registerPer48, "register-per-48-per-hour", auth.RegisterPerNet48.Max, "client registrations per IPv6 /48 per hour")
 	fs.IntVar(&c.registerGlobal, "register-global-per-hour", auth.RegisterGlobal.Max, "client registrations of the whole service per hour")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz (plain HTTP, cluster-internal)")
+	fs.StringVar(&c.telegramBot, "telegram-bot-username", "", "the Telegram bot's username, for the link the Notifications page gives (empty: it shows the /start command instead)")
+	fs.BoolVar(&c.webhookLoopback, "webhook-loopback-http", false, "allow plain-HTTP webhook destinations on 127.0.0.1 and ::1 (the local stack only; never in production)")
 	daemon.ProfilingFlag(fs)
 	store.BindFlags(fs, &c.redis)
 	// The dashboard's Go APIs take mcpd's flags: the same market data, master key and audit
@@ -157,7 +162,7 @@ func run(logger *slog.Logger, c serveConfig) error {
 		return err
 	}
 	srv, err := authd.New(authd.Options{Redis: rdb, DB: apis.DB, Keys: keys, BaseURL: c.baseURL, MCPURL: c.mcpURL, Audit: apis.Audit, APIs: apis,
-		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version,
+		AllowLocalhostRedirects: c.allowLocalhost, TrustedProxies: trusted, Version: version, Notifications: notificationsOf(apis, c),
 		HashConcurrency: c.hashConcurrency, HashQueue: hashQueue(c.hashQueue),
 		RegisterPerNet48: perHour(auth.RegisterPerNet48, c.registerPer48), RegisterGlobal: perHour(auth.RegisterGlobal, c.registerGlobal),
 		Logger: logger, Registerer: reg, Ready: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
@@ -178,4 +183,14 @@ func run(logger *slog.Logger, c serveConfig) error {
 	probes := daemon.NewProbes()
 	probes.Ready("redis", daemon.RedisReady(rdb))
 	return daemon.Serve(ctx, api, daemon.OpsServer(c.metricsAddr, reg, probes), c.tlsCert, c.tlsKey, 15*time.Second)
+}
+
+// notificationsOf serves the notification settings when authd has PostgreSQL, where they
+// live.
+func notificationsOf(apis *userapi.APIs, c serveConfig) *authd.Notifications {
+	if apis.DB == nil {
+		return nil
+	}
+	return &authd.Notifications{Settings: &settings.Store{DB: apis.DB}, BotUsername: c.telegramBot,
+		Egress: egress.New(egress.Options{LoopbackHTTP: c.webhookLoopback})}
 }

@@ -27,10 +27,22 @@ const (
 // Errors of CreateWebhook.
 var (
 	ErrTooMany    = fmt.Errorf("at most %d webhook destinations", MaxWebhooks)
-	ErrBadFormat  = errors.New("format must be json, slack or discord")
+	ErrBadFormat  = inputError{errors.New("format must be json, slack or discord")}
 	ErrNoWebhook  = errors.New("no such webhook destination")
-	errEmptyKinds = errors.New("choose at least one event")
+	errEmptyKinds = inputError{errors.New("choose at least one event")}
 )
+
+// inputError is a refusal of what the user gave (a format, an event, a destination the
+// egress rules refuse), as against a failure of the store.
+type inputError struct{ error }
+
+func (e inputError) Unwrap() error { return e.error }
+
+// IsInput says whether err refuses the user's input.
+func IsInput(err error) bool {
+	var in inputError
+	return errors.As(err, &in)
+}
 
 // Webhook is one outbound destination. Its URL and secret are never shown after creation
 // (a URL may carry a token: Slack's and Discord's do), only its host.
@@ -71,11 +83,11 @@ func (s *Store) CreateWebhook(ctx context.Context, user, url, format string, kin
 	}
 	for _, k := range kinds {
 		if !k.Valid() {
-			return Webhook{}, fmt.Errorf("unknown event %q", k)
+			return Webhook{}, inputError{fmt.Errorf("unknown event %q", k)}
 		}
 	}
 	if err := check(ctx, url); err != nil {
-		return Webhook{}, err
+		return Webhook{}, inputError{err}
 	}
 	secret, err := egress.NewSecret()
 	if err != nil {
