@@ -145,7 +145,7 @@ func TestText(t *testing.T) {
 		{notify.Event{Kind: notify.Fill, Bot: "grid-1", Side: "sell", Amount: num("0.01538"), Symbol: "BTC/USDT", Price: num("65100"), PnL: numP("-1.9994")},
 			"Bot grid-1 sold 0.01538 BTC/USDT at 65100, realised PnL -1.9994"},
 		{notify.Event{Kind: notify.OrderRefused, Bot: "grid-1", Side: "buy", Symbol: "ETH/USDT", Reason: "INSUFFICIENT_BALANCE"},
-			"Bot grid-1: the exchange refused a buy order for ETH/USDT (INSUFFICIENT_BALANCE)"},
+			"Bot grid-1: a buy order for ETH/USDT was refused (INSUFFICIENT_BALANCE: not enough balance)"},
 		{notify.Event{Kind: notify.SignalDeadLettered, Bot: "grid-1", Attempts: 15, Reason: "EXCHANGE_UNAVAILABLE"},
 			"Bot grid-1: a signal was given up after 15 attempts (EXCHANGE_UNAVAILABLE)"},
 		{notify.Event{Kind: notify.SignalExpired, Bot: "grid-1"}, "Bot grid-1: a signal arrived too late and was not executed"},

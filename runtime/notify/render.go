@@ -31,6 +31,13 @@ var pauseReasons = map[string]string{
 	"Agent":     "paused by a connected app",
 }
 
+// refusals say a refused order's code in words, the code kept for a search.
+var refusals = map[string]string{
+	"EXCHANGE_ERROR":       "EXCHANGE_ERROR: the exchange refused it",
+	"INSUFFICIENT_BALANCE": "INSUFFICIENT_BALANCE: not enough balance",
+	"INVALID_AMOUNT":       "INVALID_AMOUNT: the amount is outside the exchange's or the bot's limits",
+}
+
 // connectionReasons say why a connection stopped working.
 var connectionReasons = map[string]string{
 	"KeyRevoked":        "the exchange no longer accepts its API key",
@@ -63,7 +70,10 @@ func line(e Event) string {
 		}
 		return s
 	case OrderRefused:
-		return fmt.Sprintf("%s: the exchange refused a %s order for %s (%s)", bot, e.Side, e.Symbol, words(nil, e.Reason))
+		if e.Symbol == "" {
+			return fmt.Sprintf("%s: an order was refused (%s)", bot, words(refusals, e.Reason))
+		}
+		return fmt.Sprintf("%s: a %s order for %s was refused (%s)", bot, e.Side, e.Symbol, words(refusals, e.Reason))
 	case SignalDeadLettered:
 		return fmt.Sprintf("%s: a signal was given up after %d attempts (%s)", bot, e.Attempts, words(nil, e.Reason))
 	case SignalExpired:

@@ -27,8 +27,10 @@ import (
 	"github.com/sigops/sigops/runtime/store"
 )
 
-// refusals are the result codes of an order the exchange refused.
-var refusals = map[errs.Code]bool{errs.ExchangeError: true, errs.InsufficientBalance: true}
+// refusals are the result codes of an order refused after it was queued: by the exchange,
+// or by the amount rules (the exchange's minimums, the bot's exposure limit), which a
+// sender that ignores the webhook's answer (a TradingView alert) would never see.
+var refusals = map[errs.Code]bool{errs.ExchangeError: true, errs.InsufficientBalance: true, errs.InvalidAmount: true}
 
 // Decoder turns one archive stream's entries into events. It remembers, per signal, the
 // realised PnL of the trades read before the signal's result (a commit appends its trades

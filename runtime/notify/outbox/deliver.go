@@ -81,14 +81,18 @@ func (d *Deliverer) Step(ctx context.Context, now time.Time) (Outcome, error) {
 	return out, nil
 }
 
-// due reads the due rows, grouped by channel and burst, oldest group first.
+// due reads the due bursts' rows, grouped by channel and burst, oldest group first.
 func (d *Deliverer) due(ctx context.Context, now time.Time) ([]group, error) {
 	n := d.Batch
 	if n <= 0 {
 		n = 1000
 	}
+	// A burst that has one row due goes with all its pending rows: after an outage, rows
+	// queued at different times wait out different backoffs, and go together all the same.
 	rows, err := d.DB.Query(ctx, `SELECT id, channel, user_id, event, attempts, created_at, state, sent_at, last_status, burst
-		FROM notify_outbox WHERE state = 'pending' AND next_at <= $1 ORDER BY id LIMIT $2`, now, n)
+		FROM notify_outbox WHERE state = 'pending' AND (channel, burst) IN (
+			SELECT channel, burst FROM notify_outbox WHERE state = 'pending' AND next_at <= $1 ORDER BY id LIMIT $2)
+		ORDER BY id LIMIT $3`, now, n, n*maxGathered/10)
 	if err != nil {
 		return nil, err
 	}

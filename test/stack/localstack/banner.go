@@ -25,7 +25,7 @@ sigops local stack ready
   redis        %s
   daemons      %s
   replicas     executor %d, webhookd %d, mcpd %d (make run ARGS='-executors=3 -webhookd=2 -mcpd=2')
-  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL, CURL_CA_BUNDLE, SIGOPS_EMAIL, SIGOPS_PASSWORD)
+  environment  %s (KUBECONFIG, REDIS_ADDR, BASE_URL, MCP_URL, CURL_CA_BUNDLE, SIGOPS_EMAIL, SIGOPS_PASSWORD, TELEGRAM_API_URL)
 
 Every daemon, Redis and nginx is restarted with backoff when it exits. To watch a failover,
 kill a replica and see it come back (make status lists each one's PID, restarts and health):
@@ -50,6 +50,14 @@ in as %s with password %s (also in %s as SIGOPS_EMAIL and SIGOPS_PASSWORD).
 The sample bot's fills appear on the open Overview page as they happen. Or get a bearer token:
   curl -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login
 
+Telegram alerts (a local Bot API stand-in at TELEGRAM_API_URL): get a link code, press
+Start in the stand-in's chat, and see what the bot sent:
+  TOKEN=$(curl -s --cacert %s -H 'Content-Type: application/json' -d '{"email":"'$SIGOPS_EMAIL'","password":"'$SIGOPS_PASSWORD'"}' $BASE_URL/api/auth/login | grep -o '"token":"[^"]*"' | cut -d'"' -f4)
+  CODE=$(curl -s --cacert %s -X POST -H "Authorization: Bearer $TOKEN" $BASE_URL/api/user/notifications/telegram/link | grep -o '"code":"[^"]*"' | cut -d'"' -f4)
+  curl -s -d '{"chat":1001,"text":"/start '$CODE'"}' $TELEGRAM_API_URL/fake/updates/message
+  curl -s --cacert %s -H "Authorization: Bearer $TOKEN" $BASE_URL/api/user/me | grep -o '"telegramLinked":[a-z]*'
+  curl -s $TELEGRAM_API_URL/fake/messages
+
 MCP server (MCP_URL): point an MCP client at %s/mcp (streamable HTTP); it finds the
 authorization server through the 401 challenge and signs in by OAuth in the browser, or
 send that bearer token as "Authorization: Bearer <token>". The certificate is self-signed:
@@ -63,6 +71,7 @@ Ctrl-C stops the stack.
 		s.rel(s.env), kubectl, kubectl, s.Secret, SampleNamespace,
 		SampleNamespace, SampleBot, s.rel(s.certFile), s.WebhookURL,
 		s.rel(s.candles), s.baseURL(), DemoEmail, s.Password, s.rel(s.env),
+		s.rel(s.certFile), s.rel(s.certFile), s.rel(s.certFile),
 		s.mcpURL(), s.rel(s.certFile), s.certFile,
 		s.rel(s.managerLog), s.rel(s.dir), s.rel(s.kcmLog))
 }

@@ -16,14 +16,14 @@ import (
 )
 
 // startDataPlane starts the executors (simulated market, paper trading), the webhookd
-// replicas, authd and the mcpd replicas, each supervised, then nginx with a self-signed
+// replicas, authd, notifyd and the mcpd replicas, each supervised, then nginx with a self-signed
 // certificate as two HTTPS origins: {base_url}, routing the webhook and read API paths to
 // webhookd and the rest to authd as config/ingress does, and {mcp_url} for mcpd. nginx
 // balances the replicas of webhookd and of mcpd; the executors share the queue partitions
 // among themselves.
 func (s *Stack) startDataPlane(ctx context.Context) error {
 	bins := map[string]string{}
-	for _, name := range []string{"executor", "webhookd", "authd", "mcpd"} {
+	for _, name := range []string{"executor", "webhookd", "authd", "mcpd", "notifyd"} {
 		s.printf("building %s...\n", name)
 		bin, err := stack.Build(ctx, s.root, name)
 		if err != nil {
@@ -75,8 +75,17 @@ func (s *Stack) startDataPlane(ctx context.Context) error {
 			// portfolio reads exchange connections with their credentials, as mcpd's tools.
 			"--market-data=simulated", "--kubeconfig=" + s.kubeconfig, "--master-key-file=" + s.masterKey,
 			// History past Redis's hot window comes from the archive.
-			"--database-url=" + s.postgres.URL}, redisArgs...))
+			"--database-url=" + s.postgres.URL,
+			// Notifications: the stand-in's bot, and receivers on this machine.
+			"--telegram-bot-username=" + s.telegram.Username(), "--webhook-loopback-http"}, redisArgs...))
 	if err != nil {
+		return err
+	}
+	// notifyd tells the demo account what its bots did, through the Telegram stand-in and
+	// webhook receivers on this machine (plain HTTP on the loopback only).
+	if _, err := s.startReplica(ctx, bins["notifyd"], "notifyd", 0, 1, false,
+		append([]string{"--database-url=" + s.postgres.URL, "--telegram-token-file=" + s.telegramToken,
+			"--telegram-api-url=" + s.telegram.URL, "--webhook-loopback-http"}, redisArgs...)); err != nil {
 		return err
 	}
 

@@ -35,6 +35,7 @@ import (
 	"github.com/sigops/sigops/runtime/backtest/candlegen"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/store/keymigration"
+	"github.com/sigops/sigops/runtime/telegram/telegramfake"
 	"github.com/sigops/sigops/test/stack"
 )
 
@@ -220,6 +221,9 @@ type Stack struct {
 	store    store.Options
 	// postgres is the record (history, and later accounts and the wallet).
 	postgres *stack.Postgres
+	// telegram is the Bot API stand-in notifyd talks to; telegramToken its token's file.
+	telegram      *telegramfake.Server
+	telegramToken string
 	// pgHold holds PostgreSQL's restarts (HoldPostgres).
 	pgHold pgHold
 	// storeRuns supervise the Redis servers (and Sentinels, first) and PostgreSQL, daemons every
@@ -298,6 +302,9 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := s.startPostgres(ctx); err != nil {
 		return err
 	}
+	if err := s.startTelegram(); err != nil {
+		return err
+	}
 
 	s.printf("building and starting the manager (log: %s)\n", s.rel(s.managerLog))
 	bin, err := stack.BuildManager(ctx, s.root)
@@ -353,8 +360,8 @@ func (s *Stack) start(ctx context.Context) error {
 		return err
 	}
 	s.Password = strings.TrimSpace(string(password))
-	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nDATABASE_URL=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\n",
-		s.kubeconfig, s.RedisAddrs()[0], s.postgres.URL, s.baseURL(), s.mcpURL(), s.certFile, DemoEmail, s.Password)
+	env := fmt.Sprintf("KUBECONFIG=%s\nREDIS_ADDR=%s\nDATABASE_URL=%s\nBASE_URL=%s\nMCP_URL=%s\nCURL_CA_BUNDLE=%s\nSIGOPS_EMAIL=%s\nSIGOPS_PASSWORD=%s\nTELEGRAM_API_URL=%s\n",
+		s.kubeconfig, s.RedisAddrs()[0], s.postgres.URL, s.baseURL(), s.mcpURL(), s.certFile, DemoEmail, s.Password, s.telegram.URL)
 	switch {
 	case s.cluster != nil:
 		env += "REDIS_CLUSTER_ADDRS=" + strings.Join(s.RedisAddrs(), ",") + "\n"
@@ -485,6 +492,9 @@ func (s *Stack) Stop() {
 		if err := r.Stop(stopTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, r.Name()+":", err)
 		}
+	}
+	if s.telegram != nil {
+		s.telegram.Close()
 	}
 	if s.cp != nil {
 		if err := s.cp.Stop(); err != nil {

@@ -48,7 +48,7 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 	for _, d := range s.Daemons() {
 		pids[d.Name()] = d.Pid()
 	}
-	for _, want := range []string{"manager", "executor-0", "executor-1", "webhookd-0", "webhookd-1", "authd", "mcpd", "nginx"} {
+	for _, want := range []string{"manager", "executor-0", "executor-1", "webhookd-0", "webhookd-1", "authd", "mcpd", "notifyd", "nginx"} {
 		if _, ok := pids[want]; !ok {
 			t.Fatalf("no %s among the supervised programs %v", want, pids)
 		}
@@ -212,6 +212,8 @@ func TestKilledExecutorIsRestarted(t *testing.T) {
 		!bal.Equal(decimal.NewFromInt(100)) {
 		t.Fatalf("the wallet after FLUSHALL: %d %v %q, want 100 USD", resp.StatusCode, err, me.Balance)
 	}
+
+	notificationsEndToEnd(t, s, hc, login.Token)
 
 	if !storetest.ClusterMode() { // the record does not depend on the Redis topology: once is enough
 		postgresOutage(t, s, fleet, rdb, runner, hc, login.Token, rec.Accepted, rec.Orders)

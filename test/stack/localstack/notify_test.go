@@ -1,0 +1,135 @@
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"k8s.io/apimachinery/pkg/types"
+
+	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
+	"github.com/sigops/sigops/internal/testkit"
+)
+
+// notifyChat is the private chat that presses Start in the Telegram stand-in.
+const notifyChat = int64(1001)
+
+// notificationsEndToEnd checks the alerts through the public surfaces of the running stack:
+// the demo account links the stand-in's chat with a code from the API, telegramLinked turns
+// true in /api/user/me and MCP check_auth, and then a pause (MCP pause_bot), a refused order
+// and a fill (fills turned on) of the sample bot each bring exactly one message.
+func notificationsEndToEnd(t *testing.T, s *Stack, hc *http.Client, token string) {
+	t.Helper()
+	api := func(method, path string, body any) (int, map[string]any) {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), method, s.BaseURL()+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	st, link := api(http.MethodPost, "/api/user/notifications/telegram/link", nil)
+	code, _ := link["code"].(string)
+	if st != http.StatusCreated || code == "" {
+		t.Fatalf("link code: %d %v", st, link)
+	}
+	s.Telegram().PostStart(notifyChat, "/start "+code)
+	testkit.Eventually(t, 30*time.Second, "telegramLinked in /api/user/me", func() error {
+		if _, me := api(http.MethodGet, "/api/user/me", nil); me["telegramLinked"] != true {
+			return fmt.Errorf("me: %v", me)
+		}
+		return nil
+	})
+	mc, _ := testkit.MCPClient(t, hc.Transport, s.mcpURL()+"/mcp", token, mcp.LATEST_PROTOCOL_VERSION, "notify-e2e")
+	if text := callTool(t, mc, "check_auth", nil); !strings.Contains(text, `"telegramLinked":true`) {
+		t.Fatalf("check_auth: %s", text)
+	}
+	if st, p := api(http.MethodPut, "/api/user/notifications/preferences", map[string]any{"events": map[string]bool{"fill": true}}); st != 200 {
+		t.Fatalf("preferences: %d %v", st, p)
+	}
+	time.Sleep(3 * time.Second) // notifyd reuses a user's settings for 2 s
+	var bot tradingv1.SignalBot
+	if err := s.Client.Get(t.Context(), types.NamespacedName{Namespace: SampleNamespace, Name: SampleBot}, &bot); err != nil {
+		t.Fatal(err)
+	}
+
+	expectOne(t, s, "paused", func() { callTool(t, mc, "pause_bot", map[string]any{"botId": string(bot.UID)}) })
+	callTool(t, mc, "resume_bot", map[string]any{"botId": string(bot.UID)})
+	// Far above the bot's exposure limit: queued, then refused by the executor.
+	expectOne(t, s, "Bot "+SampleBot+": an order was refused", func() {
+		signal(t, hc, s.WebhookURL, `{"action":"buy","symbol":"BTCUSDT","size":"1000000"}`)
+	})
+	expectOne(t, s, "Bot "+SampleBot+" bought", func() { signal(t, hc, s.WebhookURL, `{"action":"buy","symbol":"BTCUSDT","size":"1%"}`) })
+}
+
+// expectOne runs act and checks that exactly one new message containing want reaches the
+// linked chat (waiting past the moment it arrives, so that a second copy would be seen).
+func expectOne(t *testing.T, s *Stack, want string, act func()) {
+	t.Helper()
+	count := func() int {
+		n := 0
+		for _, m := range s.Telegram().Messages() {
+			if m.Chat == notifyChat && strings.Contains(strings.ToLower(m.Text), strings.ToLower(want)) {
+				n++
+			}
+		}
+		return n
+	}
+	before := count()
+	act()
+	testkit.EventuallyTrue(t, 30*time.Second, "a message with "+want, func() bool { return count() > before })
+	time.Sleep(2 * time.Second)
+	if n := count() - before; n != 1 {
+		t.Fatalf("%d messages with %q, want exactly one: %v", n, want, s.Telegram().Messages())
+	}
+}
+
+func callTool(t *testing.T, c *client.Client, tool string, args map[string]any) string {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	if res.IsError {
+		t.Fatalf("%s: %s", tool, text)
+	}
+	return text
+}
+
+// signal sends body to a bot's webhook URL and waits for its answer.
+func signal(t *testing.T, hc *http.Client, url, body string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
