@@ -17,6 +17,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sigops/sigops/runtime/analytics"
+	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/database"
@@ -27,6 +31,7 @@ import (
 	"github.com/sigops/sigops/runtime/notify/route"
 	"github.com/sigops/sigops/runtime/notify/service"
 	"github.com/sigops/sigops/runtime/notify/settings"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/telegram"
@@ -77,7 +82,9 @@ func run(logger *slog.Logger, c config) error {
 	}
 	set := &settings.Store{DB: db}
 	users := auth.NewUsers(rdb, auth.UsersOptions{DB: db})
-	tg, err := telegramOf(c, set, users, logger)
+	acct := &chatbot.Runtime{Users: users, Bots: registry.New(rdb), Book: position.NewBook(rdb), Analytics: analytics.New(rdb),
+		Approvals: approval.New(rdb, apppolicy.New(rdb, apppolicy.Options{DB: db}), nil), Audit: audit.New(rdb, audit.Options{DB: db})}
+	tg, err := telegramOf(c, set, acct, logger)
 	if err != nil {
 		return err
 	}
@@ -101,9 +108,9 @@ func run(logger *slog.Logger, c config) error {
 	return svc.Run(ctx)
 }
 
-// telegramOf is the Telegram client, its updates answered by the chat bot; nil without a
-// token.
-func telegramOf(c config, set *settings.Store, users *auth.Users, logger *slog.Logger) (*telegram.Client, error) {
+// telegramOf is the Telegram client, its updates answered by the chat bot on the account
+// stores the dashboard uses; nil without a token.
+func telegramOf(c config, set *settings.Store, acct *chatbot.Runtime, logger *slog.Logger) (*telegram.Client, error) {
 	if c.tokenFile == "" {
 		return nil, nil
 	}
@@ -111,13 +118,9 @@ func telegramOf(c config, set *settings.Store, users *auth.Users, logger *slog.L
 	if err != nil {
 		return nil, errors.New("read the Telegram token file: " + err.Error())
 	}
-	var tg *telegram.Client
-	cb := &chatbot.Bot{Settings: set, Linked: users.SetTelegramLinked, Logger: logger,
-		Reply: func(ctx context.Context, chat int64, text string) error {
-			_, err := tg.Send(ctx, chat, text, false)
-			return err
-		}}
-	tg, err = telegram.New(telegram.Options{Token: strings.TrimSpace(string(raw)), APIURL: c.telegramURL, OnUpdate: cb.Handle})
+	cb := &chatbot.Bot{Settings: set, Account: acct, Logger: logger}
+	tg, err := telegram.New(telegram.Options{Token: strings.TrimSpace(string(raw)), APIURL: c.telegramURL, OnUpdate: cb.Handle})
+	cb.Chat = tg
 	return tg, err
 }
 

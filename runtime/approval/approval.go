@@ -146,7 +146,7 @@ func (s *Store) Create(ctx context.Context, a Approval, idempotencyKey string) (
 // A failure is not the caller's: the approval stands, and the dashboard shows it.
 func (s *Store) tell(ctx context.Context, a Approval, kind notify.Kind, state string) {
 	e := notify.Event{ID: "approval:" + a.SignalID + ":" + string(kind), Kind: kind, At: s.now(),
-		User: a.UserID, BotID: a.BotID, Bot: a.BotName, App: a.ClientName, Reason: state,
+		User: a.UserID, BotID: a.BotID, Bot: a.BotName, App: a.ClientName, Reason: state, Signal: a.SignalID,
 		Expires: time.UnixMilli(a.ExpiresAt)}
 	if state != "" {
 		e.ID += ":" + state

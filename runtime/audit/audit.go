@@ -32,6 +32,8 @@ import (
 const (
 	ChannelMCP       = "mcp"
 	ChannelDashboard = "dashboard"
+	// ChannelTelegram: a button pressed or a command sent in the user's linked chat.
+	ChannelTelegram = "telegram"
 )
 
 const (
@@ -168,7 +170,7 @@ func (j *Journal) Record(ctx context.Context, e Entry) error {
 	if e.UserID == "" || e.Tool == "" {
 		return errors.New("audit: an entry needs a user and a tool")
 	}
-	if e.Channel != ChannelMCP && e.Channel != ChannelDashboard {
+	if e.Channel != ChannelMCP && e.Channel != ChannelDashboard && e.Channel != ChannelTelegram {
 		return fmt.Errorf("audit: unknown channel %q", e.Channel)
 	}
 	now := j.now().UnixMilli()

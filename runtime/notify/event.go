@@ -86,6 +86,8 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Attempts is how many times a dead-lettered signal was tried.
 	Attempts int `json:"attempts,omitempty"`
+	// Signal is the signal an approval is for (the ID its buttons decide).
+	Signal string `json:"signalId,omitempty"`
 	// App is the connected app of an approval.
 	App string `json:"app,omitempty"`
 	// Expires is when an approval request lapses.

@@ -94,24 +94,71 @@ func (e *RetryAfter) Error() string {
 // first waits for the chat's and the bot's limits (or ctx's end). A 429 is a *RetryAfter,
 // and the bot then sends nothing to anyone until its wait has passed.
 func (c *Client) Send(ctx context.Context, chat int64, text string, silent bool) (int, error) {
+	return c.SendButtons(ctx, chat, text, silent, nil)
+}
+
+// Button is an inline keyboard button: its label and the callback data a press sends back
+// (1-64 bytes).
+type Button struct{ Text, Data string }
+
+// SendButtons is Send with a row of inline buttons under the message (none when empty).
+func (c *Client) SendButtons(ctx context.Context, chat int64, text string, silent bool, buttons []Button) (int, error) {
 	if err := c.wait(ctx, chat); err != nil {
 		return 0, err
 	}
-	m, err := c.b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, DisableNotification: silent})
+	p := &bot.SendMessageParams{ChatID: chat, Text: text, DisableNotification: silent}
+	if len(buttons) > 0 {
+		p.ReplyMarkup = keyboard(buttons)
+	}
+	m, err := c.b.SendMessage(ctx, p)
 	if err != nil {
-		var tooMany *bot.TooManyRequestsError
-		if errors.As(err, &tooMany) {
-			wait := time.Duration(tooMany.RetryAfter) * time.Second
-			c.mu.Lock()
-			if end := time.Now().Add(wait); end.After(c.until) {
-				c.until = end
-			}
-			c.mu.Unlock()
-			return 0, &RetryAfter{Wait: wait}
-		}
-		return 0, fmt.Errorf("telegram: send: %w", err)
+		return 0, c.failed("send", err)
 	}
 	return m.ID, nil
+}
+
+func keyboard(buttons []Button) *models.InlineKeyboardMarkup {
+	row := make([]models.InlineKeyboardButton, len(buttons))
+	for i, b := range buttons {
+		row[i] = models.InlineKeyboardButton{Text: b.Text, CallbackData: b.Data}
+	}
+	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}
+}
+
+// failed turns a Bot API error into the client's: a 429 stops the whole bot until its wait
+// has passed (*RetryAfter).
+func (c *Client) failed(call string, err error) error {
+	var tooMany *bot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		wait := time.Duration(tooMany.RetryAfter) * time.Second
+		c.mu.Lock()
+		if end := time.Now().Add(wait); end.After(c.until) {
+			c.until = end
+		}
+		c.mu.Unlock()
+		return &RetryAfter{Wait: wait}
+	}
+	return fmt.Errorf("telegram: %s: %w", call, err)
+}
+
+// Edit replaces the text of message id in chat, and removes its buttons.
+func (c *Client) Edit(ctx context.Context, chat int64, id int, text string) error {
+	if err := c.wait(ctx, chat); err != nil {
+		return err
+	}
+	_, err := c.b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: text})
+	if err != nil {
+		return c.failed("edit", err)
+	}
+	return nil
+}
+
+// Answer answers a button press (the notice the presser sees).
+func (c *Client) Answer(ctx context.Context, queryID, text string) error {
+	if _, err := c.b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: queryID, Text: text}); err != nil {
+		return c.failed("answer", err)
+	}
+	return nil
 }
 
 // Poll receives updates by long polling (getUpdates) and hands each to OnUpdate, until ctx

@@ -67,7 +67,7 @@ func (c *Channels) telegram(ctx context.Context, user string, m notify.Message) 
 	if err != nil {
 		return "", err
 	}
-	id, err := c.Telegram.Send(ctx, chat, notify.Text(m), prefs.Silent(m.Events[0], c.now()))
+	id, err := c.sendTelegram(ctx, user, chat, m, prefs.Silent(m.Events[0], c.now()))
 	var retry *telegram.RetryAfter
 	if errors.As(err, &retry) {
 		return "", &outbox.Wait{Until: c.now().Add(retry.Wait), Err: err}
@@ -77,6 +77,31 @@ func (c *Channels) telegram(ctx context.Context, user string, m notify.Message) 
 	}
 	return "message " + strconv.Itoa(id), nil
 }
+
+// sendTelegram sends m to chat; an approval request still open goes with its Approve and
+// Reject buttons, whose callback data is an opaque token (settings.NewButton).
+func (c *Channels) sendTelegram(ctx context.Context, user string, chat int64, m notify.Message, silent bool) (int, error) {
+	e := m.Events[0]
+	if len(m.Events) != 1 || e.Kind != notify.ApprovalRequested || e.Signal == "" || !e.Expires.After(c.now()) {
+		return c.Telegram.Send(ctx, chat, notify.Text(m), silent)
+	}
+	token, err := c.Settings.NewButton(ctx, user, e.Signal, chat, e.Expires)
+	if err != nil {
+		return 0, err
+	}
+	id, err := c.Telegram.SendButtons(ctx, chat, notify.Text(m), silent,
+		[]telegram.Button{{Text: "Approve", Data: ButtonApprove + token}, {Text: "Reject", Data: ButtonReject + token}})
+	if err != nil {
+		return 0, err
+	}
+	return id, c.Settings.ButtonSent(ctx, token, id)
+}
+
+// The callback data of an approval's buttons: a prefix, then the token.
+const (
+	ButtonApprove = "a:"
+	ButtonReject  = "r:"
+)
 
 func (c *Channels) webhook(ctx context.Context, user, id string, m notify.Message) (string, error) {
 	w, err := c.Settings.Webhook(ctx, user, id)

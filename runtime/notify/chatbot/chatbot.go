@@ -1,6 +1,8 @@
-// Package chatbot answers what a person writes to sigops's Telegram bot: /start <code>
-// links the chat to the user whose dashboard made the code (runtime/notify/settings), and
-// /stop unlinks it. A user's telegramLinked (check_auth, /api/user/me) follows each change.
+// Package chatbot answers what a person does in sigops's Telegram bot: /start <code> links
+// the chat to the user whose dashboard made the code (runtime/notify/settings), /stop
+// unlinks it, an approval's Approve or Reject button decides it, and from a linked chat
+// /status shows the user's bots and /pause <bot> pauses one. A user's telegramLinked
+// (check_auth, /api/user/me) follows each link and unlink.
 package chatbot
 
 import (
@@ -16,7 +18,7 @@ import (
 
 // Replies, kept free of anything about the user: a chat sees only what it asked.
 const (
-	replyLinked   = "This chat is linked to your sigops account. You will get the alerts you chose on the dashboard. Send /stop to unlink it."
+	replyLinked   = "This chat is linked to your sigops account. You will get the alerts you chose on the dashboard. Send /stop to unlink it, /status to see your bots, /pause <bot> to pause one."
 	replyBadCode  = "That link code is unknown or expired. Get a new link from the dashboard's account page."
 	replyNoCode   = "To link this chat, open the dashboard's account page and follow its Telegram link."
 	replyStopped  = "This chat is unlinked: it will get no more alerts."
@@ -24,20 +26,40 @@ const (
 	replyPrivate  = "sigops sends alerts to private chats only."
 )
 
-// Linked records whether a user has a linked chat (auth.Users.SetTelegramLinked).
-type Linked func(ctx context.Context, user string, linked bool) error
+// Chat is how the bot answers (telegram.Client).
+type Chat interface {
+	Send(ctx context.Context, chat int64, text string, silent bool) (int, error)
+	Edit(ctx context.Context, chat int64, id int, text string) error
+	Answer(ctx context.Context, queryID, text string) error
+}
+
+// Account is what the linked chat may do on its user's account; each call is audited by
+// its implementation as the dashboard's are.
+type Account interface {
+	// Linked records whether the user has a linked chat (auth.Users.SetTelegramLinked).
+	Linked(ctx context.Context, user string, linked bool) error
+	// Decide approves or rejects the user's approval of signal, and says the outcome.
+	Decide(ctx context.Context, user, signal string, approve bool) (string, error)
+	// Status is the user's bots, positions and today's PnL, as text.
+	Status(ctx context.Context, user string) (string, error)
+	// Pause pauses the user's bot named name (a manual pause) and says so.
+	Pause(ctx context.Context, user, name string) (string, error)
+}
 
 // Bot answers updates.
 type Bot struct {
 	Settings *settings.Store
-	Linked   Linked
-	// Reply sends text to chat.
-	Reply  func(ctx context.Context, chat int64, text string) error
-	Logger *slog.Logger
+	Account  Account
+	Chat     Chat
+	Logger   *slog.Logger
 }
 
 // Handle answers one update.
 func (b *Bot) Handle(ctx context.Context, u *models.Update) {
+	if u.CallbackQuery != nil {
+		b.press(ctx, u.CallbackQuery)
+		return
+	}
 	m := u.Message
 	if m == nil || m.From == nil {
 		return
@@ -49,11 +71,14 @@ func (b *Bot) Handle(ctx context.Context, u *models.Update) {
 	}
 	cmd, arg, _ := strings.Cut(strings.TrimSpace(m.Text), " ")
 	cmd, _, _ = strings.Cut(cmd, "@") // "/start@sigops_bot" in a client that names the bot
+	arg = strings.TrimSpace(arg)
 	switch cmd {
 	case "/start":
-		b.start(ctx, chat, strings.TrimSpace(arg))
+		b.start(ctx, chat, arg)
 	case "/stop":
 		b.stop(ctx, chat)
+	case "/status", "/pause":
+		b.command(ctx, chat, cmd, arg)
 	}
 }
 
@@ -68,7 +93,7 @@ func (b *Bot) start(ctx context.Context, chat int64, code string) {
 		return
 	}
 	if err == nil {
-		err = b.Linked(ctx, user, true)
+		err = b.Account.Linked(ctx, user, true)
 	}
 	if err != nil {
 		b.Logger.Error("link a Telegram chat", "err", err)
@@ -80,7 +105,7 @@ func (b *Bot) start(ctx context.Context, chat int64, code string) {
 func (b *Bot) stop(ctx context.Context, chat int64) {
 	user, err := b.Settings.UnlinkChat(ctx, chat)
 	if err == nil && user != "" {
-		err = b.Linked(ctx, user, false)
+		err = b.Account.Linked(ctx, user, false)
 	}
 	if err != nil {
 		b.Logger.Error("unlink a Telegram chat", "err", err)
@@ -93,8 +118,34 @@ func (b *Bot) stop(ctx context.Context, chat int64) {
 	b.reply(ctx, chat, replyStopped)
 }
 
+// command runs /status or /pause for the chat's user; an unlinked chat is told so.
+func (b *Bot) command(ctx context.Context, chat int64, cmd, arg string) {
+	user, ok, err := b.Settings.ChatUser(ctx, chat)
+	if err != nil {
+		b.Logger.Error("read a Telegram chat's user", "err", err)
+		return
+	}
+	if !ok {
+		b.reply(ctx, chat, replyNotKnown)
+		return
+	}
+	var text string
+	switch {
+	case cmd == "/status":
+		text, err = b.Account.Status(ctx, user)
+	case arg == "":
+		text = "Name the bot: /pause <bot name>. Resuming is on the dashboard."
+	default:
+		text, err = b.Account.Pause(ctx, user, arg)
+	}
+	if err != nil {
+		text = "That did not work: " + err.Error()
+	}
+	b.reply(ctx, chat, text)
+}
+
 func (b *Bot) reply(ctx context.Context, chat int64, text string) {
-	if err := b.Reply(ctx, chat, text); err != nil {
+	if _, err := b.Chat.Send(ctx, chat, text, false); err != nil {
 		b.Logger.Warn("reply in Telegram", "err", err)
 	}
 }

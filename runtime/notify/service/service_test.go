@@ -17,10 +17,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/apppolicy"
+	"github.com/sigops/sigops/runtime/approval"
+	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/egress"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
+	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/notify/channels"
@@ -52,8 +56,9 @@ type stack struct {
 	db     *pgxpool.Pool
 	tg     *telegramfake.Server
 	set    *settings.Store
-	linked sync.Map
-	cancel context.CancelFunc
+	linked    sync.Map
+	approvals *approval.Store
+	cancel    context.CancelFunc
 	done   chan struct{}
 }
 
@@ -70,17 +75,14 @@ func newStack(t *testing.T) *stack {
 func (s *stack) start(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var tc *telegram.Client
-	cb := &chatbot.Bot{Settings: s.set, Logger: slog.New(slog.DiscardHandler),
-		Linked: func(_ context.Context, u string, on bool) error { s.linked.Store(u, on); return nil },
-		Reply: func(ctx context.Context, c int64, text string) error {
-			_, err := tc.Send(ctx, c, text, false)
-			return err
-		}}
+	s.approvals = approval.New(s.rdb, apppolicy.NewPolicies(s.rdb, nil), nil)
+	acct := &account{Runtime: chatbot.Runtime{Approvals: s.approvals, Audit: audit.New(s.rdb, audit.Options{})}, linked: &s.linked}
+	cb := &chatbot.Bot{Settings: s.set, Account: acct, Logger: slog.New(slog.DiscardHandler)}
 	tc, err := telegram.New(telegram.Options{Token: token, APIURL: s.tg.URL, OnUpdate: cb.Handle, PollTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cb.Chat = tc
 	ch := &channels.Channels{Settings: s.set, Telegram: tc, Egress: egress.New(egress.Options{LoopbackHTTP: true})}
 	r := &route.Router{Settings: s.set, Owner: func(_ context.Context, id string) (string, string, bool, error) {
 		return user, "grid-btc", id == bot, nil
@@ -91,6 +93,15 @@ func (s *stack) start(t *testing.T) {
 	go func() { defer close(s.done); _ = svc.Run(ctx) }()
 	t.Cleanup(s.stop)
 }
+
+// account is the chat bot's account on the test's stores; it records links instead of
+// writing an account that does not exist.
+type account struct {
+	chatbot.Runtime
+	linked *sync.Map
+}
+
+func (a *account) Linked(_ context.Context, u string, on bool) error { a.linked.Store(u, on); return nil }
 
 func (s *stack) stop() {
 	s.cancel()
@@ -287,6 +298,90 @@ func TestWebhookDeliveryIsSigned(t *testing.T) {
 		rows, err := outbox.Log(ctx, s.db, user, outbox.WebhookChannel(w.ID), 10)
 		if err != nil || len(rows) != 1 || rows[0].State != outbox.Sent || rows[0].Status != "HTTP 200" {
 			return fmt.Errorf("delivery log %+v %v", rows, err)
+		}
+		return nil
+	})
+}
+
+// An agent's order waiting for approval reaches the linked chat with Approve and Reject
+// buttons. A press from another chat and a forged token change nothing; the owner's press
+// approves it (the order is queued once) and edits the message; a second press changes
+// nothing.
+func TestApprovalByButton(t *testing.T) {
+	s := newStack(t)
+	s.link(t)
+	ctx := context.Background()
+	env := queue.Envelope{SignalID: queue.SignalIDFor(bot, "m-00000000-0000-4000-8000-0000000000aa"), BotID: bot,
+		Priority: queue.PriorityStrategyEntry, Source: queue.SourceManual,
+		Signal:   json.RawMessage(`{"type":"market","side":"buy","symbol":"BTC/USDT","amount":0.002}`),
+		Admitted: map[string]httpapi.Number{"": httpapi.Num(testkit.D("0.002"))}}
+	now := time.Now()
+	if _, err := s.approvals.Create(ctx, approval.Approval{SignalID: env.SignalID, UserID: user, ClientID: "c1", ClientName: "Desk agent",
+		BotID: bot, BotName: "grid-btc", Tool: "place_order", Notional: httpapi.Num(testkit.D("90")), Envelope: env,
+		Legs: []executor.PreviewLeg{{Op: "open", Symbol: "BTC/USDT", Side: exchange.SideBuy, Amount: httpapi.Num(testkit.D("0.002")),
+			ReferencePrice: httpapi.Num(testkit.D("65000"))}},
+		Call: apppolicy.Call{UserID: user, ClientID: "c1", BotID: bot, Order: true, Notional: httpapi.Num(testkit.D("90"))},
+		CreatedAt: now.UnixMilli(), ExpiresAt: now.Add(time.Minute).UnixMilli()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var msg telegramfake.Sent
+	testkit.EventuallyTrue(t, 10*time.Second, "the approval request with buttons", func() bool {
+		for _, m := range s.tg.Messages() {
+			if m.Chat == chat && len(m.Buttons) == 1 && len(m.Buttons[0]) == 2 {
+				msg = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(msg.Text, "Desk agent wants to buy 0.002 BTC/USDT") {
+		t.Errorf("request text %q", msg.Text)
+	}
+	approve := msg.Buttons[0][0].Data
+	if strings.Contains(approve, env.SignalID) || len(approve) > 64 {
+		t.Fatalf("the button's data %q carries the signal or is too long", approve)
+	}
+	queued := func() int64 {
+		n, err := s.rdb.XLen(ctx, queue.StreamOf(bot, queue.PriorityStrategyEntry)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	answered := func(id string) string {
+		var text string
+		testkit.EventuallyTrue(t, 5*time.Second, "the press answered", func() bool {
+			for _, a := range s.tg.Answers() {
+				if a.QueryID == id {
+					text = a.Text
+					return true
+				}
+			}
+			return false
+		})
+		return text
+	}
+	if got := answered(s.tg.PressButton(chat+1, msg.ID, approve)); !strings.Contains(got, "not for this chat") || queued() != 0 {
+		t.Fatalf("a press from another chat: %q, %d queued", got, queued())
+	}
+	if got := answered(s.tg.PressButton(chat, msg.ID, "a:forged-token")); !strings.Contains(got, "not known") || queued() != 0 {
+		t.Fatalf("a forged press: %q, %d queued", got, queued())
+	}
+	if got := answered(s.tg.PressButton(chat, msg.ID, approve)); !strings.Contains(got, "Approved") || queued() != 1 {
+		t.Fatalf("the owner's press: %q, %d queued", got, queued())
+	}
+	if got := answered(s.tg.PressButton(chat, msg.ID, msg.Buttons[0][1].Data)); !strings.Contains(got, "already decided") || queued() != 1 {
+		t.Fatalf("a second press: %q, %d queued", got, queued())
+	}
+	a, err := s.approvals.Get(ctx, user, env.SignalID)
+	if err != nil || a.State != approval.Approved {
+		t.Fatalf("approval %+v %v", a, err)
+	}
+	testkit.Eventually(t, 5*time.Second, "the request's message shows the outcome", func() error {
+		for _, m := range s.tg.Messages() {
+			if m.ID == msg.ID && (m.Edited != 1 || len(m.Buttons) != 0 || !strings.Contains(m.Text, "Approved")) {
+				return fmt.Errorf("the request's message after the press: %+v", m)
+			}
 		}
 		return nil
 	})
