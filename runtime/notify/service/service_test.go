@@ -52,14 +52,14 @@ const (
 
 // stack is a notifyd on real Redis and PostgreSQL, Telegram's stand-in and a receiver.
 type stack struct {
-	rdb    redis.UniversalClient
-	db     *pgxpool.Pool
-	tg     *telegramfake.Server
-	set    *settings.Store
+	rdb       redis.UniversalClient
+	db        *pgxpool.Pool
+	tg        *telegramfake.Server
+	set       *settings.Store
 	linked    sync.Map
 	approvals *approval.Store
 	cancel    context.CancelFunc
-	done   chan struct{}
+	done      chan struct{}
 }
 
 func newStack(t *testing.T) *stack {
@@ -101,7 +101,10 @@ type account struct {
 	linked *sync.Map
 }
 
-func (a *account) Linked(_ context.Context, u string, on bool) error { a.linked.Store(u, on); return nil }
+func (a *account) Linked(_ context.Context, u string, on bool) error {
+	a.linked.Store(u, on)
+	return nil
+}
 
 func (s *stack) stop() {
 	s.cancel()
@@ -320,7 +323,7 @@ func TestApprovalByButton(t *testing.T) {
 		BotID: bot, BotName: "grid-btc", Tool: "place_order", Notional: httpapi.Num(testkit.D("90")), Envelope: env,
 		Legs: []executor.PreviewLeg{{Op: "open", Symbol: "BTC/USDT", Side: exchange.SideBuy, Amount: httpapi.Num(testkit.D("0.002")),
 			ReferencePrice: httpapi.Num(testkit.D("65000"))}},
-		Call: apppolicy.Call{UserID: user, ClientID: "c1", BotID: bot, Order: true, Notional: httpapi.Num(testkit.D("90"))},
+		Call:      apppolicy.Call{UserID: user, ClientID: "c1", BotID: bot, Order: true, Notional: httpapi.Num(testkit.D("90"))},
 		CreatedAt: now.UnixMilli(), ExpiresAt: now.Add(time.Minute).UnixMilli()}, ""); err != nil {
 		t.Fatal(err)
 	}
