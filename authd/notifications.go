@@ -3,31 +3,17 @@ package authd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sigops/sigops/runtime/auth"
-	"github.com/sigops/sigops/runtime/egress"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/notify"
-	"github.com/sigops/sigops/runtime/notify/channels"
-	"github.com/sigops/sigops/runtime/notify/outbox"
+	"github.com/sigops/sigops/runtime/notify/manage"
 	"github.com/sigops/sigops/runtime/notify/settings"
 )
-
-// Notifications configure /api/user/notifications/* and the dashboard's Notifications tab.
-type Notifications struct {
-	Settings *settings.Store
-	// Egress checks destinations when they are saved and sends the "send test" delivery.
-	Egress *egress.Client
-	// BotUsername is the Telegram bot's username, for the deep link (empty: the page shows
-	// the /start command to send instead).
-	BotUsername string
-}
 
 // notifyRoutes adds the notification settings API. It serves the user's own API token and
 // their session (SameSite=Strict, and a JSON body forces a CORS preflight on a cross-site
@@ -92,7 +78,7 @@ type webhookView struct {
 }
 
 func viewOf(w settings.Webhook) webhookView {
-	v := webhookView{ID: w.ID, Host: HostOf(w.URL), Format: w.Format, Events: w.Kinds, CreatedAt: w.CreatedAt.UnixMilli()}
+	v := webhookView{ID: w.ID, Host: manage.HostOf(w.URL), Format: w.Format, Events: w.Kinds, CreatedAt: w.CreatedAt.UnixMilli()}
 	ms := func(t *time.Time) *int64 {
 		if t == nil {
 			return nil
@@ -102,15 +88,6 @@ func viewOf(w settings.Webhook) webhookView {
 	}
 	v.FailingSince, v.DisabledAt = ms(w.FailingSince), ms(w.DisabledAt)
 	return v
-}
-
-// HostOf is a destination URL's host, what is shown of it.
-func HostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Host
 }
 
 func (s *Server) handleNotifyGet(w http.ResponseWriter, r *http.Request, user string) error {
@@ -142,7 +119,7 @@ func (s *Server) webhookViews(ctx context.Context, user string) ([]webhookView, 
 }
 
 func (s *Server) handleTelegramLink(w http.ResponseWriter, r *http.Request, user string) error {
-	link, err := s.TelegramLink(r.Context(), user)
+	link, err := s.o.Notifications.TelegramLink(r.Context(), user)
 	if err != nil {
 		return err
 	}
@@ -150,43 +127,12 @@ func (s *Server) handleTelegramLink(w http.ResponseWriter, r *http.Request, user
 	return nil
 }
 
-// TelegramLinkAnswer is a new link code with what to do with it.
-type TelegramLinkAnswer struct {
-	Code string `json:"code"`
-	// DeepLink opens the bot with the code (empty when no bot username is configured).
-	DeepLink  string `json:"deepLink,omitempty"`
-	Command   string `json:"command"`
-	ExpiresAt int64  `json:"expiresAt"`
-}
-
-// TelegramLink makes user a link code (settings.NewLinkCode) and its deep link.
-func (s *Server) TelegramLink(ctx context.Context, user string) (TelegramLinkAnswer, error) {
-	n := s.o.Notifications
-	code, exp, err := n.Settings.NewLinkCode(ctx, user)
-	if err != nil {
-		return TelegramLinkAnswer{}, err
-	}
-	a := TelegramLinkAnswer{Code: code, Command: "/start " + code, ExpiresAt: exp.UnixMilli()}
-	if n.BotUsername != "" {
-		a.DeepLink = "https://t.me/" + n.BotUsername + "?start=" + code
-	}
-	return a, nil
-}
-
 func (s *Server) handleTelegramUnlink(w http.ResponseWriter, r *http.Request, user string) error {
-	if err := s.UnlinkTelegram(r.Context(), user); err != nil {
+	if err := s.o.Notifications.Unlink(r.Context(), user); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"telegramLinked": false})
 	return nil
-}
-
-// UnlinkTelegram forgets user's chat and marks the account unlinked.
-func (s *Server) UnlinkTelegram(ctx context.Context, user string) error {
-	if _, err := s.o.Notifications.Settings.Unlink(ctx, user); err != nil {
-		return err
-	}
-	return s.users.SetTelegramLinked(ctx, user, false)
 }
 
 func (s *Server) handlePrefsGet(w http.ResponseWriter, r *http.Request, user string) error {
@@ -242,7 +188,7 @@ func (s *Server) handleWebhookCreate(w http.ResponseWriter, r *http.Request, use
 	if err := decodeBody(r, &in); err != nil {
 		return err
 	}
-	hook, err := s.CreateWebhook(r.Context(), user, in.URL, in.Format, in.Events)
+	hook, err := s.o.Notifications.CreateWebhook(r.Context(), user, in.URL, in.Format, in.Events)
 	if err != nil {
 		return err
 	}
@@ -250,25 +196,8 @@ func (s *Server) handleWebhookCreate(w http.ResponseWriter, r *http.Request, use
 	return nil
 }
 
-// CreateWebhook adds a destination; a refusal is INVALID_PARAMETER (or POLICY_LIMIT for a
-// sixth) naming what is wrong, never the URL's path.
-func (s *Server) CreateWebhook(ctx context.Context, user, rawURL, format string, kinds []notify.Kind) (settings.Webhook, error) {
-	n := s.o.Notifications
-	hook, err := n.Settings.CreateWebhook(ctx, user, rawURL, format, kinds, n.Egress.Check)
-	switch {
-	case errors.Is(err, settings.ErrTooMany):
-		return hook, errs.New(errs.PolicyLimit, "%s", err.Error())
-	case err != nil && settings.IsInput(err):
-		return hook, errs.New(errs.InvalidParameter, "%s", err.Error())
-	}
-	return hook, err
-}
-
 func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, user string) error {
-	err := s.o.Notifications.Settings.DeleteWebhook(r.Context(), user, chi.URLParam(r, "id"))
-	if errors.Is(err, settings.ErrNoWebhook) {
-		return errs.New(errs.NotFound, "no webhook destination %s", chi.URLParam(r, "id"))
-	}
+	err := s.o.Notifications.DeleteWebhook(r.Context(), user, chi.URLParam(r, "id"))
 	if err == nil {
 		w.WriteHeader(http.StatusNoContent)
 	}
@@ -276,39 +205,12 @@ func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, use
 }
 
 func (s *Server) handleWebhookTest(w http.ResponseWriter, r *http.Request, user string) error {
-	status, err := s.TestWebhook(r.Context(), user, chi.URLParam(r, "id"))
+	status, err := s.o.Notifications.TestWebhook(r.Context(), user, chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"delivered": status.OK(), "status": status.Status})
 	return nil
-}
-
-// TestWebhook sends destination id a test message now, as notifyd would send a real one.
-func (s *Server) TestWebhook(ctx context.Context, user, id string) (egress.Response, error) {
-	n := s.o.Notifications
-	hook, err := n.Settings.Webhook(ctx, user, id)
-	if errors.Is(err, settings.ErrNoWebhook) {
-		return egress.Response{}, errs.New(errs.NotFound, "no webhook destination %s", id)
-	}
-	if err != nil {
-		return egress.Response{}, err
-	}
-	m := notify.Message{Events: []notify.Event{{ID: "test:" + id, Kind: notify.Fill, At: s.o.Now(), Bot: "test",
-		Reason: "TEST"}}}
-	body, err := channels.Body(hook.Format, m)
-	if err != nil {
-		return egress.Response{}, err
-	}
-	h := http.Header{"Content-Type": {"application/json"}}
-	if hook.Format == settings.FormatJSON {
-		h.Set(egress.SignatureHeader, egress.Sign([]byte(hook.Secret), s.o.Now(), body))
-	}
-	resp, err := n.Egress.Post(ctx, hook.URL, h, body)
-	if err != nil {
-		return resp, errs.New(errs.InvalidParameter, "the test delivery failed: %s", err.Error())
-	}
-	return resp, nil
 }
 
 type deliveryView struct {
@@ -322,13 +224,7 @@ type deliveryView struct {
 }
 
 func (s *Server) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, user string) error {
-	id := chi.URLParam(r, "id")
-	if _, err := s.o.Notifications.Settings.Webhook(r.Context(), user, id); errors.Is(err, settings.ErrNoWebhook) {
-		return errs.New(errs.NotFound, "no webhook destination %s", id)
-	} else if err != nil {
-		return err
-	}
-	rows, err := outbox.Log(r.Context(), s.o.Notifications.Settings.DB, user, outbox.WebhookChannel(id), 50)
+	rows, err := s.o.Notifications.Deliveries(r.Context(), user, chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/database/dbtest"
 	"github.com/sigops/sigops/runtime/egress"
+	"github.com/sigops/sigops/runtime/notify/manage"
 	"github.com/sigops/sigops/runtime/notify/settings"
 )
 
@@ -21,7 +22,7 @@ import (
 func notifyHarness(t *testing.T, loopback bool) (*harness, *settings.Store) {
 	set := &settings.Store{DB: dbtest.New(t)}
 	h := newHarness(t, func(o *Options) {
-		o.Notifications = &Notifications{Settings: set, Egress: egress.New(egress.Options{LoopbackHTTP: loopback}),
+		o.Notifications = &manage.Manager{Settings: set, Egress: egress.New(egress.Options{LoopbackHTTP: loopback}),
 			BotUsername: "sigops_local_bot"}
 	})
 	return h, set

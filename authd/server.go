@@ -26,6 +26,7 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/events"
+	"github.com/sigops/sigops/runtime/notify/manage"
 )
 
 // Options configure the server.
@@ -63,7 +64,7 @@ type Options struct {
 	Hub *events.Hub
 	// Notifications, when set, serve /api/user/notifications/* and the dashboard's
 	// Notifications tab (they need PostgreSQL).
-	Notifications *Notifications
+	Notifications *manage.Manager
 	// Version is the server card's version.
 	Version string
 	// Ready reports whether the server can take traffic (Redis reachable).
@@ -125,6 +126,9 @@ func New(o Options) (*Server, error) {
 		Audiences: []string{s.apiResource, s.mcpResource}, Now: o.Now})
 	if err != nil {
 		return nil, err
+	}
+	if n := o.Notifications; n != nil && n.Linked == nil {
+		n.Linked = s.users.SetTelegramLinked
 	}
 	s.limiter = auth.NewLimiter(o.Redis)
 	s.audit = o.Audit

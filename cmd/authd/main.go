@@ -19,6 +19,7 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/egress"
+	"github.com/sigops/sigops/runtime/notify/manage"
 	"github.com/sigops/sigops/runtime/notify/settings"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/trustedproxy"
@@ -187,10 +188,10 @@ func run(logger *slog.Logger, c serveConfig) error {
 
 // notificationsOf serves the notification settings when authd has PostgreSQL, where they
 // live.
-func notificationsOf(apis *userapi.APIs, c serveConfig) *authd.Notifications {
+func notificationsOf(apis *userapi.APIs, c serveConfig) *manage.Manager {
 	if apis.DB == nil {
 		return nil
 	}
-	return &authd.Notifications{Settings: &settings.Store{DB: apis.DB}, BotUsername: c.telegramBot,
+	return &manage.Manager{Settings: &settings.Store{DB: apis.DB}, BotUsername: c.telegramBot,
 		Egress: egress.New(egress.Options{LoopbackHTTP: c.webhookLoopback})}
 }
