@@ -151,7 +151,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.dash, err = dashboard.New(dashboard.Options{Redis: o.Redis, APIs: o.APIs, Hub: o.Hub, Session: s.dashboardSession,
 		BaseURL: o.BaseURL, Issuer: s.issuer, OAuth: s.oauth, Policies: s.policies, Purge: s.verifier.Purge,
-		ChangePassword: s.changePassword, Logger: o.Logger, Now: o.Now})
+		ChangePassword: s.changePassword, Notifications: o.Notifications, Logger: o.Logger, Now: o.Now})
 	if err != nil {
 		return nil, err
 	}

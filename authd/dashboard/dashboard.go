@@ -26,6 +26,7 @@ import (
 	"github.com/sigops/sigops/runtime/approval"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/events"
+	"github.com/sigops/sigops/runtime/notify/manage"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -68,6 +69,9 @@ type Options struct {
 	// next, which ends every session and token of u (auth.Users.SetPassword). nil: the
 	// Settings page offers no password change.
 	ChangePassword func(r *http.Request, u auth.User, current, next string) error
+	// Notifications carry out the Notifications tab (nil: the tab says they need
+	// PostgreSQL).
+	Notifications *manage.Manager
 }
 
 // Dashboard is the handler set.

@@ -36,6 +36,7 @@ func (d *Dashboard) settingsRoutes(r chi.Router) {
 	r.Post("/settings/connected-apps/suspend", d.handleAppsSwitch(true))
 	r.Post("/settings/connected-apps/lift", d.handleAppsSwitch(false))
 	r.Get("/settings/audit", d.handleAuditJournal)
+	d.notifyRoutes(r)
 }
 
 // settingsData is the Settings template's Data; Section picks the tab shown.
@@ -57,6 +58,7 @@ type settingsData struct {
 	Suspended      bool
 	SuspendedSince time.Time
 	Audit          auditPage
+	Notify         notifyTab
 }
 
 type appRow struct {
@@ -94,10 +96,13 @@ type auditRow struct {
 // doneWords are the flashes a settings redirect may ask for (?done=): fixed words, never the
 // query's text.
 var doneWords = map[string]string{
-	"revoked":   "Access revoked: the app's tokens no longer work and it cannot refresh them.",
-	"policy":    "The app's limits are saved; they apply from its next call.",
-	"suspended": "Every connected app's trading is suspended: they can still read, and cannot trade, change bots or spend.",
-	"lifted":    "The suspension is lifted: connected apps may trade again within their scopes.",
+	"revoked":         "Access revoked: the app's tokens no longer work and it cannot refresh them.",
+	"policy":          "The app's limits are saved; they apply from its next call.",
+	"suspended":       "Every connected app's trading is suspended: they can still read, and cannot trade, change bots or spend.",
+	"lifted":          "The suspension is lifted: connected apps may trade again within their scopes.",
+	"unlinked":        "Telegram is unlinked: that chat gets no more alerts.",
+	"notify-saved":    "Your notification choices are saved.",
+	"webhook-deleted": "The webhook destination is deleted.",
 }
 
 func (d *Dashboard) settingsPage(r *http.Request, data settingsData) Page {
@@ -105,7 +110,8 @@ func (d *Dashboard) settingsPage(r *http.Request, data settingsData) Page {
 	data.User = v.User
 	data.PasswordChange = d.o.ChangePassword != nil
 	data.MinPassword = auth.MinPasswordLen
-	title := map[string]string{"profile": "Settings", "apps": "Connected apps", "audit": "Audit journal"}[data.Section]
+	title := map[string]string{"profile": "Settings", "apps": "Connected apps", "audit": "Audit journal",
+		"notify": "Notifications"}[data.Section]
 	return Page{Title: title, Nav: "settings", Viewer: v, Flash: doneWords[r.URL.Query().Get("done")], Data: data}
 }
 
