@@ -35,7 +35,7 @@ type notifyTab struct {
 	Kinds []kindChoice
 	// QuietFrom and QuietTo are "HH:MM" ("" for none); Zone the time zone.
 	QuietFrom, QuietTo, Zone string
-	Webhooks               []webhookRow
+	Webhooks                 []webhookRow
 	// Secret is a destination's secret just made (shown once).
 	Secret string
 	// Tested is the outcome of a test delivery, in words.
@@ -99,7 +99,9 @@ func (d *Dashboard) notifyPage(r *http.Request, tab notifyTab) (Page, error) {
 	return d.settingsPage(r, settingsData{Section: "notify", Notify: tab}), nil
 }
 
-func clock(m int) string { return strconv.Itoa(m/60/10) + strconv.Itoa(m/60%10) + ":" + strconv.Itoa(m%60/10) + strconv.Itoa(m%10) }
+func clock(m int) string {
+	return strconv.Itoa(m/60/10) + strconv.Itoa(m/60%10) + ":" + strconv.Itoa(m%60/10) + strconv.Itoa(m%10)
+}
 
 // minutes reads "HH:MM" as minutes of the day.
 func minutes(s string) (int, bool) {
