@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,8 +40,10 @@ import (
 
 type config struct {
 	databaseURL, metricsAddr, tokenFile, telegramURL string
-	loopbackHTTP                                     bool
-	redis                                            store.Options
+	// webhookURL, secretFile and listen: Telegram's updates by webhook (production).
+	webhookURL, secretFile, listen string
+	loopbackHTTP                   bool
+	redis                          store.Options
 }
 
 func main() {
@@ -50,6 +53,9 @@ func main() {
 	flag.StringVar(&c.metricsAddr, "metrics-bind-address", ":9090", "Prometheus metrics, /healthz and /readyz")
 	flag.StringVar(&c.tokenFile, "telegram-token-file", "", "file holding the Telegram bot's token (a Secret's key); empty: Telegram is off")
 	flag.StringVar(&c.telegramURL, "telegram-api-url", telegram.DefaultAPIURL, "the Telegram Bot API's address (a local stand-in for tests and the local stack)")
+	flag.StringVar(&c.webhookURL, "telegram-webhook-url", "", "the public HTTPS URL Telegram posts the bot's updates to (routed to --listen's /telegram/updates); empty: updates by long polling (a stack with no public address)")
+	flag.StringVar(&c.secretFile, "telegram-webhook-secret-file", "", "file holding the webhook's secret token (1-256 of A-Z a-z 0-9 _ -); required with --telegram-webhook-url")
+	flag.StringVar(&c.listen, "listen", ":8080", "address of the Telegram webhook endpoint (with --telegram-webhook-url)")
 	flag.BoolVar(&c.loopbackHTTP, "webhook-loopback-http", false, "allow plain-HTTP webhook destinations on 127.0.0.1 and ::1 (the local stack only; never in production)")
 	store.BindFlags(flag.CommandLine, &c.redis)
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level")
@@ -91,7 +97,7 @@ func run(logger *slog.Logger, c config) error {
 	ch := &channels.Channels{Settings: set, Telegram: tg, Egress: egress.New(egress.Options{LoopbackHTTP: c.loopbackHTTP})}
 	svc := service.New(service.Options{Redis: rdb, DB: db, Logger: logger,
 		Router:    &route.Router{Settings: set, Owner: ownerOf(rdb, users)},
-		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: pollOf(tg)})
+		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: updatesOf(c, tg, logger)})
 	reg := daemon.NewRegistry()
 	reg.MustRegister(svc.Collectors()...)
 	probes := daemon.NewProbes()
@@ -124,11 +130,39 @@ func telegramOf(c config, set *settings.Store, acct *chatbot.Runtime, logger *sl
 	return tg, err
 }
 
-func pollOf(tg *telegram.Client) func(context.Context) error {
+// updatesOf receives the bot's updates: by webhook when a public URL is given (the
+// secret token checked on every post), else by long polling.
+func updatesOf(c config, tg *telegram.Client, logger *slog.Logger) func(context.Context) error {
 	if tg == nil {
 		return nil
 	}
-	return tg.Poll
+	if c.webhookURL == "" {
+		return tg.Poll
+	}
+	return func(ctx context.Context) error {
+		raw, err := os.ReadFile(c.secretFile)
+		if err != nil {
+			return errors.New("read the Telegram webhook secret file: " + err.Error())
+		}
+		secret := strings.TrimSpace(string(raw))
+		h, err := tg.WebhookHandler(secret)
+		if err != nil {
+			return err
+		}
+		if err := tg.SetWebhook(ctx, c.webhookURL, secret); err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/telegram/updates", h)
+		srv := &http.Server{Addr: c.listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second}
+		go func() { <-ctx.Done(); _ = srv.Close() }()
+		logger.Info("Telegram updates by webhook", "listen", c.listen)
+		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("Telegram webhook endpoint", "err", err)
+			return err
+		}
+		return nil
+	}
 }
 
 // ownerOf finds a bot's user and name: the bot's owner email, then that account.

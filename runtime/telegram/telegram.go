@@ -51,7 +51,8 @@ type Client struct {
 	mu     sync.Mutex
 	chats  map[int64]*rate.Limiter
 	// until is when a 429's wait ends: no message goes before.
-	until time.Time
+	until    time.Time
+	onUpdate func(ctx context.Context, u *models.Update)
 }
 
 // New is a Client of o's bot. It makes no call.
@@ -80,7 +81,7 @@ func New(o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	return &Client{b: b, global: rate.NewLimiter(PerBot, PerBot), chats: map[int64]*rate.Limiter{}}, nil
+	return &Client{b: b, global: rate.NewLimiter(PerBot, PerBot), chats: map[int64]*rate.Limiter{}, onUpdate: o.OnUpdate}, nil
 }
 
 // RetryAfter is Telegram's 429: nothing more may be sent to it before Wait has passed.
