@@ -121,6 +121,11 @@ func telegramOf(c config, set *settings.Store, acct *chatbot.Runtime, logger *sl
 		return nil, nil
 	}
 	raw, err := os.ReadFile(c.tokenFile)
+	if errors.Is(err, os.ErrNotExist) {
+		// the Secret is optional (config/notifyd): Telegram is off, webhooks still go
+		logger.Warn("no Telegram token file: Telegram is off", "file", c.tokenFile)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, errors.New("read the Telegram token file: " + err.Error())
 	}

@@ -23,6 +23,7 @@ var Images = []Image{
 	{Name: "webhookd", Package: "./cmd/webhookd", Description: "sigops webhook intake: validates and queues trading signals"},
 	{Name: "authd", Package: "./cmd/authd", Description: "sigops auth and read API: accounts, OAuth, dashboard"},
 	{Name: "mcpd", Package: "./cmd/mcpd", Description: "sigops MCP server for AI agents"},
+	{Name: "notifyd", Package: "./cmd/notifyd", Description: "sigops notifications: Telegram alerts and approvals, outbound webhooks"},
 	{Name: "queuectl", Package: "./cmd/queuectl", Description: "sigops operator CLI: dead letters and key migration"},
 }
 

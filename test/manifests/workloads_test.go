@@ -16,7 +16,7 @@ import (
 )
 
 // daemons are the sigops Deployments, by their app.kubernetes.io/component label.
-var daemons = []string{"manager", "executor", "webhookd", "authd", "mcpd"}
+var daemons = []string{"manager", "executor", "webhookd", "authd", "mcpd", "notifyd"}
 
 func fromMap(m map[string]any, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)

@@ -21,14 +21,14 @@ type metrics struct {
 
 func newMetrics() metrics {
 	c := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: "sigops_notify_" + name, Help: help})
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	return metrics{
-		events:   c("events_total", "events read from the runtime's streams"),
-		sent:     c("deliveries_sent_total", "deliveries sent (an event gathered into a burst's message counts once)"),
-		messages: c("messages_sent_total", "messages sent (a burst's gathered events are one message)"),
-		failed:   c("deliveries_failed_total", "delivery attempts that failed (retried with backoff)"),
-		dropped:  c("deliveries_dropped_total", "deliveries given up after a day of failures"),
+		events:   c("sigops_notify_events_total", "events read from the runtime's streams"),
+		sent:     c("sigops_notify_deliveries_sent_total", "deliveries sent (an event gathered into a burst's message counts once)"),
+		messages: c("sigops_notify_messages_sent_total", "messages sent (a burst's gathered events are one message)"),
+		failed:   c("sigops_notify_deliveries_failed_total", "delivery attempts that failed (retried with backoff)"),
+		dropped:  c("sigops_notify_deliveries_dropped_total", "deliveries given up after a day of failures"),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sigops_notify_deliveries_queued",
 			Help: "deliveries waiting to be sent"}),
 	}

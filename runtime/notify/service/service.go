@@ -83,7 +83,11 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.o.Logger.Info("notifyd holds the lock: reading and delivering")
 	if s.o.Poll != nil {
-		go func() { _ = s.o.Poll(ctx) }()
+		go func() {
+			if err := s.o.Poll(ctx); err != nil {
+				s.o.Logger.Error("Telegram updates stopped: links, buttons and commands are not received", "err", err)
+			}
+		}()
 	}
 	go s.deliverLoop(ctx)
 	s.readLoop(ctx)
