@@ -11,7 +11,6 @@ import (
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/notify"
-	"github.com/sigops/sigops/runtime/notify/manage"
 	"github.com/sigops/sigops/runtime/notify/settings"
 )
 
@@ -30,6 +29,7 @@ func (s *Server) notifyRoutes(r chi.Router) {
 		r.Post("/webhooks", s.notifyHandler(s.handleWebhookCreate))
 		r.Delete("/webhooks/{id}", s.notifyHandler(s.handleWebhookDelete))
 		r.Post("/webhooks/{id}/test", s.notifyHandler(s.handleWebhookTest))
+		r.Post("/webhooks/{id}/enable", s.notifyHandler(s.handleWebhookEnable))
 		r.Get("/webhooks/{id}/deliveries", s.notifyHandler(s.handleWebhookDeliveries))
 	})
 }
@@ -78,7 +78,7 @@ type webhookView struct {
 }
 
 func viewOf(w settings.Webhook) webhookView {
-	v := webhookView{ID: w.ID, Host: manage.HostOf(w.URL), Format: w.Format, Events: w.Kinds, CreatedAt: w.CreatedAt.UnixMilli()}
+	v := webhookView{ID: w.ID, Host: w.Host(), Format: w.Format, Events: w.Kinds, CreatedAt: w.CreatedAt.UnixMilli()}
 	ms := func(t *time.Time) *int64 {
 		if t == nil {
 			return nil
@@ -202,6 +202,14 @@ func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, use
 		w.WriteHeader(http.StatusNoContent)
 	}
 	return err
+}
+
+func (s *Server) handleWebhookEnable(w http.ResponseWriter, r *http.Request, user string) error {
+	if err := s.o.Notifications.EnableWebhook(r.Context(), user, chi.URLParam(r, "id")); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"enabled": true})
+	return nil
 }
 
 func (s *Server) handleWebhookTest(w http.ResponseWriter, r *http.Request, user string) error {

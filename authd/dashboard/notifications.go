@@ -23,6 +23,7 @@ func (d *Dashboard) notifyRoutes(r chi.Router) {
 	r.Post("/settings/notifications/webhooks", d.handleNotifyCreate)
 	r.Post("/settings/notifications/webhooks/{id}/delete", d.handleNotifyDelete)
 	r.Post("/settings/notifications/webhooks/{id}/test", d.handleNotifyTest)
+	r.Post("/settings/notifications/webhooks/{id}/enable", d.handleNotifyEnable)
 }
 
 // notifyTab is the Notifications tab's data.
@@ -60,6 +61,7 @@ var kindWords = map[notify.Kind]string{
 	notify.SignalExpired: "Expired signals", notify.BotPaused: "Bot paused", notify.BotResumed: "Bot resumed",
 	notify.ConnectionInvalid: "Connection stopped working", notify.ApprovalRequested: "Approval needed",
 	notify.ApprovalDecided: "Approval decided", notify.DailySummary: "Daily summary",
+	notify.WebhookDisabled: "Webhook destination turned off",
 }
 
 // notifyPage is the tab with the viewer's current settings, plus what a handler adds.
@@ -94,7 +96,7 @@ func (d *Dashboard) notifyPage(r *http.Request, tab notifyTab) (Page, error) {
 		if err != nil {
 			return Page{}, err
 		}
-		tab.Webhooks = append(tab.Webhooks, webhookRow{Webhook: h, Host: manage.HostOf(h.URL), Deliveries: rows[:min(len(rows), 5)]})
+		tab.Webhooks = append(tab.Webhooks, webhookRow{Webhook: h, Host: h.Host(), Deliveries: rows[:min(len(rows), 5)]})
 	}
 	return d.settingsPage(r, settingsData{Section: "notify", Notify: tab}), nil
 }

@@ -118,3 +118,18 @@ func (d *Dashboard) handleNotifyTest(w http.ResponseWriter, r *http.Request) {
 	}
 	d.showNotify(w, r, http.StatusOK, notifyTab{Tested: words}, "")
 }
+
+// handleNotifyEnable turns a disabled destination on again, its failures forgotten.
+func (d *Dashboard) handleNotifyEnable(w http.ResponseWriter, r *http.Request) {
+	if !d.enabled(w, r) {
+		return
+	}
+	id := chi.URLParam(r, "id")
+	err := d.o.Notifications.EnableWebhook(r.Context(), viewerOf(r).User.ID, id)
+	d.recordAction(r, "enable_notification_webhook", map[string]any{"id": id}, err)
+	if err != nil {
+		d.failPage(w, r, err)
+		return
+	}
+	redirect(w, r, "/dashboard/settings/notifications?done=webhook-enabled")
+}

@@ -103,6 +103,7 @@ var doneWords = map[string]string{
 	"unlinked":        "Telegram is unlinked: that chat gets no more alerts.",
 	"notify-saved":    "Your notification choices are saved.",
 	"webhook-deleted": "The webhook destination is deleted.",
+	"webhook-enabled": "The webhook destination is on again.",
 }
 
 func (d *Dashboard) settingsPage(r *http.Request, data settingsData) Page {

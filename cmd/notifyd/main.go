@@ -94,7 +94,8 @@ func run(logger *slog.Logger, c config) error {
 	if err != nil {
 		return err
 	}
-	ch := &channels.Channels{Settings: set, Telegram: tg, Egress: egress.New(egress.Options{LoopbackHTTP: c.loopbackHTTP})}
+	ch := &channels.Channels{Settings: set, Telegram: tg, Egress: egress.New(egress.Options{LoopbackHTTP: c.loopbackHTTP}),
+		Disabled: channels.TellDisabled(rdb, logger)}
 	svc := service.New(service.Options{Redis: rdb, DB: db, Logger: logger,
 		Router:    &route.Router{Settings: set, Owner: ownerOf(rdb, users)},
 		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: updatesOf(c, tg, logger)})

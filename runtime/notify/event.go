@@ -40,11 +40,14 @@ const (
 	ApprovalDecided   Kind = "approval_decided"
 	// DailySummary: the day's PnL per bot, open positions and balance, at the user's hour.
 	DailySummary Kind = "daily_summary"
+	// WebhookDisabled: one of the user's webhook destinations failed for a day and was
+	// turned off (Destination: its host).
+	WebhookDisabled Kind = "webhook_disabled"
 )
 
 // Kinds is every kind, in the order a settings page lists them.
 var Kinds = []Kind{Fill, OrderRefused, SignalDeadLettered, SignalExpired, BotPaused, BotResumed,
-	ConnectionInvalid, ApprovalRequested, ApprovalDecided, DailySummary}
+	ConnectionInvalid, ApprovalRequested, ApprovalDecided, DailySummary, WebhookDisabled}
 
 // Valid says whether k is one of Kinds.
 func (k Kind) Valid() bool {
@@ -74,6 +77,9 @@ type Event struct {
 	Bot   string `json:"bot,omitempty"`
 	// Connection is an exchange connection's name (ConnectionInvalid).
 	Connection string `json:"connection,omitempty"`
+	// Destination is a webhook destination's host (WebhookDisabled): never its URL, whose
+	// path may hold a token.
+	Destination string `json:"destination,omitempty"`
 	// Symbol, Side (buy or sell), Amount and Price describe an order or a fill.
 	Symbol string         `json:"symbol,omitempty"`
 	Side   string         `json:"side,omitempty"`

@@ -92,6 +92,8 @@ func line(e Event) string {
 		return s
 	case ApprovalDecided:
 		return fmt.Sprintf("%s's order on %s: %s", e.App, e.Bot, words(nil, e.Reason))
+	case WebhookDisabled:
+		return fmt.Sprintf("Webhook destination %s was turned off after a day of failed deliveries; turn it on again in the dashboard's Notifications settings", e.Destination)
 	case DailySummary:
 		s := fmt.Sprintf("%s today: realised PnL %s", bot, signed(pnlOf(e)))
 		return s

@@ -7,10 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sigops/sigops/runtime/egress"
 	"github.com/sigops/sigops/runtime/notify"
@@ -138,6 +141,19 @@ func (c *Channels) failed(ctx context.Context, w settings.Webhook) {
 	disabled, err := c.Settings.DeliveryFailed(ctx, w.ID, c.now(), FailingLimit)
 	if err == nil && disabled && c.Disabled != nil {
 		c.Disabled(ctx, w)
+	}
+}
+
+// TellDisabled is the Disabled hook that tells the user by their other channels: a
+// WebhookDisabled event appended like any other fact (notify.Tell).
+func TellDisabled(rdb redis.Cmdable, logger *slog.Logger) func(context.Context, settings.Webhook) {
+	return func(ctx context.Context, w settings.Webhook) {
+		now := time.Now()
+		e := notify.Event{ID: "webhook_disabled:" + w.ID + ":" + strconv.FormatInt(now.UnixMilli(), 10), Kind: notify.WebhookDisabled,
+			At: now, User: w.User, Destination: w.Host()}
+		if err := notify.Tell(ctx, rdb, e); err != nil {
+			logger.Warn("tell of a disabled webhook destination", "err", err)
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/sigops/sigops/runtime/egress"
@@ -102,6 +101,15 @@ func (m *Manager) DeleteWebhook(ctx context.Context, user, id string) error {
 	return err
 }
 
+// EnableWebhook turns user's disabled destination id on again.
+func (m *Manager) EnableWebhook(ctx context.Context, user, id string) error {
+	err := m.Settings.EnableWebhook(ctx, user, id)
+	if errors.Is(err, settings.ErrNoWebhook) {
+		return errs.New(errs.NotFound, "no webhook destination %s", id)
+	}
+	return err
+}
+
 // TestWebhook sends destination id a test message now, as notifyd sends a real one.
 func (m *Manager) TestWebhook(ctx context.Context, user, id string) (egress.Response, error) {
 	hook, err := m.Webhook(ctx, user, id)
@@ -130,13 +138,4 @@ func (m *Manager) Deliveries(ctx context.Context, user, id string) ([]outbox.Row
 		return nil, err
 	}
 	return outbox.Log(ctx, m.Settings.DB, user, outbox.WebhookChannel(id), 50)
-}
-
-// HostOf is a destination URL's host: all that is shown of it after its creation.
-func HostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Host
 }

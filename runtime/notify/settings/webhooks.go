@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,15 @@ type Webhook struct {
 	CreatedAt    time.Time
 	FailingSince *time.Time
 	DisabledAt   *time.Time
+}
+
+// Host is the destination URL's host: all that is shown of it after its creation.
+func (w Webhook) Host() string {
+	u, err := url.Parse(w.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // Wants says whether w takes events of kind k.
