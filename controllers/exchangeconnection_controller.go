@@ -79,6 +79,9 @@ type ExchangeConnectionReconciler struct {
 	// Reproject, when set, wakes the reconciler for every connection after Redis lost its
 	// data (reproject.go).
 	Reproject <-chan event.GenericEvent
+	// Tell, when set, tells the connection's owner that it stopped working (notifyd): a
+	// validated key now refused, able to withdraw, or lacking a permission.
+	Tell func(ctx context.Context, owner, connection, reason string)
 
 	retries backoff
 }
@@ -108,7 +111,20 @@ func (r *ExchangeConnectionReconciler) reconcileKind(ctx context.Context, conn *
 	}
 	o, res, err := r.validateAndProject(ctx, conn)
 	r.recordVerdict(conn, was, o)
+	if why, ok := invalidReasons[o.reason]; ok && was == reasonValidated && r.Tell != nil {
+		r.Tell(ctx, conn.Spec.Owner, conn.Name, why)
+	}
 	return o, res, err
+}
+
+// invalidReasons are the Ready reasons that turn a working connection invalid, as the
+// owner's notification names them (runtime/notify): an unreachable exchange is not one of
+// them (it is the exchange's outage, not the key's).
+var invalidReasons = map[string]string{
+	reasonInvalidCredentials:          "KeyRevoked",
+	reasonWithdrawalPermissionEnabled: "WithdrawEnabled",
+	reasonMissingReadPermission:       "MissingPermission",
+	reasonMissingTradePermission:      "MissingPermission",
 }
 
 // validateAndProject checks the Secret, the connector and the key. Every refusal is

@@ -644,3 +644,51 @@ func TestMasterKeyRotation(t *testing.T) {
 		t.Fatal("a master key was logged")
 	}
 }
+
+// A working connection whose key the exchange starts refusing tells its owner once
+// (a connection_invalid fact on the archive stream of the owner's partition, for notifyd),
+// with the connection's name and no credential.
+func TestRevokedKeyTellsItsOwner(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cr := newCreds(ns, "tell")
+	exchanges.answer(cr.key, permsTrade, nil)
+	const user = "u-tell-owner"
+	if err := rdb.Set(ctx, store.UserByEmail("tell-owner@x.io"), user, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	create(t, credentialsSecret(ns, "creds", cr, false))
+	create(t, connection(ns, "bn-tell", "tell-owner@x.io", "creds"))
+	waitConnection(t, ns, "bn-tell", metav1.ConditionTrue, "Validated")
+
+	exchanges.answer(cr.key, exchange.Permissions{}, fmt.Errorf("binance: code -2015: %w", exchange.ErrInvalidCredentials))
+	eventually(t, "touch the Secret", func() error {
+		s := &corev1.Secret{}
+		if err := k8s.Get(ctx, keyOf(ns, "creds"), s); err != nil {
+			return err
+		}
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations["touched"] = "1"
+		return k8s.Update(ctx, s)
+	})
+	waitConnection(t, ns, "bn-tell", metav1.ConditionFalse, "InvalidCredentials")
+	eventually(t, "the owner told", func() error {
+		msgs, err := rdb.XRange(ctx, store.Archive(store.PartitionOf(user)), "-", "+").Result()
+		if err != nil {
+			return err
+		}
+		var told []string
+		for _, m := range msgs {
+			if m.Values["k"] == store.ArchiveUserFact && m.Values["u"] == user {
+				told = append(told, m.Values["v"].(string))
+			}
+		}
+		if len(told) != 1 || !strings.Contains(told[0], `"kind":"connection_invalid"`) || !strings.Contains(told[0], `"connection":"bn-tell"`) ||
+			!strings.Contains(told[0], `"reason":"KeyRevoked"`) || strings.Contains(told[0], cr.key) || strings.Contains(told[0], cr.secret) {
+			return fmt.Errorf("facts told: %q", told)
+		}
+		return nil
+	})
+}

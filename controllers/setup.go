@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,9 +19,11 @@ import (
 	"github.com/sigops/sigops/runtime/credentials"
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/risk"
+	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/strategyrun"
 )
 
@@ -121,6 +124,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		ValidationTimeout: o.ExchangeValidationTimeout,
 		RetryBackoff:      o.ExchangeRetryBackoff,
 		Reproject:         reproject.conns,
+		Tell:              tellConnection(o.Redis),
 		// Validations wait on exchanges; they get as many workers as bots do.
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}).SetupWithManager(mgr)
@@ -163,5 +167,19 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)},
 		},
+	}
+}
+
+// tellConnection appends a connection_invalid fact for the owner's account (notifyd tells
+// them); an owner without an account in Redis has no one to tell.
+func tellConnection(rdb redis.UniversalClient) func(ctx context.Context, owner, connection, reason string) {
+	return func(ctx context.Context, owner, connection, reason string) {
+		user, err := rdb.Get(ctx, store.UserByEmail(owner)).Result()
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		_ = notify.Tell(ctx, rdb, notify.Event{ID: "connection_invalid:" + user + ":" + connection + ":" + strconv.FormatInt(now.UnixMilli(), 10),
+			Kind: notify.ConnectionInvalid, At: now, User: user, Connection: connection, Reason: reason})
 	}
 }
