@@ -32,6 +32,7 @@ import (
 	"github.com/sigops/sigops/runtime/notify/route"
 	"github.com/sigops/sigops/runtime/notify/service"
 	"github.com/sigops/sigops/runtime/notify/settings"
+	"github.com/sigops/sigops/runtime/notify/summary"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/store"
@@ -98,7 +99,8 @@ func run(logger *slog.Logger, c config) error {
 		Disabled: channels.TellDisabled(rdb, logger)}
 	svc := service.New(service.Options{Redis: rdb, DB: db, Logger: logger,
 		Router:    &route.Router{Settings: set, Owner: ownerOf(rdb, users)},
-		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: updatesOf(c, tg, logger)})
+		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: updatesOf(c, tg, logger),
+		Summaries: &summary.Scheduler{DB: db, Redis: rdb, Days: acct.Days}})
 	reg := daemon.NewRegistry()
 	reg.MustRegister(svc.Collectors()...)
 	probes := daemon.NewProbes()

@@ -98,4 +98,16 @@ type Event struct {
 	App string `json:"app,omitempty"`
 	// Expires is when an approval request lapses.
 	Expires time.Time `json:"expires,omitzero"`
+	// Summary is a DailySummary's bots, Day its UTC day (YYYY-MM-DD).
+	Summary []BotDay `json:"summary,omitempty"`
+	Day     string   `json:"day,omitempty"`
+}
+
+// BotDay is one bot's day in a DailySummary: its state, realised net PnL over the UTC day
+// (runtime/analytics' figure, as the dashboard shows it) and open positions.
+type BotDay struct {
+	Bot   string         `json:"bot"`
+	State string         `json:"state"`
+	PnL   httpapi.Number `json:"pnl"`
+	Open  []string       `json:"open,omitempty"`
 }

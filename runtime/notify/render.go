@@ -95,8 +95,7 @@ func line(e Event) string {
 	case WebhookDisabled:
 		return fmt.Sprintf("Webhook destination %s was turned off after a day of failed deliveries; turn it on again in the dashboard's Notifications settings", e.Destination)
 	case DailySummary:
-		s := fmt.Sprintf("%s today: realised PnL %s", bot, signed(pnlOf(e)))
-		return s
+		return summary(e)
 	}
 	return fmt.Sprintf("%s: %s", bot, e.Kind)
 }
@@ -118,13 +117,6 @@ func gathered(es []Event) string {
 		s += fmt.Sprintf(", realised PnL %s over %d exits", signed(total), exits)
 	}
 	return s + "; last: " + strings.TrimPrefix(line(es[len(es)-1]), "Bot "+e.Bot+" ")
-}
-
-func pnlOf(e Event) decimal.Decimal {
-	if e.PnL == nil {
-		return decimal.Zero
-	}
-	return e.PnL.Decimal
 }
 
 // signed is d with its sign, as PnL is read.
@@ -162,4 +154,22 @@ func JSON(m Message) ([]byte, error) {
 		Text   string  `json:"text"`
 		Events []Event `json:"events"`
 	}{Text(m), m.Events})
+}
+
+// summary is a DailySummary's text: a line per bot, then the total.
+func summary(e Event) string {
+	if len(e.Summary) == 0 {
+		return "Your day (" + e.Day + ", UTC): no bots."
+	}
+	lines := []string{"Your day (" + e.Day + ", UTC), realised PnL:"}
+	total := decimal.Zero
+	for _, b := range e.Summary {
+		line := fmt.Sprintf("• %s (%s): %s", b.Bot, b.State, signed(b.PnL.Decimal))
+		if len(b.Open) > 0 {
+			line += "; open: " + strings.Join(b.Open, ", ")
+		}
+		lines = append(lines, line)
+		total = total.Add(b.PnL.Decimal)
+	}
+	return strings.Join(append(lines, "Total: "+signed(total)), "\n")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/sigops/sigops/runtime/analytics"
@@ -13,6 +12,7 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
 )
@@ -87,42 +87,48 @@ func (a *Runtime) bots(ctx context.Context, user string) ([]registry.Bot, error)
 	return bots, nil
 }
 
-// Status implements Account: per bot its state, open positions and today's realised PnL
-// (runtime/analytics' figure, the dashboard's).
-func (a *Runtime) Status(ctx context.Context, user string) (string, error) {
-	bots, err := a.bots(ctx, user)
-	if err != nil || len(bots) == 0 {
-		return "You have no bots.", err
-	}
+// Days is each of user's bots' UTC day so far (state, realised PnL from runtime/analytics,
+// the dashboard's figure, and open positions) and the day: what /status and the daily
+// summary show.
+func (a *Runtime) Days(ctx context.Context, user string) ([]notify.BotDay, string, error) {
 	q, err := analytics.ParseQuery(analytics.PeriodToday, "", "", "", a.now())
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	lines := []string{"Your bots (today's realised PnL, UTC day):"}
+	bots, err := a.bots(ctx, user)
+	if err != nil {
+		return nil, "", err
+	}
+	days := make([]notify.BotDay, 0, len(bots))
 	for _, b := range bots {
 		state := b.Availability
 		if b.PausedReason != "" {
-			state += " (" + b.PausedReason + ")"
+			state += ": " + b.PausedReason
 		}
 		pos, err := a.Book.List(ctx, b.ID)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		rep, err := a.Analytics.Bot(ctx, b, q)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
-		open := make([]string, len(pos))
-		for i, p := range pos {
-			open[i] = fmt.Sprintf("%s %s %s", p.Side, p.Size.String(), p.Symbol)
+		d := notify.BotDay{Bot: b.Name, State: state, PnL: rep.Metrics.TotalPnL}
+		for _, p := range pos {
+			d.Open = append(d.Open, fmt.Sprintf("%s %s %s", p.Side, p.Size.String(), p.Symbol))
 		}
-		line := fmt.Sprintf("• %s: %s, PnL %s", b.Name, state, rep.Metrics.TotalPnL.String())
-		if len(open) > 0 {
-			line += ", open: " + strings.Join(open, "; ")
-		}
-		lines = append(lines, line)
+		days = append(days, d)
 	}
-	return strings.Join(lines, "\n"), nil
+	return days, q.To.String(), nil
+}
+
+// Status implements Account: the daily summary's text, now.
+func (a *Runtime) Status(ctx context.Context, user string) (string, error) {
+	days, day, err := a.Days(ctx, user)
+	if err != nil {
+		return "", err
+	}
+	return notify.Text(notify.Message{Events: []notify.Event{{Kind: notify.DailySummary, Summary: days, Day: day}}}), nil
 }
 
 // Pause implements Account: a manual pause of the user's bot named name ("namespace/name"

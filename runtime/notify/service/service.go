@@ -21,6 +21,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/notify/feed"
 	"github.com/sigops/sigops/runtime/notify/outbox"
+	"github.com/sigops/sigops/runtime/notify/summary"
 )
 
 // lockKey is notifyd's advisory lock (any constant the schema does not use elsewhere).
@@ -32,6 +33,8 @@ type Options struct {
 	DB        *pgxpool.Pool
 	Router    feed.Router
 	Deliverer *outbox.Deliverer
+	// Summaries, when set, sends the daily summaries (checked every minute).
+	Summaries *summary.Scheduler
 	// Poll, when set, receives the Telegram bot's updates until ctx ends.
 	Poll func(ctx context.Context) error
 	// Interval is the pause between steps that found nothing (200 ms when zero).
@@ -90,6 +93,9 @@ func (s *Service) Run(ctx context.Context) error {
 		}()
 	}
 	go s.deliverLoop(ctx)
+	if s.o.Summaries != nil {
+		go s.summaryLoop(ctx)
+	}
 	s.readLoop(ctx)
 	return nil
 }
@@ -137,6 +143,15 @@ func (s *Service) deliverLoop(ctx context.Context) {
 		if out.Messages == 0 {
 			sleep(ctx, s.o.Interval)
 		}
+	}
+}
+
+func (s *Service) summaryLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		if _, err := s.o.Summaries.Step(ctx); err != nil && ctx.Err() == nil {
+			s.o.Logger.Warn("daily summaries", "err", err)
+		}
+		sleep(ctx, time.Minute)
 	}
 }
 
