@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -62,10 +63,53 @@ type stack struct {
 	done      chan struct{}
 }
 
+// everything is every message and webhook body any test of the package sent, which
+// TestMain searches for secrets once they have all run.
+var everything struct {
+	sync.Mutex
+	texts []string
+}
+
+func keep(texts ...string) {
+	everything.Lock()
+	defer everything.Unlock()
+	everything.texts = append(everything.texts, texts...)
+}
+
+// TestMain runs the tests, then checks that no message they caused carried a secret: the
+// bot's token, a webhook secret, a URL, a user's ID or the credential text a refused
+// order's error held.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if n, bad := len(everything.texts), leaks(everything.texts); n == 0 || bad != "" {
+			fmt.Fprintf(os.Stderr, "secrets in messages (%d messages searched): %s\n", n, bad)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func leaks(texts []string) string {
+	for _, text := range texts {
+		for _, secret := range []string{token, "whsec_", "http://", "https://", user, "SECRET", "abc-"} {
+			if strings.Contains(text, secret) {
+				return fmt.Sprintf("%q in %q", secret, text)
+			}
+		}
+	}
+	return ""
+}
+
 func newStack(t *testing.T) *stack {
 	_, rdb := storetest.New(t)
 	s := &stack{rdb: rdb, db: dbtest.New(t), tg: telegramfake.Start(token)}
-	t.Cleanup(s.tg.Close)
+	t.Cleanup(func() {
+		for _, m := range s.tg.Messages() {
+			keep(m.Text)
+		}
+		s.tg.Close()
+	})
 	s.set = &settings.Store{DB: s.db}
 	s.start(t)
 	return s
@@ -273,6 +317,7 @@ func TestWebhookDeliveryIsSigned(t *testing.T) {
 	deliveries := make(chan got, 10)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		keep(string(b))
 		deliveries <- got{r.Header.Get(egress.SignatureHeader), b}
 	}))
 	defer recv.Close()
@@ -388,4 +433,16 @@ func TestApprovalByButton(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The search TestMain makes finds what it looks for.
+func TestLeaksFindsEachSecret(t *testing.T) {
+	for _, s := range []string{token, "whsec_abc", "see https://hooks.slack.com/x", user, "api key abc-SECRET"} {
+		if leaks([]string{"Bot grid-btc bought 0.5 BTC/USDT", "x " + s + " y"}) == "" {
+			t.Errorf("%q not found", s)
+		}
+	}
+	if got := leaks([]string{"Bot grid-btc bought 0.5 BTC/USDT at 61000"}); got != "" {
+		t.Errorf("a clean message flagged: %s", got)
+	}
 }
