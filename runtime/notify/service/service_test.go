@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,8 +82,11 @@ func keep(texts ...string) {
 // order's error held.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// A full run sends messages; one that sent none searched nothing (a run of some tests
+	// with -run may send none).
+	all := flag.Lookup("test.run").Value.String() == ""
 	if code == 0 {
-		if n, bad := len(everything.texts), leaks(everything.texts); n == 0 || bad != "" {
+		if n, bad := len(everything.texts), leaks(everything.texts); all && n == 0 || bad != "" {
 			fmt.Fprintf(os.Stderr, "secrets in messages (%d messages searched): %s\n", n, bad)
 			code = 1
 		}
