@@ -450,3 +450,32 @@ func TestLeaksFindsEachSecret(t *testing.T) {
 		t.Errorf("a clean message flagged: %s", got)
 	}
 }
+
+// Telegram's 429 is honoured: nothing goes to Telegram before its retry_after has passed,
+// and the message then arrives once.
+func TestTelegram429IsHonoured(t *testing.T) {
+	s := newStack(t)
+	s.link(t)
+	time.Sleep(1100 * time.Millisecond) // the chat's one message a second
+	s.tg.Throttle(1, 3)
+	throttled := time.Now()
+	pause(t, s.rdb)
+	got := s.waitMessages(t, 2)
+	var at time.Time
+	for _, m := range s.tg.Messages() {
+		if strings.Contains(m.Text, "paused") {
+			at = m.At
+		}
+	}
+	if wait := at.Sub(throttled); wait < 3*time.Second {
+		t.Fatalf("sent %s after the 429 with retry_after 3 s", wait)
+	}
+	time.Sleep(time.Second)
+	if n := len(s.messages()); n != 2 {
+		t.Fatalf("%d messages, want the link's reply and the pause once: %q", n, got)
+	}
+	var attempts int
+	if err := s.db.QueryRow(context.Background(), `SELECT attempts FROM notify_outbox WHERE state = 'sent'`).Scan(&attempts); err != nil || attempts != 2 {
+		t.Fatalf("attempts %d %v, want 2 (the refused one and the sent one)", attempts, err)
+	}
+}

@@ -103,8 +103,10 @@ type Server struct {
 	sent     []Sent
 	lastMsg  int // the last message id given
 	down     bool
-	times    map[int64][]time.Time // recent sends per chat
-	all      []time.Time           // recent sends of the bot
+	// throttled sendMessage calls are still to be answered 429 with retryAfter (Throttle).
+	throttled, retryAfter int
+	times                 map[int64][]time.Time // recent sends per chat
+	all                   []time.Time           // recent sends of the bot
 	updates
 }
 
@@ -163,6 +165,15 @@ func (s *Server) Messages() []Sent {
 	defer s.mu.Unlock()
 	// An edit replaces Buttons rather than writing into it, so sharing them is safe.
 	return append([]Sent{}, s.sent...)
+}
+
+// Throttle makes the next n sendMessage calls answer 429 with retry_after seconds, as
+// Telegram answers a bot it throttles for reasons of its own (flood control beyond the
+// published limits).
+func (s *Server) Throttle(n, retryAfter int) {
+	s.mu.Lock()
+	s.throttled, s.retryAfter = n, retryAfter
+	s.mu.Unlock()
 }
 
 // SetDown makes every Bot API call fail with 502 (Telegram unreachable) until
@@ -367,6 +378,13 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	if s.throttled > 0 {
+		s.throttled--
+		wait := s.retryAfter
+		reply(w, http.StatusTooManyRequests, answer{ErrorCode: 429, Description: "Too Many Requests: retry after " + strconv.Itoa(wait),
+			Parameters: map[string]int{"retry_after": wait}})
+		return
+	}
 	s.times[chat] = recent(s.times[chat], now, chatGap)
 	s.all = recent(s.all, now, time.Second)
 	if len(s.times[chat]) >= 1 || len(s.all) >= 30 {
