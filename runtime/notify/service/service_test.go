@@ -479,3 +479,41 @@ func TestTelegram429IsHonoured(t *testing.T) {
 		t.Fatalf("attempts %d %v, want 2 (the refused one and the sent one)", attempts, err)
 	}
 }
+
+// A bot's own choice wins over the user's: its pause is not told. In quiet hours a message
+// arrives without a sound.
+func TestPerBotChoiceAndQuietHours(t *testing.T) {
+	s := newStack(t)
+	s.link(t)
+	ctx := context.Background()
+	if err := s.set.SetPrefs(ctx, user, notify.Prefs{Events: map[notify.Kind]bool{notify.BotPaused: true},
+		Bots: map[string]map[notify.Kind]bool{bot: {notify.BotPaused: false}}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(route.Fresh)
+	pause(t, s.rdb)
+	time.Sleep(2 * time.Second)
+	if n := len(s.messages()); n != 1 {
+		t.Fatalf("the bot's pause was told against its choice: %q", s.messages())
+	}
+	now := time.Now().UTC()
+	m := now.Hour()*60 + now.Minute()
+	quiet := &notify.Quiet{From: (m + 1440 - 60) % 1440, To: (m + 60) % 1440}
+	if err := s.set.SetPrefs(ctx, user, notify.Prefs{Quiet: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(route.Fresh)
+	reg := registry.New(s.rdb)
+	p, err := reg.ReadPause(ctx, bot, time.Now())
+	if err != nil || p == nil {
+		t.Fatalf("pause %v %v", p, err)
+	}
+	if ok, err := reg.Resume(ctx, bot, *p); err != nil || !ok {
+		t.Fatalf("resume %v %v", ok, err)
+	}
+	s.waitMessages(t, 2)
+	last := s.tg.Messages()[len(s.tg.Messages())-1]
+	if !strings.Contains(last.Text, "resumed") || !last.Silent {
+		t.Fatalf("in quiet hours: %+v", last)
+	}
+}
