@@ -28,46 +28,12 @@ const notifyChat = int64(1001)
 // and a fill (fills turned on) of the sample bot each bring exactly one message.
 func notificationsEndToEnd(t *testing.T, s *Stack, hc *http.Client, token string) {
 	t.Helper()
-	api := func(method, path string, body any) (int, map[string]any) {
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequestWithContext(t.Context(), method, s.BaseURL()+path, rd)
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
-	}
-	st, link := api(http.MethodPost, "/api/user/notifications/telegram/link", nil)
-	code, _ := link["code"].(string)
-	if st != http.StatusCreated || code == "" {
-		t.Fatalf("link code: %d %v", st, link)
-	}
-	s.Telegram().PostStart(notifyChat, "/start "+code)
-	testkit.Eventually(t, 30*time.Second, "telegramLinked in /api/user/me", func() error {
-		if _, me := api(http.MethodGet, "/api/user/me", nil); me["telegramLinked"] != true {
-			return fmt.Errorf("me: %v", me)
-		}
-		return nil
-	})
+	linkDemoChat(t, s, hc, token)
 	mc, _ := testkit.MCPClient(t, hc.Transport, s.mcpURL()+"/mcp", token, mcp.LATEST_PROTOCOL_VERSION, "notify-e2e")
 	if text := callTool(t, mc, "check_auth", nil); !strings.Contains(text, `"telegramLinked":true`) {
 		t.Fatalf("check_auth: %s", text)
 	}
-	if st, p := api(http.MethodPut, "/api/user/notifications/preferences", map[string]any{"events": map[string]bool{"fill": true}}); st != 200 {
-		t.Fatalf("preferences: %d %v", st, p)
-	}
-	time.Sleep(3 * time.Second) // notifyd reuses a user's settings for 2 s
+	setFills(t, s, hc, token, true)
 	var bot tradingv1.SignalBot
 	if err := s.Client.Get(t.Context(), types.NamespacedName{Namespace: SampleNamespace, Name: SampleBot}, &bot); err != nil {
 		t.Fatal(err)
@@ -80,6 +46,71 @@ func notificationsEndToEnd(t *testing.T, s *Stack, hc *http.Client, token string
 		signal(t, hc, s.WebhookURL, `{"action":"buy","symbol":"BTCUSDT","size":"1000000"}`)
 	})
 	expectOne(t, s, "Bot "+SampleBot+" bought", func() { signal(t, hc, s.WebhookURL, `{"action":"buy","symbol":"BTCUSDT","size":"1%"}`) })
+}
+
+// apiCall calls the stack's API with the bearer token and decodes the answer.
+func apiCall(t *testing.T, s *Stack, hc *http.Client, token, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), method, s.BaseURL()+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// demoToken signs the demo account in and returns its bearer token.
+func demoToken(t *testing.T, s *Stack, hc *http.Client) string {
+	t.Helper()
+	st, login := apiCall(t, s, hc, "", http.MethodPost, "/api/auth/login", map[string]string{"email": DemoEmail, "password": s.Password})
+	token, _ := login["token"].(string)
+	if st != http.StatusOK || token == "" {
+		t.Fatalf("login: %d %v", st, login)
+	}
+	return token
+}
+
+// linkDemoChat links the stand-in's chat notifyChat to the demo account as a person does:
+// a code from the API, then /start <code> in the chat; telegramLinked turns true.
+func linkDemoChat(t *testing.T, s *Stack, hc *http.Client, token string) {
+	t.Helper()
+	st, link := apiCall(t, s, hc, token, http.MethodPost, "/api/user/notifications/telegram/link", nil)
+	code, _ := link["code"].(string)
+	if st != http.StatusCreated || code == "" {
+		t.Fatalf("link code: %d %v", st, link)
+	}
+	s.Telegram().PostStart(notifyChat, "/start "+code)
+	testkit.Eventually(t, 30*time.Second, "telegramLinked in /api/user/me", func() error {
+		if _, me := apiCall(t, s, hc, token, http.MethodGet, "/api/user/me", nil); me["telegramLinked"] != true {
+			return fmt.Errorf("me: %v", me)
+		}
+		return nil
+	})
+}
+
+// setFills turns the demo account's fill messages on or off, and waits out notifyd's reuse
+// of the settings it read.
+func setFills(t *testing.T, s *Stack, hc *http.Client, token string, on bool) {
+	t.Helper()
+	if st, p := apiCall(t, s, hc, token, http.MethodPut, "/api/user/notifications/preferences",
+		map[string]any{"events": map[string]bool{"fill": on}}); st != http.StatusOK {
+		t.Fatalf("preferences: %d %v", st, p)
+	}
+	time.Sleep(3 * time.Second) // notifyd reuses a user's settings for 2 s
 }
 
 // expectOne runs act and checks that exactly one new message containing want reaches the
