@@ -322,6 +322,7 @@ var pages = []struct{ name, path string }{
 	{"lab-job", "{job}"},
 	{"settings", "/dashboard/settings"},
 	{"connected-apps", "/dashboard/settings/connected-apps"},
+	{"notifications", "/dashboard/settings/notifications"},
 	{"approvals", "/dashboard/approvals"},
 	{"audit", "/dashboard/settings/audit"},
 }

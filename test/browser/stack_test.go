@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -31,10 +32,14 @@ import (
 	"github.com/sigops/sigops/fleet"
 	"github.com/sigops/sigops/internal/userapi"
 	"github.com/sigops/sigops/runtime/auth"
+	"github.com/sigops/sigops/runtime/database/dbtest"
+	"github.com/sigops/sigops/runtime/egress"
 	"github.com/sigops/sigops/runtime/executor"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/notify/manage"
+	"github.com/sigops/sigops/runtime/notify/settings"
 	"github.com/sigops/sigops/runtime/queue"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/test/testenv"
@@ -142,7 +147,18 @@ func startStack(ctx context.Context, running *sync.WaitGroup) (func(), error) {
 		return nil, err
 	}
 
-	as, err := authd.New(authd.Options{Redis: env.RDB, Keys: keys, BaseURL: base, KDF: auth.TestKDF, APIs: apis, Logger: quiet})
+	// The Notifications settings, on a database of the suite's.
+	dbURL, err := dbtest.SuiteURL()
+	if err != nil {
+		return nil, err
+	}
+	db, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	notifications := &manage.Manager{Settings: &settings.Store{DB: db}, Egress: egress.New(egress.Options{}), BotUsername: "sigops_bot"}
+	as, err := authd.New(authd.Options{Redis: env.RDB, Keys: keys, BaseURL: base, KDF: auth.TestKDF, APIs: apis, Logger: quiet,
+		Notifications: notifications})
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,21 @@ func NewURL(t testing.TB) string {
 	return s.URL(name)
 }
 
+// SuiteURL creates a new, migrated database for a whole test binary (a suite's stack made
+// in TestMain, where there is no t) and returns its connection string; it goes with the
+// server when the binary exits.
+func SuiteURL() (string, error) {
+	s, err := Shared()
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("s_%d_%d", os.Getpid(), serial.Add(1))
+	if err := s.exec(context.Background(), "CREATE DATABASE "+name+" TEMPLATE "+template); err != nil {
+		return "", fmt.Errorf("create the suite's database: %w", err)
+	}
+	return s.URL(name), nil
+}
+
 // exec runs one statement on the server's postgres database.
 func (s *Server) exec(ctx context.Context, sql string) error {
 	c, err := pgx.Connect(ctx, s.URL("postgres"))

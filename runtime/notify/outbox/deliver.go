@@ -36,14 +36,19 @@ type Outcome struct {
 	Messages int
 }
 
-// Deliverer sends due rows. One deliverer runs at a time (notifyd holds a lock): a
-// burst's rows are gathered by reading what its channel was last sent.
+// Deliverer sends what is due. One deliverer runs at a time (notifyd holds a lock).
+//
+// Each burst (a channel's events of one bot and kind, or one urgent event) is a row of
+// notify_bursts whose next_at says when it may go: at once for a new burst, at the end of
+// the gathering window after a message, at the retry after a failure. So a step reads the
+// due bursts by an index, and a channel that is down costs nothing while it waits,
+// however many deliveries pile up behind it.
 type Deliverer struct {
 	DB     *pgxpool.Pool
 	Sender Sender
 	// Window is the burst window (notify.DefaultWindow when zero).
 	Window time.Duration
-	// Batch is how many due rows a step reads (1000 when zero).
+	// Batch is how many due bursts a step reads (100 when zero).
 	Batch int
 }
 
@@ -52,24 +57,28 @@ const maxGathered = 1000
 
 type group struct {
 	channel, burst string
+	seq            int64
+	attempts       int
 	rows           []Row
 }
 
-// Step sends what is due at now: each burst's due rows as one message, unless its channel
-// was sent a message of the same burst within the window (then they wait for its end).
+// Step sends every burst due at now as one message each.
 func (d *Deliverer) Step(ctx context.Context, now time.Time) (Outcome, error) {
 	groups, err := d.due(ctx, now)
 	if err != nil {
 		return Outcome{}, err
 	}
 	var out Outcome
-	waiting := map[string]time.Time{} // channel → not before
+	waiting := map[string]time.Time{} // channel → not before (a 429 this step)
 	for _, g := range groups {
 		if until, ok := waiting[g.channel]; ok && now.Before(until) {
 			continue
 		}
-		if held, err := d.hold(ctx, g, now); err != nil || held {
-			if err != nil {
+		if err := d.load(ctx, &g); err != nil {
+			return out, err
+		}
+		if len(g.rows) == 0 {
+			if err := d.settle(ctx, g, now, false); err != nil {
 				return out, err
 			}
 			continue
@@ -81,45 +90,32 @@ func (d *Deliverer) Step(ctx context.Context, now time.Time) (Outcome, error) {
 	return out, nil
 }
 
-// due reads the due bursts' rows, grouped by channel and burst, oldest group first.
+// due are the bursts with pending deliveries whose time has come, soonest first.
 func (d *Deliverer) due(ctx context.Context, now time.Time) ([]group, error) {
 	n := d.Batch
 	if n <= 0 {
-		n = 1000
+		n = 100
 	}
-	// A burst that has one row due goes with all its pending rows: after an outage, rows
-	// queued at different times wait out different backoffs, and go together all the same.
-	rows, err := d.DB.Query(ctx, `SELECT id, channel, user_id, event, attempts, created_at, state, sent_at, last_status, burst
-		FROM notify_outbox WHERE state = 'pending' AND (channel, burst) IN (
-			SELECT channel, burst FROM notify_outbox WHERE state = 'pending' AND next_at <= $1 ORDER BY id LIMIT $2)
-		ORDER BY id LIMIT $3`, now, n, n*maxGathered/10)
+	rows, err := d.DB.Query(ctx, `SELECT channel, burst, seq, attempts FROM notify_bursts
+		WHERE has_pending AND next_at <= $1 ORDER BY next_at LIMIT $2`, now, n)
 	if err != nil {
 		return nil, err
 	}
-	var bursts []string
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
-		row, burst, err := scanDue(r)
-		bursts = append(bursts, burst)
-		return row, err
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (group, error) {
+		var g group
+		return g, r.Scan(&g.channel, &g.burst, &g.seq, &g.attempts)
 	})
+}
+
+// load reads g's pending deliveries, oldest first, at most maxGathered.
+func (d *Deliverer) load(ctx context.Context, g *group) error {
+	rows, err := d.DB.Query(ctx, `SELECT id, channel, user_id, event, attempts, created_at, state, sent_at, last_status, burst
+		FROM notify_outbox WHERE channel = $1 AND burst = $2 AND state = 'pending' ORDER BY id LIMIT $3`, g.channel, g.burst, maxGathered)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	index := map[[2]string]int{}
-	var groups []group
-	for i, r := range all {
-		k := [2]string{r.Channel, bursts[i]}
-		at, ok := index[k]
-		if !ok {
-			at = len(groups)
-			index[k] = at
-			groups = append(groups, group{channel: r.Channel, burst: bursts[i]})
-		}
-		if len(groups[at].rows) < maxGathered {
-			groups[at].rows = append(groups[at].rows, r)
-		}
-	}
-	return groups, nil
+	g.rows, err = pgx.CollectRows(rows, scanRow)
+	return err
 }
 
 func scanDue(r pgx.CollectableRow) (Row, string, error) {
@@ -133,28 +129,6 @@ func scanDue(r pgx.CollectableRow) (Row, string, error) {
 	return row, burst, json.Unmarshal(ev, &row.Event)
 }
 
-// hold makes g wait for the end of its burst's window when its channel was sent a message
-// of the burst within it.
-func (d *Deliverer) hold(ctx context.Context, g group, now time.Time) (bool, error) {
-	if g.rows[0].Event.Kind.Urgent() {
-		return false, nil
-	}
-	w := d.Window
-	if w <= 0 {
-		w = notify.DefaultWindow
-	}
-	var last *time.Time
-	if err := d.DB.QueryRow(ctx, `SELECT max(sent_at) FROM notify_outbox WHERE channel = $1 AND burst = $2 AND state = 'sent'`,
-		g.channel, g.burst).Scan(&last); err != nil {
-		return false, err
-	}
-	if last == nil || !now.Before(last.Add(w)) {
-		return false, nil
-	}
-	_, err := d.DB.Exec(ctx, `UPDATE notify_outbox SET next_at = $2 WHERE id = ANY($1) AND next_at < $2`, ids(g.rows), last.Add(w))
-	return true, err
-}
-
 func ids(rows []Row) []int64 {
 	out := make([]int64, len(rows))
 	for i, r := range rows {
@@ -163,7 +137,7 @@ func ids(rows []Row) []int64 {
 	return out
 }
 
-// send sends g as one message and records the outcome on its rows.
+// send sends g as one message and records the outcome on its rows and its burst.
 func (d *Deliverer) send(ctx context.Context, g group, now time.Time, out *Outcome, waiting map[string]time.Time) error {
 	m := notify.Message{Events: make([]notify.Event, len(g.rows))}
 	for i, r := range g.rows {
@@ -174,16 +148,17 @@ func (d *Deliverer) send(ctx context.Context, g group, now time.Time, out *Outco
 	if err == nil {
 		out.Sent += len(g.rows)
 		out.Messages++
-		return d.mark(ctx, g.rows, now, status)
+		if err := d.mark(ctx, g.rows, now, status); err != nil {
+			return err
+		}
+		return d.settle(ctx, g, now, len(g.rows) == maxGathered)
 	}
 	out.Failed += len(g.rows)
-	next := now.Add(Backoff(g.rows[0].Attempts + 1))
+	next := now.Add(Backoff(g.attempts + 1))
 	var wait *Wait
 	if errors.As(err, &wait) {
 		waiting[g.channel] = wait.Until
-		if wait.Until.After(next) {
-			next = wait.Until
-		}
+		next = later(next, wait.Until)
 	}
 	var expired []Row
 	for _, r := range g.rows {
@@ -192,10 +167,39 @@ func (d *Deliverer) send(ctx context.Context, g group, now time.Time, out *Outco
 		}
 	}
 	out.Dropped = append(out.Dropped, expired...)
-	_, dbErr := d.DB.Exec(ctx, `UPDATE notify_outbox SET attempts = attempts + 1, last_status = $3,
-		state = CASE WHEN id = ANY($2) THEN 'dropped' ELSE state END,
-		next_at = $4 WHERE id = ANY($1)`, ids(g.rows), ids(expired), err.Error(), next)
-	return dbErr
+	return pgx.BeginFunc(ctx, d.DB, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE notify_outbox SET attempts = attempts + 1, last_status = $3,
+			state = CASE WHEN id = ANY($2) THEN 'dropped' ELSE state END WHERE id = ANY($1)`, ids(g.rows), ids(expired), err.Error()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE notify_bursts SET attempts = attempts + 1, next_at = $3 WHERE channel = $1 AND burst = $2`,
+			g.channel, g.burst, next)
+		return err
+	})
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// settle records that g's message went at now (sent) or that it had nothing left: its
+// next message waits for the window's end, and it has nothing pending unless a delivery
+// was queued since it was read (seq moved) or more wait than one message took (more).
+func (d *Deliverer) settle(ctx context.Context, g group, now time.Time, more bool) error {
+	w := d.Window
+	if w <= 0 {
+		w = notify.DefaultWindow
+	}
+	next := now.Add(w) // written only when a message went; otherwise the last one's stays
+	_, err := d.DB.Exec(ctx, `UPDATE notify_bursts SET attempts = 0,
+		next_at = CASE WHEN $4 THEN $3 ELSE next_at END,
+		last_sent_at = CASE WHEN $4 THEN $5 ELSE last_sent_at END,
+		has_pending = CASE WHEN seq = $6 AND NOT $7 THEN false ELSE true END
+		WHERE channel = $1 AND burst = $2`, g.channel, g.burst, next, len(g.rows) > 0, now, g.seq, more)
+	return err
 }
 
 // mark records rows sent at now: the first carries the message, the rest were gathered.

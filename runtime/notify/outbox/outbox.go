@@ -74,9 +74,14 @@ func Queue(ctx context.Context, db *pgxpool.Pool, rows []Row, positions map[stri
 			if err != nil {
 				return err
 			}
+			burst := burstOf(r.Event)
 			b.Queue(`INSERT INTO notify_outbox (event_id, channel, user_id, burst, event, state, created_at, next_at)
 				VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6) ON CONFLICT (event_id, channel) DO NOTHING`,
-				r.Event.ID, r.Channel, r.User, burstOf(r.Event), ev, now)
+				r.Event.ID, r.Channel, r.User, burst, ev, now)
+			// A new burst is due now; one gathering or retrying keeps its time.
+			b.Queue(`INSERT INTO notify_bursts (channel, burst, user_id, next_at, seq, has_pending) VALUES ($1, $2, $3, $4, 1, true)
+				ON CONFLICT (channel, burst) DO UPDATE SET seq = notify_bursts.seq + 1, has_pending = true`,
+				r.Channel, burst, r.User, now)
 		}
 		for stream, id := range positions {
 			ms, seq, ok := store.SplitStreamID(id)
@@ -117,9 +122,14 @@ func formatID(ms, seq int64) string {
 	return strconv.FormatInt(ms, 10) + "-" + strconv.FormatInt(seq, 10)
 }
 
-// Prune removes delivered, merged and dropped rows older than Keep.
+// Prune removes delivered, merged and dropped rows older than Keep, and bursts with
+// nothing pending whose window ended a day ago.
 func Prune(ctx context.Context, db *pgxpool.Pool, now time.Time) (int64, error) {
 	t, err := db.Exec(ctx, `DELETE FROM notify_outbox WHERE state <> 'pending' AND created_at < $1`, now.Add(-Keep))
+	if err != nil {
+		return 0, err
+	}
+	_, err = db.Exec(ctx, `DELETE FROM notify_bursts WHERE NOT has_pending AND next_at < $1`, now.Add(-24*time.Hour))
 	return t.RowsAffected(), err
 }
 

@@ -121,7 +121,7 @@ func (s *Service) readLoop(ctx context.Context) {
 }
 
 func (s *Service) deliverLoop(ctx context.Context) {
-	pruned := time.Time{}
+	var pruned, counted time.Time
 	for ctx.Err() == nil {
 		now := s.o.Now()
 		out, err := s.o.Deliverer.Step(ctx, now)
@@ -137,8 +137,11 @@ func (s *Service) deliverLoop(ctx context.Context) {
 				pruned = now
 			}
 		}
-		if err := s.m.observePending(ctx, s.o.DB); err != nil && ctx.Err() == nil {
-			s.o.Logger.Warn("count pending notifications", "err", err)
+		if now.Sub(counted) >= 10*time.Second {
+			if err := s.m.observePending(ctx, s.o.DB); err != nil && ctx.Err() == nil {
+				s.o.Logger.Warn("count pending notifications", "err", err)
+			}
+			counted = now
 		}
 		if out.Messages == 0 {
 			sleep(ctx, s.o.Interval)
