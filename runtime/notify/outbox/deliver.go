@@ -151,7 +151,10 @@ func (d *Deliverer) send(ctx context.Context, g group, now time.Time, out *Outco
 		if err := d.mark(ctx, g.rows, now, status); err != nil {
 			return err
 		}
-		return d.settle(ctx, g, now, len(g.rows) == maxGathered)
+		if err := d.settle(ctx, g, now, len(g.rows) == maxGathered); err != nil {
+			return err
+		}
+		return d.recovered(ctx, g, now)
 	}
 	out.Failed += len(g.rows)
 	next := now.Add(Backoff(g.attempts + 1))
@@ -199,6 +202,19 @@ func (d *Deliverer) settle(ctx context.Context, g group, now time.Time, more boo
 		last_sent_at = CASE WHEN $4 THEN $5 ELSE last_sent_at END,
 		has_pending = CASE WHEN seq = $6 AND NOT $7 THEN false ELSE true END
 		WHERE channel = $1 AND burst = $2`, g.channel, g.burst, next, len(g.rows) > 0, now, g.seq, more)
+	return err
+}
+
+// recovered brings forward the retries of the channel's other bursts once a message to it
+// went through: they failed with it (Telegram's API, one destination), so they need not
+// wait out their backoff, up to 10 minutes, now that it answers again. A burst that had not
+// failed keeps its gathering window.
+func (d *Deliverer) recovered(ctx context.Context, g group, now time.Time) error {
+	if g.attempts == 0 {
+		return nil
+	}
+	_, err := d.DB.Exec(ctx, `UPDATE notify_bursts SET next_at = $2 WHERE channel = $1 AND has_pending AND attempts > 0 AND next_at > $2`,
+		g.channel, now)
 	return err
 }
 

@@ -73,6 +73,26 @@ func TestNotifyOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// Every fill is queued before Telegram is back (notifyd reads as the fills happen, and
+	// may trail them by a moment under load), so that each bot's fills make one message.
+	fills := 0
+	for _, a := range down.Answers {
+		if a.Outcome == "200 filled" {
+			fills++
+		}
+	}
+	count := func(sql string) int {
+		var n int
+		if err := db.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Minute); count(`SELECT count(*) FROM notify_outbox WHERE channel = 'telegram' AND event->>'kind' = 'fill'`) < fills; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("notifyd queued fewer than the %d fills a minute after the run", fills)
+		}
+	}
 	before := len(s.Telegram().Messages())
 	s.Telegram().SetDown(false)
 	recovered := time.Now()
@@ -85,12 +105,6 @@ func TestNotifyOutage(t *testing.T) {
 		}
 		if queued == 0 && sent > 0 || time.Now().After(deadline) {
 			break
-		}
-	}
-	fills := 0
-	for _, a := range down.Answers {
-		if a.Outcome == "200 filled" {
-			fills++
 		}
 	}
 	msgs := s.Telegram().Messages()[before:]
