@@ -446,9 +446,11 @@ func TestMCPAppPoliciesEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		approvals := approval.New(rdb, policies, mcpClock.Now)
+		// The user decides from their phone: the requests reach their linked Telegram chat.
+		p := startPhone(t, w.u.ID, 9001, approvals)
 		placed := ordersPlaced(w.fake)
 		yes := wantSent(t, lc, limitBuy(w.live, "0.001", "50000", "approve-me"))
-		no := wantSent(t, lc, limitBuy(w.live, "0.001", "50000", "reject-me"))
+		no := wantSent(t, lc, limitBuy(w.live, "0.002", "50000", "reject-me"))
 		for _, s := range []sent{yes, no} {
 			if s.Message != "Awaiting approval" || s.Approval == nil || s.Approval.State != approval.AwaitingApproval {
 				t.Fatalf("held entry: %+v", s)
@@ -461,11 +463,19 @@ func TestMCPAppPoliciesEndToEnd(t *testing.T) {
 		if d := committed(t); !d.Equal(testkit.D("500")) {
 			t.Fatalf("held entries committed %s", d)
 		}
-		if _, err := approvals.Reject(ctx, w.u.ID, no.SignalID); err != nil {
-			t.Fatal(err)
+		yesMsg, noMsg := p.request(t, "buy 0.001 BTC/USDT"), p.request(t, "buy 0.002 BTC/USDT")
+		// A press from another chat (a forwarded message) decides nothing.
+		if got := p.press(t, 9002, yesMsg, 0); !strings.Contains(got, "not for this chat") {
+			t.Fatalf("a press from another chat: %q", got)
 		}
-		if _, err := approvals.Approve(ctx, w.u.ID, yes.SignalID); err != nil {
-			t.Fatal(err)
+		if a, _ := approvals.Get(ctx, w.u.ID, yes.SignalID); a.State != approval.AwaitingApproval {
+			t.Fatalf("after a stranger's press: %s", a.State)
+		}
+		if got := p.press(t, 9001, noMsg, 1); !strings.Contains(got, "Rejected") {
+			t.Fatalf("reject: %q", got)
+		}
+		if got := p.press(t, 9001, yesMsg, 0); !strings.Contains(got, "Approved") {
+			t.Fatalf("approve: %q", got)
 		}
 		eventually(t, "the approved entry on the exchange", func() error {
 			if n := w.fake.Placed(order.ClientOrderID(yes.SignalID, "")); n != 1 {
@@ -473,11 +483,16 @@ func TestMCPAppPoliciesEndToEnd(t *testing.T) {
 			}
 			return nil
 		})
+		// A second press changes nothing.
+		if got := p.press(t, 9001, yesMsg, 0); !strings.Contains(got, "already decided") {
+			t.Fatalf("a second press: %q", got)
+		}
 		// Counted once approved: 500 + 0.001 × 50,000.
 		if d := committed(t); !d.Equal(testkit.D("550")) {
 			t.Fatalf("committed %s after the approval", d)
 		}
-		if n := w.fake.Placed(order.ClientOrderID(no.SignalID, "")); n != 0 || ordersPlaced(w.fake) != placed+1 {
+		if n := w.fake.Placed(order.ClientOrderID(no.SignalID, "")); n != 0 || ordersPlaced(w.fake) != placed+1 ||
+			w.fake.Placed(order.ClientOrderID(yes.SignalID, "")) != 1 {
 			t.Fatalf("the rejected entry placed %d times; %d orders since the two were held", n, ordersPlaced(w.fake)-placed)
 		}
 		if _, err := approvals.Approve(ctx, w.u.ID, no.SignalID); err == nil {
