@@ -34,8 +34,9 @@ type notifyTab struct {
 	Link *manage.Link
 	// Kinds are the events with the user's choice (or its default) for all bots.
 	Kinds []kindChoice
-	// QuietFrom and QuietTo are "HH:MM" ("" for none); Zone the time zone.
-	QuietFrom, QuietTo, Zone string
+	// QuietFrom and QuietTo are "HH:MM" ("" for none); Zone the time zone; SummaryHour
+	// the daily summary's hour ("" for none).
+	QuietFrom, QuietTo, Zone, SummaryHour string
 	Webhooks                 []webhookRow
 	// Secret is a destination's secret just made (shown once).
 	Secret string
@@ -87,6 +88,9 @@ func (d *Dashboard) notifyPage(r *http.Request, tab notifyTab) (Page, error) {
 		tab.QuietFrom, tab.QuietTo = clock(q.From), clock(q.To)
 	}
 	tab.Zone = prefs.Zone
+	if h := prefs.SummaryHour; h != nil {
+		tab.SummaryHour = strconv.Itoa(*h)
+	}
 	hooks, err := m.Settings.Webhooks(ctx, user)
 	if err != nil {
 		return Page{}, err

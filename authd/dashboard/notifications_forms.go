@@ -42,6 +42,15 @@ func (d *Dashboard) handleNotifyPrefs(w http.ResponseWriter, r *http.Request) {
 		}
 		prefs.Quiet = &notify.Quiet{From: f, To: t}
 	}
+	prefs.SummaryHour = nil
+	if v := r.PostFormValue("summary_hour"); v != "" {
+		h, err := strconv.Atoi(v)
+		if err != nil || h < 0 || h > 23 {
+			d.showNotify(w, r, http.StatusBadRequest, notifyTab{}, "The summary hour is a whole hour from 0 to 23. Nothing was changed.")
+			return
+		}
+		prefs.SummaryHour = &h
+	}
 	if _, zerr := time.LoadLocation(prefs.Zone); zerr != nil {
 		d.showNotify(w, r, http.StatusBadRequest, notifyTab{}, "That time zone is not known (use a name such as Europe/Berlin). Nothing was changed.")
 		return

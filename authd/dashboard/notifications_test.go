@@ -51,13 +51,15 @@ func TestSettingsNotifications(t *testing.T) {
 		t.Fatalf("after linking:\n%s", page)
 	}
 
-	form := url.Values{"event_fill": {"on"}, "event_bot_paused": {"on"}, "quiet_from": {"22:30"}, "quiet_to": {"07:00"}, "zone": {"Europe/Berlin"}}
+	form := url.Values{"event_fill": {"on"}, "event_bot_paused": {"on"}, "quiet_from": {"22:30"}, "quiet_to": {"07:00"}, "zone": {"Europe/Berlin"},
+		"summary_hour": {"18"}}
 	if resp, page := b.submit("/dashboard/settings/notifications/preferences", form); resp.StatusCode != http.StatusSeeOther ||
 		resp.Header.Get("Location") != "/dashboard/settings/notifications?done=notify-saved" {
 		t.Fatalf("preferences: %d\n%s", resp.StatusCode, page)
 	}
 	p, err := set.Prefs(ctx, u.ID)
-	if err != nil || !p.Events[notify.Fill] || p.Events[notify.OrderRefused] || p.Quiet == nil || p.Quiet.From != 22*60+30 || p.Zone != "Europe/Berlin" {
+	if err != nil || !p.Events[notify.Fill] || p.Events[notify.OrderRefused] || p.Quiet == nil || p.Quiet.From != 22*60+30 || p.Zone != "Europe/Berlin" ||
+		p.SummaryHour == nil || *p.SummaryHour != 18 {
 		t.Fatalf("saved preferences %+v %v", p, err)
 	}
 
