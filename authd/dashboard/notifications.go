@@ -37,7 +37,7 @@ type notifyTab struct {
 	// QuietFrom and QuietTo are "HH:MM" ("" for none); Zone the time zone; SummaryHour
 	// the daily summary's hour ("" for none).
 	QuietFrom, QuietTo, Zone, SummaryHour string
-	Webhooks                 []webhookRow
+	Webhooks                              []webhookRow
 	// Secret is a destination's secret just made (shown once).
 	Secret string
 	// Tested is the outcome of a test delivery, in words.
