@@ -97,16 +97,9 @@ func (p *phone) request(t *testing.T, what string) telegramfake.Sent {
 // answer the presser saw.
 func (p *phone) press(t *testing.T, chat int64, m telegramfake.Sent, b int) string {
 	t.Helper()
-	id := p.tg.PressButton(chat, m.ID, m.Buttons[0][b].Data)
-	var text string
-	testkit.EventuallyTrue(t, 10*time.Second, "the press answered", func() bool {
-		for _, a := range p.tg.Answers() {
-			if a.QueryID == id {
-				text = a.Text
-				return true
-			}
-		}
-		return false
-	})
+	text, ok := p.tg.AnswerTo(p.tg.PressButton(chat, m.ID, m.Buttons[0][b].Data), 10*time.Second)
+	if !ok {
+		t.Fatal("a press was not answered")
+	}
 	return text
 }

@@ -401,16 +401,10 @@ func TestApprovalByButton(t *testing.T) {
 		return n
 	}
 	answered := func(id string) string {
-		var text string
-		testkit.EventuallyTrue(t, 5*time.Second, "the press answered", func() bool {
-			for _, a := range s.tg.Answers() {
-				if a.QueryID == id {
-					text = a.Text
-					return true
-				}
-			}
-			return false
-		})
+		text, ok := s.tg.AnswerTo(id, 5*time.Second)
+		if !ok {
+			t.Fatal("a press was not answered")
+		}
 		return text
 	}
 	if got := answered(s.tg.PressButton(chat+1, msg.ID, approve)); !strings.Contains(got, "not for this chat") || queued() != 0 {

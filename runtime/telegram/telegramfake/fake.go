@@ -358,18 +358,28 @@ func checkText(text string) string {
 	return ""
 }
 
-func (s *Server) sendMessage(w http.ResponseWriter, p map[string]string) {
+// messageParams reads a message's chat, text and buttons, or the refusal Telegram answers.
+func messageParams(p map[string]string) (chat int64, text string, buttons [][]Button, bad string) {
 	chat, err := strconv.ParseInt(p["chat_id"], 10, 64)
 	if err != nil {
-		refuse(w, http.StatusBadRequest, "Bad Request: chat not found")
-		return
+		return 0, "", nil, "Bad Request: chat not found"
 	}
-	text := p["text"]
+	text = p["text"]
 	if bad := checkText(text); bad != "" {
-		refuse(w, http.StatusBadRequest, bad)
-		return
+		return 0, "", nil, bad
 	}
-	buttons, bad := keyboardOf(p["reply_markup"])
+	buttons, bad = keyboardOf(p["reply_markup"])
+	return chat, text, buttons, bad
+}
+
+// tooMany is Telegram's 429 with its retry_after (seconds).
+func tooMany(w http.ResponseWriter, wait int) {
+	reply(w, http.StatusTooManyRequests, answer{ErrorCode: 429, Description: "Too Many Requests: retry after " + strconv.Itoa(wait),
+		Parameters: map[string]int{"retry_after": wait}})
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, p map[string]string) {
+	chat, text, buttons, bad := messageParams(p)
 	if bad != "" {
 		refuse(w, http.StatusBadRequest, bad)
 		return
@@ -380,16 +390,13 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]string) {
 	now := s.now()
 	if s.throttled > 0 {
 		s.throttled--
-		wait := s.retryAfter
-		reply(w, http.StatusTooManyRequests, answer{ErrorCode: 429, Description: "Too Many Requests: retry after " + strconv.Itoa(wait),
-			Parameters: map[string]int{"retry_after": wait}})
+		tooMany(w, s.retryAfter)
 		return
 	}
 	s.times[chat] = recent(s.times[chat], now, chatGap)
 	s.all = recent(s.all, now, time.Second)
 	if len(s.times[chat]) >= 1 || len(s.all) >= 30 {
-		reply(w, http.StatusTooManyRequests, answer{ErrorCode: 429, Description: "Too Many Requests: retry after 1",
-			Parameters: map[string]int{"retry_after": 1}})
+		tooMany(w, 1)
 		return
 	}
 	s.times[chat] = append(s.times[chat], now)
@@ -401,18 +408,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, p map[string]string) {
 }
 
 func (s *Server) editMessageText(w http.ResponseWriter, p map[string]string) {
-	chat, err := strconv.ParseInt(p["chat_id"], 10, 64)
-	if err != nil {
-		refuse(w, http.StatusBadRequest, "Bad Request: chat not found")
-		return
-	}
+	chat, text, buttons, bad := messageParams(p)
 	id, _ := strconv.Atoi(p["message_id"])
-	text := p["text"]
-	if bad := checkText(text); bad != "" {
-		refuse(w, http.StatusBadRequest, bad)
-		return
-	}
-	buttons, bad := keyboardOf(p["reply_markup"])
 	if bad != "" {
 		refuse(w, http.StatusBadRequest, bad)
 		return

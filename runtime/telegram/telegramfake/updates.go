@@ -185,6 +185,21 @@ func (s *Server) Answers() []CallbackAnswer {
 	return append([]CallbackAnswer{}, s.answers...)
 }
 
+// AnswerTo is the bot's answer to the button press queryID, waiting for it up to within
+// (ok false: none came).
+func (s *Server) AnswerTo(queryID string, within time.Duration) (text string, ok bool) {
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		for _, a := range s.Answers() {
+			if a.QueryID == queryID {
+				return a.Text, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", false
+		}
+	}
+}
+
 // PostStart posts a message from the private chat chat to the bot, such as "/start abc", and
 // is its update_id.
 func (s *Server) PostStart(chatID int64, text string) int {
