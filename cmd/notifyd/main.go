@@ -26,6 +26,7 @@ import (
 	"github.com/sigops/sigops/runtime/daemon"
 	"github.com/sigops/sigops/runtime/database"
 	"github.com/sigops/sigops/runtime/egress"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/notify/channels"
 	"github.com/sigops/sigops/runtime/notify/chatbot"
 	"github.com/sigops/sigops/runtime/notify/outbox"
@@ -90,6 +91,7 @@ func run(logger *slog.Logger, c config) error {
 	set := &settings.Store{DB: db}
 	users := auth.NewUsers(rdb, auth.UsersOptions{DB: db})
 	acct := &chatbot.Runtime{Users: users, Bots: registry.New(rdb), Book: position.NewBook(rdb), Analytics: analytics.New(rdb),
+		Paper:     paper.NewAccounts(rdb),
 		Approvals: approval.New(rdb, apppolicy.New(rdb, apppolicy.Options{DB: db}), nil), Audit: audit.New(rdb, audit.Options{DB: db})}
 	tg, err := telegramOf(c, set, acct, logger)
 	if err != nil {
@@ -100,7 +102,7 @@ func run(logger *slog.Logger, c config) error {
 	svc := service.New(service.Options{Redis: rdb, DB: db, Logger: logger,
 		Router:    &route.Router{Settings: set, Owner: ownerOf(rdb, users)},
 		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: updatesOf(c, tg, logger),
-		Summaries: &summary.Scheduler{DB: db, Redis: rdb, Days: acct.Days}})
+		Summaries: &summary.Scheduler{DB: db, Redis: rdb, Summarize: acct.Summary}})
 	reg := daemon.NewRegistry()
 	reg.MustRegister(svc.Collectors()...)
 	probes := daemon.NewProbes()

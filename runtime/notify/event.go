@@ -98,9 +98,18 @@ type Event struct {
 	App string `json:"app,omitempty"`
 	// Expires is when an approval request lapses.
 	Expires time.Time `json:"expires,omitzero"`
-	// Summary is a DailySummary's bots, Day its UTC day (YYYY-MM-DD).
-	Summary []BotDay `json:"summary,omitempty"`
-	Day     string   `json:"day,omitempty"`
+	// Summary is a DailySummary's bots, Balances its paper accounts' free balances, Day
+	// its UTC day (YYYY-MM-DD).
+	Summary  []BotDay  `json:"summary,omitempty"`
+	Balances []Balance `json:"balances,omitempty"`
+	Day      string    `json:"day,omitempty"`
+}
+
+// Balance is an account's free balance in a DailySummary.
+type Balance struct {
+	Account  string         `json:"account"`
+	Currency string         `json:"currency"`
+	Amount   httpapi.Number `json:"amount"`
 }
 
 // BotDay is one bot's day in a DailySummary: its state, realised net PnL over the UTC day

@@ -171,5 +171,9 @@ func summary(e Event) string {
 		lines = append(lines, line)
 		total = total.Add(b.PnL.Decimal)
 	}
-	return strings.Join(append(lines, "Total: "+signed(total)), "\n")
+	lines = append(lines, "Total: "+signed(total))
+	for _, b := range e.Balances {
+		lines = append(lines, fmt.Sprintf("Paper account %s: %s %s free", b.Account, b.Amount.String(), b.Currency))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/registry"
@@ -29,7 +31,9 @@ type Runtime struct {
 	Bots      *registry.Registry
 	Book      *position.Book
 	Analytics *analytics.Analytics
-	Now       func() time.Time
+	// Paper gives the free balances of the user's paper accounts (nil: none shown).
+	Paper *paper.Accounts
+	Now   func() time.Time
 }
 
 func (a *Runtime) now() time.Time {
@@ -122,13 +126,36 @@ func (a *Runtime) Days(ctx context.Context, user string) ([]notify.BotDay, strin
 	return days, q.To.String(), nil
 }
 
+// Summary is user's DailySummary event as of now: their bots' day and their paper
+// accounts' free balances (an exchange account's balance needs a call to the exchange,
+// and is on the dashboard's portfolio).
+func (a *Runtime) Summary(ctx context.Context, user string) (notify.Event, error) {
+	days, day, err := a.Days(ctx, user)
+	if err != nil {
+		return notify.Event{}, err
+	}
+	e := notify.Event{Kind: notify.DailySummary, User: user, Summary: days, Day: day}
+	if a.Paper == nil {
+		return e, nil
+	}
+	u, err := a.Users.Get(ctx, user)
+	if err != nil {
+		return e, err
+	}
+	accts, err := a.Paper.ListByOwner(ctx, u.Email)
+	for _, ac := range accts {
+		e.Balances = append(e.Balances, notify.Balance{Account: ac.Name, Currency: "USDT", Amount: httpapi.Number{Decimal: ac.Balance}})
+	}
+	return e, err
+}
+
 // Status implements Account: the daily summary's text, now.
 func (a *Runtime) Status(ctx context.Context, user string) (string, error) {
-	days, day, err := a.Days(ctx, user)
+	e, err := a.Summary(ctx, user)
 	if err != nil {
 		return "", err
 	}
-	return notify.Text(notify.Message{Events: []notify.Event{{Kind: notify.DailySummary, Summary: days, Day: day}}}), nil
+	return notify.Text(notify.Message{Events: []notify.Event{e}}), nil
 }
 
 // Pause implements Account: a manual pause of the user's bot named name ("namespace/name"

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/database/dbtest"
+	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/notify/chatbot"
 	"github.com/sigops/sigops/runtime/notify/settings"
 	"github.com/sigops/sigops/runtime/position"
@@ -68,11 +70,16 @@ func TestCommandsFromTheLinkedChatOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	accounts := paper.NewAccounts(rdb)
+	if _, err := accounts.Ensure(ctx, paper.Config{ID: "acct-1", Namespace: "ns", Name: "ada-paper", Owner: "ada@example.com",
+		Currency: "USDT", InitialBalance: decimal.RequireFromString("10000.5"), FeeRate: decimal.RequireFromString("0.001")}); err != nil {
+		t.Fatal(err)
+	}
 	journal := audit.New(rdb, audit.Options{})
 	set := &settings.Store{DB: dbtest.New(t)}
 	c := &chat{sent: map[int64][]string{}}
 	b := &chatbot.Bot{Settings: set, Chat: c, Logger: slog.New(slog.DiscardHandler), Account: &chatbot.Runtime{Users: users, Audit: journal,
-		Bots: reg, Book: position.NewBook(rdb), Analytics: analytics.New(rdb)}}
+		Bots: reg, Book: position.NewBook(rdb), Analytics: analytics.New(rdb), Paper: accounts}}
 
 	b.Handle(ctx, message(7, "/pause grid-btc"))
 	if p, _ := reg.ReadPause(ctx, "uid-grid-btc", testNow()); p != nil || !strings.Contains(c.last(7), "not linked") {
@@ -98,7 +105,8 @@ func TestCommandsFromTheLinkedChatOnly(t *testing.T) {
 		t.Fatalf("pause of an unknown bot: %q", c.last(7))
 	}
 	b.Handle(ctx, message(7, "/status"))
-	if s := c.last(7); !strings.Contains(s, "• dca-eth (active): 0") || !strings.Contains(s, "• grid-btc (paused: Manual): 0") {
+	if s := c.last(7); !strings.Contains(s, "• dca-eth (active): 0") || !strings.Contains(s, "• grid-btc (paused: Manual): 0") ||
+		!strings.Contains(s, "Paper account ada-paper: 10000.5 USDT free") {
 		t.Fatalf("status:\n%s", s)
 	}
 	entries, _, err := journal.List(ctx, u.ID, "", 10)

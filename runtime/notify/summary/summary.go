@@ -16,15 +16,15 @@ import (
 	"github.com/sigops/sigops/runtime/notify"
 )
 
-// Days are a user's bots' day (chatbot.Runtime.Days) and the UTC day they cover.
-type Days func(ctx context.Context, user string) ([]notify.BotDay, string, error)
+// Summarize is a user's DailySummary event as of now (chatbot.Runtime.Summary).
+type Summarize func(ctx context.Context, user string) (notify.Event, error)
 
 // Scheduler tells the summaries that are due. It is one goroutine's.
 type Scheduler struct {
-	DB    *pgxpool.Pool
-	Redis redis.Cmdable
-	Days  Days
-	Now   func() time.Time
+	DB        *pgxpool.Pool
+	Redis     redis.Cmdable
+	Summarize Summarize
+	Now       func() time.Time
 
 	// told are the summaries this process told ("user date"), so that the hour's later
 	// ticks skip them; a restarted or another notifyd tells one again, and the outbox
@@ -77,12 +77,11 @@ func (s *Scheduler) Step(ctx context.Context) (int, error) {
 		if s.told[d.user+" "+d.date] {
 			continue
 		}
-		days, day, err := s.Days(ctx, d.user)
+		e, err := s.Summarize(ctx, d.user)
 		if err != nil {
 			return n, err
 		}
-		e := notify.Event{ID: "daily_summary:" + d.user + ":" + d.date, Kind: notify.DailySummary, At: now, User: d.user,
-			Summary: days, Day: day}
+		e.ID, e.Kind, e.At, e.User = "daily_summary:"+d.user+":"+d.date, notify.DailySummary, now, d.user
 		if err := notify.Tell(ctx, s.Redis, e); err != nil {
 			return n, err
 		}

@@ -35,9 +35,10 @@ func TestSummaryAtTheUsersHourOnce(t *testing.T) {
 	}
 	asked := 0
 	s := &summary.Scheduler{DB: set.DB, Redis: rdb, Now: clk.Now,
-		Days: func(_ context.Context, user string) ([]notify.BotDay, string, error) {
+		Summarize: func(_ context.Context, user string) (notify.Event, error) {
 			asked++
-			return []notify.BotDay{{Bot: "grid-" + user, State: "active", PnL: httpapi.Num(testkit.D("12.5")), Open: []string{"long 0.1 BTC/USDT"}}}, "2026-12-07", nil
+			return notify.Event{Day: "2026-12-07", Summary: []notify.BotDay{{Bot: "grid-" + user, State: "active",
+				PnL: httpapi.Num(testkit.D("12.5")), Open: []string{"long 0.1 BTC/USDT"}}}}, nil
 		}}
 	for range 3 {
 		if _, err := s.Step(ctx); err != nil {
@@ -57,8 +58,9 @@ func TestSummaryAtTheUsersHourOnce(t *testing.T) {
 		t.Fatalf("fact %s", v)
 	}
 	text := notify.Text(notify.Message{Events: []notify.Event{{Kind: notify.DailySummary, Day: "2026-12-07",
-		Summary: []notify.BotDay{{Bot: "a", State: "active", PnL: httpapi.Num(testkit.D("12.5"))}, {Bot: "b", State: "paused: Risk", PnL: httpapi.Num(testkit.D("-2.25")), Open: []string{"long 0.1 BTC/USDT"}}}}}})
-	want := "Your day (2026-12-07, UTC), realised PnL:\n• a (active): +12.5\n• b (paused: Risk): -2.25; open: long 0.1 BTC/USDT\nTotal: +10.25"
+		Summary:  []notify.BotDay{{Bot: "a", State: "active", PnL: httpapi.Num(testkit.D("12.5"))}, {Bot: "b", State: "paused: Risk", PnL: httpapi.Num(testkit.D("-2.25")), Open: []string{"long 0.1 BTC/USDT"}}},
+		Balances: []notify.Balance{{Account: "demo-paper", Currency: "USDT", Amount: httpapi.Num(testkit.D("9876.50"))}}}}})
+	want := "Your day (2026-12-07, UTC), realised PnL:\n• a (active): +12.5\n• b (paused: Risk): -2.25; open: long 0.1 BTC/USDT\nTotal: +10.25\nPaper account demo-paper: 9876.5 USDT free"
 	if text != want {
 		t.Fatalf("text:\n%s\nwant:\n%s", text, want)
 	}
