@@ -135,7 +135,8 @@ func telegramOf(c config, set *settings.Store, acct *chatbot.Runtime, logger *sl
 		return nil, errors.New("read the Telegram token file: " + err.Error())
 	}
 	cb := &chatbot.Bot{Settings: set, Account: acct, Logger: logger}
-	tg, err := telegram.New(telegram.Options{Token: strings.TrimSpace(string(raw)), APIURL: c.telegramURL, OnUpdate: cb.Handle})
+	tg, err := telegram.New(telegram.Options{Token: strings.TrimSpace(string(raw)), APIURL: c.telegramURL, OnUpdate: cb.Handle,
+		Logger: logger})
 	cb.Chat = tg
 	return tg, err
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	OnUpdate func(ctx context.Context, u *models.Update)
 	// PollTimeout is how long one getUpdates call waits for an update (30 s when zero).
 	PollTimeout time.Duration
+	// Logger, when set, gets the library's own errors (a failed poll) instead of the
+	// standard logger's stderr; the library masks the token in them.
+	Logger *slog.Logger
 }
 
 // Client sends messages. It is safe for concurrent use.
@@ -73,6 +77,9 @@ func New(o Options) (*Client, error) {
 		hc = &http.Client{Timeout: poll + 10*time.Second}
 	}
 	opts := []bot.Option{bot.WithServerURL(o.APIURL), bot.WithSkipGetMe(), bot.WithHTTPClient(poll, hc)}
+	if l := o.Logger; l != nil {
+		opts = append(opts, bot.WithErrorsHandler(func(err error) { l.Warn("telegram", "err", err) }))
+	}
 	if o.OnUpdate != nil {
 		h := o.OnUpdate
 		opts = append(opts, bot.WithDefaultHandler(func(ctx context.Context, _ *bot.Bot, u *models.Update) { h(ctx, u) }))
