@@ -153,10 +153,10 @@ func TestReleasePinsEveryImageByTagAndDigest(t *testing.T) {
 			}
 		}
 	}
-	if daemons != 5 {
-		t.Errorf("the release's config/default runs %d sigops containers, want the 5 daemons", daemons)
+	if daemons != 6 {
+		t.Errorf("the release's config/default runs %d sigops containers, want the 6 daemons", daemons)
 	}
-	for _, n := range []string{"manager", "executor", "webhookd", "authd", "mcpd"} {
+	for _, n := range []string{"manager", "executor", "webhookd", "authd", "mcpd", "notifyd"} {
 		if seen[n] == 0 {
 			t.Errorf("the release names no %s image", n)
 		}
