@@ -83,7 +83,10 @@ type Archiver struct {
 	// the last step copied every listed account's stream (paper.go).
 	paperDone map[string]entryID
 	swept     time.Time
-	m         *metrics
+	// held are the partitions whose last trim stopped at notifyd's position, short of
+	// done: an idle step trims them again once notifyd has read on (heldBack).
+	held map[int]bool
+	m    *metrics
 }
 
 // New builds an Archiver; its metrics are in Collectors.
@@ -100,7 +103,7 @@ func New(o Options) *Archiver {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Archiver{o: o, done: map[int]entryID{}, paperDone: map[string]entryID{}, m: newMetrics()}
+	return &Archiver{o: o, done: map[int]entryID{}, paperDone: map[string]entryID{}, held: map[int]bool{}, m: newMetrics()}
 }
 
 // Disabled is an archiver that copies nothing (no database configured): Run waits for the
@@ -181,7 +184,7 @@ func (a *Archiver) Step(ctx context.Context) (copied int, full bool, err error) 
 	a.m.backlog.Set(float64(backlog))
 	if c.copied == 0 {
 		a.m.lag.Set(0)
-		return 0, false, nil
+		return 0, false, a.heldBack(ctx)
 	}
 	a.m.lag.Set(max(0, a.o.Now().Sub(c.oldest).Seconds()))
 	if err := commit(ctx, a.o.DB, c.batch); err != nil {
@@ -286,8 +289,9 @@ func (a *Archiver) trim(ctx context.Context, last map[int]entryID, paperLast map
 		for part, id := range last {
 			a.done[part] = id
 			upTo := id.next()
+			a.held[part] = false
 			if h, ok := hold[store.Archive(part)]; ok && h.next().before(upTo) {
-				upTo = h.next()
+				upTo, a.held[part] = h.next(), true
 			}
 			p.XTrimMinID(ctx, store.Archive(part), upTo.String())
 		}
@@ -455,6 +459,22 @@ func (id entryID) String() string {
 func (id entryID) next() entryID { return entryID{id.ms, id.seq + 1} }
 
 func (id entryID) before(o entryID) bool { return id.ms < o.ms || id.ms == o.ms && id.seq < o.seq }
+
+// heldBack trims again, on a step that copied nothing, the streams whose last trim
+// stopped at notifyd's position: what notifyd has read since goes, without waiting for the
+// partition's next fact.
+func (a *Archiver) heldBack(ctx context.Context) error {
+	last := map[int]entryID{}
+	for part, held := range a.held {
+		if held {
+			last[part] = a.done[part]
+		}
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	return a.trim(ctx, last, nil)
+}
 
 // NotifyFresh is how recently notifyd must have saved its position for the archiver to keep
 // what it has not read: a notifyd stopped for longer no longer holds the streams, so that

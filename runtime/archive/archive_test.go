@@ -258,6 +258,21 @@ func TestTrimKeepsWhatNotifydHasNotRead(t *testing.T) {
 	if n := streamLen(t, rdb); n != 20-3 {
 		t.Fatalf("stream keeps %d entries, want the 17 notifyd has not read", n)
 	}
+	// notifyd reads on: a step with nothing to copy trims what it read.
+	all, err := rdb.XRange(ctx, store.ArchiveOf(bot), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, seq, _ = store.SplitStreamID(all[9].ID)
+	if _, err := db.Exec(ctx, `UPDATE notify_progress SET last_ms = $2, last_seq = $3 WHERE stream = $1`, store.ArchiveOf(bot), ms, seq); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := a.Step(ctx); err != nil || n != 0 {
+		t.Fatalf("idle step: %d %v", n, err)
+	}
+	if n := streamLen(t, rdb); n != 17-10 {
+		t.Fatalf("stream keeps %d entries after notifyd read on, want 7", n)
+	}
 	facts(t, rdb, 5, 1)
 	now = now.Add(archive.NotifyFresh + time.Second)
 	if _, _, err := a.Step(ctx); err != nil {

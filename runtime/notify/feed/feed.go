@@ -40,7 +40,14 @@ type Decoder struct {
 	// entry of a signal still waiting for its result.
 	pnl   map[string]decimal.Decimal
 	first map[string]string
+	// latest is the last entry read.
+	latest string
 }
+
+// pendingFor bounds how long a trade waits for its signal's result: a trade booked with no
+// result of its own (a protective order's, say) is let go, so that the saved position
+// moves on and the archive stream can be trimmed.
+const pendingFor = time.Minute
 
 // NewDecoder is a Decoder with nothing pending.
 func NewDecoder() *Decoder {
@@ -54,6 +61,7 @@ const maxPending = 10000
 // Archive is the event of one archive stream entry, if it tells anything. An event of a
 // bot carries BotID and no User (the router finds the owner); a user's fact carries User.
 func (d *Decoder) Archive(msg redis.XMessage) (notify.Event, bool) {
+	d.latest = msg.ID
 	kind, _ := msg.Values["k"].(string)
 	v, _ := msg.Values["v"].(string)
 	switch kind {
@@ -81,8 +89,14 @@ func (d *Decoder) Archive(msg redis.XMessage) (notify.Event, bool) {
 // Pending is the earliest entry ID whose signal's result has not been read yet ("" for
 // none): the position saved must stay before it, so that a restart reads its trades again.
 func (d *Decoder) Pending() string {
+	latest, _, _ := store.SplitStreamID(d.latest)
 	min := ""
-	for _, id := range d.first {
+	for sig, id := range d.first {
+		if ms, _, _ := store.SplitStreamID(id); ms < latest-pendingFor.Milliseconds() {
+			delete(d.first, sig)
+			delete(d.pnl, sig)
+			continue
+		}
 		if min == "" || Before(id, min) {
 			min = id
 		}
