@@ -1,7 +1,9 @@
 package readapi_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -23,10 +25,17 @@ import (
 	"github.com/sigops/sigops/runtime/audit"
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/candles"
+	"github.com/sigops/sigops/runtime/database/dbtest"
+	"github.com/sigops/sigops/runtime/egress"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/intake"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/notify"
+	"github.com/sigops/sigops/runtime/notify/channels"
+	"github.com/sigops/sigops/runtime/notify/manage"
+	"github.com/sigops/sigops/runtime/notify/outbox"
+	"github.com/sigops/sigops/runtime/notify/settings"
 	"github.com/sigops/sigops/runtime/registry"
 	"github.com/sigops/sigops/runtime/result"
 	"github.com/sigops/sigops/runtime/signal"
@@ -70,7 +79,10 @@ type surface struct {
 	executor *executorStandIn
 	authd    *authd.Server
 	authURL  string
-	// down are webhookd and authd on a Redis that cannot be reached.
+	// notify is authd's notification settings, on a database of the surface's own.
+	notify *manage.Manager
+	// down are webhookd and authd on a Redis that cannot be reached (that authd has no
+	// PostgreSQL either: its notifications are off).
 	downWeb, downAuth string
 	// routers are the routers behind each server URL.
 	routers map[string]chi.Routes
@@ -130,7 +142,11 @@ func newSurface(t *testing.T) *surface {
 			RegisterPerIP:   auth.Limit{Kind: "register-ip", Max: 2, Window: time.Hour},
 			LoginPerAccount: auth.Limit{Kind: "login-account", Max: 2, Window: 15 * time.Minute}}
 	}
-	if s.authd, err = authd.New(authOpts(s.f.rdb)); err != nil {
+	s.notify = &manage.Manager{Settings: &settings.Store{DB: dbtest.New(t)}, Egress: egress.New(egress.Options{LoopbackHTTP: true}),
+		BotUsername: "sigops_bot"}
+	served := authOpts(s.f.rdb)
+	served.Notifications = s.notify
+	if s.authd, err = authd.New(served); err != nil {
 		t.Fatal(err)
 	}
 	s.authURL = s.serve(t, s.authd.Handler())
@@ -625,6 +641,11 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 			check: hasHeader("WWW-Authenticate", `error="invalid_token"`)})
 	})
 
+	t.Run("notifications", func(t *testing.T) {
+		notificationSettingsCalls(t, c, s, alice)
+		notificationWebhookCalls(t, c, s, alice)
+	})
+
 	// Every documented operation was answered at least once and validated.
 	var unseen []string
 	for r := range loadDocJSON(t).documentedRoutes() {
@@ -635,6 +656,164 @@ func TestOpenAPIResponsesAgree(t *testing.T) {
 	sort.Strings(unseen)
 	for _, r := range unseen {
 		t.Errorf("no response of %s was validated: add a call for it", r)
+	}
+}
+
+// notificationSettingsCalls exercises authd's notification settings as alice: the whole
+// settings, the Telegram link, the preferences, and who may not call them.
+func notificationSettingsCalls(t *testing.T, c *docChecker, s *surface, alice auth.User) {
+	au, n := s.authURL, "/api/user/notifications"
+	api, apiJSON := notifyHeaders(t, s, alice)
+	c.run(t, call{base: au, method: "GET", path: n + "/", header: api, status: 200, validRequest: true,
+		check: bodyHas(`"telegramLinked":false`, `"webhooks":[]`, `"events":["fill","order_refused",`)})
+	c.run(t, call{base: au, method: "GET", path: n + "/", cred: s.f.session(t, alice), status: 200, validRequest: true})
+	c.run(t, call{base: au, method: "GET", path: n + "/", status: 401, check: hasHeader("WWW-Authenticate", "Bearer")})
+	app, _ := s.f.oauthToken(t, alice, auth.ScopeLive, testAPI)
+	c.run(t, call{base: au, method: "GET", path: n + "/", cred: app, status: 403, check: codeIs("INSUFFICIENT_SCOPE")})
+	c.run(t, call{base: au, method: "PUT", path: n + "/preferences", cred: app, header: map[string]string{"Content-Type": "application/json"},
+		body: `{}`, status: 403, check: codeIs("INSUFFICIENT_SCOPE")})
+	c.run(t, call{base: au, method: "GET", path: n + "/", header: map[string]string{"X-Forwarded-Proto": ""}, status: 403,
+		check: codeIs("HTTPS_REQUIRED")})
+	c.run(t, call{base: s.downAuth, method: "GET", path: n + "/webhooks", header: api, status: 503, check: codeIs("SERVICE_UNAVAILABLE")})
+
+	c.run(t, call{base: au, method: "POST", path: n + "/telegram/link", header: api, status: 201, validRequest: true,
+		check: bodyHas(`"deepLink":"https://t.me/sigops_bot?start=`, `"command":"/start `)})
+	c.run(t, call{base: au, method: "DELETE", path: n + "/telegram", header: api, status: 200, validRequest: true,
+		check: bodyHas(`{"telegramLinked":false}`)})
+
+	c.run(t, call{base: au, method: "GET", path: n + "/preferences", header: api, status: 200, validRequest: true, check: bodyHas(`{}`)})
+	prefs := `{"events":{"fill":true,"daily_summary":true},"bots":{"bot-active":{"fill":false}},"quiet":{"from":1320,"to":420},` +
+		`"summaryHour":8,"zone":"Europe/Berlin"}`
+	c.run(t, call{base: au, method: "PUT", path: n + "/preferences", header: apiJSON, body: prefs, status: 200, validRequest: true,
+		check: bodyHas(`"quiet":{"from":1320,"to":420}`, `"summaryHour":8`)})
+	c.run(t, call{base: au, method: "GET", path: n + "/preferences", header: api, status: 200, check: bodyHas(`"zone":"Europe/Berlin"`)})
+	c.run(t, call{base: au, method: "GET", path: n + "/", header: api, status: 200, check: bodyHas(`"preferences":{"events":{`)})
+	for _, bad := range []string{`{"events":{"teleport":true}}`, `{"quiet":{"from":0,"to":1440}}`, `{"summaryHour":24}`,
+		`{"zone":"Mars/Olympus"}`} {
+		c.run(t, call{base: au, method: "PUT", path: n + "/preferences", header: apiJSON, body: bad, status: 400,
+			check: codeIs("INVALID_PARAMETER")})
+	}
+	c.run(t, call{base: au, method: "PUT", path: n + "/preferences", header: apiJSON, body: `{"sound":true}`, status: 400,
+		check: codeIs("INVALID_JSON")})
+	c.run(t, call{base: au, method: "PUT", path: n + "/preferences", header: api, body: prefs, status: 400, check: codeIs("INVALID_JSON")})
+}
+
+// notificationWebhookCalls exercises alice's webhook destinations: creation up to the
+// limit, a test delivery to a loopback receiver, one that cannot be reached, the delivery
+// log the real deliverer writes, a destination disabled and enabled again, and removal.
+func notificationWebhookCalls(t *testing.T, c *docChecker, s *surface, alice auth.User) {
+	au, n := s.authURL, "/api/user/notifications/webhooks"
+	unknown := n + "/wh_0000000000000000"
+	api, apiJSON := notifyHeaders(t, s, alice)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(recv.Close)
+	create := func(dest, format string, status int, check func(*testing.T, *http.Response, []byte)) {
+		c.run(t, call{base: au, method: "POST", path: n, header: apiJSON, status: status, validRequest: status == 201, check: check,
+			body: `{"url":"` + dest + `","format":"` + format + `","events":["fill","order_refused"]}`})
+	}
+	var live, public string
+	create(recv.URL+"/in", "json", 201, func(t *testing.T, _ *http.Response, b []byte) { live = webhookID(t, b) })
+	for i := range 4 { // a public address literal passes the egress rules without a lookup
+		create(fmt.Sprintf("https://93.184.216.34/secret-%d", i), "slack", 201,
+			func(t *testing.T, _ *http.Response, b []byte) { public = webhookID(t, b) })
+	}
+	create("https://93.184.216.34/sixth", "discord", 403, codeIs("POLICY_LIMIT"))
+	create("https://10.0.0.1/private", "json", 400, codeIs("INVALID_PARAMETER"))
+	create("https://93.184.216.34/x", "xml", 400, codeIs("INVALID_PARAMETER"))
+	c.run(t, call{base: au, method: "DELETE", path: n + "/" + public, header: api, status: 204, validRequest: true})
+	c.run(t, call{base: au, method: "DELETE", path: n + "/" + public, header: api, status: 404, check: codeIs("NOT_FOUND")})
+	var dead string // nothing listens on port 1 of the loopback
+	create("http://127.0.0.1:1/gone", "discord", 201, func(t *testing.T, _ *http.Response, b []byte) { dead = webhookID(t, b) })
+
+	c.run(t, call{base: au, method: "POST", path: n + "/" + live + "/test", header: api, status: 200, validRequest: true,
+		check: bodyHas(`{"delivered":true,"status":204}`)})
+	c.run(t, call{base: au, method: "POST", path: n + "/" + dead + "/test", header: api, status: 400, check: codeIs("INVALID_PARAMETER")})
+	c.run(t, call{base: au, method: "POST", path: unknown + "/test", header: api, status: 404, check: codeIs("NOT_FOUND")})
+
+	deliverNotifications(t, s, alice, live, dead)
+	c.run(t, call{base: au, method: "GET", path: n + "/" + live + "/deliveries", header: api, status: 200, validRequest: true,
+		check: bodyHas(`"state":"pending"`, `"state":"sent"`, `"status":"HTTP 204"`, `"sentAt":`)})
+	c.run(t, call{base: au, method: "GET", path: unknown + "/deliveries", header: api, status: 404, check: codeIs("NOT_FOUND")})
+	c.run(t, call{base: au, method: "GET", path: n, header: api, status: 200, validRequest: true,
+		check: bodyHas(`"host":"93.184.216.34"`, `"failingSince":`, `"disabledAt":`)})
+	c.run(t, call{base: au, method: "POST", path: n + "/" + dead + "/enable", header: api, status: 200, validRequest: true,
+		check: bodyHas(`{"enabled":true}`)})
+	c.run(t, call{base: au, method: "POST", path: unknown + "/enable", header: api, status: 404, check: codeIs("NOT_FOUND")})
+	c.run(t, call{base: au, method: "GET", path: "/api/user/notifications/", header: api, status: 200,
+		check: func(t *testing.T, _ *http.Response, b []byte) {
+			for _, shown := range []string{"secret-", "whsec_", `"disabledAt"`} {
+				if strings.Contains(string(b), shown) {
+					t.Errorf("%s is shown (a URL's path, a secret, or the destination still disabled): %s", shown, b)
+				}
+			}
+		}})
+}
+
+// deliverNotifications has the deliverer send alice's destinations live and dead an event of
+// each kind they take, leaves one more pending for live, and disables dead, which failed.
+func deliverNotifications(t *testing.T, s *surface, alice auth.User, live, dead string) {
+	t.Helper()
+	ctx, db := t.Context(), s.notify.Settings.DB
+	queue := func(id string, kinds ...notify.Kind) {
+		var rows []outbox.Row
+		for _, k := range kinds {
+			for _, hook := range []string{live, dead} {
+				rows = append(rows, outbox.Row{Channel: outbox.WebhookChannel(hook), User: alice.ID,
+					Event: notify.Event{ID: id + string(k), Kind: k, At: time.Now(), BotID: "bot-active", Bot: "bot-active"}})
+			}
+		}
+		if err := outbox.Queue(ctx, db, rows, nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue("e1-", notify.Fill, notify.OrderRefused)
+	d := &outbox.Deliverer{DB: db, Sender: &channels.Channels{Settings: s.notify.Settings, Egress: s.notify.Egress}}
+	if out, err := d.Step(ctx, time.Now()); err != nil || out.Sent != 2 || out.Failed != 2 {
+		t.Fatalf("delivery step: %+v %v", out, err)
+	}
+	queue("e2-", notify.Fill)
+	if _, err := s.notify.Settings.DeliveryFailed(ctx, dead, time.Now(), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// notifyHeaders are a bearer JWT of u, without and with a JSON body's Content-Type.
+func notifyHeaders(t *testing.T, s *surface, u auth.User) (api, apiJSON map[string]string) {
+	t.Helper()
+	tok, err := s.f.issuer.IssueAPIToken(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api = map[string]string{"Authorization": "Bearer " + tok.Token}
+	return api, map[string]string{"Authorization": api["Authorization"], "Content-Type": "application/json"}
+}
+
+// webhookID is the id of a created destination.
+func webhookID(t *testing.T, b []byte) string {
+	t.Helper()
+	var created struct {
+		Webhook struct {
+			ID string `json:"id"`
+		} `json:"webhook"`
+	}
+	if err := json.Unmarshal(b, &created); err != nil || created.Webhook.ID == "" {
+		t.Fatalf("no destination id in %s (%v)", b, err)
+	}
+	return created.Webhook.ID
+}
+
+// bodyHas checks the body contains each of want.
+func bodyHas(want ...string) func(*testing.T, *http.Response, []byte) {
+	return func(t *testing.T, _ *http.Response, b []byte) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("the body lacks %s: %s", w, b)
+			}
+		}
 	}
 }
 

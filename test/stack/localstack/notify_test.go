@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"k8s.io/apimachinery/pkg/types"
 
 	tradingv1 "github.com/sigops/sigops/api/v1alpha1"
 	"github.com/sigops/sigops/internal/testkit"
+	"github.com/sigops/sigops/runtime/store"
 )
 
 // notifyChat is the private chat that presses Start in the Telegram stand-in.
@@ -38,6 +40,17 @@ func notificationsEndToEnd(t *testing.T, s *Stack, hc *http.Client, token string
 	if err := s.Client.Get(t.Context(), types.NamespacedName{Namespace: SampleNamespace, Name: SampleBot}, &bot); err != nil {
 		t.Fatal(err)
 	}
+	// After a loss of Redis (the FLUSHALL before) the manager projects the bot again; a
+	// pause is written only on a projected bot.
+	rdb, err := store.Connect(t.Context(), s.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	testkit.EventuallyTrue(t, 30*time.Second, "the sample bot projected", func() bool {
+		n, err := rdb.Exists(t.Context(), store.Bot(string(bot.UID))).Result()
+		return err == nil && n == 1
+	})
 
 	expectOne(t, s, "paused", func() { callTool(t, mc, "pause_bot", map[string]any{"botId": string(bot.UID)}) })
 	callTool(t, mc, "resume_bot", map[string]any{"botId": string(bot.UID)})
@@ -128,7 +141,12 @@ func expectOne(t *testing.T, s *Stack, want string, act func()) {
 	}
 	before := count()
 	act()
-	testkit.EventuallyTrue(t, 30*time.Second, "a message with "+want, func() bool { return count() > before })
+	for deadline := time.Now().Add(30 * time.Second); count() <= before; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			dumpNotify(t, s)
+			t.Fatalf("no message with %q within 30 s", want)
+		}
+	}
 	time.Sleep(2 * time.Second)
 	if n := count() - before; n != 1 {
 		t.Fatalf("%d messages with %q, want exactly one: %v", n, want, s.Telegram().Messages())
@@ -163,4 +181,52 @@ func signal(t *testing.T, hc *http.Client, url, body string) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+}
+
+// dumpNotify logs notifyd's queue, bursts and positions and what the bot sent: why a
+// message did not come.
+func dumpNotify(t *testing.T, s *Stack) {
+	t.Helper()
+	db, err := pgxpool.New(context.Background(), s.DatabaseURL())
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`SELECT id, event_id, channel, state, attempts, last_status FROM notify_outbox ORDER BY id DESC LIMIT 20`,
+		`SELECT channel, burst, next_at, attempts, seq, has_pending FROM notify_bursts`,
+		`SELECT stream, last_ms, last_seq, updated_at FROM notify_progress ORDER BY updated_at DESC LIMIT 10`,
+		`SELECT user_id, chat_id FROM telegram_chats`,
+	} {
+		rows, err := db.Query(context.Background(), q)
+		if err != nil {
+			t.Log(q, err)
+			continue
+		}
+		for rows.Next() {
+			v, _ := rows.Values()
+			t.Logf("%.40s…: %v", q, v)
+		}
+		rows.Close()
+	}
+	for _, m := range s.Telegram().Messages() {
+		t.Logf("sent to %d: %q", m.Chat, m.Text)
+	}
+	var bot tradingv1.SignalBot
+	if err := s.Client.Get(context.Background(), types.NamespacedName{Namespace: SampleNamespace, Name: SampleBot}, &bot); err != nil {
+		return
+	}
+	rdb, err := store.Connect(context.Background(), s.Store())
+	if err != nil {
+		return
+	}
+	defer rdb.Close()
+	h, err := rdb.HGetAll(context.Background(), store.Bot(string(bot.UID))).Result()
+	t.Logf("bot hash: %d fields, pause %q (%v)", len(h), h["pause"], err)
+	msgs, err := rdb.XRevRangeN(context.Background(), store.ArchiveOf(string(bot.UID)), "+", "-", 5).Result()
+	for _, m := range msgs {
+		t.Logf("archive %s: %v", m.ID, m.Values["k"])
+	}
+	t.Logf("archive read: %v", err)
 }
