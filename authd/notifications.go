@@ -15,9 +15,9 @@ import (
 )
 
 // notifyRoutes adds the notification settings API. It serves the user's own API token and
-// their session (SameSite=Strict, and a JSON body forces a CORS preflight on a cross-site
-// write), never a connected app's OAuth token: a destination or a chat is where the
-// account's trading is told, and an agent may not choose it.
+// their session, never a connected app's OAuth token: a destination or a chat is where the
+// account's trading is told, and an agent may not choose it. The session cookie is
+// SameSite=Strict, so a request another site makes carries no session and is refused.
 func (s *Server) notifyRoutes(r chi.Router) {
 	r.Route("/api/user/notifications", func(r chi.Router) {
 		r.Get("/", s.notifyHandler(s.handleNotifyGet))

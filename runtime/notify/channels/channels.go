@@ -50,7 +50,7 @@ func (c *Channels) Send(ctx context.Context, user, channel string, m notify.Mess
 	}
 	id, ok := strings.CutPrefix(channel, "webhook:")
 	if !ok {
-		return "unknown channel", nil
+		return "", &outbox.Gone{Status: "unknown channel"}
 	}
 	return c.webhook(ctx, user, id, m)
 }
@@ -64,7 +64,7 @@ func (c *Channels) telegram(ctx context.Context, user string, m notify.Message) 
 		return "", err
 	}
 	if !ok {
-		return "not linked", nil // unlinked since it was queued: nothing to send
+		return "", &outbox.Gone{Status: "not linked"} // unlinked since it was queued
 	}
 	prefs, err := c.Settings.Prefs(ctx, user)
 	if err != nil {
@@ -109,13 +109,13 @@ const (
 func (c *Channels) webhook(ctx context.Context, user, id string, m notify.Message) (string, error) {
 	w, err := c.Settings.Webhook(ctx, user, id)
 	if errors.Is(err, settings.ErrNoWebhook) {
-		return "deleted", nil
+		return "", &outbox.Gone{Status: "deleted"}
 	}
 	if err != nil {
 		return "", err
 	}
 	if w.DisabledAt != nil {
-		return "disabled", nil
+		return "", &outbox.Gone{Status: "disabled"}
 	}
 	body, err := Body(w.Format, m)
 	if err != nil {

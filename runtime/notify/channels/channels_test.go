@@ -2,6 +2,7 @@ package channels_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,8 +58,9 @@ func TestFailingDestinationIsDisabledAfterADay(t *testing.T) {
 		t.Fatalf("after a day of failures: told %v, err %v", told, err)
 	}
 	before := hits
-	if st, err := send(); err != nil || st != "disabled" || hits != before {
-		t.Fatalf("a disabled destination: %q %v, %d more requests", st, err, hits-before)
+	var gone *outbox.Gone
+	if _, err := send(); !errors.As(err, &gone) || gone.Status != "disabled" || hits != before {
+		t.Fatalf("a disabled destination: %v, %d more requests", err, hits-before)
 	}
 	if err := set.EnableWebhook(ctx, "u1", w.ID); err != nil {
 		t.Fatal(err)

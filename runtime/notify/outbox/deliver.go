@@ -19,6 +19,13 @@ type Sender interface {
 	Send(ctx context.Context, user, channel string, m notify.Message) (status string, err error)
 }
 
+// Gone is a Sender's answer for a channel that no longer takes messages (a destination
+// deleted or turned off, a chat unlinked): the rows are dropped with Status, not retried
+// and not shown as sent.
+type Gone struct{ Status string }
+
+func (g *Gone) Error() string { return g.Status }
+
 // Wait is a channel's refusal to take messages before Until (Telegram's 429 retry_after).
 type Wait struct {
 	Until time.Time
@@ -34,6 +41,8 @@ type Outcome struct {
 	Dropped []Row
 	// Messages is how many messages were sent.
 	Messages int
+	// Discarded counts rows whose channel is gone (Gone).
+	Discarded int
 }
 
 // Deliverer sends what is due. One deliverer runs at a time (notifyd holds a lock).
@@ -155,6 +164,15 @@ func (d *Deliverer) send(ctx context.Context, g group, now time.Time, out *Outco
 			return err
 		}
 		return d.recovered(ctx, g, now)
+	}
+	var gone *Gone
+	if errors.As(err, &gone) {
+		out.Discarded += len(g.rows)
+		if _, err := d.DB.Exec(ctx, `UPDATE notify_outbox SET state = 'dropped', last_status = $2 WHERE id = ANY($1)`,
+			ids(g.rows), gone.Status); err != nil {
+			return err
+		}
+		return d.settle(ctx, g, now, len(g.rows) == maxGathered)
 	}
 	out.Failed += len(g.rows)
 	next := now.Add(Backoff(g.attempts + 1))
