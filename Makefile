@@ -21,7 +21,7 @@ export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 CLUSTER_PACKAGES ?= ./runtime/analytics ./runtime/apppolicy ./runtime/approval ./runtime/archive \
 	./runtime/audit ./runtime/auth ./runtime/bookstate ./runtime/candles ./runtime/credentials \
 	./runtime/exchange/paper ./runtime/executor ./runtime/intake ./runtime/lab ./runtime/owners \
-	./runtime/portfolio ./runtime/position ./runtime/queue ./runtime/registry ./runtime/risk \
+	./runtime/notify/feed ./runtime/portfolio ./runtime/position ./runtime/queue ./runtime/registry ./runtime/risk \
 	./runtime/store/... ./runtime/strategyrun ./runtime/trading ./runtime/wallet ./mcpd \
 	./test/stack/localstack
 BINARIES := manager webhookd executor authd mcpd notifyd queuectl backtest sigops-mcp
