@@ -36,7 +36,15 @@ type Reader struct {
 	// holds (behind read while a signal's trades wait for its result).
 	read     map[string]string
 	decoders map[string]*Decoder
+	// beat is when the positions were last all saved (heartbeat).
+	beat time.Time
 }
+
+// Heartbeat is how often the reader saves every stream's position, moved or not: the
+// archiver holds a stream back only while notifyd's saved positions are fresh
+// (archive.NotifyFresh), so an idle notifyd must still say it is reading, and a stream
+// it has not read yet must have a position (the stream's start) to hold it at.
+const Heartbeat = time.Minute
 
 // Streams are the streams a reader reads.
 func Streams() []string {
@@ -93,14 +101,28 @@ func (r *Reader) Step(ctx context.Context, now time.Time) (int, error) {
 		}
 		moved[s] = msgs[len(msgs)-1].ID
 	}
-	if len(moved) == 0 {
+	beat := now.Sub(r.beat) >= Heartbeat
+	if len(moved) == 0 && !beat {
 		return 0, nil
 	}
-	if err := outbox.Queue(ctx, r.DB, rows, r.saved(moved), now); err != nil {
+	save := moved
+	if beat {
+		save = make(map[string]string, len(r.read))
+		for s, id := range r.read {
+			save[s] = id
+		}
+		for s, id := range moved {
+			save[s] = id
+		}
+	}
+	if err := outbox.Queue(ctx, r.DB, rows, r.saved(save), now); err != nil {
 		return 0, fmt.Errorf("feed: queue: %w", err)
 	}
 	for s, id := range moved {
 		r.read[s] = id
+	}
+	if beat {
+		r.beat = now
 	}
 	return events, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/notify/channels"
 	"github.com/sigops/sigops/runtime/notify/chatbot"
+	"github.com/sigops/sigops/runtime/notify/feed"
 	"github.com/sigops/sigops/runtime/notify/outbox"
 	"github.com/sigops/sigops/runtime/notify/route"
 	"github.com/sigops/sigops/runtime/notify/service"
@@ -254,6 +255,12 @@ func TestLinkedUserHearsEachFactOnce(t *testing.T) {
 	got := s.messages()
 	if len(got) != 4 {
 		t.Fatalf("want 4 messages, got %d: %q", len(got), got)
+	}
+	// Every stream has a saved position from the first step on (the heartbeat), so the
+	// archiver holds back what notifyd has not read, even in a stream it never read.
+	var streams int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM notify_progress`).Scan(&streams); err != nil || streams != len(feed.Streams()) {
+		t.Errorf("%d streams with a saved position (%v), want %d", streams, err, len(feed.Streams()))
 	}
 	all := strings.Join(got[1:], "\n")
 	for _, want := range []string{"grid-btc", "paused", "INSUFFICIENT_BALANCE", "487.75"} {
