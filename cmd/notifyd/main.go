@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/apppolicy"
 	"github.com/sigops/sigops/runtime/approval"
@@ -100,7 +98,7 @@ func run(logger *slog.Logger, c config) error {
 	ch := &channels.Channels{Settings: set, Telegram: tg, Egress: egress.New(egress.Options{LoopbackHTTP: c.loopbackHTTP}),
 		Disabled: channels.TellDisabled(rdb, logger)}
 	svc := service.New(service.Options{Redis: rdb, DB: db, Logger: logger,
-		Router:    &route.Router{Settings: set, Owner: ownerOf(rdb, users)},
+		Router:    &route.Router{Settings: set, Owner: route.OwnerOf(registry.New(rdb), users)},
 		Deliverer: &outbox.Deliverer{DB: db, Sender: ch}, Poll: updatesOf(c, tg, logger),
 		Summaries: &summary.Scheduler{DB: db, Redis: rdb, Summarize: acct.Summary}})
 	reg := daemon.NewRegistry()
@@ -173,27 +171,5 @@ func updatesOf(c config, tg *telegram.Client, logger *slog.Logger) func(context.
 			return err
 		}
 		return nil
-	}
-}
-
-// ownerOf finds a bot's user and name: the bot's owner email, then that account.
-func ownerOf(rdb redis.UniversalClient, users *auth.Users) route.Owner {
-	reg := registry.New(rdb)
-	return func(ctx context.Context, id string) (string, string, bool, error) {
-		b, err := reg.Get(ctx, id)
-		if errors.Is(err, registry.ErrNotFound) {
-			return "", "", false, nil
-		}
-		if err != nil {
-			return "", "", false, err
-		}
-		u, err := users.ByEmail(ctx, b.Owner)
-		if errors.Is(err, auth.ErrNotFound) {
-			return "", "", false, nil // no account for the owner: no one to tell
-		}
-		if err != nil {
-			return "", "", false, err
-		}
-		return u.ID, b.Name, true, nil
 	}
 }

@@ -59,16 +59,8 @@ func startPhone(t *testing.T, user string, chat int64, approvals *approval.Store
 		t.Fatal(err)
 	}
 	cb.Chat = tc
-	owner := func(ctx context.Context, id string) (string, string, bool, error) {
-		b, err := reg.Get(ctx, id)
-		if err != nil {
-			return "", "", false, nil
-		}
-		u, err := users.ByEmail(ctx, b.Owner)
-		return u.ID, b.Name, err == nil, nil
-	}
 	svc := service.New(service.Options{Redis: rdb, DB: set.DB, Logger: logger, Poll: tc.Poll, Interval: 20 * time.Millisecond,
-		Router:    &route.Router{Settings: set, Owner: owner},
+		Router:    &route.Router{Settings: set, Owner: route.OwnerOf(reg, users)},
 		Deliverer: &outbox.Deliverer{DB: set.DB, Sender: &channels.Channels{Settings: set, Telegram: tc, Egress: egress.New(egress.Options{})}}})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = svc.Run(ctx) }()

@@ -6,12 +6,15 @@ package route
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/expiring"
 	"github.com/sigops/sigops/runtime/notify"
 	"github.com/sigops/sigops/runtime/notify/outbox"
 	"github.com/sigops/sigops/runtime/notify/settings"
+	"github.com/sigops/sigops/runtime/registry"
 )
 
 // Fresh is how long a user's settings and a bot's owner are reused: a change of
@@ -109,4 +112,27 @@ func (r *Router) channelsOf(ctx context.Context, user string, now time.Time) (ch
 	}
 	r.users.Put(user, c, now.Add(Fresh), now)
 	return c, nil
+}
+
+// OwnerOf is the Owner of the running service: the bot's projection names its owner's
+// email, and that account is the user (a bot gone, or an owner without an account, has no
+// one to tell).
+func OwnerOf(bots *registry.Registry, users *auth.Users) Owner {
+	return func(ctx context.Context, id string) (string, string, bool, error) {
+		b, err := bots.Get(ctx, id)
+		if errors.Is(err, registry.ErrNotFound) {
+			return "", "", false, nil
+		}
+		if err != nil {
+			return "", "", false, err
+		}
+		u, err := users.ByEmail(ctx, b.Owner)
+		if errors.Is(err, auth.ErrNotFound) {
+			return "", "", false, nil
+		}
+		if err != nil {
+			return "", "", false, err
+		}
+		return u.ID, b.Name, true, nil
+	}
 }
