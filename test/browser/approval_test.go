@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/internal/testkit"
@@ -91,7 +90,7 @@ func TestApprovalInTheBrowser(t *testing.T) {
 	}
 
 	// Approve: queued under its own signal ID, executed by the executor.
-	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[action="/dashboard/approvals/%s/approve"] button`, approve.SignalID))))
+	b.clickLive(fmt.Sprintf(`form[action="/dashboard/approvals/%s/approve"] button`, approve.SignalID))
 	b.until(10*time.Second, "the approval's flash",
 		`location.search === "?done=approved" && document.getElementById("flash").textContent.indexOf("Approved") >= 0`)
 	if eval[bool](b, fmt.Sprintf(`!!document.getElementById("approval-%s")`, approve.SignalID)) {
@@ -143,7 +142,7 @@ func TestApprovalInTheBrowser(t *testing.T) {
 	}
 
 	// Reject, through its button.
-	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[action="/dashboard/approvals/%s/reject"] button`, reject.SignalID))))
+	b.clickLive(fmt.Sprintf(`form[action="/dashboard/approvals/%s/reject"] button`, reject.SignalID))
 	b.until(10*time.Second, "the rejection's flash",
 		`location.search === "?done=rejected" && document.getElementById("flash").textContent.indexOf("Rejected") >= 0`)
 	if a, err := approvals.Get(ctx, u.ID, reject.SignalID); err != nil || a.State != approval.Rejected {

@@ -132,6 +132,16 @@ func (b *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// clickLive clicks an element inside a section the page swaps live (htmx every 10 s, or
+// on a live event). chromedp's Click finds the node and then dispatches the mouse at it;
+// a swap in between leaves it with a node that no longer exists. Here the lookup and the
+// click are one script, waited for until the element is there.
+func (b *tab) clickLive(selector string) {
+	b.t.Helper()
+	b.until(10*time.Second, "clicking "+selector, fmt.Sprintf(
+		`(function () { var e = document.querySelector(%q); if (!e) { return false; } e.click(); return true; })()`, selector))
+}
+
 // eval evaluates a script and decodes its result.
 func eval[T any](b *tab, script string) T {
 	b.t.Helper()
