@@ -48,6 +48,12 @@ type Config struct {
 	// LimitOffset, when set, enters with a limit order at the signal candle's close minus
 	// (long) or plus (short) this percentage instead of at the market at the next open.
 	LimitOffset *decimal.Decimal
+	// TradeFrom is the open time (ms) of the first candle the run trades on: the candles
+	// before it only warm the strategy up, as the live runner's lookback does, and the
+	// result (trades, report, equity, Candles) covers the candles from it on. Zero: the
+	// series' first candle. A signal decided at the last warm-up candle's close is carried
+	// out at TradeFrom's open, as a bot started then would.
+	TradeFrom int64
 }
 
 // Defaults.
@@ -92,6 +98,8 @@ type Result struct {
 type config struct {
 	Config
 	lev int
+	// from is the index of the first candle traded on (TradeFrom's).
+	from int
 }
 
 func invalid(name, format string, args ...any) error {
@@ -152,6 +160,12 @@ func normalise(cfg Config, s *Series) (config, error) {
 	if o := c.LimitOffset; o != nil && (o.IsNegative() || !o.LessThan(hundred)) {
 		return config{}, invalid("limitOffset", "must be a percentage from 0 to below 100")
 	}
+	if c.TradeFrom != 0 {
+		c.from = s.IndexOf(c.TradeFrom)
+		if c.from == len(s.ts) {
+			return config{}, invalid("tradeFrom", "is after the series' last candle")
+		}
+	}
 	return c, nil
 }
 
@@ -199,14 +213,14 @@ func runWith(ctx context.Context, s *Series, c config, st strategy.Strategy, fix
 func (e *engine) result() (Result, error) {
 	s := e.s
 	end := s.ts[len(s.ts)-1] + s.tfMs
-	q, err := analytics.ParseQuery("", analytics.DateOfMS(s.ts[0]).String(), analytics.DateOfMS(end-1).String(), "", time.UnixMilli(end))
+	q, err := analytics.ParseQuery("", analytics.DateOfMS(s.ts[e.c.from]).String(), analytics.DateOfMS(end-1).String(), "", time.UnixMilli(end))
 	if err != nil {
 		return Result{}, err
 	}
 	start := e.c.InitialBalance
 	hdr := analytics.Header{Symbol: s.market.Symbol}
 	if e.fx != nil {
-		r := Result{Candles: len(s.ts)}
+		r := Result{Candles: len(s.ts) - e.c.from}
 		if n := len(e.fx.points); e.fx.points[n-1].at != end {
 			e.fx.point(end)
 		}
@@ -217,7 +231,7 @@ func (e *engine) result() (Result, error) {
 		e.point(end)
 	}
 	r := Result{
-		Candles: len(s.ts),
+		Candles: len(s.ts) - e.c.from,
 		Trades:  make([]Trade, len(e.trades)),
 		Report:  analytics.ReportOf(hdr, e.trades, &start, q),
 		Equity:  e.points,

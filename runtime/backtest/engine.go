@@ -66,25 +66,35 @@ func newEngine(s *Series, c config, fixed bool) *engine {
 	}
 	if e.fx != nil {
 		// An equity point per UTC day the series spans, and at least one per trade.
-		e.fx.points = make([]ledgerPoint, 0, int((s.ts[len(s.ts)-1]-s.ts[0])/msPerDay)+64)
-		e.fx.point(s.ts[0])
+		e.fx.points = make([]ledgerPoint, 0, int((s.ts[len(s.ts)-1]-s.ts[c.from])/msPerDay)+64)
+		e.fx.point(s.ts[c.from])
 		return e
 	}
 	e.balance, e.equity, e.peak = c.InitialBalance, c.InitialBalance, c.InitialBalance
-	e.points = []analytics.Point{{Timestamp: s.ts[0], Equity: httpapi.Num(c.InitialBalance), Drawdown: httpapi.Num(decimal.Zero)}}
+	e.points = []analytics.Point{{Timestamp: s.ts[c.from], Equity: httpapi.Num(c.InitialBalance), Drawdown: httpapi.Num(decimal.Zero)}}
 	return e
 }
 
 // run is the candle loop: candle i's pending signal (decided at i-1's close) at its open,
 // then its path (limit fill, exits), then the strategy sees it closed and decides the
-// signal for i+1. At the end an open position is closed at the last close.
+// signal for i+1. At the end an open position is closed at the last close. The candles
+// before the config's from only feed the strategy.
 func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 	s := e.s
 	n := len(s.ts)
 	ts, bars, low, high := s.ts[:n], s.bars[:n], s.low[:n], s.high[:n]
-	nextDay := dayStart(ts[0]) + msPerDay
+	from := e.c.from
 	pend := strategy.None
-	for i := range n {
+	for i := range from {
+		if i&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		pend = st.Next(bars[i])
+	}
+	nextDay := dayStart(ts[from]) + msPerDay
+	for i := from; i < n; i++ {
 		if i&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

@@ -497,3 +497,75 @@ func TestLoopDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%.0f allocations on 100 candles, %.0f on 20,000: %.4f a candle", short, long, per)
 	}
 }
+
+// TestTradeFromWarmsUpOnly: the candles before TradeFrom reach the strategy and nothing
+// else: a signal decided at one of them is not carried out (the entry at candle 1), the
+// signal of the last of them is, at TradeFrom's open (candle 3), and the report, the
+// equity curve and Candles start at TradeFrom.
+func TestTradeFromWarmsUpOnly(t *testing.T) {
+	cs := []marketdata.Candle{
+		bar(0, "100", "101", "99", "100"),
+		bar(1, "100", "101", "99", "101"),
+		bar(2, "105", "108", "104", "107"),
+		bar(3, "107", "109", "106", "108"),
+		bar(4, "99", "100", "98", "99"),
+	}
+	cfg := baseConfig()
+	cfg.TradeFrom = cs[3].Timestamp
+	r, spy := runScript(t, spotBTC(), cfg, cs, map[int]strategy.Signal{0: strategy.EnterLong, 1: strategy.ExitLong, 2: strategy.EnterLong})
+	if len(spy.seen) != len(cs) {
+		t.Fatalf("the strategy saw %d candles, want all %d", len(spy.seen), len(cs))
+	}
+	if len(r.Trades) != 1 {
+		t.Fatalf("%d trades, want the one entered at TradeFrom: %+v", len(r.Trades), r.Trades)
+	}
+	if tr := r.Trades[0]; tr.EntryTime != cs[3].Timestamp || !tr.EntryPrice.Equal(cs[3].Open) || tr.Reason != ReasonEnd {
+		t.Fatalf("trade %+v: want an entry at candle 3's open 107, closed at the end", tr)
+	}
+	if r.Candles != 2 || r.Equity[0].Timestamp != cs[3].Timestamp {
+		t.Fatalf("Candles %d, first equity point at %d: want 2 and TradeFrom %d", r.Candles, r.Equity[0].Timestamp, cs[3].Timestamp)
+	}
+	cfg.TradeFrom = cs[4].Timestamp + 1
+	s, err := NewSeries(cs, spotBTC(), "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), s, cfg); errs.CodeOf(err) != errs.InvalidParameter {
+		t.Fatalf("TradeFrom after the last candle: %v, want INVALID_PARAMETER", err)
+	}
+}
+
+// TestSliceReadsOnlyItsCandles: a run on a Slice is the run on a series of those candles
+// alone, to the byte.
+func TestSliceReadsOnlyItsCandles(t *testing.T) {
+	cs := make([]marketdata.Candle, 0, 400)
+	for i := range 400 {
+		p := 100 + (i*37)%23 - (i*11)%7
+		o, c := decimal.NewFromInt(int64(p)), decimal.NewFromInt(int64(p+(i%5)-2))
+		cs = append(cs, marketdata.Candle{Timestamp: int64(base + i*60000), Open: o, Close: c,
+			High: decimal.Max(o, c).Add(decimal.NewFromInt(1)), Low: decimal.Min(o, c).Sub(decimal.NewFromInt(1)), Volume: decimal.NewFromInt(3)})
+	}
+	whole, err := NewSeries(cs, futBTC(), "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := NewSeries(cs[100:300], futBTC(), "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig()
+	cfg.Strategy.Params = strategy.Params{FastPeriod: 3, SlowPeriod: 8}
+	cfg.TradeFrom = cs[150].Timestamp
+	got, err := Run(context.Background(), whole.Slice(100, 300), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Run(context.Background(), part, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Trades) == 0 {
+		t.Fatal("the script's candles gave no trades: the comparison shows nothing")
+	}
+	sameJSON(t, got, want)
+}

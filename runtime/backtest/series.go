@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,6 +105,28 @@ func ticks(price, tick decimal.Decimal) (int64, error) {
 	}
 	return q.IntPart(), nil
 }
+
+// Slice is the candles [lo, hi) of s as a series of their own, sharing s's columns (no
+// copy): a run on it reads nothing outside them. It panics when the bounds are not
+// 0 <= lo < hi <= Len, as slicing does.
+func (s *Series) Slice(lo, hi int) *Series {
+	if lo < 0 || hi > len(s.ts) || lo >= hi {
+		panic(fmt.Sprintf("backtest: Slice(%d, %d) of a series of %d candles", lo, hi, len(s.ts)))
+	}
+	c := *s
+	c.ts, c.open, c.high, c.low, c.close, c.bars = s.ts[lo:hi:hi], s.open[lo:hi:hi], s.high[lo:hi:hi],
+		s.low[lo:hi:hi], s.close[lo:hi:hi], s.bars[lo:hi:hi]
+	return &c
+}
+
+// IndexOf is the index of the first candle opening at or after ms (Len when none does).
+func (s *Series) IndexOf(ms int64) int {
+	i, _ := slices.BinarySearch(s.ts, ms)
+	return i
+}
+
+// OpenTime is candle i's open time (ms).
+func (s *Series) OpenTime(i int) int64 { return s.ts[i] }
 
 // Len is the number of candles.
 func (s *Series) Len() int { return len(s.ts) }
