@@ -20,7 +20,6 @@ import (
 	"github.com/sigops/sigops/runtime/backtest"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange"
-	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/store"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -432,8 +431,14 @@ func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, 
 	if err != nil {
 		return failed(i, sets[i], err, candles), nil
 	}
+	ws := r.windows(candles)
+	if short := shortWindow(ws, st.Warmup()+1); short != "" {
+		x := failed(i, sets[i], nil, candles)
+		x.Error = &ExperimentError{Code: InsufficientCandles, Message: short}
+		return x, nil
+	}
 	start := time.Now()
-	res, err := backtest.Run(ctx, s, cfg)
+	parts, err := runWindows(ctx, s, cfg, ws)
 	e.o.Metrics.duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -441,9 +446,30 @@ func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, 
 		}
 		return failed(i, sets[i], err, candles), nil
 	}
-	m := res.Report.Metrics
-	return Experiment{Index: i, Params: sets[i], Candles: candles, Trades: len(res.Trades), Metrics: &m, FinalEquity: httpapi.NumPtr(res.Final),
-		equity: curveOf(res.Equity)}, nil
+	x := Experiment{Index: i, Params: sets[i], Candles: candles, equity: curveOf(chained(parts, cfg.InitialBalance))}
+	for j, p := range parts {
+		x.Windows = append(x.Windows, figuresOf(s, ws[j], p))
+		x.Returns = append(x.Returns, dailyReturns(p.Equity)...)
+	}
+	ranked := x.Windows[len(ws)-2]
+	x.Trades, x.Metrics, x.FinalEquity = ranked.Trades, &ranked.Metrics, &ranked.FinalEquity
+	x.OutOfSample = &x.Windows[len(ws)-1]
+	return x, nil
+}
+
+// shortWindow says why ws cannot be run by a strategy that needs need candles to trade
+// (the first window has no candles before it to warm up on; every other window needs one
+// candle); empty when they can.
+func shortWindow(ws []window, need int) string {
+	if n := ws[0].hi - ws[0].lo; n < need {
+		return fmt.Sprintf("the first window of the period has %d candles; these parameters need at least %d", n, need)
+	}
+	for _, w := range ws[1:] {
+		if w.hi <= w.lo {
+			return "the period has too few candles to split into its windows"
+		}
+	}
+	return ""
 }
 
 func failed(i int, p strategy.Params, err error, candles int) Experiment {
@@ -517,6 +543,9 @@ func (e *Engine) finish(ctx context.Context, userID string, job Job) error {
 			res.Failed++
 		}
 	}
+	if err := e.validate(ctx, r, &res, exps); err != nil {
+		return err
+	}
 	Rank(exps, r.MinTrades)
 	res.Experiments = exps
 	if len(exps) > 0 && exps[0].Error == nil {
@@ -564,6 +593,35 @@ func (e *Engine) finish(ctx context.Context, userID string, job Job) error {
 		e.o.Metrics.jobs.WithLabelValues(event).Inc()
 		e.o.Metrics.refunds.Add(float64(res.Failed))
 		e.log.Info("lab job finished", "job", job.ID, "state", state, "experiments", len(exps), "failed", res.Failed)
+	}
+	return nil
+}
+
+// validate adds the split, the overfitting estimate and a walk-forward job's stitched
+// record to res, and drops the experiments' daily returns, which only the estimate reads.
+// Jobs whose experiments ran before the split have no windows and get none of it.
+func (e *Engine) validate(ctx context.Context, r Request, res *Result, exps []Experiment) error {
+	ran := false
+	for _, x := range exps {
+		ran = ran || (x.Error == nil && len(x.Windows) > 0)
+	}
+	if ran {
+		o := overfittingOf(exps)
+		res.Overfitting = &o
+		s, _, err := e.seriesOf(ctx, r)
+		if err != nil {
+			return err
+		}
+		v := r.validation(s)
+		res.Validation = &v
+		if r.WalkForwardFolds > 0 {
+			if res.WalkForward, err = walkForward(ctx, s, r, exps); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range exps {
+		exps[i].Returns = nil
 	}
 	return nil
 }

@@ -65,9 +65,18 @@ func TestEquityCurvesOfAFinishedJob(t *testing.T) {
 		if !ok || len(curve) < 2 || len(curve) > MaxEquityPoints {
 			t.Fatalf("experiment %d: %d points", x.Index, len(curve))
 		}
-		// The default initial balance is 10,000.
-		if !curve[0].Equity.Equal(d("10000")) || !curve[len(curve)-1].Equity.Equal((*x.FinalEquity).Decimal) || curve[0].Time >= curve[len(curve)-1].Time {
-			t.Fatalf("experiment %d: from %v to %v, final equity %v", x.Index, curve[0].Equity, curve[len(curve)-1].Equity, x.FinalEquity)
+		// The default initial balance is 10,000; the curve chains the windows (in-sample,
+		// then out-of-sample, each run from 10,000), so it ends at 10,000 plus both
+		// windows' results.
+		end := d("10000")
+		for _, w := range x.Windows {
+			end = end.Add(w.FinalEquity.Sub(d("10000")))
+		}
+		if len(x.Windows) != 2 || !x.FinalEquity.Equal(x.Windows[0].FinalEquity.Decimal) {
+			t.Fatalf("experiment %d: windows %+v, final equity %v: want two, the ranked one's final equity first", x.Index, x.Windows, x.FinalEquity)
+		}
+		if !curve[0].Equity.Equal(d("10000")) || !curve[len(curve)-1].Equity.Equal(end) || curve[0].Time >= curve[len(curve)-1].Time {
+			t.Fatalf("experiment %d: from %v to %v, want 10000 to %v", x.Index, curve[0].Equity, curve[len(curve)-1].Equity, end)
 		}
 	}
 	if ran == 0 {

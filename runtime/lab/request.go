@@ -21,6 +21,14 @@ const (
 	// DefaultMinTrades is how many trades an experiment needs to be ranked by the
 	// objective ahead of those with fewer.
 	DefaultMinTrades = 10
+	// DefaultOutOfSamplePercent, MinOutOfSamplePercent and MaxOutOfSamplePercent: the
+	// share of a job's period kept out of the search.
+	DefaultOutOfSamplePercent = 30
+	MinOutOfSamplePercent     = 10
+	MaxOutOfSamplePercent     = 50
+	// MinFolds and MaxFolds bound a walk-forward job's folds.
+	MinFolds = 2
+	MaxFolds = 6
 	// MaxJobCandles bounds a job's period: marketdata.MaxHistoryCandles.
 	MaxJobCandles = marketdata.MaxHistoryCandles
 )
@@ -52,6 +60,15 @@ type Request struct {
 	Leverage       int    `json:"leverage,omitempty"`
 	StopLoss       string `json:"stopLoss,omitempty"`
 	TakeProfit     string `json:"takeProfit,omitempty"`
+	// OutOfSamplePercent is the share of the period's candles, at its end, that the search
+	// never sees: the experiments are ranked on the rest, and every experiment is also
+	// scored on this part (10 to 50; 0: DefaultOutOfSamplePercent). Not with
+	// WalkForwardFolds.
+	OutOfSamplePercent int `json:"outOfSamplePercent,omitempty"`
+	// WalkForwardFolds, 2 to 6, cuts the period into that many + 1 equal windows instead:
+	// fold j ranks the experiments on window j and scores its choice on window j + 1
+	// (validation.go). 0: one in-sample / out-of-sample split.
+	WalkForwardFolds int `json:"walkForwardFolds,omitempty"`
 	// AcknowledgeCost confirms the charge; without it (and not from the dashboard) the call
 	// answers an Estimate and queues nothing.
 	AcknowledgeCost bool `json:"acknowledgeCost,omitempty"`
@@ -96,6 +113,9 @@ func (r Request) normalize(market func(exchange.Kind, string) (exchange.MarketIn
 	}
 	if r.MinTrades == 0 {
 		r.MinTrades = DefaultMinTrades
+	}
+	if err := r.normalizeValidation(); err != nil {
+		return r, err
 	}
 	if _, err := r.config(strategy.Spec{}); err != nil {
 		return r, err

@@ -28,10 +28,20 @@ type Experiment struct {
 	Candles int `json:"candles"`
 	// Eligible: the experiment has at least MinTrades trades, so it ranks by the objective
 	// ahead of every experiment with fewer.
-	Eligible    bool               `json:"eligible"`
+	Eligible bool `json:"eligible"`
+	// Trades, Metrics and FinalEquity are the ranked window's: the in-sample part (the
+	// latest fold's in-sample window in a walk-forward job). The ranking reads nothing else.
 	Trades      int                `json:"trades"`
 	Metrics     *analytics.Metrics `json:"metrics,omitempty"`
 	FinalEquity *httpapi.Number    `json:"finalEquity,omitempty"`
+	// OutOfSample are the figures on the window after the ranked one, which the search
+	// never saw.
+	OutOfSample *Figures `json:"outOfSample,omitempty"`
+	// Windows are the figures on every window of the job, oldest first.
+	Windows []Figures `json:"windows,omitempty"`
+	// Returns are the daily returns over all windows, for the overfitting estimate; stored
+	// with the outcome and left out of the job's result.
+	Returns []float64 `json:"returns,omitempty"`
 	// Error says why the experiment could not run (its cost is refunded).
 	Error *ExperimentError `json:"error,omitempty"`
 	// equity is the thinned equity curve (curveOf), stored apart from the outcome (Equity).
@@ -51,6 +61,12 @@ type Result struct {
 	Seed        int64        `json:"seed"`
 	Candles     int          `json:"candles"`
 	Failed      int          `json:"failed"`
+	// Validation is how the period was split; absent in jobs finished before the split.
+	Validation *Validation `json:"validation,omitempty"`
+	// Overfitting estimates how much of the best in-sample result is luck.
+	Overfitting *Overfitting `json:"overfitting,omitempty"`
+	// WalkForward is a walk-forward job's stitched out-of-sample record.
+	WalkForward *WalkForward `json:"walkForward,omitempty"`
 	Experiments []Experiment `json:"experiments"`
 	// Best is the first-ranked experiment that ran, ready to apply; nil when all failed.
 	Best *Best `json:"best,omitempty"`
@@ -63,6 +79,10 @@ type Best struct {
 	Params strategy.Params `json:"params"`
 	JSON   string          `json:"json"`
 	YAML   string          `json:"yaml"`
+	// InSample and OutOfSample are its figures on the ranked window and on the window
+	// after it, side by side.
+	InSample    *Figures `json:"inSample,omitempty"`
+	OutOfSample *Figures `json:"outOfSample,omitempty"`
 }
 
 // Rank orders experiments by the objective: those with at least minTrades trades first,
@@ -118,7 +138,11 @@ func bestOf(r Request, e Experiment) (*Best, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Best{Index: e.Index, Params: e.Params, JSON: string(js), YAML: string(y)}, nil
+	b := &Best{Index: e.Index, Params: e.Params, JSON: string(js), YAML: string(y), OutOfSample: e.OutOfSample}
+	if n := len(e.Windows); n >= 2 {
+		b.InSample = &e.Windows[n-2]
+	}
+	return b, nil
 }
 
 // SpecFragment is experiment e of a job of r as the part of a SignalBot spec that applies
