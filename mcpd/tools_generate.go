@@ -20,7 +20,29 @@ const labRequestSchema = `{"type": "object", "required": ["family", "symbol", "m
     "timeframe": {"type": "string"}, "from": {"type": "string", "format": "date-time"}, "to": {"type": "string", "format": "date-time"},
     "experiments": {"type": "integer"}, "seed": {"type": "integer"}, "minTrades": {"type": "integer"},
     "initialBalance": {"type": "string"}, "positionSize": {"type": "string"}, "leverage": {"type": "integer"},
-    "stopLoss": {"type": "string"}, "takeProfit": {"type": "string"}, "acknowledgeCost": {"type": "boolean"}}}`
+    "stopLoss": {"type": "string"}, "takeProfit": {"type": "string"}, "outOfSamplePercent": {"type": "integer"},
+    "walkForwardFolds": {"type": "integer"}, "acknowledgeCost": {"type": "boolean"}}}`
+
+// figuresSchema is lab.Figures: one experiment's figures over one window.
+const figuresSchema = `{"type": "object", "properties": {"from": {"type": "integer", "description": "Unix ms"},
+  "to": {"type": "integer", "description": "Unix ms"}, "candles": {"type": "integer"}, "trades": {"type": "integer"},
+  "metrics": {"type": "object"}, "finalEquity": {"type": "number"}}}`
+
+// labResultSchema is lab.Result: the ranked experiments, the best, the split, the
+// overfitting estimate and a walk-forward job's stitched record.
+const labResultSchema = `{"type": "object", "description": "once done: the ranked experiments and the best set",
+  "properties": {
+    "objective": {"type": "string"}, "minTrades": {"type": "integer"}, "seed": {"type": "integer"},
+    "candles": {"type": "integer"}, "failed": {"type": "integer"},
+    "validation": {"type": "object", "description": "how the period was split: mode holdout or walkForward, and its windows"},
+    "overfitting": {"type": "object", "description": "the probability of backtest overfitting (CSCV) and its reading",
+      "properties": {"estimate": {"type": "object", "properties": {"probability": {"type": "number"}, "strategies": {"type": "integer"},
+        "days": {"type": "integer"}, "blocks": {"type": "integer"}, "combinations": {"type": "integer"}, "medianLogit": {"type": "number"}}},
+        "level": {"type": "string", "enum": ["low", "moderate", "high", "unknown"]}, "high": {"type": "boolean"}, "message": {"type": "string"}}},
+    "walkForward": {"type": "object", "description": "walk-forward jobs: each fold's choice and figures, the stitched out-of-sample figures and curve, the latest fold's choice"},
+    "experiments": {"type": "array", "items": {"type": "object", "description": "metrics, trades and finalEquity are in-sample; outOfSample and windows beside them"}},
+    "best": {"type": "object", "properties": {"index": {"type": "integer"}, "params": {"type": "object"}, "json": {"type": "string"},
+      "yaml": {"type": "string"}, "inSample": ` + figuresSchema + `, "outOfSample": ` + figuresSchema + `}}}}`
 
 // generateOutput is lab.Outcome: an estimate, or the queued job.
 var generateOutput = `{
@@ -37,7 +59,7 @@ var generateOutput = `{
         "request": ` + labRequestSchema + `, "experiments": {"type": "integer"}, "completed": {"type": "integer"},
         "costUsd": {"type": "number"}, "refundedUsd": {"type": "number"},
         "createdAt": {"type": "string", "format": "date-time"}, "finishedAt": {"type": "string", "format": "date-time"},
-        "result": {"type": "object"}}}}}`
+        "result": ` + labResultSchema + `}}}}`
 
 // generateTools is generate_strategy, when the server has a Lab.
 func (s *Server) generateTools() []Tool {
@@ -51,7 +73,11 @@ func (s *Server) generateTools() []Tool {
 	f := false
 	return []Tool{{Def: mcp.NewTool("generate_strategy",
 		mcp.WithDescription("Search a strategy family's parameters with backtests on one symbol, timeframe and period "+
-			"(the Strategy Lab), ranked by Sharpe ratio; the best set comes as a bot spec fragment. Costs 0.50 USD per "+
+			"(the Strategy Lab), ranked by Sharpe ratio on the in-sample part of the period; every set is also scored "+
+			"on the out-of-sample part the search never sees (the last 30 % by default, or walk-forward folds), and the "+
+			"result carries the best set's out-of-sample figures beside its in-sample ones and an overfitting estimate "+
+			"(result.overfitting: the probability that the in-sample best does no better than the median out of sample; "+
+			"level high means expect the out-of-sample figures). The best set comes as a bot spec fragment. Costs 0.50 USD per "+
 			"experiment from your Strategy Lab wallet. Call it first without acknowledgeCost: it answers the cost "+
 			"estimate and your balance, charges and queues nothing, and needs only mcp:read. Then send estimate.proceed "+
 			"(acknowledgeCost true): the cost is charged and the job queued (needs mcp:live: it spends money; call "+
@@ -75,6 +101,10 @@ func (s *Server) generateTools() []Tool {
 		mcp.WithInteger("leverage", mcp.Min(1), mcp.Description("futures leverage (default 1)")),
 		mcp.WithString("stopLoss", mcp.Description(`stop-loss as on a bot, "2%" or a price (optional)`)),
 		mcp.WithString("takeProfit", mcp.Description(`take-profit as on a bot, "4%" or a price (optional)`)),
+		mcp.WithInteger("outOfSamplePercent", mcp.Min(lab.MinOutOfSamplePercent), mcp.Max(lab.MaxOutOfSamplePercent),
+			mcp.Description("share of the period, at its end, kept out of the search and used to score it, 10 to 50 (default 30); not with walkForwardFolds")),
+		mcp.WithInteger("walkForwardFolds", mcp.Min(lab.MinFolds), mcp.Max(lab.MaxFolds),
+			mcp.Description("instead of one split, 2 to 6 walk-forward folds over folds + 1 equal windows: each fold chooses on one window and is scored on the next; the cost stays 0.50 USD per experiment")),
 		mcp.WithBoolean("acknowledgeCost", mcp.Description("true to charge the cost and queue the job; absent or false answers the estimate")),
 		mcp.WithRawOutputSchema(json.RawMessage(generateOutput))),
 		Scope: auth.ScopeRead, ScopeFor: generateScope, ScopeRule: "mcp:live with acknowledgeCost true (it charges the wallet)",

@@ -13,7 +13,7 @@ import (
 )
 
 // jobSchema is lab.Job.
-const jobSchema = `{"type": "object",
+var jobSchema = `{"type": "object",
   "required": ["id", "state", "request", "experiments", "completed", "costUsd", "refundedUsd", "createdAt"],
   "properties": {
     "id": {"type": "string"}, "state": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
@@ -22,7 +22,7 @@ const jobSchema = `{"type": "object",
     "costUsd": {"type": "number", "description": "charged to the Strategy Lab wallet when queued"},
     "refundedUsd": {"type": "number", "description": "refunded for experiments that failed"},
     "createdAt": {"type": "string", "format": "date-time"}, "finishedAt": {"type": "string", "format": "date-time"},
-    "result": {"type": "object", "description": "the ranked strategies, once done (get_strategy_job only)"}}}`
+    "result": ` + labResultSchema + `}}`
 
 // labTools are get_strategy_job and list_strategy_jobs, when the server has a Lab.
 func (s *Server) labTools() []Tool {
@@ -32,7 +32,10 @@ func (s *Server) labTools() []Tool {
 	return []Tool{
 		{Def: mcp.NewTool("get_strategy_job",
 			mcp.WithDescription("One of your Strategy Lab jobs (generate_strategy) by jobId: its state (queued, running, "+
-				"done, failed), experiments completed, the cost charged and refunded, and once done the ranked result. "+
+				"done, failed), experiments completed, the cost charged and refunded, and once done the ranked result: "+
+				"each experiment's in-sample figures (which ranked it) and out-of-sample figures, the best set's both side by "+
+				"side, walk-forward folds when asked, and result.overfitting (level high: the in-sample best is more likely "+
+				"than not no better than the median out of sample; weigh the out-of-sample figures). "+
 				"Reading costs nothing. A running job: call again later. Errors: NOT_FOUND (no such job of yours)."),
 			mcp.WithToolAnnotation(readOnly("Get strategy job")),
 			mcp.WithString("jobId", mcp.Required(), mcp.Description("the job id generate_strategy answered")),
