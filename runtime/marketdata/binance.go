@@ -36,7 +36,8 @@ const maxBinanceBody = 4 << 20
 
 // BinancePublic reads prices and candles from Binance's public REST API (no key): spot
 // /api/v3/ticker/price and /api/v3/klines, USDⓈ-M futures /fapi/v1/ticker/price and
-// /fapi/v1/klines. Prices are Binance's decimal strings, parsed exactly. Errors: HTTP 429
+// /fapi/v1/klines, and USDⓈ-M funding history /fapi/v1/fundingRate (funding.go). Prices
+// and rates are Binance's decimal strings, parsed exactly. Errors: HTTP 429
 // and 418 are RATE_LIMITED with RetryAfter from the Retry-After header; an invalid symbol
 // (code -1121) is INVALID_SYMBOL wrapping ErrUnknownSymbol; other failures are
 // EXCHANGE_ERROR; a cancelled caller context is returned as is.

@@ -32,7 +32,8 @@ var bybitIntervals = map[string]string{
 
 // BybitPublic reads prices and candles from Bybit's public v5 market API (no key):
 // /v5/market/tickers and /v5/market/kline, category spot or linear (USDT perpetuals for
-// exchange.Futures). Bybit answers numbers as decimal strings, parsed exactly, and klines
+// exchange.Futures), and the linear funding history /v5/market/funding/history
+// (funding.go). Bybit answers numbers as decimal strings, parsed exactly, and klines
 // newest first, which Candles turns round. Errors: HTTP 403 (an IP ban) and retCodes 10006
 // and 10018 are RATE_LIMITED; an unknown symbol is INVALID_SYMBOL wrapping ErrUnknownSymbol;
 // other failures are EXCHANGE_ERROR; a cancelled caller context is returned as is.

@@ -198,7 +198,9 @@ const FlagBybit = "bybit"
 
 // HistoryFromFlag builds the candle history a daemon's flag names: "simulated" (or "") for
 // the default Simulated market, "binance", "bybit" or "okx" for their public REST APIs (uncached:
-// the Strategy Lab's engine keeps the series it builds).
+// the Strategy Lab's engine keeps the series it builds). Each is also a FundingHistory (of
+// the same market's perpetuals), so the Lab's cost model reads funding from the source its
+// candles come from.
 func HistoryFromFlag(name string) (History, error) {
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "", FlagSimulated:

@@ -40,7 +40,8 @@ var okxBars = map[string]string{
 
 // OKXPublic reads prices and candles from OKX's public v5 market API (no key):
 // /api/v5/market/ticker and /api/v5/market/history-candles, instId BASE-QUOTE on spot and
-// BASE-QUOTE-SWAP (the perpetual swap) for exchange.Futures. OKX answers numbers as decimal
+// BASE-QUOTE-SWAP (the perpetual swap) for exchange.Futures, and the swaps' funding history
+// /api/v5/public/funding-rate-history (funding.go). OKX answers numbers as decimal
 // strings, parsed exactly, and candles newest first, at most 100 a request, which Candles
 // pages backward (after = the oldest open time so far) and turns round. A candle's volume is
 // in the base currency: vol on spot, volCcy on swaps (whose vol counts contracts). Errors:
@@ -87,7 +88,7 @@ func (o *OKXPublic) Price(ctx context.Context, kind exchange.Kind, symbol string
 		InstID string          `json:"instId"`
 		Last   decimal.Decimal `json:"last"`
 	}
-	if err := o.get(ctx, kind, symbol, "ticker", url.Values{"instId": {inst}}, &res); err != nil {
+	if err := o.get(ctx, kind, symbol, "market/ticker", url.Values{"instId": {inst}}, &res); err != nil {
 		return decimal.Decimal{}, err
 	}
 	if len(res) != 1 || res[0].InstID != inst || !res[0].Last.IsPositive() {
@@ -196,7 +197,7 @@ func (o *OKXPublic) candles(ctx context.Context, kind exchange.Kind, symbol stri
 	}
 	q.Set("instId", inst)
 	var rows [][]string
-	if err := o.get(ctx, kind, symbol, "history-candles", q, &rows); err != nil {
+	if err := o.get(ctx, kind, symbol, "market/history-candles", q, &rows); err != nil {
 		return nil, err
 	}
 	out := make([]Candle, 0, len(rows))
@@ -254,12 +255,13 @@ const (
 	okxInstParamName = "instid"
 )
 
+// get asks for endpoint under /api/v5/ ("market/ticker", "public/funding-rate-history").
 func (o *OKXPublic) get(ctx context.Context, kind exchange.Kind, symbol, endpoint string, q url.Values, into any) error {
 	u := o.spotURL
 	if kind == exchange.Futures {
 		u = o.futuresURL
 	}
-	resp, body, err := publicGet(ctx, o.client, o.Timeout, "okx", u+"/api/v5/market/"+endpoint+"?"+q.Encode())
+	resp, body, err := publicGet(ctx, o.client, o.Timeout, "okx", u+"/api/v5/"+endpoint+"?"+q.Encode())
 	if err != nil {
 		if e, ok := errs.As(err); ok && e.Code == errs.RateLimited {
 			e.RetryAfter = max(e.RetryAfter, okxRateLimitWait)

@@ -3,11 +3,13 @@
 // oldest first, numbers for times, strings for prices) and /v5/market/kline (Bybit: a
 // retCode envelope, rows newest first, every field a string) and Bybit's /v5/market/tickers,
 // and OKX's /api/v5/market/history-candles and /api/v5/market/ticker (okx.go), with the
-// data of a
-// marketdata.Provider (a Simulated market on the test's clock). It counts the kline
-// requests it answers, and can be told to fail (5xx), to leave candles out or to repeat
-// them, as real venues sometimes do. A request with a time range is answered from the
-// source's marketdata.History.
+// data of a marketdata.Provider (a Simulated market on the test's clock); and the three
+// venues' funding histories, /fapi/v1/fundingRate, /v5/market/funding/history and
+// /api/v5/public/funding-rate-history (funding.go), from the source's
+// marketdata.FundingHistory. It counts the kline and funding requests it answers, and can
+// be told to fail (5xx), to leave candles or settlements out or to repeat them, as real
+// venues sometimes do. A request with a time range is answered from the source's
+// marketdata.History.
 package marketdatafake
 
 import (
@@ -43,7 +45,7 @@ func New(src marketdata.Provider) *Server {
 	return &Server{src: src, drop: map[int64]bool{}, dup: map[int64]bool{}}
 }
 
-// Calls is the number of kline requests answered (failures included).
+// Calls is the number of kline and funding requests answered (failures included).
 func (s *Server) Calls() int64 { return s.calls.Load() }
 
 // SetDown makes every answer a 503 (true) or normal again (false).
@@ -52,14 +54,15 @@ func (s *Server) SetDown(down bool) { s.down.Store(down) }
 // SetDelay makes every answer wait d first.
 func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
-// Drop leaves the candle opening at t out of every answer (no trade in that interval).
+// Drop leaves the candle opening at t, and the funding settlement at t, out of every answer
+// (no trade in that interval).
 func (s *Server) Drop(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.drop[t.UnixMilli()] = true
 }
 
-// Duplicate answers the candle opening at t twice.
+// Duplicate answers the candle opening at t, and the funding settlement at t, twice.
 func (s *Server) Duplicate(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,6 +81,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if s.serveFunding(w, r) {
+		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/api/v5/") {
 		s.serveOKX(w, r)
