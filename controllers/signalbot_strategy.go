@@ -40,6 +40,11 @@ func strategyOf(bot *tradingv1.SignalBot) (*strategy.Spec, error) {
 		p.Period, p.ExitPeriod = int(in.DonchianBreakout.Period), int(in.DonchianBreakout.ExitPeriod)
 	case in.BollingerReversion != nil:
 		p.Period, p.StdDev = int(in.BollingerReversion.Period), decimal(in.BollingerReversion.StdDev)
+	case in.MACDCrossover != nil:
+		m := in.MACDCrossover
+		p.FastPeriod, p.SlowPeriod, p.SignalPeriod = int(m.FastPeriod), int(m.SlowPeriod), int(m.SignalPeriod)
+	case in.Supertrend != nil:
+		p.Period, p.Multiplier = int(in.Supertrend.Period), decimal(in.Supertrend.Multiplier)
 	}
 	if err != nil {
 		return nil, err

@@ -41,13 +41,21 @@ func strategyBlock(f strategy.Family, values map[string]float64) *tradingv1.Stra
 		s.DonchianBreakout = &tradingv1.DonchianBreakoutParams{Period: i("period"), ExitPeriod: i("exitPeriod")}
 	case strategy.BollingerReversion:
 		s.BollingerReversion = &tradingv1.BollingerReversionParams{Period: i("period"), StdDev: d("stdDev")}
+	case strategy.MACDCrossover:
+		s.MACDCrossover = &tradingv1.MACDCrossoverParams{FastPeriod: i("fastPeriod"), SlowPeriod: i("slowPeriod"),
+			SignalPeriod: i("signalPeriod")}
+	case strategy.Supertrend:
+		s.Supertrend = &tradingv1.SupertrendParams{Period: i("period"), Multiplier: d("multiplier")}
+	default:
+		panic("strategyBlock: no CRD block for family " + string(f))
 	}
 	return s
 }
 
-// lowerParams are the smaller side of each cross-field rule (fast < slow, oversold <
-// overbought, exitPeriod <= period): while one parameter is probed, these sit at their
-// minimum and every other parameter at its maximum, so only the probed bound can fail.
+// lowerParams are the smaller side of each cross-field rule (fast < slow for both
+// crossovers, oversold < overbought, exitPeriod <= period): while one parameter is probed,
+// these sit at their minimum and every other parameter at its maximum, so only the probed
+// bound can fail.
 var lowerParams = map[string]bool{"fastPeriod": true, "oversold": true, "exitPeriod": true}
 
 // Every bound of every family's parameters, probed on the real API server: Min and Max are
@@ -123,6 +131,12 @@ func TestStrategyValidation(t *testing.T) {
 		{"oversold not below overbought", func(s *tradingv1.SignalBotSpec) {
 			s.Strategy = strategyBlock(strategy.RSIReversion, map[string]float64{"period": 14, "oversold": 50, "overbought": 50})
 		}, "oversold must be below overbought"},
+		{"macd fast not below slow", func(s *tradingv1.SignalBotSpec) {
+			s.Strategy = strategyBlock(strategy.MACDCrossover, map[string]float64{"fastPeriod": 26, "slowPeriod": 26, "signalPeriod": 9})
+		}, "fastPeriod must be below slowPeriod"},
+		{"macd fast above the default slow", func(s *tradingv1.SignalBotSpec) {
+			s.Strategy = strategyBlock(strategy.MACDCrossover, map[string]float64{"fastPeriod": 40})
+		}, "fastPeriod must be below slowPeriod"},
 		{"exit channel longer than entry", func(s *tradingv1.SignalBotSpec) {
 			s.Strategy = strategyBlock(strategy.DonchianBreakout, map[string]float64{"period": 20, "exitPeriod": 21})
 		}, "exitPeriod must not exceed period"},
@@ -130,10 +144,26 @@ func TestStrategyValidation(t *testing.T) {
 			s.Strategy = strategyBlock(strategy.EMACrossover, map[string]float64{"fastPeriod": 12, "slowPeriod": 26})
 			s.Strategy.Family = tradingv1.StrategyFamily(strategy.RSIReversion)
 		}, "emaCrossover parameters need family emaCrossover"},
+		{"a macdCrossover block on emaCrossover", func(s *tradingv1.SignalBotSpec) {
+			s.Strategy = strategyBlock(strategy.MACDCrossover, nil)
+			s.Strategy.Family = tradingv1.StrategyFamily(strategy.EMACrossover)
+		}, "macdCrossover parameters need family macdCrossover"},
+		{"a supertrend block on bollingerReversion", func(s *tradingv1.SignalBotSpec) {
+			s.Strategy = strategyBlock(strategy.Supertrend, nil)
+			s.Strategy.Family = tradingv1.StrategyFamily(strategy.BollingerReversion)
+		}, "supertrend parameters need family supertrend"},
 		{"decimal as a float-like word", func(s *tradingv1.SignalBotSpec) {
 			s.Strategy = strategyBlock(strategy.BollingerReversion, nil)
 			s.Strategy.BollingerReversion.StdDev = "2e0"
 		}, "spec.strategy.bollingerReversion.stdDev"},
+		{"multiplier as a float-like word", func(s *tradingv1.SignalBotSpec) {
+			s.Strategy = strategyBlock(strategy.Supertrend, nil)
+			s.Strategy.Supertrend.Multiplier = "3e0"
+		}, "spec.strategy.supertrend.multiplier"},
+		{"multiplier of three digits", func(s *tradingv1.SignalBotSpec) {
+			s.Strategy = strategyBlock(strategy.Supertrend, nil)
+			s.Strategy.Supertrend.Multiplier = "100"
+		}, "spec.strategy.supertrend.multiplier"},
 		{"unknown family", func(s *tradingv1.SignalBotSpec) {
 			s.Strategy = &tradingv1.StrategySpec{Family: "macd", Timeframe: "1h"}
 		}, "spec.strategy.family"},
@@ -205,7 +235,8 @@ func TestStrategyDefaults(t *testing.T) {
 func equalBlocks(a, b *tradingv1.StrategySpec) bool { return blockString(a) == blockString(b) }
 
 func blockString(s *tradingv1.StrategySpec) string {
-	return fmt.Sprintf("%+v %+v %+v %+v", s.EMACrossover, s.RSIReversion, s.DonchianBreakout, s.BollingerReversion)
+	return fmt.Sprintf("%+v %+v %+v %+v %+v %+v", s.EMACrossover, s.RSIReversion, s.DonchianBreakout, s.BollingerReversion,
+		s.MACDCrossover, s.Supertrend)
 }
 
 // The runner's evaluations and emissions reach status.strategy without any change to the

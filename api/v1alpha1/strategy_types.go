@@ -5,7 +5,7 @@ import (
 )
 
 // StrategyFamily is a built-in strategy family (runtime/strategy.Family).
-// +kubebuilder:validation:Enum=emaCrossover;rsiReversion;donchianBreakout;bollingerReversion
+// +kubebuilder:validation:Enum=emaCrossover;rsiReversion;donchianBreakout;bollingerReversion;macdCrossover;supertrend
 type StrategyFamily string
 
 // StrategySpec makes the executor run a built-in strategy for the bot: on every closed
@@ -19,9 +19,11 @@ type StrategyFamily string
 // +kubebuilder:validation:XValidation:rule="!has(self.rsiReversion) || self.family == 'rsiReversion'",message="rsiReversion parameters need family rsiReversion"
 // +kubebuilder:validation:XValidation:rule="!has(self.donchianBreakout) || self.family == 'donchianBreakout'",message="donchianBreakout parameters need family donchianBreakout"
 // +kubebuilder:validation:XValidation:rule="!has(self.bollingerReversion) || self.family == 'bollingerReversion'",message="bollingerReversion parameters need family bollingerReversion"
+// +kubebuilder:validation:XValidation:rule="!has(self.macdCrossover) || self.family == 'macdCrossover'",message="macdCrossover parameters need family macdCrossover"
+// +kubebuilder:validation:XValidation:rule="!has(self.supertrend) || self.family == 'supertrend'",message="supertrend parameters need family supertrend"
 type StrategySpec struct {
-	// family is the strategy: emaCrossover, rsiReversion, donchianBreakout or
-	// bollingerReversion.
+	// family is the strategy: emaCrossover, rsiReversion, donchianBreakout,
+	// bollingerReversion, macdCrossover or supertrend.
 	// +required
 	Family StrategyFamily `json:"family"`
 
@@ -51,6 +53,15 @@ type StrategySpec struct {
 	// bollingerReversion: a close back inside the bands enters, the middle band exits.
 	// +optional
 	BollingerReversion *BollingerReversionParams `json:"bollingerReversion,omitempty"`
+
+	// macdCrossover: long when the MACD line crosses above its signal line, short when below.
+	// +optional
+	MACDCrossover *MACDCrossoverParams `json:"macdCrossover,omitempty"`
+
+	// supertrend: long when the close turns the Supertrend up (above the final upper band),
+	// short when it turns it down (below the final lower band).
+	// +optional
+	Supertrend *SupertrendParams `json:"supertrend,omitempty"`
 }
 
 // EMACrossoverParams are the EMA crossover's periods, in candles.
@@ -133,6 +144,50 @@ type BollingerReversionParams struct {
 	// +kubebuilder:validation:XValidation:rule="double(self) >= 0.5 && double(self) <= 4.0",message="stdDev must be between 0.5 and 4"
 	// +optional
 	StdDev string `json:"stdDev,omitempty"`
+}
+
+// MACDCrossoverParams are the MACD's EMA periods, in candles.
+// +kubebuilder:validation:XValidation:rule="self.fastPeriod < self.slowPeriod",message="fastPeriod must be below slowPeriod"
+type MACDCrossoverParams struct {
+	// fastPeriod is the fast EMA's period, in candles.
+	// +kubebuilder:default=12
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	FastPeriod int32 `json:"fastPeriod,omitempty"`
+
+	// slowPeriod is the slow EMA's period, in candles.
+	// +kubebuilder:default=26
+	// +kubebuilder:validation:Minimum=3
+	// +kubebuilder:validation:Maximum=400
+	// +optional
+	SlowPeriod int32 `json:"slowPeriod,omitempty"`
+
+	// signalPeriod is the period of the signal line, the EMA of the MACD line, in candles.
+	// +kubebuilder:default=9
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	SignalPeriod int32 `json:"signalPeriod,omitempty"`
+}
+
+// SupertrendParams are the ATR period (candles) and the bands' distance from the candle's
+// midpoint (ATRs, a decimal string).
+type SupertrendParams struct {
+	// period is the ATR's period, in candles.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Period int32 `json:"period,omitempty"`
+
+	// multiplier is the bands' distance from the candle's midpoint, in ATRs.
+	// +kubebuilder:default="3"
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,2}(\.[0-9]{1,8})?$`
+	// +kubebuilder:validation:XValidation:rule="double(self) >= 0.5 && double(self) <= 10.0",message="multiplier must be between 0.5 and 10"
+	// +optional
+	Multiplier string `json:"multiplier,omitempty"`
 }
 
 // StrategyStatus is what the strategy runner last did, mirrored from Redis.

@@ -119,6 +119,76 @@ func TestCreateBotThroughTheForm(t *testing.T) {
 	}
 }
 
+// macdCrossover and supertrend go through the form like the first four families: their
+// fields are offered with range and default, reach their own CRD block (the multiplier as the
+// decimal text typed), and the edit form shows them again.
+func TestCreateMACDAndSupertrendBotsThroughTheForm(t *testing.T) {
+	f := newFixture(t)
+	u := f.user("pro")
+	b := f.loggedIn(u)
+	_, page := b.get("/dashboard/bots/new")
+	for _, want := range []string{`<option value="macdCrossover">`, `<option value="supertrend">`,
+		`name="p_macdCrossover_signalPeriod" value="" placeholder="9"`, `id="bf-p_macdCrossover_signalPeriod-range">2 to 100<`,
+		`name="p_supertrend_multiplier" value="" placeholder="3"`, `id="bf-p_supertrend_multiplier-range">0.5 to 10<`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("new bot form lacks %q:\n%s", want, page)
+		}
+	}
+	cases := []struct {
+		name   string
+		fields map[string]string
+		check  func(st *tradingv1.StrategySpec) bool
+		edit   []string
+	}{
+		{"macd-1", map[string]string{"strategy": "macdCrossover", "timeframe": "4h", "p_macdCrossover_fastPeriod": "8",
+			"p_macdCrossover_signalPeriod": "5", "p_emaCrossover_fastPeriod": "9"},
+			func(st *tradingv1.StrategySpec) bool {
+				return st.Family == "macdCrossover" && st.EMACrossover == nil && st.MACDCrossover != nil &&
+					*st.MACDCrossover == tradingv1.MACDCrossoverParams{FastPeriod: 8, SlowPeriod: 26, SignalPeriod: 5}
+			},
+			[]string{`<option value="macdCrossover" selected>`, `name="p_macdCrossover_fastPeriod" value="8"`,
+				`name="p_macdCrossover_slowPeriod" value="26"`, `name="p_macdCrossover_signalPeriod" value="5"`}},
+		{"supertrend-1", map[string]string{"strategy": "supertrend", "timeframe": "1h", "p_supertrend_period": "7",
+			"p_supertrend_multiplier": "2.5"},
+			func(st *tradingv1.StrategySpec) bool {
+				return st.Family == "supertrend" && st.Supertrend != nil &&
+					*st.Supertrend == tradingv1.SupertrendParams{Period: 7, Multiplier: "2.5"}
+			},
+			[]string{`<option value="supertrend" selected>`, `name="p_supertrend_period" value="7"`,
+				`name="p_supertrend_multiplier" value="2.5"`}},
+	}
+	for _, c := range cases {
+		form := botsPaperForm(c.name)
+		for k, v := range c.fields {
+			form.Set(k, v)
+		}
+		id := botsCreate(t, b, u, form)
+		var bot tradingv1.SignalBot
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: fleet.NamespaceFor(u.ID), Name: c.name}, &bot); err != nil {
+			t.Fatal(err)
+		}
+		if st := bot.Spec.Strategy; st == nil || !c.check(st) {
+			t.Fatalf("%s: strategy %+v", c.name, st)
+		}
+		_, page = b.get("/dashboard/bots/" + id + "/edit")
+		for _, want := range c.edit {
+			if !strings.Contains(page, want) {
+				t.Fatalf("%s: edit form lacks %q:\n%s", c.name, want, page)
+			}
+		}
+	}
+	// Out of range: refused by the API server, named, and the value kept.
+	form := botsPaperForm("supertrend-2")
+	form.Set("strategy", "supertrend")
+	form.Set("timeframe", "1h")
+	form.Set("p_supertrend_multiplier", "12")
+	resp, page := b.submit("/dashboard/bots", form)
+	if resp.StatusCode == http.StatusSeeOther || !strings.Contains(page, "multiplier must be between 0.5 and 10") ||
+		!strings.Contains(page, `name="p_supertrend_multiplier" value="12"`) {
+		t.Fatalf("multiplier 12: status %d\n%s", resp.StatusCode, page)
+	}
+}
+
 func TestBotFormRefusalsInWordsWithValuesKept(t *testing.T) {
 	f := newFixture(t)
 	u := f.user("free")

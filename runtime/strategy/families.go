@@ -339,3 +339,148 @@ func onset(prev, now [4]bool) Signal {
 	}
 	return sig
 }
+
+// macdCross is Appel's MACD: the MACD line is EMA(fast) − EMA(slow) of the closes, the
+// signal line EMA(signalPeriod) of the MACD line (seeded like every ema, with the simple
+// average of its first signalPeriod values), the histogram MACD − signal. The MACD line
+// crossing above its signal line (the histogram from <= 0 to > 0) is ExitShort|EnterLong,
+// crossing below is ExitLong|EnterShort. The MACD line exists from candle slow, the signal
+// line from candle slow+signalPeriod−1, and a crossing needs one histogram before it.
+type macdCross struct {
+	fast, slow, signal ema
+	prev               float64
+	n                  int
+	warm               int
+}
+
+func newMACDCross(fast, slow, signal int) *macdCross {
+	return &macdCross{fast: newEMA(fast), slow: newEMA(slow), signal: newEMA(signal), warm: slow + signal}
+}
+
+func (s *macdCross) Warmup() int { return s.warm }
+
+func (s *macdCross) Next(b Bar) Signal {
+	f, _ := s.fast.next(b.Close)
+	sl, ok := s.slow.next(b.Close)
+	if !ok {
+		return None
+	}
+	m := f - sl
+	sig, ok := s.signal.next(m)
+	if !ok {
+		return None
+	}
+	h := m - sig
+	s.n++
+	prev := s.prev
+	s.prev = h
+	if s.n < 2 {
+		return None
+	}
+	return cross(prev, h)
+}
+
+// atr is Wilder's average true range. A candle's true range is max(high − low,
+// |high − previous close|, |low − previous close|), so the first one is the second candle's
+// (as the rsi's first change); the first average is the simple average of the first period
+// true ranges, then avg = (avg × (period−1) + tr) / period.
+type atr struct {
+	period float64
+	n      int // true ranges seen, up to period
+	seen   bool
+	prev   float64 // the previous close
+	v      float64
+}
+
+func (a *atr) next(b Bar) (float64, bool) {
+	if !a.seen {
+		a.prev, a.seen = b.Close, true
+		return 0, false
+	}
+	tr := max(b.High-b.Low, math.Abs(b.High-a.prev), math.Abs(b.Low-a.prev))
+	a.prev = b.Close
+	if p := int(a.period); a.n < p {
+		a.v += tr
+		a.n++
+		if a.n < p {
+			return 0, false
+		}
+		a.v /= a.period
+		return a.v, true
+	}
+	a.v = (float64(a.v*(a.period-1)) + tr) / a.period
+	return a.v, true
+}
+
+// supertrend is Olivier Seban's Supertrend as commonly implemented (TradingView's
+// ta.supertrend): with hl2 = (high + low) / 2 and Wilder's ATR over period, the basic bands
+// are hl2 ± multiplier × ATR. The final upper band is the basic one when that is below the
+// previous final upper band or the previous close was above it, else the previous final
+// upper band (it only falls while the price stays under it); symmetrically, the final lower
+// band is the basic one when that is above the previous final lower band or the previous
+// close was below it, else the previous final lower band. The first final bands are the
+// basic ones. The trend turns up when the close is above the final upper band and down when
+// it is below the final lower band; it turning up is ExitShort|EnterLong, down
+// ExitLong|EnterShort. Each turn is a crossing: while the trend is down, no close has been
+// above its candle's upper band.
+//
+// Two choices where implementations differ. The ATR's first true range is the second
+// candle's, since a true range needs a previous close (TradingView takes the first candle's
+// high − low: its bands start a candle earlier, and its ATR differs by a seed that fades as
+// (1−1/period)^k). And the trend is undetermined until the close first leaves the bands
+// (TradingView starts in a downtrend, other libraries in an uptrend, so their first turn
+// can be the start's artefact): the trend that close determines emits nothing, since no
+// trend was left. Bands exist from candle period+1, so a trend can be determined there and
+// first turn at period+2.
+type supertrend struct {
+	a         atr
+	mult      float64
+	upper     float64 // the final bands at the previous candle
+	lower     float64
+	prevClose float64
+	bands     bool // upper and lower are set
+	trend     int8 // 1 up, -1 down, 0 not yet determined
+	warm      int
+}
+
+func newSupertrend(period int, mult float64) *supertrend {
+	return &supertrend{a: atr{period: float64(period)}, mult: mult, warm: period + 2}
+}
+
+func (s *supertrend) Warmup() int { return s.warm }
+
+func (s *supertrend) Next(b Bar) Signal {
+	v, ok := s.a.next(b)
+	if !ok {
+		s.prevClose = b.Close
+		return None
+	}
+	hl2 := (b.High + b.Low) / 2
+	w := float64(s.mult * v) // no FMA: the bands decide the crossings
+	upper, lower := hl2+w, hl2-w
+	// The final-band rules, negated: a band keeps its previous value unless the basic band
+	// moved inward or the previous close broke through it.
+	if s.bands {
+		if upper >= s.upper && s.prevClose <= s.upper {
+			upper = s.upper
+		}
+		if lower <= s.lower && s.prevClose >= s.lower {
+			lower = s.lower
+		}
+	}
+	s.upper, s.lower, s.prevClose, s.bands = upper, lower, b.Close, true
+	prev := s.trend
+	switch {
+	case prev != 1 && b.Close > upper:
+		s.trend = 1
+	case prev != -1 && b.Close < lower:
+		s.trend = -1
+	}
+	switch {
+	case prev == 0 || s.trend == prev:
+		return None
+	case s.trend == 1:
+		return ExitShort | EnterLong
+	}
+	return ExitLong | EnterShort
+}

@@ -24,9 +24,11 @@ const (
 	RSIReversion       Family = "rsiReversion"
 	DonchianBreakout   Family = "donchianBreakout"
 	BollingerReversion Family = "bollingerReversion"
+	MACDCrossover      Family = "macdCrossover"
+	Supertrend         Family = "supertrend"
 )
 
-var families = []Family{EMACrossover, RSIReversion, DonchianBreakout, BollingerReversion}
+var families = []Family{EMACrossover, RSIReversion, DonchianBreakout, BollingerReversion, MACDCrossover, Supertrend}
 
 // Families lists the families in a fixed order.
 func Families() []Family { return append([]Family(nil), families...) }
@@ -44,13 +46,15 @@ func (f Family) Valid() bool {
 // Params is the union of the families' parameters; each family reads only its own (the
 // others must be zero).
 type Params struct {
-	FastPeriod int     `json:"fastPeriod,omitempty"` // emaCrossover
-	SlowPeriod int     `json:"slowPeriod,omitempty"` // emaCrossover
-	Period     int     `json:"period,omitempty"`     // rsiReversion, donchianBreakout, bollingerReversion
-	Oversold   float64 `json:"oversold,omitempty"`   // rsiReversion (RSI level 0-100)
-	Overbought float64 `json:"overbought,omitempty"` // rsiReversion
-	ExitPeriod int     `json:"exitPeriod,omitempty"` // donchianBreakout
-	StdDev     float64 `json:"stdDev,omitempty"`     // bollingerReversion (band width in standard deviations)
+	FastPeriod   int     `json:"fastPeriod,omitempty"`   // emaCrossover, macdCrossover
+	SlowPeriod   int     `json:"slowPeriod,omitempty"`   // emaCrossover, macdCrossover
+	Period       int     `json:"period,omitempty"`       // rsiReversion, donchianBreakout, bollingerReversion, supertrend (ATR)
+	Oversold     float64 `json:"oversold,omitempty"`     // rsiReversion (RSI level 0-100)
+	Overbought   float64 `json:"overbought,omitempty"`   // rsiReversion
+	ExitPeriod   int     `json:"exitPeriod,omitempty"`   // donchianBreakout
+	StdDev       float64 `json:"stdDev,omitempty"`       // bollingerReversion (band width in standard deviations)
+	SignalPeriod int     `json:"signalPeriod,omitempty"` // macdCrossover (the signal line's EMA period)
+	Multiplier   float64 `json:"multiplier,omitempty"`   // supertrend (band distance in ATRs)
 }
 
 // Spec is one configured strategy: family, parameters, timeframe (one of
@@ -74,13 +78,15 @@ type Range struct {
 
 // Parameter names, as in JSON.
 const (
-	ParamFastPeriod = "fastPeriod"
-	ParamSlowPeriod = "slowPeriod"
-	ParamPeriod     = "period"
-	ParamOversold   = "oversold"
-	ParamOverbought = "overbought"
-	ParamExitPeriod = "exitPeriod"
-	ParamStdDev     = "stdDev"
+	ParamFastPeriod   = "fastPeriod"
+	ParamSlowPeriod   = "slowPeriod"
+	ParamPeriod       = "period"
+	ParamOversold     = "oversold"
+	ParamOverbought   = "overbought"
+	ParamExitPeriod   = "exitPeriod"
+	ParamStdDev       = "stdDev"
+	ParamSignalPeriod = "signalPeriod"
+	ParamMultiplier   = "multiplier"
 )
 
 var ranges = map[Family][]Range{
@@ -101,6 +107,15 @@ var ranges = map[Family][]Range{
 		{Name: ParamPeriod, Min: 5, Max: 200, Step: 1, Integer: true},
 		{Name: ParamStdDev, Min: 0.5, Max: 4, Step: 0.1},
 	},
+	MACDCrossover: {
+		{Name: ParamFastPeriod, Min: 2, Max: 100, Step: 1, Integer: true},
+		{Name: ParamSlowPeriod, Min: 3, Max: 400, Step: 1, Integer: true},
+		{Name: ParamSignalPeriod, Min: 2, Max: 100, Step: 1, Integer: true},
+	},
+	Supertrend: {
+		{Name: ParamPeriod, Min: 2, Max: 100, Step: 1, Integer: true},
+		{Name: ParamMultiplier, Min: 0.5, Max: 10, Step: 0.1},
+	},
 }
 
 // Ranges are f's parameters with their ranges, in a fixed order (nil for an unknown family).
@@ -108,7 +123,8 @@ func (f Family) Ranges() []Range { return append([]Range(nil), ranges[f]...) }
 
 // Defaults is a common parameter set of f: EMA 12/26 (the MACD pair), RSI 14 with 30/70
 // (Wilder's levels), Donchian 20/10 (the Turtle system's), Bollinger 20 with 2 standard
-// deviations (Bollinger's own).
+// deviations (Bollinger's own), MACD 12/26/9 (Appel's), Supertrend ATR 10 with 3 ATRs (the
+// usual default, TradingView's).
 func (f Family) Defaults() Params {
 	switch f {
 	case EMACrossover:
@@ -119,6 +135,10 @@ func (f Family) Defaults() Params {
 		return Params{Period: 20, ExitPeriod: 10}
 	case BollingerReversion:
 		return Params{Period: 20, StdDev: 2}
+	case MACDCrossover:
+		return Params{FastPeriod: 12, SlowPeriod: 26, SignalPeriod: 9}
+	case Supertrend:
+		return Params{Period: 10, Multiplier: 3}
 	}
 	return Params{}
 }
@@ -135,7 +155,8 @@ func (s Spec) WithDefaults() Spec {
 }
 
 // paramNames lists every parameter, in the order of Params' fields.
-var paramNames = []string{ParamFastPeriod, ParamSlowPeriod, ParamPeriod, ParamOversold, ParamOverbought, ParamExitPeriod, ParamStdDev}
+var paramNames = []string{ParamFastPeriod, ParamSlowPeriod, ParamPeriod, ParamOversold, ParamOverbought, ParamExitPeriod,
+	ParamStdDev, ParamSignalPeriod, ParamMultiplier}
 
 func (p Params) get(name string) float64 {
 	switch name {
@@ -153,6 +174,10 @@ func (p Params) get(name string) float64 {
 		return float64(p.ExitPeriod)
 	case ParamStdDev:
 		return p.StdDev
+	case ParamSignalPeriod:
+		return float64(p.SignalPeriod)
+	case ParamMultiplier:
+		return p.Multiplier
 	}
 	return 0
 }
@@ -173,6 +198,10 @@ func (p *Params) set(name string, v float64) {
 		p.ExitPeriod = int(v)
 	case ParamStdDev:
 		p.StdDev = v
+	case ParamSignalPeriod:
+		p.SignalPeriod = int(v)
+	case ParamMultiplier:
+		p.Multiplier = v
 	}
 }
 
@@ -189,8 +218,9 @@ func invalid(name, format string, args ...any) *errs.Error {
 
 // Validate checks the family, timeframe, symbol and parameters: each parameter of the
 // family within its Range, none of another family's set, and the cross-field rules
-// (fastPeriod < slowPeriod, oversold < overbought, exitPeriod <= period). A failure is an
-// *errs.Error with code INVALID_PARAMETER whose message starts with the parameter's name.
+// (fastPeriod < slowPeriod for both crossovers, oversold < overbought, exitPeriod <=
+// period). A failure is an *errs.Error with code INVALID_PARAMETER whose message starts with
+// the parameter's name.
 func (s Spec) Validate() error {
 	if !s.Family.Valid() {
 		names := make([]string, len(families))
@@ -221,7 +251,7 @@ func (s Spec) Validate() error {
 	}
 	p := s.Params
 	switch s.Family {
-	case EMACrossover:
+	case EMACrossover, MACDCrossover:
 		if p.FastPeriod >= p.SlowPeriod {
 			return invalid(ParamFastPeriod, "must be below slowPeriod (%d >= %d)", p.FastPeriod, p.SlowPeriod)
 		}
@@ -346,8 +376,12 @@ func New(s Spec) (Strategy, error) {
 		return newRSIReversion(p.Period, p.Oversold, p.Overbought), nil
 	case DonchianBreakout:
 		return newDonchian(p.Period, p.ExitPeriod), nil
-	default:
+	case BollingerReversion:
 		return newBollinger(p.Period, p.StdDev), nil
+	case MACDCrossover:
+		return newMACDCross(p.FastPeriod, p.SlowPeriod, p.SignalPeriod), nil
+	default:
+		return newSupertrend(p.Period, p.Multiplier), nil
 	}
 }
 
@@ -371,7 +405,15 @@ func settle(alpha float64) int {
 // signal is a function of that many candles, so the runner and a backtest agree exactly;
 // Warmup plus settle(α) for the exponential ones (EMA α = 2/(slow+1), Wilder's RSI α =
 // 1/period), after which their indicators agree within settleTolerance of the seeds'
-// difference. Capped at marketdata.MaxLimit - 1; 0 for an invalid spec.
+// difference. MACD chains two: settle(2/(slow+1)) makes the MACD line agree (the fast EMA,
+// of larger α, settles first), and settle(2/(signal+1)) more makes the signal line's seed,
+// and the MACD line's earlier differences it averaged, fade as much. Supertrend gets the
+// cap: its final bands (a ratchet) and its trend (a flip-flop) are path-dependent, so no
+// window determines them; a fresh instance agrees with a long run from the first candle
+// whose close leaves both instances' bands once the ATR has settled, which on walks took
+// up to 350 candles with the defaults and more than 1,000 with a multiplier of 5 on a
+// range-bound series; the more candles, the fewer disagreements. Capped at
+// marketdata.MaxLimit - 1; 0 for an invalid spec.
 func (s Spec) Lookback() int {
 	if s.Validate() != nil {
 		return 0
@@ -383,6 +425,10 @@ func (s Spec) Lookback() int {
 		n += settle(2 / float64(s.Params.SlowPeriod+1))
 	case RSIReversion:
 		n += settle(1 / float64(s.Params.Period))
+	case MACDCrossover:
+		n += settle(2/float64(s.Params.SlowPeriod+1)) + settle(2/float64(s.Params.SignalPeriod+1))
+	case Supertrend:
+		n = maxLookback
 	}
 	return min(n, maxLookback)
 }
