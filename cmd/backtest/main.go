@@ -2,16 +2,25 @@
 // the generated candle fixture (runtime/backtest/candlegen).
 //
 //	backtest run --candles FILE.csv --family F [--timeframe 1m] [--symbol BTC/USDT]
-//	    [--fast 12 --slow 26 | --period 14 --oversold 30 --overbought 70 | --exit-period 10 |
-//	     --std-dev 2 | --params JSON] [--market spot|futures] [--balance 10000] [--size 10%]
+//	    [--fast 12 --slow 26 [--signal-period 9] | --period 14 --oversold 30 --overbought 70 |
+//	     --exit-period 10 | --std-dev 2 | --multiplier 3 | --params JSON] [--market spot|futures]
+//	    [--balance 10000] [--size 10%]
 //	    [--leverage 1] [--stop-loss 2%] [--take-profit 4%] [--fee 0.001] [--limit-offset 0.1]
-//	    [--json]
+//	    [--maker-fee 0.0002] [--taker-fee 0.0005] [--slippage-cap 0.005]
+//	    [--funding-csv FUNDING.csv] [--json]
 //	backtest generate [--seed 1] [--count 100000] [--symbol BTC/USDT] > FILE.csv
 //
 // Parameters not given take the family's defaults. The market's tick, step and minimums are
 // the paper exchange's. run prints every analytics metric with the candles, trades, final
 // equity and speed, or with --json the result as JSON (deterministic: the same file and
 // flags give the same bytes).
+//
+// The cost model (backtest.Costs) is off unless one of its flags is given: --maker-fee and
+// --taker-fee (each defaults to --fee's rate then), --slippage-cap (slippage by the
+// candle's range and volume, capped at this fraction of the price), --funding-csv (a
+// time,rate file of the perpetual's funding settlements, time in ms; futures only). With
+// it on, the table adds the gross PnL, fees, slippage and funding, and the JSON a "costs"
+// object and each trade's slippage and funding; without it, the output is what it was.
 package main
 
 import (
@@ -84,6 +93,7 @@ func generate(args []string, stdout, stderr io.Writer) error {
 type runFlags struct {
 	candles, family, timeframe, symbol, market, params string
 	balance, size, stopLoss, takeProfit, fee, offset   string
+	makerFee, takerFee, slippageCap, fundingCSV        string
 	leverage                                           int
 	asJSON                                             bool
 	p                                                  strategy.Params
@@ -91,18 +101,20 @@ type runFlags struct {
 
 func (f *runFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.candles, "candles", "", "candle CSV file (timestamp,open,high,low,close,volume)")
-	fs.StringVar(&f.family, "family", "", "emaCrossover, rsiReversion, donchianBreakout or bollingerReversion")
+	fs.StringVar(&f.family, "family", "", "emaCrossover, rsiReversion, donchianBreakout, bollingerReversion, macdCrossover or supertrend")
 	fs.StringVar(&f.timeframe, "timeframe", "1m", "the candles' timeframe")
 	fs.StringVar(&f.symbol, "symbol", "BTC/USDT", "the candles' symbol (a paper catalogue symbol)")
 	fs.StringVar(&f.market, "market", "spot", "spot or futures")
 	fs.StringVar(&f.params, "params", "", `parameters as JSON, e.g. {"fastPeriod":9,"slowPeriod":21}`)
-	fs.IntVar(&f.p.FastPeriod, "fast", 0, "emaCrossover fastPeriod")
-	fs.IntVar(&f.p.SlowPeriod, "slow", 0, "emaCrossover slowPeriod")
-	fs.IntVar(&f.p.Period, "period", 0, "rsiReversion, donchianBreakout, bollingerReversion period")
+	fs.IntVar(&f.p.FastPeriod, "fast", 0, "emaCrossover, macdCrossover fastPeriod")
+	fs.IntVar(&f.p.SlowPeriod, "slow", 0, "emaCrossover, macdCrossover slowPeriod")
+	fs.IntVar(&f.p.SignalPeriod, "signal-period", 0, "macdCrossover signalPeriod (the signal line's EMA period)")
+	fs.IntVar(&f.p.Period, "period", 0, "rsiReversion, donchianBreakout, bollingerReversion period; supertrend ATR period")
 	fs.Float64Var(&f.p.Oversold, "oversold", 0, "rsiReversion oversold level")
 	fs.Float64Var(&f.p.Overbought, "overbought", 0, "rsiReversion overbought level")
 	fs.IntVar(&f.p.ExitPeriod, "exit-period", 0, "donchianBreakout exitPeriod")
 	fs.Float64Var(&f.p.StdDev, "std-dev", 0, "bollingerReversion stdDev")
+	fs.Float64Var(&f.p.Multiplier, "multiplier", 0, "supertrend multiplier (the bands' distance in ATRs)")
 	fs.StringVar(&f.balance, "balance", "10000", "initial quote balance")
 	fs.StringVar(&f.size, "size", "10%", "position size: a percentage of the balance or a base amount")
 	fs.IntVar(&f.leverage, "leverage", 1, "futures leverage")
@@ -110,6 +122,10 @@ func (f *runFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.takeProfit, "take-profit", "", "take-profit: a percentage from the entry or a price")
 	fs.StringVar(&f.fee, "fee", "0.001", "fee rate per fill")
 	fs.StringVar(&f.offset, "limit-offset", "", "enter with limit orders this percentage beyond the signal close")
+	fs.StringVar(&f.makerFee, "maker-fee", "", "cost model: fee rate of a limit entry filled at its price (default --fee)")
+	fs.StringVar(&f.takerFee, "taker-fee", "", "cost model: fee rate of every other fill (default --fee)")
+	fs.StringVar(&f.slippageCap, "slippage-cap", "", "cost model: slippage by range × amount / volume, capped at this fraction of the price")
+	fs.StringVar(&f.fundingCSV, "funding-csv", "", "cost model: funding settlements, a time,rate CSV (time in ms; futures)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 }
 
@@ -158,7 +174,52 @@ func (f *runFlags) config() (backtest.Config, exchange.Kind, error) {
 		}
 		cfg.LimitOffset = &o
 	}
+	if cfg.Costs, err = f.costs(cfg.FeeRate); err != nil {
+		return cfg, "", err
+	}
+	if cfg.Costs != nil {
+		// Costs' rates replace the single fee rate.
+		cfg.FeeRate = decimal.Zero
+	}
 	return cfg, kind, nil
+}
+
+// costs is the cost model the flags describe, nil when none of its flags is given; fee is
+// --fee's rate, the maker and taker rates' default.
+func (f *runFlags) costs(fee decimal.Decimal) (*backtest.Costs, error) {
+	if f.makerFee == "" && f.takerFee == "" && f.slippageCap == "" && f.fundingCSV == "" {
+		return nil, nil
+	}
+	c := &backtest.Costs{MakerFee: fee, TakerFee: fee}
+	var err error
+	for _, x := range [...]struct {
+		name, v string
+		dst     *decimal.Decimal
+	}{{"maker-fee", f.makerFee, &c.MakerFee}, {"taker-fee", f.takerFee, &c.TakerFee}} {
+		if x.v == "" {
+			continue
+		}
+		if *x.dst, err = decimal.NewFromString(x.v); err != nil {
+			return nil, fmt.Errorf("--%s: %w", x.name, err)
+		}
+	}
+	if f.slippageCap != "" {
+		c.Slippage = &backtest.Slippage{}
+		if c.Slippage.Cap, err = decimal.NewFromString(f.slippageCap); err != nil {
+			return nil, fmt.Errorf("--slippage-cap: %w", err)
+		}
+	}
+	if f.fundingCSV != "" {
+		file, err := os.Open(f.fundingCSV)
+		if err != nil {
+			return nil, fmt.Errorf("--funding-csv: %w", err)
+		}
+		defer file.Close()
+		if c.Funding, err = backtest.ReadFundingCSV(file); err != nil {
+			return nil, fmt.Errorf("--funding-csv: %w", err)
+		}
+	}
+	return c, nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -231,8 +292,13 @@ func table(w io.Writer, r backtest.Result, elapsed time.Duration) error {
 		{"max drawdown %", fmt.Sprintf("%.4f", m.MaxDrawdownPercent)},
 		{"Sharpe ratio", fmt.Sprintf("%.4f", m.SharpeRatio)},
 		{"final equity", r.Final.String()},
-		{"candles/s", fmt.Sprintf("%.0f", float64(r.Candles)/max(elapsed.Seconds(), 1e-9))},
 	}
+	if c := r.Costs; c != nil {
+		// Gross − fees − funding is the total PnL; the slippage is inside the gross.
+		rows = append(rows, []struct{ k, v string }{{"gross PnL", c.GrossPnl.String()}, {"fees", c.Fees.String()},
+			{"slippage (in gross PnL)", c.Slippage.String()}, {"funding paid", c.Funding.String()}}...)
+	}
+	rows = append(rows, struct{ k, v string }{"candles/s", fmt.Sprintf("%.0f", float64(r.Candles)/max(elapsed.Seconds(), 1e-9))})
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", row.k, row.v)
 	}

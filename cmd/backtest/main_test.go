@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/sigops/sigops/runtime/strategy"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/run.golden.json")
@@ -135,10 +138,179 @@ func TestRunRefusals(t *testing.T) {
 		{"run", "--candles", path, "--family", "nope"},
 		{"run", "--candles", path, "--family", "emaCrossover", "--market", "margin"},
 		{"run", "--candles", path, "--family", "emaCrossover", "--symbol", "NOPE/USDT"},
+		{"run", "--candles", path, "--family", "macdCrossover", "--signal-period", "1"},
+		{"run", "--candles", path, "--family", "supertrend", "--multiplier", "10.5"},
 		{"frobnicate"},
 	} {
 		if err := cli(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// The new families' flags reach their parameters; the others take the defaults.
+func TestRunFlagsOfMACDAndSupertrend(t *testing.T) {
+	path := fixture(t)
+	cases := []struct {
+		args []string
+		want strategy.Params
+	}{
+		{[]string{"--family", "macdCrossover", "--fast", "8", "--signal-period", "5"},
+			strategy.Params{FastPeriod: 8, SlowPeriod: 26, SignalPeriod: 5}},
+		{[]string{"--family", "supertrend", "--period", "7", "--multiplier", "2.5"}, strategy.Params{Period: 7, Multiplier: 2.5}},
+		{[]string{"--family", "supertrend", "--params", `{"multiplier":4}`}, strategy.Params{Period: 10, Multiplier: 4}},
+	}
+	for _, c := range cases {
+		var f runFlags
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		f.bind(fs)
+		if err := fs.Parse(append([]string{"--candles", path}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := f.config()
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if cfg.Strategy.Params != c.want {
+			t.Errorf("%v: params %+v, want %+v", c.args, cfg.Strategy.Params, c.want)
+		}
+		var out bytes.Buffer
+		if err := cli(context.Background(), append([]string{"run", "--candles", path}, c.args...), &out, os.Stderr); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if !strings.Contains(out.String(), "final equity") {
+			t.Errorf("%v: no final equity in\n%s", c.args, out.String())
+		}
+	}
+}
+
+// fundingFile writes a funding CSV for the fixture: a settlement every 8 hours from its
+// first candle, rates alternating in sign.
+func fundingFile(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("time,rate\n")
+	for i, rate := range []string{"0.0001", "0.00012345", "-0.00005", "0.0003", "-0.0002", "0.00007531", "0.0001"} {
+		fmt.Fprintf(&b, "%d,%s\n", 1704067200000+int64(i)*8*3600000, rate)
+	}
+	path := filepath.Join(t.TempDir(), "funding.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunCosts: with the cost flags, the JSON itemises the costs and they add up: gross −
+// fees − funding is every trade's net summed, the report's total PnL and the final equity's
+// gain; the table shows them. --fee is the maker and taker rate's default.
+func TestRunCosts(t *testing.T) {
+	path, funding := fixture(t), fundingFile(t)
+	args := []string{"run", "--candles", path, "--family", "donchianBreakout", "--period", "30", "--exit-period", "15",
+		"--market", "futures", "--leverage", "2", "--stop-loss", "0.3%", "--limit-offset", "0.02",
+		"--maker-fee", "0.0002", "--taker-fee", "0.0005", "--slippage-cap", "0.005", "--funding-csv", funding}
+	var out bytes.Buffer
+	if err := cli(context.Background(), append(args, "--json"), &out, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Final decimal.Decimal `json:"finalEquity"`
+		Costs *struct {
+			GrossPnl decimal.Decimal `json:"grossPnl"`
+			Fees     decimal.Decimal `json:"fees"`
+			Slippage decimal.Decimal `json:"slippage"`
+			Funding  decimal.Decimal `json:"funding"`
+		} `json:"costs"`
+		Trades []struct {
+			trade
+			Slippage *decimal.Decimal `json:"slippage"`
+			Funding  *decimal.Decimal `json:"funding"`
+		} `json:"trades"`
+		Report struct {
+			Metrics struct {
+				TotalPnL decimal.Decimal `json:"totalPnL"`
+			} `json:"metrics"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Costs == nil || len(r.Trades) < 5 {
+		t.Fatalf("costs %v, %d trades", r.Costs, len(r.Trades))
+	}
+	net, slip, fund := decimal.Zero, decimal.Zero, decimal.Zero
+	for i, tr := range r.Trades {
+		if tr.Slippage == nil || tr.Funding == nil {
+			t.Fatalf("trade %d has no slippage or funding", i)
+		}
+		net, slip, fund = net.Add(tr.NetPnl), slip.Add(*tr.Slippage), fund.Add(*tr.Funding)
+	}
+	c := r.Costs
+	if !c.GrossPnl.Sub(c.Fees).Sub(c.Funding).Equal(net) || !r.Report.Metrics.TotalPnL.Equal(net) ||
+		!r.Final.Equal(decimal.NewFromInt(10000).Add(net)) || !c.Slippage.Equal(slip) || !c.Funding.Equal(fund) {
+		t.Fatalf("costs %+v, final %s; the trades sum to net %s, slippage %s, funding %s", *c, r.Final, net, slip, fund)
+	}
+	if !c.Slippage.IsPositive() || c.Funding.IsZero() {
+		t.Fatalf("costs %+v: no slippage or no funding", *c)
+	}
+	out.Reset()
+	if err := cli(context.Background(), args, &out, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"gross PnL", "fees", "slippage (in gross PnL)", "funding paid", "final equity"} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("no %q in\n%s", row, out.String())
+		}
+	}
+}
+
+// TestRunCostsAsFee: --taker-fee alone at --fee's rate (so the maker's too) is the run
+// without costs, but for the costs it itemises.
+func TestRunCostsAsFee(t *testing.T) {
+	path := fixture(t)
+	args := []string{"run", "--candles", path, "--family", "emaCrossover", "--market", "futures", "--fee", "0.0004", "--json"}
+	var plain, costed bytes.Buffer
+	if err := cli(context.Background(), args, &plain, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli(context.Background(), append(args, "--taker-fee", "0.0004"), &costed, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	strip := func(b []byte) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "costs")
+		for _, tr := range m["trades"].([]any) {
+			delete(tr.(map[string]any), "slippage")
+			delete(tr.(map[string]any), "funding")
+		}
+		return m
+	}
+	p, c := strip(plain.Bytes()), strip(costed.Bytes())
+	pj, _ := json.Marshal(p)
+	cj, _ := json.Marshal(c)
+	if !bytes.Equal(pj, cj) || bytes.Contains(plain.Bytes(), []byte(`"costs"`)) || !bytes.Contains(costed.Bytes(), []byte(`"costs"`)) {
+		t.Fatal("--taker-fee at --fee's rate changes the result")
+	}
+}
+
+func TestRunCostRefusals(t *testing.T) {
+	path := fixture(t)
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("ts,rate\n1,0.1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := []string{"run", "--candles", path, "--family", "emaCrossover", "--market", "futures"}
+	for _, extra := range [][]string{
+		{"--maker-fee", "x"},
+		{"--taker-fee", "-0.001"},
+		{"--slippage-cap", "1"},
+		{"--funding-csv", filepath.Join(t.TempDir(), "none.csv")},
+		{"--funding-csv", bad},
+	} {
+		if err := cli(context.Background(), append(append([]string(nil), run...), extra...), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", extra)
 		}
 	}
 }

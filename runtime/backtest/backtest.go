@@ -8,8 +8,9 @@
 // trade's figures are what the paper exchange would book: computed in int64 fixed point
 // by the ledger (ledger.go) where the config can be represented exactly, else with those
 // decimal functions themselves, which are also the ledger's test oracle. The fill model (next-open execution, limit entries, the order in which a candle's
-// high and low are visited, no pyramiding, the end-of-series close) is in
-// docs/decisions.md, "Strategies and backtests".
+// high and low are visited, no pyramiding, the end-of-series close) and the optional cost
+// model (Costs: maker and taker fees, slippage, funding) are in docs/decisions.md,
+// "Strategies and backtests".
 package backtest
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange"
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/httpapi"
+	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/strategy"
 )
@@ -43,8 +45,12 @@ type Config struct {
 	StopLoss   *signal.Amount
 	TakeProfit *signal.Amount
 	// FeeRate is the fee per fill, a fraction of the notional; default (zero)
-	// paper.DefaultFeeRate, 0.001.
+	// paper.DefaultFeeRate, 0.001. With Costs it must be zero: Costs' rates replace it.
 	FeeRate decimal.Decimal
+	// Costs, when set, charges the fills as a venue does: maker and taker fees, slippage
+	// and futures funding. Nil: FeeRate on every fill, no slippage, no funding, and the
+	// result is what it was before Costs existed, to the byte.
+	Costs *Costs
 	// LimitOffset, when set, enters with a limit order at the signal candle's close minus
 	// (long) or plus (short) this percentage instead of at the market at the next open.
 	LimitOffset *decimal.Decimal
@@ -54,6 +60,36 @@ type Config struct {
 	// series' first candle. A signal decided at the last warm-up candle's close is carried
 	// out at TradeFrom's open, as a bot started then would.
 	TradeFrom int64
+}
+
+// Costs is a venue's cost model. Each part turns off on its own: zero fees, a nil
+// Slippage, an empty Funding.
+type Costs struct {
+	// MakerFee and TakerFee are fractions of the notional (e.g. 0.0002 and 0.0005); zero is
+	// no fee (not FeeRate's default). A resting limit entry filled at its price is a maker
+	// fill; every other fill (market entries and exits at an open, a limit entry at an open
+	// that was already at or beyond its price, reversals, stop-loss, take-profit and
+	// liquidation closes, the end-of-series close) takes liquidity and is a taker fill.
+	// Negative (rebate) rates are not modelled.
+	MakerFee, TakerFee decimal.Decimal
+	// Slippage, when set, moves every taker fill but a liquidation against the order.
+	Slippage *Slippage
+	// Funding are the perpetual's settlements (Time in ms, oldest first, no repeats); on
+	// futures a position open at a settlement pays (a long at a positive rate) or receives
+	// rate × its notional at the open of the first candle opening at or after the
+	// settlement, rounded to 8 places. Ignored on spot; empty: no funding.
+	Funding []marketdata.FundingRate
+}
+
+// Slippage moves a taker fill's price against the order (up for a buy, down for a sell) by
+// the candle's half range × the order's amount / the candle's volume, at most Cap × the
+// reference price (the price the fill would have without slippage), in whole ticks rounded
+// up: ceil(min(that, the cap) / tick) ticks. The candle is the one the fill happens in; a
+// candle without volume (zero or negative) takes the cap. A sell never fills below one
+// tick, and a limit entry filled at an open never beyond its limit price.
+type Slippage struct {
+	// Cap is a fraction of the reference price, from 0 to below 1 (e.g. 0.005).
+	Cap decimal.Decimal
 }
 
 // Defaults.
@@ -75,8 +111,27 @@ type Trade struct {
 	ExitPrice  decimal.Decimal
 	Amount     decimal.Decimal
 	Fees       decimal.Decimal // entry and exit fee
-	NetPnl     decimal.Decimal
-	Reason     string // signal, reversal, stop_loss, take_profit, liquidation, end
+	// NetPnl is the price PnL at the fill prices minus Fees and Funding.
+	NetPnl decimal.Decimal
+	Reason string // signal, reversal, stop_loss, take_profit, liquidation, end
+	// Slippage is what slippage cost the entry and the exit (Σ |fill price − reference
+	// price| × amount): information, as the fill prices, and so the PnL, include it.
+	// Funding is the net funding the position paid while open (negative: received). Both
+	// are zero without Config.Costs.
+	Slippage, Funding decimal.Decimal
+}
+
+// CostBreakdown itemises a run's costs over its trades: GrossPnl − Fees − Funding is the sum
+// of the trades' NetPnl, to the digit.
+type CostBreakdown struct {
+	// GrossPnl is the trades' price PnL at their fill prices (position.Settle's gross: for a
+	// bankrupt close, what the margin lost): slippage is inside it.
+	GrossPnl decimal.Decimal
+	Fees     decimal.Decimal
+	// Slippage is what slippage cost, already in GrossPnl: reported, not subtracted again.
+	Slippage decimal.Decimal
+	// Funding is the net funding paid, negative when received.
+	Funding decimal.Decimal
 }
 
 // Result is an experiment's outcome.
@@ -92,6 +147,8 @@ type Result struct {
 	Equity []analytics.Point
 	// Final is the final equity: the balance once the end-of-series close is booked.
 	Final decimal.Decimal
+	// Costs itemises the costs when Config.Costs was set; nil otherwise.
+	Costs *CostBreakdown
 }
 
 // config is a Config checked and with its defaults.
@@ -100,6 +157,12 @@ type config struct {
 	lev int
 	// from is the index of the first candle traded on (TradeFrom's).
 	from int
+	// maker and taker are the fee rates of a maker and a taker fill (both FeeRate without
+	// Costs); slip is the slippage (nil: none); funding the settlements a futures position
+	// pays (nil: none, and always on spot).
+	maker, taker decimal.Decimal
+	slip         *Slippage
+	funding      []marketdata.FundingRate
 }
 
 func invalid(name, format string, args ...any) error {
@@ -160,6 +223,9 @@ func normalise(cfg Config, s *Series) (config, error) {
 	if o := c.LimitOffset; o != nil && (o.IsNegative() || !o.LessThan(hundred)) {
 		return config{}, invalid("limitOffset", "must be a percentage from 0 to below 100")
 	}
+	if err := c.costs(cfg.FeeRate, m.Kind); err != nil {
+		return config{}, err
+	}
 	if c.TradeFrom != 0 {
 		c.from = s.IndexOf(c.TradeFrom)
 		if c.from == len(s.ts) {
@@ -168,6 +234,37 @@ func normalise(cfg Config, s *Series) (config, error) {
 	}
 	return c, nil
 }
+
+// costs checks Costs (feeRate: the rate the caller gave, before its default) and sets the
+// fill rates, the slippage and the funding.
+func (c *config) costs(feeRate decimal.Decimal, kind exchange.Kind) error {
+	k := c.Costs
+	if k == nil {
+		c.maker, c.taker = c.FeeRate, c.FeeRate
+		return nil
+	}
+	if !feeRate.IsZero() {
+		return invalid("feeRate", "must not be set with costs, whose makerFee and takerFee replace it")
+	}
+	if k.MakerFee.IsNegative() || k.TakerFee.IsNegative() {
+		return invalid("costs.makerFee", "and takerFee must not be negative")
+	}
+	if sl := k.Slippage; sl != nil && (sl.Cap.IsNegative() || !sl.Cap.LessThan(one)) {
+		return invalid("costs.slippage.cap", "must be a fraction from 0 to below 1")
+	}
+	for j := 1; j < len(k.Funding); j++ {
+		if k.Funding[j].Time <= k.Funding[j-1].Time {
+			return invalid("costs.funding", "must be oldest first without repeats (settlement %d at %d)", j, k.Funding[j].Time)
+		}
+	}
+	c.maker, c.taker, c.slip = k.MakerFee, k.TakerFee, k.Slippage
+	if kind == exchange.Futures && len(k.Funding) > 0 {
+		c.funding = k.Funding
+	}
+	return nil
+}
+
+var one = decimal.NewFromInt(1)
 
 // Run replays s through cfg. It stops early with ctx's error when ctx ends.
 func Run(ctx context.Context, s *Series, cfg Config) (Result, error) {
@@ -241,6 +338,16 @@ func (e *engine) result() (Result, error) {
 		r.Trades[i] = Trade{Side: string(t.Side), EntryTime: t.OpenedAt, ExitTime: t.ClosedAt, EntryPrice: t.EntryPrice.Decimal,
 			ExitPrice: t.ExitPrice.Decimal, Amount: t.Size.Decimal, Fees: t.Fees.Decimal, NetPnl: t.NetPnl.Decimal, Reason: t.Reason}
 	}
+	if e.c.Costs != nil {
+		b := CostBreakdown{GrossPnl: decimal.Zero, Fees: decimal.Zero, Slippage: decimal.Zero, Funding: decimal.Zero}
+		for i, t := range e.trades {
+			tc := e.tc[i]
+			r.Trades[i].Slippage, r.Trades[i].Funding = tc.slip, tc.fund
+			b.GrossPnl, b.Fees = b.GrossPnl.Add(t.Pnl.Decimal), b.Fees.Add(t.Fees.Decimal)
+			b.Slippage, b.Funding = b.Slippage.Add(tc.slip), b.Funding.Add(tc.fund)
+		}
+		r.Costs = &b
+	}
 	return r, nil
 }
 
@@ -253,28 +360,49 @@ type tradeJSON struct {
 	ExitPrice  httpapi.Number `json:"exitPrice"`
 	Amount     httpapi.Number `json:"amount"`
 	Fees       httpapi.Number `json:"fees"`
-	NetPnl     httpapi.Number `json:"netPnl"`
-	Reason     string         `json:"reason"`
+	// Slippage and Funding are there when the run had costs.
+	Slippage *httpapi.Number `json:"slippage,omitempty"`
+	Funding  *httpapi.Number `json:"funding,omitempty"`
+	NetPnl   httpapi.Number  `json:"netPnl"`
+	Reason   string          `json:"reason"`
+}
+
+// costsJSON is a CostBreakdown in JSON.
+type costsJSON struct {
+	GrossPnl httpapi.Number `json:"grossPnl"`
+	Fees     httpapi.Number `json:"fees"`
+	Slippage httpapi.Number `json:"slippage"`
+	Funding  httpapi.Number `json:"funding"`
 }
 
 // JSON is the result as JSON, deterministic: the same input gives byte-identical output
-// (structs only, no maps; money as exact decimal numbers).
+// (structs only, no maps; money as exact decimal numbers). The costs (the breakdown, each
+// trade's slippage and funding) are there only when the run had them, so that a run
+// without costs gives the bytes it gave before they existed.
 func (r Result) JSON() ([]byte, error) {
 	trades := make([]tradeJSON, len(r.Trades))
 	for i, t := range r.Trades {
 		trades[i] = tradeJSON{Side: t.Side, EntryTime: t.EntryTime, ExitTime: t.ExitTime,
 			EntryPrice: httpapi.Num(t.EntryPrice), ExitPrice: httpapi.Num(t.ExitPrice), Amount: httpapi.Num(t.Amount),
 			Fees: httpapi.Num(t.Fees), NetPnl: httpapi.Num(t.NetPnl), Reason: t.Reason}
+		if r.Costs != nil {
+			trades[i].Slippage, trades[i].Funding = httpapi.NumPtr(t.Slippage), httpapi.NumPtr(t.Funding)
+		}
 	}
 	equity := r.Equity
 	if equity == nil {
 		equity = []analytics.Point{}
 	}
+	var costs *costsJSON
+	if b := r.Costs; b != nil {
+		costs = &costsJSON{httpapi.Num(b.GrossPnl), httpapi.Num(b.Fees), httpapi.Num(b.Slippage), httpapi.Num(b.Funding)}
+	}
 	return json.Marshal(struct {
 		Candles int               `json:"candles"`
 		Final   httpapi.Number    `json:"finalEquity"`
+		Costs   *costsJSON        `json:"costs,omitempty"`
 		Report  analytics.Report  `json:"report"`
 		Trades  []tradeJSON       `json:"trades"`
 		Equity  []analytics.Point `json:"equity"`
-	}{r.Candles, httpapi.Num(r.Final), r.Report, trades, equity})
+	}{r.Candles, httpapi.Num(r.Final), costs, r.Report, trades, equity})
 }

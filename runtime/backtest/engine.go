@@ -3,6 +3,7 @@ package backtest
 import (
 	"context"
 	"math"
+	"sort"
 
 	"github.com/shopspring/decimal"
 
@@ -53,14 +54,32 @@ type engine struct {
 	// limit is a resting limit entry's price in ticks (0: none) and limitSide its side.
 	limit     int64
 	limitSide position.Side
-	trades    []position.Trade
-	points    []analytics.Point
+	// fundAt is the index in c.funding of the next settlement and nextFund its time
+	// (MaxInt64: none left), so that a candle costs the loop one comparison.
+	fundAt   int
+	nextFund int64
+	// entrySlip and fund are the open position's entry slippage cost and the funding it
+	// has paid so far; tc is each closed trade's, in a run with costs (decimal path).
+	entrySlip, fund decimal.Decimal
+	tc              []tradeCost
+	trades          []position.Trade
+	points          []analytics.Point
 }
+
+// tradeCost is a closed trade's slippage cost and net funding paid.
+type tradeCost struct{ slip, fund decimal.Decimal }
 
 // newEngine is a run of c on s, on the integer ledger when fixed and c can be represented
 // in it.
 func newEngine(s *Series, c config, fixed bool) *engine {
-	e := &engine{s: s, c: c, kind: s.market.Kind}
+	e := &engine{s: s, c: c, kind: s.market.Kind, nextFund: math.MaxInt64}
+	if f := c.funding; len(f) > 0 {
+		// The settlements up to the first traded candle's open find no position.
+		e.fundAt = sort.Search(len(f), func(j int) bool { return f[j].Time > s.ts[c.from] })
+		if e.fundAt < len(f) {
+			e.nextFund = f[e.fundAt].Time
+		}
+	}
 	if fixed {
 		e.fx = newLedger(s, c)
 	}
@@ -71,14 +90,16 @@ func newEngine(s *Series, c config, fixed bool) *engine {
 		return e
 	}
 	e.balance, e.equity, e.peak = c.InitialBalance, c.InitialBalance, c.InitialBalance
+	e.entrySlip, e.fund = decimal.Zero, decimal.Zero
 	e.points = []analytics.Point{{Timestamp: s.ts[c.from], Equity: httpapi.Num(c.InitialBalance), Drawdown: httpapi.Num(decimal.Zero)}}
 	return e
 }
 
-// run is the candle loop: candle i's pending signal (decided at i-1's close) at its open,
-// then its path (limit fill, exits), then the strategy sees it closed and decides the
-// signal for i+1. At the end an open position is closed at the last close. The candles
-// before the config's from only feed the strategy.
+// run is the candle loop: the funding settlements due by candle i's open, then its
+// pending signal (decided at i-1's close) at its open, then its path (limit fill, exits),
+// then the strategy sees it closed and decides the signal for i+1. At the end an open
+// position is closed at the last close. The candles before the config's from only feed
+// the strategy.
 func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 	s := e.s
 	n := len(s.ts)
@@ -105,6 +126,9 @@ func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 			e.point(d)
 			nextDay = d + msPerDay
 		}
+		if ts[i] >= e.nextFund {
+			e.settle(i)
+		}
 		if pend != strategy.None {
 			e.atOpen(i, pend)
 		}
@@ -116,9 +140,37 @@ func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 		pend = st.Next(bars[i])
 	}
 	if e.held {
-		e.close(s.close[n-1], ts[n-1]+s.tfMs, ReasonEnd)
+		e.close(n-1, s.close[n-1], ts[n-1]+s.tfMs, ReasonEnd)
 	}
 	return nil
+}
+
+// settle books the funding settlements due by candle i's open (those after the previous
+// candle's open, at or before this one's) on the position held at that open, before the
+// open's orders: a position the open closes pays, one it opens does not. Each is priced
+// at the open, the first price after the settlement.
+func (e *engine) settle(i int) {
+	f, at, t := e.c.funding, e.s.ts[i], e.s.open[i]
+	for ; e.fundAt < len(f) && f[e.fundAt].Time <= at; e.fundAt++ {
+		switch {
+		case !e.held:
+		case e.fx != nil:
+			e.fx.pay(e.fundAt, t)
+		default:
+			// rate × the notional at t, rounded half away from zero to 8 places, the
+			// quote's places on the venues (and what keeps the integer ledger's scale
+			// small); a long pays a positive rate, a short receives it.
+			paid := e.pos.Size.Mul(e.s.price(t)).Mul(f[e.fundAt].Rate).Round(position.Places)
+			if e.side == position.Short {
+				paid = paid.Neg()
+			}
+			e.balance, e.fund = e.balance.Sub(paid), e.fund.Add(paid)
+		}
+	}
+	e.nextFund = math.MaxInt64
+	if e.fundAt < len(f) {
+		e.nextFund = f[e.fundAt].Time
+	}
 }
 
 // point records the equity at ms at.
@@ -139,7 +191,7 @@ func (e *engine) atOpen(i int, sig strategy.Signal) {
 	at, o := s.ts[i], s.open[i]
 	exitLong, exitShort := sig.Has(strategy.ExitLong), sig.Has(strategy.ExitShort)
 	if e.held && ((e.side == position.Long && exitLong) || (e.side == position.Short && exitShort)) {
-		e.close(o, at, ReasonSignal)
+		e.close(i, o, at, ReasonSignal)
 	}
 	if e.limit != 0 && ((e.limitSide == position.Long && exitLong) || (e.limitSide == position.Short && exitShort)) {
 		e.limit = 0
@@ -160,13 +212,13 @@ func (e *engine) atOpen(i int, sig strategy.Signal) {
 		if e.side == side {
 			return
 		}
-		e.close(o, at, ReasonReversal)
+		e.close(i, o, at, ReasonReversal)
 	}
 	if off := e.c.LimitOffset; off != nil {
 		e.limit, e.limitSide = e.limitPrice(s.close[i-1], side, *off), side
 		return
 	}
-	e.open(side, o, at)
+	e.open(i, side, o, false, 0)
 }
 
 // limitPrice is the limit entry's price for a signal at a close of closeT ticks: the close
@@ -196,15 +248,17 @@ func (e *engine) limitPrice(closeT int64, side position.Side, off decimal.Decima
 	return p.Div(e.s.market.TickSize).IntPart()
 }
 
-// open enters side at t ticks (ms at), sized and paid for as the executor and the paper
-// exchange do; an entry the sizing or the balance refuses is skipped.
-func (e *engine) open(side position.Side, t, at int64) {
+// open enters side in candle i at ref ticks, sized and paid for as the executor and the
+// paper exchange do; an entry the sizing or the balance refuses is skipped. A maker fill
+// (a resting limit reached inside the candle) fills at ref; a taker fill at ref slipped,
+// no further than bound (a limit entry's price; 0: none).
+func (e *engine) open(i int, side position.Side, ref int64, maker bool, bound int64) {
 	var sl, tp, liq int64
 	var ok bool
 	if e.fx != nil {
-		sl, tp, liq, ok = e.fx.open(side, t, at, e.kind)
+		sl, tp, liq, ok = e.fx.open(i, side, ref, e.s.ts[i], maker, bound)
 	} else {
-		sl, tp, liq, ok = e.openDecimal(side, t, at)
+		sl, tp, liq, ok = e.openDecimal(i, side, ref, maker, bound)
 	}
 	if !ok {
 		return
@@ -230,25 +284,28 @@ func (e *engine) open(side position.Side, t, at int64) {
 // openDecimal is open on decimals with runtime/order's and runtime/position's functions;
 // it returns the stop-loss, take-profit and liquidation levels in ticks (0: none), ok false
 // when the entry is skipped.
-func (e *engine) openDecimal(side position.Side, t, at int64) (sl, tp, liq int64, ok bool) {
+func (e *engine) openDecimal(i int, side position.Side, ref int64, maker bool, bound int64) (sl, tp, liq int64, ok bool) {
 	m := e.s.market
-	price := e.s.price(t)
-	amount, err := order.EntryAmount(order.Entry{Market: m, Size: e.c.PositionSize, Price: price,
-		Available: e.balance, FeeRate: e.c.FeeRate, Leverage: e.c.lev})
-	if err != nil {
+	rate := e.c.taker
+	if maker {
+		rate = e.c.maker
+	}
+	amount, t, ok := e.sizeDecimal(i, ref, rate, side == position.Long, maker, bound)
+	if !ok {
 		return 0, 0, 0, false
 	}
+	price := e.s.price(t)
 	if order.CheckExit(side, e.c.StopLoss, price, true) != nil || order.CheckExit(side, e.c.TakeProfit, price, false) != nil {
 		return 0, 0, 0, false
 	}
-	notional := amount.Mul(price)
-	fee := position.Fee(notional, e.c.FeeRate)
-	required := position.InitialMargin(notional, e.c.lev).Add(fee)
+	fee, required := e.required(amount, price, rate)
 	if required.GreaterThan(e.balance) {
 		return 0, 0, 0, false
 	}
 	e.balance = e.balance.Sub(required)
-	p := position.Open("", "", m.Symbol, e.kind, side, e.c.lev, position.Fill{Amount: amount, Price: price, Fee: fee, At: at}, "")
+	e.entrySlip = e.slipCost(t, ref, amount)
+	e.fund = decimal.Zero
+	p := position.Open("", "", m.Symbol, e.kind, side, e.c.lev, position.Fill{Amount: amount, Price: price, Fee: fee, At: e.s.ts[i]}, "")
 	if a := e.c.StopLoss; a != nil {
 		p.SetExit(true, a.Value.Decimal, a.Percent, hundred, m)
 	}
@@ -280,19 +337,125 @@ func (e *engine) openDecimal(side position.Side, t, at int64) (sl, tp, liq int64
 	return sl, tp, liq, true
 }
 
-// close closes the position at t ticks (ms at) with its exit fee, credits the balance as
-// the paper exchange does (position.Settle) and records the trade.
-func (e *engine) close(t, at int64, reason string) {
-	e.held = false
+// sizeDecimal sizes an entry in candle i at ref ticks as the executor does, with
+// order.EntryAmount at the reference price, and prices it: a maker fill (or a run without
+// slippage) at ref, a taker fill at ref slipped by that amount's slippage. When the margin
+// and fee at the slipped price exceed the balance (a buy near a 100 % size), the entry is
+// sized again at the slipped price, the amount the balance pays for there, and fills at
+// that amount's own slippage, which is no more, so that the balance still pays for it.
+// ok false: the sizing refuses the entry.
+func (e *engine) sizeDecimal(i int, ref int64, rate decimal.Decimal, buy, maker bool, bound int64) (decimal.Decimal, int64, bool) {
+	in := order.Entry{Market: e.s.market, Size: e.c.PositionSize, Price: e.s.price(ref),
+		Available: e.balance, FeeRate: rate, Leverage: e.c.lev}
+	amount, err := order.EntryAmount(in)
+	if err != nil {
+		return decimal.Zero, 0, false
+	}
+	if e.c.slip == nil || maker {
+		return amount, ref, true
+	}
+	t := slipped(ref, e.slipTicks(i, amount, ref), buy, bound)
+	if _, req := e.required(amount, e.s.price(t), rate); req.GreaterThan(e.balance) {
+		in.Price = e.s.price(t)
+		if amount, err = order.EntryAmount(in); err != nil {
+			return decimal.Zero, 0, false
+		}
+		t = slipped(ref, e.slipTicks(i, amount, ref), buy, bound)
+	}
+	return amount, t, true
+}
+
+// required is the fee and what the balance pays for entering amount at price: margin (the
+// notional on spot) plus the fee, as runtime/order sizes it.
+func (e *engine) required(amount, price, rate decimal.Decimal) (fee, required decimal.Decimal) {
+	notional := amount.Mul(price)
+	fee = position.Fee(notional, rate)
+	return fee, position.InitialMargin(notional, e.c.lev).Add(fee)
+}
+
+// slipTicks is Slippage's tick count for a taker fill of amount at ref ticks in candle i,
+// on decimals: min(ceil((high − low) × amount / (2 × volume × tick)), ceil(cap × ref
+// price / tick)), each quotient exact.
+func (e *engine) slipTicks(i int, amount decimal.Decimal, ref int64) int64 {
+	s := e.s
+	tick := s.market.TickSize
+	capT := ceilQuo(e.c.slip.Cap.Mul(s.price(ref)), tick)
+	v := s.volumeAt(i)
+	if !v.IsPositive() {
+		return capT.IntPart()
+	}
+	n := ceilQuo(s.price(s.high[i]).Sub(s.price(s.low[i])).Mul(amount), v.Add(v).Mul(tick))
+	return decimal.Min(n, capT).IntPart()
+}
+
+// ceilQuo is ceil(a / b) for a >= 0 and b > 0, exactly.
+func ceilQuo(a, b decimal.Decimal) decimal.Decimal {
+	q, r := a.QuoRem(b, 0)
+	if r.IsPositive() {
+		q = q.Add(one)
+	}
+	return q
+}
+
+// slipped is the price in ticks of a taker fill whose reference price is ref after n
+// ticks of slippage against it: up for a buy, down for a sell but not below one tick, and
+// no worse than bound (a limit entry's price; 0: none), as a limit order never fills
+// beyond its price.
+func slipped(ref, n int64, buy bool, bound int64) int64 {
+	if buy {
+		t := ref + min(n, math.MaxInt64-ref)
+		if bound != 0 {
+			t = min(t, bound)
+		}
+		return t
+	}
+	return max(ref-n, bound, 1)
+}
+
+// slipCost is what slippage cost a fill of amount at t ticks against ref ticks:
+// |t − ref| × tick × amount.
+func (e *engine) slipCost(t, ref int64, amount decimal.Decimal) decimal.Decimal {
+	if t == ref {
+		return decimal.Zero
+	}
+	return e.s.price(max(t-ref, ref-t)).Mul(amount)
+}
+
+// exitPrice is the price in ticks a close at ref ticks in candle i fills at: ref slipped
+// against the position (a long sells, a short buys), but a liquidation fills at ref, the
+// venue's own price.
+func (e *engine) exitPrice(i int, ref int64, reason string) int64 {
+	if e.c.slip == nil || reason == ReasonLiquidation {
+		return ref
+	}
+	var n int64
 	if e.fx != nil {
-		e.fx.close(t, at, e.kind == exchange.Futures, reason)
+		n = e.fx.slipTicks(i, e.fx.k, ref)
+	} else {
+		n = e.slipTicks(i, e.pos.Size.Decimal, ref)
+	}
+	return slipped(ref, n, e.side == position.Short, 0)
+}
+
+// close closes the position in candle i at ref ticks (slipped, exitPrice; ms at) with its
+// exit fee, credits the balance as the paper exchange does (position.Settle) and records
+// the trade, net of the funding it paid.
+func (e *engine) close(i int, ref, at int64, reason string) {
+	e.held = false
+	t := e.exitPrice(i, ref, reason)
+	if e.fx != nil {
+		e.fx.close(t, ref, at, reason)
 		return
 	}
-	p := e.pos
+	p, amount := e.pos, e.pos.Size.Decimal
 	price := e.s.price(t)
-	fee := position.Fee(p.Size.Mul(price), e.c.FeeRate)
-	st, tr, _ := p.Reduce(position.Fill{Amount: p.Size.Decimal, Price: price, Fee: fee, At: at}, "", "", reason)
+	fee := position.Fee(amount.Mul(price), e.c.taker)
+	st, tr, _ := p.Reduce(position.Fill{Amount: amount, Price: price, Fee: fee, At: at}, "", "", reason)
 	e.balance = e.balance.Add(st.Credit)
+	if e.c.Costs != nil {
+		tr.NetPnl = httpapi.Num(tr.NetPnl.Sub(e.fund))
+		e.tc = append(e.tc, tradeCost{slip: e.entrySlip.Add(e.slipCost(t, ref, amount)), fund: e.fund})
+	}
 	e.trades = append(e.trades, tr)
 	e.equity = e.equity.Add(tr.NetPnl.Decimal)
 	e.peak = decimal.Max(e.peak, e.equity)
@@ -314,21 +477,23 @@ func (e *engine) walk(i int) {
 		a, b = b, a
 	}
 	path := [4]int64{o, a, b, c}
-	if e.limit != 0 && ((e.limitSide == position.Long && o <= e.limit) || (e.limitSide == position.Short && o >= e.limit)) {
+	if l := e.limit; l != 0 && ((e.limitSide == position.Long && o <= l) || (e.limitSide == position.Short && o >= l)) {
+		// The open is at or beyond the limit: the order takes liquidity, a taker fill.
 		e.limit = 0
-		e.open(e.limitSide, o, at)
+		e.open(i, e.limitSide, o, false, l)
 	}
-	if e.held && e.exitAtOpen(o, at) {
+	if e.held && e.exitAtOpen(i, o, at) {
 		return
 	}
 	for k := 1; k < len(path); k++ {
 		from, to := path[k-1], path[k]
 		if l := e.limit; l != 0 && ((e.limitSide == position.Long && to < l) || (e.limitSide == position.Short && to > l)) {
+			// The market trades through the resting order: a maker fill at its price.
 			e.limit = 0
-			e.open(e.limitSide, l, at)
+			e.open(i, e.limitSide, l, true, 0)
 			from = l
 		}
-		if e.held && e.exitOn(from, to, at) {
+		if e.held && e.exitOn(i, from, to, at) {
 			return
 		}
 	}
@@ -359,34 +524,35 @@ func (e *engine) adverse() (int64, string) {
 	return sl, ReasonStopLoss
 }
 
-// exitAtOpen closes the position at the open o when it opened past an exit level.
-func (e *engine) exitAtOpen(o, at int64) bool {
+// exitAtOpen closes the position at candle i's open o when it opened past an exit level.
+func (e *engine) exitAtOpen(i int, o, at int64) bool {
 	long := e.side == position.Long
 	if lv, reason := e.adverse(); lv != 0 && ((long && o <= lv) || (!long && o >= lv)) {
-		e.close(o, at, reason)
+		e.close(i, o, at, reason)
 		return true
 	}
 	if tp := e.tpT; tp != 0 && ((long && o >= tp) || (!long && o <= tp)) {
-		e.close(o, at, ReasonTakeProfit)
+		e.close(i, o, at, ReasonTakeProfit)
 		return true
 	}
 	return false
 }
 
-// exitOn closes the position at the first exit level the move from → to reaches.
-func (e *engine) exitOn(from, to, at int64) bool {
+// exitOn closes the position at the first exit level the move from → to in candle i
+// reaches.
+func (e *engine) exitOn(i int, from, to, at int64) bool {
 	long := e.side == position.Long
 	down := to < from
 	if long != down {
 		// Moving in the position's favour: only the take-profit can be reached.
 		if tp := e.tpT; tp != 0 && ((long && to >= tp) || (!long && to <= tp)) {
-			e.close(tp, at, ReasonTakeProfit)
+			e.close(i, tp, at, ReasonTakeProfit)
 			return true
 		}
 		return false
 	}
 	if lv, reason := e.adverse(); lv != 0 && ((long && to <= lv) || (!long && to >= lv)) {
-		e.close(lv, at, reason)
+		e.close(i, lv, at, reason)
 		return true
 	}
 	return false

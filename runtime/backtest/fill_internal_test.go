@@ -50,7 +50,13 @@ func baseConfig() Config {
 
 func runScript(t *testing.T, m exchange.MarketInfo, cfg Config, cs []marketdata.Candle, sigs map[int]strategy.Signal) (Result, *scripted) {
 	t.Helper()
-	s, err := NewSeries(cs, m, "1m")
+	return runScriptTF(t, m, "1m", cfg, cs, sigs)
+}
+
+// runScriptTF is runScript on candles of timeframe tf (cfg's strategy must say it too).
+func runScriptTF(t *testing.T, m exchange.MarketInfo, tf string, cfg Config, cs []marketdata.Candle, sigs map[int]strategy.Signal) (Result, *scripted) {
+	t.Helper()
+	s, err := NewSeries(cs, m, tf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,33 +474,46 @@ type never struct{}
 func (never) Warmup() int                       { return 1 }
 func (never) Next(strategy.Bar) strategy.Signal { return strategy.None }
 
-// TestLoopDoesNotAllocate: the candle loop allocates nothing per candle; what a run
-// allocates is fixed, plus the equity point of each UTC day (1 in 1440 one-minute candles).
+// TestLoopDoesNotAllocate: the candle loop allocates nothing per candle, with costs (the
+// funding settlements passing every 8 hours) or without; what a run allocates is fixed,
+// plus the equity point of each UTC day (1 in 1440 one-minute candles).
 func TestLoopDoesNotAllocate(t *testing.T) {
 	cs := make([]marketdata.Candle, 20000)
 	for i := range cs {
 		cs[i] = bar(i, "100", "101", "99", "100")
 	}
-	allocs := func(n int) float64 {
-		s, err := NewSeries(cs[:n], spotBTC(), "1m")
+	allocs := func(n int, costs bool) float64 {
+		m := spotBTC()
+		if costs {
+			m = futBTC() // funding is a futures cost
+		}
+		s, err := NewSeries(cs[:n], m, "1m")
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := normalise(baseConfig(), s)
+		cfg := baseConfig()
+		if costs {
+			cfg.Costs = venue()
+			cfg.Costs.Slippage = &Slippage{Cap: testkit.D("0.005")}
+			cfg.Costs.Funding = fundingFor(s, 1)
+		}
+		c, err := normalise(cfg, s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return testing.AllocsPerRun(5, func() {
-			if _, _, err := runWith(context.Background(), s, c, never{}, true); err != nil {
-				t.Fatal(err)
+			if _, ok, err := runWith(context.Background(), s, c, never{}, true); err != nil || !ok {
+				t.Fatal(err, ok)
 			}
 		})
 	}
-	short, long := allocs(100), allocs(20000)
-	// 20,000 candles cross 13 UTC midnights; a day's point costs a few allocations (its
-	// decimals and the slice's growth).
-	if per := (long - short) / 19900; per > 0.01 {
-		t.Fatalf("%.0f allocations on 100 candles, %.0f on 20,000: %.4f a candle", short, long, per)
+	for _, costs := range []bool{false, true} {
+		short, long := allocs(100, costs), allocs(20000, costs)
+		// 20,000 candles cross 13 UTC midnights; a day's point costs a few allocations (its
+		// decimals and the slice's growth).
+		if per := (long - short) / 19900; per > 0.01 {
+			t.Fatalf("costs %v: %.0f allocations on 100 candles, %.0f on 20,000: %.4f a candle", costs, short, long, per)
+		}
 	}
 }
 

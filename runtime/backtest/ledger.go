@@ -16,8 +16,9 @@ import (
 // ledger is the run's money in int64 fixed point: prices in ticks, amounts in steps, and
 // balances, fees, margins and PnL in units of 10^-scale, where scale is the most decimals
 // any of them takes (the initial balance's, amount × price × fee rate's, and the 8 places
-// of a futures margin). It computes what runtime/order's sizing and runtime/position's
-// margin, fees, settlement and liquidation price compute on decimals, to the digit:
+// of a futures margin and of a funding payment). It computes what runtime/order's sizing
+// and runtime/position's margin, fees, settlement and liquidation price compute on
+// decimals, to the digit:
 // products and sums are exact in integers, and each decimal division (16 places, then a
 // rounding to the step, the tick or 8 places) is reproduced from the integer quotient and
 // remainder. newLedger refuses a config it cannot represent (a tick or step that is not a
@@ -26,10 +27,13 @@ import (
 // backtests").
 type ledger struct {
 	failed bool
-	// dT, dS and dF are the decimals of the tick, the step and the fee rate; scale those of
-	// money.
+	s      *Series
+	// futures: a futures market; costs: the run has Config.Costs.
+	futures, costs bool
+	// dT, dS and dF are the decimals of the tick, the step and the fee rates (the larger of
+	// the maker's and the taker's); scale those of money.
 	dT, dS, dF, scale int
-	fee               int64 // fee rate × 10^dF
+	maker, taker      int64 // fee rates × 10^dF
 	lev               int64
 	// pct: the entry size is size% of the available balance, size × 10^-dN; else a fixed
 	// amount of fixedK steps.
@@ -43,11 +47,22 @@ type ledger struct {
 	dO          int
 	mmrM, mmrDn int64 // 10^dM × (1 − mmr) and 10^dM × (1 + mmr)
 	dM          int
+	// slip: the run has slippage, capped at capN × 10^-dC of the reference price.
+	slip bool
+	capN int64
+	dC   int
+	// rates are the funding settlements' rates × 10^dR (c.funding's, in order).
+	rates []int64
+	dR    int
 
 	balance, equity, peak int64
-	// The open position: k steps entered at entryT ticks; cost, margin and entry fee in money.
+	// The open position: k steps entered at entryT ticks; cost, margin, entry fee, entry
+	// slippage cost and the funding paid so far in money.
 	k, entryT, cost, margin, entryFee, openedAt int64
+	entrySlip, fund                             int64
 	side                                        position.Side
+	// The closed trades' gross PnL, fees, slippage cost and funding, in a run with costs.
+	gross, fees, slipped, funded int64
 
 	trades []ledgerTrade
 	points []ledgerPoint
@@ -70,6 +85,7 @@ type ledgerTrade struct {
 	entryAt, exitAt  int64
 	entryT, exitT, k int64
 	fees, net        int64
+	slip, fund       int64
 	reason           string
 }
 
@@ -119,7 +135,7 @@ func ceilShift(d decimal.Decimal, n int) int64 {
 func newLedger(s *Series, c config) *ledger {
 	m := s.market
 	var ok bool
-	l := &ledger{lev: int64(c.lev)}
+	l := &ledger{s: s, futures: m.Kind == exchange.Futures, costs: c.Costs != nil, lev: int64(c.lev)}
 	if l.dT, ok = powerOfTen(m.TickSize); !ok || l.dT > 8 {
 		// Beyond 8 places the trade's entry price (position.avg, 8 places) differs from
 		// the fill price.
@@ -128,7 +144,7 @@ func newLedger(s *Series, c config) *ledger {
 	if l.dS, ok = powerOfTen(m.StepSize); !ok || l.dS > 16 {
 		return nil
 	}
-	if l.dF, l.fee, ok = decimalsOf(c.FeeRate, 18); !ok {
+	if !l.costsOf(c) {
 		return nil
 	}
 	dB, bal, ok := decimalsOf(c.InitialBalance, 18)
@@ -136,7 +152,7 @@ func newLedger(s *Series, c config) *ledger {
 		return nil
 	}
 	l.scale = max(dB, l.dS+l.dT+l.dF)
-	if s.market.Kind == exchange.Futures && c.lev > 1 {
+	if (l.futures && c.lev > 1) || len(l.rates) > 0 {
 		l.scale = max(l.scale, position.Places)
 	}
 	if l.scale > 18 {
@@ -160,31 +176,8 @@ func newLedger(s *Series, c config) *ledger {
 	}
 	l.minK = ceilShift(m.MinQty, l.dS)
 	l.minN = ceilShift(m.MinNotional, l.dS+l.dT)
-	for _, x := range [...]struct {
-		a    *signal.Amount
-		rule *exitRule
-	}{{c.StopLoss, &l.sl}, {c.TakeProfit, &l.tp}} {
-		a, r := x.a, x.rule
-		if a == nil {
-			continue
-		}
-		r.set, r.percent = true, a.Percent
-		if a.Percent {
-			// PriceFromPercent divides by 100 at 16 places: exact up to 14 places.
-			dP, p, ok := decimalsOf(a.Value.Decimal, 14)
-			if !ok {
-				return nil
-			}
-			r.pct, r.base = p, int64(pow10[dP+2])
-			continue
-		}
-		level := m.RoundPrice(a.Value.Decimal).Div(m.TickSize)
-		ticks := a.Value.Shift(int32(l.dT))
-		if level.GreaterThan(maxTicks) || ticks.GreaterThan(maxTicks) {
-			return nil
-		}
-		r.level = max(level.IntPart(), 0)
-		r.floor, r.ceil = ticks.Floor().IntPart(), ticks.Ceil().IntPart()
+	if !l.sl.of(c.StopLoss, m, l.dT) || !l.tp.of(c.TakeProfit, m, l.dT) {
+		return nil
 	}
 	if o := c.LimitOffset; o != nil {
 		if l.dO, l.offset, ok = decimalsOf(*o, 14); !ok {
@@ -197,6 +190,71 @@ func newLedger(s *Series, c config) *ledger {
 	}
 	l.mmrDn, l.mmrM = int64(pow10[l.dM])-mmr, int64(pow10[l.dM])+mmr
 	return l
+}
+
+// of sets r from a stop-loss or take-profit a (nil: none) on market m, whose tick has dT
+// places; false when it cannot be held exactly.
+func (r *exitRule) of(a *signal.Amount, m exchange.MarketInfo, dT int) bool {
+	if a == nil {
+		return true
+	}
+	r.set, r.percent = true, a.Percent
+	if a.Percent {
+		// PriceFromPercent divides by 100 at 16 places: exact up to 14 places.
+		dP, p, ok := decimalsOf(a.Value.Decimal, 14)
+		if !ok {
+			return false
+		}
+		r.pct, r.base = p, int64(pow10[dP+2])
+		return true
+	}
+	level := m.RoundPrice(a.Value.Decimal).Div(m.TickSize)
+	ticks := a.Value.Shift(int32(dT))
+	if level.GreaterThan(maxTicks) || ticks.GreaterThan(maxTicks) {
+		return false
+	}
+	r.level = max(level.IntPart(), 0)
+	r.floor, r.ceil = ticks.Floor().IntPart(), ticks.Ceil().IntPart()
+	return true
+}
+
+// costsOf sets the fee rates at their common places dF, the slippage cap and the funding
+// rates at theirs, dR; false when one cannot be held exactly (or a funding payment's
+// product, dS + dT + dR places, has too many to round in 128 bits).
+func (l *ledger) costsOf(c config) bool {
+	dMk, mk, ok1 := decimalsOf(c.maker, 18)
+	dTk, tk, ok2 := decimalsOf(c.taker, 18)
+	if !ok1 || !ok2 {
+		return false
+	}
+	l.dF = max(dMk, dTk)
+	l.maker, l.taker = l.shift(mk, l.dF-dMk), l.shift(tk, l.dF-dTk)
+	if sl := c.slip; sl != nil {
+		if l.dC, l.capN, l.slip = decimalsOf(sl.Cap, 18); !l.slip || l.s.vol == nil {
+			// A cap beyond 18 places, or volumes beyond int64 (Series.volumes).
+			return false
+		}
+	}
+	if len(c.funding) == 0 {
+		return !l.failed
+	}
+	// The rates as Series.volumes holds volumes: coefficient × 10^(dR + exponent), read
+	// without a decimal operation (a year of settlements is a thousand of them a run).
+	for _, f := range c.funding {
+		l.dR = max(l.dR, int(-f.Rate.Exponent()))
+	}
+	if l.dR > 18 || l.dS+l.dT+l.dR-position.Places >= len(pow10) {
+		return false
+	}
+	l.rates = make([]int64, len(c.funding))
+	for j, f := range c.funding {
+		d := l.dR + int(f.Rate.Exponent())
+		if f.Rate.NumDigits()+d > 18 {
+			return false
+		}
+		l.rates[j] = f.Rate.CoefficientInt64() * int64(pow10[d])
+	}
+	return !l.failed
 }
 
 // shift is v × 10^n (n >= 0), failing on overflow.
@@ -335,9 +393,9 @@ func (l *ledger) money(v int64, places int) int64 { return l.shift(v, l.scale-pl
 // notional is k steps at t ticks, in money.
 func (l *ledger) notional(k, t int64) int64 { return l.money(l.mul(k, t), l.dS+l.dT) }
 
-// feeOf is the fee on k steps at t ticks, in money (position.Fee).
-func (l *ledger) feeOf(k, t int64) int64 {
-	return l.money(l.mul(l.mul(k, t), l.fee), l.dS+l.dT+l.dF)
+// feeOf is the fee at rate (× 10^dF) on k steps at t ticks, in money (position.Fee).
+func (l *ledger) feeOf(k, t, rate int64) int64 {
+	return l.money(l.mul(l.mul(k, t), rate), l.dS+l.dT+l.dF)
 }
 
 // marginOf is position.InitialMargin of the notional of k steps at t ticks, in money.
@@ -356,8 +414,11 @@ func (l *ledger) marginOf(k, t int64) int64 {
 	return l.money(q, position.Places)
 }
 
-// required is what entering k steps at t ticks takes from the balance (runtime/order's).
-func (l *ledger) required(k, t int64) int64 { return l.add(l.marginOf(k, t), l.feeOf(k, t)) }
+// required is what entering k steps at t ticks with a fee at rate takes from the balance
+// (runtime/order's).
+func (l *ledger) required(k, t, rate int64) int64 {
+	return l.add(l.marginOf(k, t), l.feeOf(k, t, rate))
+}
 
 // steps is the base amount num × 10^-numPlaces / (den × 10^-denPlaces) as the decimal
 // library divides it (16 places), rounded down to the step (exchange.RoundAmount).
@@ -370,10 +431,15 @@ func (l *ledger) steps(num u128, numPlaces int, den int64, denPlaces int) int64 
 	return l.quo128(num, 0, l.mul(den, l.shift(1, -e)), l.dS, false)
 }
 
-// entrySteps is order.EntryAmount at t ticks in steps, 0 when it refuses the entry.
-func (l *ledger) entrySteps(t int64) int64 {
+// entrySteps is order.EntryAmount at t ticks with a fee at rate in steps, 0 when it
+// refuses the entry.
+func (l *ledger) entrySteps(t, rate int64) int64 {
 	k := l.fixedK
 	if l.pct {
+		if l.balance <= 0 {
+			// Funding can take the free balance below zero: the budget is not positive.
+			return 0
+		}
 		// budget = available × size / 100 (16 places) × leverage.
 		bp := l.scale + l.dN + 2
 		b := l.wide(l.balance, l.size)
@@ -381,12 +447,12 @@ func (l *ledger) entrySteps(t int64) int64 {
 			b, bp = l.roundHalf(b, bp-16), 16
 		}
 		k = l.steps(l.mul128(b, uint64(l.lev)), bp, t, l.dT)
-		if k > 0 && l.required(k, t) > l.balance {
+		if k > 0 && l.required(k, t, rate) > l.balance {
 			// The fee (and margin rounding) take it past the balance: available × lev /
 			// (price × (1 + fee × lev)).
-			per := l.mul(t, l.add(int64(pow10[l.dF]), l.mul(l.fee, l.lev)))
+			per := l.mul(t, l.add(int64(pow10[l.dF]), l.mul(rate, l.lev)))
 			k = l.steps(l.wide(l.balance, l.lev), l.scale, per, l.dT+l.dF)
-			for i := 0; i < 3 && k > 0 && l.required(k, t) > l.balance; i++ {
+			for i := 0; i < 3 && k > 0 && l.required(k, t, rate) > l.balance; i++ {
 				k--
 			}
 		}
@@ -426,25 +492,122 @@ func (r *exitRule) refused(side position.Side, t int64, stopLoss bool) bool {
 	return t >= r.ceil
 }
 
-// open enters side at t ticks (ms at) as engine.open does; ok false when the entry is
-// skipped. It returns the stop-loss, take-profit and liquidation levels in ticks.
-func (l *ledger) open(side position.Side, t, at int64, kind exchange.Kind) (sl, tp, liq int64, ok bool) {
-	k := l.entrySteps(t)
+// open enters side in candle i at ref ticks (ms at) as engine.open does; ok false when the
+// entry is skipped. It returns the stop-loss, take-profit and liquidation levels in ticks.
+func (l *ledger) open(i int, side position.Side, ref, at int64, maker bool, bound int64) (sl, tp, liq int64, ok bool) {
+	rate := l.taker
+	if maker {
+		rate = l.maker
+	}
+	k, t := l.sized(i, ref, rate, side == position.Long, maker, bound)
 	if k == 0 || l.sl.refused(side, t, true) || l.tp.refused(side, t, false) {
 		return 0, 0, 0, false
 	}
-	fee, margin := l.feeOf(k, t), l.marginOf(k, t)
+	fee, margin := l.feeOf(k, t, rate), l.marginOf(k, t)
 	required := l.add(margin, fee)
 	if l.failed || required > l.balance {
 		return 0, 0, 0, false
 	}
 	l.balance = l.sub(l.balance, required)
 	l.k, l.entryT, l.cost, l.margin, l.entryFee, l.openedAt, l.side = k, t, l.notional(k, t), margin, fee, at, side
+	l.entrySlip, l.fund = l.slipCost(k, t, ref), 0
 	sl, tp = l.level(&l.sl, side, t, true), l.level(&l.tp, side, t, false)
-	if kind == exchange.Futures && (side == position.Short || l.lev > 1) {
+	if l.futures && (side == position.Short || l.lev > 1) {
 		liq = l.liquidation()
 	}
 	return sl, tp, liq, !l.failed
+}
+
+// sized is engine.sizeDecimal in steps: the amount entrySteps sizes at ref and the fill
+// price, slipped for a taker fill, the amount sized again at the slipped price when the
+// balance does not pay for it there; k 0 when the sizing refuses the entry.
+func (l *ledger) sized(i int, ref, rate int64, buy, maker bool, bound int64) (k, t int64) {
+	k = l.entrySteps(ref, rate)
+	if k == 0 || !l.slip || maker {
+		return k, ref
+	}
+	t = slipped(ref, l.slipTicks(i, k, ref), buy, bound)
+	if l.required(k, t, rate) > l.balance {
+		if k = l.entrySteps(t, rate); k == 0 {
+			return 0, 0
+		}
+		t = slipped(ref, l.slipTicks(i, k, ref), buy, bound)
+	}
+	return k, t
+}
+
+// slipTicks is engine.slipTicks for k steps, in integers: with the volume v × 10^-dV,
+// min(ceil(range × k × 10^(dV−dS) / 2v), ceil(capN × ref / 10^dC)), range in ticks.
+func (l *ledger) slipTicks(i int, k, ref int64) int64 {
+	s := l.s
+	capT := l.ceilDiv(l.wide(l.capN, ref), pow10[l.dC])
+	v := s.vol[i]
+	if v <= 0 {
+		return capT
+	}
+	num, den := l.wide(s.high[i]-s.low[i], k), l.mul(2, v)
+	if e := s.dV - l.dS; e >= 0 {
+		num = l.mul128(num, pow10[e])
+	} else {
+		den = l.mul(den, l.shift(1, -e))
+	}
+	if l.failed {
+		return 0
+	}
+	return min(l.ceilDiv(num, uint64(den)), capT)
+}
+
+// ceilDiv is ceil(n / d) for d > 0, MaxInt64 when that is more.
+func (l *ledger) ceilDiv(n u128, d uint64) int64 {
+	if d == 0 {
+		l.failed = true
+		return 0
+	}
+	if n.hi >= d {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(n.hi, n.lo, d)
+	if q >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	if r != 0 {
+		q++
+	}
+	return int64(q)
+}
+
+// slipCost is what slippage cost a fill of k steps at t ticks against ref ticks, in money.
+func (l *ledger) slipCost(k, t, ref int64) int64 {
+	if t == ref {
+		return 0
+	}
+	return l.money(l.mul(max(t-ref, ref-t), k), l.dS+l.dT)
+}
+
+// pay books funding settlement j on the open position at t ticks as engine.settle does:
+// |rate| × k × t (dS + dT + dR places) rounded half away from zero to 8 places, paid by a
+// long at a positive rate and by a short at a negative one, received otherwise.
+func (l *ledger) pay(j int, t int64) {
+	r := l.rates[j]
+	neg := r < 0
+	if neg {
+		r = -r
+	}
+	n := l.mul128(l.wide(l.k, t), uint64(r))
+	if p := l.dS + l.dT + l.dR; p > position.Places {
+		n = l.roundHalf(n, p-position.Places)
+	} else {
+		n = l.mul128(n, pow10[position.Places-p])
+	}
+	if n.hi != 0 || n.lo > math.MaxInt64 {
+		l.failed = true
+		return
+	}
+	paid := l.money(int64(n.lo), position.Places)
+	if neg != (l.side == position.Short) {
+		paid = -paid
+	}
+	l.balance, l.fund = l.sub(l.balance, paid), l.add(l.fund, paid)
 }
 
 // liquidation is position.LiquidationPrice of the open position in ticks: the floor (a
@@ -476,16 +639,17 @@ func (l *ledger) liquidation() int64 {
 	return (p8 + unit - 1) / unit
 }
 
-// close closes the open position at t ticks (ms at) as engine.close does.
-func (l *ledger) close(t, at int64, futures bool, reason string) {
-	value, exitFee := l.notional(l.k, t), l.feeOf(l.k, t)
+// close closes the open position at t ticks, slipped from ref (ms at), as engine.close
+// does.
+func (l *ledger) close(t, ref, at int64, reason string) {
+	value, exitFee := l.notional(l.k, t), l.feeOf(l.k, t, l.taker)
 	var gross, credit int64
 	if l.side == position.Long {
 		gross = l.sub(value, l.cost)
 	} else {
 		gross = l.sub(l.cost, value)
 	}
-	if futures {
+	if l.futures {
 		credit = l.sub(l.add(l.margin, gross), exitFee)
 		if credit < 0 {
 			credit, gross = 0, l.sub(exitFee, l.margin)
@@ -493,12 +657,17 @@ func (l *ledger) close(t, at int64, futures bool, reason string) {
 	} else {
 		credit = l.sub(value, exitFee)
 	}
-	net := l.sub(l.sub(gross, exitFee), l.entryFee)
+	fees := l.add(l.entryFee, exitFee)
+	net := l.sub(l.sub(gross, fees), l.fund)
 	l.balance = l.add(l.balance, credit)
 	l.equity = l.add(l.equity, net)
 	l.peak = max(l.peak, l.equity)
+	slip := l.add(l.entrySlip, l.slipCost(l.k, t, ref))
+	if l.costs {
+		l.gross, l.fees, l.slipped, l.funded = l.add(l.gross, gross), l.add(l.fees, fees), l.add(l.slipped, slip), l.add(l.funded, l.fund)
+	}
 	l.trades = append(l.trades, ledgerTrade{side: l.side, entryAt: l.openedAt, exitAt: at, entryT: l.entryT, exitT: t, k: l.k,
-		fees: l.add(l.entryFee, exitFee), net: net, reason: reason})
+		fees: fees, net: net, slip: slip, fund: l.fund, reason: reason})
 	l.point(at)
 }
 
@@ -510,6 +679,15 @@ func (l *ledger) point(at int64) {
 // result fills r's trades, report, equity curve and final equity from the ledger.
 func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, q analytics.Query) {
 	m := func(v int64) decimal.Decimal { return decimal.New(v, int32(-l.scale)) }
+	// Zeros (a drawdown at a peak, the funding of a trade that held over no settlement)
+	// share one decimal.
+	zero := m(0)
+	mz := func(v int64) decimal.Decimal {
+		if v == 0 {
+			return zero
+		}
+		return m(v)
+	}
 	r.Trades = make([]Trade, len(l.trades))
 	fixed := make([]analytics.FixedTrade, len(l.trades))
 	// A reversal enters at the price the previous trade exited at, and a fixed size enters
@@ -527,7 +705,13 @@ func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, 
 		prevT, prevPrice = t.exitT, decimal.New(t.exitT, int32(-l.dT))
 		r.Trades[i] = Trade{Side: string(t.side), EntryTime: t.entryAt, ExitTime: t.exitAt, EntryPrice: entry,
 			ExitPrice: prevPrice, Amount: prevAmount, Fees: m(t.fees), NetPnl: m(t.net), Reason: t.reason}
+		if l.costs {
+			r.Trades[i].Slippage, r.Trades[i].Funding = mz(t.slip), mz(t.fund)
+		}
 		fixed[i] = analytics.FixedTrade{ClosedAt: t.exitAt, NetPnl: t.net, Fees: t.fees}
+	}
+	if l.costs {
+		r.Costs = &CostBreakdown{GrossPnl: m(l.gross), Fees: m(l.fees), Slippage: m(l.slipped), Funding: m(l.funded)}
 	}
 	rep, ok := analytics.ReportOfFixed(hdr, fixed, int32(l.scale), &start, q)
 	if !ok {
@@ -539,13 +723,8 @@ func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, 
 	}
 	r.Report = rep
 	r.Equity = make([]analytics.Point, len(l.points))
-	zero := m(0)
 	for i, p := range l.points {
-		dd := zero
-		if p.drawdown != 0 {
-			dd = m(p.drawdown)
-		}
-		r.Equity[i] = analytics.Point{Timestamp: p.at, Equity: httpapi.Num(m(p.equity)), Drawdown: httpapi.Num(dd)}
+		r.Equity[i] = analytics.Point{Timestamp: p.at, Equity: httpapi.Num(m(p.equity)), Drawdown: httpapi.Num(mz(p.drawdown))}
 	}
 	r.Final = m(l.balance)
 }

@@ -32,22 +32,7 @@ func randomParams(r *rand.Rand, f strategy.Family) strategy.Params {
 				hi = min(hi, 60)
 			}
 			v := rg.Min + float64(r.IntN(int((hi-rg.Min)/rg.Step)+1))*rg.Step
-			switch rg.Name {
-			case "fastPeriod":
-				p.FastPeriod = int(v)
-			case "slowPeriod":
-				p.SlowPeriod = int(v)
-			case "period":
-				p.Period = int(v)
-			case "exitPeriod":
-				p.ExitPeriod = int(v)
-			case "oversold":
-				p.Oversold = v
-			case "overbought":
-				p.Overbought = v
-			case "stdDev":
-				p.StdDev = v
-			}
+			p.Set(rg.Name, v)
 		}
 		if (strategy.Spec{Family: f, Timeframe: "1m", Symbol: "BTC/USDT", Params: p}).Validate() == nil {
 			return p
@@ -141,20 +126,85 @@ func randomCase(t *testing.T, seed uint64) (*Series, Config) {
 		o := d(pick(r, "0", "0.1", "0.05", "1.25", "0.0333"))
 		cfg.LimitOffset = &o
 	}
+	randomCosts(&cfg, s, seed)
 	return s, cfg
+}
+
+// randomCosts gives half the cases a cost model (maker and taker rates, slippage caps,
+// funding series), drawn from a generator of their own so that the rest of a seed's case
+// is what it was before costs existed.
+func randomCosts(cfg *Config, s *Series, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	if r.IntN(2) == 0 {
+		return
+	}
+	d := decimal.RequireFromString
+	k := &Costs{MakerFee: d(pick(r, "0", "0.0002", "0.0001", "0.00015")), TakerFee: d(pick(r, "0", "0.0005", "0.0004", "0.00075", "0.001"))}
+	if r.IntN(3) != 0 {
+		k.Slippage = &Slippage{Cap: d(pick(r, "0.005", "0.001", "0", "0.0123", "0.05"))}
+	}
+	if r.IntN(3) != 0 {
+		k.Funding = fundingFor(s, seed)
+	}
+	cfg.FeeRate, cfg.Costs = decimal.Zero, k
+}
+
+// fundingFor is a funding series for s: a settlement every 8 hours from its first candle's
+// open to past its end, with deterministic rates of 4 to 8 decimals, mostly positive.
+func fundingFor(s *Series, seed uint64) []marketdata.FundingRate {
+	r := rand.New(rand.NewPCG(seed, 13))
+	const h8 = 8 * 3600000
+	var out []marketdata.FundingRate
+	for at := s.ts[0]; at <= s.ts[len(s.ts)-1]+h8; at += h8 {
+		// −0.0003 to 0.0008 in millionths, then at 4 to 8 places.
+		micro, places := int64(r.IntN(1101))-300, 4+r.IntN(5)
+		v := micro / int64(pow10[max(6-places, 0)])
+		if places > 6 {
+			v = micro*int64(pow10[places-6]) + int64(r.IntN(int(pow10[places-6])))
+		}
+		out = append(out, marketdata.FundingRate{Time: at, Rate: decimal.New(v, -int32(places))})
+	}
+	return out
+}
+
+// mustRun runs cfg on s on both money paths, requires the same bytes when the ledger takes
+// it, and returns the decimal path's result.
+func mustRun(t *testing.T, s *Series, cfg Config) Result {
+	t.Helper()
+	c, err := normalise(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(fx bool) (Result, bool) {
+		st, err := strategy.New(c.Strategy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok, err := runWith(context.Background(), s, c, st, fx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, ok
+	}
+	want, _ := run(false)
+	if got, ok := run(true); ok {
+		sameJSON(t, got, want)
+	}
+	return want
 }
 
 // TestLedgerMatchesDecimal: over many seeded random experiments the integer ledger's
 // result is the decimal path's, byte for byte in Result.JSON, and Run (the ledger, with
 // its fallback) gives it too; the experiments reach every reason a strategy's trade closes
-// for (reversals come from scripts: TestFuturesReversalWithLeverage, like every fill test, runs both paths), and the fallback for configs the ledger refuses.
+// for (reversals come from scripts: TestFuturesReversalWithLeverage, like every fill test, runs both paths), and the fallback for configs the ledger refuses. Half of them have
+// a cost model (randomCosts), whose figures must add up.
 func TestLedgerMatchesDecimal(t *testing.T) {
 	n := 400
 	if testing.Short() {
 		n = 60
 	}
 	reasons := map[string]int{}
-	var fixed, refused, trades int
+	var fixed, refused, trades, costed, costedFixed int
 	for seed := range uint64(n) {
 		s, cfg := randomCase(t, seed+1)
 		c, err := normalise(cfg, s)
@@ -177,6 +227,9 @@ func TestLedgerMatchesDecimal(t *testing.T) {
 		label := fmt.Sprintf("seed %d (%s %s, %+v)", seed+1, s.market.Kind, s.market.Symbol, cfg)
 		if ok {
 			fixed++
+			if cfg.Costs != nil {
+				costedFixed++
+			}
 			t.Run(fmt.Sprint(seed+1), func(t *testing.T) { sameJSON(t, got, want) })
 		} else {
 			refused++
@@ -186,13 +239,18 @@ func TestLedgerMatchesDecimal(t *testing.T) {
 			t.Fatal(label, err)
 		}
 		sameJSON(t, viaRun, want)
+		if cfg.Costs != nil {
+			costed++
+			costsAddUp(t, want, initialOf(cfg))
+		}
 		for _, tr := range want.Trades {
 			reasons[tr.Reason]++
 		}
 		trades += len(want.Trades)
 	}
-	t.Logf("%d experiments on the ledger, %d on decimals only; %d trades; reasons %v", fixed, refused, trades, reasons)
-	if fixed < n/2 || refused == 0 {
+	t.Logf("%d experiments on the ledger, %d on decimals only, %d with costs (%d on the ledger); %d trades; reasons %v",
+		fixed, refused, costed, costedFixed, trades, reasons)
+	if fixed < n/2 || refused == 0 || costedFixed < costed/2 {
 		t.Fatalf("%d on the ledger, %d refused: the cases do not exercise both paths", fixed, refused)
 	}
 	if testing.Short() {
@@ -205,9 +263,78 @@ func TestLedgerMatchesDecimal(t *testing.T) {
 	}
 }
 
+// TestLedgerMatchesDecimalWithCosts: on the 100,000 generated candles (futures), with
+// maker and taker fees, slippage and funding on, the integer ledger takes every config
+// and gives the decimal path's result to the byte; the costs add up.
+func TestLedgerMatchesDecimalWithCosts(t *testing.T) {
+	cs, err := candlegen.Generate(candlegen.Options{Seed: 1, Count: 100000, Symbol: "BTC/USDT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSeries(cs, futBTC(), "1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decimal.RequireFromString
+	pct := func(v string) *signal.Amount { return &signal.Amount{Value: httpapi.Num(d(v)), Percent: true} }
+	off := d("0.05")
+	funding := fundingFor(s, 1)
+	cases := []struct {
+		name string
+		f    strategy.Family
+		mod  func(*Config)
+	}{
+		{"leverage 1", strategy.EMACrossover, func(*Config) {}},
+		{"leverage 5 stop-loss take-profit", strategy.DonchianBreakout, func(c *Config) {
+			c.Leverage, c.StopLoss, c.TakeProfit = 5, pct("1"), pct("2")
+		}},
+		{"leverage 3 limit entries stop-loss", strategy.BollingerReversion, func(c *Config) {
+			c.Leverage, c.LimitOffset, c.StopLoss = 3, &off, pct("0.5")
+		}},
+		{"leverage 20 liquidations", strategy.RSIReversion, func(c *Config) { c.Leverage = 20 }},
+		{"all in, a wide cap", strategy.EMACrossover, func(c *Config) {
+			c.PositionSize, c.Costs.Slippage.Cap = *pct("100"), d("0.05")
+		}},
+		{"fixed amount, limit entries, take-profit", strategy.DonchianBreakout, func(c *Config) {
+			c.PositionSize = signal.Amount{Value: httpapi.Num(d("0.05"))}
+			c.LimitOffset, c.TakeProfit, c.Leverage = &off, pct("0.7"), 2
+		}},
+		{"funding only", strategy.BollingerReversion, func(c *Config) {
+			c.Costs.MakerFee, c.Costs.TakerFee, c.Costs.Slippage = decimal.Zero, decimal.Zero, nil
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.Strategy.Family, cfg.Strategy.Params = tc.f, tc.f.Defaults()
+			cfg.Costs = &Costs{MakerFee: d("0.0002"), TakerFee: d("0.0005"), Slippage: &Slippage{Cap: d("0.005")}, Funding: funding}
+			tc.mod(&cfg)
+			c, err := normalise(cfg, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if newLedger(s, c) == nil {
+				t.Fatal("the ledger refuses the config")
+			}
+			r := mustRun(t, s, cfg)
+			costsAddUp(t, r, DefaultInitialBalance)
+			sides := map[string]int{}
+			for _, tr := range r.Trades {
+				sides[tr.Side]++
+			}
+			b := r.Costs
+			t.Logf("%d trades %v; gross %s, fees %s, slippage %s, funding %s", len(r.Trades), sides, b.GrossPnl, b.Fees, b.Slippage, b.Funding)
+			if sides["long"] == 0 || sides["short"] == 0 || b.Funding.IsZero() {
+				t.Fatalf("%d trades %v, funding %s: the case exercises too little", len(r.Trades), sides, b.Funding)
+			}
+		})
+	}
+}
+
 // TestLedgerRefuses: the ledger takes the paper markets' configs and refuses what it cannot
 // hold exactly: a tick that is not a power of ten or beyond 8 places, a balance beyond
-// int64 at the money scale, a stop-loss percentage past 14 places.
+// int64 at the money scale, a stop-loss percentage past 14 places, a funding rate or a
+// slippage cap past 18.
 func TestLedgerRefuses(t *testing.T) {
 	d := decimal.RequireFromString
 	cs := []marketdata.Candle{bar(0, "100", "101", "99", "100")}
@@ -241,8 +368,21 @@ func TestLedgerRefuses(t *testing.T) {
 	big.InitialBalance = d("1000000000") // 10^9 × 10^10 > 2^63
 	sl := baseConfig()
 	sl.StopLoss = &signal.Amount{Value: httpapi.Num(d("1.000000000000001")), Percent: true}
+	// Costs: maker 0.0002 and taker 0.0005 at 4 places (5 + 2 + 4 = 11); funding payments
+	// are rounded to 8 places, which the scale already has, whatever the rates' places.
+	costs := baseConfig()
+	costs.Costs = &Costs{MakerFee: d("0.0002"), TakerFee: d("0.0005"), Slippage: &Slippage{Cap: d("0.005")},
+		Funding: []marketdata.FundingRate{{Time: base, Rate: d("0.00012345")}, {Time: base + 1, Rate: d("-0.00000001")}}}
+	if l := mk(futBTC(), costs); l == nil || l.scale != 11 || l.dF != 4 || l.taker != 5 || l.maker != 2 || l.dR != 8 ||
+		l.rates[0] != 12345 || l.rates[1] != -1 || !l.slip || l.capN != 5 || l.dC != 3 {
+		t.Fatalf("ledger %+v", l)
+	}
+	fineRate, fineCap := costs, costs
+	fineRate.Costs = &Costs{Funding: []marketdata.FundingRate{{Time: base, Rate: d("0.0000000000000000001")}}}
+	fineCap.Costs = &Costs{Slippage: &Slippage{Cap: d("0.0000000000000000001")}}
 	for name, l := range map[string]*ledger{"tick 0.5": mk(odd, baseConfig()), "tick 1e-9": mk(fine, baseConfig()),
-		"balance 1e9": mk(futBTC(), big), "stop-loss 15 places": mk(futBTC(), sl)} {
+		"balance 1e9": mk(futBTC(), big), "stop-loss 15 places": mk(futBTC(), sl),
+		"funding rate 19 places": mk(futBTC(), fineRate), "slippage cap 19 places": mk(futBTC(), fineCap)} {
 		if l != nil {
 			t.Fatalf("%s: the ledger takes it", name)
 		}

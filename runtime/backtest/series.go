@@ -31,7 +31,14 @@ type Series struct {
 	high      []int64
 	low       []int64
 	close     []int64
-	bars      []strategy.Bar
+	// vol is each candle's base volume × 10^dV, exactly, dV being the most decimals a
+	// volume has: the integer ledger's slippage reads it without following a pointer. When
+	// a volume cannot be held so, volume holds them all as given (nil otherwise). Only a
+	// fill with slippage reads either.
+	vol    []int64
+	dV     int
+	volume []decimal.Decimal
+	bars   []strategy.Bar
 }
 
 // NewSeries converts candles (oldest first, open times strictly increasing) of market m and
@@ -74,7 +81,37 @@ func NewSeries(candles []marketdata.Candle, m exchange.MarketInfo, timeframe str
 		}
 		s.bars[i] = strategy.BarOf(c)
 	}
+	s.volumes(candles)
 	return s, nil
+}
+
+// volumes sets the volume columns from cs.
+func (s *Series) volumes(cs []marketdata.Candle) {
+	for _, c := range cs {
+		s.dV = max(s.dV, int(-c.Volume.Exponent()))
+	}
+	vol := make([]int64, len(cs))
+	for i, c := range cs {
+		d := s.dV + int(c.Volume.Exponent())
+		if s.dV > 18 || c.Volume.NumDigits()+d > 18 {
+			// Beyond int64: the decimals as given.
+			s.dV, s.volume = 0, make([]decimal.Decimal, len(cs))
+			for i, c := range cs {
+				s.volume[i] = c.Volume
+			}
+			return
+		}
+		vol[i] = c.Volume.CoefficientInt64() * int64(pow10[d])
+	}
+	s.vol = vol
+}
+
+// volumeAt is candle i's volume.
+func (s *Series) volumeAt(i int) decimal.Decimal {
+	if s.volume != nil {
+		return s.volume[i]
+	}
+	return decimal.New(s.vol[i], int32(-s.dV))
 }
 
 var maxTicks = decimal.NewFromInt(1 << 62)
@@ -116,6 +153,11 @@ func (s *Series) Slice(lo, hi int) *Series {
 	c := *s
 	c.ts, c.open, c.high, c.low, c.close, c.bars = s.ts[lo:hi:hi], s.open[lo:hi:hi], s.high[lo:hi:hi],
 		s.low[lo:hi:hi], s.close[lo:hi:hi], s.bars[lo:hi:hi]
+	if s.volume != nil {
+		c.volume = s.volume[lo:hi:hi]
+	} else {
+		c.vol = s.vol[lo:hi:hi]
+	}
 	return &c
 }
 
@@ -176,6 +218,43 @@ func ReadCSV(r io.Reader) ([]marketdata.Candle, error) {
 			}
 		}
 		out = append(out, c)
+	}
+}
+
+// fundingHeader is the first line of a funding file.
+const fundingHeader = "time,rate"
+
+// ReadFundingCSV reads funding settlements (Costs.Funding) from CSV with the header
+// time,rate (time: the settlement's time in ms; rate: an exact decimal, positive when the
+// longs pay).
+func ReadFundingCSV(r io.Reader) ([]marketdata.FundingRate, error) {
+	cr := csv.NewReader(bufio.NewReader(r))
+	cr.FieldsPerRecord = 2
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("funding CSV: header: %w", err)
+	}
+	if strings.Join(head, ",") != fundingHeader {
+		return nil, fmt.Errorf("funding CSV: header %q, want %q", strings.Join(head, ","), fundingHeader)
+	}
+	var out []marketdata.FundingRate
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("funding CSV: %w", err)
+		}
+		var f marketdata.FundingRate
+		if f.Time, err = strconv.ParseInt(rec[0], 10, 64); err != nil {
+			return nil, fmt.Errorf("funding CSV: line %d: time %q: %w", line, rec[0], err)
+		}
+		if f.Rate, err = decimal.NewFromString(rec[1]); err != nil {
+			return nil, fmt.Errorf("funding CSV: line %d: rate %q: %w", line, rec[1], err)
+		}
+		out = append(out, f)
 	}
 }
 
