@@ -46,6 +46,7 @@ const labInputTime = "2006-01-02T15:04"
 type labForm struct {
 	Family, Symbol, Market, Timeframe, From, To, Experiments, MinTrades string
 	InitialBalance, PositionSize, Leverage, StopLoss, TakeProfit, Seed  string
+	OutOfSamplePercent, WalkForwardFolds                                string
 }
 
 // labData is the Strategy Lab page's Data.
@@ -201,7 +202,8 @@ func labFormOf(r *http.Request) labForm {
 	return labForm{Family: f("family"), Symbol: f("symbol"), Market: f("market"), Timeframe: f("timeframe"),
 		From: f("from"), To: f("to"), Experiments: f("experiments"), MinTrades: f("minTrades"),
 		InitialBalance: f("initialBalance"), PositionSize: f("positionSize"), Leverage: f("leverage"),
-		StopLoss: f("stopLoss"), TakeProfit: f("takeProfit"), Seed: f("seed")}
+		StopLoss: f("stopLoss"), TakeProfit: f("takeProfit"), Seed: f("seed"),
+		OutOfSamplePercent: f("outOfSamplePercent"), WalkForwardFolds: f("walkForwardFolds")}
 }
 
 // request reads the form as the Lab's request; the Lab checks the values (family, symbol,
@@ -223,6 +225,12 @@ func (f labForm) request() (lab.Request, error) {
 		return r, err
 	}
 	if r.Leverage, err = labInt("leverage", f.Leverage, false); err != nil {
+		return r, err
+	}
+	if r.OutOfSamplePercent, err = labInt("outOfSamplePercent", f.OutOfSamplePercent, false); err != nil {
+		return r, err
+	}
+	if r.WalkForwardFolds, err = labInt("walkForwardFolds", f.WalkForwardFolds, false); err != nil {
 		return r, err
 	}
 	if f.Seed != "" {
@@ -273,6 +281,11 @@ func formOfRequest(r lab.Request) labForm {
 	}
 	if r.Seed != nil {
 		f.Seed = strconv.FormatInt(*r.Seed, 10)
+	}
+	if r.WalkForwardFolds != 0 {
+		f.WalkForwardFolds = strconv.Itoa(r.WalkForwardFolds)
+	} else if r.OutOfSamplePercent != 0 {
+		f.OutOfSamplePercent = strconv.Itoa(r.OutOfSamplePercent)
 	}
 	return f
 }

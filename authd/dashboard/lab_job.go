@@ -32,6 +32,13 @@ type labJobData struct {
 	// Fleet: bots can be created here ("Apply as bot"); otherwise the page says bot
 	// management is not configured.
 	Fleet bool
+	// BestIn and BestOut are the best result's in-sample and out-of-sample figures;
+	// Folds and Stitched a walk-forward job's.
+	BestIn, BestOut *labFigures
+	Folds           []labFold
+	Stitched        *labFigures
+	// Confirm: the overfitting estimate is high, so applying asks for a confirmation.
+	Confirm bool
 }
 
 // labRow is one ranked experiment as the table shows it. The money figures are the
@@ -42,11 +49,37 @@ type labRow struct {
 	Formatted analytics.Formatted
 	Return    string
 	Sharpe    string
+	// OOS is the experiment's out-of-sample figures as shown (nil: none).
+	OOS *labFigures
 	// BotName is the name "Apply as bot" proposes.
 	BotName string
 }
 
 type labParam struct{ Name, Value string }
+
+// labFigures are one window's figures as the page shows them.
+type labFigures struct {
+	lab.Figures
+	Formatted analytics.Formatted
+	Return    string
+	Sharpe    string
+}
+
+func labFiguresOf(f *lab.Figures, quote string) *labFigures {
+	if f == nil {
+		return nil
+	}
+	return &labFigures{Figures: *f, Formatted: f.Metrics.Formatted(quote),
+		Return: signed(2, decimal.NewFromFloat(f.Metrics.TotalPnLPercent)) + " %", Sharpe: decimal.NewFromFloat(f.Metrics.SharpeRatio).StringFixed(2)}
+}
+
+// labFold is one walk-forward fold as shown.
+type labFold struct {
+	lab.Fold
+	N           int
+	InSample    *labFigures
+	OutOfSample *labFigures
+}
 
 // handleLabJob is one of the viewer's jobs: status and progress, then the ranked results,
 // the equity curves of the leaders and "Apply as bot".
@@ -98,8 +131,21 @@ func (d *Dashboard) labJob(r *http.Request) (labJobData, error) {
 			row.Return = signed(2, decimal.NewFromFloat(x.Metrics.TotalPnLPercent)) + " %"
 			row.Sharpe = decimal.NewFromFloat(x.Metrics.SharpeRatio).StringFixed(2)
 		}
+		row.OOS = labFiguresOf(x.OutOfSample, data.Quote)
 		data.Rows = append(data.Rows, row)
 	}
+	res := job.Result
+	if b := res.Best; b != nil {
+		data.BestIn, data.BestOut = labFiguresOf(b.InSample, data.Quote), labFiguresOf(b.OutOfSample, data.Quote)
+	}
+	if wf := res.WalkForward; wf != nil {
+		for i, f := range wf.Folds {
+			data.Folds = append(data.Folds, labFold{Fold: f, N: i + 1, InSample: labFiguresOf(&f.InSample, data.Quote),
+				OutOfSample: labFiguresOf(&f.OutOfSample, data.Quote)})
+		}
+		data.Stitched = labFiguresOf(&wf.OutOfSample, data.Quote)
+	}
+	data.Confirm = job.OverfitHigh()
 	return data, nil
 }
 
@@ -139,6 +185,9 @@ func (d *Dashboard) handleLabApply(w http.ResponseWriter, r *http.Request) {
 		job, err := d.o.APIs.Lab.Job(r.Context(), viewerOf(r).User.ID, jobID)
 		if err != nil {
 			return "", err
+		}
+		if job.OverfitHigh() && r.PostFormValue("confirmOverfitting") != "on" {
+			return "", labInvalid("confirmOverfitting", "this job's overfitting estimate is high: confirm that you expect the out-of-sample figures, not the in-sample ones")
 		}
 		spec, err := fleet.LabSpec(job, index)
 		if err != nil {

@@ -142,7 +142,7 @@ func TestLabShowsTheCostThenRunsAndChargesIt(t *testing.T) {
 		!strings.Contains(page, "10.00 USD") || strings.Contains(page, "TIER_NOT_ALLOWED") {
 		t.Fatalf("lab page: status %d\n%s", resp.StatusCode, page)
 	}
-	for _, fam := range []string{"emaCrossover", "rsiReversion", "donchianBreakout", "bollingerReversion"} {
+	for _, fam := range []string{"emaCrossover", "rsiReversion", "donchianBreakout", "bollingerReversion", "macdCrossover", "supertrend"} {
 		if !strings.Contains(page, `<option value="`+fam+`"`) {
 			t.Fatalf("family %s not offered", fam)
 		}
@@ -252,7 +252,7 @@ func TestLabInsufficientWalletIsRefusedInWords(t *testing.T) {
 
 var (
 	rankRowRe = regexp.MustCompile(`(?s)<tr class="lab-rank">\s*<td class="num">(\d+)</td>\s*<td class="num">(\d+)</td>`)
-	finalRe   = regexp.MustCompile(`<td class="num">([0-9.]+)</td>\s*<td><form method="post" action="/dashboard/lab/jobs/`)
+	finalRe   = regexp.MustCompile(`<td class="num lab-final">([0-9.]+)</td>`)
 )
 
 // While the job is queued the status fragment polls; once done it stops, tells htmx to
@@ -340,8 +340,13 @@ func TestLabJobProgressThenRankedResults(t *testing.T) {
 		t.Fatalf("equity: status %d %v\n%s", resp.StatusCode, err, body)
 	}
 	first := done.Result.Experiments[0]
+	// The curve chains the in-sample and out-of-sample windows, each run from 10,000.
+	end := decimal.NewFromInt(10000)
+	for _, w := range first.Windows {
+		end = end.Add(w.FinalEquity.Sub(decimal.NewFromInt(10000)))
+	}
 	if s := eq.Series[0]; s.Name != "#1 (experiment "+strconv.Itoa(first.Index)+")" || len(s.Points) < 2 || s.Points[0].Value != 10000 ||
-		s.Points[len(s.Points)-1].Value != first.FinalEquity.InexactFloat64() {
+		s.Points[len(s.Points)-1].Value != end.InexactFloat64() {
 		t.Fatalf("series 1: %+v", s)
 	}
 	for _, s := range eq.Series {

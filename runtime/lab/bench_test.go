@@ -15,16 +15,32 @@ import (
 const benchCandles = 100_000
 
 // BenchmarkJob is one 30-experiment job on 100,000 one-minute candles end to end: Generate
-// with the cost acknowledged (debit, record, dispatch), the engine (claim, 30 backtests on
-// GOMAXPROCS workers over the cached Series, each outcome stored), the finish (rank,
-// result, state), and the caller seeing the job done. The series is fetched once before
-// the timer (the engine's cache serves repeated jobs); BenchmarkSeries is that cost.
+// with the cost acknowledged (debit, record, dispatch), the engine (claim, 30 experiments on
+// GOMAXPROCS workers over the cached Series, each outcome stored), the finish (rank, the
+// overfitting estimate, a walk-forward job's stitched runs, result, state), and the caller
+// seeing the job done. The series is fetched once before the timer (the engine's cache
+// serves repeated jobs); BenchmarkSeries is that cost. Sub-benchmarks: holdout (the
+// default split, 70 % in-sample and 30 % out-of-sample) and walkForward4 (4 folds over 5
+// windows).
 func BenchmarkJob(b *testing.B) {
 	f := newFixture(b)
-	ctx := context.Background()
 	c := f.user(b, "bench@example.com", auth.TierPro, "1000000")
 	f.engine(b, "bench", nil, all, 0)
-	r := request(strategy.EMACrossover, MaxExperiments, benchCandles, 1)
+	for _, v := range []struct {
+		name string
+		set  func(*Request)
+	}{
+		{"holdout", func(*Request) {}},
+		{"walkForward4", func(r *Request) { r.WalkForwardFolds = 4 }},
+	} {
+		r := request(strategy.EMACrossover, MaxExperiments, benchCandles, 1)
+		v.set(&r)
+		b.Run(v.name, func(b *testing.B) { benchJob(b, f, c, r) })
+	}
+}
+
+func benchJob(b *testing.B, f *fixture, c Caller, r Request) {
+	ctx := context.Background()
 	run := func() {
 		out, err := f.lab.Generate(ctx, c, r)
 		if err != nil {

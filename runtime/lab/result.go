@@ -56,11 +56,11 @@ type ExperimentError struct {
 
 // Result is a finished job's ranked experiments and the best parameter set.
 type Result struct {
-	Objective   string       `json:"objective"`
-	MinTrades   int          `json:"minTrades"`
-	Seed        int64        `json:"seed"`
-	Candles     int          `json:"candles"`
-	Failed      int          `json:"failed"`
+	Objective string `json:"objective"`
+	MinTrades int    `json:"minTrades"`
+	Seed      int64  `json:"seed"`
+	Candles   int    `json:"candles"`
+	Failed    int    `json:"failed"`
 	// Validation is how the period was split; absent in jobs finished before the split.
 	Validation *Validation `json:"validation,omitempty"`
 	// Overfitting estimates how much of the best in-sample result is luck.
@@ -162,6 +162,12 @@ func (r Request) SpecFragment(e Experiment) ([]byte, error) {
 	spec := botSpec{Symbol: r.Symbol, Market: r.Market, Strategy: map[string]any{
 		"family": string(r.Family), "timeframe": r.Timeframe, string(r.Family): block}}
 	return json.MarshalIndent(spec, "", "  ")
+}
+
+// OverfitHigh reports whether the finished job's overfitting estimate is high: applying
+// one of its parameter sets as a bot then asks for a confirmation.
+func (j Job) OverfitHigh() bool {
+	return j.Result != nil && j.Result.Overfitting != nil && j.Result.Overfitting.High
 }
 
 // Experiment is the outcome of experiment index (Experiment.Index, its place in the search)
