@@ -310,7 +310,15 @@ func runWith(ctx context.Context, s *Series, c config, st strategy.Strategy, fix
 func (e *engine) result() (Result, error) {
 	s := e.s
 	end := s.ts[len(s.ts)-1] + s.tfMs
-	q, err := analytics.ParseQuery("", analytics.DateOfMS(s.ts[e.c.from]).String(), analytics.DateOfMS(end-1).String(), "", time.UnixMilli(end))
+	// The report covers the days the candles open on; a position closed at the series' end
+	// is booked at the last candle's close time, which is the next day's first instant when
+	// the series ends at a UTC midnight: that day is then reported too, or the report would
+	// leave out the trade that the final equity includes.
+	last := end - 1
+	if e.closedAtEnd {
+		last = end
+	}
+	q, err := analytics.ParseQuery("", analytics.DateOfMS(s.ts[e.c.from]).String(), analytics.DateOfMS(last).String(), "", time.UnixMilli(end))
 	if err != nil {
 		return Result{}, err
 	}

@@ -39,6 +39,8 @@ type engine struct {
 	// held is true while a position is open, on side.
 	held bool
 	side position.Side
+	// closedAtEnd: a position was closed at the series' end (the last candle's close time).
+	closedAtEnd bool
 	// balance is the free quote balance, as the paper account holds it (futures margin and
 	// spot cost taken out while a position is open).
 	balance decimal.Decimal
@@ -141,6 +143,7 @@ func (e *engine) run(ctx context.Context, st strategy.Strategy) error {
 	}
 	if e.held {
 		e.close(n-1, s.close[n-1], ts[n-1]+s.tfMs, ReasonEnd)
+		e.closedAtEnd = true
 	}
 	return nil
 }

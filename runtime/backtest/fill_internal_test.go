@@ -3,6 +3,7 @@ package backtest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -587,4 +588,24 @@ func TestSliceReadsOnlyItsCandles(t *testing.T) {
 		t.Fatal("the script's candles gave no trades: the comparison shows nothing")
 	}
 	sameJSON(t, got, want)
+}
+
+// TestEndCloseAtMidnightIsReported: a series of 24 one-hour candles ends at a UTC midnight
+// with a position open; the end-of-series close is booked at that midnight, the next day's
+// first instant, and the report includes it: its total PnL is the final equity's gain.
+func TestEndCloseAtMidnightIsReported(t *testing.T) {
+	var cs []marketdata.Candle
+	for i := range 24 {
+		cs = append(cs, hbar(i, strconv.Itoa(100+i)))
+	}
+	cfg := baseConfig()
+	cfg.Strategy.Timeframe = "1h"
+	r, _ := runScriptTF(t, spotBTC(), "1h", cfg, cs, map[int]strategy.Signal{2: strategy.EnterLong})
+	end := int64(base + 24*3600000)
+	if len(r.Trades) != 1 || r.Trades[0].ExitTime != end || r.Trades[0].Reason != ReasonEnd {
+		t.Fatalf("trades %+v: want one closed at the end, %d", r.Trades, end)
+	}
+	if gain := r.Final.Sub(decimal.NewFromInt(10000)); !r.Report.Metrics.TotalPnL.Equal(gain) || r.Report.Metrics.TotalTrades != 1 {
+		t.Fatalf("report total %v over %d trades; the final equity gained %v", r.Report.Metrics.TotalPnL, r.Report.Metrics.TotalTrades, gain)
+	}
 }

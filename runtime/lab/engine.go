@@ -357,7 +357,7 @@ func (e *Engine) stored(ctx context.Context, userID, jobID string) (map[int]Expe
 // fail every missing experiment (recorded, so refunded); a cancelled ctx records nothing
 // more and returns its error.
 func (e *Engine) runExperiments(ctx context.Context, userID, jobID string, r Request, sets []strategy.Params, missing []int) error {
-	series, candles, err := e.seriesOf(ctx, r)
+	market, candles, err := e.seriesOf(ctx, r)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			// Ours ended, or the fetch we shared was another job's that ended: not the
@@ -386,7 +386,7 @@ func (e *Engine) runExperiments(ctx context.Context, userID, jobID string, r Req
 			if ctx.Err() != nil {
 				return
 			}
-			x, err := e.experiment(ctx, r, series, candles, i, sets)
+			x, err := e.experiment(ctx, r, market, candles, i, sets)
 			if err == nil {
 				err = e.record(ctx, userID, jobID, x)
 			}
@@ -412,7 +412,8 @@ func paramsAt(sets []strategy.Params, i int) strategy.Params {
 
 // experiment backtests parameter set i; an error is returned only when ctx ended (the
 // outcome is then not recorded).
-func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, candles, i int, sets []strategy.Params) (Experiment, error) {
+func (e *Engine) experiment(ctx context.Context, r Request, m *jobMarket, candles, i int, sets []strategy.Params) (Experiment, error) {
+	s := m.series
 	if i >= len(sets) {
 		return failed(i, strategy.Params{}, errors.New("the search found no further distinct parameter set"), candles), nil
 	}
@@ -427,7 +428,7 @@ func (e *Engine) experiment(ctx context.Context, r Request, s *backtest.Series, 
 			Message: fmt.Sprintf("the period has %d candles; these parameters need at least %d", candles, need)}
 		return x, nil
 	}
-	cfg, err := r.config(spec)
+	cfg, err := r.configWith(spec, m)
 	if err != nil {
 		return failed(i, sets[i], err, candles), nil
 	}
@@ -608,14 +609,14 @@ func (e *Engine) validate(ctx context.Context, r Request, res *Result, exps []Ex
 	if ran {
 		o := overfittingOf(exps)
 		res.Overfitting = &o
-		s, _, err := e.seriesOf(ctx, r)
+		m, _, err := e.seriesOf(ctx, r)
 		if err != nil {
 			return err
 		}
-		v := r.validation(s)
+		v := r.validation(m.series)
 		res.Validation = &v
 		if r.WalkForwardFolds > 0 {
-			if res.WalkForward, err = walkForward(ctx, s, r, exps); err != nil {
+			if res.WalkForward, err = walkForward(ctx, m, r, exps); err != nil {
 				return err
 			}
 		}
@@ -626,35 +627,82 @@ func (e *Engine) validate(ctx context.Context, r Request, res *Result, exps []Ex
 	return nil
 }
 
-// seriesOf is the job's candle series, from the cache or fetched once however many jobs
-// ask at the same time.
-func (e *Engine) seriesOf(ctx context.Context, r Request) (*backtest.Series, int, error) {
+// jobMarket is what a job's backtests read: its candle series and, on futures, the
+// period's funding settlements. fundingErr says why they could not be had: only the jobs
+// that charge funding fail for it.
+type jobMarket struct {
+	series     *backtest.Series
+	funding    []marketdata.FundingRate
+	fundingErr error
+}
+
+// seriesOf is the job's market, from the cache or fetched once however many jobs ask at
+// the same time.
+func (e *Engine) seriesOf(ctx context.Context, r Request) (*jobMarket, int, error) {
 	kind := exchange.Kind(r.Market)
 	key := fmt.Sprintf("%s|%s|%s|%d|%d", kind, r.Symbol, r.Timeframe, r.From.UnixMilli(), r.To.UnixMilli())
-	return e.series.get(key, func() (*backtest.Series, error) {
+	return e.series.get(key, func() (*jobMarket, error) {
 		m, ok := e.o.Market(kind, r.Symbol)
 		if !ok {
 			return nil, errs.New(errs.InvalidSymbol, "symbol %q is not a %s market the Strategy Lab backtests", r.Symbol, kind)
 		}
 		var candles []marketdata.Candle
-		var err error
-		for attempt := range historyAttempts {
-			if attempt > 0 {
-				sleep(ctx, e.o.HistoryBackoff)
-			}
+		err := e.attempts(ctx, func() (err error) {
 			candles, err = e.o.History.CandlesBetween(ctx, kind, r.Symbol, r.Timeframe, r.From, r.To)
-			if err == nil || ctx.Err() != nil {
-				break
-			}
-		}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		return backtest.NewSeries(candles, m, r.Timeframe)
+		s, err := backtest.NewSeries(candles, m, r.Timeframe)
+		if err != nil {
+			return nil, err
+		}
+		jm := &jobMarket{series: s}
+		if kind == exchange.Futures {
+			jm.funding, jm.fundingErr = e.fundingOf(ctx, r)
+		}
+		return jm, nil
 	})
 }
 
-// seriesCache keeps the last few series (least recently used out) and fetches a missing
+// attempts calls fetch up to historyAttempts times, HistoryBackoff apart, until it succeeds
+// or ctx ends.
+func (e *Engine) attempts(ctx context.Context, fetch func() error) error {
+	var err error
+	for attempt := range historyAttempts {
+		if attempt > 0 {
+			sleep(ctx, e.o.HistoryBackoff)
+		}
+		if err = fetch(); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return err
+}
+
+// fundingOf is the period's funding settlements of r's perpetual (never nil without an
+// error).
+func (e *Engine) fundingOf(ctx context.Context, r Request) ([]marketdata.FundingRate, error) {
+	fh, ok := e.o.History.(marketdata.FundingHistory)
+	if !ok {
+		return nil, errs.New(errs.ExchangeError, "the market data source has no funding history for %s; run with funding off", r.Symbol)
+	}
+	var rates []marketdata.FundingRate
+	err := e.attempts(ctx, func() (err error) {
+		rates, err = fh.FundingBetween(ctx, r.Symbol, r.From, r.To)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rates == nil {
+		rates = []marketdata.FundingRate{}
+	}
+	return rates, nil
+}
+
+// seriesCache keeps the last few markets (least recently used out) and fetches a missing
 // one once for all its concurrent askers.
 type seriesCache struct {
 	max    int
@@ -667,42 +715,42 @@ type seriesCache struct {
 
 type cached struct {
 	key    string
-	series *backtest.Series
+	market *jobMarket
 }
 
 func newSeriesCache(n int) *seriesCache {
 	return &seriesCache{max: n, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
-func (c *seriesCache) get(key string, fetch func() (*backtest.Series, error)) (*backtest.Series, int, error) {
+func (c *seriesCache) get(key string, fetch func() (*jobMarket, error)) (*jobMarket, int, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[key]; ok {
 		c.order.MoveToFront(el)
-		s := el.Value.(*cached).series
+		m := el.Value.(*cached).market
 		c.mu.Unlock()
-		return s, s.Len(), nil
+		return m, m.series.Len(), nil
 	}
 	c.mu.Unlock()
 	v, err, _ := c.flight.Do(key, func() (any, error) {
-		s, err := fetch()
+		m, err := fetch()
 		if err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if _, ok := c.byKey[key]; !ok {
-			c.byKey[key] = c.order.PushFront(&cached{key: key, series: s})
+			c.byKey[key] = c.order.PushFront(&cached{key: key, market: m})
 			for c.order.Len() > c.max {
 				last := c.order.Back()
 				delete(c.byKey, last.Value.(*cached).key)
 				c.order.Remove(last)
 			}
 		}
-		return s, nil
+		return m, nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	s := v.(*backtest.Series)
-	return s, s.Len(), nil
+	m := v.(*jobMarket)
+	return m, m.series.Len(), nil
 }

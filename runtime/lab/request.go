@@ -69,6 +69,8 @@ type Request struct {
 	// fold j ranks the experiments on window j and scores its choice on window j + 1
 	// (validation.go). 0: one in-sample / out-of-sample split.
 	WalkForwardFolds int `json:"walkForwardFolds,omitempty"`
+	// Costs is the backtests' cost model; absent, every cost is on with its defaults.
+	Costs *Costs `json:"costs,omitempty"`
 	// AcknowledgeCost confirms the charge; without it (and not from the dashboard) the call
 	// answers an Estimate and queues nothing.
 	AcknowledgeCost bool `json:"acknowledgeCost,omitempty"`
@@ -117,6 +119,9 @@ func (r Request) normalize(market func(exchange.Kind, string) (exchange.MarketIn
 	if err := r.normalizeValidation(); err != nil {
 		return r, err
 	}
+	if err := r.normalizeCosts(exchange.Kind(r.Market)); err != nil {
+		return r, err
+	}
 	if _, err := r.config(strategy.Spec{}); err != nil {
 		return r, err
 	}
@@ -155,6 +160,23 @@ func (r Request) config(spec strategy.Spec) (backtest.Config, error) {
 		return cfg, invalid("takeProfit", "must be a positive amount or percentage")
 	}
 	return cfg, nil
+}
+
+// configWith is config with the cost model and m's funding settlements.
+func (r Request) configWith(spec strategy.Spec, m *jobMarket) (backtest.Config, error) {
+	cfg, err := r.config(spec)
+	if err != nil {
+		return cfg, err
+	}
+	var funding []marketdata.FundingRate
+	if r.Costs != nil && on(r.Costs.Funding) && r.Market == string(exchange.Futures) {
+		if m.fundingErr != nil {
+			return cfg, m.fundingErr
+		}
+		funding = m.funding
+	}
+	cfg.Costs, err = r.backtestCosts(funding)
+	return cfg, err
 }
 
 // spec is the strategy of one parameter set.

@@ -75,6 +75,8 @@ type Figures struct {
 	Trades      int               `json:"trades"`
 	Metrics     analytics.Metrics `json:"metrics"`
 	FinalEquity httpapi.Number    `json:"finalEquity"`
+	// Costs itemise the window's costs (absent for a job run before the cost model).
+	Costs *CostFigures `json:"costs,omitempty"`
 }
 
 // Validation is how a job's period was split.
@@ -124,7 +126,8 @@ func runWindows(ctx context.Context, s *backtest.Series, cfg backtest.Config, ws
 
 // figuresOf are a window's figures from its run.
 func figuresOf(s *backtest.Series, w window, res backtest.Result) Figures {
-	return Figures{Span: spanOf(s, w), Trades: len(res.Trades), Metrics: res.Report.Metrics, FinalEquity: httpapi.Num(res.Final)}
+	return Figures{Span: spanOf(s, w), Trades: len(res.Trades), Metrics: res.Report.Metrics, FinalEquity: httpapi.Num(res.Final),
+		Costs: costFiguresOf(res.Costs)}
 }
 
 // chained is the windows' equity curves as one: each window's points shifted by the
@@ -260,7 +263,8 @@ func foldWinner(exps []Experiment, j, minTrades int) (Experiment, bool) {
 }
 
 // walkForward chains each fold's choice over its out-of-sample window on s.
-func walkForward(ctx context.Context, s *backtest.Series, r Request, exps []Experiment) (*WalkForward, error) {
+func walkForward(ctx context.Context, m *jobMarket, r Request, exps []Experiment) (*WalkForward, error) {
+	s := m.series
 	ws := r.windows(s.Len())
 	wf := &WalkForward{}
 	base, err := r.config(strategy.Spec{})
@@ -274,7 +278,7 @@ func walkForward(ctx context.Context, s *backtest.Series, r Request, exps []Expe
 		if !ok {
 			return nil, nil
 		}
-		cfg, err := r.config(r.spec(x.Params))
+		cfg, err := r.configWith(r.spec(x.Params), m)
 		if err != nil {
 			return nil, err
 		}
@@ -308,12 +312,20 @@ func walkForward(ctx context.Context, s *backtest.Series, r Request, exps []Expe
 func stitch(s *backtest.Series, first, last window, parts []backtest.Result, initial decimal.Decimal) (Figures, error) {
 	span := spanOf(s, window{first.lo, last.hi})
 	var trades []position.Trade
-	for _, p := range parts {
+	costs := make([]*backtest.CostBreakdown, len(parts))
+	for i, p := range parts {
+		costs[i] = p.Costs
 		for _, t := range p.Trades {
 			trades = append(trades, position.Trade{ClosedAt: t.ExitTime, NetPnl: httpapi.Num(t.NetPnl), Fees: httpapi.Num(t.Fees)})
 		}
 	}
-	q, err := analytics.ParseQuery("", analytics.DateOfMS(span.From).String(), analytics.DateOfMS(span.To-1).String(), "", time.UnixMilli(span.To))
+	// As a run's own report: a position closed at the end is booked at span.To, which is
+	// the next day when the period ends at a UTC midnight.
+	lastMs := span.To - 1
+	if n := len(trades); n > 0 && trades[n-1].ClosedAt >= span.To {
+		lastMs = span.To
+	}
+	q, err := analytics.ParseQuery("", analytics.DateOfMS(span.From).String(), analytics.DateOfMS(lastMs).String(), "", time.UnixMilli(span.To))
 	if err != nil {
 		return Figures{}, err
 	}
@@ -322,5 +334,5 @@ func stitch(s *backtest.Series, first, last window, parts []backtest.Result, ini
 	if len(parts) > 0 {
 		final = parts[len(parts)-1].Final
 	}
-	return Figures{Span: span, Trades: len(trades), Metrics: rep.Metrics, FinalEquity: httpapi.Num(final)}, nil
+	return Figures{Span: span, Trades: len(trades), Metrics: rep.Metrics, FinalEquity: httpapi.Num(final), Costs: costFiguresOf(costs...)}, nil
 }

@@ -155,6 +155,9 @@ func TestWalkForwardChainsEachFoldsChoice(t *testing.T) {
 		!wf.OutOfSample.FinalEquity.Equal(last.OutOfSample.FinalEquity.Decimal) || !d("10000").Add(total).Equal(last.OutOfSample.FinalEquity.Decimal) {
 		t.Fatalf("stitched %+v: want the folds' total %v over %d trades, ending at the last fold's equity", wf.OutOfSample, total, trades)
 	}
+	if c := wf.OutOfSample.Costs; c == nil || !c.GrossPnl.Sub(c.Fees.Decimal).Sub(c.Funding.Decimal).Equal(total) {
+		t.Fatalf("stitched costs %+v do not add up to the total %v", c, total)
+	}
 	if len(wf.Equity) < 2 || !wf.Equity[0].Equity.Equal(d("10000")) || !wf.Equity[len(wf.Equity)-1].Equity.Equal(last.OutOfSample.FinalEquity.Decimal) {
 		t.Fatalf("stitched curve from %v to %v", wf.Equity[0], wf.Equity[len(wf.Equity)-1])
 	}
