@@ -9,6 +9,7 @@ import (
 
 	"github.com/sigops/sigops/runtime/auth"
 	"github.com/sigops/sigops/runtime/errs"
+	"github.com/sigops/sigops/runtime/feeschedule"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -21,12 +22,17 @@ const labRequestSchema = `{"type": "object", "required": ["family", "symbol", "m
     "experiments": {"type": "integer"}, "seed": {"type": "integer"}, "minTrades": {"type": "integer"},
     "initialBalance": {"type": "string"}, "positionSize": {"type": "string"}, "leverage": {"type": "integer"},
     "stopLoss": {"type": "string"}, "takeProfit": {"type": "string"}, "outOfSamplePercent": {"type": "integer"},
-    "walkForwardFolds": {"type": "integer"}, "acknowledgeCost": {"type": "boolean"}}}`
+    "walkForwardFolds": {"type": "integer"}, "costs": {"type": "object", "properties": {"venue": {"type": "string"},
+      "feeTier": {"type": "string"}, "fees": {"type": "boolean"}, "slippage": {"type": "boolean"},
+      "slippageCapPercent": {"type": "string"}, "funding": {"type": "boolean"}}},
+    "acknowledgeCost": {"type": "boolean"}}}`
 
 // figuresSchema is lab.Figures: one experiment's figures over one window.
 const figuresSchema = `{"type": "object", "properties": {"from": {"type": "integer", "description": "Unix ms"},
   "to": {"type": "integer", "description": "Unix ms"}, "candles": {"type": "integer"}, "trades": {"type": "integer"},
-  "metrics": {"type": "object"}, "finalEquity": {"type": "number"}}}`
+  "metrics": {"type": "object"}, "finalEquity": {"type": "number"},
+  "costs": {"type": "object", "description": "grossPnl − fees − funding = metrics.totalPnL; slippage is inside grossPnl",
+    "properties": {"grossPnl": {"type": "number"}, "fees": {"type": "number"}, "slippage": {"type": "number"}, "funding": {"type": "number"}}}}}`
 
 // labResultSchema is lab.Result: the ranked experiments, the best, the split, the
 // overfitting estimate and a walk-forward job's stitched record.
@@ -105,6 +111,19 @@ func (s *Server) generateTools() []Tool {
 			mcp.Description("share of the period, at its end, kept out of the search and used to score it, 10 to 50 (default 30); not with walkForwardFolds")),
 		mcp.WithInteger("walkForwardFolds", mcp.Min(lab.MinFolds), mcp.Max(lab.MaxFolds),
 			mcp.Description("instead of one split, 2 to 6 walk-forward folds over folds + 1 equal windows: each fold chooses on one window and is scored on the next; the cost stays 0.50 USD per experiment")),
+		mcp.WithObject("costs", mcp.Description("the backtests' cost model, every cost on unless turned off: venue (binance "+
+			"default, bybit, okx) and feeTier (default the venue's base: binance regular, bybit vip0, okx lv1) for its published "+
+			"maker/taker fees; fees false for none; slippage (taker fills move by the candle's half range × the order's share "+
+			"of its volume) with slippageCapPercent (default \"0.5\"); funding on futures from the venue's history (default "+
+			"true there). Each window's figures itemise grossPnl, fees, slippage and funding"),
+			mcp.Properties(map[string]any{
+				"venue":              map[string]any{"type": "string", "enum": feeschedule.Venues()},
+				"feeTier":            map[string]any{"type": "string"},
+				"fees":               map[string]any{"type": "boolean"},
+				"slippage":           map[string]any{"type": "boolean"},
+				"slippageCapPercent": map[string]any{"type": "string"},
+				"funding":            map[string]any{"type": "boolean"},
+			})),
 		mcp.WithBoolean("acknowledgeCost", mcp.Description("true to charge the cost and queue the job; absent or false answers the estimate")),
 		mcp.WithRawOutputSchema(json.RawMessage(generateOutput))),
 		Scope: auth.ScopeRead, ScopeFor: generateScope, ScopeRule: "mcp:live with acknowledgeCost true (it charges the wallet)",

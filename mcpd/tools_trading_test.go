@@ -419,6 +419,24 @@ func TestGenerateStrategyTool(t *testing.T) {
 		!est.Estimate.Proceed.AcknowledgeCost || *est.Estimate.Proceed.Seed != 42 {
 		t.Fatalf("estimate %+v", est.Estimate)
 	}
+	// The split and the cost model: the proceed request carries them with their defaults
+	// filled in, and a venue the Lab has no fee schedule for is refused by name.
+	wf := map[string]any{"walkForwardFolds": 3, "costs": map[string]any{"venue": "bybit", "slippage": false}}
+	for k, v := range args {
+		wf[k] = v
+	}
+	p := toolOK[outcome](t, f.read, "generate_strategy", wf).Estimate.Proceed
+	if p.WalkForwardFolds != 3 || p.OutOfSamplePercent != 0 || p.Costs == nil || p.Costs.Venue != "bybit" || p.Costs.FeeTier != "vip0" ||
+		!*p.Costs.Fees || *p.Costs.Slippage || *p.Costs.Funding {
+		t.Fatalf("proceed %+v costs %+v: want 3 folds, bybit vip0 fees, no slippage, no funding on spot", p, p.Costs)
+	}
+	if dflt := est.Estimate.Proceed; dflt.OutOfSamplePercent != lab.DefaultOutOfSamplePercent || dflt.Costs == nil || dflt.Costs.Venue != "binance" {
+		t.Fatalf("default proceed %+v: want the 30 %% holdout and binance's fees", dflt)
+	}
+	wf["costs"] = map[string]any{"venue": "kraken"}
+	if text := toolErr(t, f.read, "generate_strategy", wf); !strings.Contains(text, `"parameter":"venue"`) {
+		t.Fatalf("an unknown venue: %s", text)
+	}
 	if jobs, _, err := f.lab.Jobs(t.Context(), f.ada.ID, "", 10); err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs after the estimate: %v %v", jobs, err)
 	}
@@ -471,8 +489,9 @@ func TestGenerateStrategyTool(t *testing.T) {
 		t.Fatalf("free tier: %s", text)
 	}
 	entries, _, err := f.journal.List(t.Context(), f.ada.ID, "", 10)
-	if err != nil || len(entries) != 5 || entries[4].Tool != "generate_strategy" || !entries[4].Outcome.OK ||
-		entries[2].Outcome.Code != errs.PolicyLimit || entries[0].Outcome.Code != errs.InvalidParameter {
+	if err != nil || len(entries) != 7 || entries[6].Tool != "generate_strategy" || !entries[6].Outcome.OK ||
+		entries[4].Outcome.Code != errs.InvalidParameter || entries[2].Outcome.Code != errs.PolicyLimit ||
+		entries[0].Outcome.Code != errs.InvalidParameter {
 		t.Fatalf("journal %+v %v", entries, err)
 	}
 }
