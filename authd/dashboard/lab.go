@@ -14,6 +14,7 @@ import (
 	"github.com/sigops/sigops/runtime/emails"
 	"github.com/sigops/sigops/runtime/errs"
 	"github.com/sigops/sigops/runtime/exchange/paper"
+	"github.com/sigops/sigops/runtime/feeschedule"
 	"github.com/sigops/sigops/runtime/lab"
 	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/strategy"
@@ -47,6 +48,23 @@ type labForm struct {
 	Family, Symbol, Market, Timeframe, From, To, Experiments, MinTrades string
 	InitialBalance, PositionSize, Leverage, StopLoss, TakeProfit, Seed  string
 	OutOfSamplePercent, WalkForwardFolds                                string
+	// The cost model: Costs is "1" when the form carried its fields, whose checkboxes are
+	// then "on" or absent (off); a post without it leaves every cost at the Lab's default.
+	Costs, Venue, FeeTier, Fees, Slippage, SlippageCap, Funding string
+}
+
+// labVenue is a venue of the cost model's choice and its fee tiers, base first.
+type labVenue struct {
+	Name  string
+	Tiers []string
+}
+
+func labVenues() []labVenue {
+	var out []labVenue
+	for _, v := range feeschedule.Venues() {
+		out = append(out, labVenue{Name: string(v), Tiers: feeschedule.Tiers(v)})
+	}
+	return out
 }
 
 // labData is the Strategy Lab page's Data.
@@ -57,7 +75,9 @@ type labData struct {
 	Refusal string
 	Form    labForm
 	// The form's choices: what the Lab accepts (families, the paper catalogue's symbols,
-	// timeframes, 1 to MaxExperiments experiments at UnitCost each).
+	// timeframes, 1 to MaxExperiments experiments at UnitCost each, the venues whose fees
+	// it charges and their tiers).
+	Venues         []labVenue
 	Families       []strategy.Family
 	Symbols        []string
 	Timeframes     []string
@@ -89,7 +109,8 @@ func (d *Dashboard) handleLab(w http.ResponseWriter, r *http.Request) {
 func defaultLabForm(now time.Time) labForm {
 	to := now.UTC().Truncate(time.Hour)
 	return labForm{Family: string(strategy.EMACrossover), Symbol: "BTC/USDT", Market: "spot", Timeframe: "1h",
-		From: to.AddDate(0, 0, -7).Format(labInputTime), To: to.Format(labInputTime), Experiments: "10"}
+		From: to.AddDate(0, 0, -7).Format(labInputTime), To: to.Format(labInputTime), Experiments: "10",
+		Costs: "1", Venue: string(lab.DefaultVenue), Fees: "on", Slippage: "on", SlippageCap: lab.DefaultSlippageCapPercent, Funding: "on"}
 }
 
 // labPage renders the page with form; est is a reviewed estimate, refusal a refusal of the
@@ -98,7 +119,7 @@ func (d *Dashboard) labPage(w http.ResponseWriter, r *http.Request, status int, 
 	v := viewerOf(r)
 	ctx := r.Context()
 	data := labData{Allowed: v.User.Tier.Capabilities.AllowAIBuilder, Form: form, Families: strategy.Families(),
-		Symbols: paper.Symbols(), Timeframes: marketdata.Timeframes(), MaxExperiments: lab.MaxExperiments,
+		Symbols: paper.Symbols(), Timeframes: marketdata.Timeframes(), MaxExperiments: lab.MaxExperiments, Venues: labVenues(),
 		UnitCost: lab.UnitCostUsd, Estimate: est, JobsAfter: r.URL.Query().Get("jobs"), LedgerAfter: r.URL.Query().Get("ledger")}
 	if !data.Allowed {
 		data.Refusal = ErrorInWords(errs.New(errs.TierNotAllowed, "The %s tier does not include the Strategy Lab; pro and team do.",
@@ -203,14 +224,31 @@ func labFormOf(r *http.Request) labForm {
 		From: f("from"), To: f("to"), Experiments: f("experiments"), MinTrades: f("minTrades"),
 		InitialBalance: f("initialBalance"), PositionSize: f("positionSize"), Leverage: f("leverage"),
 		StopLoss: f("stopLoss"), TakeProfit: f("takeProfit"), Seed: f("seed"),
-		OutOfSamplePercent: f("outOfSamplePercent"), WalkForwardFolds: f("walkForwardFolds")}
+		OutOfSamplePercent: f("outOfSamplePercent"), WalkForwardFolds: f("walkForwardFolds"),
+		Costs: f("costs"), Venue: f("venue"), FeeTier: f("feeTier"), Fees: f("fees"), Slippage: f("slippage"),
+		SlippageCap: f("slippageCapPercent"), Funding: f("funding")}
+}
+
+// costs is the form's cost model; nil when the post did not carry the form's cost fields.
+// Funding is asked for on futures only (a spot job has none).
+func (f labForm) costs() *lab.Costs {
+	if f.Costs != "1" {
+		return nil
+	}
+	on := func(v string) *bool { b := v == "on"; return &b }
+	c := &lab.Costs{Venue: f.Venue, FeeTier: f.FeeTier, Fees: on(f.Fees), Slippage: on(f.Slippage), SlippageCapPercent: f.SlippageCap}
+	if f.Market == "futures" {
+		c.Funding = on(f.Funding)
+	}
+	return c
 }
 
 // request reads the form as the Lab's request; the Lab checks the values (family, symbol,
 // bounds), this only their form.
 func (f labForm) request() (lab.Request, error) {
 	r := lab.Request{Family: strategy.Family(f.Family), Symbol: f.Symbol, Market: f.Market, Timeframe: f.Timeframe,
-		InitialBalance: f.InitialBalance, PositionSize: f.PositionSize, StopLoss: f.StopLoss, TakeProfit: f.TakeProfit}
+		InitialBalance: f.InitialBalance, PositionSize: f.PositionSize, StopLoss: f.StopLoss, TakeProfit: f.TakeProfit,
+		Costs: f.costs()}
 	var err error
 	if r.From, err = labTime("from", f.From); err != nil {
 		return r, err
@@ -286,6 +324,16 @@ func formOfRequest(r lab.Request) labForm {
 		f.WalkForwardFolds = strconv.Itoa(r.WalkForwardFolds)
 	} else if r.OutOfSamplePercent != 0 {
 		f.OutOfSamplePercent = strconv.Itoa(r.OutOfSamplePercent)
+	}
+	if c := r.Costs; c != nil {
+		box := func(b *bool) string {
+			if b != nil && *b {
+				return "on"
+			}
+			return ""
+		}
+		f.Costs, f.Venue, f.FeeTier, f.SlippageCap = "1", c.Venue, c.FeeTier, c.SlippageCapPercent
+		f.Fees, f.Slippage, f.Funding = box(c.Fees), box(c.Slippage), box(c.Funding)
 	}
 	return f
 }

@@ -39,6 +39,30 @@ type labJobData struct {
 	Stitched        *labFigures
 	// Confirm: the overfitting estimate is high, so applying asks for a confirmation.
 	Confirm bool
+	// Costs says which costs the backtests charged, in words.
+	Costs string
+}
+
+// labCostsInWords is a job's cost model as the page says it.
+func labCostsInWords(r lab.Request) string {
+	c := r.Costs
+	if c == nil {
+		return "a flat 0.1 % fee per fill (the job predates the cost model)"
+	}
+	var parts []string
+	if c.Fees != nil && *c.Fees {
+		parts = append(parts, c.Venue+" "+c.FeeTier+" maker and taker fees")
+	}
+	if c.Slippage != nil && *c.Slippage {
+		parts = append(parts, "slippage capped at "+c.SlippageCapPercent+" %")
+	}
+	if c.Funding != nil && *c.Funding {
+		parts = append(parts, "funding")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " · ")
 }
 
 // labRow is one ranked experiment as the table shows it. The money figures are the
@@ -116,7 +140,7 @@ func (d *Dashboard) labJob(r *http.Request) (labJobData, error) {
 		return labJobData{}, err
 	}
 	data := labJobData{Job: job, Running: job.State == lab.StateQueued || job.State == lab.StateRunning,
-		Quote: quoteOf(job.Request.Symbol), Fleet: d.o.APIs.Fleet != nil}
+		Quote: quoteOf(job.Request.Symbol), Fleet: d.o.APIs.Fleet != nil, Costs: labCostsInWords(job.Request)}
 	if job.Result == nil {
 		return data, nil
 	}

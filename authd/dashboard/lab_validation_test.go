@@ -88,3 +88,36 @@ func TestLabApplyAsksForConfirmationWhenOverfittingIsHigh(t *testing.T) {
 		t.Fatalf("apply with the confirmation: status %d\n%s", resp.StatusCode, page)
 	}
 }
+
+// The form's cost model reaches the job: bybit's fees without slippage, reviewed, run,
+// and the job page says so and itemises the best result's costs, each the Lab's decimal.
+func TestLabCostModelFromTheForm(t *testing.T) {
+	f := newFixture(t)
+	u := f.labUser(auth.TierPro, "5")
+	b := f.loggedIn(u)
+	_, page := b.get("/dashboard/lab")
+	for _, want := range []string{`id="lab-costs"`, `<option value="bybit">`, `<input type="checkbox" name="fees" checked>`,
+		`<input type="checkbox" name="slippage" checked>`, `<input type="checkbox" name="funding" checked>`, "vip0"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("lab page: no %q", want)
+		}
+	}
+	f.labServe(u)
+	form := labForm(2)
+	form.Set("costs", "1")
+	form.Set("venue", "bybit")
+	form.Set("fees", "on") // slippage unchecked: absent
+	job := f.labDone(u, b.labRun(form).ID)
+	c := job.Request.Costs
+	if c == nil || c.Venue != "bybit" || c.FeeTier != "vip0" || !*c.Fees || *c.Slippage || *c.Funding {
+		t.Fatalf("the job's costs %+v: want bybit vip0 fees only", c)
+	}
+	_, page = b.get("/dashboard/lab/jobs/" + job.ID)
+	if !strings.Contains(page, `<td id="lab-costs">bybit vip0 maker and taker fees</td>`) {
+		t.Fatalf("job page: no cost model in words\n%s", page)
+	}
+	in := job.Result.Best.InSample.Costs
+	if in == nil || !in.Slippage.IsZero() || !strings.Contains(page, "<td class=\"num\">"+in.Fees.String()+"</td>") {
+		t.Fatalf("job page: the best's in-sample costs %+v are not shown", in)
+	}
+}
