@@ -21,17 +21,23 @@ const benchCandles = 100_000
 // seeing the job done. The series is fetched once before the timer (the engine's cache
 // serves repeated jobs); BenchmarkSeries is that cost. Sub-benchmarks: holdout (the
 // default split, 70 % in-sample and 30 % out-of-sample) and walkForward4 (4 folds over 5
-// windows).
+// windows), each with the default costs (spot: binance fees and slippage; futures adds
+// funding) and with fees and slippage off.
 func BenchmarkJob(b *testing.B) {
 	f := newFixture(b)
 	c := f.user(b, "bench@example.com", auth.TierPro, "1000000")
 	f.engine(b, "bench", nil, all, 0)
+	no := false
+	off := func(r *Request) { r.Costs = &Costs{Fees: &no, Slippage: &no} }
 	for _, v := range []struct {
 		name string
 		set  func(*Request)
 	}{
-		{"holdout", func(*Request) {}},
-		{"walkForward4", func(r *Request) { r.WalkForwardFolds = 4 }},
+		{"holdout/costsOn", func(*Request) {}},
+		{"holdout/costsOff", off},
+		{"holdout/futuresCostsOn", func(r *Request) { r.Market = "futures" }},
+		{"walkForward4/costsOn", func(r *Request) { r.WalkForwardFolds = 4 }},
+		{"walkForward4/costsOff", func(r *Request) { r.WalkForwardFolds = 4; off(r) }},
 	} {
 		r := request(strategy.EMACrossover, MaxExperiments, benchCandles, 1)
 		v.set(&r)

@@ -553,6 +553,7 @@ func (e *Engine) finish(ctx context.Context, userID string, job Job) error {
 		if res.Best, err = bestOf(r, exps[0]); err != nil {
 			return err
 		}
+		res.Overfitting.noteLoss(res.Best)
 	}
 	body, err := json.Marshal(res)
 	if err != nil {

@@ -219,6 +219,17 @@ func overfittingOf(exps []Experiment) Overfitting {
 	return o
 }
 
+// noteLoss adds to the reading that the best set lost money out of sample: the estimate
+// measures whether the ranking holds on unseen data, not whether the leader makes money,
+// and a search where every set loses can rank consistently.
+func (o *Overfitting) noteLoss(b *Best) {
+	if o == nil || b == nil || b.OutOfSample == nil || !b.OutOfSample.Metrics.TotalPnL.IsNegative() {
+		return
+	}
+	o.Message += fmt.Sprintf(" Out of sample the best parameter set lost money (%.2f %% return, Sharpe %.2f).",
+		b.OutOfSample.Metrics.TotalPnLPercent, b.OutOfSample.Metrics.SharpeRatio)
+}
+
 // WalkForward is a walk-forward job's out-of-sample record: each fold's choice scored on
 // the next window, the runs chained (each starts from the equity the previous one ended
 // with).
