@@ -40,6 +40,15 @@ func TestLabSpecAppliesTheExperimentsParameters(t *testing.T) {
 			func(s *tradingv1.StrategySpec) bool {
 				return s.BollingerReversion != nil && s.BollingerReversion.Period == 33 && s.BollingerReversion.StdDev == "2.3"
 			}},
+		{job(strategy.MACDCrossover, "1h", lab.Experiment{Index: 4, Params: strategy.Params{FastPeriod: 8, SlowPeriod: 21, SignalPeriod: 5}}), 4,
+			func(s *tradingv1.StrategySpec) bool {
+				return s.MACDCrossover != nil && s.MACDCrossover.FastPeriod == 8 && s.MACDCrossover.SlowPeriod == 21 &&
+					s.MACDCrossover.SignalPeriod == 5 && s.EMACrossover == nil
+			}},
+		{job(strategy.Supertrend, "4h", lab.Experiment{Index: 7, Params: strategy.Params{Period: 14, Multiplier: 2.7}}), 7,
+			func(s *tradingv1.StrategySpec) bool {
+				return s.Supertrend != nil && s.Supertrend.Period == 14 && s.Supertrend.Multiplier == "2.7"
+			}},
 	}
 	for _, c := range cases {
 		spec, err := fleet.LabSpec(c.job, c.index)
