@@ -257,13 +257,22 @@ var botPathRe = regexp.MustCompile(`^/dashboard/bots/([^/?#]+)$`)
 func runLab(t *testing.T, b *tab) (jobPath, botID string) {
 	t.Helper()
 	b.open("/dashboard/lab")
-	b.do(chromedp.SetValue(chromedp.CSS(`#lab-experiments`), "3"),
+	// Thirty days of hourly candles in two walk-forward folds: enough days for the
+	// overfitting estimate, and the folds' table on the job's page.
+	from := time.Now().UTC().Truncate(time.Hour).AddDate(0, 0, -30).Format("2006-01-02T15:04")
+	b.do(chromedp.SetValue(chromedp.CSS(`#lab-experiments`), "6"), chromedp.SetValue(chromedp.CSS(`#lab-from`), from),
+		chromedp.SetValue(chromedp.CSS(`#lab-folds`), "2"),
 		chromedp.Click(chromedp.CSS(`form[action="/dashboard/lab/estimate"] button[type="submit"]`)))
 	b.until(20*time.Second, "the cost before running", `!!document.querySelector('form[action="/dashboard/lab/jobs"] button[type="submit"]')`)
 	b.do(chromedp.Click(chromedp.CSS(`form[action="/dashboard/lab/jobs"] button[type="submit"]`)))
 	b.until(20*time.Second, "the job's page", `/^\/dashboard\/lab\/jobs\/[^\/]+$/.test(location.pathname)`)
 	jobPath = eval[string](b, `location.pathname`)
 	b.until(90*time.Second, "the job's results", `!!document.querySelector('form[action$="/apply"] button')`)
+	if !eval[bool](b, `!!document.getElementById("lab-folds") && !!document.getElementById("lab-overfitting")`) {
+		t.Fatal("the job's page shows no walk-forward folds or overfitting reading")
+	}
+	// A high overfitting estimate asks for the confirmation before applying.
+	eval[bool](b, `document.querySelectorAll('input[name="confirmOverfitting"]').forEach(function (c) { c.checked = true; }) || true`)
 	b.do(chromedp.Click(chromedp.CSS(`form[action$="/apply"] button`)))
 	b.until(30*time.Second, "the applied bot's page", `/^\/dashboard\/bots\/[^\/]+$/.test(location.pathname)`)
 	m := botPathRe.FindStringSubmatch(eval[string](b, `location.pathname`))
