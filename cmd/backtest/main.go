@@ -94,6 +94,7 @@ type runFlags struct {
 	candles, family, timeframe, symbol, market, params string
 	balance, size, stopLoss, takeProfit, fee, offset   string
 	makerFee, takerFee, slippageCap, fundingCSV        string
+	outOfSample                                        int
 	leverage                                           int
 	asJSON                                             bool
 	p                                                  strategy.Params
@@ -127,6 +128,7 @@ func (f *runFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.slippageCap, "slippage-cap", "", "cost model: slippage by range × amount / volume, capped at this fraction of the price")
 	fs.StringVar(&f.fundingCSV, "funding-csv", "", "cost model: funding settlements, a time,rate CSV (time in ms; futures)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.IntVar(&f.outOfSample, "out-of-sample", 0, "keep the last this percent (10-50) of the candles as an out-of-sample window, reported beside the in-sample one (0: one run over all)")
 }
 
 // config builds the experiment the flags describe.
@@ -255,6 +257,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.outOfSample != 0 {
+		return split(ctx, stdout, s, cfg, f.outOfSample, f.asJSON)
+	}
 	start := time.Now()
 	r, err := backtest.Run(ctx, s, cfg)
 	if err != nil {
@@ -270,6 +275,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return table(stdout, r, elapsed)
+}
+
+// split runs cfg on the in-sample and the out-of-sample window of s (the last pct percent
+// of the candles, as the Strategy Lab splits a job's period) and prints both: two tables
+// under their names, or JSON {"inSample": …, "outOfSample": …}.
+func split(ctx context.Context, w io.Writer, s *backtest.Series, cfg backtest.Config, pct int, asJSON bool) error {
+	if pct < 10 || pct > 50 {
+		return fmt.Errorf("--out-of-sample must be 10 to 50 (got %d)", pct)
+	}
+	at := backtest.SplitAt(s.Len(), pct)
+	if at == 0 || at == s.Len() {
+		return fmt.Errorf("%d candles are too few to split", s.Len())
+	}
+	var parts [2]backtest.Result
+	var took [2]time.Duration
+	for i, win := range [2][2]int{{0, at}, {at, s.Len()}} {
+		start := time.Now()
+		r, err := backtest.RunWindow(ctx, s, cfg, win[0], win[1])
+		if err != nil {
+			return err
+		}
+		parts[i], took[i] = r, time.Since(start)
+	}
+	if asJSON {
+		var js [2][]byte
+		for i, r := range parts {
+			b, err := r.JSON()
+			if err != nil {
+				return err
+			}
+			js[i] = b
+		}
+		_, err := fmt.Fprintf(w, "{\"inSample\":%s,\"outOfSample\":%s}\n", js[0], js[1])
+		return err
+	}
+	for i, name := range [2]string{"in-sample", "out-of-sample"} {
+		fmt.Fprintf(w, "%s\n", name)
+		if err := table(w, parts[i], took[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // table prints the result's figures, one a line.

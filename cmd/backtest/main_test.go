@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,5 +313,62 @@ func TestRunCostRefusals(t *testing.T) {
 		if err := cli(context.Background(), append(append([]string(nil), run...), extra...), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", extra)
 		}
+	}
+}
+
+// --out-of-sample 30 splits the 3000 candles as the Lab does (2100 + 900) and reports each
+// window; the in-sample window is a run on its candles alone (a strategy of windows only,
+// Donchian, decides the same), and the out-of-sample one trades only from the split on.
+func TestRunOutOfSample(t *testing.T) {
+	path := fixture(t)
+	base := []string{"run", "--candles", path, "--family", "donchianBreakout", "--period", "30", "--exit-period", "15", "--json"}
+	var out bytes.Buffer
+	if err := cli(context.Background(), append(base, "--out-of-sample", "30"), &out, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		Candles int             `json:"candles"`
+		Final   decimal.Decimal `json:"finalEquity"`
+		Trades  []trade         `json:"trades"`
+	}
+	var got struct{ InSample, OutOfSample result }
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got.InSample.Candles != 2100 || got.OutOfSample.Candles != 900 || len(got.InSample.Trades) == 0 || len(got.OutOfSample.Trades) == 0 {
+		t.Fatalf("in-sample %d candles %d trades, out-of-sample %d candles %d trades: want 2100 and 900, both trading",
+			got.InSample.Candles, len(got.InSample.Trades), got.OutOfSample.Candles, len(got.OutOfSample.Trades))
+	}
+	// The in-sample window is the run on the first 2100 candles alone.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	head := filepath.Join(t.TempDir(), "head.csv")
+	if err := os.WriteFile(head, []byte(strings.Join(lines[:1+2100], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var alone bytes.Buffer
+	if err := cli(context.Background(), append([]string{"run", "--candles", head}, base[3:]...), &alone, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	var first result
+	if err := json.Unmarshal(alone.Bytes(), &first); err != nil {
+		t.Fatal(err)
+	}
+	if !first.Final.Equal(got.InSample.Final) || len(first.Trades) != len(got.InSample.Trades) {
+		t.Fatalf("in-sample window: %v over %d trades; the first 2100 candles alone: %v over %d", got.InSample.Final,
+			len(got.InSample.Trades), first.Final, len(first.Trades))
+	}
+	var table bytes.Buffer
+	if err := cli(context.Background(), append(base[:len(base)-1], "--out-of-sample", "30"), &table, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(table.String(), "in-sample\n") || !strings.Contains(table.String(), "\nout-of-sample\n") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+	if err := cli(context.Background(), append(base, "--out-of-sample", "60"), &out, io.Discard); err == nil {
+		t.Fatal("--out-of-sample 60 was accepted")
 	}
 }

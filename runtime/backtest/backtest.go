@@ -288,6 +288,22 @@ func Run(ctx context.Context, s *Series, cfg Config) (Result, error) {
 	return r, err
 }
 
+// RunWindow runs cfg on the candles [lo, hi) of s: the candles before lo, up to the
+// strategy's Lookback (what the live runner reads), only warm it up (TradeFrom), and
+// nothing after hi is read (Slice). The Strategy Lab's in-sample and out-of-sample windows
+// and `cmd/backtest run --out-of-sample` are such runs.
+func RunWindow(ctx context.Context, s *Series, cfg Config, lo, hi int) (Result, error) {
+	if lo < 0 || hi > s.Len() || lo >= hi {
+		return Result{}, invalid("window", "[%d, %d) is not a window of a series of %d candles", lo, hi, s.Len())
+	}
+	cfg.TradeFrom = s.OpenTime(lo)
+	return Run(ctx, s.Slice(max(0, lo-cfg.Strategy.Lookback()), hi), cfg)
+}
+
+// SplitAt is where a series of n candles splits when its last outOfSamplePercent (0 to
+// 100) is kept out of sample: that share rounded down to a candle.
+func SplitAt(n, outOfSamplePercent int) int { return n - n*outOfSamplePercent/100 }
+
 // runWith runs the checked config c with the strategy st, on the integer ledger when fixed
 // (ok false when c cannot be represented in it or an amount overflowed it: the run is
 // void), else on decimals.

@@ -57,7 +57,7 @@ func (r Request) windows(n int) []window {
 		}
 		return out
 	}
-	split := n - n*cmp.Or(r.OutOfSamplePercent, DefaultOutOfSamplePercent)/100
+	split := backtest.SplitAt(n, cmp.Or(r.OutOfSamplePercent, DefaultOutOfSamplePercent))
 	return []window{{0, split}, {split, n}}
 }
 
@@ -110,12 +110,9 @@ func spanOf(s *backtest.Series, w window) Span {
 // window starts again from the initial balance, so the windows' figures compare. A run on
 // window j reads no candle after it: the in-sample runs never see the out-of-sample part.
 func runWindows(ctx context.Context, s *backtest.Series, cfg backtest.Config, ws []window) ([]backtest.Result, error) {
-	look := cfg.Strategy.Lookback()
 	out := make([]backtest.Result, 0, len(ws))
 	for _, w := range ws {
-		c := cfg
-		c.TradeFrom = s.OpenTime(w.lo)
-		res, err := backtest.Run(ctx, s.Slice(max(0, w.lo-look), w.hi), c)
+		res, err := backtest.RunWindow(ctx, s, cfg, w.lo, w.hi)
 		if err != nil {
 			return nil, err
 		}
