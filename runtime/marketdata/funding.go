@@ -18,8 +18,8 @@ import (
 // FundingRate is one funding settlement of a perpetual futures contract: at Time (Unix ms)
 // a long position pays Rate × its notional to the shorts (a negative rate: the shorts pay).
 type FundingRate struct {
-	Time int64           `json:"time"`
-	Rate decimal.Decimal `json:"rate"`
+	Time int64
+	Rate decimal.Decimal
 }
 
 // FundingHistory is a source of past funding settlements (the Strategy Lab's cost model).
