@@ -346,5 +346,22 @@ func (o *OKXPublic) FundingBetween(ctx context.Context, symbol string, from, to 
 		}
 		after = oldest
 	}
-	return tidyFunding(all, first, end), nil
+	out := tidyFunding(all, first, end)
+	// OKX keeps about three months of funding: an older period comes back without its
+	// oldest settlements, which would charge a backtest too little funding. Settlements
+	// come at most okxFundingGap apart, so a first one later than that after the period's
+	// start means the history stops there.
+	oldest := end
+	if len(out) > 0 {
+		oldest = out[0].Time
+	}
+	if oldest-first > okxFundingGap.Milliseconds() {
+		return nil, errs.New(errs.ExchangeError, "okx: funding history for %s starts at %s, after the period's start %s: OKX keeps about three months; use a later period or turn funding off",
+			inst, time.UnixMilli(oldest).UTC().Format(time.RFC3339), time.UnixMilli(first).UTC().Format(time.RFC3339))
+	}
+	return out, nil
 }
+
+// okxFundingGap is the longest interval between two OKX funding settlements (8 hours on
+// USDT perpetuals; some settle every 4 or 1).
+const okxFundingGap = 8 * time.Hour

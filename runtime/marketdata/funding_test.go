@@ -623,3 +623,23 @@ func TestHistoryFromFlagFunding(t *testing.T) {
 		}
 	}
 }
+
+// OKX keeps about three months of funding: a period reaching further back would come back
+// without its oldest settlements, so it is refused in words rather than undercharged; a
+// period within the three months, or one too short to hold a settlement, is answered.
+func TestOKXFundingBeyondItsHistoryIsRefused(t *testing.T) {
+	v := newFundingVenues(t)
+	okx := v.venues()["okx"]
+	_, err := okx.FundingBetween(t.Context(), "ETH/USDT", fundingNow.AddDate(0, 0, -100), fundingNow.AddDate(0, 0, -80))
+	if e, ok := errs.As(err); !ok || e.Code != errs.ExchangeError || !strings.Contains(e.Message, "three months") {
+		t.Fatalf("a period 100 days back: %v, want EXCHANGE_ERROR about OKX's three months", err)
+	}
+	if got := mustFunding(t, okx, "ETH/USDT", fundingNow.AddDate(0, 0, -30), fundingNow.AddDate(0, 0, -20)); len(got) != 30 {
+		t.Fatalf("ten days within the three months: %d settlements, want 30", len(got))
+	}
+	// 01:00 to 07:00 holds no settlement (they are at 00:00, 08:00 and 16:00).
+	day := fundingNow.AddDate(0, 0, -10).Truncate(24 * time.Hour)
+	if got := mustFunding(t, okx, "ETH/USDT", day.Add(time.Hour), day.Add(7*time.Hour)); len(got) != 0 {
+		t.Fatalf("six hours between settlements: %v", got)
+	}
+}
