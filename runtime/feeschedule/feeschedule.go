@@ -126,7 +126,7 @@ type schedule struct {
 }
 
 func find(v Venue) (*schedule, bool) {
-	name := Venue(strings.ToLower(strings.TrimSpace(string(v))))
+	name := VenueName(v)
 	for i := range schedules {
 		if schedules[i].venue == name {
 			return &schedules[i], true
@@ -142,6 +142,13 @@ func venueNames() []string {
 	}
 	return out
 }
+
+// TierName is tier as Lookup reads it ("VIP 1" is "vip1"): what a caller stores so that
+// the tier it shows is the schedule's own name.
+func TierName(tier string) string { return normalize(tier) }
+
+// VenueName is v as Lookup reads it (" Binance" is "binance").
+func VenueName(v Venue) Venue { return Venue(strings.ToLower(strings.TrimSpace(string(v)))) }
 
 // normalize lower-cases a tier name and drops spaces, hyphens and underscores.
 func normalize(tier string) string {

@@ -35,7 +35,7 @@ type Costs struct {
 
 // Cost model defaults.
 const (
-	DefaultVenue = feeschedule.Venue("binance")
+	DefaultVenue = feeschedule.Binance
 	// DefaultSlippageCapPercent bounds one fill's slippage: the half-range model on a
 	// candle with little volume would otherwise move a fill across the whole candle.
 	DefaultSlippageCapPercent = "0.5"
@@ -52,7 +52,8 @@ func (r *Request) normalizeCosts(kind exchange.Kind) error {
 	if r.Costs != nil {
 		c = *r.Costs
 	}
-	c.Venue = cmp.Or(c.Venue, string(DefaultVenue))
+	c.Venue = string(feeschedule.VenueName(feeschedule.Venue(cmp.Or(c.Venue, string(DefaultVenue)))))
+	c.FeeTier = feeschedule.TierName(c.FeeTier)
 	if c.FeeTier == "" {
 		if ts := feeschedule.Tiers(feeschedule.Venue(c.Venue)); len(ts) > 0 {
 			c.FeeTier = ts[0]

@@ -78,6 +78,15 @@ func TestCostsOnByDefault(t *testing.T) {
 		t.Fatal("no futures window paid or received funding")
 	}
 
+	// A venue and tier as a person types them are stored as the schedule names them.
+	typed := request(strategy.EMACrossover, 1, 4000, 2)
+	typed.AcknowledgeCost = false
+	typed.Costs = &Costs{Venue: " Bybit", FeeTier: "VIP 1"}
+	est, err := f.lab.Generate(ctx, c, typed)
+	if err != nil || est.Estimate.Proceed.Costs.Venue != "bybit" || est.Estimate.Proceed.Costs.FeeTier != "vip1" {
+		t.Fatalf("typed venue and tier: %v %+v, want bybit vip1", err, est.Estimate)
+	}
+
 	off := request(strategy.EMACrossover, 2, 4000, 2)
 	no := false
 	off.Costs = &Costs{Fees: &no, Slippage: &no}
