@@ -161,6 +161,16 @@ func ReplicasWanted(c any) int {
 	return ackOf(c).n
 }
 
+// ClusterWaits reports whether c is a Cluster client whose writes wait for replicas
+// (--redis-min-replicas-ack; under auto, once a master reported one). A write to another
+// slot than the one a signal confirms (its bot's: the fence and WAIT of "a finished signal
+// survives a failover") has a master of its own there, which that confirmation does not
+// cover, so such a write must wait on its own slot's master (AckScript, AckPipelined).
+func ClusterWaits(c any) bool {
+	_, ca := clusterAckOf(c)
+	return ca != nil && ca.wantAny() > 0
+}
+
 // Pipeliner is a client that runs pipelines.
 type Pipeliner interface {
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)

@@ -315,7 +315,16 @@ func (x *Exchange) runFill(ctx context.Context, k fillKeys, f *fillArgs) (fillIn
 			f.write.st.balance.String(), f.write.st.margin.String(), f.write.pos, data, flag(x.records != nil))
 	}
 	run := fillScript.Run
-	if x.co != nil {
+	switch {
+	case f != nil && store.ClusterWaits(x.rdb):
+		// On a Cluster the account's slot has a master of its own, and the signal's
+		// confirmation (its bot slot's fence and WAIT) does not cover it: a fill that
+		// master acknowledged alone and lost in a failover would leave the book with a
+		// fill the account lacks. So a fill waits for the account slot's replica.
+		run = func(ctx context.Context, _ redis.Scripter, keys []string, args ...any) *redis.Cmd {
+			return store.AckScript(ctx, x.rdb, fillScript, keys, args...)
+		}
+	case x.co != nil:
 		run = func(ctx context.Context, _ redis.Scripter, keys []string, args ...any) *redis.Cmd {
 			return x.co.Script(ctx, fillScript, keys, args...)
 		}
