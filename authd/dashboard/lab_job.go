@@ -69,10 +69,8 @@ func labCostsInWords(r lab.Request) string {
 // backtest's decimals; the ratios are rounded for display only.
 type labRow struct {
 	lab.Experiment
-	Params    []labParam
-	Formatted analytics.Formatted
-	Return    string
-	Sharpe    string
+	labShown
+	Params []labParam
 	// OOS is the experiment's out-of-sample figures as shown (nil: none).
 	OOS *labFigures
 	// BotName is the name "Apply as bot" proposes.
@@ -84,17 +82,27 @@ type labParam struct{ Name, Value string }
 // labFigures are one window's figures as the page shows them.
 type labFigures struct {
 	lab.Figures
+	labShown
+}
+
+// labShown is a backtest's metrics as the page shows them: the report's display strings,
+// the return and the Sharpe ratio rounded for display only.
+type labShown struct {
 	Formatted analytics.Formatted
 	Return    string
 	Sharpe    string
+}
+
+func labShow(m analytics.Metrics, quote string) labShown {
+	return labShown{Formatted: m.Formatted(quote), Return: signed(2, decimal.NewFromFloat(m.TotalPnLPercent)) + " %",
+		Sharpe: decimal.NewFromFloat(m.SharpeRatio).StringFixed(2)}
 }
 
 func labFiguresOf(f *lab.Figures, quote string) *labFigures {
 	if f == nil {
 		return nil
 	}
-	return &labFigures{Figures: *f, Formatted: f.Metrics.Formatted(quote),
-		Return: signed(2, decimal.NewFromFloat(f.Metrics.TotalPnLPercent)) + " %", Sharpe: decimal.NewFromFloat(f.Metrics.SharpeRatio).StringFixed(2)}
+	return &labFigures{Figures: *f, labShown: labShow(f.Metrics, quote)}
 }
 
 // labFold is one walk-forward fold as shown.
@@ -151,9 +159,7 @@ func (d *Dashboard) labJob(r *http.Request) (labJobData, error) {
 		}
 		if x.Metrics != nil {
 			data.Charted = true
-			row.Formatted = x.Metrics.Formatted(data.Quote)
-			row.Return = signed(2, decimal.NewFromFloat(x.Metrics.TotalPnLPercent)) + " %"
-			row.Sharpe = decimal.NewFromFloat(x.Metrics.SharpeRatio).StringFixed(2)
+			row.labShown = labShow(*x.Metrics, data.Quote)
 		}
 		row.OOS = labFiguresOf(x.OutOfSample, data.Quote)
 		data.Rows = append(data.Rows, row)

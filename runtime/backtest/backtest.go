@@ -26,6 +26,7 @@ import (
 	"github.com/sigops/sigops/runtime/exchange/paper"
 	"github.com/sigops/sigops/runtime/httpapi"
 	"github.com/sigops/sigops/runtime/marketdata"
+	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/signal"
 	"github.com/sigops/sigops/runtime/strategy"
 )
@@ -322,19 +323,45 @@ func runWith(ctx context.Context, s *Series, c config, st strategy.Strategy, fix
 	return r, err == nil, err
 }
 
+// reportQuery is the period a run's report covers: the UTC days from the one the first
+// candle traded on opens on to the one the last candle closes in (from and end in ms). A
+// position closed at the run's end is booked at end, which is the next day's first instant
+// when the run ends at a UTC midnight: that day is then reported too (closedAtEnd), or the
+// report would leave out the trade that the final equity includes.
+func reportQuery(from, end int64, closedAtEnd bool) (analytics.Query, error) {
+	last := end - 1
+	if closedAtEnd {
+		last = end
+	}
+	return analytics.ParseQuery("", analytics.DateOfMS(from).String(), analytics.DateOfMS(last).String(), "", time.UnixMilli(end))
+}
+
+// ReportOf is runtime/analytics' report of trades (oldest first, as runs return them),
+// begun at start, over the candles from the one opening at from to the one ending at end
+// (ms), as a run reports its own: the Strategy Lab's report of chained runs.
+func ReportOf(symbol string, trades []Trade, start decimal.Decimal, from, end int64) (analytics.Report, error) {
+	n := len(trades)
+	q, err := reportQuery(from, end, n > 0 && trades[n-1].ExitTime >= end)
+	if err != nil {
+		return analytics.Report{}, err
+	}
+	return analytics.ReportOf(analytics.Header{Symbol: symbol}, positionTrades(trades), &start, q), nil
+}
+
+// positionTrades are trades as runtime/analytics reads them: close time, net result, fees.
+func positionTrades(trades []Trade) []position.Trade {
+	out := make([]position.Trade, len(trades))
+	for i, t := range trades {
+		out[i] = position.Trade{ClosedAt: t.ExitTime, NetPnl: httpapi.Num(t.NetPnl), Fees: httpapi.Num(t.Fees)}
+	}
+	return out
+}
+
 // result assembles the Result of a finished run.
 func (e *engine) result() (Result, error) {
 	s := e.s
-	end := s.ts[len(s.ts)-1] + s.tfMs
-	// The report covers the days the candles open on; a position closed at the series' end
-	// is booked at the last candle's close time, which is the next day's first instant when
-	// the series ends at a UTC midnight: that day is then reported too, or the report would
-	// leave out the trade that the final equity includes.
-	last := end - 1
-	if e.closedAtEnd {
-		last = end
-	}
-	q, err := analytics.ParseQuery("", analytics.DateOfMS(s.ts[e.c.from]).String(), analytics.DateOfMS(last).String(), "", time.UnixMilli(end))
+	end := s.EndTime(len(s.ts) - 1)
+	q, err := reportQuery(s.ts[e.c.from], end, e.closedAtEnd)
 	if err != nil {
 		return Result{}, err
 	}

@@ -715,11 +715,7 @@ func (l *ledger) result(r *Result, hdr analytics.Header, start decimal.Decimal, 
 	}
 	rep, ok := analytics.ReportOfFixed(hdr, fixed, int32(l.scale), &start, q)
 	if !ok {
-		trades := make([]position.Trade, len(r.Trades))
-		for i, t := range r.Trades {
-			trades[i] = position.Trade{ClosedAt: t.ExitTime, NetPnl: httpapi.Num(t.NetPnl), Fees: httpapi.Num(t.Fees)}
-		}
-		rep = analytics.ReportOf(hdr, trades, &start, q)
+		rep = analytics.ReportOf(hdr, positionTrades(r.Trades), &start, q)
 	}
 	r.Report = rep
 	r.Equity = make([]analytics.Point, len(l.points))

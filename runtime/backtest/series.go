@@ -170,6 +170,9 @@ func (s *Series) IndexOf(ms int64) int {
 // OpenTime is candle i's open time (ms).
 func (s *Series) OpenTime(i int) int64 { return s.ts[i] }
 
+// EndTime is candle i's close time (ms): its open time plus the timeframe.
+func (s *Series) EndTime(i int) int64 { return s.ts[i] + s.tfMs }
+
 // Len is the number of candles.
 func (s *Series) Len() int { return len(s.ts) }
 

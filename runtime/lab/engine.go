@@ -422,21 +422,15 @@ func (e *Engine) experiment(ctx context.Context, r Request, m *jobMarket, candle
 	if err != nil {
 		return failed(i, sets[i], err, candles), nil
 	}
-	if need := st.Warmup() + 1; candles < need {
+	ws := r.windows(candles)
+	if short := shortWindow(ws, candles, st.Warmup()+1); short != "" {
 		x := failed(i, sets[i], nil, candles)
-		x.Error = &ExperimentError{Code: InsufficientCandles,
-			Message: fmt.Sprintf("the period has %d candles; these parameters need at least %d", candles, need)}
+		x.Error = &ExperimentError{Code: InsufficientCandles, Message: short}
 		return x, nil
 	}
 	cfg, err := r.configWith(spec, m)
 	if err != nil {
 		return failed(i, sets[i], err, candles), nil
-	}
-	ws := r.windows(candles)
-	if short := shortWindow(ws, st.Warmup()+1); short != "" {
-		x := failed(i, sets[i], nil, candles)
-		x.Error = &ExperimentError{Code: InsufficientCandles, Message: short}
-		return x, nil
 	}
 	start := time.Now()
 	parts, err := runWindows(ctx, s, cfg, ws)
@@ -458,10 +452,13 @@ func (e *Engine) experiment(ctx context.Context, r Request, m *jobMarket, candle
 	return x, nil
 }
 
-// shortWindow says why ws cannot be run by a strategy that needs need candles to trade
-// (the first window has no candles before it to warm up on; every other window needs one
-// candle); empty when they can.
-func shortWindow(ws []window, need int) string {
+// shortWindow says why the period's candles, cut into ws, cannot be run by a strategy that
+// needs need candles to trade: too few in all, or in the first window (which has no
+// candles before it to warm up on), or a window left empty; empty when they can.
+func shortWindow(ws []window, candles, need int) string {
+	if candles < need {
+		return fmt.Sprintf("the period has %d candles; these parameters need at least %d", candles, need)
+	}
 	if n := ws[0].hi - ws[0].lo; n < need {
 		return fmt.Sprintf("the first window of the period has %d candles; these parameters need at least %d", n, need)
 	}

@@ -4,16 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/sigops/sigops/runtime/analytics"
 	"github.com/sigops/sigops/runtime/backtest"
 	"github.com/sigops/sigops/runtime/httpapi"
-	"github.com/sigops/sigops/runtime/marketdata"
 	"github.com/sigops/sigops/runtime/overfit"
-	"github.com/sigops/sigops/runtime/position"
 	"github.com/sigops/sigops/runtime/strategy"
 )
 
@@ -101,8 +98,7 @@ func (r Request) validation(s *backtest.Series) Validation {
 }
 
 func spanOf(s *backtest.Series, w window) Span {
-	tf, _ := marketdata.TimeframeDuration(s.Timeframe())
-	return Span{From: s.OpenTime(w.lo), To: s.OpenTime(w.hi-1) + tf.Milliseconds(), Candles: w.hi - w.lo}
+	return Span{From: s.OpenTime(w.lo), To: s.EndTime(w.hi - 1), Candles: w.hi - w.lo}
 }
 
 // runWindows backtests cfg on each window of s: the candles before a window (up to the
@@ -319,25 +315,16 @@ func walkForward(ctx context.Context, m *jobMarket, r Request, exps []Experiment
 // reported together from the initial balance, by runtime/analytics as any run's.
 func stitch(s *backtest.Series, first, last window, parts []backtest.Result, initial decimal.Decimal) (Figures, error) {
 	span := spanOf(s, window{first.lo, last.hi})
-	var trades []position.Trade
+	var trades []backtest.Trade
 	costs := make([]*backtest.CostBreakdown, len(parts))
 	for i, p := range parts {
 		costs[i] = p.Costs
-		for _, t := range p.Trades {
-			trades = append(trades, position.Trade{ClosedAt: t.ExitTime, NetPnl: httpapi.Num(t.NetPnl), Fees: httpapi.Num(t.Fees)})
-		}
+		trades = append(trades, p.Trades...)
 	}
-	// As a run's own report: a position closed at the end is booked at span.To, which is
-	// the next day when the period ends at a UTC midnight.
-	lastMs := span.To - 1
-	if n := len(trades); n > 0 && trades[n-1].ClosedAt >= span.To {
-		lastMs = span.To
-	}
-	q, err := analytics.ParseQuery("", analytics.DateOfMS(span.From).String(), analytics.DateOfMS(lastMs).String(), "", time.UnixMilli(span.To))
+	rep, err := backtest.ReportOf(s.Market().Symbol, trades, initial, span.From, span.To)
 	if err != nil {
 		return Figures{}, err
 	}
-	rep := analytics.ReportOf(analytics.Header{Symbol: s.Market().Symbol}, trades, &initial, q)
 	final := initial
 	if len(parts) > 0 {
 		final = parts[len(parts)-1].Final
